@@ -1,0 +1,3 @@
+fn main() -> std::process::ExitCode {
+    gantry_client::qconf::run(&gantry_client::args()).emit()
+}

@@ -1,0 +1,3 @@
+fn main() -> std::process::ExitCode {
+    gantry_client::qhost::run(&gantry_client::args()).emit()
+}

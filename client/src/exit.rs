@@ -1,0 +1,19 @@
+//! The one table of exit statuses the commands use, as scripts written for Grid Engine
+//! expect them.
+
+use gantry_proto::RefusalKind;
+
+pub const SUCCESS: u8 = 0;
+/// Any refused or failed request, a usage error, an unreachable daemon: SGE exits 1.
+pub const FAILURE: u8 = 1;
+
+/// The exit status for a refusal.
+pub fn for_refusal(kind: RefusalKind) -> u8 {
+    match kind {
+        RefusalKind::Denied
+        | RefusalKind::NotFound
+        | RefusalKind::AlreadyExists
+        | RefusalKind::Invalid
+        | RefusalKind::Internal => FAILURE,
+    }
+}

@@ -1,0 +1,346 @@
+//! `qconf`: show and change the cell's configuration, Grid Engine's way.
+
+use std::io::Write;
+
+use gantry_common::complex::print_complexes;
+use gantry_common::config::print_config;
+use gantry_common::exechost::print_exechost;
+use gantry_common::hostgroup::print_hostgroup;
+use gantry_common::queue::print_queue;
+use gantry_proto::{ExecHost, FromMaster, RefusalKind, ToMaster};
+
+use crate::opts::{opt, parse, Arity, OptSpec};
+use crate::{exit, Output};
+
+const SPECS: &[OptSpec] = &[
+    opt("-help", Arity::None),
+    opt("-ae", Arity::Optional),
+    opt("-Ae", Arity::One),
+    opt("-de", Arity::One),
+    opt("-se", Arity::One),
+    opt("-sel", Arity::None),
+    opt("-sconf", Arity::Optional),
+    opt("-sconfl", Arity::None),
+    opt("-mconf", Arity::Optional),
+    opt("-Mconf", Arity::One),
+    opt("-sm", Arity::None),
+    opt("-am", Arity::One),
+    opt("-dm", Arity::One),
+    opt("-sc", Arity::None),
+    opt("-sql", Arity::None),
+    opt("-sq", Arity::Optional),
+    opt("-shgrpl", Arity::None),
+    opt("-shgrp", Arity::One),
+];
+
+pub fn usage() -> String {
+    let lines = [
+        (
+            "[-ae [host_name]]",
+            "add an exec host (with an editor when no name is given)",
+        ),
+        ("[-Ae fname]", "add an exec host from file"),
+        ("[-am user_list]", "add user to manager list"),
+        ("[-de host_list]", "delete exec host"),
+        ("[-dm user_list]", "delete user from manager list"),
+        ("[-help]", "print this help"),
+        ("[-mconf [global]]", "modify configurations"),
+        ("[-Mconf file_list]", "modify configurations from file_list"),
+        ("[-sc]", "show complex attributes"),
+        ("[-sconf [global]]", "show configurations"),
+        ("[-sconfl]", "show a list of all local configurations"),
+        ("[-se server]", "show given exec server"),
+        ("[-sel]", "show a list of all exec servers"),
+        ("[-shgrp group]", "show host group"),
+        ("[-shgrpl]", "show host group list"),
+        ("[-sm]", "show a list of all managers"),
+        ("[-sq [queue]]", "show the given queue"),
+        ("[-sql]", "show a list of all queues"),
+    ];
+    let mut s = format!(
+        "Gantry {}\nusage: qconf [options]\n",
+        env!("CARGO_PKG_VERSION")
+    );
+    for (o, d) in lines {
+        s.push_str(&format!("   {o:<40} {d}\n"));
+    }
+    s.push_str("\nhost_list               all | hostname[,hostname,...]\nuser_list               user[,user,...]\nfile_list               file[,file,...]\n");
+    s
+}
+
+fn list(arg: &str) -> Vec<String> {
+    arg.split(',')
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// Send a request; `Done` messages go to stdout or stderr as SGE prints them for this
+/// operation.
+fn change(req: ToMaster, to_stderr: bool) -> Output {
+    match crate::conn::request(&req) {
+        Ok(FromMaster::Done { messages }) => {
+            let text: String = messages.iter().map(|m| format!("{m}\n")).collect();
+            if to_stderr {
+                Output {
+                    stdout: String::new(),
+                    stderr: text,
+                    code: exit::SUCCESS,
+                }
+            } else {
+                Output::ok(text)
+            }
+        }
+        other => answer(other, |_| None),
+    }
+}
+
+/// Turn an answer into output with `show`, or report a refusal or failure.
+fn answer(
+    reply: Result<FromMaster, crate::conn::ConnError>,
+    show: impl FnOnce(&FromMaster) -> Option<String>,
+) -> Output {
+    match reply {
+        Ok(FromMaster::Refused(r)) => Output::fail(r.message, exit::for_refusal(r.kind)),
+        Ok(a) => match show(&a) {
+            Some(text) => Output::ok(text),
+            None => Output::fail(
+                format!("error: unexpected answer from the master: {a:?}"),
+                exit::FAILURE,
+            ),
+        },
+        Err(e) => Output::fail(e.to_string(), exit::FAILURE),
+    }
+}
+
+fn names(reply: Result<FromMaster, crate::conn::ConnError>, empty: &str) -> Output {
+    match reply {
+        Ok(FromMaster::Names(n)) if n.is_empty() => Output::fail(empty.to_string(), exit::FAILURE),
+        other => answer(other, |a| match a {
+            FromMaster::Names(n) => Some(n.iter().map(|s| format!("{s}\n")).collect()),
+            _ => None,
+        }),
+    }
+}
+
+fn resolvable(host: &str) -> bool {
+    use std::net::ToSocketAddrs;
+    (host, 0u16)
+        .to_socket_addrs()
+        .is_ok_and(|mut a| a.next().is_some())
+}
+
+/// Let the user edit `text` with `$EDITOR` (vi by default); the edited text.
+fn edit(text: &str) -> Result<String, String> {
+    let editor = std::env::var("EDITOR")
+        .ok()
+        .filter(|e| !e.trim().is_empty())
+        .unwrap_or_else(|| "vi".into());
+    let mut file = tempfile_in_tmp()?;
+    file.1
+        .write_all(text.as_bytes())
+        .map_err(|e| format!("error: cannot write {}: {e}", file.0.display()))?;
+    drop(file.1);
+    let status = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("{editor} \"$1\""))
+        .arg("sh")
+        .arg(&file.0)
+        .status()
+        .map_err(|e| format!("error: cannot start the editor \"{editor}\": {e}"))?;
+    let edited = std::fs::read_to_string(&file.0);
+    let _ = std::fs::remove_file(&file.0);
+    if !status.success() {
+        return Err(format!(
+            "error: the editor \"{editor}\" failed ({status}); nothing changed"
+        ));
+    }
+    edited.map_err(|e| format!("error: cannot read the edited file: {e}"))
+}
+
+fn tempfile_in_tmp() -> Result<(std::path::PathBuf, std::fs::File), String> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let dir = std::env::temp_dir();
+    for n in 0..100u32 {
+        let path = dir.join(format!("qconf-{}-{n}", std::process::id()));
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path)
+        {
+            Ok(f) => return Ok((path, f)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => {
+                return Err(format!(
+                    "error: cannot create a temporary file in {}: {e}",
+                    dir.display()
+                ))
+            }
+        }
+    }
+    Err("error: cannot create a temporary file".into())
+}
+
+fn read_file(path: &str) -> Result<String, Output> {
+    std::fs::read_to_string(path).map_err(|e| {
+        Output::fail(
+            format!("error: cannot read file \"{path}\": {e}"),
+            exit::FAILURE,
+        )
+    })
+}
+
+pub fn run(args: &[String]) -> Output {
+    if args.is_empty() {
+        return Output::usage_error("error: no option given", &usage());
+    }
+    let p = match parse(args, SPECS, false) {
+        Ok(p) => p,
+        Err(e) => return Output::usage_error(&e.to_string(), &usage()),
+    };
+    if p.has("-help") {
+        return Output::ok(usage());
+    }
+    // Each option is carried out in order, as qconf does; the first failure stops.
+    let mut out = Output::ok(String::new());
+    for g in &p.options {
+        let arg = g.arg.as_deref();
+        let step = one(g.name, arg);
+        out.stdout.push_str(&step.stdout);
+        out.stderr.push_str(&step.stderr);
+        out.code = step.code;
+        if step.code != exit::SUCCESS {
+            break;
+        }
+    }
+    out
+}
+
+fn one(name: &str, arg: Option<&str>) -> Output {
+    let req = crate::conn::request;
+    match (name, arg) {
+        ("-sc", _) => answer(req(&ToMaster::ShowComplexes), |a| match a {
+            FromMaster::Complexes(c) => Some(print_complexes(c)),
+            _ => None,
+        }),
+        ("-sel", _) => names(
+            req(&ToMaster::ShowExecHostList),
+            "no execution host defined",
+        ),
+        ("-se", Some(host)) => {
+            let reply = req(&ToMaster::ShowExecHost {
+                host: host.to_string(),
+            });
+            if let Ok(FromMaster::Refused(r)) = &reply {
+                if r.kind == RefusalKind::NotFound && !resolvable(host) {
+                    return Output::fail(
+                        format!("can't resolve hostname \"{host}\""),
+                        exit::FAILURE,
+                    );
+                }
+            }
+            answer(reply, |a| match a {
+                FromMaster::ExecHost(h) => Some(print_exechost(h)),
+                _ => None,
+            })
+        }
+        ("-ae", Some(host)) => change(
+            ToMaster::AddExecHost {
+                text: print_exechost(&ExecHost::new(host)),
+            },
+            false,
+        ),
+        ("-ae", None) => match edit(&print_exechost(&ExecHost::new("template"))) {
+            Ok(text) => change(ToMaster::AddExecHost { text }, false),
+            Err(e) => Output::fail(e, exit::FAILURE),
+        },
+        ("-Ae", Some(file)) => match read_file(file) {
+            Ok(text) => change(ToMaster::AddExecHost { text }, false),
+            Err(o) => o,
+        },
+        ("-de", Some(hosts)) => change(ToMaster::DeleteExecHosts { hosts: list(hosts) }, false),
+        ("-sconf", conf) => {
+            let name = conf.unwrap_or("global");
+            answer(
+                req(&ToMaster::ShowConfig {
+                    name: name.to_string(),
+                }),
+                |a| match a {
+                    FromMaster::Config(c) => Some(print_config(c)),
+                    _ => None,
+                },
+            )
+        }
+        ("-sconfl", _) => Output::fail("no config defined".to_string(), exit::FAILURE),
+        ("-mconf", conf) => {
+            let name = conf.unwrap_or("global").to_string();
+            let current = match req(&ToMaster::ShowConfig { name: name.clone() }) {
+                Ok(FromMaster::Config(c)) => c,
+                other => return answer(other, |_| None),
+            };
+            match edit(&print_config(&current)) {
+                Ok(text) => change(ToMaster::ModifyConfig { name, text }, true),
+                Err(e) => Output::fail(e, exit::FAILURE),
+            }
+        }
+        ("-Mconf", Some(files)) => {
+            let mut out = Output::ok(String::new());
+            for file in list(files) {
+                let name = std::path::Path::new(&file)
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                let text = match read_file(&file) {
+                    Ok(t) => t,
+                    Err(o) => return o,
+                };
+                let step = change(ToMaster::ModifyConfig { name, text }, true);
+                out.stderr.push_str(&step.stderr);
+                out.stdout.push_str(&step.stdout);
+                out.code = step.code;
+                if step.code != exit::SUCCESS {
+                    break;
+                }
+            }
+            out
+        }
+        ("-sm", _) => names(req(&ToMaster::ShowManagers), "no manager defined"),
+        ("-am", Some(users)) => change(ToMaster::AddManagers { users: list(users) }, false),
+        ("-dm", Some(users)) => change(ToMaster::DeleteManagers { users: list(users) }, false),
+        ("-sql", _) => names(req(&ToMaster::ShowQueueList), "no cqueue list defined"),
+        ("-sq", Some(q)) => answer(
+            req(&ToMaster::ShowQueue {
+                name: q.to_string(),
+            }),
+            |a| match a {
+                FromMaster::Queue(q) => Some(print_queue(q)),
+                _ => None,
+            },
+        ),
+        ("-sq", None) => Output::ok(print_queue(&gantry_common::queue::new_queue(
+            "template", "NONE",
+        ))),
+        ("-shgrpl", _) => names(
+            req(&ToMaster::ShowHostGroupList),
+            "no host group list defined",
+        ),
+        ("-shgrp", Some(g)) => answer(
+            req(&ToMaster::ShowHostGroup {
+                name: g.to_string(),
+            }),
+            |a| match a {
+                FromMaster::HostGroup(g) => Some(print_hostgroup(g)),
+                _ => None,
+            },
+        ),
+        (other, None) => Output::usage_error(
+            &format!("error: no option argument provided to \"{other}\""),
+            &usage(),
+        ),
+        (other, Some(_)) => Output::usage_error(
+            &format!("error: invalid option argument \"{other}\""),
+            &usage(),
+        ),
+    }
+}

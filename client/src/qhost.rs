@@ -1,0 +1,370 @@
+//! `qhost`: the exec hosts with their load values, as Grid Engine prints them.
+
+use gantry_common::complex;
+use gantry_common::load::get;
+use gantry_common::value::{
+    format_f6, format_memory_1, format_memory_3, parse_double, parse_memory,
+};
+use gantry_proto::{ComplexAttr, FromMaster, HostReport, HostView, ToMaster, ValueType};
+
+use crate::opts::{opt, parse, Arity, OptSpec};
+use crate::xml::Xml;
+use crate::{exit, Output};
+
+const SPECS: &[OptSpec] = &[
+    opt("-help", Arity::None),
+    opt("-F", Arity::Optional),
+    opt("-h", Arity::One),
+    opt("-q", Arity::None),
+    opt("-xml", Arity::None),
+];
+
+pub fn usage() -> String {
+    format!(
+        "Gantry {}\nusage: qhost [options]\n   [-F [resource_attribute]]  full output and show (selected) resources of host\n   [-h hostlist]              display only selected hosts\n   [-help]                    print this help\n   [-q]                       display queues hosted by host\n   [-xml]                     display the information in XML-Format\n\nresource_attribute        resource_name[,resource_name,...]\nhostlist                  hostname[,hostname,...]\n",
+        env!("CARGO_PKG_VERSION")
+    )
+}
+
+pub fn run(args: &[String]) -> Output {
+    let p = match parse(args, SPECS, false) {
+        Ok(p) => p,
+        Err(e) => return Output::usage_error(&e.to_string(), &usage()),
+    };
+    if p.has("-help") {
+        return Output::ok(usage());
+    }
+    let report = match crate::conn::request(&ToMaster::HostInfo) {
+        Ok(FromMaster::Hosts(r)) => r,
+        Ok(FromMaster::Refused(r)) => return Output::fail(r.message, exit::for_refusal(r.kind)),
+        Ok(other) => {
+            return Output::fail(format!("error: unexpected answer {other:?}"), exit::FAILURE)
+        }
+        Err(e) => return Output::fail(e.to_string(), exit::FAILURE),
+    };
+    let view = View {
+        full: p.has("-F"),
+        attrs: p
+            .arg("-F")
+            .map(|a| a.split(',').map(str::to_string).collect()),
+        hosts: p
+            .arg("-h")
+            .map(|a| a.split(',').map(str::to_string).collect()),
+        queues: p.has("-q"),
+    };
+    if p.has("-xml") {
+        Output::ok(render_xml(&report, &view))
+    } else {
+        Output::ok(render_text(&report, &view))
+    }
+}
+
+pub struct View {
+    pub full: bool,
+    pub attrs: Option<Vec<String>>,
+    pub hosts: Option<Vec<String>>,
+    pub queues: bool,
+}
+
+fn selected<'a>(report: &'a HostReport, view: &View) -> Vec<&'a HostView> {
+    let mut hosts: Vec<&HostView> = report
+        .hosts
+        .iter()
+        .filter(|h| {
+            view.hosts
+                .as_ref()
+                .is_none_or(|list| list.iter().any(|n| n == &h.name))
+        })
+        .collect();
+    hosts.sort_by(|a, b| a.name.cmp(&b.name));
+    hosts
+}
+
+/// The summary columns of a host: arch, ncpu, nsoc, ncor, nthr, load, memtot, memuse,
+/// swapto, swapus (`-` where unknown).
+fn columns(h: &HostView) -> [String; 10] {
+    let v = |n: &str| get(&h.load_values, n).map(str::to_string);
+    let int = |n: &str| v(n).unwrap_or_else(|| "-".into());
+    let mem = |n: &str| {
+        v(n).and_then(|s| parse_memory(&s).ok())
+            .map_or_else(|| "-".to_string(), format_memory_1)
+    };
+    let load = v("load_avg")
+        .and_then(|s| parse_double(&s).ok())
+        .map_or_else(|| "-".to_string(), |l| format!("{l:.2}"));
+    [
+        int("arch"),
+        int("num_proc"),
+        int("m_socket"),
+        int("m_core"),
+        int("m_thread"),
+        load,
+        mem("mem_total"),
+        mem("mem_used"),
+        mem("swap_total"),
+        mem("swap_used"),
+    ]
+}
+
+/// A resource value as `qhost -F` prints it: memory scaled, numbers as `%f`.
+fn format_resource(complexes: &[ComplexAttr], name: &str, value: &str) -> String {
+    match complex::find(complexes, name).map(|c| c.value_type) {
+        Some(ValueType::Memory) => {
+            parse_memory(value).map_or_else(|_| value.to_string(), format_memory_3)
+        }
+        Some(ValueType::Int | ValueType::Double) => {
+            parse_double(value).map_or_else(|_| value.to_string(), format_f6)
+        }
+        _ => value.to_string(),
+    }
+}
+
+/// The host's resources for `-F`: (dominance, name, printed value).
+fn resources(report: &HostReport, h: &HostView, view: &View) -> Vec<(String, String, String)> {
+    let wanted = |name: &str| {
+        view.attrs.as_ref().is_none_or(|list| {
+            list.iter().any(|a| {
+                a == name || complex::find(&report.complexes, a).is_some_and(|c| c.name == name)
+            })
+        })
+    };
+    let mut out = Vec::new();
+    for lv in &h.load_values {
+        if wanted(&lv.name) && !h.complex_values.iter().any(|(k, _)| k == &lv.name) {
+            out.push((
+                "hl".to_string(),
+                lv.name.clone(),
+                format_resource(&report.complexes, &lv.name, &lv.value),
+            ));
+        }
+    }
+    for (name, value) in &h.complex_values {
+        if wanted(name) {
+            let consumable = complex::find(&report.complexes, name)
+                .is_some_and(|c| c.consumable != gantry_proto::Consumable::No);
+            out.push((
+                if consumable { "hc" } else { "hf" }.to_string(),
+                name.clone(),
+                format_resource(&report.complexes, name, value),
+            ));
+        }
+    }
+    out
+}
+
+pub fn render_text(report: &HostReport, view: &View) -> String {
+    let mut out = String::from(
+        "HOSTNAME                ARCH         NCPU NSOC NCOR NTHR  LOAD  MEMTOT  MEMUSE  SWAPTO  SWAPUS\n",
+    );
+    out.push_str(&"-".repeat(94));
+    out.push('\n');
+    let row = |name: &str, c: &[String; 10]| {
+        format!(
+            "{:<23.23} {:<13.13}{:>4.4} {:>4.4} {:>4.4} {:>4.4} {:>5.5} {:>7.7} {:>7.7} {:>7.7} {:>7.7}\n",
+            name, c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8], c[9]
+        )
+    };
+    let dash: [String; 10] = std::array::from_fn(|_| "-".to_string());
+    out.push_str(&row("global", &dash));
+    for h in selected(report, view) {
+        out.push_str(&row(&h.name, &columns(h)));
+        if view.full {
+            let res = resources(report, h, view);
+            for (i, (dom, name, value)) in res.iter().enumerate() {
+                let prefix = if view.attrs.is_some() && i == 0 {
+                    "    Host Resource(s):      "
+                } else {
+                    "   "
+                };
+                out.push_str(&format!("{prefix}{dom}:{name}={value}\n"));
+            }
+        }
+        if view.queues {
+            for q in &h.queues {
+                out.push_str(&format!(
+                    "   {:<20} {:<5} {:<14}{}\n",
+                    q.queue,
+                    q.qtype,
+                    format!("{}/{}/{}", q.reserved, q.used, q.total),
+                    q.states
+                ));
+            }
+        }
+    }
+    out
+}
+
+const XMLNS: &str = "xmlns:xsd=\"http://arc.liv.ac.uk/repos/darcs/sge/source/dist/util/resources/schemas/qhost/qhost.xsd\"";
+
+pub fn render_xml(report: &HostReport, view: &View) -> String {
+    let mut x = Xml::new();
+    x.open_raw(0, "qhost", XMLNS);
+    let names = [
+        "arch_string",
+        "num_proc",
+        "m_socket",
+        "m_core",
+        "m_thread",
+        "load_avg",
+        "mem_total",
+        "mem_used",
+        "swap_total",
+        "swap_used",
+    ];
+    let dash: [String; 10] = std::array::from_fn(|_| "-".to_string());
+    let host = |x: &mut Xml, name: &str, cols: &[String; 10], h: Option<&HostView>| {
+        x.open(1, "host", &[("name", name)]);
+        for (n, v) in names.iter().zip(cols.iter()) {
+            x.element(3, "hostvalue", &[("name", n)], v);
+        }
+        if let Some(h) = h {
+            if view.full {
+                for (dom, name, value) in resources(report, h, view) {
+                    x.element(
+                        3,
+                        "resourcevalue",
+                        &[("name", &name), ("dominance", &dom)],
+                        &value,
+                    );
+                }
+            }
+            if view.queues {
+                for q in &h.queues {
+                    x.open(3, "queue", &[("name", &q.queue)]);
+                    let qv = [
+                        ("qtype_string", q.qtype.clone()),
+                        ("slots_used", q.used.to_string()),
+                        ("slots", q.total.to_string()),
+                        ("slots_resv", q.reserved.to_string()),
+                        ("state_string", q.states.clone()),
+                    ];
+                    for (n, v) in qv {
+                        x.element(6, "queuevalue", &[("qname", &q.queue), ("name", n)], &v);
+                    }
+                    x.close(3, "queue");
+                }
+            }
+        }
+        x.close(1, "host");
+    };
+    host(&mut x, "global", &dash, None);
+    for h in selected(report, view) {
+        host(&mut x, &h.name, &columns(h), Some(h));
+    }
+    x.close(0, "qhost");
+    x.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gantry_proto::{LoadValue, QueueInstanceView};
+
+    /// The host of the SGE reference transcripts.
+    fn reference_report() -> HostReport {
+        let lv = "load_avg=0.326172,load_short=0.498535,load_medium=0.326172,load_long=0.144531,arch=lx-amd64,num_proc=2,mem_free=23917.718750M,swap_free=0.000000M,virtual_free=23917.718750M,mem_total=24105.550781M,swap_total=0.000000M,virtual_total=24105.550781M,mem_used=187.832031M,swap_used=0.000000M,virtual_used=187.832031M,cpu=0.000000,m_topology=SCC,m_topology_inuse=SCC,m_socket=1,m_core=2,m_thread=2,np_load_avg=0.163086,np_load_short=0.249268,np_load_medium=0.163086,np_load_long=0.072265";
+        HostReport {
+            hosts: vec![HostView {
+                name: "vm".into(),
+                reachable: true,
+                load_values: lv
+                    .split(',')
+                    .map(|p| {
+                        let (n, v) = p.split_once('=').unwrap();
+                        LoadValue {
+                            name: n.into(),
+                            value: v.into(),
+                        }
+                    })
+                    .collect(),
+                complex_values: vec![],
+                queues: vec![QueueInstanceView {
+                    queue: "all.q".into(),
+                    qtype: "BIP".into(),
+                    reserved: 0,
+                    used: 0,
+                    total: 2,
+                    states: String::new(),
+                }],
+            }],
+            complexes: complex::default_complexes(),
+        }
+    }
+
+    fn view(full: bool, attrs: Option<&str>, queues: bool) -> View {
+        View {
+            full,
+            attrs: attrs.map(|a| a.split(',').map(str::to_string).collect()),
+            hosts: None,
+            queues,
+        }
+    }
+
+    fn fixture(name: &str) -> String {
+        let all = include_str!("../tests/fixtures/qhost.txt");
+        let start = all.find(&format!("=== {name}\n")).unwrap() + name.len() + 5;
+        let end = all[start..]
+            .find("\n=== ")
+            .map_or(all.len(), |e| start + e + 1);
+        all[start..end].to_string()
+    }
+
+    #[test]
+    fn default_output_matches_sge() {
+        assert_eq!(
+            render_text(&reference_report(), &view(false, None, false)),
+            fixture("qhost")
+        );
+    }
+
+    #[test]
+    fn full_output_matches_sge() {
+        assert_eq!(
+            render_text(&reference_report(), &view(true, None, false)),
+            fixture("qhost -F")
+        );
+        assert_eq!(
+            render_text(
+                &reference_report(),
+                &view(true, Some("num_proc,mem_free,load_avg,np_load_avg"), false)
+            ),
+            fixture("qhost -F num_proc,mem_free,load_avg,np_load_avg")
+        );
+    }
+
+    #[test]
+    fn queue_output_matches_sge() {
+        assert_eq!(
+            render_text(&reference_report(), &view(false, None, true)),
+            fixture("qhost -q")
+        );
+    }
+
+    #[test]
+    fn xml_output_matches_sge() {
+        assert_eq!(
+            render_xml(&reference_report(), &view(false, None, false)),
+            fixture("qhost -xml")
+        );
+        assert_eq!(
+            render_xml(&reference_report(), &view(true, None, false)),
+            fixture("qhost -F -xml")
+        );
+    }
+
+    #[test]
+    fn unreachable_host_shows_dashes_for_dynamic_values_and_state_u() {
+        let mut r = reference_report();
+        let h = &mut r.hosts[0];
+        h.reachable = false;
+        h.load_values
+            .retain(|l| gantry_common::load::STATIC_VALUES.contains(&l.name.as_str()));
+        h.queues[0].states = "u".into();
+        let out = render_text(&r, &view(false, None, true));
+        assert!(out.contains("vm                      lx-amd64        2    1    2    2     -   23.5G       -     0.0       -\n"), "{out}");
+        assert!(
+            out.contains("   all.q                BIP   0/0/2         u\n"),
+            "{out}"
+        );
+    }
+}

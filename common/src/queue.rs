@@ -1,0 +1,196 @@
+//! Cluster queues (`qconf -sq`): SGE's attribute list with its template defaults, and
+//! values with per-host and per-hostgroup overrides (`1,[node1=4],[@big=16]`).
+
+use gantry_proto::{ClusterQueue, QueueAttr};
+
+/// Every queue attribute in SGE's order with the template's value (`qconf -sq`).
+const TEMPLATE: &[(&str, &str)] = &[
+    ("qname", "template"),
+    ("hostlist", "NONE"),
+    ("seq_no", "0"),
+    ("load_thresholds", "np_load_avg=1.75"),
+    ("suspend_thresholds", "NONE"),
+    ("nsuspend", "1"),
+    ("suspend_interval", "00:05:00"),
+    ("priority", "0"),
+    ("min_cpu_interval", "00:05:00"),
+    ("processors", "UNDEFINED"),
+    ("qtype", "BATCH INTERACTIVE"),
+    ("ckpt_list", "NONE"),
+    ("pe_list", "make smp mpi"),
+    ("rerun", "FALSE"),
+    ("slots", "1"),
+    ("tmpdir", "/tmp"),
+    ("shell", "/bin/sh"),
+    ("prolog", "NONE"),
+    ("epilog", "NONE"),
+    ("shell_start_mode", "posix_compliant"),
+    ("starter_method", "NONE"),
+    ("suspend_method", "NONE"),
+    ("resume_method", "NONE"),
+    ("terminate_method", "NONE"),
+    ("notify", "00:00:60"),
+    ("owner_list", "NONE"),
+    ("user_lists", "NONE"),
+    ("xuser_lists", "NONE"),
+    ("subordinate_list", "NONE"),
+    ("complex_values", "NONE"),
+    ("projects", "NONE"),
+    ("xprojects", "NONE"),
+    ("calendar", "NONE"),
+    ("initial_state", "default"),
+    ("s_rt", "INFINITY"),
+    ("h_rt", "INFINITY"),
+    ("s_cpu", "INFINITY"),
+    ("h_cpu", "INFINITY"),
+    ("s_fsize", "INFINITY"),
+    ("h_fsize", "INFINITY"),
+    ("s_data", "INFINITY"),
+    ("h_data", "INFINITY"),
+    ("s_stack", "INFINITY"),
+    ("h_stack", "INFINITY"),
+    ("s_core", "INFINITY"),
+    ("h_core", "INFINITY"),
+    ("s_rss", "INFINITY"),
+    ("h_rss", "INFINITY"),
+    ("s_vmem", "INFINITY"),
+    ("h_vmem", "INFINITY"),
+];
+
+/// A queue named `name` on `hostlist` with every other attribute from SGE's template.
+pub fn new_queue(name: &str, hostlist: &str) -> ClusterQueue {
+    ClusterQueue {
+        name: name.to_string(),
+        attrs: TEMPLATE
+            .iter()
+            .map(|(k, v)| {
+                let v = match *k {
+                    "qname" => name,
+                    "hostlist" => hostlist,
+                    _ => v,
+                };
+                (
+                    k.to_string(),
+                    QueueAttr {
+                        default: v.to_string(),
+                        overrides: Vec::new(),
+                    },
+                )
+            })
+            .collect(),
+    }
+}
+
+/// `default,[host=value],...` as SGE prints an attribute with overrides.
+pub fn print_attr(a: &QueueAttr) -> String {
+    let mut s = a.default.clone();
+    for (host, v) in &a.overrides {
+        s.push_str(&format!(",[{host}={v}]"));
+    }
+    s
+}
+
+/// Read `default,[host=value],...`.
+pub fn parse_attr(text: &str) -> Result<QueueAttr, String> {
+    let text = text.trim();
+    let (default, rest) = match text.find(",[") {
+        Some(i) => (&text[..i], &text[i + 1..]),
+        None if text.starts_with('[') => return Err(format!("\"{text}\" has no default value")),
+        None => (text, ""),
+    };
+    let mut overrides = Vec::new();
+    let mut rest = rest.trim();
+    while !rest.is_empty() {
+        let Some(body) = rest.strip_prefix('[') else {
+            return Err(format!("malformed override list \"{rest}\""));
+        };
+        let Some(end) = body.find(']') else {
+            return Err(format!("unclosed \"[\" in \"{text}\""));
+        };
+        let Some((host, value)) = body[..end].split_once('=') else {
+            return Err(format!(
+                "override \"[{}]\" is not of the form [host=value]",
+                &body[..end]
+            ));
+        };
+        if host.trim().is_empty() || value.trim().is_empty() {
+            return Err(format!(
+                "override \"[{}]\" is not of the form [host=value]",
+                &body[..end]
+            ));
+        }
+        overrides.push((host.trim().to_string(), value.trim().to_string()));
+        rest = body[end + 1..].trim_start_matches([',', ' ']).trim();
+    }
+    Ok(QueueAttr {
+        default: default.trim().to_string(),
+        overrides,
+    })
+}
+
+/// The value an attribute has on `host` (an override for the host itself wins over one
+/// for a group it is in, which wins over the default).
+pub fn value_on_host<'a>(a: &'a QueueAttr, host: &str, groups_of_host: &[&str]) -> &'a str {
+    if let Some((_, v)) = a.overrides.iter().find(|(h, _)| h == host) {
+        return v;
+    }
+    if let Some((_, v)) = a
+        .overrides
+        .iter()
+        .find(|(h, _)| groups_of_host.contains(&h.as_str()))
+    {
+        return v;
+    }
+    &a.default
+}
+
+/// The queue as `qconf -sq` prints it.
+pub fn print_queue(q: &ClusterQueue) -> String {
+    let mut out = String::new();
+    for (k, a) in &q.attrs {
+        out.push_str(&format!("{k:<22}{}\n", print_attr(a)));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn all_q_prints_as_sge_does() {
+        let mut q = new_queue("all.q", "@allhosts");
+        if let Some(slots) = q.attr_mut("slots") {
+            slots.overrides.push(("vm".into(), "2".into()));
+        }
+        assert_eq!(
+            print_queue(&q),
+            include_str!("../tests/fixtures/qconf-sq-all.q.txt")
+        );
+    }
+
+    #[test]
+    fn override_values() {
+        let a = parse_attr("1,[node1=4],[@big=16]").unwrap();
+        assert_eq!(a.default, "1");
+        assert_eq!(
+            a.overrides,
+            vec![("node1".into(), "4".into()), ("@big".into(), "16".into())]
+        );
+        assert_eq!(print_attr(&a), "1,[node1=4],[@big=16]");
+        assert_eq!(value_on_host(&a, "node1", &["@big"]), "4");
+        assert_eq!(value_on_host(&a, "node2", &["@big"]), "16");
+        assert_eq!(value_on_host(&a, "node3", &[]), "1");
+        assert_eq!(
+            parse_attr("np_load_avg=1.75").unwrap().default,
+            "np_load_avg=1.75"
+        );
+        assert_eq!(
+            parse_attr("BATCH INTERACTIVE").unwrap().default,
+            "BATCH INTERACTIVE"
+        );
+        assert!(parse_attr("1,[node1]").is_err());
+        assert!(parse_attr("1,[node1=4").is_err());
+        assert!(parse_attr("[node1=4]").is_err());
+    }
+}

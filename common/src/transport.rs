@@ -1,0 +1,209 @@
+//! Frames on byte streams (QUIC streams and the clients' Unix socket) and the version
+//! handshake every connection starts with.
+
+use gantry_proto::frame::{length_prefix, payload_len};
+use gantry_proto::{decode, decode_hello, encode, Hello, HelloReply, ProtoError};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+#[derive(Debug, thiserror::Error)]
+pub enum TransportError {
+    #[error("I/O error: {0}")]
+    Io(#[from] std::io::Error),
+    #[error(transparent)]
+    Proto(#[from] ProtoError),
+    #[error("connection closed by peer")]
+    Closed,
+    #[error("{0}")]
+    VersionMismatch(String),
+    #[error("QUIC connection failed: {0}")]
+    Connection(#[from] quinn::ConnectionError),
+    #[error("QUIC connect failed: {0}")]
+    Connect(#[from] quinn::ConnectError),
+    #[error("QUIC stream closed: {0}")]
+    ClosedStream(#[from] quinn::ClosedStream),
+}
+
+/// Write one message as a frame.
+pub async fn write_frame<W, T>(w: &mut W, msg: &T) -> Result<(), TransportError>
+where
+    W: AsyncWrite + Unpin,
+    T: Serialize,
+{
+    let payload = encode(msg)?;
+    let mut buf = Vec::with_capacity(payload.len() + 4);
+    buf.extend_from_slice(&length_prefix(payload.len()));
+    buf.extend_from_slice(&payload);
+    w.write_all(&buf).await?;
+    Ok(())
+}
+
+/// Read one frame's bytes; `None` on a clean end of stream before the frame started.
+pub async fn read_frame_bytes<R>(r: &mut R) -> Result<Option<Vec<u8>>, TransportError>
+where
+    R: AsyncRead + Unpin,
+{
+    let mut prefix = [0u8; 4];
+    match r.read_exact(&mut prefix).await {
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
+        Err(e) => return Err(e.into()),
+    }
+    let len = payload_len(prefix)?;
+    let mut buf = vec![0u8; len];
+    r.read_exact(&mut buf).await.map_err(|e| {
+        if e.kind() == std::io::ErrorKind::UnexpectedEof {
+            TransportError::Closed
+        } else {
+            e.into()
+        }
+    })?;
+    Ok(Some(buf))
+}
+
+/// Read one message; an end of stream is [`TransportError::Closed`].
+pub async fn read_frame<R, T>(r: &mut R) -> Result<T, TransportError>
+where
+    R: AsyncRead + Unpin,
+    T: DeserializeOwned,
+{
+    let bytes = read_frame_bytes(r).await?.ok_or(TransportError::Closed)?;
+    Ok(decode(&bytes)?)
+}
+
+/// The message both sides log when versions differ.
+pub fn mismatch_message(
+    daemon: &str,
+    daemon_version: u32,
+    peer: &str,
+    peer_version: u32,
+) -> String {
+    format!(
+        "protocol version mismatch: {daemon} speaks Gantry protocol {daemon_version}, {peer} speaks Gantry protocol {peer_version}"
+    )
+}
+
+/// The accepting side of the handshake: read the peer's [`Hello`], answer it, and return
+/// it if the versions match. On a mismatch the reply names both versions and the error
+/// carries the same message.
+pub async fn accept_hello<R, W>(
+    r: &mut R,
+    w: &mut W,
+    our_version: u32,
+    our_name: &str,
+) -> Result<Hello, TransportError>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    let bytes = read_frame_bytes(r).await?.ok_or(TransportError::Closed)?;
+    let hello = decode_hello(&bytes)?;
+    if hello.protocol_version != our_version {
+        let peer = match hello.role {
+            gantry_proto::PeerRole::Client => "the client",
+            gantry_proto::PeerRole::Execd => "the execd",
+            gantry_proto::PeerRole::Master => "the master",
+        };
+        let message = mismatch_message(our_name, our_version, peer, hello.protocol_version);
+        write_frame(
+            w,
+            &HelloReply::VersionMismatch {
+                daemon_version: our_version,
+                message: message.clone(),
+            },
+        )
+        .await?;
+        w.flush().await?;
+        return Err(TransportError::VersionMismatch(message));
+    }
+    write_frame(
+        w,
+        &HelloReply::Accepted {
+            protocol_version: our_version,
+        },
+    )
+    .await?;
+    Ok(hello)
+}
+
+/// The connecting side's half: read the [`HelloReply`] (after sending a [`Hello`]).
+pub async fn expect_hello_reply<R>(r: &mut R) -> Result<(), TransportError>
+where
+    R: AsyncRead + Unpin,
+{
+    match read_frame::<_, HelloReply>(r).await? {
+        HelloReply::Accepted { .. } => Ok(()),
+        HelloReply::VersionMismatch { message, .. } => {
+            Err(TransportError::VersionMismatch(message))
+        }
+    }
+}
+
+/// The ALPN protocol a QUIC connection negotiated.
+pub fn negotiated_alpn(conn: &quinn::Connection) -> Option<Vec<u8>> {
+    conn.handshake_data()?
+        .downcast::<quinn::crypto::rustls::HandshakeData>()
+        .ok()?
+        .protocol
+}
+
+/// The peer's certificate chain on a QUIC connection (empty if it presented none).
+pub fn peer_certificates(
+    conn: &quinn::Connection,
+) -> Vec<rustls::pki_types::CertificateDer<'static>> {
+    conn.peer_identity()
+        .and_then(|id| {
+            id.downcast::<Vec<rustls::pki_types::CertificateDer<'static>>>()
+                .ok()
+        })
+        .map(|b| *b)
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gantry_proto::PeerRole;
+
+    #[tokio::test]
+    async fn frames_round_trip_and_oversized_frames_are_refused() {
+        let (mut a, mut b) = tokio::io::duplex(1 << 16);
+        write_frame(&mut a, &("hello".to_string(), 7u32))
+            .await
+            .unwrap();
+        let got: (String, u32) = read_frame(&mut b).await.unwrap();
+        assert_eq!(got, ("hello".to_string(), 7));
+        a.write_all(&u32::MAX.to_be_bytes()).await.unwrap();
+        assert!(matches!(
+            read_frame_bytes(&mut b).await,
+            Err(TransportError::Proto(ProtoError::FrameTooLarge(..)))
+        ));
+        drop(a);
+        assert!(read_frame_bytes(&mut b).await.unwrap().is_none());
+    }
+
+    #[tokio::test]
+    async fn garbage_instead_of_hello_is_refused() {
+        let (mut a, mut b) = tokio::io::duplex(1 << 16);
+        a.write_all(&[0, 0, 0, 4, 1, 2, 3, 4]).await.unwrap();
+        let (mut r, mut w) = tokio::io::split(&mut b);
+        assert!(accept_hello(&mut r, &mut w, 1, "the master").await.is_err());
+    }
+
+    #[tokio::test]
+    async fn version_mismatch_names_both_versions_on_both_sides() {
+        let (mut client, mut daemon) = tokio::io::duplex(1 << 16);
+        let mut hello = Hello::new(PeerRole::Client, "test");
+        hello.protocol_version = 2;
+        write_frame(&mut client, &hello).await.unwrap();
+        let (mut r, mut w) = tokio::io::split(&mut daemon);
+        let err = accept_hello(&mut r, &mut w, 1, "the master")
+            .await
+            .unwrap_err();
+        let want = "protocol version mismatch: the master speaks Gantry protocol 1, the client speaks Gantry protocol 2";
+        assert_eq!(err.to_string(), want);
+        let err = expect_hello_reply(&mut client).await.unwrap_err();
+        assert_eq!(err.to_string(), want);
+    }
+}

@@ -1,0 +1,7 @@
+//! The Gantry execution daemon: joins the cell, reports the host's load values, and
+//! relays local client commands to the master.
+
+pub mod identity;
+pub mod relay;
+pub mod sensor;
+pub mod session;

@@ -1,0 +1,182 @@
+//! `gantry-execd`: the execution daemon of a compute host.
+
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::os::unix::fs::PermissionsExt;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+use gantry_common::cell::{local_hostname, ExecdPaths};
+use gantry_execd::identity::{self, JoinError};
+use gantry_execd::relay;
+use gantry_execd::sensor::Sensor;
+use gantry_execd::session::{self, Backoff};
+use tracing::{error, info};
+
+#[derive(Parser)]
+#[command(name = "gantry-execd", version, about = "The Gantry execution daemon")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the execd in the foreground, logging to stderr.
+    Run {
+        /// The execd's home: its host certificate and client socket.
+        #[arg(long)]
+        home: PathBuf,
+        /// The master, HOST:PORT.
+        #[arg(long)]
+        master: String,
+        /// The cell's join token (needed on first start only).
+        #[arg(long)]
+        token: Option<String>,
+        /// This host's name in the cell (default: the system's host name).
+        #[arg(long)]
+        hostname: Option<String>,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("GANTRY_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .init();
+    let Command::Run {
+        home,
+        master,
+        token,
+        hostname,
+    } = cli.command;
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("gantry-execd: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(home, master, token, hostname)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            error!("{e}");
+            eprintln!("gantry-execd: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn resolve(master: &str) -> Result<SocketAddr, String> {
+    master
+        .to_socket_addrs()
+        .map_err(|e| format!("cannot resolve the master address \"{master}\": {e}"))?
+        .next()
+        .ok_or_else(|| format!("the master address \"{master}\" resolves to nothing"))
+}
+
+async fn run(
+    home: PathBuf,
+    master: String,
+    token: Option<String>,
+    hostname: Option<String>,
+) -> Result<(), String> {
+    std::fs::create_dir_all(&home).map_err(|e| format!("{}: {e}", home.display()))?;
+    let master_addr = resolve(&master)?;
+    let bind: SocketAddr = if master_addr.is_ipv6() {
+        "[::]:0".parse().map_err(|e| format!("{e}"))?
+    } else {
+        "0.0.0.0:0".parse().map_err(|e| format!("{e}"))?
+    };
+    let endpoint =
+        quinn::Endpoint::client(bind).map_err(|e| format!("cannot open a UDP socket: {e}"))?;
+    let id = match identity::load(&home)? {
+        Some(id) => {
+            if let Some(h) = &hostname {
+                if h != &id.hostname {
+                    return Err(format!(
+                        "this execd joined as \"{}\"; it cannot run as \"{h}\" (use another --home to join as another host)",
+                        id.hostname
+                    ));
+                }
+            }
+            id
+        }
+        None => {
+            let Some(token) = token else {
+                return Err(format!(
+                    "{} holds no host certificate: the first start needs --token (printed by gantry-master init, or gantry-master token)",
+                    home.display()
+                ));
+            };
+            let hostname = hostname.unwrap_or_else(local_hostname);
+            let mut backoff = Backoff::new();
+            loop {
+                match identity::join(&endpoint, master_addr, &token, &hostname, &home).await {
+                    Ok(id) => {
+                        info!(host = %id.hostname, "joined the cell at {master}");
+                        break id;
+                    }
+                    Err(JoinError::Refused(reason)) => {
+                        return Err(format!("join refused: {reason}"))
+                    }
+                    Err(JoinError::Failed(reason)) => {
+                        let d = backoff.next_delay();
+                        error!("{reason}; retrying in {:.1} s", d.as_secs_f64());
+                        tokio::time::sleep(d).await;
+                    }
+                }
+            }
+        }
+    };
+    let sensor = Sensor::new().map_err(|e| e.to_string())?;
+    let paths = ExecdPaths::new(&home);
+    let socket = paths.socket();
+    let _ = std::fs::remove_file(&socket);
+    let listener = tokio::net::UnixListener::bind(&socket)
+        .map_err(|e| format!("{}: {e}", socket.display()))?;
+    std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o666))
+        .map_err(|e| format!("{}: {e}", socket.display()))?;
+    let (current_tx, current_rx) = tokio::sync::watch::channel(None);
+    info!(host = %id.hostname, "gantry-execd {} serving clients on {}", env!("CARGO_PKG_VERSION"), socket.display());
+    let relay_task = tokio::spawn(relay::serve(listener, id.hostname.clone(), current_rx));
+    let session_task = tokio::spawn(session::run(
+        endpoint.clone(),
+        master_addr,
+        id,
+        sensor,
+        current_tx,
+    ));
+    wait_for_signal().await;
+    info!("shutting down");
+    relay_task.abort();
+    session_task.abort();
+    let _ = std::fs::remove_file(&socket);
+    endpoint.close(0u32.into(), b"execd shutting down");
+    let _ = tokio::time::timeout(Duration::from_secs(2), endpoint.wait_idle()).await;
+    Ok(())
+}
+
+async fn wait_for_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    match signal(SignalKind::terminate()) {
+        Ok(mut term) => {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = tokio::signal::ctrl_c() => {}
+            }
+        }
+        Err(_) => {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
+}

@@ -1,0 +1,192 @@
+//! The execd's connection to the master: mutual TLS, registration, load reports every
+//! `load_report_time`, and reconnection with backoff when the master goes away.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use gantry_common::tls::{host_client_config, MASTER_SERVER_NAME};
+use gantry_common::transport::{expect_hello_reply, read_frame, write_frame, TransportError};
+use gantry_proto::{FromExecd, Hello, PeerRole, ToExecd, PROTOCOL_VERSION};
+use tokio::sync::watch;
+use tracing::{error, info, warn};
+
+use crate::identity::Identity;
+use crate::sensor::Sensor;
+
+/// Backoff between connection attempts: 1 s doubling to 30 s, with jitter, reset after
+/// a session that lasted.
+pub struct Backoff {
+    next: Duration,
+}
+
+impl Backoff {
+    pub const MIN: Duration = Duration::from_secs(1);
+    pub const MAX: Duration = Duration::from_secs(30);
+
+    pub fn new() -> Self {
+        Backoff { next: Self::MIN }
+    }
+
+    pub fn reset(&mut self) {
+        self.next = Self::MIN;
+    }
+
+    /// The delay before the next attempt.
+    pub fn next_delay(&mut self) -> Duration {
+        let base = self.next;
+        self.next = (self.next * 2).min(Self::MAX);
+        let jitter = rand::random::<f64>() * 0.2 * base.as_secs_f64();
+        base + Duration::from_secs_f64(jitter)
+    }
+}
+
+impl Default for Backoff {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Why a session ended.
+#[derive(Debug)]
+enum Ended {
+    /// The master refused us; retrying may still help (e.g. after a re-add).
+    Refused(String),
+    Lost(String),
+}
+
+/// Keep a session with the master forever, reconnecting with backoff. The current
+/// connection is published on `current` for the client relay.
+pub async fn run(
+    endpoint: quinn::Endpoint,
+    master: SocketAddr,
+    id: Identity,
+    mut sensor: Sensor,
+    current: watch::Sender<Option<quinn::Connection>>,
+) {
+    let mut backoff = Backoff::new();
+    loop {
+        let started = std::time::Instant::now();
+        let ended = session(&endpoint, master, &id, &mut sensor, &current).await;
+        current.send_replace(None);
+        if started.elapsed() > Duration::from_secs(60) {
+            backoff.reset();
+        }
+        let delay = backoff.next_delay();
+        match ended {
+            Ended::Refused(reason) => error!(
+                "the master at {master} refused this execd: {reason}; retrying in {:.1} s",
+                delay.as_secs_f64()
+            ),
+            Ended::Lost(reason) => warn!(
+                "connection to the master at {master} lost: {reason}; reconnecting in {:.1} s",
+                delay.as_secs_f64()
+            ),
+        }
+        tokio::time::sleep(delay).await;
+    }
+}
+
+async fn session(
+    endpoint: &quinn::Endpoint,
+    master: SocketAddr,
+    id: &Identity,
+    sensor: &mut Sensor,
+    current: &watch::Sender<Option<quinn::Connection>>,
+) -> Ended {
+    let config = match host_client_config(&id.ca_pem, &id.cert_pem, &id.key_pem, PROTOCOL_VERSION) {
+        Ok(c) => c,
+        Err(e) => return Ended::Refused(format!("bad host identity: {e}")),
+    };
+    let conn = match endpoint.connect_with(config, master, MASTER_SERVER_NAME) {
+        Ok(c) => match c.await {
+            Ok(conn) => conn,
+            Err(e) => return Ended::Lost(e.to_string()),
+        },
+        Err(e) => return Ended::Lost(e.to_string()),
+    };
+    let (mut send, mut recv) = match conn.open_bi().await {
+        Ok(s) => s,
+        Err(e) => return Ended::Lost(e.to_string()),
+    };
+    let hello = Hello::new(PeerRole::Execd, env!("CARGO_PKG_VERSION"));
+    let register = FromExecd::Register {
+        hostname: id.hostname.clone(),
+    };
+    if let Err(e) = async {
+        write_frame(&mut send, &hello).await?;
+        write_frame(&mut send, &register).await
+    }
+    .await
+    {
+        return Ended::Lost(e.to_string());
+    }
+    match expect_hello_reply(&mut recv).await {
+        Ok(()) => {}
+        Err(TransportError::VersionMismatch(m)) => return Ended::Refused(m),
+        Err(e) => return Ended::Lost(close_reason(&conn).unwrap_or_else(|| e.to_string())),
+    }
+    let mut interval = match read_frame::<_, ToExecd>(&mut recv).await {
+        Ok(ToExecd::Settings {
+            load_report_time_secs,
+        }) => Duration::from_secs(load_report_time_secs.max(1)),
+        Ok(ToExecd::Refused { reason }) => return Ended::Refused(reason),
+        Ok(other) => return Ended::Lost(format!("unexpected message {other:?}")),
+        Err(e) => return Ended::Lost(close_reason(&conn).unwrap_or_else(|| e.to_string())),
+    };
+    info!(
+        host = %id.hostname,
+        "connected to the master at {master}; reporting load every {} s",
+        interval.as_secs()
+    );
+    current.send_replace(Some(conn.clone()));
+    let mut ticker = tokio::time::interval(interval);
+    loop {
+        tokio::select! {
+            _ = ticker.tick() => {
+                let values = sensor.load_values();
+                if let Err(e) = write_frame(&mut send, &FromExecd::LoadReport { values }).await {
+                    return Ended::Lost(close_reason(&conn).unwrap_or_else(|| e.to_string()));
+                }
+            }
+            msg = read_frame::<_, ToExecd>(&mut recv) => match msg {
+                Ok(ToExecd::Settings { load_report_time_secs }) => {
+                    let new = Duration::from_secs(load_report_time_secs.max(1));
+                    if new != interval {
+                        info!("load_report_time is now {} s", new.as_secs());
+                        interval = new;
+                        ticker = tokio::time::interval(interval);
+                    }
+                }
+                Ok(ToExecd::Refused { reason }) => return Ended::Refused(reason),
+                Ok(other) => warn!("unexpected message from the master: {other:?}"),
+                Err(e) => return Ended::Lost(close_reason(&conn).unwrap_or_else(|| e.to_string())),
+            }
+        }
+    }
+}
+
+/// The reason the master gave when it closed the connection, if it did.
+fn close_reason(conn: &quinn::Connection) -> Option<String> {
+    match conn.close_reason()? {
+        quinn::ConnectionError::ApplicationClosed(c) => {
+            Some(String::from_utf8_lossy(&c.reason).into_owned())
+        }
+        other => Some(other.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_to_a_ceiling_and_resets() {
+        let mut b = Backoff::new();
+        let d: Vec<f64> = (0..8).map(|_| b.next_delay().as_secs_f64()).collect();
+        assert!(d[0] >= 1.0 && d[0] < 1.21);
+        assert!(d[1] >= 2.0 && d[1] < 2.41);
+        assert!(d[7] >= 30.0 && d[7] <= 36.0);
+        b.reset();
+        assert!(b.next_delay().as_secs_f64() < 1.21);
+    }
+}

@@ -1,0 +1,220 @@
+//! The master's QUIC endpoint for execds: the version handshake, joins, and one session
+//! per connected execd (load reports in, settings out, relayed client requests).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use actix::Addr;
+use gantry_common::tls::fingerprint;
+use gantry_common::transport::{
+    accept_hello, peer_certificates, read_frame, write_frame, TransportError,
+};
+use gantry_proto::{FromExecd, FromMaster, Relayed, ToExecd, PROTOCOL_VERSION};
+use tokio::sync::mpsc;
+use tracing::{debug, info, warn, Instrument};
+
+use crate::cluster::{ClientCall, Cluster, Join, Load, Register, SessionEnded, CLOSE_REFUSED};
+
+static NEXT_SESSION: AtomicU64 = AtomicU64::new(1);
+
+/// Accept execd connections until the endpoint is closed.
+pub async fn serve(endpoint: quinn::Endpoint, cluster: Addr<Cluster>) {
+    while let Some(incoming) = endpoint.accept().await {
+        let cluster = cluster.clone();
+        let peer = incoming.remote_address();
+        tokio::spawn(
+            async move {
+                match handle(incoming, cluster).await {
+                    Ok(()) => {}
+                    Err(e) => warn!("refused: {e}"),
+                }
+            }
+            .instrument(tracing::info_span!("execd", peer = %peer)),
+        );
+    }
+}
+
+async fn refuse(
+    send: &mut quinn::SendStream,
+    conn: &quinn::Connection,
+    reason: String,
+) -> Result<(), TransportError> {
+    let _ = write_frame(
+        send,
+        &ToExecd::Refused {
+            reason: reason.clone(),
+        },
+    )
+    .await;
+    let _ = send.finish();
+    // Give the peer a moment to read the reason before the connection goes.
+    let _ = tokio::time::timeout(Duration::from_secs(2), conn.closed()).await;
+    conn.close(CLOSE_REFUSED.into(), reason.as_bytes());
+    Err(TransportError::VersionMismatch(reason))
+}
+
+async fn handle(incoming: quinn::Incoming, cluster: Addr<Cluster>) -> Result<(), TransportError> {
+    let peer = incoming.remote_address();
+    let conn = incoming.await?;
+    let (mut send, mut recv) =
+        match tokio::time::timeout(Duration::from_secs(10), conn.accept_bi()).await {
+            Ok(r) => r?,
+            Err(_) => {
+                conn.close(CLOSE_REFUSED.into(), b"no hello");
+                return Err(TransportError::Closed);
+            }
+        };
+    if let Err(e) = accept_hello(&mut recv, &mut send, PROTOCOL_VERSION, "the master").await {
+        let _ = send.finish();
+        let _ = tokio::time::timeout(Duration::from_secs(2), conn.closed()).await;
+        conn.close(CLOSE_REFUSED.into(), e.to_string().as_bytes());
+        return Err(e);
+    }
+    let certs = peer_certificates(&conn);
+    let first: FromExecd = match read_frame(&mut recv).await {
+        Ok(m) => m,
+        Err(e) => {
+            conn.close(CLOSE_REFUSED.into(), b"malformed message");
+            return Err(e);
+        }
+    };
+    let Some(cert) = certs.first() else {
+        // No certificate: the only thing this peer may do is join.
+        let FromExecd::Join {
+            token,
+            hostname,
+            public_key,
+        } = first
+        else {
+            return refuse(
+                &mut send,
+                &conn,
+                "a peer without a host certificate may only join".into(),
+            )
+            .await;
+        };
+        let reply = cluster
+            .send(Join {
+                token,
+                hostname: hostname.clone(),
+                public_key,
+                peer,
+            })
+            .await
+            .map_err(|_| TransportError::Closed)?;
+        return match reply {
+            Ok(joined) => {
+                write_frame(&mut send, &joined).await?;
+                let _ = send.finish();
+                let _ = tokio::time::timeout(Duration::from_secs(5), conn.closed()).await;
+                Ok(())
+            }
+            Err(reason) => {
+                refuse(&mut send, &conn, format!("{reason} (host \"{hostname}\")")).await
+            }
+        };
+    };
+    let FromExecd::Register { hostname: claimed } = first else {
+        return refuse(&mut send, &conn, "expected a registration".into()).await;
+    };
+    let fp = hex::encode(fingerprint(cert.as_ref()));
+    let session_id = NEXT_SESSION.fetch_add(1, Ordering::Relaxed);
+    let (tx, mut rx) = mpsc::unbounded_channel::<ToExecd>();
+    let registered = cluster
+        .send(Register {
+            fingerprint: fp,
+            claimed_hostname: claimed,
+            session_id,
+            conn: conn.clone(),
+            to_execd: tx,
+        })
+        .await
+        .map_err(|_| TransportError::Closed)?;
+    let (host, load_report_time) = match registered {
+        Ok(r) => r,
+        Err(reason) => return refuse(&mut send, &conn, reason).await,
+    };
+    write_frame(
+        &mut send,
+        &ToExecd::Settings {
+            load_report_time_secs: load_report_time,
+        },
+    )
+    .await?;
+    // Settings pushed by the Cluster go out on the control stream.
+    let writer = tokio::spawn(async move {
+        while let Some(msg) = rx.recv().await {
+            if write_frame(&mut send, &msg).await.is_err() {
+                break;
+            }
+        }
+    });
+    // Relayed client requests arrive on their own streams.
+    let relays = {
+        let conn = conn.clone();
+        let cluster = cluster.clone();
+        let host = host.clone();
+        tokio::spawn(async move {
+            while let Ok((send, recv)) = conn.accept_bi().await {
+                tokio::spawn(relay(send, recv, cluster.clone(), host.clone()));
+            }
+        })
+    };
+    let reason = loop {
+        match read_frame::<_, FromExecd>(&mut recv).await {
+            Ok(FromExecd::LoadReport { values }) => {
+                debug!(host = %host, n = values.len(), "load report");
+                cluster.do_send(Load {
+                    host: host.clone(),
+                    values,
+                });
+            }
+            Ok(other) => {
+                warn!(host = %host, "unexpected message from execd: {other:?}");
+            }
+            Err(e) => break e.to_string(),
+        }
+    };
+    writer.abort();
+    relays.abort();
+    cluster.do_send(SessionEnded {
+        host: host.clone(),
+        session_id,
+        reason,
+    });
+    info!(host = %host, "session ended");
+    Ok(())
+}
+
+/// One client request relayed by an execd for a local user it vouches for. The host is
+/// the execd's own, from its certificate, whatever the message says.
+async fn relay(
+    mut send: quinn::SendStream,
+    mut recv: quinn::RecvStream,
+    cluster: Addr<Cluster>,
+    host: String,
+) {
+    let reply = match read_frame::<_, Relayed>(&mut recv).await {
+        Ok(Relayed {
+            mut caller,
+            request,
+        }) => {
+            caller.host = host;
+            cluster
+                .send(ClientCall { caller, request })
+                .await
+                .unwrap_or_else(|_| {
+                    FromMaster::Refused(gantry_proto::Refusal {
+                        kind: gantry_proto::RefusalKind::Internal,
+                        message: "error: the master is shutting down".into(),
+                    })
+                })
+        }
+        Err(e) => {
+            warn!("malformed relayed request: {e}");
+            return;
+        }
+    };
+    let _ = write_frame(&mut send, &reply).await;
+    let _ = send.finish();
+}

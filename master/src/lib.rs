@@ -1,0 +1,10 @@
+//! The Gantry master: the cell's configuration and state, owned by one Cluster actor,
+//! persisted in an embedded store, served to execds over QUIC and to clients over a
+//! Unix socket.
+
+pub mod cell;
+pub mod client_endpoint;
+pub mod cluster;
+pub mod execd_endpoint;
+pub mod state;
+pub mod store;

@@ -1,0 +1,206 @@
+//! `gantry-master`: create a cell, run the master, rotate the join token.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use actix::Actor;
+use clap::{Parser, Subcommand};
+use gantry_common::cell::{parse_duration, MasterPaths, DEFAULT_PORT};
+use gantry_common::tls::{master_server_config, Ca};
+use gantry_master::cell::{self, InitOptions};
+use gantry_master::cluster::{Cluster, Shutdown};
+use gantry_master::store::Store;
+use gantry_master::{client_endpoint, execd_endpoint};
+use gantry_proto::PROTOCOL_VERSION;
+use tracing::{error, info};
+
+#[derive(Parser)]
+#[command(name = "gantry-master", version, about = "The Gantry master daemon")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Create a new cell: cluster CA, master certificate, join token, default configuration.
+    Init {
+        /// The cell directory (must not exist or be empty).
+        #[arg(long)]
+        home: PathBuf,
+        /// UDP port execds connect to.
+        #[arg(long, default_value_t = DEFAULT_PORT)]
+        port: u16,
+        /// The master's host name as execds will dial it (default: this host's name).
+        #[arg(long)]
+        hostname: Option<String>,
+        /// How long the join token stays valid (e.g. 24h, 7d, 3600).
+        #[arg(long, default_value = "24h")]
+        token_ttl: String,
+    },
+    /// Run the master in the foreground, logging to stderr.
+    Run {
+        #[arg(long)]
+        home: PathBuf,
+    },
+    /// Replace the join token (the old one stops working at once) and print the join command.
+    Token {
+        #[arg(long)]
+        home: PathBuf,
+        #[arg(long, default_value = "24h")]
+        ttl: String,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("GANTRY_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .init();
+    let result = match cli.command {
+        Command::Init {
+            home,
+            port,
+            hostname,
+            token_ttl,
+        } => init(home, port, hostname, &token_ttl),
+        Command::Run { home } => run(home),
+        Command::Token { home, ttl } => token(home, &ttl),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("gantry-master: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn ttl(text: &str) -> Result<u64, String> {
+    parse_duration(text)
+        .filter(|&s| s > 0)
+        .ok_or_else(|| format!("invalid duration \"{text}\" (use e.g. 3600, 90s, 30m, 24h, 7d)"))
+}
+
+fn init(home: PathBuf, port: u16, hostname: Option<String>, token_ttl: &str) -> Result<(), String> {
+    let opts = InitOptions {
+        port,
+        hostname,
+        token_ttl_secs: ttl(token_ttl)?,
+    };
+    let created = cell::init(&home, &opts).map_err(|e| e.to_string())?;
+    let home = std::fs::canonicalize(&home).unwrap_or(home);
+    println!(
+        "Created the Gantry cell in {} (master host \"{}\", port {}).",
+        home.display(),
+        created.settings.hostname,
+        created.settings.port
+    );
+    println!(
+        "Start the master:\n  gantry-master run --home {}",
+        home.display()
+    );
+    println!(
+        "Join an execution host with (token valid for {token_ttl}, kept in {}):\n  {}",
+        home.join("join-token").display(),
+        cell::join_command(&created.settings, &created.token)
+    );
+    Ok(())
+}
+
+fn token(home: PathBuf, ttl_text: &str) -> Result<(), String> {
+    let paths = MasterPaths::new(&home);
+    let settings = cell::load_settings(&paths).map_err(|e| e.to_string())?;
+    let token = cell::rotate_token(&paths, ttl(ttl_text)?).map_err(|e| e.to_string())?;
+    println!("{}", cell::join_command(&settings, &token));
+    Ok(())
+}
+
+fn run(home: PathBuf) -> Result<(), String> {
+    let paths = MasterPaths::new(&home);
+    let settings = cell::load_settings(&paths).map_err(|e| e.to_string())?;
+    let read =
+        |p: PathBuf| std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()));
+    let ca_pem = read(paths.ca_cert())?;
+    let ca = Ca::load(&ca_pem, &read(paths.ca_key())?).map_err(|e| e.to_string())?;
+    let server_config = master_server_config(
+        &ca_pem,
+        &read(paths.master_cert())?,
+        &read(paths.master_key())?,
+        PROTOCOL_VERSION,
+    )
+    .map_err(|e| e.to_string())?;
+    let store =
+        Store::open(&paths.spool()).map_err(|e| format!("{}: {e}", paths.spool().display()))?;
+
+    let system = actix_rt::System::with_tokio_rt(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("cannot start the tokio runtime")
+    });
+    system.block_on(async move {
+        let cluster = Cluster::new(store, MasterPaths::new(&home), ca)
+            .map_err(|e| e.to_string())?
+            .start();
+        let socket = paths.socket();
+        if socket.exists() {
+            // A socket left by a master that did not shut down cleanly. The spool's lock
+            // (taken above) proves no other master runs on this cell.
+            let _ = std::fs::remove_file(&socket);
+        }
+        let listener = tokio::net::UnixListener::bind(&socket)
+            .map_err(|e| format!("{}: {e}", socket.display()))?;
+        std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o666))
+            .map_err(|e| format!("{}: {e}", socket.display()))?;
+        let addr = std::net::SocketAddr::from(([0, 0, 0, 0], settings.port));
+        let endpoint = quinn::Endpoint::server(server_config, addr)
+            .map_err(|e| format!("cannot listen on UDP {addr}: {e}"))?;
+        info!(
+            host = %settings.hostname,
+            "gantry-master {} listening for execds on udp/{} and for clients on {}",
+            env!("CARGO_PKG_VERSION"),
+            settings.port,
+            socket.display()
+        );
+        let clients = tokio::spawn(client_endpoint::serve(
+            listener,
+            cluster.clone(),
+            settings.hostname.clone(),
+        ));
+        let execds = tokio::spawn(execd_endpoint::serve(endpoint.clone(), cluster.clone()));
+        wait_for_signal().await;
+        info!("shutting down");
+        clients.abort();
+        let _ = cluster.send(Shutdown).await;
+        endpoint.close(0u32.into(), b"master shutting down");
+        execds.abort();
+        let _ = std::fs::remove_file(&socket);
+        endpoint.wait_idle().await;
+        actix_rt::System::current().stop();
+        Ok::<(), String>(())
+    })
+}
+
+async fn wait_for_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = match signal(SignalKind::terminate()) {
+        Ok(s) => s,
+        Err(e) => {
+            error!("cannot install a SIGTERM handler: {e}");
+            let _ = tokio::signal::ctrl_c().await;
+            return;
+        }
+    };
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = tokio::signal::ctrl_c() => {}
+    }
+}

@@ -1,0 +1,828 @@
+//! The cluster's state and every change to it, as pure functions.
+//!
+//! A request is decided against the current state and yields a [`Change`]: the objects
+//! to write or delete and the lines to tell the user. The Cluster actor persists the
+//! change in the spool and only then applies it with [`ClusterState::apply`], the same
+//! function that rebuilds the state from the spool at start. A refused request yields no
+//! change at all, so nothing is ever half-applied.
+
+use std::collections::{BTreeMap, HashMap};
+
+use gantry_common::{complex, config, exechost, load, queue};
+use gantry_proto::{
+    Caller, ClusterQueue, ComplexAttr, Config, ExecHost, FromMaster, HostGroup, HostReport,
+    HostView, LoadValue, QueueInstanceView, Refusal, RefusalKind, ToMaster,
+};
+use serde::{Deserialize, Serialize};
+
+/// One durable object of the cell, as stored in the spool.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Object {
+    Config(Config),
+    Complexes(Vec<ComplexAttr>),
+    ExecHost(ExecHost),
+    HostGroup(HostGroup),
+    Queue(ClusterQueue),
+    Managers(Vec<String>),
+    /// A host certificate the master issued: its SHA-256 (hex) and the host.
+    HostCert {
+        fingerprint: String,
+        hostname: String,
+    },
+}
+
+impl Object {
+    /// The spool key of the object.
+    pub fn key(&self) -> String {
+        match self {
+            Object::Config(c) => format!("config/{}", c.name),
+            Object::Complexes(_) => "complexes".to_string(),
+            Object::ExecHost(h) => format!("exechost/{}", h.hostname),
+            Object::HostGroup(g) => format!("hostgroup/{}", g.name),
+            Object::Queue(q) => format!("queue/{}", q.name),
+            Object::Managers(_) => "managers".to_string(),
+            Object::HostCert { fingerprint, .. } => format!("hostcert/{fingerprint}"),
+        }
+    }
+}
+
+/// A write to the spool.
+#[derive(Debug, Clone, PartialEq)]
+#[allow(clippy::large_enum_variant)] // short-lived; boxing would only add allocations
+pub enum Op {
+    Put(Object),
+    Delete(String),
+}
+
+/// What a granted request changes, and what the user is told.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Change {
+    pub ops: Vec<Op>,
+    pub messages: Vec<String>,
+}
+
+/// What the master knows about a host at run time (not durable: execds report it).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct HostRuntime {
+    pub load_values: Vec<LoadValue>,
+    /// When the last load report arrived (seconds, the master's clock).
+    pub last_heard: Option<f64>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct ClusterState {
+    pub global: Option<Config>,
+    pub complexes: Vec<ComplexAttr>,
+    pub exechosts: BTreeMap<String, ExecHost>,
+    pub hostgroups: BTreeMap<String, HostGroup>,
+    pub queues: BTreeMap<String, ClusterQueue>,
+    pub managers: Vec<String>,
+    /// Certificate fingerprint (hex) -> host.
+    pub host_certs: HashMap<String, String>,
+    pub runtime: HashMap<String, HostRuntime>,
+}
+
+fn refuse(kind: RefusalKind, message: impl Into<String>) -> Refusal {
+    Refusal {
+        kind,
+        message: message.into(),
+    }
+}
+
+/// The objects of a fresh cell: the global configuration, the default complexes, the
+/// host group `@allhosts`, the queue `all.q` and the managers.
+pub fn initial_objects(managers: &[String]) -> Vec<Object> {
+    vec![
+        Object::Config(config::default_global()),
+        Object::Complexes(complex::default_complexes()),
+        Object::HostGroup(HostGroup {
+            name: "@allhosts".to_string(),
+            hostlist: Vec::new(),
+        }),
+        Object::Queue(queue::new_queue("all.q", "@allhosts")),
+        Object::Managers(managers.to_vec()),
+    ]
+}
+
+impl ClusterState {
+    /// Apply one spool write to the in-memory state.
+    pub fn apply(&mut self, op: &Op) {
+        match op {
+            Op::Put(obj) => match obj.clone() {
+                Object::Config(c) => {
+                    if c.name == "global" {
+                        self.global = Some(c);
+                    }
+                }
+                Object::Complexes(list) => self.complexes = list,
+                Object::ExecHost(h) => {
+                    self.exechosts.insert(h.hostname.clone(), h);
+                }
+                Object::HostGroup(g) => {
+                    self.hostgroups.insert(g.name.clone(), g);
+                }
+                Object::Queue(q) => {
+                    self.queues.insert(q.name.clone(), q);
+                }
+                Object::Managers(m) => self.managers = m,
+                Object::HostCert {
+                    fingerprint,
+                    hostname,
+                } => {
+                    self.host_certs.insert(fingerprint, hostname);
+                }
+            },
+            Op::Delete(key) => {
+                if let Some(name) = key.strip_prefix("exechost/") {
+                    self.exechosts.remove(name);
+                } else if let Some(name) = key.strip_prefix("hostgroup/") {
+                    self.hostgroups.remove(name);
+                } else if let Some(name) = key.strip_prefix("queue/") {
+                    self.queues.remove(name);
+                } else if let Some(fp) = key.strip_prefix("hostcert/") {
+                    self.host_certs.remove(fp);
+                }
+            }
+        }
+    }
+
+    pub fn global(&self) -> Config {
+        self.global.clone().unwrap_or_else(config::default_global)
+    }
+
+    pub fn load_report_time(&self) -> u64 {
+        config::time_seconds(&self.global(), "load_report_time").max(1)
+    }
+
+    pub fn max_unheard(&self) -> u64 {
+        config::time_seconds(&self.global(), "max_unheard").max(1)
+    }
+
+    pub fn is_manager(&self, user: &str) -> bool {
+        self.managers.iter().any(|m| m == user)
+    }
+
+    /// Is the host's execd heard from recently enough (within `max_unheard`)?
+    pub fn is_reachable(&self, host: &str, now: f64) -> bool {
+        self.runtime
+            .get(host)
+            .and_then(|r| r.last_heard)
+            .is_some_and(|t| now - t <= self.max_unheard() as f64)
+    }
+
+    /// The host groups (with nesting resolved) a host belongs to.
+    pub fn groups_of(&self, host: &str) -> Vec<&str> {
+        self.hostgroups
+            .keys()
+            .filter(|g| self.resolve_group(g, 0).iter().any(|h| h == host))
+            .map(String::as_str)
+            .collect()
+    }
+
+    /// The hosts in a group, nested groups expanded (cycles and depth bounded).
+    pub fn resolve_group(&self, name: &str, depth: usize) -> Vec<String> {
+        let Some(g) = self.hostgroups.get(name) else {
+            return Vec::new();
+        };
+        if depth > 16 {
+            return Vec::new();
+        }
+        let mut out = Vec::new();
+        for m in &g.hostlist {
+            if m.starts_with('@') {
+                out.extend(self.resolve_group(m, depth + 1));
+            } else {
+                out.push(m.clone());
+            }
+        }
+        out
+    }
+
+    /// The hosts a queue's host list names.
+    fn queue_hosts(&self, q: &ClusterQueue) -> Vec<String> {
+        let Some(list) = q.attr("hostlist") else {
+            return Vec::new();
+        };
+        let mut hosts = Vec::new();
+        for item in gantry_common::conf::split_list(&list.default) {
+            if item.starts_with('@') {
+                hosts.extend(self.resolve_group(&item, 0));
+            } else {
+                hosts.push(item);
+            }
+        }
+        hosts
+    }
+
+    fn host_view(&self, name: &str, now: f64) -> HostView {
+        let reachable = self.is_reachable(name, now);
+        let mut load_values = self
+            .runtime
+            .get(name)
+            .map(|r| r.load_values.clone())
+            .unwrap_or_default();
+        if !reachable {
+            load_values.retain(|l| load::STATIC_VALUES.contains(&l.name.as_str()));
+        }
+        let groups = self.groups_of(name);
+        let queues = self
+            .queues
+            .values()
+            .filter(|q| self.queue_hosts(q).iter().any(|h| h == name))
+            .map(|q| {
+                let total = q
+                    .attr("slots")
+                    .map(|a| queue::value_on_host(a, name, &groups))
+                    .and_then(|v| v.parse::<u32>().ok())
+                    .unwrap_or(0);
+                let qtype = q.attr("qtype").map_or("", |a| a.default.as_str());
+                let pe_list = q.attr("pe_list").map_or("NONE", |a| a.default.as_str());
+                QueueInstanceView {
+                    queue: q.name.clone(),
+                    qtype: qtype_letters(qtype, pe_list),
+                    reserved: 0,
+                    used: 0,
+                    total,
+                    states: if reachable { String::new() } else { "u".into() },
+                }
+            })
+            .collect();
+        HostView {
+            name: name.to_string(),
+            reachable,
+            load_values,
+            complex_values: self
+                .exechosts
+                .get(name)
+                .map(|h| h.complex_values.clone())
+                .unwrap_or_default(),
+            queues,
+        }
+    }
+
+    /// Answer a read-only request, or decide a change. `now` is the master's clock in
+    /// seconds.
+    pub fn handle(&self, caller: &Caller, req: &ToMaster, now: f64) -> Result<Reply, Refusal> {
+        let who = format!("{}@{}", caller.user, caller.host);
+        let manager_only = || -> Result<(), Refusal> {
+            if self.is_manager(&caller.user) {
+                Ok(())
+            } else {
+                Err(refuse(
+                    RefusalKind::Denied,
+                    format!(
+                        "denied: \"{}\" must be manager for this operation",
+                        caller.user
+                    ),
+                ))
+            }
+        };
+        match req {
+            ToMaster::HostInfo => Ok(Reply::Answer(FromMaster::Hosts(HostReport {
+                hosts: self
+                    .exechosts
+                    .keys()
+                    .map(|h| self.host_view(h, now))
+                    .collect(),
+                complexes: self.complexes.clone(),
+            }))),
+            ToMaster::ShowExecHostList => Ok(Reply::Answer(FromMaster::Names(
+                self.exechosts.keys().cloned().collect(),
+            ))),
+            ToMaster::ShowExecHost { host } => {
+                let Some(h) = self.exechosts.get(host) else {
+                    return Err(refuse(
+                        RefusalKind::NotFound,
+                        format!("\"{host}\" is not an execution host"),
+                    ));
+                };
+                let mut h = h.clone();
+                let view = self.host_view(host, now);
+                h.processors = load::get(&view.load_values, "num_proc")
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(0);
+                h.load_values = view.load_values;
+                Ok(Reply::Answer(FromMaster::ExecHost(h)))
+            }
+            ToMaster::AddExecHost { text } => {
+                manager_only()?;
+                let host = exechost::parse_exechost(text)
+                    .map_err(|e| refuse(RefusalKind::Invalid, e.to_string()))?;
+                if self.exechosts.contains_key(&host.hostname) {
+                    return Err(refuse(
+                        RefusalKind::AlreadyExists,
+                        format!("exechost \"{}\" already exists", host.hostname),
+                    ));
+                }
+                exechost::check_exechost(&host, &self.complexes)
+                    .map_err(|e| refuse(RefusalKind::Invalid, e))?;
+                let name = host.hostname.clone();
+                Ok(Reply::Change(Change {
+                    ops: vec![Op::Put(Object::ExecHost(host))],
+                    messages: vec![format!("{who} added \"{name}\" to exechost list")],
+                }))
+            }
+            ToMaster::DeleteExecHosts { hosts } => {
+                manager_only()?;
+                let mut change = Change::default();
+                // Check every host before changing any: all or nothing.
+                for host in hosts {
+                    if !self.exechosts.contains_key(host) {
+                        return Err(refuse(
+                            RefusalKind::NotFound,
+                            format!("denied: \"{host}\" is not an execution host"),
+                        ));
+                    }
+                }
+                let mut groups: BTreeMap<String, HostGroup> = BTreeMap::new();
+                for host in hosts {
+                    change.ops.push(Op::Delete(format!("exechost/{host}")));
+                    for (fp, h) in &self.host_certs {
+                        if h == host {
+                            change.ops.push(Op::Delete(format!("hostcert/{fp}")));
+                        }
+                    }
+                    for g in self.hostgroups.values() {
+                        if g.hostlist.iter().any(|m| m == host) {
+                            let entry = groups.entry(g.name.clone()).or_insert_with(|| g.clone());
+                            entry.hostlist.retain(|m| m != host);
+                        }
+                    }
+                    for q in self.queues.values() {
+                        if let Some(slots) = q.attr("slots") {
+                            if slots.overrides.iter().any(|(h, _)| h == host) {
+                                let mut q = q.clone();
+                                if let Some(s) = q.attr_mut("slots") {
+                                    s.overrides.retain(|(h, _)| h != host);
+                                }
+                                change.ops.push(Op::Put(Object::Queue(q)));
+                            }
+                        }
+                    }
+                    change
+                        .messages
+                        .push(format!("{who} removed \"{host}\" from exechost list"));
+                }
+                for g in groups.into_values() {
+                    change.ops.push(Op::Put(Object::HostGroup(g)));
+                }
+                Ok(Reply::Change(change))
+            }
+            ToMaster::ShowConfig { name } => {
+                if name != "global" {
+                    return Err(refuse(
+                        RefusalKind::NotFound,
+                        format!("configuration {name} not defined"),
+                    ));
+                }
+                Ok(Reply::Answer(FromMaster::Config(self.global())))
+            }
+            ToMaster::ModifyConfig { name, text } => {
+                manager_only()?;
+                if name != "global" {
+                    return Err(refuse(
+                        RefusalKind::NotFound,
+                        format!("configuration {name} not defined (only \"global\" exists)"),
+                    ));
+                }
+                let conf = config::parse_config(name, text)
+                    .map_err(|e| refuse(RefusalKind::Invalid, e.to_string()))?;
+                Ok(Reply::Change(Change {
+                    ops: vec![Op::Put(Object::Config(conf))],
+                    messages: vec![format!("{who} modified \"{name}\" in configuration list")],
+                }))
+            }
+            ToMaster::ShowManagers => Ok(Reply::Answer(FromMaster::Names(self.managers.clone()))),
+            ToMaster::AddManagers { users } => {
+                manager_only()?;
+                let mut managers = self.managers.clone();
+                let mut messages = Vec::new();
+                for u in users {
+                    if !valid_user_name(u) {
+                        return Err(refuse(
+                            RefusalKind::Invalid,
+                            format!("invalid user name \"{u}\""),
+                        ));
+                    }
+                    if managers.contains(u) {
+                        return Err(refuse(
+                            RefusalKind::AlreadyExists,
+                            format!("manager \"{u}\" already exists"),
+                        ));
+                    }
+                    managers.push(u.clone());
+                    messages.push(format!("{who} added \"{u}\" to manager list"));
+                }
+                Ok(Reply::Change(Change {
+                    ops: vec![Op::Put(Object::Managers(managers))],
+                    messages,
+                }))
+            }
+            ToMaster::DeleteManagers { users } => {
+                manager_only()?;
+                let mut managers = self.managers.clone();
+                let mut messages = Vec::new();
+                for u in users {
+                    if u == "root" {
+                        return Err(refuse(
+                            RefusalKind::Denied,
+                            "denied: \"root\" cannot be removed from the manager list",
+                        ));
+                    }
+                    if !managers.contains(u) {
+                        return Err(refuse(
+                            RefusalKind::NotFound,
+                            format!("denied: manager \"{u}\" does not exist"),
+                        ));
+                    }
+                    managers.retain(|m| m != u);
+                    messages.push(format!("{who} removed \"{u}\" from manager list"));
+                }
+                Ok(Reply::Change(Change {
+                    ops: vec![Op::Put(Object::Managers(managers))],
+                    messages,
+                }))
+            }
+            ToMaster::ShowComplexes => {
+                Ok(Reply::Answer(FromMaster::Complexes(self.complexes.clone())))
+            }
+            ToMaster::ShowQueueList => Ok(Reply::Answer(FromMaster::Names(
+                self.queues.keys().cloned().collect(),
+            ))),
+            ToMaster::ShowQueue { name } => self
+                .queues
+                .get(name)
+                .map(|q| Reply::Answer(FromMaster::Queue(q.clone())))
+                .ok_or_else(|| {
+                    refuse(
+                        RefusalKind::NotFound,
+                        format!("No cluster queue or queue instance matches the phrase \"{name}\""),
+                    )
+                }),
+            ToMaster::ShowHostGroupList => Ok(Reply::Answer(FromMaster::Names(
+                self.hostgroups.keys().cloned().collect(),
+            ))),
+            ToMaster::ShowHostGroup { name } => self
+                .hostgroups
+                .get(name)
+                .map(|g| Reply::Answer(FromMaster::HostGroup(g.clone())))
+                .ok_or_else(|| {
+                    refuse(
+                        RefusalKind::NotFound,
+                        format!("Host group \"{name}\" does not exist"),
+                    )
+                }),
+        }
+    }
+
+    /// An execd joined with a valid token: register its certificate, and make it an exec
+    /// host in `@allhosts` if it is not one yet (what SGE's execd installation does).
+    pub fn join(&self, hostname: &str, fingerprint: &str) -> Change {
+        let mut ops = Vec::new();
+        for (fp, h) in &self.host_certs {
+            if h == hostname {
+                ops.push(Op::Delete(format!("hostcert/{fp}")));
+            }
+        }
+        ops.push(Op::Put(Object::HostCert {
+            fingerprint: fingerprint.to_string(),
+            hostname: hostname.to_string(),
+        }));
+        let mut messages = Vec::new();
+        if !self.exechosts.contains_key(hostname) {
+            ops.push(Op::Put(Object::ExecHost(ExecHost::new(hostname))));
+            messages.push(format!("added \"{hostname}\" to exechost list"));
+        }
+        if let Some(g) = self.hostgroups.get("@allhosts") {
+            if !g.hostlist.iter().any(|h| h == hostname) {
+                let mut g = g.clone();
+                g.hostlist.push(hostname.to_string());
+                ops.push(Op::Put(Object::HostGroup(g)));
+            }
+        }
+        Change { ops, messages }
+    }
+
+    /// The first load report of a host tells its `num_proc`: give the host its slots in
+    /// `all.q` (`slots 1,[host=num_proc]`) as SGE's installation does, unless the
+    /// administrator already set a value for it.
+    pub fn slots_for_new_host(&self, hostname: &str, values: &[LoadValue]) -> Option<Change> {
+        let num_proc = load::get(values, "num_proc")?.parse::<u32>().ok()?;
+        let q = self.queues.get("all.q")?;
+        if !self.queue_hosts(q).iter().any(|h| h == hostname) {
+            return None;
+        }
+        let slots = q.attr("slots")?;
+        if slots.overrides.iter().any(|(h, _)| h == hostname) {
+            return None;
+        }
+        let mut q = q.clone();
+        q.attr_mut("slots")?
+            .overrides
+            .push((hostname.to_string(), num_proc.to_string()));
+        Some(Change {
+            ops: vec![Op::Put(Object::Queue(q))],
+            messages: vec![],
+        })
+    }
+}
+
+/// What a request comes to: an answer (nothing changes) or a change to persist.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reply {
+    Answer(FromMaster),
+    Change(Change),
+}
+
+fn valid_user_name(u: &str) -> bool {
+    !u.is_empty()
+        && u.len() <= 64
+        && u.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '$'))
+}
+
+/// `BATCH INTERACTIVE` -> `BI`, plus `P` when the queue has parallel environments, as
+/// `qstat -f` and `qhost -q` show the queue type.
+pub fn qtype_letters(qtype: &str, pe_list: &str) -> String {
+    let mut s = String::new();
+    let words: Vec<String> = qtype
+        .split_whitespace()
+        .map(|w| w.to_ascii_uppercase())
+        .collect();
+    if words.iter().any(|w| w == "BATCH") {
+        s.push('B');
+    }
+    if words.iter().any(|w| w == "INTERACTIVE") {
+        s.push('I');
+    }
+    if s.is_empty() {
+        s.push('N');
+    }
+    if !gantry_common::conf::split_list(pe_list).is_empty() {
+        s.push('P');
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fresh() -> ClusterState {
+        let mut s = ClusterState::default();
+        for o in initial_objects(&["root".into(), "admin".into()]) {
+            s.apply(&Op::Put(o));
+        }
+        s
+    }
+
+    fn caller(user: &str) -> Caller {
+        Caller {
+            user: user.into(),
+            uid: 1000,
+            gid: 1000,
+            host: "head".into(),
+        }
+    }
+
+    fn run(s: &mut ClusterState, c: &Caller, req: ToMaster) -> Vec<String> {
+        let r = s.handle(c, &req, 0.0);
+        commit(s, r)
+    }
+
+    fn commit(s: &mut ClusterState, r: Result<Reply, Refusal>) -> Vec<String> {
+        match r.unwrap() {
+            Reply::Change(c) => {
+                for op in &c.ops {
+                    s.apply(op);
+                }
+                c.messages
+            }
+            Reply::Answer(a) => panic!("expected a change, got {a:?}"),
+        }
+    }
+
+    #[test]
+    fn non_manager_is_denied_every_change() {
+        let s = fresh();
+        let u = caller("user1");
+        for req in [
+            ToMaster::AddExecHost {
+                text: "hostname n1\n".into(),
+            },
+            ToMaster::DeleteExecHosts {
+                hosts: vec!["n1".into()],
+            },
+            ToMaster::ModifyConfig {
+                name: "global".into(),
+                text: "min_uid 0\n".into(),
+            },
+            ToMaster::AddManagers {
+                users: vec!["user1".into()],
+            },
+            ToMaster::DeleteManagers {
+                users: vec!["admin".into()],
+            },
+        ] {
+            let err = s.handle(&u, &req, 0.0).unwrap_err();
+            assert_eq!(err.kind, RefusalKind::Denied);
+            assert_eq!(
+                err.message,
+                "denied: \"user1\" must be manager for this operation"
+            );
+        }
+    }
+
+    #[test]
+    fn exec_host_lifecycle() {
+        let mut s = fresh();
+        let a = caller("admin");
+        let msgs = run(
+            &mut s,
+            &a,
+            ToMaster::AddExecHost {
+                text: "hostname n1\n".into(),
+            },
+        );
+        assert_eq!(msgs, vec!["admin@head added \"n1\" to exechost list"]);
+        let err = s
+            .handle(
+                &a,
+                &ToMaster::AddExecHost {
+                    text: "hostname n1\n".into(),
+                },
+                0.0,
+            )
+            .unwrap_err();
+        assert_eq!(err.message, "exechost \"n1\" already exists");
+        let err = s
+            .handle(
+                &a,
+                &ToMaster::DeleteExecHosts {
+                    hosts: vec!["n1".into(), "nope".into()],
+                },
+                0.0,
+            )
+            .unwrap_err();
+        assert_eq!(err.message, "denied: \"nope\" is not an execution host");
+        assert!(
+            s.exechosts.contains_key("n1"),
+            "a refused delete changes nothing"
+        );
+        let msgs = run(
+            &mut s,
+            &a,
+            ToMaster::DeleteExecHosts {
+                hosts: vec!["n1".into()],
+            },
+        );
+        assert_eq!(msgs, vec!["admin@head removed \"n1\" from exechost list"]);
+        assert!(s.exechosts.is_empty());
+    }
+
+    #[test]
+    fn join_adds_host_to_allhosts_and_first_report_sets_slots() {
+        let mut s = fresh();
+        for op in s.join("n1", "aa").ops {
+            s.apply(&op);
+        }
+        assert_eq!(s.host_certs.get("aa").map(String::as_str), Some("n1"));
+        assert_eq!(s.hostgroups["@allhosts"].hostlist, vec!["n1"]);
+        let values = vec![LoadValue {
+            name: "num_proc".into(),
+            value: "4".into(),
+        }];
+        for op in s.slots_for_new_host("n1", &values).unwrap().ops {
+            s.apply(&op);
+        }
+        assert_eq!(
+            queue::print_attr(s.queues["all.q"].attr("slots").unwrap()),
+            "1,[n1=4]"
+        );
+        assert!(
+            s.slots_for_new_host("n1", &values).is_none(),
+            "set once only"
+        );
+        // A rejoin replaces the old certificate.
+        for op in s.join("n1", "bb").ops {
+            s.apply(&op);
+        }
+        assert!(!s.host_certs.contains_key("aa"));
+        assert_eq!(s.hostgroups["@allhosts"].hostlist, vec!["n1"]);
+        // Deleting the host removes it everywhere it was put by joining.
+        let a = caller("admin");
+        run(
+            &mut s,
+            &a,
+            ToMaster::DeleteExecHosts {
+                hosts: vec!["n1".into()],
+            },
+        );
+        assert!(s.host_certs.is_empty());
+        assert!(s.hostgroups["@allhosts"].hostlist.is_empty());
+        assert_eq!(
+            queue::print_attr(s.queues["all.q"].attr("slots").unwrap()),
+            "1"
+        );
+    }
+
+    #[test]
+    fn reachability_follows_max_unheard() {
+        let mut s = fresh();
+        for op in s.join("n1", "aa").ops {
+            s.apply(&op);
+        }
+        assert!(!s.is_reachable("n1", 0.0), "never heard");
+        s.runtime.insert(
+            "n1".into(),
+            HostRuntime {
+                load_values: vec![],
+                last_heard: Some(100.0),
+            },
+        );
+        assert!(s.is_reachable("n1", 100.0 + 300.0));
+        assert!(!s.is_reachable("n1", 100.0 + 301.0));
+    }
+
+    #[test]
+    fn managers() {
+        let mut s = fresh();
+        let a = caller("admin");
+        let msgs = run(
+            &mut s,
+            &a,
+            ToMaster::AddManagers {
+                users: vec!["bob".into()],
+            },
+        );
+        assert_eq!(msgs, vec!["admin@head added \"bob\" to manager list"]);
+        assert_eq!(
+            s.handle(
+                &a,
+                &ToMaster::AddManagers {
+                    users: vec!["bob".into()]
+                },
+                0.0
+            )
+            .unwrap_err()
+            .message,
+            "manager \"bob\" already exists"
+        );
+        assert_eq!(
+            s.handle(
+                &a,
+                &ToMaster::DeleteManagers {
+                    users: vec!["zed".into()]
+                },
+                0.0
+            )
+            .unwrap_err()
+            .message,
+            "denied: manager \"zed\" does not exist"
+        );
+        assert_eq!(
+            s.handle(
+                &a,
+                &ToMaster::DeleteManagers {
+                    users: vec!["root".into()]
+                },
+                0.0
+            )
+            .unwrap_err()
+            .kind,
+            RefusalKind::Denied
+        );
+        run(
+            &mut s,
+            &a,
+            ToMaster::DeleteManagers {
+                users: vec!["bob".into()],
+            },
+        );
+        assert_eq!(s.managers, vec!["root", "admin"]);
+    }
+
+    #[test]
+    fn bad_config_changes_nothing() {
+        let s = fresh();
+        let a = caller("admin");
+        let err = s
+            .handle(
+                &a,
+                &ToMaster::ModifyConfig {
+                    name: "global".into(),
+                    text: "load_report_time soon\n".into(),
+                },
+                0.0,
+            )
+            .unwrap_err();
+        assert_eq!(err.kind, RefusalKind::Invalid);
+        assert_eq!(s.load_report_time(), 40);
+    }
+
+    #[test]
+    fn qtype_letters_as_sge() {
+        assert_eq!(qtype_letters("BATCH INTERACTIVE", "make smp mpi"), "BIP");
+        assert_eq!(qtype_letters("BATCH", "NONE"), "B");
+    }
+}

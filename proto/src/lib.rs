@@ -1,0 +1,234 @@
+//! Gantry's wire protocol: plain data, no logic.
+//!
+//! Every message between a client command, the master and an execd is a serde type here,
+//! encoded with postcard and framed with a 4-byte big-endian length. postcard is
+//! positional: reordering a field or a variant changes the bytes on the wire, so
+//! `tests/golden.rs` pins representative encodings, and any change to them must come with
+//! a bump of [`PROTOCOL_VERSION`].
+//!
+//! Message names say their direction: [`ToMaster`]/[`FromMaster`] for client requests,
+//! [`FromExecd`]/[`ToExecd`] between execd and master.
+
+use serde::{Deserialize, Serialize};
+
+pub mod frame;
+pub mod objects;
+
+pub use objects::*;
+
+/// The protocol version. Both daemons and every client speak exactly one version; peers
+/// with another version are refused with a message naming both.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// Magic bytes at the start of every [`Hello`]: "GNTY".
+pub const HELLO_MAGIC: [u8; 4] = *b"GNTY";
+
+/// The ALPN protocol name for this protocol version, e.g. `gantry/1`.
+pub fn alpn_current() -> Vec<u8> {
+    alpn_for(PROTOCOL_VERSION)
+}
+
+/// The ALPN protocol name of a given protocol version.
+pub fn alpn_for(version: u32) -> Vec<u8> {
+    format!("gantry/{version}").into_bytes()
+}
+
+/// Every Gantry peer also offers this ALPN name, last. It is only ever negotiated when the
+/// two peers share no protocol version; the connection then exists only to exchange
+/// [`Hello`]s so that both sides can report which versions they speak.
+pub const ALPN_VERSION_PROBE: &[u8] = b"gantry";
+
+/// The first frame on every connection (client socket and QUIC control stream). Its
+/// encoding must never change between versions: it is how peers of different versions
+/// find out about each other.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Hello {
+    pub magic: [u8; 4],
+    pub protocol_version: u32,
+    pub role: PeerRole,
+    /// The sender's software version (e.g. "0.1.0"), for logs.
+    pub software: String,
+}
+
+impl Hello {
+    pub fn new(role: PeerRole, software: &str) -> Self {
+        Hello {
+            magic: HELLO_MAGIC,
+            protocol_version: PROTOCOL_VERSION,
+            role,
+            software: software.to_string(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum PeerRole {
+    Client,
+    Execd,
+    Master,
+}
+
+/// The answer to a [`Hello`] on the client socket: also stable across versions.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum HelloReply {
+    Accepted {
+        protocol_version: u32,
+    },
+    VersionMismatch {
+        daemon_version: u32,
+        message: String,
+    },
+}
+
+/// Who is asking: established by the daemon that accepted the local connection, from the
+/// kernel (`SO_PEERCRED`), never from anything the client sends.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Caller {
+    pub user: String,
+    pub uid: u32,
+    pub gid: u32,
+    /// The host the caller is on (the master's own name, or the relaying execd's).
+    pub host: String,
+}
+
+/// A request from a client command to the master (directly, or relayed by an execd).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum ToMaster {
+    /// `qhost`: every exec host with its load values (optionally only some hosts).
+    HostInfo,
+    /// `qconf -sel`
+    ShowExecHostList,
+    /// `qconf -se host`
+    ShowExecHost { host: String },
+    /// `qconf -ae host` / `qconf -Ae file` / `qconf -ae` (editor): the object as text.
+    AddExecHost { text: String },
+    /// `qconf -de host_list`
+    DeleteExecHosts { hosts: Vec<String> },
+    /// `qconf -sconf [global]`
+    ShowConfig { name: String },
+    /// `qconf -mconf` / `-Mconf`: the whole configuration as text.
+    ModifyConfig { name: String, text: String },
+    /// `qconf -sm`
+    ShowManagers,
+    /// `qconf -am user_list`
+    AddManagers { users: Vec<String> },
+    /// `qconf -dm user_list`
+    DeleteManagers { users: Vec<String> },
+    /// `qconf -sc`
+    ShowComplexes,
+    /// `qconf -sql`
+    ShowQueueList,
+    /// `qconf -sq queue`
+    ShowQueue { name: String },
+    /// `qconf -shgrpl`
+    ShowHostGroupList,
+    /// `qconf -shgrp group`
+    ShowHostGroup { name: String },
+}
+
+/// The master's answer to a [`ToMaster`] request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum FromMaster {
+    Hosts(HostReport),
+    Names(Vec<String>),
+    ExecHost(ExecHost),
+    Config(Config),
+    Complexes(Vec<ComplexAttr>),
+    Queue(ClusterQueue),
+    HostGroup(HostGroup),
+    /// A change was made; these lines say what (SGE's `user@host added ...`).
+    Done {
+        messages: Vec<String>,
+    },
+    /// Nothing was changed, for this reason.
+    Refused(Refusal),
+}
+
+/// Why a request was refused. The kind decides the exit status (one table, in the
+/// client); the message is what the user reads.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Refusal {
+    pub kind: RefusalKind,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RefusalKind {
+    /// The caller lacks the privilege (`denied: ... must be manager`).
+    Denied,
+    /// The named object does not exist.
+    NotFound,
+    /// The object already exists.
+    AlreadyExists,
+    /// The input is malformed or violates a rule.
+    Invalid,
+    /// The master could not do it (disk, internal error).
+    Internal,
+}
+
+/// A request relayed by an execd on behalf of a local caller it vouches for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Relayed {
+    pub caller: Caller,
+    pub request: ToMaster,
+}
+
+/// Messages an execd sends to the master.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum FromExecd {
+    /// On a connection without a client certificate: join the cell with a token, asking
+    /// for a certificate for this public key (raw ECDSA P-256 point).
+    Join {
+        token: String,
+        hostname: String,
+        public_key: Vec<u8>,
+    },
+    /// On an authenticated connection: the execd's first message after [`Hello`].
+    Register { hostname: String },
+    /// The host's current load values, in report order.
+    LoadReport { values: Vec<LoadValue> },
+}
+
+/// Messages the master sends to an execd.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum ToExecd {
+    /// The answer to a successful [`FromExecd::Join`]: the host's certificate and the CA.
+    Joined {
+        hostname: String,
+        host_cert_pem: String,
+        ca_cert_pem: String,
+    },
+    /// The answer to [`FromExecd::Register`], and sent again whenever the settings change.
+    Settings { load_report_time_secs: u64 },
+    /// The master will not talk to this execd, for this reason (logged by the execd).
+    Refused { reason: String },
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ProtoError {
+    #[error("malformed message: {0}")]
+    Codec(#[from] postcard::Error),
+    #[error("frame of {0} bytes exceeds the limit of {1} bytes")]
+    FrameTooLarge(usize, usize),
+    #[error("not a Gantry peer (bad magic {0:02x?})")]
+    BadMagic([u8; 4]),
+}
+
+/// Encode a message with postcard.
+pub fn encode<T: Serialize>(msg: &T) -> Result<Vec<u8>, ProtoError> {
+    Ok(postcard::to_stdvec(msg)?)
+}
+
+/// Decode a postcard message.
+pub fn decode<'a, T: Deserialize<'a>>(bytes: &'a [u8]) -> Result<T, ProtoError> {
+    Ok(postcard::from_bytes(bytes)?)
+}
+
+/// Decode and check a [`Hello`].
+pub fn decode_hello(bytes: &[u8]) -> Result<Hello, ProtoError> {
+    let hello: Hello = decode(bytes)?;
+    if hello.magic != HELLO_MAGIC {
+        return Err(ProtoError::BadMagic(hello.magic));
+    }
+    Ok(hello)
+}
