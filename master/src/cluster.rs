@@ -189,33 +189,27 @@ impl Handler<Join> for Cluster {
     type Result = Result<ToExecd, String>;
 
     fn handle(&mut self, msg: Join, _: &mut Self::Context) -> Self::Result {
-        let presented = JoinToken::parse(&msg.token).map_err(|e| format!("join refused: {e}"))?;
+        let presented = JoinToken::parse(&msg.token).map_err(|e| e.to_string())?;
         let current = crate::cell::read_token(&self.paths)
-            .map_err(|e| format!("join refused: the master cannot read its join token: {e}"))?;
+            .map_err(|e| format!("the master cannot read its join token: {e}"))?;
         if !current.matches(&presented) {
-            return Err("join refused: the join token is not valid (wrong or rotated)".into());
+            return Err("the join token is not valid (wrong or rotated)".into());
         }
         if current.expires_at <= unix_now() {
-            return Err(
-                "join refused: the join token has expired (rotate it with gantry-master token)"
-                    .into(),
-            );
+            return Err("the join token has expired (rotate it with gantry-master token)".into());
         }
         if !valid_hostname(&msg.hostname) {
-            return Err(format!(
-                "join refused: invalid host name \"{}\"",
-                msg.hostname
-            ));
+            return Err(format!("invalid host name \"{}\"", msg.hostname));
         }
         let cert_pem = self
             .ca
             .issue_host(&msg.hostname, &msg.public_key)
-            .map_err(|e| format!("join refused: {e}"))?;
+            .map_err(|e| e.to_string())?;
         let der = certs_from_pem(&cert_pem)
-            .map_err(|e| format!("join refused: {e}"))?
+            .map_err(|e| e.to_string())?
             .into_iter()
             .next()
-            .ok_or("join refused: no certificate issued")?;
+            .ok_or("no certificate issued")?;
         let fp = hex::encode(fingerprint(der.as_ref()));
         let change = self.state.join(&msg.hostname, &fp);
         self.commit(&change.ops).map_err(|r| r.message)?;

@@ -1,1 +1,443 @@
+//! The end-to-end test harness: real `gantry-master` and `gantry-execd` processes, each
+//! cluster in its own temporary cell directory on free ports, optionally with hosts in
+//! their own network namespaces. Every daemon's log is kept and printed when a test
+//! fails; every process is killed when its owner is dropped.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The directory holding the workspace's binaries (next to the test executable).
+pub fn bin_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable path");
+    let dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target directory");
+    for name in ["gantry-master", "gantry-execd", "qhost", "qconf"] {
+        assert!(
+            dir.join(name).exists(),
+            "{} is missing: build the workspace first (cargo build --workspace --bins)",
+            dir.join(name).display()
+        );
+    }
+    dir.to_path_buf()
+}
+
+pub fn bin(name: &str) -> PathBuf {
+    bin_dir().join(name)
+}
+
+/// Is this process root (needed for network namespaces and other users)?
+pub fn is_root() -> bool {
+    nix::unistd::geteuid().is_root()
+}
+
+/// Say loudly that a test did not run, so nobody mistakes a skip for a pass.
+pub fn skip_loudly(test: &str, why: &str) {
+    eprintln!("\n*** SKIPPED {test}: {why} ***\n*** this test did NOT run; run the suite as root (CI does) ***\n");
+}
+
+/// Poll `cond` until it is true or `timeout` passes; panics with `what` on timeout.
+pub fn wait_until(what: &str, timeout: Duration, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + timeout;
+    while Instant::now() < deadline {
+        if cond() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("timed out after {timeout:?} waiting for: {what}");
+}
+
+/// A free UDP port on all interfaces.
+pub fn free_udp_port() -> u16 {
+    std::net::UdpSocket::bind("0.0.0.0:0")
+        .and_then(|s| s.local_addr())
+        .map(|a| a.port())
+        .expect("a free UDP port")
+}
+
+/// What a command printed and how it exited.
+#[derive(Debug, Clone)]
+pub struct Out {
+    pub stdout: String,
+    pub stderr: String,
+    pub code: i32,
+}
+
+impl Out {
+    fn from(o: std::process::Output) -> Out {
+        Out {
+            stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+            code: o.status.code().unwrap_or(-1),
+        }
+    }
+}
+
+/// A daemon process with its log file.
+pub struct Daemon {
+    pub name: String,
+    pub child: Option<Child>,
+    pub log: PathBuf,
+    /// Print the log if the test fails (off once its owner keeps the log elsewhere).
+    pub print_log_on_panic: bool,
+}
+
+impl Daemon {
+    pub fn spawn(name: &str, mut cmd: Command, log: PathBuf) -> Daemon {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log)
+            .expect("log file");
+        cmd.stdout(Stdio::from(file.try_clone().expect("log file")))
+            .stderr(Stdio::from(file))
+            .env("GANTRY_LOG", "info");
+        let child = cmd
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {name}: {e}"));
+        Daemon {
+            name: name.to_string(),
+            child: Some(child),
+            log,
+            print_log_on_panic: true,
+        }
+    }
+
+    pub fn pid(&self) -> i32 {
+        self.child.as_ref().map_or(0, |c| c.id() as i32)
+    }
+
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Send a signal and wait (bounded) for the process to exit; the exit status.
+    pub fn stop(&mut self, signal: nix::sys::signal::Signal) -> Option<std::process::ExitStatus> {
+        let mut child = self.child.take()?;
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), signal);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Ok(Some(status)) = child.try_wait() {
+                return Some(status);
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                return child.wait().ok();
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Is the process still running?
+    pub fn running(&mut self) -> bool {
+        self.child
+            .as_mut()
+            .is_some_and(|c| matches!(c.try_wait(), Ok(None)))
+    }
+
+    /// Wait (bounded) for the process to exit on its own.
+    pub fn wait_exit(&mut self, timeout: Duration) -> Option<std::process::ExitStatus> {
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            if let Some(c) = self.child.as_mut() {
+                if let Ok(Some(s)) = c.try_wait() {
+                    self.child = None;
+                    return Some(s);
+                }
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        None
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        self.stop(nix::sys::signal::Signal::SIGKILL);
+        if std::thread::panicking() && self.print_log_on_panic {
+            eprintln!("----- log of {} -----\n{}", self.name, self.log_text());
+        }
+    }
+}
+
+/// A test cluster: a cell directory with a master and any number of execds.
+pub struct Cluster {
+    pub port: u16,
+    pub master_host: String,
+    pub master: Option<Daemon>,
+    pub execds: Vec<Daemon>,
+    /// Run the master inside this network namespace (`ip netns exec NS`).
+    pub master_netns: Option<String>,
+    /// Last, so that it is removed after the daemons are stopped and their logs printed.
+    pub dir: tempfile::TempDir,
+}
+
+impl Cluster {
+    /// A fresh cell (not started).
+    pub fn init(extra: &[&str]) -> Cluster {
+        let dir = tempfile::Builder::new()
+            .prefix("gantry-test")
+            .tempdir()
+            .expect("tempdir");
+        // Other users (test users) must reach the sockets inside.
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let port = free_udp_port();
+        let cluster = Cluster {
+            dir,
+            port,
+            master_host: "head".to_string(),
+            master: None,
+            execds: Vec::new(),
+            master_netns: None,
+        };
+        let out = cluster.master_cmd(
+            &["init", "--hostname", "head", "--port", &port.to_string()],
+            extra,
+        );
+        assert_eq!(out.code, 0, "init failed: {out:?}");
+        cluster
+    }
+
+    pub fn home(&self) -> PathBuf {
+        self.dir.path().join("cell")
+    }
+
+    pub fn token(&self) -> String {
+        std::fs::read_to_string(self.home().join("join-token"))
+            .expect("join token")
+            .trim()
+            .to_string()
+    }
+
+    /// Run `gantry-master` with a subcommand to completion.
+    pub fn master_cmd(&self, args: &[&str], extra: &[&str]) -> Out {
+        let home = self.home();
+        let mut cmd = Command::new(bin("gantry-master"));
+        cmd.arg(args[0])
+            .arg("--home")
+            .arg(&home)
+            .args(&args[1..])
+            .args(extra);
+        Out::from(cmd.output().expect("gantry-master"))
+    }
+
+    fn netns_command(ns: Option<&str>, program: PathBuf) -> Command {
+        match ns {
+            Some(ns) => {
+                let mut c = Command::new("ip");
+                c.args(["netns", "exec", ns]).arg(program);
+                c
+            }
+            None => Command::new(program),
+        }
+    }
+
+    /// Start the master and wait until its client socket answers.
+    pub fn start_master(&mut self) {
+        let mut cmd = Self::netns_command(self.master_netns.as_deref(), bin("gantry-master"));
+        cmd.arg("run").arg("--home").arg(self.home());
+        let log = self.dir.path().join("master.log");
+        self.master = Some(Daemon::spawn("gantry-master", cmd, log));
+        wait_until(
+            "the master to answer qconf -sm",
+            Duration::from_secs(20),
+            || self.qconf(&["-sm"]).code == 0,
+        );
+    }
+
+    pub fn stop_master(&mut self, signal: nix::sys::signal::Signal) {
+        if let Some(mut m) = self.master.take() {
+            m.stop(signal);
+            // The log stays: a restarted master appends to it, and the cluster prints
+            // it if the test fails.
+            m.print_log_on_panic = false;
+        }
+    }
+
+    pub fn master_log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("master.log")).unwrap_or_default()
+    }
+
+    /// The address execds dial.
+    pub fn master_addr(&self, ip: &str) -> String {
+        format!("{ip}:{}", self.port)
+    }
+
+    /// Start an execd for `host` with its own home; `token` on first start.
+    pub fn start_execd(
+        &mut self,
+        host: &str,
+        master_ip: &str,
+        token: Option<&str>,
+        netns: Option<&str>,
+    ) -> usize {
+        let home = self.execd_home(host);
+        let mut cmd = Self::netns_command(netns, bin("gantry-execd"));
+        cmd.arg("run")
+            .arg("--home")
+            .arg(&home)
+            .arg("--master")
+            .arg(self.master_addr(master_ip))
+            .arg("--hostname")
+            .arg(host);
+        if let Some(t) = token {
+            cmd.arg("--token").arg(t);
+        }
+        let log = self.dir.path().join(format!("execd-{host}.log"));
+        self.execds
+            .push(Daemon::spawn(&format!("gantry-execd {host}"), cmd, log));
+        self.execds.len() - 1
+    }
+
+    pub fn execd_home(&self, host: &str) -> PathBuf {
+        self.dir.path().join(format!("execd-{host}"))
+    }
+
+    /// Run a client command against the master's socket.
+    pub fn client(&self, program: &str, args: &[&str]) -> Out {
+        self.client_at(&self.home(), program, args, None)
+    }
+
+    /// Run a client command against the socket in `home`, optionally as another user.
+    pub fn client_at(&self, home: &Path, program: &str, args: &[&str], user: Option<&str>) -> Out {
+        let mut cmd = match user {
+            Some(u) => {
+                let mut c = Command::new("runuser");
+                c.args(["-u", u, "--"]).arg(bin(program));
+                c
+            }
+            None => Command::new(bin(program)),
+        };
+        cmd.args(args).env("GANTRY_HOME", home).env_remove("EDITOR");
+        Out::from(cmd.output().expect("client command"))
+    }
+
+    pub fn qconf(&self, args: &[&str]) -> Out {
+        self.client("qconf", args)
+    }
+
+    pub fn qhost(&self, args: &[&str]) -> Out {
+        self.client("qhost", args)
+    }
+
+    /// The `qhost` line of a host, if listed.
+    pub fn qhost_line(&self, host: &str) -> Option<String> {
+        self.qhost(&[])
+            .stdout
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(host))
+            .map(str::to_string)
+    }
+
+    /// Wait until `host` is listed by `qhost` with live load values.
+    pub fn wait_host_reporting(&self, host: &str) {
+        wait_until(
+            &format!("{host} to report load values"),
+            Duration::from_secs(30),
+            || {
+                self.qhost_line(host)
+                    .is_some_and(|l| l.split_whitespace().nth(6).is_some_and(|load| load != "-"))
+            },
+        );
+    }
+
+    /// Make execds report every second and give up on silent ones after `unheard`.
+    pub fn fast_reports(&self, unheard: &str) {
+        let file = self.dir.path().join("global");
+        std::fs::write(
+            &file,
+            format!("load_report_time 0:0:1\nmax_unheard {unheard}\n"),
+        )
+        .unwrap();
+        let out = self.qconf(&["-Mconf", file.to_str().unwrap()]);
+        assert_eq!(out.code, 0, "{out:?}");
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        if std::thread::panicking() && self.master.is_none() {
+            eprintln!("----- log of gantry-master -----\n{}", self.master_log());
+        }
+    }
+}
+
+/// A small network of namespaces joined by a bridge: `hosts[i]` has address
+/// `10.<a>.<b>.(i+1)`. Everything is removed on drop.
+pub struct Netns {
+    pub names: Vec<String>,
+    pub addrs: Vec<String>,
+    bridge: String,
+}
+
+fn ip(args: &[&str]) {
+    let out = Command::new("ip").args(args).output().expect("ip");
+    assert!(
+        out.status.success(),
+        "ip {}: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+impl Netns {
+    pub fn create(count: usize) -> Netns {
+        let pid = std::process::id();
+        let bridge = format!("gtb{pid}");
+        let (a, b) = (200 + (pid % 50), (pid / 50) % 250);
+        ip(&["link", "add", &bridge, "type", "bridge"]);
+        let mut net = Netns {
+            names: Vec::new(),
+            addrs: Vec::new(),
+            bridge: bridge.clone(),
+        };
+        ip(&["addr", "add", &format!("10.{a}.{b}.254/24"), "dev", &bridge]);
+        ip(&["link", "set", &bridge, "up"]);
+        for i in 0..count {
+            let ns = format!("gt{pid}n{i}");
+            let host_end = format!("gv{pid}{i}");
+            let ns_end = format!("gp{pid}{i}");
+            ip(&["netns", "add", &ns]);
+            net.names.push(ns.clone());
+            ip(&[
+                "link", "add", &host_end, "type", "veth", "peer", "name", &ns_end,
+            ]);
+            ip(&["link", "set", &ns_end, "netns", &ns]);
+            ip(&["link", "set", &host_end, "master", &bridge]);
+            ip(&["link", "set", &host_end, "up"]);
+            let addr = format!("10.{a}.{b}.{}", i + 1);
+            ip(&[
+                "netns",
+                "exec",
+                &ns,
+                "ip",
+                "addr",
+                "add",
+                &format!("{addr}/24"),
+                "dev",
+                &ns_end,
+            ]);
+            ip(&["netns", "exec", &ns, "ip", "link", "set", &ns_end, "up"]);
+            ip(&["netns", "exec", &ns, "ip", "link", "set", "lo", "up"]);
+            net.addrs.push(addr);
+        }
+        net
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        for ns in &self.names {
+            let _ = Command::new("ip").args(["netns", "del", ns]).status();
+        }
+        let _ = Command::new("ip")
+            .args(["link", "del", &self.bridge])
+            .status();
+    }
+}

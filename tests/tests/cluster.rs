@@ -1,0 +1,510 @@
+//! End-to-end tests of the foundation on this host: real gantry-master and gantry-execd
+//! processes, real QUIC with mutual TLS, the real client commands.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::time::Duration;
+
+use gantry_tests::{is_root, skip_loudly, wait_until, Cluster};
+use nix::sys::signal::Signal;
+
+const LOCAL: &str = "127.0.0.1";
+
+fn real_num_proc() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+#[test]
+fn one_host_cluster_reports_real_load_values() {
+    let mut c = Cluster::init(&[]);
+    c.start_master();
+    let token = c.token();
+    c.start_execd("node1", LOCAL, Some(&token), None);
+    c.wait_host_reporting("node1");
+
+    let line = c.qhost_line("node1").unwrap();
+    let f: Vec<&str> = line.split_whitespace().collect();
+    assert_eq!(f[1], gantry_common::load::sge_arch());
+    let ncpu: usize = f[2].parse().unwrap();
+    assert!(
+        ncpu >= real_num_proc(),
+        "NCPU {ncpu} vs {}",
+        real_num_proc()
+    );
+    assert!(
+        f[7].ends_with('G') || f[7].ends_with('M'),
+        "MEMTOT {}",
+        f[7]
+    );
+
+    // The global line and header as SGE prints them.
+    let out = c.qhost(&[]);
+    assert!(out.stdout.starts_with("HOSTNAME                ARCH         NCPU NSOC NCOR NTHR  LOAD  MEMTOT  MEMUSE  SWAPTO  SWAPUS\n"));
+    assert!(out.stdout.contains("\nglobal                  -               -    -    -    -     -       -       -       -       -\n"));
+
+    // Joining made it an exec host in @allhosts with all.q slots = num_proc.
+    assert_eq!(c.qconf(&["-sel"]).stdout, "node1\n");
+    assert_eq!(
+        c.qconf(&["-shgrp", "@allhosts"]).stdout,
+        "group_name @allhosts\nhostlist node1\n"
+    );
+    let q = c.qconf(&["-sq", "all.q"]).stdout;
+    assert!(
+        q.contains(&format!("slots                 1,[node1={ncpu}]\n")),
+        "{q}"
+    );
+    let hq = c.qhost(&["-q"]).stdout;
+    assert!(
+        hq.contains(&format!("   all.q                BIP   0/0/{ncpu}")),
+        "{hq}"
+    );
+
+    // qhost -F with the real memory value, -h and -xml.
+    let full = c.qhost(&["-F", "mem_total,num_proc"]).stdout;
+    assert!(
+        full.contains("    Host Resource(s):      hl:num_proc="),
+        "{full}"
+    );
+    assert!(full.contains("   hl:mem_total="), "{full}");
+    assert_eq!(c.qhost(&["-h", "nosuch"]).stdout.lines().count(), 3);
+    let xml = c.qhost(&["-xml"]).stdout;
+    assert!(xml.starts_with("<?xml version='1.0'?>\n<qhost "), "{xml}");
+    assert!(xml.contains(" <host name='node1'>"), "{xml}");
+
+    // qconf -se shows the reported load values and processors.
+    let se = c.qconf(&["-se", "node1"]).stdout;
+    assert!(se.starts_with("hostname              node1\n"), "{se}");
+    assert!(se.contains("load_values           load_avg="), "{se}");
+    assert!(
+        se.contains(&format!("processors            {ncpu}\n")),
+        "{se}"
+    );
+    let missing = c.qconf(&["-se", "no-such-host.invalid"]);
+    assert_eq!(missing.code, 1);
+    assert_eq!(
+        missing.stderr,
+        "can't resolve hostname \"no-such-host.invalid\"\n"
+    );
+
+    // The execd's own socket relays client requests to the master.
+    let relayed = c.client_at(&c.execd_home("node1"), "qconf", &["-sel"], None);
+    assert_eq!(relayed.stdout, "node1\n", "{relayed:?}");
+    let am = c.client_at(&c.execd_home("node1"), "qconf", &["-am", "relayuser"], None);
+    assert_eq!(
+        am.stdout, "root@node1 added \"relayuser\" to manager list\n",
+        "{am:?}"
+    );
+}
+
+#[test]
+fn default_configuration_matches_a_fresh_sge_install() {
+    let mut c = Cluster::init(&[]);
+    c.start_master();
+    let sc = c.qconf(&["-sc"]);
+    assert_eq!(
+        sc.stdout,
+        include_str!("../../common/tests/fixtures/qconf-sc.txt")
+    );
+    let conf = c.qconf(&["-sconf"]);
+    assert_eq!(
+        conf.stdout,
+        include_str!("../../common/tests/fixtures/qconf-sconf.txt")
+            .replace("/var/spool/gridengine/execd", "/var/spool/gantry/execd")
+    );
+    assert_eq!(c.qconf(&["-sql"]).stdout, "all.q\n");
+    let sm = c.qconf(&["-sm"]).stdout;
+    assert!(sm.starts_with("root\n"), "{sm}");
+    let sel = c.qconf(&["-sel"]);
+    assert_eq!(
+        (sel.code, sel.stderr.as_str()),
+        (1, "no execution host defined\n")
+    );
+    let help = c.qconf(&["-help"]);
+    assert_eq!(help.code, 0);
+    assert!(help.stdout.contains("usage: qconf [options]"));
+    assert!(c
+        .qhost(&["-help"])
+        .stdout
+        .contains("usage: qhost [options]"));
+    let bad = c.qconf(&["-sfoo"]);
+    assert_eq!(bad.code, 1);
+    assert!(
+        bad.stderr
+            .starts_with("error: invalid option argument \"-sfoo\"\n"),
+        "{bad:?}"
+    );
+    let missing = c.qconf(&["-se"]);
+    assert_eq!(missing.code, 1);
+    assert!(missing
+        .stderr
+        .starts_with("error: no option argument provided to \"-se\"\n"));
+}
+
+#[test]
+fn second_init_refuses_and_changes_nothing() {
+    let c = Cluster::init(&[]);
+    let before = std::fs::read(c.home().join("join-token")).unwrap();
+    let ca_before = std::fs::read(c.home().join("ca.pem")).unwrap();
+    let out = c.master_cmd(&["init", "--hostname", "head"], &[]);
+    assert_eq!(out.code, 1);
+    assert!(out.stderr.contains("a cell already exists here"), "{out:?}");
+    assert_eq!(std::fs::read(c.home().join("join-token")).unwrap(), before);
+    assert_eq!(std::fs::read(c.home().join("ca.pem")).unwrap(), ca_before);
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(c.home().join("join-token"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+}
+
+#[test]
+fn bad_wrong_ca_and_expired_tokens_are_refused() {
+    let mut c = Cluster::init(&["--token-ttl", "3s"]);
+    c.start_master();
+    let token = c.token();
+
+    // A wrong secret: the master refuses with a reason; nothing changes.
+    let mut parts: Vec<String> = token.split('.').map(str::to_string).collect();
+    parts[3] = "0".repeat(32);
+    let bad = parts.join(".");
+    let i = c.start_execd("badtoken", LOCAL, Some(&bad), None);
+    let status = c.execds[i]
+        .wait_exit(Duration::from_secs(20))
+        .expect("execd exits");
+    assert!(!status.success());
+    assert!(
+        c.execds[i]
+            .log_text()
+            .contains("join refused: the join token is not valid"),
+        "{}",
+        c.execds[i].log_text()
+    );
+    wait_until(
+        "the master to log the refusal",
+        Duration::from_secs(10),
+        || c.master_log().contains("the join token is not valid"),
+    );
+
+    // Another cell's CA fingerprint: the execd refuses to trust this master.
+    let mut parts: Vec<String> = token.split('.').map(str::to_string).collect();
+    parts[1] = "ab".repeat(32);
+    let i = c.start_execd("wrongca", LOCAL, Some(&parts.join(".")), None);
+    let status = c.execds[i]
+        .wait_exit(Duration::from_secs(20))
+        .expect("execd exits");
+    assert!(!status.success());
+    assert!(
+        c.execds[i]
+            .log_text()
+            .contains("does not match the fingerprint in the join token"),
+        "{}",
+        c.execds[i].log_text()
+    );
+
+    // The same token once expired.
+    wait_until("the token to expire", Duration::from_secs(10), || {
+        gantry_common::cell::JoinToken::parse(&token)
+            .unwrap()
+            .expires_at
+            < gantry_common::cell::unix_now()
+    });
+    let i = c.start_execd("late", LOCAL, Some(&token), None);
+    let status = c.execds[i]
+        .wait_exit(Duration::from_secs(20))
+        .expect("execd exits");
+    assert!(!status.success());
+    assert!(
+        c.execds[i]
+            .log_text()
+            .contains("the join token has expired"),
+        "{}",
+        c.execds[i].log_text()
+    );
+
+    // None of them became a host.
+    let sel = c.qconf(&["-sel"]);
+    assert_eq!(sel.stderr, "no execution host defined\n");
+
+    // A rotated token works again.
+    let out = c.master_cmd(&["token", "--ttl", "1h"], &[]);
+    assert_eq!(out.code, 0, "{out:?}");
+    c.start_execd("fresh", LOCAL, Some(&c.token()), None);
+    c.wait_host_reporting("fresh");
+}
+
+#[test]
+fn foreign_certificate_and_garbage_are_refused() {
+    let mut a = Cluster::init(&[]);
+    a.start_master();
+    let mut b = Cluster::init(&[]);
+    b.start_master();
+    // Join node1 to cell B, then point its home at cell A: A does not know B's CA.
+    b.start_execd("node1", LOCAL, Some(&b.token()), None);
+    b.wait_host_reporting("node1");
+    b.execds[0].stop(Signal::SIGTERM);
+    let foreign_home = b.execd_home("node1");
+    let target = a.execd_home("node1");
+    std::fs::create_dir_all(&target).unwrap();
+    // The execd trusts A's CA, but presents a certificate B issued.
+    for f in ["host.pem", "host.key", "host.conf"] {
+        std::fs::copy(foreign_home.join(f), target.join(f)).unwrap();
+    }
+    std::fs::copy(a.home().join("ca.pem"), target.join("ca.pem")).unwrap();
+    a.start_execd("node1", LOCAL, None, None);
+    wait_until(
+        "the execd to report the refused handshake",
+        Duration::from_secs(20),
+        || a.execds[0].log_text().contains("connection to the master"),
+    );
+    wait_until(
+        "the master to log the refused certificate",
+        Duration::from_secs(20),
+        || a.master_log().contains("refused"),
+    );
+    assert_eq!(a.qconf(&["-sel"]).stderr, "no execution host defined\n");
+
+    // Garbage datagrams on the master's port change nothing and do not stop it.
+    let sock = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    for i in 0..200u32 {
+        let junk: Vec<u8> = (0..(i % 1200 + 1)).map(|j| (j * 31 + i) as u8).collect();
+        sock.send_to(&junk, a.master_addr(LOCAL)).unwrap();
+    }
+    assert_eq!(a.qconf(&["-sel"]).stderr, "no execution host defined\n");
+    assert!(a.master.as_mut().unwrap().running());
+}
+
+#[test]
+fn deleted_host_is_disconnected_and_its_certificate_refused() {
+    let mut c = Cluster::init(&[]);
+    c.start_master();
+    c.start_execd("node1", LOCAL, Some(&c.token()), None);
+    c.wait_host_reporting("node1");
+    let out = c.qconf(&["-de", "node1"]);
+    assert_eq!(
+        out.stdout, "root@head removed \"node1\" from exechost list\n",
+        "{out:?}"
+    );
+    wait_until("the execd to be refused", Duration::from_secs(20), || {
+        c.execds[0].log_text().contains("unknown host certificate")
+    });
+    assert_eq!(c.qconf(&["-sel"]).stderr, "no execution host defined\n");
+    assert_eq!(
+        c.qconf(&["-shgrp", "@allhosts"]).stdout,
+        "group_name @allhosts\nhostlist NONE\n"
+    );
+    let again = c.qconf(&["-de", "node1"]);
+    assert_eq!(
+        (again.code, again.stderr.as_str()),
+        (1, "denied: \"node1\" is not an execution host\n")
+    );
+}
+
+#[test]
+fn exec_hosts_added_by_name_and_file() {
+    let mut c = Cluster::init(&[]);
+    c.start_master();
+    let out = c.qconf(&["-ae", "node7"]);
+    assert_eq!(
+        (out.code, out.stdout.as_str()),
+        (0, "root@head added \"node7\" to exechost list\n")
+    );
+    let dup = c.qconf(&["-ae", "node7"]);
+    assert_eq!(
+        (dup.code, dup.stderr.as_str()),
+        (1, "exechost \"node7\" already exists\n")
+    );
+    let file = c.dir.path().join("node8");
+    std::fs::write(&file, "hostname node8\ncomplex_values slots=4,h_vmem=8G\n").unwrap();
+    let out = c.qconf(&["-Ae", file.to_str().unwrap()]);
+    assert_eq!(
+        out.stdout, "root@head added \"node8\" to exechost list\n",
+        "{out:?}"
+    );
+    assert!(c
+        .qconf(&["-se", "node8"])
+        .stdout
+        .contains("complex_values        slots=4,h_vmem=8G\n"));
+    std::fs::write(&file, "hostname node9\ncomplex_values gpu=2\n").unwrap();
+    let bad = c.qconf(&["-Ae", file.to_str().unwrap()]);
+    assert_eq!(bad.code, 1);
+    assert_eq!(
+        bad.stderr,
+        "unknown resource \"gpu\" in complex_values of host \"node9\"\n"
+    );
+    assert_eq!(c.qconf(&["-sel"]).stdout, "node7\nnode8\n");
+    // -ae without a name uses the editor, as SGE does.
+    let out = std::process::Command::new(gantry_tests::bin("qconf"))
+        .arg("-ae")
+        .env("GANTRY_HOME", c.home())
+        .env("EDITOR", "sed -i s/template/node10/")
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "root@head added \"node10\" to exechost list\n"
+    );
+    let out = c.qconf(&["-de", "node7,node10"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(c.qconf(&["-sel"]).stdout, "node8\n");
+}
+
+#[test]
+fn configuration_changes_are_validated_and_survive_a_restart() {
+    let mut c = Cluster::init(&[]);
+    c.start_master();
+    let before = c.qconf(&["-sconf"]).stdout;
+    let file = c.dir.path().join("global");
+    std::fs::write(&file, "load_report_time soon\n").unwrap();
+    let bad = c.qconf(&["-Mconf", file.to_str().unwrap()]);
+    assert_eq!(bad.code, 1);
+    assert_eq!(
+        bad.stderr,
+        "line 1: value \"soon\" for attribute \"load_report_time\" is invalid: expected a time (h:m:s or seconds)\n"
+    );
+    assert_eq!(
+        c.qconf(&["-sconf"]).stdout,
+        before,
+        "a refused file changes nothing"
+    );
+    std::fs::write(&file, "load_report_time 0:0:1\nmax_unheard 0:0:4\n").unwrap();
+    let good = c.qconf(&["-Mconf", file.to_str().unwrap()]);
+    assert_eq!(
+        (good.code, good.stderr.as_str()),
+        (0, "root@head modified \"global\" in configuration list\n")
+    );
+    let am = c.qconf(&["-am", "alice"]);
+    assert_eq!(am.stdout, "root@head added \"alice\" to manager list\n");
+    c.qconf(&["-ae", "node5"]);
+
+    c.stop_master(Signal::SIGTERM);
+    c.start_master();
+    let conf = c.qconf(&["-sconf"]).stdout;
+    assert!(
+        conf.contains("load_report_time             0:0:1\n"),
+        "{conf}"
+    );
+    assert!(
+        conf.contains("max_unheard                  0:0:4\n"),
+        "{conf}"
+    );
+    assert!(c.qconf(&["-sm"]).stdout.contains("alice\n"));
+    assert_eq!(c.qconf(&["-sel"]).stdout, "node5\n");
+
+    // -mconf through the editor.
+    let out = std::process::Command::new(gantry_tests::bin("qconf"))
+        .arg("-mconf")
+        .env("GANTRY_HOME", c.home())
+        .env("EDITOR", "sed -i s/^min_uid.*/min_uid\\ 500/")
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "root@head modified \"global\" in configuration list\n"
+    );
+    assert!(c
+        .qconf(&["-sconf"])
+        .stdout
+        .contains("min_uid                      500\n"));
+}
+
+#[test]
+fn silent_execd_becomes_unreachable_and_returns() {
+    let mut c = Cluster::init(&[]);
+    c.start_master();
+    c.fast_reports("0:0:3");
+    c.start_execd("node1", LOCAL, Some(&c.token()), None);
+    c.wait_host_reporting("node1");
+    wait_until(
+        "the execd to pick up load_report_time",
+        Duration::from_secs(10),
+        || c.execds[0].log_text().contains("reporting load every 1 s"),
+    );
+    c.execds[0].stop(Signal::SIGKILL);
+    wait_until("node1 to be unreachable", Duration::from_secs(20), || {
+        c.qhost(&["-q"]).stdout.contains("0/0/")
+            && c.qhost(&["-q"])
+                .stdout
+                .lines()
+                .any(|l| l.starts_with("   all.q") && l.ends_with('u'))
+    });
+    let line = c.qhost_line("node1").unwrap();
+    let f: Vec<&str> = line.split_whitespace().collect();
+    assert_eq!(f[6], "-", "LOAD of an unreachable host: {line}");
+    assert_ne!(f[2], "-", "NCPU is static and stays: {line}");
+    wait_until(
+        "the master to log node1 as unreachable",
+        Duration::from_secs(10),
+        || c.master_log().contains("execd unreachable"),
+    );
+    // Restarted without a token: it reuses its certificate.
+    c.start_execd("node1", LOCAL, None, None);
+    wait_until("node1 to be back", Duration::from_secs(20), || {
+        c.qhost(&["-q"])
+            .stdout
+            .lines()
+            .any(|l| l.starts_with("   all.q") && !l.ends_with('u'))
+    });
+    c.wait_host_reporting("node1");
+}
+
+#[test]
+fn execd_reconnects_after_a_master_restart() {
+    let mut c = Cluster::init(&[]);
+    c.start_master();
+    c.fast_reports("0:0:5");
+    c.start_execd("node1", LOCAL, Some(&c.token()), None);
+    c.wait_host_reporting("node1");
+    c.stop_master(Signal::SIGKILL);
+    c.start_master();
+    c.wait_host_reporting("node1");
+    assert!(c.execds[0].log_text().contains("connection to the master"));
+}
+
+#[test]
+fn non_manager_is_denied_and_nothing_changes() {
+    if !is_root() {
+        skip_loudly(
+            "non_manager_is_denied_and_nothing_changes",
+            "needs root to run a command as user nobody",
+        );
+        return;
+    }
+    let mut c = Cluster::init(&[]);
+    c.start_master();
+    let home = c.home();
+    let out = c.client_at(&home, "qconf", &["-ae", "node3"], Some("nobody"));
+    assert_eq!(out.code, 1, "{out:?}");
+    assert_eq!(
+        out.stderr,
+        "denied: \"nobody\" must be manager for this operation\n"
+    );
+    let out = c.client_at(&home, "qconf", &["-am", "nobody"], Some("nobody"));
+    assert_eq!(
+        out.stderr,
+        "denied: \"nobody\" must be manager for this operation\n"
+    );
+    let file = c.dir.path().join("global");
+    std::fs::write(&file, "min_uid 0\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let out = c.client_at(
+        &home,
+        "qconf",
+        &["-Mconf", file.to_str().unwrap()],
+        Some("nobody"),
+    );
+    assert_eq!(
+        out.stderr,
+        "denied: \"nobody\" must be manager for this operation\n"
+    );
+    // Reading is allowed.
+    let sm = c.client_at(&home, "qconf", &["-sm"], Some("nobody"));
+    assert_eq!(sm.code, 0);
+    assert!(!sm.stdout.contains("nobody"));
+    assert_eq!(c.qconf(&["-sel"]).stderr, "no execution host defined\n");
+    assert!(c
+        .qconf(&["-sconf"])
+        .stdout
+        .contains("min_uid                      1000\n"));
+}
