@@ -412,13 +412,19 @@ fn configuration_changes_are_validated_and_survive_a_restart() {
 fn silent_execd_becomes_unreachable_and_returns() {
     let mut c = Cluster::init(&[]);
     c.start_master();
-    c.fast_reports("0:0:3");
     c.start_execd("node1", LOCAL, Some(&c.token()), None);
     c.wait_host_reporting("node1");
+    assert!(c.execds[0].log_text().contains("reporting load every 40 s"));
+    // A configuration change reaches the connected execd at once.
+    c.fast_reports("0:0:3");
     wait_until(
         "the execd to pick up load_report_time",
         Duration::from_secs(10),
-        || c.execds[0].log_text().contains("reporting load every 1 s"),
+        || {
+            c.execds[0]
+                .log_text()
+                .contains("load_report_time is now 1 s")
+        },
     );
     c.execds[0].stop(Signal::SIGKILL);
     wait_until("node1 to be unreachable", Duration::from_secs(20), || {

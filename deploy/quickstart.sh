@@ -1,0 +1,64 @@
+#!/bin/sh
+# Build Gantry and bring up a one-host cluster (master + execd on this host) in
+# ./demo, then show qhost. Run it again to reuse the same cell; "stop" stops it.
+#
+#   deploy/quickstart.sh          build, start, show qhost
+#   deploy/quickstart.sh stop     stop the daemons (the cell stays in ./demo)
+#
+# Environment: GANTRY_DEMO_DIR (default ./demo), GANTRY_PORT (default 6446).
+set -eu
+SRC=$(cd "$(dirname "$0")/.." && pwd)
+DIR=${GANTRY_DEMO_DIR:-$PWD/demo}
+PORT=${GANTRY_PORT:-6446}
+BIN="$SRC/target/release"
+
+stop() {
+    for d in execd master; do
+        if [ -f "$DIR/$d.pid" ]; then
+            kill "$(cat "$DIR/$d.pid")" 2>/dev/null || true
+            rm -f "$DIR/$d.pid"
+        fi
+    done
+}
+running() { [ -f "$DIR/$1.pid" ] && kill -0 "$(cat "$DIR/$1.pid")" 2>/dev/null; }
+
+if [ "${1:-}" = stop ]; then stop; echo "stopped (the cell is kept in $DIR)"; exit 0; fi
+
+echo "== building (release)"
+(cd "$SRC" && cargo build --release --workspace --bins)
+mkdir -p "$DIR"
+HOST=$(hostname -s 2>/dev/null || hostname)
+if [ ! -e "$DIR/cell/master.conf" ]; then
+    echo "== creating the cell in $DIR/cell"
+    "$BIN/gantry-master" init --home "$DIR/cell" --hostname "$HOST" --port "$PORT"
+fi
+if ! running master; then
+    "$BIN/gantry-master" run --home "$DIR/cell" </dev/null >>"$DIR/master.log" 2>&1 &
+    echo $! > "$DIR/master.pid"
+fi
+export GANTRY_HOME="$DIR/cell"
+i=0
+until "$BIN/qconf" -sm >/dev/null 2>&1; do
+    i=$((i+1)); [ $i -lt 100 ] || { echo "the master did not start; see $DIR/master.log" >&2; exit 1; }
+    sleep 0.1
+done
+if ! running execd; then
+    TOKEN_ARG=
+    [ -e "$DIR/execd/host.pem" ] || TOKEN_ARG="--token $(cat "$DIR/cell/join-token")"
+    # shellcheck disable=SC2086
+    "$BIN/gantry-execd" run --home "$DIR/execd" --master "127.0.0.1:$PORT" --hostname "$HOST" $TOKEN_ARG </dev/null >>"$DIR/execd.log" 2>&1 &
+    echo $! > "$DIR/execd.pid"
+fi
+i=0
+until "$BIN/qhost" | grep -q "^$HOST .* [0-9]*\.[0-9][0-9] "; do
+    i=$((i+1)); [ $i -lt 300 ] || { echo "the execd did not report; see $DIR/execd.log" >&2; exit 1; }
+    sleep 0.1
+done
+echo "== qhost"
+"$BIN/qhost"
+cat <<MSG
+
+A one-host Gantry cluster is running (logs: $DIR/master.log, $DIR/execd.log).
+Use it with:   export GANTRY_HOME=$DIR/cell PATH=$BIN:\$PATH; qhost -F; qconf -sconf
+Stop it with:  $0 stop
+MSG
