@@ -3,9 +3,11 @@
 
 pub mod conn;
 pub mod exit;
+pub mod jobs_cmds;
 pub mod opts;
 pub mod qconf;
 pub mod qhost;
+pub mod qsub;
 pub mod xml;
 
 use std::io::Write;
@@ -58,4 +60,40 @@ impl Output {
 /// The arguments after the program name.
 pub fn args() -> Vec<String> {
     std::env::args().skip(1).collect()
+}
+
+/// Parse a command's options. `-help` (printing `usage`) and usage errors come back as
+/// the command's output.
+pub fn parse_args(
+    args: &[String],
+    specs: &[opts::OptSpec],
+    operands: bool,
+    usage: fn() -> String,
+) -> Result<opts::Parsed, Output> {
+    let p = opts::parse(args, specs, operands)
+        .map_err(|e| Output::usage_error(&e.to_string(), &usage()))?;
+    if p.has("-help") {
+        return Err(Output::ok(usage()));
+    }
+    Ok(p)
+}
+
+/// Send a request to the master; a refusal or an unreachable daemon comes back as the
+/// command's output.
+pub fn ask(req: &gantry_proto::ToMaster) -> Result<gantry_proto::FromMaster, Output> {
+    match conn::request(req) {
+        Ok(gantry_proto::FromMaster::Refused(r)) => {
+            Err(Output::fail(r.message, exit::for_refusal(r.kind)))
+        }
+        Ok(answer) => Ok(answer),
+        Err(e) => Err(Output::fail(e.to_string(), exit::FAILURE)),
+    }
+}
+
+/// An answer of the wrong kind (a bug or a version skew), as output.
+pub fn unexpected(answer: &gantry_proto::FromMaster) -> Output {
+    Output::fail(
+        format!("error: unexpected answer from the master: {answer:?}"),
+        exit::FAILURE,
+    )
 }

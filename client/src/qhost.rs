@@ -7,9 +7,9 @@ use gantry_common::value::{
 };
 use gantry_proto::{ComplexAttr, FromMaster, HostReport, HostView, ToMaster, ValueType};
 
-use crate::opts::{opt, parse, Arity, OptSpec};
+use crate::opts::{opt, Arity, OptSpec};
 use crate::xml::Xml;
-use crate::{exit, Output};
+use crate::Output;
 
 const SPECS: &[OptSpec] = &[
     opt("-help", Arity::None),
@@ -27,20 +27,14 @@ pub fn usage() -> String {
 }
 
 pub fn run(args: &[String]) -> Output {
-    let p = match parse(args, SPECS, false) {
+    let p = match crate::parse_args(args, SPECS, false, usage) {
         Ok(p) => p,
-        Err(e) => return Output::usage_error(&e.to_string(), &usage()),
+        Err(out) => return out,
     };
-    if p.has("-help") {
-        return Output::ok(usage());
-    }
-    let report = match crate::conn::request(&ToMaster::HostInfo) {
+    let report = match crate::ask(&ToMaster::HostInfo) {
         Ok(FromMaster::Hosts(r)) => r,
-        Ok(FromMaster::Refused(r)) => return Output::fail(r.message, exit::for_refusal(r.kind)),
-        Ok(other) => {
-            return Output::fail(format!("error: unexpected answer {other:?}"), exit::FAILURE)
-        }
-        Err(e) => return Output::fail(e.to_string(), exit::FAILURE),
+        Ok(other) => return crate::unexpected(&other),
+        Err(out) => return out,
     };
     let view = View {
         full: p.has("-F"),

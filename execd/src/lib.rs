@@ -2,6 +2,8 @@
 //! relays local client commands to the master.
 
 pub mod identity;
+pub mod jobs;
 pub mod relay;
 pub mod sensor;
 pub mod session;
+pub mod shepherd;

@@ -38,10 +38,16 @@ enum Command {
         #[arg(long)]
         hostname: Option<String>,
     },
+    /// Supervise one job task (started by the execd; not for interactive use).
+    #[command(hide = true)]
+    Shepherd { dir: PathBuf },
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Command::Shepherd { dir } = &cli.command {
+        std::process::exit(gantry_execd::shepherd::run(dir));
+    }
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
@@ -55,7 +61,10 @@ fn main() -> ExitCode {
         master,
         token,
         hostname,
-    } = cli.command;
+    } = cli.command
+    else {
+        return ExitCode::FAILURE;
+    };
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -147,6 +156,10 @@ async fn run(
     std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o666))
         .map_err(|e| format!("{}: {e}", socket.display()))?;
     let (current_tx, current_rx) = tokio::sync::watch::channel(None);
+    let (finished_tx, finished_rx) = tokio::sync::mpsc::unbounded_channel();
+    let jobs = gantry_execd::jobs::Jobs::new(&home, &id.hostname, finished_tx)
+        .map_err(|e| format!("{}: {e}", home.join("jobs").display()))?;
+    jobs.adopt();
     info!(host = %id.hostname, "gantry-execd {} serving clients on {}", env!("CARGO_PKG_VERSION"), socket.display());
     let relay_task = tokio::spawn(relay::serve(listener, id.hostname.clone(), current_rx));
     let session_task = tokio::spawn(session::run(
@@ -155,6 +168,8 @@ async fn run(
         id,
         sensor,
         current_tx,
+        jobs,
+        finished_rx,
     ));
     wait_for_signal().await;
     info!("shutting down");

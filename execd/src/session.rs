@@ -11,7 +11,10 @@ use tokio::sync::watch;
 use tracing::{error, info, warn};
 
 use crate::identity::Identity;
+use crate::jobs::Jobs;
 use crate::sensor::Sensor;
+use gantry_proto::JobReport;
+use tokio::sync::mpsc::UnboundedReceiver;
 
 /// Backoff between connection attempts: 1 s doubling to 30 s, with jitter, reset after
 /// a session that lasted.
@@ -62,11 +65,22 @@ pub async fn run(
     id: Identity,
     mut sensor: Sensor,
     current: watch::Sender<Option<quinn::Connection>>,
+    jobs: Jobs,
+    mut finished: UnboundedReceiver<JobReport>,
 ) {
     let mut backoff = Backoff::new();
     loop {
         let started = std::time::Instant::now();
-        let ended = session(&endpoint, master, &id, &mut sensor, &current).await;
+        let ended = session(
+            &endpoint,
+            master,
+            &id,
+            &mut sensor,
+            &current,
+            &jobs,
+            &mut finished,
+        )
+        .await;
         current.send_replace(None);
         if started.elapsed() > Duration::from_secs(60) {
             backoff.reset();
@@ -92,6 +106,8 @@ async fn session(
     id: &Identity,
     sensor: &mut Sensor,
     current: &watch::Sender<Option<quinn::Connection>>,
+    jobs: &Jobs,
+    finished: &mut UnboundedReceiver<JobReport>,
 ) -> Ended {
     let config = match host_client_config(&id.ca_pem, &id.cert_pem, &id.key_pem, PROTOCOL_VERSION) {
         Ok(c) => c,
@@ -139,9 +155,33 @@ async fn session(
         interval.as_secs()
     );
     current.send_replace(Some(conn.clone()));
+    // Whatever ended while we were away is on disk: report it all (the channel only
+    // repeats part of it).
+    while finished.try_recv().is_ok() {}
+    let catch_up = async {
+        write_frame(
+            &mut send,
+            &FromExecd::RunningJobs {
+                tasks: jobs.running(),
+            },
+        )
+        .await?;
+        for report in jobs.unacknowledged() {
+            write_frame(&mut send, &FromExecd::JobFinished(report)).await?;
+        }
+        Ok::<(), TransportError>(())
+    };
+    if let Err(e) = catch_up.await {
+        return Ended::Lost(close_reason(&conn).unwrap_or_else(|| e.to_string()));
+    }
     let mut ticker = tokio::time::interval(interval);
     loop {
         tokio::select! {
+            Some(report) = finished.recv() => {
+                if let Err(e) = write_frame(&mut send, &FromExecd::JobFinished(report)).await {
+                    return Ended::Lost(close_reason(&conn).unwrap_or_else(|| e.to_string()));
+                }
+            }
             _ = ticker.tick() => {
                 let values = sensor.load_values();
                 if let Err(e) = write_frame(&mut send, &FromExecd::LoadReport { values }).await {
@@ -158,6 +198,15 @@ async fn session(
                     }
                 }
                 Ok(ToExecd::Refused { reason }) => return Ended::Refused(reason),
+                Ok(ToExecd::StartJob(start)) => {
+                    let (job_id, task_id) = (start.job_id, start.task_id);
+                    jobs.start(*start);
+                    if let Err(e) = write_frame(&mut send, &FromExecd::JobStarted { job_id, task_id }).await {
+                        return Ended::Lost(close_reason(&conn).unwrap_or_else(|| e.to_string()));
+                    }
+                }
+                Ok(ToExecd::KillJob { job_id, task_id }) => jobs.kill((job_id, task_id)),
+                Ok(ToExecd::ReportAck { job_id, task_id }) => jobs.acknowledge((job_id, task_id)),
                 Ok(other) => warn!("unexpected message from the master: {other:?}"),
                 Err(e) => return Ended::Lost(close_reason(&conn).unwrap_or_else(|| e.to_string())),
             }

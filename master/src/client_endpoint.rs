@@ -7,7 +7,7 @@ use gantry_proto::{Caller, FromMaster, Refusal, RefusalKind, ToMaster, PROTOCOL_
 use tokio::net::{UnixListener, UnixStream};
 use tracing::debug;
 
-use crate::cluster::{ClientCall, Cluster};
+use crate::cluster::Cluster;
 
 /// Accept client connections until the task is dropped.
 pub async fn serve(listener: UnixListener, cluster: Addr<Cluster>, host: String) {
@@ -59,10 +59,7 @@ async fn handle(
     accept_hello(&mut r, &mut w, PROTOCOL_VERSION, "the master").await?;
     let request: ToMaster = read_frame(&mut r).await?;
     let reply = match caller {
-        Ok(caller) => cluster
-            .send(ClientCall { caller, request })
-            .await
-            .unwrap_or_else(|_| refused("error: the master is shutting down")),
+        Ok(caller) => crate::cluster::call(&cluster, caller, request).await,
         Err(message) => refused(&message),
     };
     write_frame(&mut w, &reply).await

@@ -14,7 +14,8 @@ use gantry_proto::{Caller, FromMaster, LoadValue, Refusal, RefusalKind, ToExecd,
 use tokio::sync::mpsc::UnboundedSender;
 use tracing::{error, info, warn};
 
-use crate::state::{ClusterState, HostRuntime, Op, Reply};
+use crate::jobs::TaskState;
+use crate::state::{ClusterState, HostRuntime, Object, Op, Reply};
 use crate::store::Store;
 
 /// A connected execd.
@@ -33,6 +34,10 @@ pub struct Cluster {
     sessions: HashMap<String, Session>,
     /// Hosts already logged as unreachable (so the log says it once).
     unreachable: HashSet<String>,
+    /// Tasks whose execd confirmed the start (`r` rather than `t`).
+    started: HashSet<(u64, u32)>,
+    /// `qsub -sync y` clients waiting for a job's end.
+    waiters: HashMap<u64, Vec<tokio::sync::oneshot::Sender<FromMaster>>>,
 }
 
 impl Cluster {
@@ -45,6 +50,7 @@ impl Cluster {
         for obj in store.load()? {
             state.apply(&Op::Put(obj));
         }
+        state.next_job_id = store.next_job_id()?;
         Ok(Cluster {
             state,
             store,
@@ -53,6 +59,8 @@ impl Cluster {
             clock: Instant::now(),
             sessions: HashMap::new(),
             unreachable: HashSet::new(),
+            started: HashSet::new(),
+            waiters: HashMap::new(),
         })
     }
 
@@ -101,6 +109,286 @@ impl Cluster {
         Ok(())
     }
 
+    fn unix_now() -> i64 {
+        unix_now() as i64
+    }
+
+    /// Run the scheduler and dispatch what it decides: persisted first, then sent.
+    fn schedule(&mut self) {
+        let connected: HashSet<String> = self.sessions.keys().cloned().collect();
+        let decisions = self
+            .state
+            .schedule(Self::unix_now(), &connected, self.now());
+        if decisions.is_empty() {
+            return;
+        }
+        let now = Self::unix_now();
+        let mut changed: HashMap<u64, crate::jobs::Job> = HashMap::new();
+        for d in &decisions {
+            let Some(job) = self.state.jobs.get(&d.job_id) else {
+                continue;
+            };
+            let job = changed.entry(d.job_id).or_insert_with(|| job.clone());
+            job.tasks.insert(
+                d.task_id,
+                TaskState::Running {
+                    host: d.host.clone(),
+                    queue: d.queue.clone(),
+                    start_time: now,
+                },
+            );
+        }
+        let ops: Vec<Op> = changed
+            .into_values()
+            .map(|j| Op::Put(Object::Job(j)))
+            .collect();
+        if self.commit(&ops).is_err() {
+            return;
+        }
+        for d in &decisions {
+            if let (Some(start), Some(session)) =
+                (self.state.job_start(d), self.sessions.get(&d.host))
+            {
+                let _ = session.to_execd.send(ToExecd::StartJob(Box::new(start)));
+            }
+        }
+    }
+
+    fn submit(&mut self, caller: &Caller, spec: &gantry_proto::JobSpec) -> FromMaster {
+        let id = self.state.next_job_id.max(1);
+        let job =
+            match crate::jobs::validate_submission(&self.state, caller, spec, id, Self::unix_now())
+            {
+                Ok(j) => j,
+                Err(r) => return FromMaster::Refused(r),
+            };
+        let reply = FromMaster::Submitted {
+            job_id: id,
+            name: job.spec.name.clone(),
+            array: job.spec.array,
+        };
+        let ops = [Op::NextJobId(id + 1), Op::Put(Object::Job(job))];
+        if let Err(r) = self.commit(&ops) {
+            return FromMaster::Refused(r);
+        }
+        self.schedule();
+        reply
+    }
+
+    fn delete_jobs(&mut self, caller: &Caller, ids: &[String], users: &[String]) -> FromMaster {
+        let manager = self.state.is_manager(&caller.user);
+        let mut targets: Vec<(u64, Option<(u32, u32)>)> = Vec::new();
+        for text in ids {
+            match crate::jobs::parse_job_ref(text) {
+                Some(t) => targets.push(t),
+                None => {
+                    return FromMaster::Refused(Refusal {
+                        kind: RefusalKind::Invalid,
+                        message: format!("denied: job \"{text}\" does not exist"),
+                    })
+                }
+            }
+        }
+        for user in users {
+            for job in self.state.jobs.values() {
+                if user == "*" || &job.owner.user == user {
+                    targets.push((job.id, None));
+                }
+            }
+        }
+        let mut messages = Vec::new();
+        let mut ops = Vec::new();
+        let mut kills = Vec::new();
+        let mut failed = false;
+        for (id, range) in targets {
+            let Some(job) = self.state.jobs.get(&id) else {
+                messages.push(format!("denied: job \"{id}\" does not exist"));
+                failed = true;
+                continue;
+            };
+            if job.owner.user != caller.user && !manager {
+                messages.push(format!(
+                    "{} - you do not have the necessary privileges to delete the job \"{id}\"",
+                    caller.user
+                ));
+                failed = true;
+                continue;
+            }
+            let mut job = job.clone();
+            let mut registered = false;
+            let selected: Vec<u32> = job
+                .tasks
+                .keys()
+                .copied()
+                .filter(|t| range.is_none_or(|(a, b)| *t >= a && *t <= b))
+                .collect();
+            for t in selected {
+                match job.tasks.get(&t).cloned() {
+                    Some(TaskState::Pending) => {
+                        job.tasks.remove(&t);
+                    }
+                    Some(TaskState::Running {
+                        host,
+                        queue,
+                        start_time,
+                    }) => {
+                        job.tasks.insert(
+                            t,
+                            TaskState::Deleting {
+                                host: host.clone(),
+                                queue,
+                                start_time,
+                            },
+                        );
+                        kills.push((host, id, t));
+                        registered = true;
+                    }
+                    Some(TaskState::Deleting { host, .. }) => {
+                        kills.push((host, id, t));
+                        registered = true;
+                    }
+                    None => {}
+                }
+            }
+            if registered {
+                messages.push(format!(
+                    "{} has registered the job {id} for deletion",
+                    caller.user
+                ));
+            } else {
+                messages.push(format!("{} has deleted job {id}", caller.user));
+            }
+            if job.tasks.is_empty() {
+                ops.push(Op::Delete(crate::state::job_key(id)));
+                self.job_ended_without_report(id);
+            } else {
+                ops.push(Op::Put(Object::Job(job)));
+            }
+        }
+        if let Err(r) = self.commit(&ops) {
+            return FromMaster::Refused(r);
+        }
+        for (host, job_id, task_id) in kills {
+            if let Some(s) = self.sessions.get(&host) {
+                let _ = s.to_execd.send(ToExecd::KillJob { job_id, task_id });
+            }
+        }
+        self.schedule();
+        if failed && ops.is_empty() {
+            FromMaster::Refused(Refusal {
+                kind: RefusalKind::NotFound,
+                message: messages.join("\n"),
+            })
+        } else {
+            FromMaster::Done { messages }
+        }
+    }
+
+    /// A job left without running (deleted while pending): wake `-sync` waiters.
+    fn job_ended_without_report(&mut self, id: u64) {
+        if let Some(waiters) = self.waiters.remove(&id) {
+            for w in waiters {
+                let _ = w.send(FromMaster::JobEnded {
+                    job_id: id,
+                    exit_status: 0,
+                    signal: None,
+                    failed: 1,
+                });
+            }
+        }
+    }
+
+    /// The outcome of a finished job for `-sync y`, from its accounting records.
+    fn job_outcome(&self, id: u64) -> Option<FromMaster> {
+        let records = self.store.accounting(|r| r.job_id == id).ok()?;
+        let worst = records.iter().max_by_key(|r| {
+            (
+                r.report.failed,
+                r.report.signal.is_some(),
+                r.report.exit_status,
+            )
+        })?;
+        Some(FromMaster::JobEnded {
+            job_id: id,
+            exit_status: worst.report.exit_status,
+            signal: worst.report.signal,
+            failed: worst.report.failed,
+        })
+    }
+
+    fn finished(&mut self, host: &str, report: gantry_proto::JobReport) {
+        let key = (report.job_id, report.task_id);
+        let ack = ToExecd::ReportAck {
+            job_id: report.job_id,
+            task_id: report.task_id,
+        };
+        let known = self
+            .state
+            .jobs
+            .get(&report.job_id)
+            .and_then(|j| j.tasks.get(&report.task_id))
+            .is_some_and(|t| !matches!(t, TaskState::Pending));
+        if !known {
+            // Already accounted (a repeated report after a reconnect), or unknown.
+            let task = if self
+                .state
+                .jobs
+                .get(&report.job_id)
+                .is_some_and(|j| j.is_array())
+            {
+                report.task_id
+            } else {
+                0
+            };
+            match self.store.has_accounting(report.job_id, task) {
+                Ok(true) => {}
+                _ => warn!(
+                    job = report.job_id,
+                    task = report.task_id,
+                    host,
+                    "report for a task the master does not know; acknowledged"
+                ),
+            }
+            if let Some(s) = self.sessions.get(host) {
+                let _ = s.to_execd.send(ack);
+            }
+            return;
+        }
+        let Some(record) = self.state.accounting_record(&report) else {
+            return;
+        };
+        let mut job = match self.state.jobs.get(&report.job_id) {
+            Some(j) => j.clone(),
+            None => return,
+        };
+        job.tasks.remove(&report.task_id);
+        let done = job.tasks.is_empty();
+        let mut ops = vec![Op::Account(Box::new(record))];
+        ops.push(if done {
+            Op::Delete(crate::state::job_key(job.id))
+        } else {
+            Op::Put(Object::Job(job))
+        });
+        if self.commit(&ops).is_err() {
+            return; // not acknowledged: the execd sends it again
+        }
+        self.started.remove(&key);
+        if let Some(s) = self.sessions.get(host) {
+            let _ = s.to_execd.send(ack);
+        }
+        if done {
+            if let Some(waiters) = self.waiters.remove(&report.job_id) {
+                let outcome = self.job_outcome(report.job_id);
+                for w in waiters {
+                    if let Some(o) = outcome.clone() {
+                        let _ = w.send(o);
+                    }
+                }
+            }
+        }
+        self.schedule();
+    }
+
     fn check_reachability(&mut self) {
         let now = self.now();
         let hosts: Vec<String> = self.state.exechosts.keys().cloned().collect();
@@ -137,7 +425,10 @@ impl Actor for Cluster {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Self::Context) {
-        ctx.run_interval(Duration::from_secs(1), |act, _| act.check_reachability());
+        ctx.run_interval(Duration::from_secs(1), |act, _| {
+            act.check_reachability();
+            act.schedule();
+        });
         info!(
             hosts = self.state.exechosts.len(),
             "cluster state loaded from the spool"
@@ -157,6 +448,32 @@ impl Handler<ClientCall> for Cluster {
     type Result = MessageResult<ClientCall>;
 
     fn handle(&mut self, msg: ClientCall, _: &mut Self::Context) -> Self::Result {
+        match &msg.request {
+            ToMaster::Submit { spec } => return MessageResult(self.submit(&msg.caller, spec)),
+            ToMaster::ShowJobs { users } => {
+                return MessageResult(FromMaster::Jobs(self.state.job_views(users, &self.started)))
+            }
+            ToMaster::DeleteJobs { ids, users, .. } => {
+                return MessageResult(self.delete_jobs(&msg.caller, ids, users))
+            }
+            ToMaster::Accounting { job } => {
+                let keep = |r: &gantry_proto::AccountingRecord| match job {
+                    None => true,
+                    Some(j) => match j.parse::<u64>() {
+                        Ok(id) => r.job_id == id,
+                        Err(_) => &r.job_name == j,
+                    },
+                };
+                return MessageResult(match self.store.accounting(keep) {
+                    Ok(records) => FromMaster::Accounting(records),
+                    Err(e) => FromMaster::Refused(Refusal {
+                        kind: RefusalKind::Internal,
+                        message: format!("error: reading the accounting: {e}"),
+                    }),
+                });
+            }
+            _ => {}
+        }
         let now = self.now();
         let reply = match self.state.handle(&msg.caller, &msg.request, now) {
             Ok(Reply::Answer(a)) => a,
@@ -291,6 +608,7 @@ impl Handler<Load> for Cluster {
         if was_unreachable {
             info!(host = %msg.host, "execd reachable again");
         }
+        self.schedule();
     }
 }
 
@@ -329,6 +647,116 @@ impl Handler<Shutdown> for Cluster {
     fn handle(&mut self, _: Shutdown, _: &mut Self::Context) {
         for (_, s) in self.sessions.drain() {
             s.conn.close(CLOSE_SHUTDOWN.into(), b"master shutting down");
+        }
+    }
+}
+
+/// `qsub -sync y`: answer now if the job has ended, else when it does.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct WaitJob {
+    pub job_id: u64,
+    pub reply: tokio::sync::oneshot::Sender<FromMaster>,
+}
+
+impl Handler<WaitJob> for Cluster {
+    type Result = ();
+
+    fn handle(&mut self, msg: WaitJob, _: &mut Self::Context) {
+        if self.state.jobs.contains_key(&msg.job_id) {
+            self.waiters.entry(msg.job_id).or_default().push(msg.reply);
+            return;
+        }
+        let answer = self.job_outcome(msg.job_id).unwrap_or_else(|| {
+            FromMaster::Refused(Refusal {
+                kind: RefusalKind::NotFound,
+                message: format!("denied: job \"{}\" does not exist", msg.job_id),
+            })
+        });
+        let _ = msg.reply.send(answer);
+    }
+}
+
+/// A client request, whatever its kind: waits are answered when the job ends.
+pub async fn call(cluster: &Addr<Cluster>, caller: Caller, request: ToMaster) -> FromMaster {
+    let gone = || {
+        FromMaster::Refused(Refusal {
+            kind: RefusalKind::Internal,
+            message: "error: the master is shutting down".into(),
+        })
+    };
+    if let ToMaster::WaitJob { job_id } = request {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        if cluster.send(WaitJob { job_id, reply: tx }).await.is_err() {
+            return gone();
+        }
+        return rx.await.unwrap_or_else(|_| gone());
+    }
+    cluster
+        .send(ClientCall { caller, request })
+        .await
+        .unwrap_or_else(|_| gone())
+}
+
+/// Messages about jobs from a connected execd.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub enum ExecdJobs {
+    Started {
+        host: String,
+        job_id: u64,
+        task_id: u32,
+    },
+    Finished {
+        host: String,
+        report: gantry_proto::JobReport,
+    },
+    Running {
+        host: String,
+        tasks: Vec<(u64, u32)>,
+    },
+}
+
+impl Handler<ExecdJobs> for Cluster {
+    type Result = ();
+
+    fn handle(&mut self, msg: ExecdJobs, _: &mut Self::Context) {
+        match msg {
+            ExecdJobs::Started {
+                job_id, task_id, ..
+            } => {
+                self.started.insert((job_id, task_id));
+            }
+            ExecdJobs::Finished { host, report } => self.finished(&host, report),
+            ExecdJobs::Running { host, tasks } => {
+                let running: HashSet<(u64, u32)> = tasks.into_iter().collect();
+                self.started.extend(running.iter().copied());
+                // Orders lost in a crash or a cut are sent again; the execd ignores a
+                // task it already has (finished ones report themselves next).
+                let mut resend = Vec::new();
+                for job in self.state.jobs.values() {
+                    for (task, t) in &job.tasks {
+                        if let TaskState::Running { host: h, queue, .. } = t {
+                            if h == &host && !running.contains(&(job.id, *task)) {
+                                resend.push(crate::jobs::Dispatch {
+                                    job_id: job.id,
+                                    task_id: *task,
+                                    queue: queue.clone(),
+                                    host: h.clone(),
+                                });
+                            }
+                        }
+                    }
+                }
+                for d in resend {
+                    if let (Some(start), Some(s)) =
+                        (self.state.job_start(&d), self.sessions.get(&host))
+                    {
+                        let _ = s.to_execd.send(ToExecd::StartJob(Box::new(start)));
+                    }
+                }
+                self.schedule();
+            }
         }
     }
 }

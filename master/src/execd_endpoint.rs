@@ -9,11 +9,11 @@ use gantry_common::tls::fingerprint;
 use gantry_common::transport::{
     accept_hello, peer_certificates, read_frame, write_frame, TransportError,
 };
-use gantry_proto::{FromExecd, FromMaster, Relayed, ToExecd, PROTOCOL_VERSION};
+use gantry_proto::{FromExecd, Relayed, ToExecd, PROTOCOL_VERSION};
 use tokio::sync::mpsc;
 use tracing::{debug, info, warn, Instrument};
 
-use crate::cluster::{ClientCall, Cluster, Join, Load, Register, SessionEnded, CLOSE_REFUSED};
+use crate::cluster::{call, Cluster, ExecdJobs, Join, Load, Register, SessionEnded, CLOSE_REFUSED};
 
 static NEXT_SESSION: AtomicU64 = AtomicU64::new(1);
 
@@ -169,6 +169,19 @@ async fn handle(incoming: quinn::Incoming, cluster: Addr<Cluster>) -> Result<(),
                     values,
                 });
             }
+            Ok(FromExecd::JobStarted { job_id, task_id }) => cluster.do_send(ExecdJobs::Started {
+                host: host.clone(),
+                job_id,
+                task_id,
+            }),
+            Ok(FromExecd::JobFinished(report)) => cluster.do_send(ExecdJobs::Finished {
+                host: host.clone(),
+                report,
+            }),
+            Ok(FromExecd::RunningJobs { tasks }) => cluster.do_send(ExecdJobs::Running {
+                host: host.clone(),
+                tasks,
+            }),
             Ok(other) => {
                 warn!(host = %host, "unexpected message from execd: {other:?}");
             }
@@ -200,15 +213,7 @@ async fn relay(
             request,
         }) => {
             caller.host = host;
-            cluster
-                .send(ClientCall { caller, request })
-                .await
-                .unwrap_or_else(|_| {
-                    FromMaster::Refused(gantry_proto::Refusal {
-                        kind: gantry_proto::RefusalKind::Internal,
-                        message: "error: the master is shutting down".into(),
-                    })
-                })
+            call(&cluster, caller, request).await
         }
         Err(e) => {
             warn!("malformed relayed request: {e}");

@@ -6,5 +6,6 @@ pub mod cell;
 pub mod client_endpoint;
 pub mod cluster;
 pub mod execd_endpoint;
+pub mod jobs;
 pub mod state;
 pub mod store;

@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 
 /// One durable object of the cell, as stored in the spool.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[allow(clippy::large_enum_variant)] // decoded once per object; boxing buys nothing
 pub enum Object {
     Config(Config),
     Complexes(Vec<ComplexAttr>),
@@ -29,6 +30,7 @@ pub enum Object {
         fingerprint: String,
         hostname: String,
     },
+    Job(crate::jobs::Job),
 }
 
 impl Object {
@@ -42,6 +44,7 @@ impl Object {
             Object::Queue(q) => format!("queue/{}", q.name),
             Object::Managers(_) => "managers".to_string(),
             Object::HostCert { fingerprint, .. } => format!("hostcert/{fingerprint}"),
+            Object::Job(j) => job_key(j.id),
         }
     }
 }
@@ -52,6 +55,15 @@ impl Object {
 pub enum Op {
     Put(Object),
     Delete(String),
+    /// A finished task's accounting record (its own table, never deleted).
+    Account(Box<gantry_proto::AccountingRecord>),
+    /// The next job id to hand out.
+    NextJobId(u64),
+}
+
+/// The spool key of a job.
+pub fn job_key(id: u64) -> String {
+    format!("job/{id:020}")
 }
 
 /// What a granted request changes, and what the user is told.
@@ -80,6 +92,10 @@ pub struct ClusterState {
     /// Certificate fingerprint (hex) -> host.
     pub host_certs: HashMap<String, String>,
     pub runtime: HashMap<String, HostRuntime>,
+    pub jobs: BTreeMap<u64, crate::jobs::Job>,
+    pub next_job_id: u64,
+    /// Disabled queue instances (`qmod -d`): (queue, host).
+    pub disabled: std::collections::HashSet<(String, String)>,
 }
 
 fn refuse(kind: RefusalKind, message: impl Into<String>) -> Refusal {
@@ -131,7 +147,12 @@ impl ClusterState {
                 } => {
                     self.host_certs.insert(fingerprint, hostname);
                 }
+                Object::Job(j) => {
+                    self.jobs.insert(j.id, j);
+                }
             },
+            Op::Account(_) => {}
+            Op::NextJobId(n) => self.next_job_id = *n,
             Op::Delete(key) => {
                 if let Some(name) = key.strip_prefix("exechost/") {
                     self.exechosts.remove(name);
@@ -141,6 +162,10 @@ impl ClusterState {
                     self.queues.remove(name);
                 } else if let Some(fp) = key.strip_prefix("hostcert/") {
                     self.host_certs.remove(fp);
+                } else if let Some(id) = key.strip_prefix("job/") {
+                    if let Ok(id) = id.parse::<u64>() {
+                        self.jobs.remove(&id);
+                    }
                 }
             }
         }
@@ -198,22 +223,6 @@ impl ClusterState {
         out
     }
 
-    /// The hosts a queue's host list names.
-    fn queue_hosts(&self, q: &ClusterQueue) -> Vec<String> {
-        let Some(list) = q.attr("hostlist") else {
-            return Vec::new();
-        };
-        let mut hosts = Vec::new();
-        for item in gantry_common::conf::split_list(&list.default) {
-            if item.starts_with('@') {
-                hosts.extend(self.resolve_group(&item, 0));
-            } else {
-                hosts.push(item);
-            }
-        }
-        hosts
-    }
-
     fn host_view(&self, name: &str, now: f64) -> HostView {
         let reachable = self.is_reachable(name, now);
         let mut load_values = self
@@ -228,7 +237,7 @@ impl ClusterState {
         let queues = self
             .queues
             .values()
-            .filter(|q| self.queue_hosts(q).iter().any(|h| h == name))
+            .filter(|q| self.queue_hosts_of(q).iter().any(|h| h == name))
             .map(|q| {
                 let total = q
                     .attr("slots")
@@ -462,6 +471,14 @@ impl ClusterState {
             ToMaster::ShowHostGroupList => Ok(Reply::Answer(FromMaster::Names(
                 self.hostgroups.keys().cloned().collect(),
             ))),
+            ToMaster::Submit { .. }
+            | ToMaster::ShowJobs { .. }
+            | ToMaster::DeleteJobs { .. }
+            | ToMaster::WaitJob { .. }
+            | ToMaster::Accounting { .. } => Err(refuse(
+                RefusalKind::Internal,
+                "error: job requests are handled by the cluster",
+            )),
             ToMaster::ShowHostGroup { name } => self
                 .hostgroups
                 .get(name)
@@ -509,7 +526,7 @@ impl ClusterState {
     pub fn slots_for_new_host(&self, hostname: &str, values: &[LoadValue]) -> Option<Change> {
         let num_proc = load::get(values, "num_proc")?.parse::<u32>().ok()?;
         let q = self.queues.get("all.q")?;
-        if !self.queue_hosts(q).iter().any(|h| h == hostname) {
+        if !self.queue_hosts_of(q).iter().any(|h| h == hostname) {
             return None;
         }
         let slots = q.attr("slots")?;

@@ -9,6 +9,7 @@ use crate::state::{Object, Op};
 
 const OBJECTS: TableDefinition<&str, &[u8]> = TableDefinition::new("objects");
 const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
+const ACCOUNTING: TableDefinition<(u64, u32), &[u8]> = TableDefinition::new("accounting");
 
 /// The spool's schema version; a spool written by a different version is refused.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -49,6 +50,8 @@ impl Store {
         {
             let mut meta = txn.open_table(META)?;
             meta.insert("schema", SCHEMA_VERSION.to_be_bytes().as_slice())?;
+            meta.insert("next_job_id", 1u64.to_be_bytes().as_slice())?;
+            txn.open_table(ACCOUNTING)?;
             let mut t = txn.open_table(OBJECTS)?;
             for o in objects {
                 let bytes = gantry_proto::encode(o)?;
@@ -92,6 +95,45 @@ impl Store {
         Ok(out)
     }
 
+    /// The next job id recorded in the spool.
+    pub fn next_job_id(&self) -> Result<u64, StoreError> {
+        let txn = self.db.begin_read()?;
+        let meta = txn.open_table(META)?;
+        Ok(meta
+            .get("next_job_id")?
+            .and_then(|v| <[u8; 8]>::try_from(v.value()).ok())
+            .map_or(1, u64::from_be_bytes))
+    }
+
+    /// Is there an accounting record for this task?
+    pub fn has_accounting(&self, job_id: u64, task_id: u32) -> Result<bool, StoreError> {
+        let txn = self.db.begin_read()?;
+        let t = txn.open_table(ACCOUNTING)?;
+        Ok(t.get((job_id, task_id))?.is_some())
+    }
+
+    /// Accounting records matching `keep`, in job and task order.
+    pub fn accounting(
+        &self,
+        keep: impl Fn(&gantry_proto::AccountingRecord) -> bool,
+    ) -> Result<Vec<gantry_proto::AccountingRecord>, StoreError> {
+        let txn = self.db.begin_read()?;
+        let t = txn.open_table(ACCOUNTING)?;
+        let mut out = Vec::new();
+        for item in t.iter()? {
+            let (k, v) = item?;
+            let r: gantry_proto::AccountingRecord =
+                gantry_proto::decode(v.value()).map_err(|source| StoreError::Corrupt {
+                    key: format!("accounting/{:?}", k.value()),
+                    source,
+                })?;
+            if keep(&r) {
+                out.push(r);
+            }
+        }
+        Ok(out)
+    }
+
     /// Write a change in one transaction, durably.
     pub fn commit(&self, ops: &[Op]) -> Result<(), StoreError> {
         if ops.is_empty() {
@@ -100,6 +142,8 @@ impl Store {
         let txn = self.db.begin_write()?;
         {
             let mut t = txn.open_table(OBJECTS)?;
+            let mut acct = txn.open_table(ACCOUNTING)?;
+            let mut meta = txn.open_table(META)?;
             for op in ops {
                 match op {
                     Op::Put(o) => {
@@ -108,6 +152,13 @@ impl Store {
                     }
                     Op::Delete(key) => {
                         t.remove(key.as_str())?;
+                    }
+                    Op::Account(r) => {
+                        let bytes = gantry_proto::encode(r.as_ref())?;
+                        acct.insert((r.job_id, r.task_id.unwrap_or(0)), bytes.as_slice())?;
+                    }
+                    Op::NextJobId(n) => {
+                        meta.insert("next_job_id", n.to_be_bytes().as_slice())?;
                     }
                 }
             }

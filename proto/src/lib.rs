@@ -124,6 +124,20 @@ pub enum ToMaster {
     ShowHostGroupList,
     /// `qconf -shgrp group`
     ShowHostGroup { name: String },
+    /// `qsub`
+    Submit { spec: Box<JobSpec> },
+    /// `qstat`: the jobs of these users (all if empty).
+    ShowJobs { users: Vec<String> },
+    /// `qdel`: job ids or `id.task` (all the caller's jobs with `-u`).
+    DeleteJobs {
+        ids: Vec<String>,
+        users: Vec<String>,
+        force: bool,
+    },
+    /// `qsub -sync y`: answer when the job has ended.
+    WaitJob { job_id: u64 },
+    /// `qacct -j`: the accounting records of a job id or name (all if absent).
+    Accounting { job: Option<String> },
 }
 
 /// The master's answer to a [`ToMaster`] request.
@@ -142,6 +156,21 @@ pub enum FromMaster {
     },
     /// Nothing was changed, for this reason.
     Refused(Refusal),
+    /// `qsub`: the job's id (and task range for an array).
+    Submitted {
+        job_id: u64,
+        name: String,
+        array: Option<TaskRange>,
+    },
+    Jobs(Vec<JobView>),
+    /// `-sync y`: how the job ended (the worst task of an array).
+    JobEnded {
+        job_id: u64,
+        exit_status: i32,
+        signal: Option<i32>,
+        failed: u32,
+    },
+    Accounting(Vec<AccountingRecord>),
 }
 
 /// Why a request was refused. The kind decides the exit status (one table, in the
@@ -187,6 +216,12 @@ pub enum FromExecd {
     Register { hostname: String },
     /// The host's current load values, in report order.
     LoadReport { values: Vec<LoadValue> },
+    /// A task's supervisor is running it.
+    JobStarted { job_id: u64, task_id: u32 },
+    /// A task ended; the execd keeps the report on disk until the master acknowledges it.
+    JobFinished(JobReport),
+    /// The tasks this execd's supervisors are running now (sent after registering).
+    RunningJobs { tasks: Vec<(u64, u32)> },
 }
 
 /// Messages the master sends to an execd.
@@ -199,9 +234,24 @@ pub enum ToExecd {
         ca_cert_pem: String,
     },
     /// The answer to [`FromExecd::Register`], and sent again whenever the settings change.
-    Settings { load_report_time_secs: u64 },
+    Settings {
+        load_report_time_secs: u64,
+    },
     /// The master will not talk to this execd, for this reason (logged by the execd).
-    Refused { reason: String },
+    Refused {
+        reason: String,
+    },
+    StartJob(Box<JobStart>),
+    /// Kill a task's whole process group.
+    KillJob {
+        job_id: u64,
+        task_id: u32,
+    },
+    /// The master has recorded this report durably; the execd may forget it.
+    ReportAck {
+        job_id: u64,
+        task_id: u32,
+    },
 }
 
 #[derive(Debug, thiserror::Error)]

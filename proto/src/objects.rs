@@ -185,3 +185,137 @@ pub struct HostGroup {
     pub name: String,
     pub hostlist: Vec<String>,
 }
+
+/// What a job runs: a script (its contents travel with the job) or a binary (`-b y`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum JobScript {
+    Script { path: String, contents: Vec<u8> },
+    Binary { command: String },
+}
+
+/// An array's task range `first-last:step`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskRange {
+    pub first: u32,
+    pub last: u32,
+    pub step: u32,
+}
+
+/// A job as submitted: everything `qsub` collected from the defaults files, the script's
+/// `#$` lines and the command line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobSpec {
+    pub name: String,
+    pub script: JobScript,
+    pub args: Vec<String>,
+    /// `-S`; the queue's shell when absent.
+    pub shell: Option<String>,
+    /// The working directory (`-cwd`, `-wd`, else the user's home).
+    pub cwd: Option<String>,
+    pub stdout_path: Option<String>,
+    pub stderr_path: Option<String>,
+    /// `-j y`
+    pub merge_output: bool,
+    /// The submission environment: `SGE_O_*` values and `-v`/`-V` variables.
+    pub env: Vec<(String, String)>,
+    pub hard_resources: Vec<(String, String)>,
+    pub soft_resources: Vec<(String, String)>,
+    pub queues: Vec<String>,
+    /// `-h`
+    pub hold: bool,
+    pub hold_jids: Vec<String>,
+    /// `-a`: not before this time (Unix seconds).
+    pub start_after: Option<i64>,
+    pub priority: i32,
+    pub array: Option<TaskRange>,
+    /// `-tc`
+    pub max_running_tasks: Option<u32>,
+    pub account: String,
+    pub project: Option<String>,
+    pub submit_host: String,
+}
+
+/// The owner of a job, as the daemon established it at submission.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobOwner {
+    pub user: String,
+    pub uid: u32,
+    pub gid: u32,
+}
+
+/// A task the master tells an execd to start.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobStart {
+    pub job_id: u64,
+    pub task_id: u32,
+    pub spec: JobSpec,
+    pub owner: JobOwner,
+    pub queue: String,
+    pub host: String,
+    pub slots: u32,
+    pub submit_time: i64,
+    /// Queue limits and settings the job runs under (`h_rt`, `shell`, `tmpdir`, ...).
+    pub queue_settings: Vec<(String, String)>,
+}
+
+/// How a task ended, as its supervisor recorded it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobReport {
+    pub job_id: u64,
+    pub task_id: u32,
+    pub host: String,
+    pub queue: String,
+    /// The exit status SGE reports: the exit code, or 128 + signal.
+    pub exit_status: i32,
+    /// The signal that ended the job, if one did.
+    pub signal: Option<i32>,
+    /// 0 when the job could be started; otherwise SGE's failure code and why.
+    pub failed: u32,
+    pub failure: String,
+    pub start_time: i64,
+    pub end_time: i64,
+    /// Microseconds.
+    pub utime_us: u64,
+    pub stime_us: u64,
+    /// Kilobytes.
+    pub maxrss_kb: u64,
+}
+
+/// One finished task's accounting record (`qacct`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AccountingRecord {
+    pub job_id: u64,
+    pub task_id: Option<u32>,
+    pub job_name: String,
+    pub owner: String,
+    pub group: String,
+    pub account: String,
+    pub project: Option<String>,
+    pub priority: i32,
+    pub slots: u32,
+    pub submit_time: i64,
+    pub report: JobReport,
+}
+
+/// A job task as `qstat` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobView {
+    pub job_id: u64,
+    pub name: String,
+    pub owner: String,
+    pub priority: i32,
+    /// SGE state letters: `qw`, `hqw`, `r`, `t`, `dr`, `Eqw`, ...
+    pub state: String,
+    pub submit_time: i64,
+    /// Running tasks: when they started.
+    pub start_time: Option<i64>,
+    /// `queue@host` of a running task.
+    pub queue: Option<String>,
+    pub slots: u32,
+    /// The task id of a running task, or the range of pending ones (`2-5:1`), empty for a
+    /// plain job.
+    pub tasks: String,
+    pub hard_resources: Vec<(String, String)>,
+    pub hold_jids: Vec<String>,
+    pub is_array: bool,
+}

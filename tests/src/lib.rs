@@ -441,3 +441,44 @@ impl Drop for Netns {
             .status();
     }
 }
+
+static USERS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Make sure a local test user exists (with a home directory); root only.
+pub fn ensure_user(name: &str) -> (u32, String) {
+    let _guard = USERS.lock().unwrap_or_else(|e| e.into_inner());
+    if nix::unistd::User::from_name(name).ok().flatten().is_none() {
+        let out = Command::new("useradd")
+            .args(["-m", "-s", "/bin/sh", name])
+            .output()
+            .expect("useradd");
+        assert!(
+            out.status.success() || nix::unistd::User::from_name(name).ok().flatten().is_some(),
+            "useradd {name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let u = nix::unistd::User::from_name(name).unwrap().unwrap();
+    std::fs::create_dir_all(&u.dir).unwrap();
+    let _ = nix::unistd::chown(&u.dir, Some(u.uid), Some(u.gid));
+    (u.uid.as_raw(), u.dir.to_string_lossy().into_owned())
+}
+
+impl Cluster {
+    /// A running one-host cluster (master + execd `node1` on loopback) reporting every
+    /// second.
+    pub fn one_host() -> Cluster {
+        let mut c = Cluster::init(&[]);
+        c.start_master();
+        c.fast_reports("0:0:5");
+        let token = c.token();
+        c.start_execd("node1", "127.0.0.1", Some(&token), None);
+        c.wait_host_reporting("node1");
+        c
+    }
+
+    /// Run a client command as `user` against the master.
+    pub fn as_user(&self, user: &str, program: &str, args: &[&str]) -> Out {
+        self.client_at(&self.home(), program, args, Some(user))
+    }
+}

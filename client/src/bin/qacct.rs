@@ -1,0 +1,3 @@
+fn main() -> std::process::ExitCode {
+    gantry_client::jobs_cmds::qacct(&gantry_client::args()).emit()
+}

@@ -1,0 +1,3 @@
+fn main() -> std::process::ExitCode {
+    gantry_client::jobs_cmds::qstat(&gantry_client::args()).emit()
+}

@@ -1,0 +1,540 @@
+//! `qsub`: submit a job script, a script on stdin, or a binary (`-b y`), with options
+//! from the defaults files (cell `sge_request`, `~/.sge_request`, `./.sge_request`), the
+//! script's `#$` lines and the command line, in that order of precedence.
+
+use std::io::Read;
+
+use gantry_proto::{FromMaster, JobScript, JobSpec, TaskRange, ToMaster};
+
+use crate::opts::{opt, parse, split_line, Arity, OptSpec, Parsed};
+use crate::{exit, Output};
+
+const SPECS: &[OptSpec] = &[
+    opt("-help", Arity::None),
+    opt("-N", Arity::One),
+    opt("-o", Arity::One),
+    opt("-e", Arity::One),
+    opt("-j", Arity::One),
+    opt("-cwd", Arity::None),
+    opt("-wd", Arity::One),
+    opt("-v", Arity::One),
+    opt("-V", Arity::None),
+    opt("-l", Arity::One),
+    opt("-q", Arity::One),
+    opt("-h", Arity::None),
+    opt("-hold_jid", Arity::One),
+    opt("-t", Arity::One),
+    opt("-tc", Arity::One),
+    opt("-terse", Arity::None),
+    opt("-sync", Arity::One),
+    opt("-S", Arity::One),
+    opt("-b", Arity::One),
+    opt("-p", Arity::One),
+    opt("-A", Arity::One),
+    opt("-P", Arity::One),
+    opt("-hard", Arity::None),
+    opt("-soft", Arity::None),
+    opt("-@", Arity::One),
+    opt("-now", Arity::One),
+];
+
+/// Exit status when the script cannot be read (SGE's).
+const NO_SCRIPT: u8 = 14;
+
+pub fn usage() -> String {
+    let lines = [
+        ("[-@ file]", "read commandline input from file"),
+        ("[-A account_string]", "account string in accounting record"),
+        ("[-b y[es]|n[o]]", "handle command as binary"),
+        ("[-cwd]", "use current working directory"),
+        ("[-e path]", "specify standard error stream path"),
+        ("[-h]", "place user hold on job"),
+        ("[-hard]", "consider following requests \"hard\""),
+        ("[-help]", "print this help"),
+        (
+            "[-hold_jid job_identifier_list]",
+            "define jobnet interdependencies",
+        ),
+        ("[-j y[es]|n[o]]", "merge stdout and stderr stream of job"),
+        ("[-l resource_list]", "request the given resources"),
+        ("[-N name]", "specify job name"),
+        (
+            "[-now y[es]|n[o]]",
+            "start job immediately or not at all (only n is supported)",
+        ),
+        ("[-o path]", "specify standard output stream path"),
+        ("[-P project_name]", "set job's project"),
+        ("[-p priority]", "define job's relative priority"),
+        ("[-q wc_queue_list]", "bind job to queue(s)"),
+        ("[-S path]", "command interpreter to be used"),
+        ("[-soft]", "consider following requests as soft"),
+        (
+            "[-sync y[es]|n[o]]",
+            "wait for job to end and return exit code",
+        ),
+        ("[-t task_id_range]", "create a job-array with these tasks"),
+        (
+            "[-tc max_running_tasks]",
+            "throttle the number of concurrent tasks",
+        ),
+        ("[-terse]", "tersed output, print only the job-id"),
+        ("[-v variable_list]", "export these environment variables"),
+        ("[-V]", "export all environment variables"),
+        ("[-wd working_directory]", "use working_directory"),
+    ];
+    let mut s = format!(
+        "Gantry {}\nusage: qsub [options] [script_file|-] [script_args]\n",
+        env!("CARGO_PKG_VERSION")
+    );
+    for (o, d) in lines {
+        s.push_str(&format!("   {o:<40} {d}\n"));
+    }
+    s
+}
+
+fn unable(message: &str) -> Output {
+    Output::fail(
+        format!("Unable to run job: {message}\nExiting."),
+        exit::FAILURE,
+    )
+}
+
+fn yes(v: &str) -> Option<bool> {
+    match v {
+        "y" | "yes" => Some(true),
+        "n" | "no" => Some(false),
+        _ => None,
+    }
+}
+
+/// `n[-m[:s]]`
+pub fn parse_range(text: &str) -> Option<TaskRange> {
+    let (range, step) = match text.split_once(':') {
+        Some((r, s)) => (r, s.parse().ok()?),
+        None => (text, 1),
+    };
+    let (first, last) = match range.split_once('-') {
+        Some((a, b)) => (a.parse().ok()?, b.parse().ok()?),
+        None => {
+            let n = range.parse().ok()?;
+            (n, n)
+        }
+    };
+    (first >= 1 && last >= first && step >= 1).then_some(TaskRange { first, last, step })
+}
+
+/// `a=1,b=2` -> pairs.
+fn resources(text: &str) -> Result<Vec<(String, String)>, String> {
+    text.split(',')
+        .filter(|s| !s.is_empty())
+        .map(|item| match item.split_once('=') {
+            Some((k, v)) if !k.is_empty() => Ok((k.to_string(), v.to_string())),
+            _ => Ok((item.to_string(), "TRUE".to_string())),
+        })
+        .collect()
+}
+
+/// Options from a defaults file or `-@` file.
+fn options_from_file(path: &std::path::Path) -> Result<Vec<String>, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("error: can't read {}: {e}", path.display()))?;
+    let mut words = Vec::new();
+    for line in text.lines() {
+        words.extend(split_line(line)?);
+    }
+    Ok(words)
+}
+
+/// The `#$` lines of a script, as words.
+pub fn directives(script: &[u8]) -> Result<Vec<String>, String> {
+    let text = String::from_utf8_lossy(script);
+    let mut words = Vec::new();
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("#$") {
+            words.extend(split_line(rest)?);
+        }
+    }
+    Ok(words)
+}
+
+/// Apply parsed options to a spec, in order (later ones win).
+fn apply(
+    spec: &mut JobSpec,
+    p: &Parsed,
+    cwd: &str,
+    terse: &mut bool,
+    sync: &mut bool,
+    binary: &mut bool,
+) -> Result<(), String> {
+    let mut soft = false;
+    for g in &p.options {
+        let arg = g.arg.clone().unwrap_or_default();
+        match g.name {
+            "-N" => spec.name = arg,
+            "-o" => spec.stdout_path = Some(arg),
+            "-e" => spec.stderr_path = Some(arg),
+            "-j" => {
+                spec.merge_output =
+                    yes(&arg).ok_or_else(|| format!("invalid argument \"{arg}\" for -j"))?
+            }
+            "-cwd" => spec.cwd = Some(cwd.to_string()),
+            "-wd" => spec.cwd = Some(arg),
+            "-v" => {
+                for item in arg.split(',').filter(|s| !s.is_empty()) {
+                    let (k, v) = match item.split_once('=') {
+                        Some((k, v)) => (k.to_string(), v.to_string()),
+                        None => (item.to_string(), std::env::var(item).unwrap_or_default()),
+                    };
+                    spec.env.retain(|(ek, _)| ek != &k);
+                    spec.env.push((k, v));
+                }
+            }
+            "-V" => {
+                for (k, v) in std::env::vars() {
+                    spec.env.retain(|(ek, _)| ek != &k);
+                    spec.env.push((k, v));
+                }
+            }
+            "-l" => {
+                let list = resources(&arg)?;
+                let target = if soft {
+                    &mut spec.soft_resources
+                } else {
+                    &mut spec.hard_resources
+                };
+                for (k, v) in list {
+                    target.retain(|(ek, _)| ek != &k);
+                    target.push((k, v));
+                }
+            }
+            "-q" => {
+                spec.queues = arg
+                    .split(',')
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_string)
+                    .collect()
+            }
+            "-h" => spec.hold = true,
+            "-hold_jid" => spec
+                .hold_jids
+                .extend(arg.split(',').filter(|s| !s.is_empty()).map(str::to_string)),
+            "-t" => {
+                spec.array = Some(parse_range(&arg).ok_or_else(|| {
+                    format!("ERROR! -t option must have the format n[-m[:s]], not \"{arg}\"")
+                })?)
+            }
+            "-tc" => {
+                spec.max_running_tasks = Some(
+                    arg.parse()
+                        .map_err(|_| format!("invalid -tc value \"{arg}\""))?,
+                )
+            }
+            "-terse" => *terse = true,
+            "-sync" => {
+                *sync = yes(&arg).ok_or_else(|| format!("invalid argument \"{arg}\" for -sync"))?
+            }
+            "-S" => spec.shell = Some(arg),
+            "-b" => {
+                *binary = yes(&arg).ok_or_else(|| format!("invalid argument \"{arg}\" for -b"))?
+            }
+            "-p" => {
+                let p: i32 = arg
+                    .parse()
+                    .map_err(|_| format!("invalid priority \"{arg}\""))?;
+                if !(-1023..=1024).contains(&p) {
+                    return Err(format!("priority {p} is not in the range -1023 to 1024"));
+                }
+                spec.priority = p;
+            }
+            "-A" => spec.account = arg,
+            "-P" => spec.project = Some(arg),
+            "-hard" => soft = false,
+            "-soft" => soft = true,
+            "-now" if yes(&arg) != Some(false) => {
+                return Err(
+                    "-now y is not supported: batch jobs wait in the queue (use -now n)".into(),
+                );
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+pub fn run(args: &[String]) -> Output {
+    let p = match parse(args, SPECS, true) {
+        Ok(p) => p,
+        Err(e) => return Output::usage_error(&e.to_string(), &usage()),
+    };
+    if p.has("-help") {
+        return Output::ok(usage());
+    }
+    let cwd = std::env::current_dir()
+        .map(|d| d.to_string_lossy().into_owned())
+        .unwrap_or_else(|_| "/".to_string());
+    let host = gantry_common::cell::local_hostname();
+    let user = nix::unistd::User::from_uid(nix::unistd::getuid())
+        .ok()
+        .flatten();
+    let home = user
+        .as_ref()
+        .map(|u| u.dir.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut spec = JobSpec {
+        name: String::new(),
+        script: JobScript::Binary {
+            command: String::new(),
+        },
+        args: Vec::new(),
+        shell: None,
+        cwd: None,
+        stdout_path: None,
+        stderr_path: None,
+        merge_output: false,
+        env: vec![
+            ("SGE_O_HOME".into(), home.clone()),
+            (
+                "SGE_O_LOGNAME".into(),
+                user.as_ref().map(|u| u.name.clone()).unwrap_or_default(),
+            ),
+            (
+                "SGE_O_PATH".into(),
+                std::env::var("PATH").unwrap_or_default(),
+            ),
+            (
+                "SGE_O_SHELL".into(),
+                std::env::var("SHELL").unwrap_or_default(),
+            ),
+            ("SGE_O_WORKDIR".into(), cwd.clone()),
+            ("SGE_O_HOST".into(), host.clone()),
+        ],
+        hard_resources: Vec::new(),
+        soft_resources: Vec::new(),
+        queues: Vec::new(),
+        hold: false,
+        hold_jids: Vec::new(),
+        start_after: None,
+        priority: 0,
+        array: None,
+        max_running_tasks: None,
+        account: "sge".into(),
+        project: None,
+        submit_host: host,
+    };
+    // Defaults files, then -@ files, decide -b before the script is read.
+    let mut layers: Vec<Vec<String>> = Vec::new();
+    let defaults = [
+        Some(gantry_common::cell::client_home().join("sge_request")),
+        (!home.is_empty()).then(|| std::path::Path::new(&home).join(".sge_request")),
+        Some(std::path::Path::new(&cwd).join(".sge_request")),
+    ];
+    for path in defaults.into_iter().flatten() {
+        if path.exists() {
+            match options_from_file(&path) {
+                Ok(words) => layers.push(words),
+                Err(e) => return Output::fail(e, exit::FAILURE),
+            }
+        }
+    }
+    for g in p.options.iter().filter(|g| g.name == "-@") {
+        match options_from_file(std::path::Path::new(g.arg.as_deref().unwrap_or(""))) {
+            Ok(words) => layers.push(words),
+            Err(e) => return Output::fail(e, exit::FAILURE),
+        }
+    }
+    let mut terse = false;
+    let mut sync = false;
+    let mut binary = false;
+    for words in &layers {
+        let lp = match parse(words, SPECS, false) {
+            Ok(lp) => lp,
+            Err(e) => return Output::usage_error(&e.to_string(), &usage()),
+        };
+        if let Err(e) = apply(&mut spec, &lp, &cwd, &mut terse, &mut sync, &mut binary) {
+            return unable(&e);
+        }
+    }
+    // -b from the command line matters before the script is read.
+    if let Some(b) = p.arg("-b") {
+        binary = yes(b) == Some(true);
+    }
+    let default_name;
+    match p.operands.split_first() {
+        None => {
+            let mut contents = Vec::new();
+            if let Err(e) = std::io::stdin().read_to_end(&mut contents) {
+                return Output::fail(
+                    format!("Unable to read script file because of error: {e}"),
+                    NO_SCRIPT,
+                );
+            }
+            default_name = "STDIN".to_string();
+            spec.script = JobScript::Script {
+                path: "STDIN".into(),
+                contents,
+            };
+        }
+        Some((first, rest)) => {
+            spec.args = rest.to_vec();
+            default_name = std::path::Path::new(first)
+                .file_name()
+                .map_or_else(|| first.clone(), |n| n.to_string_lossy().into_owned());
+            if binary {
+                spec.script = JobScript::Binary {
+                    command: first.clone(),
+                };
+            } else {
+                match std::fs::read(first) {
+                    Ok(contents) => {
+                        spec.script = JobScript::Script {
+                            path: first.clone(),
+                            contents,
+                        }
+                    }
+                    Err(e) => {
+                        let why = std::io::Error::from_raw_os_error(e.raw_os_error().unwrap_or(0));
+                        let why = why.to_string();
+                        let why = why.split(" (os error").next().unwrap_or(&why).to_string();
+                        return Output::fail(
+                            format!("Unable to read script file because of error: error opening {first}: {why}"),
+                            NO_SCRIPT,
+                        );
+                    }
+                }
+            }
+        }
+    }
+    // The script's own #$ lines, then the command line.
+    if let JobScript::Script { contents, .. } = &spec.script {
+        let words = match directives(contents) {
+            Ok(w) => w,
+            Err(e) => return unable(&e),
+        };
+        match parse(&words, SPECS, false) {
+            Ok(dp) => {
+                if let Err(e) = apply(&mut spec, &dp, &cwd, &mut terse, &mut sync, &mut binary) {
+                    return unable(&e);
+                }
+            }
+            Err(e) => return Output::usage_error(&e.to_string(), &usage()),
+        }
+    }
+    if let Err(e) = apply(&mut spec, &p, &cwd, &mut terse, &mut sync, &mut binary) {
+        return unable(&e);
+    }
+    if spec.name.is_empty() {
+        spec.name = default_name;
+    }
+    let (job_id, name, array) = match crate::conn::request(&ToMaster::Submit {
+        spec: Box::new(spec),
+    }) {
+        Ok(FromMaster::Submitted {
+            job_id,
+            name,
+            array,
+        }) => (job_id, name, array),
+        Ok(FromMaster::Refused(r)) => return unable(&r.message),
+        Ok(other) => {
+            return Output::fail(format!("error: unexpected answer {other:?}"), exit::FAILURE)
+        }
+        Err(e) => return Output::fail(e.to_string(), exit::FAILURE),
+    };
+    let mut out = Output::ok(match (terse, array) {
+        (true, None) => format!("{job_id}\n"),
+        (true, Some(r)) => format!("{job_id}.{}-{}:{}\n", r.first, r.last, r.step),
+        (false, None) => format!("Your job {job_id} (\"{name}\") has been submitted\n"),
+        (false, Some(r)) => format!(
+            "Your job-array {job_id}.{}-{}:{} (\"{name}\") has been submitted\n",
+            r.first, r.last, r.step
+        ),
+    });
+    if sync {
+        match crate::conn::request(&ToMaster::WaitJob { job_id }) {
+            Ok(FromMaster::JobEnded {
+                exit_status,
+                signal,
+                failed,
+                ..
+            }) => {
+                if let Some(sig) = signal {
+                    let name = nix::sys::signal::Signal::try_from(sig)
+                        .map_or_else(|_| sig.to_string(), |s| s.as_str().to_string());
+                    out.stderr
+                        .push_str(&format!("Job {job_id} exited because of signal {name}\n"));
+                    out.code = exit::FAILURE;
+                } else if failed != 0 {
+                    out.stderr.push_str(&format!("Job {job_id} failed.\n"));
+                    out.code = exit::FAILURE;
+                } else if terse {
+                    out.code = exit_status.clamp(0, 255) as u8;
+                } else if exit_status == 0 {
+                    out.stdout
+                        .push_str(&format!("Job {job_id} exited with exit code 0.\n"));
+                } else {
+                    out.stderr.push_str(&format!(
+                        "Job {job_id} exited with exit code {exit_status}.\n"
+                    ));
+                    out.code = exit_status.clamp(0, 255) as u8;
+                }
+            }
+            Ok(FromMaster::Refused(r)) => {
+                return Output {
+                    code: exit::FAILURE,
+                    stderr: format!("{}\n", r.message),
+                    ..out
+                }
+            }
+            Ok(_) | Err(_) => {
+                out.stderr
+                    .push_str("error: lost the connection while waiting for the job\n");
+                out.code = exit::FAILURE;
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn task_ranges() {
+        assert_eq!(
+            parse_range("1-5"),
+            Some(TaskRange {
+                first: 1,
+                last: 5,
+                step: 1
+            })
+        );
+        assert_eq!(
+            parse_range("2-10:2"),
+            Some(TaskRange {
+                first: 2,
+                last: 10,
+                step: 2
+            })
+        );
+        assert_eq!(
+            parse_range("7"),
+            Some(TaskRange {
+                first: 7,
+                last: 7,
+                step: 1
+            })
+        );
+        for bad in ["0-3", "5-1", "1-3:0", "x", "1-"] {
+            assert_eq!(parse_range(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn script_directives() {
+        let script = b"#!/bin/sh\n#$ -N hello\n#$ -j y -l h_rt=0:1:0\necho hi\n#$ -cwd\n";
+        assert_eq!(
+            directives(script).unwrap(),
+            vec!["-N", "hello", "-j", "y", "-l", "h_rt=0:1:0", "-cwd"]
+        );
+    }
+}

@@ -1,0 +1,588 @@
+//! Jobs as pure logic: validation at submission, the first scheduler (priority then
+//! submission order, slots per queue instance, holds, dependencies, start times, array
+//! tasks one by one), deletion and the views `qstat` shows.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use gantry_common::{complex, conf, load, queue, value};
+use gantry_proto::{
+    AccountingRecord, Caller, JobOwner, JobReport, JobSpec, JobStart, JobView, Refusal,
+    RefusalKind, ValueType,
+};
+use serde::{Deserialize, Serialize};
+
+use crate::state::ClusterState;
+
+/// Where a task is in its life.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TaskState {
+    Pending,
+    /// Sent to an execd (`t` until it says it started, then `r`).
+    Running {
+        host: String,
+        queue: String,
+        start_time: i64,
+    },
+    /// `qdel` of a running task: killed, waiting for its report (`dr`).
+    Deleting {
+        host: String,
+        queue: String,
+        start_time: i64,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Job {
+    pub id: u64,
+    pub spec: JobSpec,
+    pub owner: JobOwner,
+    pub submit_time: i64,
+    /// Tasks not yet finished (a plain job has task 1).
+    pub tasks: BTreeMap<u32, TaskState>,
+}
+
+impl Job {
+    pub fn is_array(&self) -> bool {
+        self.spec.array.is_some()
+    }
+}
+
+fn refuse(kind: RefusalKind, message: impl Into<String>) -> Refusal {
+    Refusal {
+        kind,
+        message: message.into(),
+    }
+}
+
+fn not_a(ty: ValueType) -> &'static str {
+    match ty {
+        ValueType::Time => "a time value",
+        ValueType::Memory => "a memory value",
+        ValueType::Int => "an integer value",
+        ValueType::Double => "a double value",
+        ValueType::Bool => "a boolean value",
+        _ => "a valid value",
+    }
+}
+
+/// Check a submission; the job to queue.
+pub fn validate_submission(
+    state: &ClusterState,
+    caller: &Caller,
+    spec: &JobSpec,
+    id: u64,
+    now: i64,
+) -> Result<Job, Refusal> {
+    let conf = state.global();
+    let min_uid: u32 = conf
+        .get("min_uid")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    if caller.uid < min_uid {
+        return Err(refuse(
+            RefusalKind::Denied,
+            format!(
+                "job rejected: your user id {} is lower than minimum user id {min_uid} of cluster configuration",
+                caller.uid
+            ),
+        ));
+    }
+    let min_gid: u32 = conf
+        .get("min_gid")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    if caller.gid < min_gid {
+        return Err(refuse(
+            RefusalKind::Denied,
+            format!(
+                "job rejected: your group id {} is lower than minimum group id {min_gid} of cluster configuration",
+                caller.gid
+            ),
+        ));
+    }
+    let mut spec = spec.clone();
+    for list in [&mut spec.hard_resources, &mut spec.soft_resources] {
+        for (name, v) in list.iter_mut() {
+            let Some(attr) = complex::find(&state.complexes, name) else {
+                return Err(refuse(
+                    RefusalKind::Invalid,
+                    format!("unknown resource \"{name}\""),
+                ));
+            };
+            if attr.requestable == gantry_proto::Requestable::No {
+                return Err(refuse(
+                    RefusalKind::Invalid,
+                    format!("resource \"{}\" is not requestable", attr.name),
+                ));
+            }
+            if value::parse_value(attr.value_type, v).is_err() {
+                return Err(refuse(
+                    RefusalKind::Invalid,
+                    format!(
+                        "attribute \"{}\" is not {}",
+                        attr.name,
+                        not_a(attr.value_type)
+                    ),
+                ));
+            }
+            // Requests are kept under the attribute's full name.
+            *name = attr.name.clone();
+        }
+    }
+    for q in &spec.queues {
+        let cq = q.split('@').next().unwrap_or(q);
+        let known = state.queues.keys().any(|name| wildcard(cq, name));
+        if !known {
+            return Err(refuse(
+                RefusalKind::Invalid,
+                format!("Job was rejected because job requests unknown queue \"{q}\""),
+            ));
+        }
+    }
+    let tasks = match spec.array {
+        Some(r) => {
+            if r.first == 0 || r.last < r.first || r.step == 0 {
+                return Err(refuse(RefusalKind::Invalid, "invalid task range"));
+            }
+            (r.first..=r.last)
+                .step_by(r.step as usize)
+                .map(|t| (t, TaskState::Pending))
+                .collect()
+        }
+        None => BTreeMap::from([(1, TaskState::Pending)]),
+    };
+    Ok(Job {
+        id,
+        owner: JobOwner {
+            user: caller.user.clone(),
+            uid: caller.uid,
+            gid: caller.gid,
+        },
+        spec,
+        submit_time: now,
+        tasks,
+    })
+}
+
+/// Grid Engine's simple wildcards in queue names (`*`, `?`).
+fn wildcard(pattern: &str, name: &str) -> bool {
+    fn go(p: &[u8], n: &[u8]) -> bool {
+        match (p.first(), n.first()) {
+            (None, None) => true,
+            (Some(b'*'), _) => go(&p[1..], n) || (!n.is_empty() && go(p, &n[1..])),
+            (Some(b'?'), Some(_)) => go(&p[1..], &n[1..]),
+            (Some(a), Some(b)) if a == b => go(&p[1..], &n[1..]),
+            _ => false,
+        }
+    }
+    go(pattern.as_bytes(), name.as_bytes())
+}
+
+/// A decision of the scheduler: start this task in this queue instance.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Dispatch {
+    pub job_id: u64,
+    pub task_id: u32,
+    pub queue: String,
+    pub host: String,
+}
+
+/// One queue instance as the scheduler sees it.
+#[derive(Debug, Clone)]
+struct Instance {
+    queue: String,
+    host: String,
+    seq_no: i64,
+    load: f64,
+    free: u32,
+}
+
+/// Does a host/queue offer what the job hard-requests? Requests on values the host or
+/// queue does not define are not checked here (the complex issue adds full matching).
+fn fits(state: &ClusterState, spec: &JobSpec, inst: &Instance) -> bool {
+    let load_values = state
+        .runtime
+        .get(&inst.host)
+        .map(|r| r.load_values.as_slice())
+        .unwrap_or(&[]);
+    let host_complex = state
+        .exechosts
+        .get(&inst.host)
+        .map(|h| h.complex_values.as_slice())
+        .unwrap_or(&[]);
+    let queue = state.queues.get(&inst.queue);
+    let groups = state.groups_of(&inst.host);
+    for (name, requested) in &spec.hard_resources {
+        let Some(attr) = complex::find(&state.complexes, name) else {
+            return false;
+        };
+        let Ok(req) = value::parse_value(attr.value_type, requested) else {
+            return false;
+        };
+        let offered = host_complex
+            .iter()
+            .find(|(k, _)| k == &attr.name)
+            .map(|(_, v)| v.as_str())
+            .or_else(|| load::get(load_values, &attr.name))
+            .map(str::to_string)
+            .or_else(|| {
+                queue
+                    .and_then(|q| q.attr(&attr.name))
+                    .map(|a| queue::value_on_host(a, &inst.host, &groups).to_string())
+            });
+        let Some(offered) = offered else { continue };
+        let Ok(off) = value::parse_value(attr.value_type, &offered) else {
+            continue;
+        };
+        if !value::satisfies(attr.value_type, attr.relop, &off, &req) {
+            return false;
+        }
+    }
+    true
+}
+
+impl ClusterState {
+    /// Slots in use per `queue@host`.
+    fn used_slots(&self) -> HashMap<(String, String), u32> {
+        let mut used = HashMap::new();
+        for job in self.jobs.values() {
+            for t in job.tasks.values() {
+                if let TaskState::Running { host, queue, .. }
+                | TaskState::Deleting { host, queue, .. } = t
+                {
+                    *used.entry((queue.clone(), host.clone())).or_insert(0) += 1;
+                }
+            }
+        }
+        used
+    }
+
+    /// Is a job id or name still in the system (for `-hold_jid`)?
+    fn predecessor_active(&self, reference: &str) -> bool {
+        match reference.parse::<u64>() {
+            Ok(id) => self.jobs.contains_key(&id),
+            Err(_) => self
+                .jobs
+                .values()
+                .any(|j| wildcard(reference, &j.spec.name)),
+        }
+    }
+
+    /// The first scheduler: pending tasks by priority, then submission order, each to
+    /// the first queue instance (seq_no, then load) with a free slot that fits.
+    pub fn schedule(&self, now: i64, connected: &HashSet<String>, clock: f64) -> Vec<Dispatch> {
+        let used = self.used_slots();
+        let mut instances: Vec<Instance> = Vec::new();
+        for q in self.queues.values() {
+            let seq_no = q
+                .attr("seq_no")
+                .and_then(|a| a.default.parse().ok())
+                .unwrap_or(0);
+            for host in self.queue_hosts_of(q) {
+                if !connected.contains(&host) || !self.is_reachable(&host, clock) {
+                    continue;
+                }
+                if self.disabled.contains(&(q.name.clone(), host.clone())) {
+                    continue;
+                }
+                let groups = self.groups_of(&host);
+                let total: u32 = q
+                    .attr("slots")
+                    .and_then(|a| queue::value_on_host(a, &host, &groups).parse().ok())
+                    .unwrap_or(0);
+                let in_use = used
+                    .get(&(q.name.clone(), host.clone()))
+                    .copied()
+                    .unwrap_or(0);
+                let load = self
+                    .runtime
+                    .get(&host)
+                    .and_then(|r| load::get(&r.load_values, "np_load_avg"))
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(0.0);
+                instances.push(Instance {
+                    queue: q.name.clone(),
+                    host,
+                    seq_no,
+                    load,
+                    free: total.saturating_sub(in_use),
+                });
+            }
+        }
+        instances.sort_by(|a, b| {
+            a.seq_no
+                .cmp(&b.seq_no)
+                .then(a.load.total_cmp(&b.load))
+                .then(a.host.cmp(&b.host))
+                .then(a.queue.cmp(&b.queue))
+        });
+        let mut order: Vec<&Job> = self.jobs.values().collect();
+        order.sort_by(|a, b| b.spec.priority.cmp(&a.spec.priority).then(a.id.cmp(&b.id)));
+        let mut out = Vec::new();
+        for job in order {
+            if instances.iter().all(|i| i.free == 0) {
+                break;
+            }
+            if job.spec.hold || job.spec.start_after.is_some_and(|t| t > now) {
+                continue;
+            }
+            if job
+                .spec
+                .hold_jids
+                .iter()
+                .any(|r| self.predecessor_active(r))
+            {
+                continue;
+            }
+            let mut running = job
+                .tasks
+                .values()
+                .filter(|t| !matches!(t, TaskState::Pending))
+                .count() as u32;
+            for (task_id, t) in &job.tasks {
+                if !matches!(t, TaskState::Pending) {
+                    continue;
+                }
+                if job.spec.max_running_tasks.is_some_and(|tc| running >= tc) {
+                    break;
+                }
+                let wanted = |i: &Instance| {
+                    job.spec.queues.is_empty()
+                        || job.spec.queues.iter().any(|q| match q.split_once('@') {
+                            Some((cq, h)) => wildcard(cq, &i.queue) && wildcard(h, &i.host),
+                            None => wildcard(q, &i.queue),
+                        })
+                };
+                let Some(inst) = instances
+                    .iter_mut()
+                    .find(|i| i.free > 0 && wanted(i) && fits(self, &job.spec, i))
+                else {
+                    break; // the other tasks of this job would not fit either
+                };
+                inst.free -= 1;
+                running += 1;
+                out.push(Dispatch {
+                    job_id: job.id,
+                    task_id: *task_id,
+                    queue: inst.queue.clone(),
+                    host: inst.host.clone(),
+                });
+            }
+        }
+        out
+    }
+
+    /// Queue settings a task runs under on a host (limits, shell, tmpdir, notify).
+    pub fn queue_settings(&self, queue: &str, host: &str) -> Vec<(String, String)> {
+        let Some(q) = self.queues.get(queue) else {
+            return Vec::new();
+        };
+        let groups = self.groups_of(host);
+        [
+            "h_rt", "s_rt", "h_cpu", "s_cpu", "h_vmem", "s_vmem", "shell", "tmpdir", "notify",
+        ]
+        .iter()
+        .filter_map(|k| {
+            q.attr(k).map(|a| {
+                (
+                    k.to_string(),
+                    queue::value_on_host(a, host, &groups).to_string(),
+                )
+            })
+        })
+        .collect()
+    }
+
+    pub fn job_start(&self, d: &Dispatch) -> Option<JobStart> {
+        let job = self.jobs.get(&d.job_id)?;
+        Some(JobStart {
+            job_id: job.id,
+            task_id: d.task_id,
+            spec: job.spec.clone(),
+            owner: job.owner.clone(),
+            queue: format!("{}@{}", d.queue, d.host),
+            host: d.host.clone(),
+            slots: 1,
+            submit_time: job.submit_time,
+            queue_settings: self.queue_settings(&d.queue, &d.host),
+        })
+    }
+
+    /// The accounting record of a finished task.
+    pub fn accounting_record(&self, report: &JobReport) -> Option<AccountingRecord> {
+        let job = self.jobs.get(&report.job_id)?;
+        let group = nix::unistd::Group::from_gid(nix::unistd::Gid::from_raw(job.owner.gid))
+            .ok()
+            .flatten()
+            .map_or_else(|| job.owner.gid.to_string(), |g| g.name);
+        Some(AccountingRecord {
+            job_id: job.id,
+            task_id: job.is_array().then_some(report.task_id),
+            job_name: job.spec.name.clone(),
+            owner: job.owner.user.clone(),
+            group,
+            account: job.spec.account.clone(),
+            project: job.spec.project.clone(),
+            priority: job.spec.priority,
+            slots: 1,
+            submit_time: job.submit_time,
+            report: report.clone(),
+        })
+    }
+
+    /// `qstat`'s rows: running tasks one by one, pending tasks of a job together.
+    pub fn job_views(&self, users: &[String], started: &HashSet<(u64, u32)>) -> Vec<JobView> {
+        let mut running = Vec::new();
+        let mut pending = Vec::new();
+        for job in self.jobs.values() {
+            if !users.is_empty() && !users.iter().any(|u| u == "*" || u == &job.owner.user) {
+                continue;
+            }
+            let base = |state: String, tasks: String| JobView {
+                job_id: job.id,
+                name: job.spec.name.clone(),
+                owner: job.owner.user.clone(),
+                priority: job.spec.priority,
+                state,
+                submit_time: job.submit_time,
+                start_time: None,
+                queue: None,
+                slots: 1,
+                tasks,
+                hard_resources: job.spec.hard_resources.clone(),
+                hold_jids: job.spec.hold_jids.clone(),
+                is_array: job.is_array(),
+            };
+            let mut waiting: Vec<u32> = Vec::new();
+            for (task, t) in &job.tasks {
+                match t {
+                    TaskState::Pending => waiting.push(*task),
+                    TaskState::Running {
+                        host,
+                        queue,
+                        start_time,
+                    }
+                    | TaskState::Deleting {
+                        host,
+                        queue,
+                        start_time,
+                    } => {
+                        let letters = match t {
+                            TaskState::Deleting { .. } => "dr",
+                            _ if started.contains(&(job.id, *task)) => "r",
+                            _ => "t",
+                        };
+                        let mut v = base(
+                            letters.to_string(),
+                            if job.is_array() {
+                                task.to_string()
+                            } else {
+                                String::new()
+                            },
+                        );
+                        v.start_time = Some(*start_time);
+                        v.queue = Some(format!("{queue}@{host}"));
+                        running.push(v);
+                    }
+                }
+            }
+            if !waiting.is_empty() {
+                let held = job.spec.hold
+                    || job
+                        .spec
+                        .hold_jids
+                        .iter()
+                        .any(|r| self.predecessor_active(r));
+                let tasks = if job.is_array() {
+                    task_ranges(&waiting, job.spec.array.map_or(1, |r| r.step))
+                } else {
+                    String::new()
+                };
+                pending.push(base(if held { "hqw".into() } else { "qw".into() }, tasks));
+            }
+        }
+        running.extend(pending);
+        running
+    }
+}
+
+/// `1-3:1,5-9:2`-style ranges of task ids.
+pub fn task_ranges(ids: &[u32], step: u32) -> String {
+    let mut parts = Vec::new();
+    let mut i = 0;
+    while i < ids.len() {
+        let start = ids[i];
+        let mut end = start;
+        while i + 1 < ids.len() && ids[i + 1] == end + step {
+            end = ids[i + 1];
+            i += 1;
+        }
+        if start == end {
+            parts.push(format!("{start}"));
+        } else {
+            parts.push(format!("{start}-{end}:{step}"));
+        }
+        i += 1;
+    }
+    parts.join(",")
+}
+
+/// Resolve `qdel` arguments to the tasks they name: `id`, `id.task`, `id.first-last`.
+pub fn parse_job_ref(text: &str) -> Option<(u64, Option<(u32, u32)>)> {
+    match text.split_once('.') {
+        None => Some((text.parse().ok()?, None)),
+        Some((id, tasks)) => {
+            let id = id.parse().ok()?;
+            let (a, b) = match tasks.split_once('-') {
+                Some((a, b)) => (a.parse().ok()?, b.parse().ok()?),
+                None => {
+                    let t = tasks.parse().ok()?;
+                    (t, t)
+                }
+            };
+            Some((id, Some((a, b))))
+        }
+    }
+}
+
+/// Keep `conf` in use for list parsing of queue host lists.
+impl ClusterState {
+    pub fn queue_hosts_of(&self, q: &gantry_proto::ClusterQueue) -> Vec<String> {
+        let Some(list) = q.attr("hostlist") else {
+            return Vec::new();
+        };
+        let mut hosts = Vec::new();
+        for item in conf::split_list(&list.default) {
+            if item.starts_with('@') {
+                hosts.extend(self.resolve_group(&item, 0));
+            } else {
+                hosts.push(item);
+            }
+        }
+        hosts
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_and_refs() {
+        assert_eq!(task_ranges(&[2, 3, 4, 5], 1), "2-5:1");
+        assert_eq!(task_ranges(&[1, 3, 5, 9], 2), "1-5:2,9");
+        assert_eq!(task_ranges(&[7], 1), "7");
+        assert_eq!(parse_job_ref("12"), Some((12, None)));
+        assert_eq!(parse_job_ref("12.3"), Some((12, Some((3, 3)))));
+        assert_eq!(parse_job_ref("12.3-5"), Some((12, Some((3, 5)))));
+        assert_eq!(parse_job_ref("x"), None);
+    }
+
+    #[test]
+    fn wildcards() {
+        assert!(wildcard("all.q", "all.q"));
+        assert!(wildcard("*.q", "all.q"));
+        assert!(wildcard("a?l.q", "all.q"));
+        assert!(!wildcard("b*", "all.q"));
+    }
+}

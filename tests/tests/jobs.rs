@@ -1,0 +1,304 @@
+//! Jobs end to end: real submissions by real users, real execution under the execd's
+//! shepherd, accounting. Needs root (test users); CI runs as root.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::time::Duration;
+
+use gantry_tests::{ensure_user, is_root, skip_loudly, wait_until, Cluster};
+use nix::sys::signal::Signal;
+
+fn need_root(test: &str) -> bool {
+    if !is_root() {
+        skip_loudly(test, "needs root to create test users and run jobs as them");
+        return false;
+    }
+    true
+}
+
+#[test]
+fn job_runs_as_the_submitting_user_with_the_sge_environment() {
+    if !need_root("job_runs_as_the_submitting_user_with_the_sge_environment") {
+        return;
+    }
+    let (uid, home) = ensure_user("gtuser1");
+    let c = Cluster::one_host();
+    let script = format!("{home}/env.sh");
+    std::fs::write(
+        &script,
+        "#!/bin/sh\n#$ -N envjob\n#$ -j y\necho \"id=$(id -u) job=$JOB_ID name=$JOB_NAME host=$HOSTNAME queue=$QUEUE nslots=$NSLOTS task=$SGE_TASK_ID env=$ENVIRONMENT o_home=$SGE_O_HOME\"\ntest -d \"$TMPDIR\" && echo tmpdir-ok\necho \"cwd=$(pwd)\"\n",
+    )
+    .unwrap();
+    let out = c.as_user("gtuser1", "qsub", &["-sync", "y", "-wd", &home, &script]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let id: u64 = out
+        .stdout
+        .split_whitespace()
+        .nth(2)
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(
+        out.stdout,
+        format!(
+            "Your job {id} (\"envjob\") has been submitted\nJob {id} exited with exit code 0.\n"
+        )
+    );
+    let text = std::fs::read_to_string(format!("{home}/envjob.o{id}")).unwrap();
+    assert!(
+        text.contains(&format!("id={uid} job={id} name=envjob host=node1 queue=all.q nslots=1 task=undefined env=BATCH o_home={home}")),
+        "{text}"
+    );
+    assert!(text.contains("tmpdir-ok"), "{text}");
+    assert!(text.contains(&format!("cwd={home}")), "{text}");
+    // The private TMPDIR is gone afterwards.
+    assert!(!std::path::Path::new(&format!("/tmp/{id}.1.all.q")).exists());
+    // Accounted once, as its owner.
+    let acct = c.qconf(&["-sel"]);
+    assert_eq!(acct.stdout, "node1\n");
+    let q = c.client("qacct", &["-j", &id.to_string()]);
+    assert_eq!(q.code, 0, "{q:?}");
+    assert_eq!(
+        q.stdout
+            .matches("==============================================================")
+            .count(),
+        1
+    );
+    assert!(
+        q.stdout.contains("owner        gtuser1             \n"),
+        "{}",
+        q.stdout
+    );
+    assert!(
+        q.stdout.contains("exit_status  0                   \n"),
+        "{}",
+        q.stdout
+    );
+}
+
+#[test]
+fn sync_returns_the_exit_status_and_h_rt_kills() {
+    if !need_root("sync_returns_the_exit_status_and_h_rt_kills") {
+        return;
+    }
+    ensure_user("gtuser1");
+    let c = Cluster::one_host();
+    // Arguments pass through exactly (SGE loses the quoting here).
+    let out = c.as_user(
+        "gtuser1",
+        "qsub",
+        &["-sync", "y", "-wd", "/tmp", "-b", "y", "sh", "-c", "exit 3"],
+    );
+    assert_eq!(out.code, 3, "{out:?}");
+    assert!(
+        out.stderr.ends_with("exited with exit code 3.\n"),
+        "{out:?}"
+    );
+    let out = c.as_user(
+        "gtuser1",
+        "qsub",
+        &[
+            "-sync",
+            "y",
+            "-wd",
+            "/tmp",
+            "-l",
+            "h_rt=0:0:1",
+            "-b",
+            "y",
+            "sleep",
+            "60",
+        ],
+    );
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(
+        out.stderr.ends_with("exited because of signal SIGKILL\n"),
+        "{out:?}"
+    );
+}
+
+#[test]
+fn refused_submissions_queue_nothing() {
+    if !need_root("refused_submissions_queue_nothing") {
+        return;
+    }
+    ensure_user("gtuser1");
+    let c = Cluster::one_host();
+    let cases: &[(&[&str], i32, &str)] = &[
+        (&["-l", "nosuch=1", "-b", "y", "/bin/true"], 1, "Unable to run job: unknown resource \"nosuch\"\nExiting.\n"),
+        (&["-l", "h_rt=abc", "-b", "y", "/bin/true"], 1, "Unable to run job: attribute \"h_rt\" is not a time value\nExiting.\n"),
+        (&["-q", "nosuch.q", "-b", "y", "/bin/true"], 1, "Unable to run job: Job was rejected because job requests unknown queue \"nosuch.q\"\nExiting.\n"),
+        (&["/nonexistent/script.sh"], 14, "Unable to read script file because of error: error opening /nonexistent/script.sh: No such file or directory\n"),
+    ];
+    for (args, code, stderr) in cases {
+        let out = c.as_user("gtuser1", "qsub", args);
+        assert_eq!(
+            (out.code, out.stderr.as_str()),
+            (*code, *stderr),
+            "{args:?}"
+        );
+    }
+    let bad = c.as_user("gtuser1", "qsub", &["-badopt"]);
+    assert_eq!(bad.code, 1);
+    assert!(bad
+        .stderr
+        .starts_with("error: invalid option argument \"-badopt\""));
+    // root is below min_uid.
+    let out = c.client("qsub", &["-b", "y", "/bin/true"]);
+    assert_eq!(
+        out.stderr,
+        "Unable to run job: job rejected: your user id 0 is lower than minimum user id 1000 of cluster configuration\nExiting.\n"
+    );
+    assert_eq!(
+        c.client("qstat", &["-u", "*"]).stdout,
+        "",
+        "nothing was queued"
+    );
+    // The next job gets id 1: refusals consumed none.
+    let ok = c.as_user(
+        "gtuser1",
+        "qsub",
+        &["-terse", "-wd", "/tmp", "-b", "y", "/bin/true"],
+    );
+    assert_eq!(ok.stdout, "1\n", "{ok:?}");
+}
+
+#[test]
+fn holds_dependencies_qdel_and_permissions() {
+    if !need_root("holds_dependencies_qdel_and_permissions") {
+        return;
+    }
+    ensure_user("gtuser1");
+    ensure_user("gtuser2");
+    let c = Cluster::one_host();
+    let sub = |args: &[&str]| {
+        let out = c.as_user("gtuser1", "qsub", args);
+        assert_eq!(out.code, 0, "{out:?}");
+        out.stdout.trim().to_string()
+    };
+    let sleeper = sub(&[
+        "-terse",
+        "-wd",
+        "/tmp",
+        "-N",
+        "sleeper",
+        "-b",
+        "y",
+        "sh",
+        "-c",
+        "sleep 300 & sleep 300",
+    ]);
+    let held = sub(&[
+        "-terse",
+        "-wd",
+        "/tmp",
+        "-h",
+        "-N",
+        "held",
+        "-b",
+        "y",
+        "/bin/true",
+    ]);
+    let waiter = sub(&[
+        "-terse",
+        "-wd",
+        "/tmp",
+        "-hold_jid",
+        &held,
+        "-N",
+        "waiter",
+        "-b",
+        "y",
+        "/bin/true",
+    ]);
+    wait_until("the sleeper to run", Duration::from_secs(10), || {
+        c.as_user("gtuser1", "qstat", &[])
+            .stdout
+            .lines()
+            .any(|l| l.contains("sleeper") && l.contains(" r "))
+    });
+    let st = c.as_user("gtuser1", "qstat", &[]).stdout;
+    assert!(
+        st.lines()
+            .any(|l| l.contains("held") && l.contains(" hqw ")),
+        "{st}"
+    );
+    assert!(
+        st.lines()
+            .any(|l| l.contains("waiter") && l.contains(" hqw ")),
+        "{st}"
+    );
+    // Another user may not delete it; qstat without -u shows only the caller's jobs.
+    let denied = c.as_user("gtuser2", "qdel", &[&sleeper]);
+    assert_eq!(
+        (denied.code, denied.stdout.clone()),
+        (1, format!("gtuser2 - you do not have the necessary privileges to delete the job \"{sleeper}\"\n"))
+    );
+    assert_eq!(c.as_user("gtuser2", "qstat", &[]).stdout, "");
+    // Deleting the held job releases its dependant, which then runs.
+    let out = c.as_user("gtuser1", "qdel", &[&held]);
+    assert_eq!(out.stdout, format!("gtuser1 has deleted job {held}\n"));
+    wait_until("the waiter to finish", Duration::from_secs(10), || {
+        c.client("qacct", &["-j", &waiter]).code == 0
+    });
+    // qdel of a running job kills its whole process group.
+    let out = c.as_user("gtuser1", "qdel", &[&sleeper]);
+    assert_eq!(
+        out.stdout,
+        format!("gtuser1 has registered the job {sleeper} for deletion\n")
+    );
+    wait_until(
+        "the sleeper to be accounted",
+        Duration::from_secs(10),
+        || c.client("qacct", &["-j", &sleeper]).code == 0,
+    );
+    let leftovers = std::process::Command::new("pgrep")
+        .args(["-u", "gtuser1", "-f", "sleep 300"])
+        .output()
+        .unwrap();
+    assert!(
+        leftovers.stdout.is_empty(),
+        "processes left: {}",
+        String::from_utf8_lossy(&leftovers.stdout)
+    );
+    let nope = c.as_user("gtuser1", "qdel", &["99999"]);
+    assert_eq!(
+        (nope.code, nope.stdout.as_str()),
+        (1, "denied: job \"99999\" does not exist\n")
+    );
+}
+
+#[test]
+fn execd_killed_while_jobs_run_accounts_each_job_once() {
+    if !need_root("execd_killed_while_jobs_run_accounts_each_job_once") {
+        return;
+    }
+    ensure_user("gtuser1");
+    let mut c = Cluster::one_host();
+    let id = c
+        .as_user(
+            "gtuser1",
+            "qsub",
+            &["-terse", "-wd", "/tmp", "-b", "y", "sleep", "3"],
+        )
+        .stdout
+        .trim()
+        .to_string();
+    wait_until("the job to run", Duration::from_secs(10), || {
+        c.client("qstat", &["-u", "*"]).stdout.contains(" r ")
+    });
+    c.execds[0].stop(Signal::SIGKILL);
+    // The shepherd lives on; the job ends while no execd is there.
+    std::thread::sleep(Duration::from_secs(4));
+    c.start_execd("node1", "127.0.0.1", None, None);
+    wait_until("the job to be accounted", Duration::from_secs(20), || {
+        c.client("qacct", &["-j", &id]).code == 0
+    });
+    // Restart the execd again: the acknowledged report is not sent twice.
+    c.execds[1].stop(Signal::SIGTERM);
+    c.start_execd("node1", "127.0.0.1", None, None);
+    c.wait_host_reporting("node1");
+    let acct = c.client("qacct", &["-j", &id]).stdout;
+    assert_eq!(acct.matches("jobnumber").count(), 1, "{acct}");
+    assert!(acct.contains("exit_status  0 "), "{acct}");
+}
