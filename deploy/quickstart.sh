@@ -1,8 +1,9 @@
 #!/bin/sh
 # Build Gantry and bring up a one-host cluster (master + execd on this host) in
-# ./demo, then show qhost. Run it again to reuse the same cell; "stop" stops it.
+# ./demo, show qhost, submit a job and show its output. Run it again to reuse the same
+# cell; "stop" stops it.
 #
-#   deploy/quickstart.sh          build, start, show qhost
+#   deploy/quickstart.sh          build, start, show qhost, run a job
 #   deploy/quickstart.sh stop     stop the daemons (the cell stays in ./demo)
 #
 # Environment: GANTRY_DEMO_DIR (default ./demo), GANTRY_PORT (default 6446).
@@ -31,6 +32,7 @@ HOST=$(hostname -s 2>/dev/null || hostname)
 if [ ! -e "$DIR/cell/master.conf" ]; then
     echo "== creating the cell in $DIR/cell"
     "$BIN/gantry-master" init --home "$DIR/cell" --hostname "$HOST" --port "$PORT"
+    NEW_CELL=yes
 fi
 if ! running master; then
     "$BIN/gantry-master" run --home "$DIR/cell" </dev/null >>"$DIR/master.log" 2>&1 &
@@ -42,6 +44,12 @@ until "$BIN/qconf" -sm >/dev/null 2>&1; do
     i=$((i+1)); [ $i -lt 100 ] || { echo "the master did not start; see $DIR/master.log" >&2; exit 1; }
     sleep 0.1
 done
+if [ "${NEW_CELL:-no}" = yes ] && [ "$(id -u)" = 0 ]; then
+    # Like SGE, a cell refuses jobs of users below min_uid (1000). This demo cell is run
+    # by root, so it lets root's jobs in; a real installation keeps the default.
+    printf 'min_uid 0\nmin_gid 0\n' > "$DIR/global"
+    "$BIN/qconf" -Mconf "$DIR/global"
+fi
 if ! running execd; then
     TOKEN_ARG=
     [ -e "$DIR/execd/host.pem" ] || TOKEN_ARG="--token $(cat "$DIR/cell/join-token")"
@@ -56,9 +64,22 @@ until "$BIN/qhost" | grep -q "^$HOST .* [0-9]*\.[0-9][0-9] "; do
 done
 echo "== qhost"
 "$BIN/qhost"
+echo "== qsub -sync y (a job script with #\$ directives)"
+cat > "$DIR/hello.sh" <<'JOB'
+#!/bin/sh
+#$ -N hello
+#$ -j y
+echo "hello from job $JOB_ID ($JOB_NAME) on $HOSTNAME in queue $QUEUE, running as $(id -un)"
+JOB
+out=$(cd "$DIR" && "$BIN/qsub" -cwd -sync y hello.sh)
+echo "$out"
+id=$(echo "$out" | sed -n 's/^Your job \([0-9]*\) .*/\1/p')
+echo "== $DIR/hello.o$id"
+cat "$DIR/hello.o$id"
 cat <<MSG
 
 A one-host Gantry cluster is running (logs: $DIR/master.log, $DIR/execd.log).
-Use it with:   export GANTRY_HOME=$DIR/cell PATH=$BIN:\$PATH; qhost -F; qconf -sconf
+Use it with:   export GANTRY_HOME=$DIR/cell PATH=$BIN:\$PATH
+               qsub -b y sleep 10; qstat; qacct -j hello; qhost -F
 Stop it with:  $0 stop
 MSG
