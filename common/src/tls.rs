@@ -178,6 +178,20 @@ pub fn transport_config() -> Arc<quinn::TransportConfig> {
     Arc::new(t)
 }
 
+/// The master's endpoint configuration: its stateless-reset key is derived from the
+/// master's private key, so that a restarted master can tell execds at once that their
+/// old connection is gone (instead of them waiting for the idle timeout).
+pub fn master_endpoint_config(master_key_pem: &str) -> quinn::EndpointConfig {
+    let mut h = Sha256::new();
+    h.update(b"gantry stateless reset key\0");
+    h.update(master_key_pem.as_bytes());
+    let seed: [u8; 32] = h.finalize().into();
+    quinn::EndpointConfig::new(Arc::new(ring::hmac::Key::new(
+        ring::hmac::HMAC_SHA256,
+        &seed,
+    )))
+}
+
 /// The master's QUIC server configuration: presents `[master, CA]`, accepts clients with
 /// a certificate under the CA, and clients without one (who may only join).
 pub fn master_server_config(

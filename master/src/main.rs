@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use actix::Actor;
 use clap::{Parser, Subcommand};
 use gantry_common::cell::{parse_duration, MasterPaths, DEFAULT_PORT};
-use gantry_common::tls::{master_server_config, Ca};
+use gantry_common::tls::{master_endpoint_config, master_server_config, Ca};
 use gantry_master::cell::{self, InitOptions};
 use gantry_master::cluster::{Cluster, Shutdown};
 use gantry_master::store::Store;
@@ -129,13 +129,15 @@ fn run(home: PathBuf) -> Result<(), String> {
         |p: PathBuf| std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()));
     let ca_pem = read(paths.ca_cert())?;
     let ca = Ca::load(&ca_pem, &read(paths.ca_key())?).map_err(|e| e.to_string())?;
+    let master_key = read(paths.master_key())?;
     let server_config = master_server_config(
         &ca_pem,
         &read(paths.master_cert())?,
-        &read(paths.master_key())?,
+        &master_key,
         PROTOCOL_VERSION,
     )
     .map_err(|e| e.to_string())?;
+    let endpoint_config = master_endpoint_config(&master_key);
     let store =
         Store::open(&paths.spool()).map_err(|e| format!("{}: {e}", paths.spool().display()))?;
 
@@ -161,8 +163,15 @@ fn run(home: PathBuf) -> Result<(), String> {
         std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o666))
             .map_err(|e| format!("{}: {e}", socket.display()))?;
         let addr = std::net::SocketAddr::from(([0, 0, 0, 0], settings.port));
-        let endpoint = quinn::Endpoint::server(server_config, addr)
+        let udp = std::net::UdpSocket::bind(addr)
             .map_err(|e| format!("cannot listen on UDP {addr}: {e}"))?;
+        let endpoint = quinn::Endpoint::new(
+            endpoint_config,
+            Some(server_config),
+            udp,
+            std::sync::Arc::new(quinn::TokioRuntime),
+        )
+        .map_err(|e| format!("cannot listen on UDP {addr}: {e}"))?;
         info!(
             host = %settings.hostname,
             "gantry-master {} listening for execds on udp/{} and for clients on {}",

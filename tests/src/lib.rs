@@ -374,7 +374,11 @@ pub struct Netns {
     pub names: Vec<String>,
     pub addrs: Vec<String>,
     bridge: String,
+    /// Distinguishes the networks of tests running at the same time.
+    tag: String,
 }
+
+static NETWORKS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
 
 fn ip(args: &[&str]) {
     let out = Command::new("ip").args(args).output().expect("ip");
@@ -389,20 +393,23 @@ fn ip(args: &[&str]) {
 impl Netns {
     pub fn create(count: usize) -> Netns {
         let pid = std::process::id();
-        let bridge = format!("gtb{pid}");
-        let (a, b) = (200 + (pid % 50), (pid / 50) % 250);
+        let k = NETWORKS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let tag = format!("{}{k}", pid % 1_000_000);
+        let bridge = format!("gtb{tag}");
+        let (a, b) = (200 + (pid % 50), (pid / 50 * 8 + k) % 250);
         ip(&["link", "add", &bridge, "type", "bridge"]);
         let mut net = Netns {
             names: Vec::new(),
             addrs: Vec::new(),
             bridge: bridge.clone(),
+            tag: tag.clone(),
         };
         ip(&["addr", "add", &format!("10.{a}.{b}.254/24"), "dev", &bridge]);
         ip(&["link", "set", &bridge, "up"]);
         for i in 0..count {
-            let ns = format!("gt{pid}n{i}");
-            let host_end = format!("gv{pid}{i}");
-            let ns_end = format!("gp{pid}{i}");
+            let ns = format!("gt{tag}n{i}");
+            let host_end = format!("gv{tag}x{i}");
+            let ns_end = format!("gp{tag}x{i}");
             ip(&["netns", "add", &ns]);
             net.names.push(ns.clone());
             ip(&[
@@ -428,6 +435,18 @@ impl Netns {
             net.addrs.push(addr);
         }
         net
+    }
+}
+
+impl Netns {
+    /// Take host `i`'s link down or up (its end on the bridge), to cut it off the network.
+    pub fn set_link(&self, i: usize, up: bool) {
+        ip(&[
+            "link",
+            "set",
+            &format!("gv{}x{i}", self.tag),
+            if up { "up" } else { "down" },
+        ]);
     }
 }
 

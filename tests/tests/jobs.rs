@@ -302,3 +302,55 @@ fn execd_killed_while_jobs_run_accounts_each_job_once() {
     assert_eq!(acct.matches("jobnumber").count(), 1, "{acct}");
     assert!(acct.contains("exit_status  0 "), "{acct}");
 }
+
+#[test]
+fn master_killed_while_jobs_run_loses_nothing() {
+    if !need_root("master_killed_while_jobs_run_loses_nothing") {
+        return;
+    }
+    ensure_user("gtuser1");
+    let mut c = Cluster::one_host();
+    let sub = |c: &Cluster, args: &[&str]| {
+        let out = c.as_user("gtuser1", "qsub", args);
+        assert_eq!(out.code, 0, "{out:?}");
+        out.stdout.trim().to_string()
+    };
+    let done = sub(&c, &["-terse", "-wd", "/tmp", "-b", "y", "/bin/true"]);
+    wait_until(
+        "the first job to be accounted",
+        Duration::from_secs(10),
+        || c.client("qacct", &["-j", &done]).code == 0,
+    );
+    let running = sub(&c, &["-terse", "-wd", "/tmp", "-b", "y", "sleep", "4"]);
+    let held = sub(&c, &["-terse", "-wd", "/tmp", "-h", "-b", "y", "/bin/true"]);
+    wait_until("the sleep job to run", Duration::from_secs(10), || {
+        c.client("qstat", &["-u", "*"])
+            .stdout
+            .lines()
+            .any(|l| l.trim_start().starts_with(&format!("{running} ")) && l.contains(" r "))
+    });
+    c.stop_master(Signal::SIGKILL);
+    c.start_master();
+    let st = c.client("qstat", &["-u", "*"]).stdout;
+    assert!(
+        st.lines()
+            .any(|l| l.trim_start().starts_with(&format!("{held} ")) && l.contains(" hqw ")),
+        "{st}"
+    );
+    assert!(
+        st.lines()
+            .any(|l| l.trim_start().starts_with(&format!("{running} "))
+                && (l.contains(" r ") || l.contains(" t "))),
+        "{st}"
+    );
+    wait_until(
+        "the running job to be accounted",
+        Duration::from_secs(30),
+        || c.client("qacct", &["-j", &running]).code == 0,
+    );
+    for id in [&done, &running] {
+        let acct = c.client("qacct", &["-j", id]).stdout;
+        assert_eq!(acct.matches("jobnumber").count(), 1, "{acct}");
+    }
+    assert!(c.client("qstat", &["-u", "*"]).stdout.contains(" hqw "));
+}

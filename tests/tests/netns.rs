@@ -79,3 +79,53 @@ fn master_and_two_execds_in_network_namespaces() {
     c.wait_host_reporting("node1");
     c.wait_host_reporting("node2");
 }
+
+#[test]
+fn completion_during_a_network_cut_arrives_exactly_once() {
+    if !is_root() {
+        skip_loudly(
+            "completion_during_a_network_cut_arrives_exactly_once",
+            "network namespaces need root",
+        );
+        return;
+    }
+    gantry_tests::ensure_user("gtuser1");
+    let net = Netns::create(2);
+    let mut c = Cluster::init(&[]);
+    c.master_netns = Some(net.names[0].clone());
+    c.start_master();
+    c.fast_reports("0:0:3");
+    let token = c.token();
+    c.start_execd("node1", &net.addrs[0], Some(&token), Some(&net.names[1]));
+    c.wait_host_reporting("node1");
+    let out = c.as_user(
+        "gtuser1",
+        "qsub",
+        &["-terse", "-wd", "/tmp", "-b", "y", "sleep", "2"],
+    );
+    let id = out.stdout.trim().to_string();
+    wait_until("the job to run", Duration::from_secs(10), || {
+        c.client("qstat", &["-u", "*"]).stdout.contains(" r ")
+    });
+    net.set_link(1, false);
+    // The job ends during the cut; the master gives the host up as unreachable.
+    wait_until(
+        "node1 to become unreachable",
+        Duration::from_secs(20),
+        || c.master_log().contains("execd unreachable"),
+    );
+    assert_ne!(
+        c.client("qacct", &["-j", &id]).code,
+        0,
+        "no completion can arrive during the cut"
+    );
+    std::thread::sleep(Duration::from_secs(2));
+    net.set_link(1, true);
+    wait_until("the completion to arrive", Duration::from_secs(60), || {
+        c.client("qacct", &["-j", &id]).code == 0
+    });
+    c.wait_host_reporting("node1");
+    let acct = c.client("qacct", &["-j", &id]).stdout;
+    assert_eq!(acct.matches("jobnumber").count(), 1, "{acct}");
+    assert!(acct.contains("exit_status  0 "), "{acct}");
+}
