@@ -1,11 +1,14 @@
 //! Talking to the local daemon (the master, or the execd that relays to it) over its
-//! Unix socket.
+//! Unix socket: one request, one answer, with plain blocking I/O (a command is one
+//! short-lived process; an async runtime would only add start-up time).
 
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 
 use gantry_common::cell::{client_home, socket_path};
-use gantry_common::transport::{expect_hello_reply, read_frame, write_frame, TransportError};
-use gantry_proto::{FromMaster, Hello, PeerRole, ToMaster};
+use gantry_proto::frame::{length_prefix, payload_len};
+use gantry_proto::{decode, encode, FromMaster, Hello, HelloReply, PeerRole, ProtoError, ToMaster};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConnError {
@@ -14,35 +17,47 @@ pub enum ConnError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error("error: talking to the daemon: {0}")]
+    Io(#[from] std::io::Error),
     #[error("error: {0}")]
-    Transport(#[from] TransportError),
-    #[error("error: cannot start the client runtime: {0}")]
-    Runtime(std::io::Error),
+    Proto(#[from] ProtoError),
+    #[error("error: {0}")]
+    VersionMismatch(String),
+}
+
+fn frame(bytes: &[u8]) -> Vec<u8> {
+    let mut out = length_prefix(bytes.len()).to_vec();
+    out.extend_from_slice(bytes);
+    out
+}
+
+fn read_frame(s: &mut UnixStream) -> Result<Vec<u8>, ConnError> {
+    let mut prefix = [0u8; 4];
+    s.read_exact(&mut prefix)?;
+    let mut buf = vec![0u8; payload_len(prefix)?];
+    s.read_exact(&mut buf)?;
+    Ok(buf)
 }
 
 /// Send one request to the daemon of `$GANTRY_HOME` and wait for the answer.
 pub fn request(req: &ToMaster) -> Result<FromMaster, ConnError> {
     let path = socket_path(&client_home());
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_io()
-        .enable_time()
-        .build()
-        .map_err(ConnError::Runtime)?;
-    rt.block_on(async {
-        let stream = tokio::net::UnixStream::connect(&path)
-            .await
-            .map_err(|source| ConnError::Connect {
-                path: path.clone(),
-                source,
-            })?;
-        let (mut r, mut w) = stream.into_split();
-        write_frame(
-            &mut w,
-            &Hello::new(PeerRole::Client, env!("CARGO_PKG_VERSION")),
-        )
-        .await?;
-        write_frame(&mut w, req).await?;
-        expect_hello_reply(&mut r).await?;
-        Ok(read_frame(&mut r).await?)
-    })
+    let mut stream = UnixStream::connect(&path).map_err(|source| ConnError::Connect {
+        path: path.clone(),
+        source,
+    })?;
+    // Hello and request in one write: one round trip.
+    let mut out = frame(&encode(&Hello::new(
+        PeerRole::Client,
+        env!("CARGO_PKG_VERSION"),
+    ))?);
+    out.extend_from_slice(&frame(&encode(req)?));
+    stream.write_all(&out)?;
+    match decode::<HelloReply>(&read_frame(&mut stream)?)? {
+        HelloReply::Accepted { .. } => {}
+        HelloReply::VersionMismatch { message, .. } => {
+            return Err(ConnError::VersionMismatch(message))
+        }
+    }
+    Ok(decode(&read_frame(&mut stream)?)?)
 }

@@ -44,6 +44,10 @@ pub fn usage() -> String {
         ("[-de host_list]", "delete exec host"),
         ("[-dm user_list]", "delete user from manager list"),
         ("[-help]", "print this help"),
+        (
+            "[-mattr obj_nm attr_nm val obj_id_list]",
+            "modify an attribute of an object (queue)",
+        ),
         ("[-mconf [global]]", "modify configurations"),
         ("[-Mconf file_list]", "modify configurations from file_list"),
         ("[-sc]", "show complex attributes"),
@@ -194,6 +198,25 @@ fn read_file(path: &str) -> Result<String, Output> {
 pub fn run(args: &[String]) -> Output {
     if args.is_empty() {
         return Output::usage_error("error: no option given", &usage());
+    }
+    // -mattr takes three more words than the parser knows about.
+    if let Some(pos) = args.iter().position(|a| a == "-mattr") {
+        let rest = &args[pos + 1..];
+        if rest.len() < 4 {
+            return Output::usage_error(
+                "error: no option argument provided to \"-mattr\"",
+                &usage(),
+            );
+        }
+        return change(
+            ToMaster::ModifyAttribute {
+                object: rest[0].clone(),
+                attr: rest[1].clone(),
+                value: rest[2].clone(),
+                targets: rest[3..].iter().flat_map(|t| list(t)).collect(),
+            },
+            false,
+        );
     }
     let p = match parse(args, SPECS, false) {
         Ok(p) => p,

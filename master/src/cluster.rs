@@ -38,6 +38,23 @@ pub struct Cluster {
     started: HashSet<(u64, u32)>,
     /// `qsub -sync y` clients waiting for a job's end.
     waiters: HashMap<u64, Vec<tokio::sync::oneshot::Sender<FromMaster>>>,
+    /// A scheduling pass is queued behind the messages already waiting, so that a burst
+    /// of submissions or completions is scheduled (and its dispatches committed) at once.
+    schedule_queued: bool,
+}
+
+/// Run a scheduling pass (queued by [`Cluster::request_schedule`]).
+#[derive(Message)]
+#[rtype(result = "()")]
+struct RunSchedule;
+
+impl Handler<RunSchedule> for Cluster {
+    type Result = ();
+
+    fn handle(&mut self, _: RunSchedule, _: &mut Self::Context) {
+        self.schedule_queued = false;
+        self.schedule();
+    }
 }
 
 impl Cluster {
@@ -61,6 +78,7 @@ impl Cluster {
             unreachable: HashSet::new(),
             started: HashSet::new(),
             waiters: HashMap::new(),
+            schedule_queued: false,
         })
     }
 
@@ -111,6 +129,15 @@ impl Cluster {
 
     fn unix_now() -> i64 {
         unix_now() as i64
+    }
+
+    /// Schedule after the messages already queued have been handled: answers go out
+    /// first, and a burst is scheduled in one pass.
+    fn request_schedule(&mut self, ctx: &mut Context<Self>) {
+        if !self.schedule_queued {
+            self.schedule_queued = true;
+            ctx.notify(RunSchedule);
+        }
     }
 
     /// Run the scheduler and dispatch what it decides: persisted first, then sent.
@@ -171,7 +198,6 @@ impl Cluster {
         if let Err(r) = self.commit(&ops) {
             return FromMaster::Refused(r);
         }
-        self.schedule();
         reply
     }
 
@@ -386,7 +412,6 @@ impl Cluster {
                 }
             }
         }
-        self.schedule();
     }
 
     fn check_reachability(&mut self) {
@@ -447,9 +472,13 @@ pub struct ClientCall {
 impl Handler<ClientCall> for Cluster {
     type Result = MessageResult<ClientCall>;
 
-    fn handle(&mut self, msg: ClientCall, _: &mut Self::Context) -> Self::Result {
+    fn handle(&mut self, msg: ClientCall, ctx: &mut Self::Context) -> Self::Result {
         match &msg.request {
-            ToMaster::Submit { spec } => return MessageResult(self.submit(&msg.caller, spec)),
+            ToMaster::Submit { spec } => {
+                let reply = self.submit(&msg.caller, spec);
+                self.request_schedule(ctx);
+                return MessageResult(reply);
+            }
             ToMaster::ShowJobs { users } => {
                 return MessageResult(FromMaster::Jobs(self.state.job_views(users, &self.started)))
             }

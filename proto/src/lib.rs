@@ -138,6 +138,13 @@ pub enum ToMaster {
     WaitJob { job_id: u64 },
     /// `qacct -j`: the accounting records of a job id or name (all if absent).
     Accounting { job: Option<String> },
+    /// `qconf -mattr OBJECT ATTR VALUE TARGETS`
+    ModifyAttribute {
+        object: String,
+        attr: String,
+        value: String,
+        targets: Vec<String>,
+    },
 }
 
 /// The master's answer to a [`ToMaster`] request.

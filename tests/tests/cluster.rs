@@ -514,3 +514,38 @@ fn non_manager_is_denied_and_nothing_changes() {
         .stdout
         .contains("min_uid                      1000\n"));
 }
+
+#[test]
+fn queue_attributes_modified_with_mattr() {
+    let mut c = Cluster::init(&[]);
+    c.start_master();
+    let out = c.qconf(&["-mattr", "queue", "slots", "[vm=8]", "all.q"]);
+    assert_eq!(
+        (out.code, out.stdout.as_str()),
+        (0, "root@head modified \"all.q\" in cluster queue list\n")
+    );
+    let q = c.qconf(&["-sq", "all.q"]).stdout;
+    assert!(q.contains("slots                 1,[vm=8]\n"), "{q}");
+    c.qconf(&["-mattr", "queue", "slots", "[vm=4]", "all.q"]);
+    c.qconf(&["-mattr", "queue", "h_rt", "1:0:0", "all.q"]);
+    let q = c.qconf(&["-sq", "all.q"]).stdout;
+    assert!(q.contains("slots                 1,[vm=4]\n"), "{q}");
+    assert!(q.contains("h_rt                  1:0:0\n"), "{q}");
+    let bad = c.qconf(&["-mattr", "queue", "slots", "many", "all.q"]);
+    assert_eq!(
+        (bad.code, bad.stderr.as_str()),
+        (1, "error: \"many\" is not a valid slot count\n")
+    );
+    let bad = c.qconf(&["-mattr", "queue", "colour", "blue", "all.q"]);
+    assert_eq!(bad.code, 1);
+    let bad = c.qconf(&["-mattr", "queue", "slots", "2", "nosuch.q"]);
+    assert_eq!(
+        (bad.code, bad.stderr.as_str()),
+        (1, "denied: cluster queue \"nosuch.q\" does not exist\n")
+    );
+    assert_eq!(
+        c.qconf(&["-sq", "all.q"]).stdout,
+        q,
+        "refused changes change nothing"
+    );
+}
