@@ -4,12 +4,14 @@
 #       (pure submission: the jobs stay pending): jobs per second.
 #   (b) JOBS trivial jobs on the one-host cluster with SLOTS slots: seconds from the
 #       first submission until all are accounted.
+#   (c) one array of ARRAY /bin/true tasks: submission until all accounted.
+#   (d) one held array of BIG tasks: submission time and master RSS growth per task.
 #   (e) submit-to-running latency on an idle cluster: a job that records when it started;
 #       median and p99 over LAT runs.
-# Usage: benches/jobs.sh [N=1000] [JOBS=200] [SLOTS=8] [LAT=50]
+# Usage: benches/jobs.sh [N=1000] [JOBS=200] [SLOTS=8] [LAT=50] [ARRAY=1000] [BIG=100000]
 # Must run as root (jobs run as the test user gtbench, created if missing).
 set -eu
-N=${1:-1000}; JOBS=${2:-200}; SLOTS=${3:-8}; LAT=${4:-50}
+N=${1:-1000}; JOBS=${2:-200}; SLOTS=${3:-8}; LAT=${4:-50}; ARRAY=${5:-1000}; BIG=${6:-100000}
 BIN=$(cd "$(dirname "$0")/.." && pwd)/target/release
 [ -x "$BIN/gantry-master" ] || { echo "build first: cargo build --release --workspace --bins" >&2; exit 1; }
 id gtbench >/dev/null 2>&1 || useradd -m -s /bin/sh gtbench
@@ -52,6 +54,22 @@ as_user sh -c "i=0; while [ \$i -lt $JOBS ]; do $BIN/qsub -b y /bin/true >/dev/n
 while [ "$(as_user "$BIN/qstat" | wc -l)" -gt 0 ]; do sleep 0.01; done
 t1=$(now)
 echo "(b) $JOBS jobs, $SLOTS slots, first submission to all accounted: $(awk -v a="$t0" -v b="$t1" -v n="$JOBS" 'BEGIN {printf "%.3f s (%.1f jobs/s)", b-a, n/(b-a)}')"
+
+# (c) one array of ARRAY tasks until all accounted.
+t0=$(now)
+as_user "$BIN/qsub" -t "1-$ARRAY" -o /dev/null -e /dev/null -b y /bin/true >/dev/null
+while [ "$(as_user "$BIN/qstat" | wc -l)" -gt 0 ]; do sleep 0.01; done
+t1=$(now)
+echo "(c) array of $ARRAY tasks, $SLOTS slots, submission to all accounted: $(awk -v a="$t0" -v b="$t1" -v n="$ARRAY" 'BEGIN {printf "%.3f s (%.1f tasks/s)", b-a, n/(b-a)}')"
+
+# (d) a held array of BIG tasks: submission time and master memory per pending task.
+rss0=$(awk '/^VmRSS:/ {print $2}' /proc/$MPID/status)
+t0=$(now)
+as_user "$BIN/qsub" -h -t "1-$BIG" -b y /bin/true >/dev/null
+t1=$(now)
+rss1=$(awk '/^VmRSS:/ {print $2}' /proc/$MPID/status)
+echo "(d) held array of $BIG tasks: submitted in $(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.3f s", b-a}'), master RSS $rss0 -> $rss1 KiB ($(awk -v a="$rss0" -v b="$rss1" -v n="$BIG" 'BEGIN {printf "%.0f", (b-a)*1024/n}') bytes per pending task)"
+as_user "$BIN/qdel" -u gtbench >/dev/null
 
 # (e) submit-to-running latency: the job writes its start time; qsub's start is taken
 # just before it runs.

@@ -174,6 +174,19 @@ async fn session(
     if let Err(e) = catch_up.await {
         return Ended::Lost(close_reason(&conn).unwrap_or_else(|| e.to_string()));
     }
+    // Frames from the master are read by their own task: reading a frame inside
+    // select! could be cancelled half-way and lose the stream's framing.
+    let (from_master_tx, mut from_master) = tokio::sync::mpsc::unbounded_channel();
+    let reader = tokio::spawn(async move {
+        loop {
+            let msg = read_frame::<_, ToExecd>(&mut recv).await;
+            let end = msg.is_err();
+            if from_master_tx.send(msg).is_err() || end {
+                break;
+            }
+        }
+    });
+    let _reader = AbortOnDrop(reader);
     let mut ticker = tokio::time::interval(interval);
     loop {
         tokio::select! {
@@ -188,7 +201,7 @@ async fn session(
                     return Ended::Lost(close_reason(&conn).unwrap_or_else(|| e.to_string()));
                 }
             }
-            msg = read_frame::<_, ToExecd>(&mut recv) => match msg {
+            msg = from_master.recv() => match msg.unwrap_or(Err(TransportError::Closed)) {
                 Ok(ToExecd::Settings { load_report_time_secs }) => {
                     let new = Duration::from_secs(load_report_time_secs.max(1));
                     if new != interval {
@@ -211,6 +224,15 @@ async fn session(
                 Err(e) => return Ended::Lost(close_reason(&conn).unwrap_or_else(|| e.to_string())),
             }
         }
+    }
+}
+
+/// Aborts a task when dropped (when the session ends).
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 

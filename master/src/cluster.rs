@@ -52,6 +52,7 @@ impl Handler<RunSchedule> for Cluster {
     type Result = ();
 
     fn handle(&mut self, _: RunSchedule, _: &mut Self::Context) {
+        tracing::debug!("scheduling pass");
         self.schedule_queued = false;
         self.schedule();
     }
@@ -136,7 +137,8 @@ impl Cluster {
     fn request_schedule(&mut self, ctx: &mut Context<Self>) {
         if !self.schedule_queued {
             self.schedule_queued = true;
-            ctx.notify(RunSchedule);
+            // Through the mailbox (ctx.notify would not wake the actor by itself).
+            ctx.address().do_send(RunSchedule);
         }
     }
 
@@ -172,6 +174,7 @@ impl Cluster {
         if self.commit(&ops).is_err() {
             return;
         }
+        tracing::debug!(n = decisions.len(), "dispatching");
         for d in &decisions {
             if let (Some(start), Some(session)) =
                 (self.state.job_start(d), self.sessions.get(&d.host))
@@ -343,6 +346,12 @@ impl Cluster {
     }
 
     fn finished(&mut self, host: &str, report: gantry_proto::JobReport) {
+        tracing::debug!(
+            job = report.job_id,
+            task = report.task_id,
+            host,
+            "task report"
+        );
         let key = (report.job_id, report.task_id);
         let ack = ToExecd::ReportAck {
             job_id: report.job_id,
@@ -749,14 +758,17 @@ pub enum ExecdJobs {
 impl Handler<ExecdJobs> for Cluster {
     type Result = ();
 
-    fn handle(&mut self, msg: ExecdJobs, _: &mut Self::Context) {
+    fn handle(&mut self, msg: ExecdJobs, ctx: &mut Self::Context) {
         match msg {
             ExecdJobs::Started {
                 job_id, task_id, ..
             } => {
                 self.started.insert((job_id, task_id));
             }
-            ExecdJobs::Finished { host, report } => self.finished(&host, report),
+            ExecdJobs::Finished { host, report } => {
+                self.finished(&host, report);
+                self.request_schedule(ctx);
+            }
             ExecdJobs::Running { host, tasks } => {
                 let running: HashSet<(u64, u32)> = tasks.into_iter().collect();
                 self.started.extend(running.iter().copied());
