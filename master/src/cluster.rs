@@ -313,6 +313,93 @@ impl Cluster {
         }
     }
 
+    fn alter_jobs(
+        &mut self,
+        caller: &Caller,
+        ids: &[String],
+        changes: &gantry_proto::JobChanges,
+    ) -> FromMaster {
+        let refused = |kind, message: String| FromMaster::Refused(Refusal { kind, message });
+        let mut changes = changes.clone();
+        if let Some(list) = changes.hard_resources.as_mut() {
+            if let Err(r) = crate::jobs::check_resources(&self.state, list) {
+                return FromMaster::Refused(r);
+            }
+        }
+        if let Some(q) = &changes.queues {
+            if let Err(r) = crate::jobs::check_queues(&self.state, q) {
+                return FromMaster::Refused(r);
+            }
+        }
+        let manager = self.state.is_manager(&caller.user);
+        let mut ops = Vec::new();
+        let mut messages = Vec::new();
+        for text in ids {
+            let Some((id, _)) = crate::jobs::parse_job_ref(text) else {
+                return refused(
+                    RefusalKind::Invalid,
+                    format!("denied: job \"{text}\" does not exist"),
+                );
+            };
+            let Some(job) = self.state.jobs.get(&id) else {
+                return refused(
+                    RefusalKind::NotFound,
+                    format!("denied: job \"{id}\" does not exist"),
+                );
+            };
+            if job.owner.user != caller.user && !manager {
+                return refused(
+                    RefusalKind::Denied,
+                    format!(
+                        "{} - you do not have the necessary privileges to modify the job \"{id}\"",
+                        caller.user
+                    ),
+                );
+            }
+            if !job.tasks.values().any(|t| matches!(t, TaskState::Pending)) {
+                return refused(
+                    RefusalKind::Invalid,
+                    format!("denied: job \"{id}\" has no pending tasks; only pending jobs can be changed"),
+                );
+            }
+            let mut job = job.clone();
+            let spec = &mut job.spec;
+            if let Some(h) = changes.hold {
+                spec.hold = h;
+                messages.push(format!("modified hold of job {id}"));
+            }
+            if let Some(n) = &changes.name {
+                spec.name = n.clone();
+                messages.push(format!("modified job name of job {id}"));
+            }
+            if let Some(p) = changes.priority {
+                spec.priority = p;
+                messages.push(format!("modified priority of job {id}"));
+            }
+            if let Some(r) = &changes.hard_resources {
+                spec.hard_resources = r.clone();
+                messages.push(format!("modified hard resource list of job {id}"));
+            }
+            if let Some(q) = &changes.queues {
+                spec.queues = q.clone();
+                messages.push(format!("modified hard queue list of job {id}"));
+            }
+            if let Some(h) = &changes.hold_jids {
+                spec.hold_jids = h.clone();
+                messages.push(format!("modified job predecessor list of job {id}"));
+            }
+            if let Some(a) = changes.start_after {
+                spec.start_after = a;
+                messages.push(format!("modified start time of job {id}"));
+            }
+            ops.push(Op::Put(Object::Job(job)));
+        }
+        if let Err(r) = self.commit(&ops) {
+            return FromMaster::Refused(r);
+        }
+        FromMaster::Done { messages }
+    }
+
     /// A job left without running (deleted while pending): wake `-sync` waiters.
     fn job_ended_without_report(&mut self, id: u64) {
         if let Some(waiters) = self.waiters.remove(&id) {
@@ -491,6 +578,11 @@ impl Handler<ClientCall> for Cluster {
             ToMaster::ShowJobs { users } => {
                 return MessageResult(FromMaster::Jobs(self.state.job_views(users, &self.started)))
             }
+            ToMaster::AlterJobs { ids, changes } => {
+                let reply = self.alter_jobs(&msg.caller, ids, changes);
+                self.request_schedule(ctx);
+                return MessageResult(reply);
+            }
             ToMaster::DeleteJobs { ids, users, .. } => {
                 return MessageResult(self.delete_jobs(&msg.caller, ids, users))
             }
@@ -517,6 +609,7 @@ impl Handler<ClientCall> for Cluster {
             Ok(Reply::Answer(a)) => a,
             Ok(Reply::Change(change)) => match self.commit(&change.ops) {
                 Ok(()) => {
+                    self.request_schedule(ctx);
                     info!(user = %msg.caller.user, host = %msg.caller.host, "{}", change.messages.join("; "));
                     FromMaster::Done {
                         messages: change.messages,

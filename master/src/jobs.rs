@@ -65,6 +65,50 @@ fn not_a(ty: ValueType) -> &'static str {
     }
 }
 
+/// Check resource requests against the complex; names become the attributes' full names.
+pub fn check_resources(state: &ClusterState, list: &mut [(String, String)]) -> Result<(), Refusal> {
+    for (name, v) in list.iter_mut() {
+        let Some(attr) = complex::find(&state.complexes, name) else {
+            return Err(refuse(
+                RefusalKind::Invalid,
+                format!("unknown resource \"{name}\""),
+            ));
+        };
+        if attr.requestable == gantry_proto::Requestable::No {
+            return Err(refuse(
+                RefusalKind::Invalid,
+                format!("resource \"{}\" is not requestable", attr.name),
+            ));
+        }
+        if value::parse_value(attr.value_type, v).is_err() {
+            return Err(refuse(
+                RefusalKind::Invalid,
+                format!(
+                    "attribute \"{}\" is not {}",
+                    attr.name,
+                    not_a(attr.value_type)
+                ),
+            ));
+        }
+        *name = attr.name.clone();
+    }
+    Ok(())
+}
+
+/// Check that every requested queue exists.
+pub fn check_queues(state: &ClusterState, queues: &[String]) -> Result<(), Refusal> {
+    for q in queues {
+        let cq = q.split('@').next().unwrap_or(q);
+        if !state.queues.keys().any(|name| wildcard(cq, name)) {
+            return Err(refuse(
+                RefusalKind::Invalid,
+                format!("Job was rejected because job requests unknown queue \"{q}\""),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Check a submission; the job to queue.
 pub fn validate_submission(
     state: &ClusterState,
@@ -102,43 +146,9 @@ pub fn validate_submission(
     }
     let mut spec = spec.clone();
     for list in [&mut spec.hard_resources, &mut spec.soft_resources] {
-        for (name, v) in list.iter_mut() {
-            let Some(attr) = complex::find(&state.complexes, name) else {
-                return Err(refuse(
-                    RefusalKind::Invalid,
-                    format!("unknown resource \"{name}\""),
-                ));
-            };
-            if attr.requestable == gantry_proto::Requestable::No {
-                return Err(refuse(
-                    RefusalKind::Invalid,
-                    format!("resource \"{}\" is not requestable", attr.name),
-                ));
-            }
-            if value::parse_value(attr.value_type, v).is_err() {
-                return Err(refuse(
-                    RefusalKind::Invalid,
-                    format!(
-                        "attribute \"{}\" is not {}",
-                        attr.name,
-                        not_a(attr.value_type)
-                    ),
-                ));
-            }
-            // Requests are kept under the attribute's full name.
-            *name = attr.name.clone();
-        }
+        check_resources(state, list)?;
     }
-    for q in &spec.queues {
-        let cq = q.split('@').next().unwrap_or(q);
-        let known = state.queues.keys().any(|name| wildcard(cq, name));
-        if !known {
-            return Err(refuse(
-                RefusalKind::Invalid,
-                format!("Job was rejected because job requests unknown queue \"{q}\""),
-            ));
-        }
-    }
+    check_queues(state, &spec.queues)?;
     let tasks = match spec.array {
         Some(r) => {
             if r.first == 0 || r.last < r.first || r.step == 0 {
@@ -165,7 +175,7 @@ pub fn validate_submission(
 }
 
 /// Grid Engine's simple wildcards in queue names (`*`, `?`).
-fn wildcard(pattern: &str, name: &str) -> bool {
+pub fn wildcard(pattern: &str, name: &str) -> bool {
     fn go(p: &[u8], n: &[u8]) -> bool {
         match (p.first(), n.first()) {
             (None, None) => true,

@@ -31,6 +31,8 @@ pub enum Object {
         hostname: String,
     },
     Job(crate::jobs::Job),
+    /// Disabled queue instances (`qmod -d`): (queue, host).
+    DisabledQueues(Vec<(String, String)>),
 }
 
 impl Object {
@@ -45,6 +47,7 @@ impl Object {
             Object::Managers(_) => "managers".to_string(),
             Object::HostCert { fingerprint, .. } => format!("hostcert/{fingerprint}"),
             Object::Job(j) => job_key(j.id),
+            Object::DisabledQueues(_) => "disabled-queues".to_string(),
         }
     }
 }
@@ -150,6 +153,7 @@ impl ClusterState {
                 Object::Job(j) => {
                     self.jobs.insert(j.id, j);
                 }
+                Object::DisabledQueues(list) => self.disabled = list.into_iter().collect(),
             },
             Op::Account(_) => {}
             Op::NextJobId(n) => self.next_job_id = *n,
@@ -252,7 +256,16 @@ impl ClusterState {
                     reserved: 0,
                     used: 0,
                     total,
-                    states: if reachable { String::new() } else { "u".into() },
+                    states: {
+                        let mut st = String::new();
+                        if self.disabled.contains(&(q.name.clone(), name.to_string())) {
+                            st.push('d');
+                        }
+                        if !reachable {
+                            st.push('u');
+                        }
+                        st
+                    },
                 }
             })
             .collect();
@@ -540,7 +553,54 @@ impl ClusterState {
                 }
                 Ok(Reply::Change(change))
             }
+            ToMaster::SetQueueState { targets, disable } => {
+                manager_only()?;
+                let mut disabled = self.disabled.clone();
+                let mut messages = Vec::new();
+                for target in targets {
+                    let (qpat, hpat) = match target.split_once('@') {
+                        Some((q, h)) => (if q.is_empty() { "*" } else { q }, h),
+                        None => (target.as_str(), "*"),
+                    };
+                    let mut matched = false;
+                    for q in self.queues.values() {
+                        if !crate::jobs::wildcard(qpat, &q.name) {
+                            continue;
+                        }
+                        for host in self.queue_hosts_of(q) {
+                            if !crate::jobs::wildcard(hpat, &host) {
+                                continue;
+                            }
+                            matched = true;
+                            let key = (q.name.clone(), host.clone());
+                            if *disable {
+                                disabled.insert(key);
+                            } else {
+                                disabled.remove(&key);
+                            }
+                            messages.push(format!(
+                                "{who} changed state of \"{}@{host}\" ({})",
+                                q.name,
+                                if *disable { "disabled" } else { "enabled" }
+                            ));
+                        }
+                    }
+                    if !matched {
+                        return Err(refuse(
+                            RefusalKind::NotFound,
+                            format!("invalid queue \"{target}\""),
+                        ));
+                    }
+                }
+                let mut list: Vec<(String, String)> = disabled.into_iter().collect();
+                list.sort();
+                Ok(Reply::Change(Change {
+                    ops: vec![Op::Put(Object::DisabledQueues(list))],
+                    messages,
+                }))
+            }
             ToMaster::Submit { .. }
+            | ToMaster::AlterJobs { .. }
             | ToMaster::ShowJobs { .. }
             | ToMaster::DeleteJobs { .. }
             | ToMaster::WaitJob { .. }

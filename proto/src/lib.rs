@@ -138,6 +138,14 @@ pub enum ToMaster {
     WaitJob { job_id: u64 },
     /// `qacct -j`: the accounting records of a job id or name (all if absent).
     Accounting { job: Option<String> },
+    /// `qalter`, `qhold`, `qrls`: change pending jobs (`id` or `id.task` references).
+    AlterJobs {
+        ids: Vec<String>,
+        changes: JobChanges,
+    },
+    /// `qmod -d` / `qmod -e`: disable or enable queue instances (`queue`, `queue@host`,
+    /// `@host`... as Grid Engine's wildcard queue list).
+    SetQueueState { targets: Vec<String>, disable: bool },
     /// `qconf -mattr OBJECT ATTR VALUE TARGETS`
     ModifyAttribute {
         object: String,

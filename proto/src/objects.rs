@@ -319,3 +319,15 @@ pub struct JobView {
     pub hold_jids: Vec<String>,
     pub is_array: bool,
 }
+
+/// What `qalter`, `qhold` and `qrls` change; `None` leaves a field alone.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct JobChanges {
+    pub hold: Option<bool>,
+    pub name: Option<String>,
+    pub priority: Option<i32>,
+    pub hard_resources: Option<Vec<(String, String)>>,
+    pub queues: Option<Vec<String>>,
+    pub hold_jids: Option<Vec<String>>,
+    pub start_after: Option<Option<i64>>,
+}

@@ -354,3 +354,85 @@ fn master_killed_while_jobs_run_loses_nothing() {
     }
     assert!(c.client("qstat", &["-u", "*"]).stdout.contains(" hqw "));
 }
+
+#[test]
+fn qmod_qhold_qrls_and_qalter_change_what_runs() {
+    if !need_root("qmod_qhold_qrls_and_qalter_change_what_runs") {
+        return;
+    }
+    ensure_user("gtuser1");
+    let c = Cluster::one_host();
+    // root is a manager.
+    let d = c.client("qmod", &["-d", "all.q"]);
+    assert_eq!(
+        d.stdout, "root@head changed state of \"all.q@node1\" (disabled)\n",
+        "{d:?}"
+    );
+    assert!(c
+        .qhost(&["-q"])
+        .stdout
+        .lines()
+        .any(|l| l.starts_with("   all.q") && l.ends_with('d')));
+    let denied = c.as_user("gtuser1", "qmod", &["-e", "all.q"]);
+    assert_eq!(
+        (denied.code, denied.stderr.as_str()),
+        (
+            1,
+            "denied: \"gtuser1\" must be manager for this operation\n"
+        )
+    );
+    let id = c
+        .as_user(
+            "gtuser1",
+            "qsub",
+            &[
+                "-terse",
+                "-wd",
+                "/tmp",
+                "-N",
+                "first",
+                "-b",
+                "y",
+                "/bin/true",
+            ],
+        )
+        .stdout
+        .trim()
+        .to_string();
+    std::thread::sleep(Duration::from_millis(300));
+    let st = c.as_user("gtuser1", "qstat", &[]).stdout;
+    assert!(st.contains(" qw "), "a disabled queue runs nothing: {st}");
+    assert_eq!(
+        c.as_user("gtuser1", "qhold", &[&id]).stdout,
+        format!("modified hold of job {id}\n")
+    );
+    assert!(c.as_user("gtuser1", "qstat", &[]).stdout.contains(" hqw "));
+    assert_eq!(
+        c.as_user("gtuser1", "qalter", &["-N", "renamed", &id])
+            .stdout,
+        format!("modified job name of job {id}\n")
+    );
+    let bad = c.as_user("gtuser1", "qalter", &["-l", "nosuch=1", &id]);
+    assert_eq!(
+        (bad.code, bad.stderr.as_str()),
+        (1, "unknown resource \"nosuch\"\n")
+    );
+    assert_eq!(
+        c.as_user("gtuser1", "qrls", &[&id]).stdout,
+        format!("modified hold of job {id}\n")
+    );
+    let e = c.client("qmod", &["-e", "all.q@node1"]);
+    assert_eq!(
+        e.stdout,
+        "root@head changed state of \"all.q@node1\" (enabled)\n"
+    );
+    wait_until(
+        "the job to run once the queue is enabled",
+        Duration::from_secs(10),
+        || c.client("qacct", &["-j", &id]).code == 0,
+    );
+    assert!(c
+        .client("qacct", &["-j", &id])
+        .stdout
+        .contains("jobname      renamed "));
+}

@@ -1,0 +1,210 @@
+//! `qalter`, `qhold`, `qrls` (change pending jobs) and `qmod` (disable and enable queue
+//! instances).
+
+use gantry_proto::{FromMaster, JobChanges, ToMaster};
+
+use crate::opts::{opt, Arity, OptSpec, Parsed};
+use crate::{exit, Output};
+
+fn job_list(p: &Parsed) -> Vec<String> {
+    p.operands
+        .iter()
+        .flat_map(|o| o.split(','))
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+fn send(req: ToMaster) -> Output {
+    match crate::ask(&req) {
+        Ok(FromMaster::Done { messages }) => {
+            Output::ok(messages.iter().map(|m| format!("{m}\n")).collect())
+        }
+        Ok(other) => crate::unexpected(&other),
+        Err(out) => out,
+    }
+}
+
+const QALTER_SPECS: &[OptSpec] = &[
+    opt("-help", Arity::None),
+    opt("-l", Arity::One),
+    opt("-q", Arity::One),
+    opt("-h", Arity::Optional),
+    opt("-N", Arity::One),
+    opt("-p", Arity::One),
+    opt("-hold_jid", Arity::One),
+];
+
+pub fn qalter_usage() -> String {
+    let lines = [
+        ("[-h {u|n}]", "place (u) or remove (n) the user hold"),
+        ("[-help]", "print this help"),
+        (
+            "[-hold_jid job_identifier_list]",
+            "define jobnet interdependencies",
+        ),
+        ("[-l resource_list]", "request the given resources"),
+        ("[-N name]", "specify job name"),
+        ("[-p priority]", "define job's relative priority"),
+        ("[-q wc_queue_list]", "bind job to queue(s)"),
+    ];
+    let mut s = format!(
+        "Gantry {}\nusage: qalter [options] job_task_list\n",
+        env!("CARGO_PKG_VERSION")
+    );
+    for (o, d) in lines {
+        s.push_str(&format!("   {o:<40} {d}\n"));
+    }
+    s
+}
+
+pub fn qalter(args: &[String]) -> Output {
+    let p = match crate::parse_args(args, QALTER_SPECS, true, qalter_usage) {
+        Ok(p) => p,
+        Err(out) => return out,
+    };
+    let ids = job_list(&p);
+    if ids.is_empty() {
+        return Output::usage_error("error: no job id given", &qalter_usage());
+    }
+    let mut changes = JobChanges::default();
+    for g in &p.options {
+        let arg = g.arg.clone().unwrap_or_default();
+        match g.name {
+            "-l" => {
+                let list = arg
+                    .split(',')
+                    .filter(|s| !s.is_empty())
+                    .map(|i| match i.split_once('=') {
+                        Some((k, v)) => (k.to_string(), v.to_string()),
+                        None => (i.to_string(), "TRUE".to_string()),
+                    })
+                    .collect();
+                changes.hard_resources = Some(list);
+            }
+            "-q" => {
+                changes.queues = Some(
+                    arg.split(',')
+                        .filter(|s| !s.is_empty())
+                        .map(str::to_string)
+                        .collect(),
+                )
+            }
+            "-h" => {
+                changes.hold =
+                    match arg.as_str() {
+                        "" | "u" => Some(true),
+                        "n" | "U" => Some(false),
+                        other => return Output::fail(
+                            format!(
+                                "error: invalid hold type \"{other}\" (only u and n are supported)"
+                            ),
+                            exit::FAILURE,
+                        ),
+                    }
+            }
+            "-N" => changes.name = Some(arg),
+            "-p" => match arg.parse::<i32>() {
+                Ok(v) if (-1023..=1024).contains(&v) => changes.priority = Some(v),
+                _ => {
+                    return Output::fail(
+                        format!("error: invalid priority \"{arg}\""),
+                        exit::FAILURE,
+                    )
+                }
+            },
+            "-hold_jid" => {
+                changes.hold_jids = Some(
+                    arg.split(',')
+                        .filter(|s| !s.is_empty())
+                        .map(str::to_string)
+                        .collect(),
+                )
+            }
+            _ => {}
+        }
+    }
+    send(ToMaster::AlterJobs { ids, changes })
+}
+
+const HOLD_SPECS: &[OptSpec] = &[opt("-help", Arity::None), opt("-h", Arity::One)];
+
+fn hold_usage(cmd: &str) -> String {
+    format!(
+        "Gantry {}\nusage: {cmd} [options] job_task_list\n   [-h u]                                   user hold (the only kind Gantry has)\n   [-help]                                  print this help\n",
+        env!("CARGO_PKG_VERSION")
+    )
+}
+
+fn qhold_usage() -> String {
+    hold_usage("qhold")
+}
+
+fn qrls_usage() -> String {
+    hold_usage("qrls")
+}
+
+fn hold(args: &[String], on: bool) -> Output {
+    let usage = if on { qhold_usage } else { qrls_usage };
+    let p = match crate::parse_args(args, HOLD_SPECS, true, usage) {
+        Ok(p) => p,
+        Err(out) => return out,
+    };
+    if let Some(h) = p.arg("-h") {
+        if h != "u" {
+            return Output::fail(
+                format!("error: hold type \"{h}\" is not supported (only u)"),
+                exit::FAILURE,
+            );
+        }
+    }
+    let ids = job_list(&p);
+    if ids.is_empty() {
+        return Output::usage_error("error: no job id given", &usage());
+    }
+    send(ToMaster::AlterJobs {
+        ids,
+        changes: JobChanges {
+            hold: Some(on),
+            ..JobChanges::default()
+        },
+    })
+}
+
+pub fn qhold(args: &[String]) -> Output {
+    hold(args, true)
+}
+
+pub fn qrls(args: &[String]) -> Output {
+    hold(args, false)
+}
+
+const QMOD_SPECS: &[OptSpec] = &[
+    opt("-help", Arity::None),
+    opt("-d", Arity::None),
+    opt("-e", Arity::None),
+];
+
+pub fn qmod_usage() -> String {
+    format!(
+        "Gantry {}\nusage: qmod [options] wc_queue_list\n   [-d]                                     disable\n   [-e]                                     enable\n   [-help]                                  print this help\n\nwc_queue_list            wc_queue[,wc_queue,...]\nwc_queue                 queue[@host] (with * and ? wildcards)\n",
+        env!("CARGO_PKG_VERSION")
+    )
+}
+
+pub fn qmod(args: &[String]) -> Output {
+    let p = match crate::parse_args(args, QMOD_SPECS, true, qmod_usage) {
+        Ok(p) => p,
+        Err(out) => return out,
+    };
+    let disable = match (p.has("-d"), p.has("-e")) {
+        (true, false) => true,
+        (false, true) => false,
+        _ => return Output::usage_error("error: give exactly one of -d and -e", &qmod_usage()),
+    };
+    let targets = job_list(&p);
+    if targets.is_empty() {
+        return Output::usage_error("error: no queue given", &qmod_usage());
+    }
+    send(ToMaster::SetQueueState { targets, disable })
+}

@@ -1,0 +1,3 @@
+fn main() -> std::process::ExitCode {
+    gantry_client::alter::qalter(&gantry_client::args()).emit()
+}

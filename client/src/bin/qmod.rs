@@ -1,0 +1,3 @@
+fn main() -> std::process::ExitCode {
+    gantry_client::alter::qmod(&gantry_client::args()).emit()
+}
