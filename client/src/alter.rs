@@ -91,17 +91,18 @@ pub fn qalter(args: &[String]) -> Output {
                 )
             }
             "-h" => {
-                changes.hold =
-                    match arg.as_str() {
-                        "" | "u" => Some(true),
-                        "n" | "U" => Some(false),
-                        other => return Output::fail(
+                changes.hold = match arg.as_str() {
+                    "" | "u" => Some(true),
+                    "n" | "U" => Some(false),
+                    other => {
+                        return Output::fail(
                             format!(
                                 "error: invalid hold type \"{other}\" (only u and n are supported)"
                             ),
                             exit::FAILURE,
-                        ),
+                        )
                     }
+                }
             }
             "-N" => changes.name = Some(arg),
             "-p" => match arg.parse::<i32>() {

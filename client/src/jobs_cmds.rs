@@ -28,11 +28,15 @@ const QSTAT_SPECS: &[OptSpec] = &[
     opt("-u", Arity::One),
     opt("-s", Arity::One),
     opt("-json", Arity::None),
+    opt("-xml", Arity::None),
+    opt("-f", Arity::None),
+    opt("-r", Arity::None),
+    opt("-j", Arity::One),
 ];
 
 pub fn qstat_usage() -> String {
     format!(
-        "Gantry {}\nusage: qstat [options]\n   [-help]                                  print this help\n   [-json]                                  print the jobs as one JSON document\n   [-s {{p|r|h|z}}]                           show pending, running, held jobs\n   [-u user_list]                           view only jobs of this user ('*' for all)\n",
+        "Gantry {}\nusage: qstat [options]\n   [-f]                                     full output (every queue instance)\n   [-help]                                  print this help\n   [-j job_identifier_list]                 show detailed information on pending/running job\n   [-json]                                  print the jobs as one JSON document\n   [-r]                                     show requested resources of job(s)\n   [-s {{p|r|h}}]                             show pending, running, held jobs\n   [-u user_list]                           view only jobs of this user ('*' for all)\n   [-xml]                                   display the information in XML-Format\n",
         env!("CARGO_PKG_VERSION")
     )
 }
@@ -40,6 +44,59 @@ pub fn qstat_usage() -> String {
 /// SGE's normalized priority column for a POSIX priority in -1023..1024.
 fn prior(p: i32) -> String {
     format!("{:.5}", (f64::from(p) + 1024.0) / 2048.0)
+}
+
+fn job_line(j: &JobView, with_queue: bool) -> String {
+    let when = local_time(j.start_time.unwrap_or(j.submit_time), "%m/%d/%Y %H:%M:%S");
+    let tasks = if j.tasks.is_empty() {
+        "       ".to_string()
+    } else {
+        j.tasks.clone()
+    };
+    let queue = if with_queue {
+        format!(" {:<30}", j.queue.as_deref().unwrap_or(""))
+    } else {
+        String::new()
+    };
+    format!(
+        "{:>7} {} {:<10.10} {:<12.12} {:<5} {}{} {:>5} {}\n",
+        j.job_id,
+        prior(j.priority),
+        j.name,
+        j.owner,
+        j.state,
+        when,
+        queue,
+        j.slots,
+        tasks
+    )
+}
+
+/// The `-r` lines under a job.
+fn resource_lines(j: &JobView) -> String {
+    let mut s = format!("       Full jobname:     {}\n", j.name);
+    if let Some(q) = &j.queue {
+        s.push_str(&format!("       Master Queue:     {q}\n"));
+    }
+    s.push_str("       Hard Resources:   ");
+    for (i, (k, v)) in j.hard_resources.iter().enumerate() {
+        if i > 0 {
+            s.push_str("                         ");
+        }
+        s.push_str(&format!("{k}={v} (0.000000)\n"));
+    }
+    if j.hard_resources.is_empty() {
+        s.push('\n');
+    }
+    s.push_str("       Soft Resources:   \n");
+    if !j.hold_jids.is_empty() {
+        s.push_str(&format!(
+            "       Predecessor Jobs (request): {}\n",
+            j.hold_jids.join(", ")
+        ));
+    }
+    s.push_str("       Binding:          NONE\n");
+    s
 }
 
 pub fn render_qstat(jobs: &[JobView]) -> String {
@@ -50,24 +107,271 @@ pub fn render_qstat(jobs: &[JobView]) -> String {
     out.push_str(&"-".repeat(113));
     out.push('\n');
     for j in jobs {
-        let when = local_time(j.start_time.unwrap_or(j.submit_time), "%m/%d/%Y %H:%M:%S");
-        let tasks = if j.tasks.is_empty() {
-            "       ".to_string()
-        } else {
-            j.tasks.clone()
-        };
+        out.push_str(&job_line(j, true));
+    }
+    out
+}
+
+/// Default output with `-r`.
+pub fn render_qstat_r(jobs: &[JobView]) -> String {
+    if jobs.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("job-ID  prior   name       user         state submit/start at     queue                          slots ja-task-ID \n");
+    out.push_str(&"-".repeat(113));
+    out.push('\n');
+    for j in jobs {
+        out.push_str(&job_line(j, true));
+        out.push_str(&resource_lines(j));
+    }
+    out
+}
+
+const PENDING_BANNER: &str = "\n############################################################################\n - PENDING JOBS - PENDING JOBS - PENDING JOBS - PENDING JOBS - PENDING JOBS\n############################################################################\n";
+
+/// `qstat -f`: every queue instance with its running jobs, then the pending jobs.
+pub fn render_qstat_f(
+    hosts: &gantry_proto::HostReport,
+    jobs: &[JobView],
+    resources: bool,
+) -> String {
+    let mut out = String::from(
+        "queuename                      qtype resv/used/tot. load_avg arch          states\n",
+    );
+    let mut instances: Vec<(
+        String,
+        &gantry_proto::QueueInstanceView,
+        &gantry_proto::HostView,
+    )> = hosts
+        .hosts
+        .iter()
+        .flat_map(|h| {
+            h.queues
+                .iter()
+                .map(move |q| (format!("{}@{}", q.queue, h.name), q, h))
+        })
+        .collect();
+    instances.sort_by(|a, b| a.0.cmp(&b.0));
+    for (name, q, h) in instances {
+        out.push_str(&"-".repeat(81));
+        out.push('\n');
+        let load = gantry_common::load::get(&h.load_values, "load_avg")
+            .and_then(|v| v.parse::<f64>().ok())
+            .map_or_else(|| "-NA-".to_string(), |l| format!("{l:.2}"));
+        let arch = gantry_common::load::get(&h.load_values, "arch").unwrap_or("-NA-");
         out.push_str(&format!(
-            "{:>7} {} {:<10.10} {:<12.12} {:<5} {} {:<30} {:>5} {}\n",
-            j.job_id,
-            prior(j.priority),
-            j.name,
-            j.owner,
-            j.state,
-            when,
-            j.queue.as_deref().unwrap_or(""),
-            j.slots,
-            tasks
+            "{:<30} {:<5} {:<14} {:<8} {:<13} {}\n",
+            name,
+            q.qtype,
+            format!("{}/{}/{}", q.reserved, q.used, q.total),
+            load,
+            arch,
+            q.states
         ));
+        for j in jobs
+            .iter()
+            .filter(|j| j.queue.as_deref() == Some(name.as_str()))
+        {
+            out.push_str(&job_line(j, false));
+            if resources {
+                out.push_str(&resource_lines(j));
+            }
+        }
+    }
+    let pending: Vec<&JobView> = jobs.iter().filter(|j| j.queue.is_none()).collect();
+    if !pending.is_empty() {
+        out.push_str(PENDING_BANNER);
+        for j in pending {
+            out.push_str(&job_line(j, false));
+            if resources {
+                out.push_str(&resource_lines(j));
+            }
+        }
+    }
+    out
+}
+
+const QSTAT_XMLNS: &str = "xmlns:xsd=\"http://arc.liv.ac.uk/repos/darcs/sge/source/dist/util/resources/schemas/qstat/qstat.xsd\"";
+
+fn xml_job(x: &mut crate::xml::Xml, indent: usize, j: &JobView, with_queue: bool) {
+    let running = j.queue.is_some();
+    x.open(
+        indent,
+        "job_list",
+        &[("state", if running { "running" } else { "pending" })],
+    );
+    let i = indent + 2;
+    x.element(i, "JB_job_number", &[], &j.job_id.to_string());
+    x.element(i, "JAT_prio", &[], &prior(j.priority));
+    x.element(i, "JB_name", &[], &j.name);
+    x.element(i, "JB_owner", &[], &j.owner);
+    x.element(i, "state", &[], &j.state);
+    let iso = |t: i64| local_time(t, "%Y-%m-%dT%H:%M:%S");
+    match j.start_time {
+        Some(t) => x.element(i, "JAT_start_time", &[], &iso(t)),
+        None => x.element(i, "JB_submission_time", &[], &iso(j.submit_time)),
+    }
+    if with_queue {
+        x.element(i, "queue_name", &[], j.queue.as_deref().unwrap_or(""));
+    }
+    x.element(i, "slots", &[], &j.slots.to_string());
+    if !j.tasks.is_empty() {
+        x.element(i, "tasks", &[], &j.tasks);
+    }
+    x.close(indent, "job_list");
+}
+
+/// `qstat -xml` (and with `-f`, the queue instances).
+pub fn render_qstat_xml(hosts: Option<&gantry_proto::HostReport>, jobs: &[JobView]) -> String {
+    let mut x = crate::xml::Xml::new();
+    x.open_raw(0, "job_info ", QSTAT_XMLNS);
+    x.open(2, "queue_info", &[]);
+    match hosts {
+        None => {
+            for j in jobs.iter().filter(|j| j.queue.is_some()) {
+                xml_job(&mut x, 4, j, true);
+            }
+        }
+        Some(report) => {
+            for h in &report.hosts {
+                for q in &h.queues {
+                    let name = format!("{}@{}", q.queue, h.name);
+                    x.open(4, "Queue-List", &[]);
+                    x.element(6, "name", &[], &name);
+                    x.element(6, "qtype", &[], &q.qtype);
+                    x.element(6, "slots_used", &[], &q.used.to_string());
+                    x.element(6, "slots_resv", &[], &q.reserved.to_string());
+                    x.element(6, "slots_total", &[], &q.total.to_string());
+                    if let Some(l) = gantry_common::load::get(&h.load_values, "load_avg")
+                        .and_then(|v| v.parse::<f64>().ok())
+                    {
+                        x.element(6, "load_avg", &[], &format!("{l:.5}"));
+                    }
+                    if let Some(a) = gantry_common::load::get(&h.load_values, "arch") {
+                        x.element(6, "arch", &[], a);
+                    }
+                    if !q.states.is_empty() {
+                        x.element(6, "state", &[], &q.states);
+                    }
+                    for j in jobs
+                        .iter()
+                        .filter(|j| j.queue.as_deref() == Some(name.as_str()))
+                    {
+                        xml_job(&mut x, 6, j, false);
+                    }
+                    x.close(4, "Queue-List");
+                }
+            }
+        }
+    }
+    x.close(2, "queue_info");
+    x.open(2, "job_info", &[]);
+    for j in jobs.iter().filter(|j| j.queue.is_none()) {
+        xml_job(&mut x, 4, j, true);
+    }
+    x.close(2, "job_info");
+    x.close(0, "job_info");
+    x.finish()
+}
+
+/// `qstat -j`: the details of one job.
+pub fn render_job_details(details: &[gantry_proto::JobDetail]) -> String {
+    let mut out = String::new();
+    for d in details {
+        let spec = &d.spec;
+        let env = |k: &str| {
+            spec.env
+                .iter()
+                .find(|(ek, _)| ek == k)
+                .map(|(_, v)| v.clone())
+                .unwrap_or_default()
+        };
+        let mut rows: Vec<(String, String)> = Vec::new();
+        let mut row = |k: &str, v: String| rows.push((k.to_string(), v));
+        row("job_number", d.job_id.to_string());
+        row("exec_file", format!("job_scripts/{}", d.job_id));
+        row(
+            "submission_time",
+            local_time(d.submit_time, "%a %b %e %H:%M:%S %Y"),
+        );
+        row("owner", d.owner.user.clone());
+        row("uid", d.owner.uid.to_string());
+        row("group", d.group.clone());
+        row("gid", d.owner.gid.to_string());
+        row("sge_o_home", env("SGE_O_HOME"));
+        row("sge_o_log_name", env("SGE_O_LOGNAME"));
+        row("sge_o_path", env("SGE_O_PATH"));
+        row("sge_o_shell", env("SGE_O_SHELL"));
+        row("sge_o_workdir", env("SGE_O_WORKDIR"));
+        row("sge_o_host", env("SGE_O_HOST"));
+        row("account", spec.account.clone());
+        if let Some(cwd) = &spec.cwd {
+            row("cwd", cwd.clone());
+        }
+        let pairs = |l: &[(String, String)]| {
+            l.iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        if !spec.hard_resources.is_empty() {
+            row("hard resource_list", pairs(&spec.hard_resources));
+        }
+        if !spec.soft_resources.is_empty() {
+            row("soft resource_list", pairs(&spec.soft_resources));
+        }
+        if !spec.queues.is_empty() {
+            row("hard_queue_list", spec.queues.join(","));
+        }
+        row(
+            "mail_list",
+            format!("{}@{}", d.owner.user, spec.submit_host),
+        );
+        row("notify", "FALSE".to_string());
+        row("job_name", spec.name.clone());
+        if spec.hold {
+            row("hold_list", "u".to_string());
+        }
+        if spec.priority != 0 {
+            row("priority", spec.priority.to_string());
+        }
+        if !spec.hold_jids.is_empty() {
+            row("jid_predecessor_list (req)", spec.hold_jids.join(","));
+        }
+        row("jobshare", "0".to_string());
+        let user_env: Vec<(String, String)> = spec
+            .env
+            .iter()
+            .filter(|(k, _)| !k.starts_with("SGE_O_"))
+            .cloned()
+            .collect();
+        if !user_env.is_empty() {
+            row("env_list", pairs(&user_env));
+        }
+        if !spec.args.is_empty() {
+            row("job_args", spec.args.join(","));
+        }
+        match &spec.script {
+            gantry_proto::JobScript::Script { path, .. } => row("script_file", path.clone()),
+            gantry_proto::JobScript::Binary { command } => row("script_file", command.clone()),
+        }
+        if let Some(r) = spec.array {
+            row(
+                "job-array tasks",
+                format!("{}-{}:{}", r.first, r.last, r.step),
+            );
+        }
+        row("binding", "NONE".to_string());
+        if matches!(spec.script, gantry_proto::JobScript::Binary { .. }) {
+            row("job_type", "binary".to_string());
+        }
+        for (k, v) in rows {
+            out.push_str(&format!("{:<28}{v}\n", format!("{k}:")));
+        }
+        for (i, reason) in d.reasons.iter().enumerate() {
+            let key = if i == 0 { "scheduling info:" } else { "" };
+            out.push_str(&format!("{key:<28}{reason}\n"));
+        }
     }
     out
 }
@@ -81,6 +385,27 @@ pub fn qstat(args: &[String]) -> Output {
         Some(u) => u.split(',').map(str::to_string).collect(),
         None => vec![caller_name()],
     };
+    if let Some(ids) = p.arg("-j") {
+        let ids: Vec<String> = ids
+            .split(',')
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+            .collect();
+        return match crate::ask(&ToMaster::JobDetails { ids }) {
+            Ok(FromMaster::JobDetails(d)) => {
+                let mut out = String::new();
+                for one in &d {
+                    out.push_str(
+                        "==============================================================\n",
+                    );
+                    out.push_str(&render_job_details(std::slice::from_ref(one)));
+                }
+                Output::ok(out)
+            }
+            Ok(other) => crate::unexpected(&other),
+            Err(out) => out,
+        };
+    }
     let mut jobs = match crate::ask(&ToMaster::ShowJobs { users }) {
         Ok(FromMaster::Jobs(j)) => j,
         Ok(other) => return crate::unexpected(&other),
@@ -112,7 +437,23 @@ pub fn qstat(args: &[String]) -> Output {
         })).collect::<Vec<_>>() });
         return Output::ok(format!("{doc}\n"));
     }
-    Output::ok(render_qstat(&jobs))
+    let hosts = if p.has("-f") {
+        match crate::ask(&ToMaster::HostInfo) {
+            Ok(FromMaster::Hosts(h)) => Some(h),
+            Ok(other) => return crate::unexpected(&other),
+            Err(out) => return out,
+        }
+    } else {
+        None
+    };
+    if p.has("-xml") {
+        return Output::ok(render_qstat_xml(hosts.as_ref(), &jobs));
+    }
+    match (&hosts, p.has("-r")) {
+        (Some(h), r) => Output::ok(render_qstat_f(h, &jobs, r)),
+        (None, true) => Output::ok(render_qstat_r(&jobs)),
+        (None, false) => Output::ok(render_qstat(&jobs)),
+    }
 }
 
 const QDEL_SPECS: &[OptSpec] = &[
@@ -287,4 +628,108 @@ pub fn qacct(args: &[String]) -> Output {
         0.0,
         0.0
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gantry_proto::{HostReport, HostView, LoadValue, QueueInstanceView};
+
+    fn fixture(name: &str) -> String {
+        let all = include_str!("../tests/fixtures/qstat.txt");
+        let start = all.find(&format!("=== {name}\n")).unwrap() + name.len() + 5;
+        let end = all[start..]
+            .find("\n=== ")
+            .map_or(all.len(), |e| start + e + 1);
+        all[start..end].to_string()
+    }
+
+    fn idle_host() -> HostReport {
+        HostReport {
+            hosts: vec![HostView {
+                name: "vm".into(),
+                reachable: true,
+                load_values: vec![
+                    LoadValue {
+                        name: "load_avg".into(),
+                        value: "0.326172".into(),
+                    },
+                    LoadValue {
+                        name: "arch".into(),
+                        value: "lx-amd64".into(),
+                    },
+                ],
+                complex_values: vec![],
+                queues: vec![QueueInstanceView {
+                    queue: "all.q".into(),
+                    qtype: "BIP".into(),
+                    reserved: 0,
+                    used: 0,
+                    total: 2,
+                    states: String::new(),
+                }],
+            }],
+            complexes: vec![],
+        }
+    }
+
+    #[test]
+    fn idle_cluster_matches_sge() {
+        assert_eq!(
+            render_qstat_f(&idle_host(), &[], false),
+            fixture("qstat -f")
+        );
+        assert_eq!(
+            render_qstat_xml(Some(&idle_host()), &[]),
+            fixture("qstat -f -xml")
+        );
+        assert_eq!(render_qstat_xml(None, &[]), fixture("qstat -xml"));
+        assert_eq!(render_qstat(&[]), "");
+    }
+
+    fn job(id: u64, state: &str, queue: Option<&str>, tasks: &str) -> JobView {
+        JobView {
+            job_id: id,
+            name: "sleep".into(),
+            owner: "user1".into(),
+            priority: 0,
+            state: state.into(),
+            submit_time: 0,
+            start_time: queue.map(|_| 0),
+            queue: queue.map(str::to_string),
+            slots: 1,
+            tasks: tasks.into(),
+            hard_resources: vec![],
+            hold_jids: vec![],
+            is_array: !tasks.is_empty(),
+        }
+    }
+
+    #[test]
+    fn job_lines_have_sges_columns() {
+        let out = render_qstat(&[
+            job(28, "r", Some("all.q@vm"), ""),
+            job(36, "qw", None, "2-5:1"),
+        ]);
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines[0].len(), 114);
+        assert_eq!(lines[1].len(), 113);
+        assert!(
+            lines[2].starts_with("     28 0.50000 sleep      user1        r     "),
+            "{}",
+            lines[2]
+        );
+        assert!(
+            lines[2].ends_with(" all.q@vm                           1        "),
+            "{}",
+            lines[2]
+        );
+        assert!(
+            lines[3].ends_with("                                    1 2-5:1"),
+            "{}",
+            lines[3]
+        );
+        let f = render_qstat_f(&idle_host(), &[job(36, "qw", None, "")], false);
+        assert!(f.contains(PENDING_BANNER), "{f}");
+    }
 }

@@ -578,6 +578,38 @@ impl Handler<ClientCall> for Cluster {
             ToMaster::ShowJobs { users } => {
                 return MessageResult(FromMaster::Jobs(self.state.job_views(users, &self.started)))
             }
+            ToMaster::JobDetails { ids } => {
+                let connected: HashSet<String> = self.sessions.keys().cloned().collect();
+                let wanted: Vec<u64> = ids
+                    .iter()
+                    .filter_map(|t| crate::jobs::parse_job_ref(t).map(|r| r.0))
+                    .collect();
+                let mut details = Vec::new();
+                for id in &wanted {
+                    let Some(job) = self.state.jobs.get(id) else {
+                        return MessageResult(FromMaster::Refused(Refusal {
+                            kind: RefusalKind::NotFound,
+                            message: format!("Following jobs do not exist: \n{id}"),
+                        }));
+                    };
+                    let group =
+                        nix::unistd::Group::from_gid(nix::unistd::Gid::from_raw(job.owner.gid))
+                            .ok()
+                            .flatten()
+                            .map_or_else(|| job.owner.gid.to_string(), |g| g.name);
+                    details.push(gantry_proto::JobDetail {
+                        job_id: job.id,
+                        spec: job.spec.clone(),
+                        owner: job.owner.clone(),
+                        group,
+                        submit_time: job.submit_time,
+                        reasons: self
+                            .state
+                            .explain(job, &connected, self.now(), Self::unix_now()),
+                    });
+                }
+                return MessageResult(FromMaster::JobDetails(details));
+            }
             ToMaster::AlterJobs { ids, changes } => {
                 let reply = self.alter_jobs(&msg.caller, ids, changes);
                 self.request_schedule(ctx);

@@ -91,6 +91,14 @@ pub fn check_resources(state: &ClusterState, list: &mut [(String, String)]) -> R
             ));
         }
         *name = attr.name.clone();
+        // TIME requests are kept in seconds, as SGE shows them (h_rt=600).
+        if attr.value_type == ValueType::Time {
+            if let Ok(secs) = value::parse_time(v) {
+                if secs.is_finite() {
+                    *v = format!("{}", secs as u64);
+                }
+            }
+        }
     }
     Ok(())
 }
@@ -205,6 +213,59 @@ struct Instance {
     seq_no: i64,
     load: f64,
     free: u32,
+}
+
+/// The first hard request a queue instance cannot satisfy: (name, requested, offered as
+/// SGE prints it, e.g. `hl:mem_free=23.356G`).
+fn first_misfit(
+    state: &ClusterState,
+    spec: &JobSpec,
+    inst: &Instance,
+) -> Option<(String, String, String)> {
+    let load_values = state
+        .runtime
+        .get(&inst.host)
+        .map(|r| r.load_values.as_slice())
+        .unwrap_or(&[]);
+    let host_complex = state
+        .exechosts
+        .get(&inst.host)
+        .map(|h| h.complex_values.as_slice())
+        .unwrap_or(&[]);
+    let queue = state.queues.get(&inst.queue);
+    let groups = state.groups_of(&inst.host);
+    for (name, requested) in &spec.hard_resources {
+        let attr = complex::find(&state.complexes, name)?;
+        let req = value::parse_value(attr.value_type, requested).ok()?;
+        let (dominance, offered) =
+            if let Some((_, v)) = host_complex.iter().find(|(k, _)| k == &attr.name) {
+                ("hf", v.clone())
+            } else if let Some(v) = load::get(load_values, &attr.name) {
+                ("hl", v.to_string())
+            } else if let Some(a) = queue.and_then(|q| q.attr(&attr.name)) {
+                (
+                    "qf",
+                    queue::value_on_host(a, &inst.host, &groups).to_string(),
+                )
+            } else {
+                continue;
+            };
+        let Ok(off) = value::parse_value(attr.value_type, &offered) else {
+            continue;
+        };
+        if !value::satisfies(attr.value_type, attr.relop, &off, &req) {
+            let shown = match (attr.value_type, &off) {
+                (ValueType::Memory, value::Value::Num(b)) => value::format_memory_3(*b),
+                _ => offered.clone(),
+            };
+            return Some((
+                attr.name.clone(),
+                requested.clone(),
+                format!("{dominance}:{}={shown}", attr.name),
+            ));
+        }
+    }
+    None
 }
 
 /// Does a host/queue offer what the job hard-requests? Requests on values the host or
@@ -380,6 +441,94 @@ impl ClusterState {
             }
         }
         out
+    }
+
+    /// Why a job's pending tasks are not dispatched, in SGE's words.
+    pub fn explain(
+        &self,
+        job: &Job,
+        connected: &HashSet<String>,
+        clock: f64,
+        now: i64,
+    ) -> Vec<String> {
+        let mut reasons = Vec::new();
+        if !job.tasks.values().any(|t| matches!(t, TaskState::Pending)) {
+            return reasons;
+        }
+        if job.spec.hold {
+            reasons.push("Job is in user hold state".to_string());
+        }
+        let waiting: Vec<&String> = job
+            .spec
+            .hold_jids
+            .iter()
+            .filter(|r| self.predecessor_active(r))
+            .collect();
+        if !waiting.is_empty() {
+            let list: Vec<&str> = waiting.iter().map(|s| s.as_str()).collect();
+            reasons.push(format!(
+                "Job is waiting for the predecessor jobs {}",
+                list.join(",")
+            ));
+        }
+        if let Some(t) = job.spec.start_after.filter(|t| *t > now) {
+            reasons.push(format!("Job has a start time in the future ({t})"));
+        }
+        let used = self.used_slots();
+        for q in self.queues.values() {
+            for host in self.queue_hosts_of(q) {
+                let qi = format!("{}@{host}", q.name);
+                let wanted = job.spec.queues.is_empty()
+                    || job.spec.queues.iter().any(|w| match w.split_once('@') {
+                        Some((cq, h)) => wildcard(cq, &q.name) && wildcard(h, &host),
+                        None => wildcard(w, &q.name),
+                    });
+                if !wanted {
+                    reasons.push(format!("queue instance \"{qi}\" dropped because it is not contained in the job's queue list"));
+                    continue;
+                }
+                if self.disabled.contains(&(q.name.clone(), host.clone())) {
+                    reasons.push(format!(
+                        "queue instance \"{qi}\" dropped because it is disabled"
+                    ));
+                    continue;
+                }
+                if !connected.contains(&host) || !self.is_reachable(&host, clock) {
+                    reasons.push(format!(
+                        "queue instance \"{qi}\" dropped because it is temporarily not available"
+                    ));
+                    continue;
+                }
+                let groups = self.groups_of(&host);
+                let total: u32 = q
+                    .attr("slots")
+                    .and_then(|a| queue::value_on_host(a, &host, &groups).parse().ok())
+                    .unwrap_or(0);
+                if used
+                    .get(&(q.name.clone(), host.clone()))
+                    .copied()
+                    .unwrap_or(0)
+                    >= total
+                {
+                    reasons.push(format!(
+                        "queue instance \"{qi}\" dropped because it is full"
+                    ));
+                }
+                let inst = Instance {
+                    queue: q.name.clone(),
+                    host: host.clone(),
+                    seq_no: 0,
+                    load: 0.0,
+                    free: 1,
+                };
+                if let Some((name, requested, offered)) = first_misfit(self, &job.spec, &inst) {
+                    reasons.push(format!(
+                        "(-l {name}={requested}) cannot run at host \"{host}\" because it offers only {offered}"
+                    ));
+                }
+            }
+        }
+        reasons
     }
 
     /// Queue settings a task runs under on a host (limits, shell, tmpdir, notify).

@@ -138,6 +138,8 @@ pub enum ToMaster {
     WaitJob { job_id: u64 },
     /// `qacct -j`: the accounting records of a job id or name (all if absent).
     Accounting { job: Option<String> },
+    /// `qstat -j`: everything about some jobs (all the caller may see if empty).
+    JobDetails { ids: Vec<String> },
     /// `qalter`, `qhold`, `qrls`: change pending jobs (`id` or `id.task` references).
     AlterJobs {
         ids: Vec<String>,
@@ -186,6 +188,7 @@ pub enum FromMaster {
         failed: u32,
     },
     Accounting(Vec<AccountingRecord>),
+    JobDetails(Vec<JobDetail>),
 }
 
 /// Why a request was refused. The kind decides the exit status (one table, in the

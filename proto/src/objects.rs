@@ -331,3 +331,15 @@ pub struct JobChanges {
     pub hold_jids: Option<Vec<String>>,
     pub start_after: Option<Option<i64>>,
 }
+
+/// Everything `qstat -j` shows about a job.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobDetail {
+    pub job_id: u64,
+    pub spec: JobSpec,
+    pub owner: JobOwner,
+    pub group: String,
+    pub submit_time: i64,
+    /// Why its pending tasks do not run (SGE's "scheduling info").
+    pub reasons: Vec<String>,
+}

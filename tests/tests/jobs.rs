@@ -436,3 +436,80 @@ fn qmod_qhold_qrls_and_qalter_change_what_runs() {
         .stdout
         .contains("jobname      renamed "));
 }
+
+#[test]
+fn qstat_shows_why_a_job_waits_and_where_jobs_run() {
+    if !need_root("qstat_shows_why_a_job_waits_and_where_jobs_run") {
+        return;
+    }
+    ensure_user("gtuser1");
+    let c = Cluster::one_host();
+    let big = c
+        .as_user(
+            "gtuser1",
+            "qsub",
+            &[
+                "-terse",
+                "-wd",
+                "/tmp",
+                "-l",
+                "mem_free=1000T,h_rt=0:10:0",
+                "-b",
+                "y",
+                "/bin/true",
+            ],
+        )
+        .stdout
+        .trim()
+        .to_string();
+    let runner = c
+        .as_user(
+            "gtuser1",
+            "qsub",
+            &["-terse", "-wd", "/tmp", "-b", "y", "sleep", "30"],
+        )
+        .stdout
+        .trim()
+        .to_string();
+    wait_until("the sleeper to run", Duration::from_secs(10), || {
+        c.as_user("gtuser1", "qstat", &["-s", "r"])
+            .stdout
+            .contains(" r ")
+    });
+    let j = c.as_user("gtuser1", "qstat", &["-j", &big]).stdout;
+    assert!(j.starts_with(&format!("==============================================================\njob_number:                 {big}\n")), "{j}");
+    assert!(j.contains("owner:                      gtuser1\n"), "{j}");
+    assert!(
+        j.contains("hard resource_list:         mem_free=1000T,h_rt=600\n"),
+        "{j}"
+    );
+    assert!(
+        j.contains(
+            "(-l mem_free=1000T) cannot run at host \"node1\" because it offers only hl:mem_free="
+        ),
+        "{j}"
+    );
+    let f = c.as_user("gtuser1", "qstat", &["-f"]).stdout;
+    assert!(
+        f.starts_with(
+            "queuename                      qtype resv/used/tot. load_avg arch          states\n"
+        ),
+        "{f}"
+    );
+    assert!(
+        f.contains("all.q@node1                    BIP   0/1/"),
+        "{f}"
+    );
+    assert!(f.contains(" - PENDING JOBS - PENDING JOBS"), "{f}");
+    let x = c.as_user("gtuser1", "qstat", &["-xml"]).stdout;
+    assert!(
+        x.contains(&format!("<JB_job_number>{runner}</JB_job_number>")),
+        "{x}"
+    );
+    assert!(x.contains("<state>qw</state>"), "{x}");
+    let json = c.as_user("gtuser1", "qstat", &["-json"]).stdout;
+    assert!(json.starts_with("{\"jobs\":["), "{json}");
+    let missing = c.as_user("gtuser1", "qstat", &["-j", "99999"]);
+    assert_eq!(missing.code, 1);
+    c.as_user("gtuser1", "qdel", &[&runner, &big]);
+}
