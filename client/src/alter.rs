@@ -33,10 +33,12 @@ const QALTER_SPECS: &[OptSpec] = &[
     opt("-N", Arity::One),
     opt("-p", Arity::One),
     opt("-hold_jid", Arity::One),
+    opt("-a", Arity::One),
 ];
 
 pub fn qalter_usage() -> String {
     let lines = [
+        ("[-a date_time]", "request a start time"),
         ("[-h {u|n}]", "place (u) or remove (n) the user hold"),
         ("[-help]", "print this help"),
         (
@@ -105,6 +107,17 @@ pub fn qalter(args: &[String]) -> Output {
                 }
             }
             "-N" => changes.name = Some(arg),
+            "-a" => match crate::dates::parse_date_time(&arg, jiff::Zoned::now()) {
+                Some(t) => changes.start_after = Some(Some(t)),
+                None => {
+                    return Output::fail(
+                        format!(
+                            "error: \"{arg}\" is not a valid date_time ([[CC]YY]MMDDhhmm[.SS])"
+                        ),
+                        exit::FAILURE,
+                    )
+                }
+            },
             "-p" => match arg.parse::<i32>() {
                 Ok(v) if (-1023..=1024).contains(&v) => changes.priority = Some(v),
                 _ => {

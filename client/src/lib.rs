@@ -3,6 +3,7 @@
 
 pub mod alter;
 pub mod conn;
+pub mod dates;
 pub mod exit;
 pub mod jobs_cmds;
 pub mod opts;

@@ -10,6 +10,8 @@ pub enum Arity {
     One,
     /// One argument if the next word does not start with `-`.
     Optional,
+    /// Two arguments (`-pe name slots`), joined by a space in [`Given::arg`].
+    Two,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -92,6 +94,13 @@ pub fn parse(
                     None => return Err(OptError::MissingArgument(spec.name.to_string())),
                 }
             }
+            Arity::Two => match (args.get(i + 1), args.get(i + 2)) {
+                (Some(a), Some(b)) => {
+                    i += 2;
+                    Some(format!("{a} {b}"))
+                }
+                _ => return Err(OptError::MissingArgument(spec.name.to_string())),
+            },
             Arity::Optional => match args.get(i + 1) {
                 Some(a) if !a.starts_with('-') => {
                     i += 1;

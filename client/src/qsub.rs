@@ -4,7 +4,7 @@
 
 use std::io::Read;
 
-use gantry_proto::{FromMaster, JobScript, JobSpec, TaskRange, ToMaster};
+use gantry_proto::{FromMaster, JobScript, JobSpec, TaskRange, ToMaster, Verify};
 
 use crate::opts::{opt, parse, split_line, Arity, OptSpec, Parsed};
 use crate::{exit, Output};
@@ -36,6 +36,10 @@ const SPECS: &[OptSpec] = &[
     opt("-soft", Arity::None),
     opt("-@", Arity::One),
     opt("-now", Arity::One),
+    opt("-a", Arity::One),
+    opt("-ar", Arity::One),
+    opt("-pe", Arity::Two),
+    opt("-w", Arity::One),
 ];
 
 /// Exit status when the script cannot be read (SGE's).
@@ -44,7 +48,9 @@ const NO_SCRIPT: u8 = 14;
 pub fn usage() -> String {
     let lines = [
         ("[-@ file]", "read commandline input from file"),
+        ("[-a date_time]", "request a start time"),
         ("[-A account_string]", "account string in accounting record"),
+        ("[-ar ar_id]", "bind job to advance reservation"),
         ("[-b y[es]|n[o]]", "handle command as binary"),
         ("[-cwd]", "use current working directory"),
         ("[-e path]", "specify standard error stream path"),
@@ -65,6 +71,10 @@ pub fn usage() -> String {
         ("[-o path]", "specify standard output stream path"),
         ("[-P project_name]", "set job's project"),
         ("[-p priority]", "define job's relative priority"),
+        (
+            "[-pe pe-name slot_range]",
+            "request slot range for parallel jobs",
+        ),
         ("[-q wc_queue_list]", "bind job to queue(s)"),
         ("[-S path]", "command interpreter to be used"),
         ("[-soft]", "consider following requests as soft"),
@@ -80,6 +90,10 @@ pub fn usage() -> String {
         ("[-terse]", "tersed output, print only the job-id"),
         ("[-v variable_list]", "export these environment variables"),
         ("[-V]", "export all environment variables"),
+        (
+            "[-w e|w|n|v]",
+            "verify mode (error|warning|none|just verify) for jobs",
+        ),
         ("[-wd working_directory]", "use working_directory"),
     ];
     let mut s = format!(
@@ -247,6 +261,23 @@ fn apply(
                 spec.priority = p;
             }
             "-A" => spec.account = arg,
+            "-a" => {
+                let now = jiff::Zoned::now();
+                spec.start_after =
+                    Some(crate::dates::parse_date_time(&arg, now).ok_or_else(|| {
+                        format!("ERROR! \"{arg}\" is not a valid date_time ([[CC]YY]MMDDhhmm[.SS])")
+                    })?);
+            }
+            "-ar" => {
+                spec.ar = Some(
+                    arg.parse()
+                        .map_err(|_| format!("the advance reservation id {arg} is invalid"))?,
+                )
+            }
+            "-pe" => {
+                let (name, range) = arg.split_once(' ').unwrap_or((arg.as_str(), "1"));
+                spec.pe = Some((name.to_string(), range.to_string()));
+            }
             "-P" => spec.project = Some(arg),
             "-hard" => soft = false,
             "-soft" => soft = true,
@@ -320,6 +351,8 @@ pub fn run(args: &[String]) -> Output {
         account: "sge".into(),
         project: None,
         submit_host: host,
+        pe: None,
+        ar: None,
     };
     // Defaults files, then -@ files, decide -b before the script is read.
     let mut layers: Vec<Vec<String>> = Vec::new();
@@ -425,9 +458,22 @@ pub fn run(args: &[String]) -> Output {
     if spec.name.is_empty() {
         spec.name = default_name;
     }
+    let verify = match p.arg("-w") {
+        None | Some("n") => Verify::None,
+        Some("e") => Verify::Error,
+        Some("w") => Verify::Warning,
+        Some("v") => Verify::Verify,
+        Some(other) => {
+            return unable(&format!(
+                "invalid verify mode \"{other}\" (use e, w, n or v)"
+            ))
+        }
+    };
     let (job_id, name, array) = match crate::conn::request(&ToMaster::Submit {
         spec: Box::new(spec),
+        verify,
     }) {
+        Ok(FromMaster::Verified { message }) => return Output::ok(format!("{message}\n")),
         Ok(FromMaster::Submitted {
             job_id,
             name,

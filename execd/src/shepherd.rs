@@ -486,6 +486,8 @@ mod tests {
                 account: "sge".into(),
                 project: None,
                 submit_host: "head".into(),
+                pe: None,
+                ar: None,
             },
             owner: JobOwner {
                 user: "u1".into(),

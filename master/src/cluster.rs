@@ -184,7 +184,13 @@ impl Cluster {
         }
     }
 
-    fn submit(&mut self, caller: &Caller, spec: &gantry_proto::JobSpec) -> FromMaster {
+    fn submit(
+        &mut self,
+        caller: &Caller,
+        spec: &gantry_proto::JobSpec,
+        verify: gantry_proto::Verify,
+    ) -> FromMaster {
+        use gantry_proto::Verify;
         let id = self.state.next_job_id.max(1);
         let job =
             match crate::jobs::validate_submission(&self.state, caller, spec, id, Self::unix_now())
@@ -192,6 +198,25 @@ impl Cluster {
                 Ok(j) => j,
                 Err(r) => return FromMaster::Refused(r),
             };
+        let possible = verify == Verify::None || self.state.could_ever_run(&job.spec);
+        match verify {
+            Verify::Verify => {
+                return FromMaster::Verified {
+                    message: if possible {
+                        "verification: found suitable queue(s)".into()
+                    } else {
+                        "verification: no suitable queues".into()
+                    },
+                }
+            }
+            Verify::Error if !possible => {
+                return FromMaster::Refused(Refusal {
+                    kind: RefusalKind::Invalid,
+                    message: "error: no suitable queues".into(),
+                })
+            }
+            _ => {}
+        }
         let reply = FromMaster::Submitted {
             job_id: id,
             name: job.spec.name.clone(),
@@ -570,8 +595,8 @@ impl Handler<ClientCall> for Cluster {
 
     fn handle(&mut self, msg: ClientCall, ctx: &mut Self::Context) -> Self::Result {
         match &msg.request {
-            ToMaster::Submit { spec } => {
-                let reply = self.submit(&msg.caller, spec);
+            ToMaster::Submit { spec, verify } => {
+                let reply = self.submit(&msg.caller, spec, *verify);
                 self.request_schedule(ctx);
                 return MessageResult(reply);
             }

@@ -157,6 +157,19 @@ pub fn validate_submission(
         check_resources(state, list)?;
     }
     check_queues(state, &spec.queues)?;
+    if let Some((pe, _)) = &spec.pe {
+        // No parallel environment exists until they are configurable (qconf -ap).
+        return Err(refuse(
+            RefusalKind::Invalid,
+            format!("job rejected: the requested parallel environment \"{pe}\" does not exist"),
+        ));
+    }
+    if let Some(ar) = spec.ar {
+        return Err(refuse(
+            RefusalKind::Invalid,
+            format!("the advance reservation id {ar} is invalid"),
+        ));
+    }
     let tasks = match spec.array {
         Some(r) => {
             if r.first == 0 || r.last < r.first || r.step == 0 {
@@ -441,6 +454,28 @@ impl ClusterState {
             }
         }
         out
+    }
+
+    /// Could any queue instance ever run this job (its hard requests against the
+    /// instances' configured and last reported values, ignoring what is in use)?
+    pub fn could_ever_run(&self, spec: &JobSpec) -> bool {
+        self.queues.values().any(|q| {
+            self.queue_hosts_of(q).into_iter().any(|host| {
+                let wanted = spec.queues.is_empty()
+                    || spec.queues.iter().any(|w| match w.split_once('@') {
+                        Some((cq, h)) => wildcard(cq, &q.name) && wildcard(h, &host),
+                        None => wildcard(w, &q.name),
+                    });
+                let inst = Instance {
+                    queue: q.name.clone(),
+                    host,
+                    seq_no: 0,
+                    load: 0.0,
+                    free: 1,
+                };
+                wanted && fits(self, spec, &inst)
+            })
+        })
     }
 
     /// Why a job's pending tasks are not dispatched, in SGE's words.

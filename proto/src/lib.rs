@@ -125,7 +125,7 @@ pub enum ToMaster {
     /// `qconf -shgrp group`
     ShowHostGroup { name: String },
     /// `qsub`
-    Submit { spec: Box<JobSpec> },
+    Submit { spec: Box<JobSpec>, verify: Verify },
     /// `qstat`: the jobs of these users (all if empty).
     ShowJobs { users: Vec<String> },
     /// `qdel`: job ids or `id.task` (all the caller's jobs with `-u`).
@@ -189,6 +189,10 @@ pub enum FromMaster {
     },
     Accounting(Vec<AccountingRecord>),
     JobDetails(Vec<JobDetail>),
+    /// `qsub -w v`: the verdict.
+    Verified {
+        message: String,
+    },
 }
 
 /// Why a request was refused. The kind decides the exit status (one table, in the

@@ -233,6 +233,24 @@ pub struct JobSpec {
     pub account: String,
     pub project: Option<String>,
     pub submit_host: String,
+    /// `-pe name slot_range`
+    pub pe: Option<(String, String)>,
+    /// `-ar id`
+    pub ar: Option<u64>,
+}
+
+/// `qsub -w`: how hard to check that a job could ever run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum Verify {
+    /// `-w n` (the default)
+    #[default]
+    None,
+    /// `-w e`: refuse a job no queue instance could ever run.
+    Error,
+    /// `-w w`: accept it, with a warning.
+    Warning,
+    /// `-w v`: only say whether it could run; do not submit.
+    Verify,
 }
 
 /// The owner of a job, as the daemon established it at submission.

@@ -513,3 +513,114 @@ fn qstat_shows_why_a_job_waits_and_where_jobs_run() {
     assert_eq!(missing.code, 1);
     c.as_user("gtuser1", "qdel", &[&runner, &big]);
 }
+
+#[test]
+fn start_times_verification_and_accounting_summaries() {
+    if !need_root("start_times_verification_and_accounting_summaries") {
+        return;
+    }
+    ensure_user("gtuser1");
+    let c = Cluster::one_host();
+    // -w v and -w e judge against what any queue instance could ever offer.
+    let v = c.as_user(
+        "gtuser1",
+        "qsub",
+        &["-w", "v", "-l", "mem_free=1000T", "-b", "y", "/bin/true"],
+    );
+    assert_eq!(
+        (v.code, v.stdout.as_str()),
+        (0, "verification: no suitable queues\n")
+    );
+    let v = c.as_user("gtuser1", "qsub", &["-w", "v", "-b", "y", "/bin/true"]);
+    assert_eq!(v.stdout, "verification: found suitable queue(s)\n");
+    let e = c.as_user(
+        "gtuser1",
+        "qsub",
+        &["-w", "e", "-l", "mem_free=1000T", "-b", "y", "/bin/true"],
+    );
+    assert_eq!(
+        (e.code, e.stderr.as_str()),
+        (
+            1,
+            "Unable to run job: error: no suitable queues\nExiting.\n"
+        )
+    );
+    let pe = c.as_user(
+        "gtuser1",
+        "qsub",
+        &["-pe", "nosuchpe", "2", "-b", "y", "/bin/true"],
+    );
+    assert_eq!(
+        pe.stderr,
+        "Unable to run job: job rejected: the requested parallel environment \"nosuchpe\" does not exist\nExiting.\n"
+    );
+    let ar = c.as_user("gtuser1", "qsub", &["-ar", "999", "-b", "y", "/bin/true"]);
+    assert_eq!(
+        ar.stderr,
+        "Unable to run job: the advance reservation id 999 is invalid\nExiting.\n"
+    );
+    assert_eq!(
+        c.client("qstat", &["-u", "*"]).stdout,
+        "",
+        "nothing was queued"
+    );
+    // -a: a start time a year ahead keeps the job waiting; qalter -a brings it forward.
+    let later = jiff::Zoned::now()
+        .checked_add(jiff::Span::new().days(365))
+        .unwrap()
+        .strftime("%Y%m%d%H%M")
+        .to_string();
+    let id = c
+        .as_user(
+            "gtuser1",
+            "qsub",
+            &[
+                "-terse",
+                "-wd",
+                "/tmp",
+                "-a",
+                &later,
+                "-b",
+                "y",
+                "/bin/true",
+            ],
+        )
+        .stdout
+        .trim()
+        .to_string();
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(c.as_user("gtuser1", "qstat", &[]).stdout.contains(" qw "));
+    assert!(c
+        .as_user("gtuser1", "qstat", &["-j", &id])
+        .stdout
+        .contains("Job has a start time in the future"));
+    let now = jiff::Zoned::now().strftime("%m%d%H%M").to_string();
+    assert_eq!(
+        c.as_user("gtuser1", "qalter", &["-a", &now, &id]).stdout,
+        format!("modified start time of job {id}\n")
+    );
+    wait_until("the job to run", Duration::from_secs(10), || {
+        c.client("qacct", &["-j", &id]).code == 0
+    });
+    // Summaries.
+    let o = c.client("qacct", &["-o"]).stdout;
+    let lines: Vec<&str> = o.lines().collect();
+    assert_eq!(lines[0], "OWNER     WALLCLOCK         UTIME         STIME           CPU             MEMORY                 IO                IOW");
+    assert_eq!(lines[1], "=".repeat(118));
+    assert!(lines[2].starts_with("gtuser1   "), "{o}");
+    assert!(c
+        .client("qacct", &["-q", "all.q"])
+        .stdout
+        .contains("\nall.q "));
+    assert!(c
+        .client("qacct", &["-h", "node1"])
+        .stdout
+        .contains("\nnode1 "));
+    let total = c.client("qacct", &["-d", "1"]).stdout;
+    assert!(total.starts_with("Total System Usage\n"), "{total}");
+    let none = c.client("qacct", &["-j", &id, "-b", &later]);
+    assert_eq!(
+        (none.code, none.stderr),
+        (1, format!("error: job id {id} not found\n"))
+    );
+}

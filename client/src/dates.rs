@@ -1,0 +1,62 @@
+//! Grid Engine's date_time format, `[[CC]YY]MMDDhhmm[.SS]`, in local time (`qsub -a`,
+//! `qacct -b/-e`, `qrsub -a/-e`).
+
+/// Parse a date_time; missing century/year means the current one.
+pub fn parse_date_time(text: &str, now: jiff::Zoned) -> Option<i64> {
+    let (main, secs) = match text.split_once('.') {
+        Some((m, s)) if s.len() == 2 => (m, s.parse::<i8>().ok()?),
+        Some(_) => return None,
+        None => (text, 0),
+    };
+    if !main.chars().all(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    let num = |s: &str| s.parse::<i32>().ok();
+    let (year, rest) = match main.len() {
+        8 => (now.year() as i32, main),
+        10 => (
+            (now.year() as i32 / 100) * 100 + num(&main[..2])?,
+            &main[2..],
+        ),
+        12 => (num(&main[..4])?, &main[4..]),
+        _ => return None,
+    };
+    let month = num(&rest[0..2])? as i8;
+    let day = num(&rest[2..4])? as i8;
+    let hour = num(&rest[4..6])? as i8;
+    let minute = num(&rest[6..8])? as i8;
+    let dt = jiff::civil::DateTime::new(year as i16, month, day, hour, minute, secs, 0).ok()?;
+    let zoned = dt.to_zoned(now.time_zone().clone()).ok()?;
+    Some(zoned.timestamp().as_second())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn date_times() {
+        let now = jiff::Timestamp::from_second(1_795_000_000)
+            .unwrap()
+            .to_zoned(jiff::tz::TimeZone::UTC);
+        let at = |s: &str| parse_date_time(s, now.clone());
+        let full = at("202611221530.45").unwrap();
+        assert_eq!(
+            jiff::Timestamp::from_second(full).unwrap().to_string(),
+            "2026-11-22T15:30:45Z"
+        );
+        assert_eq!(at("2611221530.45"), Some(full));
+        assert_eq!(at("11221530.45"), Some(full));
+        assert_eq!(at("11221530"), Some(full - 45));
+        for bad in [
+            "",
+            "1122153",
+            "11221530.4",
+            "13221530",
+            "1122x530",
+            "202602301200",
+        ] {
+            assert_eq!(at(bad), None, "{bad}");
+        }
+    }
+}
