@@ -121,11 +121,13 @@ impl Jobs {
         let result = (|| -> std::io::Result<()> {
             std::fs::create_dir(&dir)?;
             std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755))?;
+            // Not fsynced: if the host crashes before the job starts, the master sends
+            // the order again when this execd registers without the task.
             if let JobScript::Script { contents, .. } = &start.spec.script {
-                write_file_atomic(&dir.join(SCRIPT_FILE), contents, 0o700)?;
+                write_private(&dir.join(SCRIPT_FILE), contents, 0o700)?;
             }
             let bytes = gantry_proto::encode(&start).map_err(std::io::Error::other)?;
-            write_file_atomic(&dir.join(START_FILE), &bytes, 0o600)?;
+            write_private(&dir.join(START_FILE), &bytes, 0o600)?;
             Ok(())
         })();
         if let Err(e) = result {
@@ -278,6 +280,18 @@ impl Jobs {
             }
         }
     }
+}
+
+/// Create a file with a mode (no fsync).
+fn write_private(path: &Path, contents: &[u8], mode: u32) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(mode)
+        .open(path)?;
+    f.write_all(contents)
 }
 
 fn failed_report(start: &JobStart, host: &str, why: String) -> JobReport {

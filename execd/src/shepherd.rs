@@ -170,7 +170,6 @@ pub fn run(dir: &Path) -> i32 {
         .ok();
     if let Some(f) = pid_file.as_mut() {
         let _ = writeln!(f, "shepherd={}", std::process::id());
-        let _ = f.sync_all();
     }
     let started = now();
     let mut report = JobReport {
@@ -334,7 +333,6 @@ fn supervise(
     let pgid = Pid::from_raw(child.id() as i32);
     if let Some(f) = pid_file {
         let _ = writeln!(f, "job={}", child.id());
-        let _ = f.sync_all();
     }
     report.start_time = now();
     // Run-time limits.

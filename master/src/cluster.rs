@@ -41,6 +41,25 @@ pub struct Cluster {
     /// A scheduling pass is queued behind the messages already waiting, so that a burst
     /// of submissions or completions is scheduled (and its dispatches committed) at once.
     schedule_queued: bool,
+    /// Task reports waiting to be recorded together (one commit per burst).
+    pending_reports: Vec<(String, gantry_proto::JobReport)>,
+    flush_queued: bool,
+}
+
+/// Record the task reports received so far.
+#[derive(Message)]
+#[rtype(result = "()")]
+struct FlushReports;
+
+impl Handler<FlushReports> for Cluster {
+    type Result = ();
+
+    fn handle(&mut self, _: FlushReports, ctx: &mut Self::Context) {
+        self.flush_queued = false;
+        let batch = std::mem::take(&mut self.pending_reports);
+        self.finish_batch(batch);
+        self.request_schedule(ctx);
+    }
 }
 
 /// Run a scheduling pass (queued by [`Cluster::request_schedule`]).
@@ -80,6 +99,8 @@ impl Cluster {
             started: HashSet::new(),
             waiters: HashMap::new(),
             schedule_queued: false,
+            pending_reports: Vec::new(),
+            flush_queued: false,
         })
     }
 
@@ -457,75 +478,72 @@ impl Cluster {
         })
     }
 
-    fn finished(&mut self, host: &str, report: gantry_proto::JobReport) {
-        tracing::debug!(
-            job = report.job_id,
-            task = report.task_id,
-            host,
-            "task report"
-        );
-        let key = (report.job_id, report.task_id);
-        let ack = ToExecd::ReportAck {
-            job_id: report.job_id,
-            task_id: report.task_id,
-        };
-        let known = self
-            .state
-            .jobs
-            .get(&report.job_id)
-            .and_then(|j| j.tasks.get(&report.task_id))
-            .is_some_and(|t| !matches!(t, TaskState::Pending));
-        if !known {
-            // Already accounted (a repeated report after a reconnect), or unknown.
-            let task = if self
-                .state
-                .jobs
-                .get(&report.job_id)
-                .is_some_and(|j| j.is_array())
-            {
-                report.task_id
-            } else {
-                0
+    /// Record a batch of task reports in one spool commit, then acknowledge them. A
+    /// report for a task already accounted (repeated after a reconnect) is only
+    /// acknowledged.
+    fn finish_batch(&mut self, batch: Vec<(String, gantry_proto::JobReport)>) {
+        let mut ops = Vec::new();
+        let mut changed: HashMap<u64, crate::jobs::Job> = HashMap::new();
+        let mut acks: Vec<(String, u64, u32)> = Vec::new();
+        let mut recorded: Vec<(u64, u32)> = Vec::new();
+        let mut seen: HashSet<(u64, u32)> = HashSet::new();
+        for (host, report) in batch {
+            let key = (report.job_id, report.task_id);
+            tracing::debug!(job = key.0, task = key.1, host = %host, "task report");
+            acks.push((host.clone(), key.0, key.1));
+            if !seen.insert(key) {
+                continue;
+            }
+            let known = changed
+                .get(&key.0)
+                .or_else(|| self.state.jobs.get(&key.0))
+                .and_then(|j| j.tasks.get(&key.1))
+                .is_some_and(|t| !matches!(t, TaskState::Pending));
+            if !known {
+                let task = if self.state.jobs.get(&key.0).is_some_and(|j| j.is_array()) {
+                    key.1
+                } else {
+                    0
+                };
+                if !matches!(self.store.has_accounting(key.0, task), Ok(true)) {
+                    warn!(job = key.0, task = key.1, host = %host, "report for a task the master does not know; acknowledged");
+                }
+                continue;
+            }
+            let Some(record) = self.state.accounting_record(&report) else {
+                continue;
             };
-            match self.store.has_accounting(report.job_id, task) {
-                Ok(true) => {}
-                _ => warn!(
-                    job = report.job_id,
-                    task = report.task_id,
-                    host,
-                    "report for a task the master does not know; acknowledged"
-                ),
-            }
-            if let Some(s) = self.sessions.get(host) {
-                let _ = s.to_execd.send(ack);
-            }
-            return;
+            ops.push(Op::Account(Box::new(record)));
+            let Some(current) = self.state.jobs.get(&key.0) else {
+                continue;
+            };
+            let job = changed.entry(key.0).or_insert_with(|| current.clone());
+            job.tasks.remove(&key.1);
+            recorded.push(key);
         }
-        let Some(record) = self.state.accounting_record(&report) else {
-            return;
-        };
-        let mut job = match self.state.jobs.get(&report.job_id) {
-            Some(j) => j.clone(),
-            None => return,
-        };
-        job.tasks.remove(&report.task_id);
-        let done = job.tasks.is_empty();
-        let mut ops = vec![Op::Account(Box::new(record))];
-        ops.push(if done {
-            Op::Delete(crate::state::job_key(job.id))
-        } else {
-            Op::Put(Object::Job(job))
-        });
+        let mut done_jobs = Vec::new();
+        for (id, job) in changed {
+            if job.tasks.is_empty() {
+                ops.push(Op::Delete(crate::state::job_key(id)));
+                done_jobs.push(id);
+            } else {
+                ops.push(Op::Put(Object::Job(job)));
+            }
+        }
         if self.commit(&ops).is_err() {
-            return; // not acknowledged: the execd sends it again
+            return; // not acknowledged: the execd reports them again when it reconnects
         }
-        self.started.remove(&key);
-        if let Some(s) = self.sessions.get(host) {
-            let _ = s.to_execd.send(ack);
+        for key in recorded {
+            self.started.remove(&key);
         }
-        if done {
-            if let Some(waiters) = self.waiters.remove(&report.job_id) {
-                let outcome = self.job_outcome(report.job_id);
+        for (host, job_id, task_id) in acks {
+            if let Some(s) = self.sessions.get(&host) {
+                let _ = s.to_execd.send(ToExecd::ReportAck { job_id, task_id });
+            }
+        }
+        for id in done_jobs {
+            if let Some(waiters) = self.waiters.remove(&id) {
+                let outcome = self.job_outcome(id);
                 for w in waiters {
                     if let Some(o) = outcome.clone() {
                         let _ = w.send(o);
@@ -916,8 +934,11 @@ impl Handler<ExecdJobs> for Cluster {
                 self.started.insert((job_id, task_id));
             }
             ExecdJobs::Finished { host, report } => {
-                self.finished(&host, report);
-                self.request_schedule(ctx);
+                self.pending_reports.push((host, report));
+                if !self.flush_queued {
+                    self.flush_queued = true;
+                    ctx.address().do_send(FlushReports);
+                }
             }
             ExecdJobs::Running { host, tasks } => {
                 let running: HashSet<(u64, u32)> = tasks.into_iter().collect();
