@@ -197,11 +197,12 @@ const QMOD_SPECS: &[OptSpec] = &[
     opt("-help", Arity::None),
     opt("-d", Arity::None),
     opt("-e", Arity::None),
+    opt("-cj", Arity::None),
 ];
 
 pub fn qmod_usage() -> String {
     format!(
-        "Gantry {}\nusage: qmod [options] wc_queue_list\n   [-d]                                     disable\n   [-e]                                     enable\n   [-help]                                  print this help\n\nwc_queue_list            wc_queue[,wc_queue,...]\nwc_queue                 queue[@host] (with * and ? wildcards)\n",
+        "Gantry {}\nusage: qmod [options] wc_queue_list|job_list\n   [-cj]                                    clear the error state of jobs\n   [-d]                                     disable\n   [-e]                                     enable\n   [-help]                                  print this help\n\nwc_queue_list            wc_queue[,wc_queue,...]\nwc_queue                 queue[@host] (with * and ? wildcards)\n",
         env!("CARGO_PKG_VERSION")
     )
 }
@@ -211,6 +212,13 @@ pub fn qmod(args: &[String]) -> Output {
         Ok(p) => p,
         Err(out) => return out,
     };
+    if p.has("-cj") {
+        let ids = job_list(&p);
+        if ids.is_empty() {
+            return Output::usage_error("error: no job given", &qmod_usage());
+        }
+        return send(ToMaster::ClearJobErrors { ids });
+    }
     let disable = match (p.has("-d"), p.has("-e")) {
         (true, false) => true,
         (false, true) => false,

@@ -368,6 +368,12 @@ pub fn render_job_details(details: &[gantry_proto::JobDetail]) -> String {
         for (k, v) in rows {
             out.push_str(&format!("{:<28}{v}\n", format!("{k}:")));
         }
+        for (task, reason) in &d.errors {
+            out.push_str(&format!(
+                "{:<28}{reason}\n",
+                format!("error reason {task:>4}:")
+            ));
+        }
         for (i, reason) in d.reasons.iter().enumerate() {
             let key = if i == 0 { "scheduling info:" } else { "" };
             out.push_str(&format!("{key:<28}{reason}\n"));

@@ -299,7 +299,7 @@ impl Cluster {
                 .collect();
             for t in selected {
                 match job.tasks.get(&t).cloned() {
-                    Some(TaskState::Pending) => {
+                    Some(TaskState::Pending | TaskState::Error { .. }) => {
                         job.tasks.remove(&t);
                     }
                     Some(TaskState::Running {
@@ -446,6 +446,50 @@ impl Cluster {
         FromMaster::Done { messages }
     }
 
+    fn clear_job_errors(&mut self, caller: &Caller, ids: &[String]) -> FromMaster {
+        let manager = self.state.is_manager(&caller.user);
+        let mut ops = Vec::new();
+        let mut messages = Vec::new();
+        for text in ids {
+            let Some((id, _)) = crate::jobs::parse_job_ref(text) else {
+                return FromMaster::Refused(Refusal {
+                    kind: RefusalKind::Invalid,
+                    message: format!("denied: job \"{text}\" does not exist"),
+                });
+            };
+            let Some(job) = self.state.jobs.get(&id) else {
+                return FromMaster::Refused(Refusal {
+                    kind: RefusalKind::NotFound,
+                    message: format!("denied: job \"{id}\" does not exist"),
+                });
+            };
+            if job.owner.user != caller.user && !manager {
+                return FromMaster::Refused(Refusal {
+                    kind: RefusalKind::Denied,
+                    message: format!(
+                        "{} - you do not have the necessary privileges to modify the job \"{id}\"",
+                        caller.user
+                    ),
+                });
+            }
+            let mut job = job.clone();
+            for t in job.tasks.values_mut() {
+                if matches!(t, TaskState::Error { .. }) {
+                    *t = TaskState::Pending;
+                }
+            }
+            messages.push(format!(
+                "{} has cleared the error state of job {id}",
+                caller.user
+            ));
+            ops.push(Op::Put(Object::Job(job)));
+        }
+        if let Err(r) = self.commit(&ops) {
+            return FromMaster::Refused(r);
+        }
+        FromMaster::Done { messages }
+    }
+
     /// A job left without running (deleted while pending): wake `-sync` waiters.
     fn job_ended_without_report(&mut self, id: u64) {
         if let Some(waiters) = self.waiters.remove(&id) {
@@ -498,7 +542,9 @@ impl Cluster {
                 .get(&key.0)
                 .or_else(|| self.state.jobs.get(&key.0))
                 .and_then(|j| j.tasks.get(&key.1))
-                .is_some_and(|t| !matches!(t, TaskState::Pending));
+                .is_some_and(|t| {
+                    matches!(t, TaskState::Running { .. } | TaskState::Deleting { .. })
+                });
             if !known {
                 let task = if self.state.jobs.get(&key.0).is_some_and(|j| j.is_array()) {
                     key.1
@@ -510,14 +556,33 @@ impl Cluster {
                 }
                 continue;
             }
-            let Some(record) = self.state.accounting_record(&report) else {
-                continue;
-            };
-            ops.push(Op::Account(Box::new(record)));
             let Some(current) = self.state.jobs.get(&key.0) else {
                 continue;
             };
             let job = changed.entry(key.0).or_insert_with(|| current.clone());
+            // A job that could not even be started (no working directory, no output
+            // file, no shell) waits in error state, as SGE's Eqw, unless it was deleted.
+            let setup_failure = matches!(report.failed, 26 | 27);
+            if setup_failure && matches!(job.tasks.get(&key.1), Some(TaskState::Running { .. })) {
+                info!(
+                    job = key.0,
+                    task = key.1,
+                    "task could not be started: {}",
+                    report.failure
+                );
+                job.tasks.insert(
+                    key.1,
+                    TaskState::Error {
+                        reason: report.failure.clone(),
+                    },
+                );
+                recorded.push(key);
+                continue;
+            }
+            let Some(record) = self.state.accounting_record(&report) else {
+                continue;
+            };
+            ops.push(Op::Account(Box::new(record)));
             job.tasks.remove(&key.1);
             recorded.push(key);
         }
@@ -649,9 +714,22 @@ impl Handler<ClientCall> for Cluster {
                         reasons: self
                             .state
                             .explain(job, &connected, self.now(), Self::unix_now()),
+                        errors: job
+                            .tasks
+                            .iter()
+                            .filter_map(|(t, s)| match s {
+                                TaskState::Error { reason } => Some((*t, reason.clone())),
+                                _ => None,
+                            })
+                            .collect(),
                     });
                 }
                 return MessageResult(FromMaster::JobDetails(details));
+            }
+            ToMaster::ClearJobErrors { ids } => {
+                let reply = self.clear_job_errors(&msg.caller, ids);
+                self.request_schedule(ctx);
+                return MessageResult(reply);
             }
             ToMaster::AlterJobs { ids, changes } => {
                 let reply = self.alter_jobs(&msg.caller, ids, changes);

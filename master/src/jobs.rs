@@ -29,6 +29,11 @@ pub enum TaskState {
         queue: String,
         start_time: i64,
     },
+    /// The task could not be started (its shepherd failed before the job ran): it waits
+    /// in error state (`Eqw`) until `qmod -cj` clears it or `qdel` removes it.
+    Error {
+        reason: String,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -421,7 +426,7 @@ impl ClusterState {
             let mut running = job
                 .tasks
                 .values()
-                .filter(|t| !matches!(t, TaskState::Pending))
+                .filter(|t| matches!(t, TaskState::Running { .. } | TaskState::Deleting { .. }))
                 .count() as u32;
             for (task_id, t) in &job.tasks {
                 if !matches!(t, TaskState::Pending) {
@@ -648,9 +653,11 @@ impl ClusterState {
                 is_array: job.is_array(),
             };
             let mut waiting: Vec<u32> = Vec::new();
+            let mut failed: Vec<u32> = Vec::new();
             for (task, t) in &job.tasks {
                 match t {
                     TaskState::Pending => waiting.push(*task),
+                    TaskState::Error { .. } => failed.push(*task),
                     TaskState::Running {
                         host,
                         queue,
@@ -693,6 +700,14 @@ impl ClusterState {
                     String::new()
                 };
                 pending.push(base(if held { "hqw".into() } else { "qw".into() }, tasks));
+            }
+            if !failed.is_empty() {
+                let tasks = if job.is_array() {
+                    task_ranges(&failed, job.spec.array.map_or(1, |r| r.step))
+                } else {
+                    String::new()
+                };
+                pending.push(base("Eqw".into(), tasks));
             }
         }
         running.extend(pending);

@@ -250,18 +250,19 @@ impl ClusterState {
                     .unwrap_or(0);
                 let qtype = q.attr("qtype").map_or("", |a| a.default.as_str());
                 let pe_list = q.attr("pe_list").map_or("NONE", |a| a.default.as_str());
-                let used = self
-                    .jobs
-                    .values()
-                    .flat_map(|j| j.tasks.values())
-                    .filter(|t| match t {
-                        crate::jobs::TaskState::Running { host, queue, .. }
-                        | crate::jobs::TaskState::Deleting { host, queue, .. } => {
-                            host == name && queue == &q.name
-                        }
-                        crate::jobs::TaskState::Pending => false,
-                    })
-                    .count() as u32;
+                let used =
+                    self.jobs
+                        .values()
+                        .flat_map(|j| j.tasks.values())
+                        .filter(|t| match t {
+                            crate::jobs::TaskState::Running { host, queue, .. }
+                            | crate::jobs::TaskState::Deleting { host, queue, .. } => {
+                                host == name && queue == &q.name
+                            }
+                            crate::jobs::TaskState::Pending
+                            | crate::jobs::TaskState::Error { .. } => false,
+                        })
+                        .count() as u32;
                 QueueInstanceView {
                     queue: q.name.clone(),
                     qtype: qtype_letters(qtype, pe_list),
@@ -614,6 +615,7 @@ impl ClusterState {
             ToMaster::Submit { .. }
             | ToMaster::AlterJobs { .. }
             | ToMaster::JobDetails { .. }
+            | ToMaster::ClearJobErrors { .. }
             | ToMaster::ShowJobs { .. }
             | ToMaster::DeleteJobs { .. }
             | ToMaster::WaitJob { .. }

@@ -155,6 +155,8 @@ pub enum ToMaster {
         value: String,
         targets: Vec<String>,
     },
+    /// `qmod -cj`: clear the error state of jobs (`Eqw` back to `qw`).
+    ClearJobErrors { ids: Vec<String> },
 }
 
 /// The master's answer to a [`ToMaster`] request.

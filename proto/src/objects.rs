@@ -360,4 +360,6 @@ pub struct JobDetail {
     pub submit_time: i64,
     /// Why its pending tasks do not run (SGE's "scheduling info").
     pub reasons: Vec<String>,
+    /// Tasks in error state and why (`Eqw`).
+    pub errors: Vec<(u32, String)>,
 }

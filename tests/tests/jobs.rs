@@ -624,3 +624,130 @@ fn start_times_verification_and_accounting_summaries() {
         (1, format!("error: job id {id} not found\n"))
     );
 }
+
+#[test]
+fn limits_are_enforced() {
+    if !need_root("limits_are_enforced") {
+        return;
+    }
+    let (_, home) = ensure_user("gtuser1");
+    let c = Cluster::one_host();
+    // h_vmem and h_cpu become rlimits of the job.
+    let lim_out = format!("{home}/lim-{}.out", std::process::id());
+    let _ = std::fs::remove_file(&lim_out);
+    let out = c.as_user(
+        "gtuser1",
+        "qsub",
+        &[
+            "-sync",
+            "y",
+            "-wd",
+            &home,
+            "-o",
+            &lim_out,
+            "-N",
+            "lim",
+            "-j",
+            "y",
+            "-l",
+            "h_vmem=50M,h_cpu=0:0:7",
+            "-b",
+            "y",
+            "sh",
+            "-c",
+            "ulimit -v; ulimit -t",
+        ],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let text = std::fs::read_to_string(&lim_out).unwrap();
+    assert_eq!(text, "51200\n7\n");
+    // s_rt: SIGUSR1 first, SIGKILL after the queue's notify time.
+    c.qconf(&["-mattr", "queue", "notify", "0:0:2", "all.q"]);
+    let script = format!("{home}/srt.sh");
+    let srt_out = format!("{home}/srt-{}.out", std::process::id());
+    let _ = std::fs::remove_file(&srt_out);
+    std::fs::write(
+        &script,
+        "#!/bin/sh\ntrap 'echo got-usr1' USR1\nwhile true; do sleep 0.1; done\n",
+    )
+    .unwrap();
+    let out = c.as_user(
+        "gtuser1",
+        "qsub",
+        &[
+            "-sync",
+            "y",
+            "-wd",
+            &home,
+            "-o",
+            &srt_out,
+            "-N",
+            "srt",
+            "-j",
+            "y",
+            "-l",
+            "s_rt=0:0:1",
+            &script,
+        ],
+    );
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(
+        out.stderr.ends_with("exited because of signal SIGKILL\n"),
+        "{out:?}"
+    );
+    let id = out.stdout.split_whitespace().nth(2).unwrap().to_string();
+    let text = std::fs::read_to_string(&srt_out).unwrap();
+    assert!(text.contains("got-usr1"), "{text}");
+    let acct = c.client("qacct", &["-j", &id]).stdout;
+    assert!(acct.contains("exit_status  137 "), "{acct}");
+}
+
+#[test]
+fn a_job_that_cannot_start_waits_in_error_state() {
+    if !need_root("a_job_that_cannot_start_waits_in_error_state") {
+        return;
+    }
+    ensure_user("gtuser1");
+    let c = Cluster::one_host();
+    let dir = format!("/tmp/gantry-eqw-{}", std::process::id());
+    let _ = std::fs::remove_dir_all(&dir);
+    let id = c
+        .as_user(
+            "gtuser1",
+            "qsub",
+            &["-terse", "-wd", &dir, "-b", "y", "/bin/true"],
+        )
+        .stdout
+        .trim()
+        .to_string();
+    wait_until(
+        "the job to be in error state",
+        Duration::from_secs(10),
+        || c.as_user("gtuser1", "qstat", &[]).stdout.contains(" Eqw "),
+    );
+    let j = c.as_user("gtuser1", "qstat", &["-j", &id]).stdout;
+    assert!(
+        j.contains(&format!(
+            "error reason    1:          error: can't chdir to {dir}: No such file or directory"
+        )),
+        "{j}"
+    );
+    assert_ne!(
+        c.client("qacct", &["-j", &id]).code,
+        0,
+        "not accounted while in error state"
+    );
+    std::fs::create_dir(&dir).unwrap();
+    let u = nix::unistd::User::from_name("gtuser1").unwrap().unwrap();
+    nix::unistd::chown(dir.as_str(), Some(u.uid), Some(u.gid)).unwrap();
+    let out = c.as_user("gtuser1", "qmod", &["-cj", &id]);
+    assert_eq!(
+        out.stdout,
+        format!("gtuser1 has cleared the error state of job {id}\n"),
+        "{out:?}"
+    );
+    wait_until("the job to run", Duration::from_secs(10), || {
+        c.client("qacct", &["-j", &id]).code == 0
+    });
+    let _ = std::fs::remove_dir_all(&dir);
+}
