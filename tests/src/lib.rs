@@ -496,6 +496,25 @@ impl Cluster {
         c
     }
 
+    /// Run a client command as `user` with `input` on its standard input.
+    pub fn as_user_with_stdin(&self, user: &str, program: &str, args: &[&str], input: &str) -> Out {
+        use std::io::Write;
+        let mut child = Command::new("runuser")
+            .args(["-u", user, "--"])
+            .arg(bin(program))
+            .args(args)
+            .env("GANTRY_HOME", self.home())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("client command");
+        if let Some(mut stdin) = child.stdin.take() {
+            stdin.write_all(input.as_bytes()).expect("stdin");
+        }
+        Out::from(child.wait_with_output().expect("client command"))
+    }
+
     /// Run a client command as `user` against the master.
     pub fn as_user(&self, user: &str, program: &str, args: &[&str]) -> Out {
         self.client_at(&self.home(), program, args, Some(user))

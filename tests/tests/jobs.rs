@@ -751,3 +751,116 @@ fn a_job_that_cannot_start_waits_in_error_state() {
     });
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn defaults_files_stdin_scripts_environment_and_array_tasks() {
+    if !need_root("defaults_files_stdin_scripts_environment_and_array_tasks") {
+        return;
+    }
+    let (_, home) = ensure_user("gtuser1");
+    let c = Cluster::one_host();
+    // A script on stdin; its exit status comes back with -sync y.
+    let out = c.as_user_with_stdin(
+        "gtuser1",
+        "qsub",
+        &["-sync", "y", "-wd", "/tmp"],
+        "exit 3\n",
+    );
+    assert_eq!(out.code, 3, "{out:?}");
+    assert!(
+        out.stdout.ends_with("(\"STDIN\") has been submitted\n"),
+        "{out:?}"
+    );
+    // The cell's sge_request supplies defaults; the command line overrides them.
+    std::fs::write(c.home().join("sge_request"), "-N fromdefaults -p -5\n").unwrap();
+    let id = c
+        .as_user("gtuser1", "qsub", &["-terse", "-h", "-b", "y", "/bin/true"])
+        .stdout
+        .trim()
+        .to_string();
+    let j = c.as_user("gtuser1", "qstat", &["-j", &id]).stdout;
+    assert!(
+        j.contains("job_name:                   fromdefaults\n"),
+        "{j}"
+    );
+    assert!(j.contains("priority:                   -5\n"), "{j}");
+    let id2 = c
+        .as_user(
+            "gtuser1",
+            "qsub",
+            &["-terse", "-h", "-N", "cmdline", "-b", "y", "/bin/true"],
+        )
+        .stdout
+        .trim()
+        .to_string();
+    assert!(c
+        .as_user("gtuser1", "qstat", &["-j", &id2])
+        .stdout
+        .contains("job_name:                   cmdline\n"));
+    std::fs::remove_file(c.home().join("sge_request")).unwrap();
+    c.as_user("gtuser1", "qdel", &[&id, &id2]);
+    // -v passes variables; -t runs every task with its SGE_TASK_ID.
+    let out_dir = format!("{home}/arr-{}", std::process::id());
+    std::fs::create_dir_all(&out_dir).unwrap();
+    let u = nix::unistd::User::from_name("gtuser1").unwrap().unwrap();
+    nix::unistd::chown(out_dir.as_str(), Some(u.uid), Some(u.gid)).unwrap();
+    let out = c.as_user(
+        "gtuser1",
+        "qsub",
+        &[
+            "-sync",
+            "y",
+            "-t",
+            "1-5:2",
+            "-v",
+            "GREETING=hi there",
+            "-wd",
+            &out_dir,
+            "-o",
+            &out_dir,
+            "-j",
+            "y",
+            "-N",
+            "arr",
+            "-b",
+            "y",
+            "sh",
+            "-c",
+            "echo \"$GREETING $SGE_TASK_ID $SGE_TASK_FIRST-$SGE_TASK_LAST:$SGE_TASK_STEPSIZE\"",
+        ],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let id: String = out
+        .stdout
+        .split_whitespace()
+        .nth(2)
+        .unwrap()
+        .split('.')
+        .next()
+        .unwrap()
+        .to_string();
+    for t in [1, 3, 5] {
+        let text = std::fs::read_to_string(format!("{out_dir}/arr.o{id}.{t}")).unwrap();
+        assert_eq!(text, format!("hi there {t} 1-5:2\n"));
+    }
+    let acct = c.client("qacct", &["-j", &id]).stdout;
+    assert_eq!(acct.matches("jobnumber").count(), 3, "{acct}");
+    // qdel of single array tasks.
+    let big = c
+        .as_user(
+            "gtuser1",
+            "qsub",
+            &["-terse", "-h", "-t", "1-4", "-b", "y", "/bin/true"],
+        )
+        .stdout
+        .trim()
+        .to_string();
+    let big_id = big.split('.').next().unwrap().to_string();
+    c.as_user("gtuser1", "qdel", &[&format!("{big_id}.2-3")]);
+    let st = c.as_user("gtuser1", "qstat", &[]).stdout;
+    assert!(
+        st.contains(" hqw ") && st.trim_end().ends_with("1,4"),
+        "{st}"
+    );
+    let _ = std::fs::remove_dir_all(&out_dir);
+}
