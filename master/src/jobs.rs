@@ -253,8 +253,13 @@ fn first_misfit(
     let queue = state.queues.get(&inst.queue);
     let groups = state.groups_of(&inst.host);
     for (name, requested) in &spec.hard_resources {
-        let attr = complex::find(&state.complexes, name)?;
-        let req = value::parse_value(attr.value_type, requested).ok()?;
+        // Requests were checked at submission; the complex may have changed since.
+        let Some(attr) = complex::find(&state.complexes, name) else {
+            return Some((name.clone(), requested.clone(), "no such resource".into()));
+        };
+        let Ok(req) = value::parse_value(attr.value_type, requested) else {
+            return Some((name.clone(), requested.clone(), "no such value".into()));
+        };
         let (dominance, offered) =
             if let Some((_, v)) = host_complex.iter().find(|(k, _)| k == &attr.name) {
                 ("hf", v.clone())
@@ -289,45 +294,7 @@ fn first_misfit(
 /// Does a host/queue offer what the job hard-requests? Requests on values the host or
 /// queue does not define are not checked here (the complex issue adds full matching).
 fn fits(state: &ClusterState, spec: &JobSpec, inst: &Instance) -> bool {
-    let load_values = state
-        .runtime
-        .get(&inst.host)
-        .map(|r| r.load_values.as_slice())
-        .unwrap_or(&[]);
-    let host_complex = state
-        .exechosts
-        .get(&inst.host)
-        .map(|h| h.complex_values.as_slice())
-        .unwrap_or(&[]);
-    let queue = state.queues.get(&inst.queue);
-    let groups = state.groups_of(&inst.host);
-    for (name, requested) in &spec.hard_resources {
-        let Some(attr) = complex::find(&state.complexes, name) else {
-            return false;
-        };
-        let Ok(req) = value::parse_value(attr.value_type, requested) else {
-            return false;
-        };
-        let offered = host_complex
-            .iter()
-            .find(|(k, _)| k == &attr.name)
-            .map(|(_, v)| v.as_str())
-            .or_else(|| load::get(load_values, &attr.name))
-            .map(str::to_string)
-            .or_else(|| {
-                queue
-                    .and_then(|q| q.attr(&attr.name))
-                    .map(|a| queue::value_on_host(a, &inst.host, &groups).to_string())
-            });
-        let Some(offered) = offered else { continue };
-        let Ok(off) = value::parse_value(attr.value_type, &offered) else {
-            continue;
-        };
-        if !value::satisfies(attr.value_type, attr.relop, &off, &req) {
-            return false;
-        }
-    }
-    true
+    first_misfit(state, spec, inst).is_none()
 }
 
 impl ClusterState {
