@@ -36,7 +36,7 @@ const QSTAT_SPECS: &[OptSpec] = &[
 
 pub fn qstat_usage() -> String {
     format!(
-        "Gantry {}\nusage: qstat [options]\n   [-f]                                     full output (every queue instance)\n   [-help]                                  print this help\n   [-j job_identifier_list]                 show detailed information on pending/running job\n   [-json]                                  print the jobs as one JSON document\n   [-r]                                     show requested resources of job(s)\n   [-s {{p|r|h}}]                             show pending, running, held jobs\n   [-u user_list]                           view only jobs of this user ('*' for all)\n   [-xml]                                   display the information in XML-Format\n",
+        "Gantry {}\nusage: qstat [options]\n   [-f]                                     full output (every queue instance)\n   [-help]                                  print this help\n   [-j job_identifier_list]                 show detailed information on pending/running job\n   [-json]                                  print the jobs as one JSON document\n   [-r]                                     show requested resources of job(s)\n   [-s {{p|r|h|z}}]                           show pending, running, held, finished jobs\n   [-u user_list]                           view only jobs of this user ('*' for all)\n   [-xml]                                   display the information in XML-Format\n",
         env!("CARGO_PKG_VERSION")
     )
 }
@@ -417,12 +417,24 @@ pub fn qstat(args: &[String]) -> Output {
         Ok(other) => return crate::unexpected(&other),
         Err(out) => return out,
     };
+    if p.arg("-s").is_some_and(|s| s.contains('z')) {
+        let users: Vec<String> = match p.arg("-u") {
+            Some(u) => u.split(',').map(str::to_string).collect(),
+            None => vec![caller_name()],
+        };
+        match crate::ask(&ToMaster::ShowFinishedJobs { users }) {
+            Ok(FromMaster::Jobs(z)) => jobs.extend(z),
+            Ok(other) => return crate::unexpected(&other),
+            Err(out) => return out,
+        }
+    }
     if let Some(s) = p.arg("-s") {
         jobs.retain(|j| {
             s.chars().any(|c| match c {
                 'p' => j.state.ends_with("qw"),
                 'r' => j.state.contains('r') || j.state == "t",
                 'h' => j.state.starts_with('h'),
+                'z' => j.state == "z",
                 _ => false,
             })
         });

@@ -44,6 +44,8 @@ pub struct Cluster {
     /// Task reports waiting to be recorded together (one commit per burst).
     pending_reports: Vec<(String, gantry_proto::JobReport)>,
     flush_queued: bool,
+    /// The last `finished_jobs` jobs that ended, for `qstat -s z` (in memory, as SGE).
+    finished: std::collections::VecDeque<gantry_proto::JobView>,
 }
 
 /// Record the task reports received so far.
@@ -101,6 +103,7 @@ impl Cluster {
             schedule_queued: false,
             pending_reports: Vec::new(),
             flush_queued: false,
+            finished: std::collections::VecDeque::new(),
         })
     }
 
@@ -587,10 +590,12 @@ impl Cluster {
             recorded.push(key);
         }
         let mut done_jobs = Vec::new();
+        let mut zombies = Vec::new();
         for (id, job) in changed {
             if job.tasks.is_empty() {
                 ops.push(Op::Delete(crate::state::job_key(id)));
                 done_jobs.push(id);
+                zombies.push(crate::jobs::zombie_view(&job, Self::unix_now()));
             } else {
                 ops.push(Op::Put(Object::Job(job)));
             }
@@ -600,6 +605,18 @@ impl Cluster {
         }
         for key in recorded {
             self.started.remove(&key);
+        }
+        let keep: usize = self
+            .state
+            .global()
+            .get("finished_jobs")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(100);
+        for z in zombies {
+            self.finished.push_back(z);
+        }
+        while self.finished.len() > keep {
+            self.finished.pop_front();
         }
         for (host, job_id, task_id) in acks {
             if let Some(s) = self.sessions.get(&host) {
@@ -725,6 +742,15 @@ impl Handler<ClientCall> for Cluster {
                     });
                 }
                 return MessageResult(FromMaster::JobDetails(details));
+            }
+            ToMaster::ShowFinishedJobs { users } => {
+                let views = self
+                    .finished
+                    .iter()
+                    .filter(|v| users.is_empty() || users.iter().any(|u| u == "*" || u == &v.owner))
+                    .cloned()
+                    .collect();
+                return MessageResult(FromMaster::Jobs(views));
             }
             ToMaster::ClearJobErrors { ids } => {
                 let reply = self.clear_job_errors(&msg.caller, ids);

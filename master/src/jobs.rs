@@ -157,6 +157,46 @@ pub fn validate_submission(
             ),
         ));
     }
+    let limit = |key: &str| {
+        conf.get(key)
+            .and_then(|v| v.parse::<usize>().ok())
+            .unwrap_or(0)
+    };
+    let max_u_jobs = limit("max_u_jobs");
+    if max_u_jobs > 0 {
+        let current = state
+            .jobs
+            .values()
+            .filter(|j| j.owner.user == caller.user)
+            .count();
+        if current >= max_u_jobs {
+            return Err(refuse(
+                RefusalKind::Denied,
+                format!("job rejected: Only {max_u_jobs} jobs are allowed per user (current job count: {current})"),
+            ));
+        }
+    }
+    let max_jobs = limit("max_jobs");
+    if max_jobs > 0 && state.jobs.len() >= max_jobs {
+        return Err(refuse(
+            RefusalKind::Denied,
+            format!("job rejected: Only {max_jobs} jobs are allowed in the cluster (max_jobs)"),
+        ));
+    }
+    if let Some(r) = spec.array {
+        let tasks = r
+            .last
+            .saturating_sub(r.first)
+            .checked_div(r.step)
+            .map_or(0, |n| n as usize + 1);
+        let max_tasks = limit("max_aj_tasks");
+        if max_tasks > 0 && tasks > max_tasks {
+            return Err(refuse(
+                RefusalKind::Denied,
+                format!("job rejected: the job array has {tasks} tasks, more than max_aj_tasks ({max_tasks}) allows"),
+            ));
+        }
+    }
     let mut spec = spec.clone();
     for list in [&mut spec.hard_resources, &mut spec.soft_resources] {
         check_resources(state, list)?;
@@ -372,6 +412,11 @@ impl ClusterState {
                 .then(a.host.cmp(&b.host))
                 .then(a.queue.cmp(&b.queue))
         });
+        let max_aj_instances = self
+            .global()
+            .get("max_aj_instances")
+            .and_then(|v| v.parse::<u32>().ok())
+            .filter(|n| *n > 0);
         let mut order: Vec<&Job> = self.jobs.values().collect();
         order.sort_by(|a, b| b.spec.priority.cmp(&a.spec.priority).then(a.id.cmp(&b.id)));
         let mut out = Vec::new();
@@ -399,7 +444,9 @@ impl ClusterState {
                 if !matches!(t, TaskState::Pending) {
                     continue;
                 }
-                if job.spec.max_running_tasks.is_some_and(|tc| running >= tc) {
+                if job.spec.max_running_tasks.is_some_and(|tc| running >= tc)
+                    || (job.is_array() && max_aj_instances.is_some_and(|m| running >= m))
+                {
                     break;
                 }
                 let wanted = |i: &Instance| {
@@ -679,6 +726,25 @@ impl ClusterState {
         }
         running.extend(pending);
         running
+    }
+}
+
+/// A finished job as `qstat -s z` shows it.
+pub fn zombie_view(job: &Job, end_time: i64) -> JobView {
+    JobView {
+        job_id: job.id,
+        name: job.spec.name.clone(),
+        owner: job.owner.user.clone(),
+        priority: job.spec.priority,
+        state: "z".into(),
+        submit_time: job.submit_time,
+        start_time: Some(end_time),
+        queue: None,
+        slots: 1,
+        tasks: String::new(),
+        hard_resources: job.spec.hard_resources.clone(),
+        hold_jids: job.spec.hold_jids.clone(),
+        is_array: job.is_array(),
     }
 }
 

@@ -616,6 +616,7 @@ impl ClusterState {
             | ToMaster::AlterJobs { .. }
             | ToMaster::JobDetails { .. }
             | ToMaster::ClearJobErrors { .. }
+            | ToMaster::ShowFinishedJobs { .. }
             | ToMaster::ShowJobs { .. }
             | ToMaster::DeleteJobs { .. }
             | ToMaster::WaitJob { .. }

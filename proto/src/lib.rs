@@ -157,6 +157,8 @@ pub enum ToMaster {
     },
     /// `qmod -cj`: clear the error state of jobs (`Eqw` back to `qw`).
     ClearJobErrors { ids: Vec<String> },
+    /// `qstat -s z`: recently finished jobs of these users (all if empty).
+    ShowFinishedJobs { users: Vec<String> },
 }
 
 /// The master's answer to a [`ToMaster`] request.

@@ -864,3 +864,57 @@ fn defaults_files_stdin_scripts_environment_and_array_tasks() {
     );
     let _ = std::fs::remove_dir_all(&out_dir);
 }
+
+#[test]
+fn job_limits_and_finished_jobs() {
+    if !need_root("job_limits_and_finished_jobs") {
+        return;
+    }
+    ensure_user("gtuser1");
+    let c = Cluster::one_host();
+    let conf = c.dir.path().join("global");
+    std::fs::write(
+        &conf,
+        "load_report_time 0:0:1\nmax_unheard 0:0:5\nmax_u_jobs 1\nmax_aj_tasks 10\n",
+    )
+    .unwrap();
+    assert_eq!(c.qconf(&["-Mconf", conf.to_str().unwrap()]).code, 0);
+    let first = c.as_user("gtuser1", "qsub", &["-terse", "-h", "-b", "y", "/bin/true"]);
+    assert_eq!(first.code, 0, "{first:?}");
+    let second = c.as_user("gtuser1", "qsub", &["-h", "-b", "y", "/bin/true"]);
+    assert_eq!(
+        (second.code, second.stderr.as_str()),
+        (1, "Unable to run job: job rejected: Only 1 jobs are allowed per user (current job count: 1)\nExiting.\n")
+    );
+    c.as_user("gtuser1", "qdel", &[first.stdout.trim()]);
+    let big = c.as_user("gtuser1", "qsub", &["-t", "1-11", "-b", "y", "/bin/true"]);
+    assert_eq!(big.code, 1);
+    assert!(
+        big.stderr.contains("more than max_aj_tasks (10)"),
+        "{big:?}"
+    );
+    // A finished job is listed by qstat -s z.
+    let id = c
+        .as_user(
+            "gtuser1",
+            "qsub",
+            &[
+                "-terse",
+                "-sync",
+                "y",
+                "-wd",
+                "/tmp",
+                "-b",
+                "y",
+                "/bin/true",
+            ],
+        )
+        .stdout;
+    let id = id.trim();
+    let z = c.as_user("gtuser1", "qstat", &["-s", "z"]).stdout;
+    assert!(
+        z.lines()
+            .any(|l| l.trim_start().starts_with(&format!("{id} ")) && l.contains(" z ")),
+        "{z}"
+    );
+}
