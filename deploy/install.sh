@@ -40,12 +40,12 @@ while [ $# -gt 0 ]; do
 done
 
 [ "$(id -u)" = 0 ] || { echo "install.sh: run as root" >&2; exit 1; }
-for b in gantry-master gantry-execd qhost qconf; do
+for b in gantry-master gantry-execd gantry-shepherd qhost qconf; do
     [ -x "$BIN/$b" ] || { echo "install.sh: $BIN/$b missing: build with cargo build --release --workspace --bins" >&2; exit 1; }
 done
 
 install -d "$PREFIX/sbin" "$PREFIX/bin" "$PREFIX/share/doc/gantry"
-install -m 0755 "$BIN/gantry-master" "$BIN/gantry-execd" "$PREFIX/sbin/"
+install -m 0755 "$BIN/gantry-master" "$BIN/gantry-execd" "$BIN/gantry-shepherd" "$PREFIX/sbin/"
 for b in "$BIN"/q*; do
     [ -x "$b" ] && [ -f "$b" ] && install -m 0755 "$b" "$PREFIX/bin/"
 done

@@ -27,7 +27,8 @@ pub struct Jobs {
 
 struct Inner {
     dir: PathBuf,
-    exe: PathBuf,
+    /// The shepherd: `gantry-shepherd` next to this executable, else `gantry-execd shepherd`.
+    shepherd: (PathBuf, Option<&'static str>),
     host: String,
     /// Finished tasks go here as they end (the session forwards them when connected).
     finished: UnboundedSender<JobReport>,
@@ -70,7 +71,15 @@ impl Jobs {
         Ok(Jobs {
             inner: Arc::new(Inner {
                 dir,
-                exe: std::env::current_exe()?,
+                shepherd: {
+                    let exe = std::env::current_exe()?;
+                    let small = exe.with_file_name("gantry-shepherd");
+                    if small.exists() {
+                        (small, None)
+                    } else {
+                        (exe, Some("shepherd"))
+                    }
+                },
                 host: host.to_string(),
                 finished,
                 running: Mutex::new(BTreeSet::new()),
@@ -150,8 +159,9 @@ impl Jobs {
             let _ = self.inner.finished.send(report);
             return;
         }
-        let child = tokio::process::Command::new(&self.inner.exe)
-            .arg("shepherd")
+        let (program, sub) = &self.inner.shepherd;
+        let child = tokio::process::Command::new(program)
+            .args(sub.iter())
             .arg(&dir)
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())

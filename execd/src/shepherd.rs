@@ -194,7 +194,7 @@ pub fn run(dir: &Path) -> i32 {
     }
     report.end_time = now();
     let _ = report_file.write_all(&encode_report(&report));
-    let _ = report_file.sync_all();
+    let _ = report_file.sync_data();
     0
 }
 

@@ -16,7 +16,13 @@ pub fn bin_dir() -> PathBuf {
         .parent()
         .and_then(Path::parent)
         .expect("target directory");
-    for name in ["gantry-master", "gantry-execd", "qhost", "qconf"] {
+    for name in [
+        "gantry-master",
+        "gantry-execd",
+        "gantry-shepherd",
+        "qhost",
+        "qconf",
+    ] {
         assert!(
             dir.join(name).exists(),
             "{} is missing: build the workspace first (cargo build --workspace --bins)",
