@@ -23,7 +23,7 @@ EPID=
 trap 'kill $MPID $EPID 2>/dev/null || true; wait 2>/dev/null; rm -rf "$D"' EXIT
 export GANTRY_HOME="$D/cell"
 until "$BIN/qconf" -sm >/dev/null 2>&1; do sleep 0.05; done
-printf 'load_report_time 0:0:1\n' > "$D/global"; "$BIN/qconf" -Mconf "$D/global" 2>/dev/null
+printf 'load_report_time 0:0:1\nmax_aj_tasks 0\n' > "$D/global"; "$BIN/qconf" -Mconf "$D/global" 2>/dev/null
 now() { date +%s.%N; }
 as_user() { runuser -u gtbench -- "$@"; }
 

@@ -113,7 +113,14 @@ impl Cluster {
 
     /// Persist, then apply, then act on what changed.
     fn commit(&mut self, ops: &[Op]) -> Result<(), Refusal> {
-        if let Err(e) = self.store.commit(ops) {
+        let started = Instant::now();
+        let result = self.store.commit(ops);
+        tracing::debug!(
+            ops = ops.len(),
+            micros = started.elapsed().as_micros() as u64,
+            "spool commit"
+        );
+        if let Err(e) = result {
             error!("could not write the spool: {e}");
             return Err(Refusal {
                 kind: RefusalKind::Internal,
