@@ -260,8 +260,17 @@ impl Cluster {
         reply
     }
 
-    fn delete_jobs(&mut self, caller: &Caller, ids: &[String], users: &[String]) -> FromMaster {
+    fn delete_jobs(
+        &mut self,
+        caller: &Caller,
+        ids: &[String],
+        users: &[String],
+        force: bool,
+    ) -> FromMaster {
         let manager = self.state.is_manager(&caller.user);
+        // With -f a running task is removed at once, without waiting for its report; it
+        // is killed now if its execd is there, else when the execd registers again (a
+        // late report is acknowledged without a record).
         let mut targets: Vec<(u64, Option<(u32, u32)>)> = Vec::new();
         for text in ids {
             match crate::jobs::parse_job_ref(text) {
@@ -311,6 +320,13 @@ impl Cluster {
                 match job.tasks.get(&t).cloned() {
                     Some(TaskState::Pending | TaskState::Error { .. }) => {
                         job.tasks.remove(&t);
+                    }
+                    Some(TaskState::Running { host, .. } | TaskState::Deleting { host, .. })
+                        if force =>
+                    {
+                        job.tasks.remove(&t);
+                        self.started.remove(&(id, t));
+                        kills.push((host, id, t));
                     }
                     Some(TaskState::Running {
                         host,
@@ -769,8 +785,8 @@ impl Handler<ClientCall> for Cluster {
                 self.request_schedule(ctx);
                 return MessageResult(reply);
             }
-            ToMaster::DeleteJobs { ids, users, .. } => {
-                return MessageResult(self.delete_jobs(&msg.caller, ids, users))
+            ToMaster::DeleteJobs { ids, users, force } => {
+                return MessageResult(self.delete_jobs(&msg.caller, ids, users, *force))
             }
             ToMaster::Accounting { job } => {
                 let keep = |r: &gantry_proto::AccountingRecord| match job {
@@ -1053,6 +1069,24 @@ impl Handler<ExecdJobs> for Cluster {
             }
             ExecdJobs::Running { host, tasks } => {
                 let running: HashSet<(u64, u32)> = tasks.into_iter().collect();
+                // Tasks the master no longer has (deleted with qdel -f while the execd was
+                // away) are killed now.
+                for (job_id, task_id) in &running {
+                    let known = self
+                        .state
+                        .jobs
+                        .get(job_id)
+                        .is_some_and(|j| j.tasks.contains_key(task_id));
+                    if !known {
+                        info!(job = job_id, task = task_id, host = %host, "killing a task the master no longer has");
+                        if let Some(s) = self.sessions.get(&host) {
+                            let _ = s.to_execd.send(ToExecd::KillJob {
+                                job_id: *job_id,
+                                task_id: *task_id,
+                            });
+                        }
+                    }
+                }
                 self.started.extend(running.iter().copied());
                 // Orders lost in a crash or a cut are sent again; the execd ignores a
                 // task it already has (finished ones report themselves next).

@@ -371,6 +371,33 @@ impl Drop for Cluster {
         if std::thread::panicking() && self.master.is_none() {
             eprintln!("----- log of gantry-master -----\n{}", self.master_log());
         }
+        // Shepherds outlive their execd by design: end the jobs this test left running.
+        let Ok(entries) = std::fs::read_dir(self.dir.path()) else {
+            return;
+        };
+        for execd in entries.flatten() {
+            let Ok(jobs) = std::fs::read_dir(execd.path().join("jobs")) else {
+                continue;
+            };
+            for job in jobs.flatten() {
+                let pids = std::fs::read_to_string(job.path().join("pids")).unwrap_or_default();
+                for line in pids.lines() {
+                    let Some(pid) = line
+                        .split('=')
+                        .nth(1)
+                        .and_then(|p| p.trim().parse::<i32>().ok())
+                    else {
+                        continue;
+                    };
+                    let pid = nix::unistd::Pid::from_raw(pid);
+                    if line.starts_with("job=") {
+                        let _ = nix::sys::signal::killpg(pid, nix::sys::signal::Signal::SIGKILL);
+                    } else {
+                        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
+                    }
+                }
+            }
+        }
     }
 }
 

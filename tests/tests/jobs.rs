@@ -918,3 +918,52 @@ fn job_limits_and_finished_jobs() {
         "{z}"
     );
 }
+
+#[test]
+fn forced_deletion_while_the_execd_is_away() {
+    if !need_root("forced_deletion_while_the_execd_is_away") {
+        return;
+    }
+    ensure_user("gtuser1");
+    let mut c = Cluster::one_host();
+    let id = c
+        .as_user(
+            "gtuser1",
+            "qsub",
+            &["-terse", "-wd", "/tmp", "-b", "y", "sleep", "317"],
+        )
+        .stdout
+        .trim()
+        .to_string();
+    wait_until("the job to run", Duration::from_secs(10), || {
+        c.client("qstat", &["-u", "*"]).stdout.contains(" r ")
+    });
+    c.execds[0].stop(Signal::SIGKILL);
+    // Without -f the job waits for its execd (dr); with -f it goes at once.
+    let out = c.as_user("gtuser1", "qdel", &[&id]);
+    assert_eq!(
+        out.stdout,
+        format!("gtuser1 has registered the job {id} for deletion\n")
+    );
+    assert!(c.client("qstat", &["-u", "*"]).stdout.contains(" dr "));
+    let out = c.as_user("gtuser1", "qdel", &["-f", &id]);
+    assert_eq!(
+        out.stdout,
+        format!("gtuser1 has deleted job {id}\n"),
+        "{out:?}"
+    );
+    assert_eq!(c.client("qstat", &["-u", "*"]).stdout, "");
+    // When the execd returns, the orphaned job is killed.
+    c.start_execd("node1", "127.0.0.1", None, None);
+    wait_until(
+        "the orphaned job to be killed",
+        Duration::from_secs(30),
+        || {
+            let p = std::process::Command::new("pgrep")
+                .args(["-u", "gtuser1", "-f", "sleep 317"])
+                .output()
+                .unwrap();
+            p.stdout.is_empty()
+        },
+    );
+}
