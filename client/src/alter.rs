@@ -198,11 +198,13 @@ const QMOD_SPECS: &[OptSpec] = &[
     opt("-d", Arity::None),
     opt("-e", Arity::None),
     opt("-cj", Arity::None),
+    opt("-sj", Arity::None),
+    opt("-usj", Arity::None),
 ];
 
 pub fn qmod_usage() -> String {
     format!(
-        "Gantry {}\nusage: qmod [options] wc_queue_list|job_list\n   [-cj]                                    clear the error state of jobs\n   [-d]                                     disable\n   [-e]                                     enable\n   [-help]                                  print this help\n\nwc_queue_list            wc_queue[,wc_queue,...]\nwc_queue                 queue[@host] (with * and ? wildcards)\n",
+        "Gantry {}\nusage: qmod [options] wc_queue_list|job_list\n   [-cj]                                    clear the error state of jobs\n   [-d]                                     disable\n   [-sj]                                    suspend jobs\n   [-usj]                                   unsuspend jobs\n   [-e]                                     enable\n   [-help]                                  print this help\n\nwc_queue_list            wc_queue[,wc_queue,...]\nwc_queue                 queue[@host] (with * and ? wildcards)\n",
         env!("CARGO_PKG_VERSION")
     )
 }
@@ -212,6 +214,16 @@ pub fn qmod(args: &[String]) -> Output {
         Ok(p) => p,
         Err(out) => return out,
     };
+    if p.has("-sj") || p.has("-usj") {
+        let ids = job_list(&p);
+        if ids.is_empty() {
+            return Output::usage_error("error: no job given", &qmod_usage());
+        }
+        return send(ToMaster::SuspendJobs {
+            ids,
+            suspend: p.has("-sj"),
+        });
+    }
     if p.has("-cj") {
         let ids = job_list(&p);
         if ids.is_empty() {

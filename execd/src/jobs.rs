@@ -253,6 +253,16 @@ impl Jobs {
         }
     }
 
+    /// Send a signal to a task's process group (suspend and resume).
+    pub fn signal(&self, key: TaskKey, signal: i32) {
+        let dir = task_dir(&self.inner.dir, key);
+        if let (_, Some(job)) = pids(&dir) {
+            if let Ok(sig) = Signal::try_from(signal) {
+                let _ = killpg(Pid::from_raw(job), sig);
+            }
+        }
+    }
+
     /// After an execd restart: watch the shepherds that kept running, and report those
     /// that ended while the execd was away.
     pub fn adopt(&self) {

@@ -219,6 +219,7 @@ async fn session(
                     }
                 }
                 Ok(ToExecd::KillJob { job_id, task_id }) => jobs.kill((job_id, task_id)),
+                Ok(ToExecd::SignalJob { job_id, task_id, signal }) => jobs.signal((job_id, task_id), signal),
                 Ok(ToExecd::ReportAck { job_id, task_id }) => jobs.acknowledge((job_id, task_id)),
                 Ok(other) => warn!("unexpected message from the master: {other:?}"),
                 Err(e) => return Ended::Lost(close_reason(&conn).unwrap_or_else(|| e.to_string())),

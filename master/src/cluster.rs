@@ -472,6 +472,78 @@ impl Cluster {
         FromMaster::Done { messages }
     }
 
+    fn suspend_jobs(&mut self, caller: &Caller, ids: &[String], suspend: bool) -> FromMaster {
+        let manager = self.state.is_manager(&caller.user);
+        let mut ops = Vec::new();
+        let mut messages = Vec::new();
+        let mut signals = Vec::new();
+        for text in ids {
+            let found =
+                crate::jobs::parse_job_ref(text).and_then(|(id, _)| self.state.jobs.get(&id));
+            let Some(job) = found else {
+                return FromMaster::Refused(Refusal {
+                    kind: RefusalKind::NotFound,
+                    message: format!("denied: job \"{text}\" does not exist"),
+                });
+            };
+            if job.owner.user != caller.user && !manager {
+                return FromMaster::Refused(Refusal {
+                    kind: RefusalKind::Denied,
+                    message: format!(
+                        "{} - you do not have the necessary privileges to modify the job \"{}\"",
+                        caller.user, job.id
+                    ),
+                });
+            }
+            let mut job = job.clone();
+            let mut any = false;
+            for (task, t) in &job.tasks {
+                if let TaskState::Running { host, .. } = t {
+                    any = true;
+                    signals.push((host.clone(), job.id, *task));
+                }
+            }
+            if !any {
+                return FromMaster::Refused(Refusal {
+                    kind: RefusalKind::Invalid,
+                    message: format!("denied: job \"{}\" is not running", job.id),
+                });
+            }
+            for (_, _, task) in signals.iter().filter(|(_, j, _)| *j == job.id) {
+                if suspend {
+                    job.suspended.insert(*task);
+                } else {
+                    job.suspended.remove(task);
+                }
+            }
+            messages.push(format!(
+                "{} - {} job {}",
+                caller.user,
+                if suspend { "suspended" } else { "unsuspended" },
+                job.id
+            ));
+            ops.push(Op::Put(Object::Job(job)));
+        }
+        if let Err(r) = self.commit(&ops) {
+            return FromMaster::Refused(r);
+        }
+        let signal = if suspend {
+            libc_signal::SIGSTOP
+        } else {
+            libc_signal::SIGCONT
+        };
+        for (host, job_id, task_id) in signals {
+            if let Some(s) = self.sessions.get(&host) {
+                let _ = s.to_execd.send(ToExecd::SignalJob {
+                    job_id,
+                    task_id,
+                    signal,
+                });
+            }
+        }
+        FromMaster::Done { messages }
+    }
+
     fn clear_job_errors(&mut self, caller: &Caller, ids: &[String]) -> FromMaster {
         let manager = self.state.is_manager(&caller.user);
         let mut ops = Vec::new();
@@ -774,6 +846,9 @@ impl Handler<ClientCall> for Cluster {
                     .cloned()
                     .collect();
                 return MessageResult(FromMaster::Jobs(views));
+            }
+            ToMaster::SuspendJobs { ids, suspend } => {
+                return MessageResult(self.suspend_jobs(&msg.caller, ids, *suspend));
             }
             ToMaster::ClearJobErrors { ids } => {
                 let reply = self.clear_job_errors(&msg.caller, ids);
@@ -1116,4 +1191,10 @@ impl Handler<ExecdJobs> for Cluster {
             }
         }
     }
+}
+
+/// Signal numbers sent to execds (Linux values, as the execds run Linux).
+mod libc_signal {
+    pub const SIGSTOP: i32 = nix::sys::signal::Signal::SIGSTOP as i32;
+    pub const SIGCONT: i32 = nix::sys::signal::Signal::SIGCONT as i32;
 }

@@ -44,6 +44,8 @@ pub struct Job {
     pub submit_time: i64,
     /// Tasks not yet finished (a plain job has task 1).
     pub tasks: BTreeMap<u32, TaskState>,
+    /// Running tasks suspended with `qmod -sj` (state `s`).
+    pub suspended: std::collections::BTreeSet<u32>,
 }
 
 impl Job {
@@ -237,6 +239,7 @@ pub fn validate_submission(
         spec,
         submit_time: now,
         tasks,
+        suspended: Default::default(),
     })
 }
 
@@ -684,6 +687,7 @@ impl ClusterState {
                     } => {
                         let letters = match t {
                             TaskState::Deleting { .. } => "dr",
+                            _ if job.suspended.contains(task) => "s",
                             _ if started.contains(&(job.id, *task)) => "r",
                             _ => "t",
                         };

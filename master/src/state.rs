@@ -617,6 +617,7 @@ impl ClusterState {
             | ToMaster::JobDetails { .. }
             | ToMaster::ClearJobErrors { .. }
             | ToMaster::ShowFinishedJobs { .. }
+            | ToMaster::SuspendJobs { .. }
             | ToMaster::ShowJobs { .. }
             | ToMaster::DeleteJobs { .. }
             | ToMaster::WaitJob { .. }

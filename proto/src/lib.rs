@@ -159,6 +159,8 @@ pub enum ToMaster {
     ClearJobErrors { ids: Vec<String> },
     /// `qstat -s z`: recently finished jobs of these users (all if empty).
     ShowFinishedJobs { users: Vec<String> },
+    /// `qmod -sj` / `qmod -usj`: suspend or resume running jobs.
+    SuspendJobs { ids: Vec<String>, suspend: bool },
 }
 
 /// The master's answer to a [`ToMaster`] request.
@@ -277,6 +279,12 @@ pub enum ToExecd {
     ReportAck {
         job_id: u64,
         task_id: u32,
+    },
+    /// Send a signal to a task's process group (SIGSTOP/SIGCONT for qmod -sj/-usj).
+    SignalJob {
+        job_id: u64,
+        task_id: u32,
+        signal: i32,
     },
 }
 

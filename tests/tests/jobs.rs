@@ -967,3 +967,61 @@ fn forced_deletion_while_the_execd_is_away() {
         },
     );
 }
+
+#[test]
+fn suspend_and_resume_a_running_job() {
+    if !need_root("suspend_and_resume_a_running_job") {
+        return;
+    }
+    ensure_user("gtuser1");
+    let c = Cluster::one_host();
+    let id = c
+        .as_user(
+            "gtuser1",
+            "qsub",
+            &["-terse", "-wd", "/tmp", "-b", "y", "sleep", "318"],
+        )
+        .stdout
+        .trim()
+        .to_string();
+    wait_until("the job to run", Duration::from_secs(10), || {
+        c.as_user("gtuser1", "qstat", &[]).stdout.contains(" r ")
+    });
+    let pid = {
+        let out = std::process::Command::new("pgrep")
+            .args(["-u", "gtuser1", "-f", "sleep 318"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    let proc_state = |pid: &str| {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        stat.rsplit(')')
+            .next()
+            .and_then(|r| r.split_whitespace().next())
+            .unwrap_or("")
+            .to_string()
+    };
+    let out = c.as_user("gtuser1", "qmod", &["-sj", &id]);
+    assert_eq!(
+        out.stdout,
+        format!("gtuser1 - suspended job {id}\n"),
+        "{out:?}"
+    );
+    assert!(c.as_user("gtuser1", "qstat", &[]).stdout.contains(" s "));
+    wait_until("the job's process to stop", Duration::from_secs(10), || {
+        proc_state(&pid) == "T"
+    });
+    let out = c.as_user("gtuser1", "qmod", &["-usj", &id]);
+    assert_eq!(out.stdout, format!("gtuser1 - unsuspended job {id}\n"));
+    assert!(c.as_user("gtuser1", "qstat", &[]).stdout.contains(" r "));
+    wait_until(
+        "the job's process to continue",
+        Duration::from_secs(10),
+        || proc_state(&pid) == "S",
+    );
+    c.as_user("gtuser1", "qdel", &[&id]);
+    wait_until("the job to be accounted", Duration::from_secs(10), || {
+        c.client("qacct", &["-j", &id]).code == 0
+    });
+}
