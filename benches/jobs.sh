@@ -51,14 +51,14 @@ accounted() { "$BIN/qacct" 2>/dev/null | awk 'NR==4 {print $0}' >/dev/null; }
 before=$(as_user "$BIN/qstat" | wc -l)
 t0=$(now)
 as_user sh -c "i=0; while [ \$i -lt $JOBS ]; do $BIN/qsub -b y /bin/true >/dev/null; i=\$((i+1)); done"
-while [ "$(as_user "$BIN/qstat" | wc -l)" -gt 0 ]; do sleep 0.01; done
+while [ -n "$("$BIN/qstat" -u gtbench)" ]; do sleep 0.02; done
 t1=$(now)
 echo "(b) $JOBS jobs, $SLOTS slots, first submission to all accounted: $(awk -v a="$t0" -v b="$t1" -v n="$JOBS" 'BEGIN {printf "%.3f s (%.1f jobs/s)", b-a, n/(b-a)}')"
 
 # (c) one array of ARRAY tasks until all accounted.
 t0=$(now)
 as_user "$BIN/qsub" -t "1-$ARRAY" -o /dev/null -e /dev/null -b y /bin/true >/dev/null
-while [ "$(as_user "$BIN/qstat" | wc -l)" -gt 0 ]; do sleep 0.01; done
+while [ -n "$("$BIN/qstat" -u gtbench)" ]; do sleep 0.02; done
 t1=$(now)
 echo "(c) array of $ARRAY tasks, $SLOTS slots, submission to all accounted: $(awk -v a="$t0" -v b="$t1" -v n="$ARRAY" 'BEGIN {printf "%.3f s (%.1f tasks/s)", b-a, n/(b-a)}')"
 
