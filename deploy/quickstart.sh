@@ -16,7 +16,10 @@ BIN="$SRC/target/release"
 stop() {
     for d in execd master; do
         if [ -f "$DIR/$d.pid" ]; then
-            kill "$(cat "$DIR/$d.pid")" 2>/dev/null || true
+            pid=$(cat "$DIR/$d.pid")
+            kill "$pid" 2>/dev/null || true
+            i=0
+            while kill -0 "$pid" 2>/dev/null && [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done
             rm -f "$DIR/$d.pid"
         fi
     done
