@@ -15,7 +15,9 @@ use nix::unistd::Pid;
 use tokio::sync::mpsc::UnboundedSender;
 use tracing::{info, warn};
 
-use crate::shepherd::{decode_report, PID_FILE, REPORT_FILE, SCRIPT_FILE, START_FILE};
+use crate::shepherd::{
+    decode_report, lookup_account, Account, Order, PID_FILE, REPORT_FILE, SCRIPT_FILE, START_FILE,
+};
 
 /// A task key.
 pub type TaskKey = (u64, u32);
@@ -34,6 +36,8 @@ struct Inner {
     finished: UnboundedSender<JobReport>,
     /// Tasks whose shepherd runs now.
     running: Mutex<BTreeSet<TaskKey>>,
+    /// Job owners' accounts, looked up once a minute at most.
+    accounts: Mutex<std::collections::HashMap<(u32, u32), (std::time::Instant, Account)>>,
 }
 
 fn task_dir(base: &Path, key: TaskKey) -> PathBuf {
@@ -83,6 +87,7 @@ impl Jobs {
                 host: host.to_string(),
                 finished,
                 running: Mutex::new(BTreeSet::new()),
+                accounts: Mutex::new(std::collections::HashMap::new()),
             }),
         })
     }
@@ -119,6 +124,19 @@ impl Jobs {
         }
     }
 
+    /// A job owner's account, from the cache if it is fresh.
+    fn account(&self, uid: u32, gid: u32) -> Option<Account> {
+        let mut cache = self.inner.accounts.lock().ok()?;
+        if let Some((at, a)) = cache.get(&(uid, gid)) {
+            if at.elapsed() < Duration::from_secs(60) {
+                return Some(a.clone());
+            }
+        }
+        let a = lookup_account(uid, gid)?;
+        cache.insert((uid, gid), (std::time::Instant::now(), a.clone()));
+        Some(a)
+    }
+
     /// Start a task: write its directory, then its shepherd.
     pub fn start(&self, start: JobStart) {
         let key = (start.job_id, start.task_id);
@@ -135,7 +153,11 @@ impl Jobs {
             if let JobScript::Script { contents, .. } = &start.spec.script {
                 write_private(&dir.join(SCRIPT_FILE), contents, 0o700)?;
             }
-            let bytes = gantry_proto::encode(&start).map_err(std::io::Error::other)?;
+            let order = Order {
+                account: self.account(start.owner.uid, start.owner.gid),
+                start: start.clone(),
+            };
+            let bytes = gantry_proto::encode(&order).map_err(std::io::Error::other)?;
             write_private(&dir.join(START_FILE), &bytes, 0o600)?;
             Ok(())
         })();
@@ -213,7 +235,8 @@ impl Jobs {
             None => {
                 let start = std::fs::read(dir.join(START_FILE))
                     .ok()
-                    .and_then(|b| gantry_proto::decode::<JobStart>(&b).ok());
+                    .and_then(|b| gantry_proto::decode::<Order>(&b).ok())
+                    .map(|o| o.start);
                 let report = match start {
                     Some(s) => failed_report(
                         &s,

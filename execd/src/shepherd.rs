@@ -22,6 +22,36 @@ use nix::sys::signal::{killpg, Signal};
 use nix::unistd::{Gid, Pid, Uid, User};
 
 pub const START_FILE: &str = "start.bin";
+
+/// What the execd hands a shepherd: the master's order, and the owner's account as the
+/// execd looked it up (so that each shepherd does not repeat the NSS lookups).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Order {
+    pub start: JobStart,
+    pub account: Option<Account>,
+}
+
+/// A user's name, home and groups.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Account {
+    pub name: String,
+    pub home: String,
+    pub groups: Vec<u32>,
+}
+
+/// Look up a user's account (name, home directory, supplementary groups).
+pub fn lookup_account(uid: u32, gid: u32) -> Option<Account> {
+    let user = User::from_uid(Uid::from_raw(uid)).ok().flatten()?;
+    let cname = std::ffi::CString::new(user.name.clone()).ok()?;
+    let groups = nix::unistd::getgrouplist(&cname, Gid::from_raw(gid))
+        .map(|g| g.into_iter().map(Gid::as_raw).collect())
+        .unwrap_or_else(|_| vec![gid]);
+    Some(Account {
+        name: user.name,
+        home: user.dir.to_string_lossy().into_owned(),
+        groups,
+    })
+}
 pub const SCRIPT_FILE: &str = "script";
 pub const PID_FILE: &str = "pids";
 pub const REPORT_FILE: &str = "report";
@@ -148,9 +178,10 @@ pub fn run(dir: &Path) -> i32 {
     let Ok(bytes) = std::fs::read(dir.join(START_FILE)) else {
         return 2;
     };
-    let Ok(start) = gantry_proto::decode::<JobStart>(&bytes) else {
+    let Ok(order) = gantry_proto::decode::<Order>(&bytes) else {
         return 2;
     };
+    let start = &order.start;
     let _ = nix::unistd::setsid();
     let Ok(mut report_file) = std::fs::OpenOptions::new()
         .create(true)
@@ -187,7 +218,13 @@ pub fn run(dir: &Path) -> i32 {
         stime_us: 0,
         maxrss_kb: 0,
     };
-    if let Err(f) = supervise(dir, &start, &mut report, pid_file.as_mut()) {
+    if let Err(f) = supervise(
+        dir,
+        start,
+        order.account.as_ref(),
+        &mut report,
+        pid_file.as_mut(),
+    ) {
         report.failed = f.code;
         report.failure = f.reason;
         report.exit_status = 1;
@@ -201,14 +238,16 @@ pub fn run(dir: &Path) -> i32 {
 fn supervise(
     dir: &Path,
     start: &JobStart,
+    account: Option<&Account>,
     report: &mut JobReport,
     pid_file: Option<&mut File>,
 ) -> Result<(), Failure> {
-    let user = User::from_uid(Uid::from_raw(start.owner.uid))
-        .ok()
-        .flatten()
-        .ok_or_else(|| fail(26, format!("unknown user id {}", start.owner.uid)))?;
-    let home = user.dir.to_string_lossy().into_owned();
+    let user = match account {
+        Some(a) => a.clone(),
+        None => lookup_account(start.owner.uid, start.owner.gid)
+            .ok_or_else(|| fail(26, format!("unknown user id {}", start.owner.uid)))?,
+    };
+    let home = user.home.clone();
     let tmp_base = setting(start, "tmpdir").unwrap_or("/tmp");
     let tmpdir = PathBuf::from(tmp_base).join(format!(
         "{}.{}.{}",
@@ -238,10 +277,8 @@ fn supervise(
     }
     // Become the job's owner (unless this execd runs as that user already).
     if nix::unistd::geteuid() != Uid::from_raw(start.owner.uid) {
-        let name =
-            std::ffi::CString::new(user.name.clone()).map_err(|_| fail(26, "invalid user name"))?;
-        nix::unistd::initgroups(&name, Gid::from_raw(start.owner.gid))
-            .map_err(|e| fail(26, format!("initgroups: {e}")))?;
+        let groups: Vec<Gid> = user.groups.iter().map(|g| Gid::from_raw(*g)).collect();
+        nix::unistd::setgroups(&groups).map_err(|e| fail(26, format!("setgroups: {e}")))?;
         nix::unistd::setgid(Gid::from_raw(start.owner.gid))
             .map_err(|e| fail(26, format!("setgid: {e}")))?;
         nix::unistd::setuid(Uid::from_raw(start.owner.uid))
@@ -379,7 +416,7 @@ fn supervise(
 #[allow(clippy::too_many_arguments)]
 fn job_environment(
     start: &JobStart,
-    user: &User,
+    user: &Account,
     home: &str,
     tmpdir: &Path,
     shell: &str,
