@@ -304,12 +304,23 @@ pub fn run(args: &[String]) -> Output {
         .map(|d| d.to_string_lossy().into_owned())
         .unwrap_or_else(|_| "/".to_string());
     let host = gantry_common::cell::local_hostname();
-    let user = nix::unistd::User::from_uid(nix::unistd::getuid())
-        .ok()
-        .flatten();
-    let home = user
-        .as_ref()
-        .map(|u| u.dir.to_string_lossy().into_owned())
+    // As SGE's qsub: SGE_O_HOME and SGE_O_LOGNAME come from the environment (the
+    // identity itself is the kernel's, established by the daemon); the password database
+    // only when they are unset.
+    let env_or = |keys: &[&str]| {
+        keys.iter()
+            .find_map(|k| std::env::var(k).ok().filter(|v| !v.is_empty()))
+    };
+    let passwd = || {
+        nix::unistd::User::from_uid(nix::unistd::getuid())
+            .ok()
+            .flatten()
+    };
+    let home = env_or(&["HOME"])
+        .or_else(|| passwd().map(|u| u.dir.to_string_lossy().into_owned()))
+        .unwrap_or_default();
+    let logname = env_or(&["LOGNAME", "USER"])
+        .or_else(|| passwd().map(|u| u.name))
         .unwrap_or_default();
     let mut spec = JobSpec {
         name: String::new(),
@@ -324,10 +335,7 @@ pub fn run(args: &[String]) -> Output {
         merge_output: false,
         env: vec![
             ("SGE_O_HOME".into(), home.clone()),
-            (
-                "SGE_O_LOGNAME".into(),
-                user.as_ref().map(|u| u.name.clone()).unwrap_or_default(),
-            ),
+            ("SGE_O_LOGNAME".into(), logname.clone()),
             (
                 "SGE_O_PATH".into(),
                 std::env::var("PATH").unwrap_or_default(),
