@@ -59,7 +59,15 @@ impl Handler<FlushReports> for Cluster {
     fn handle(&mut self, _: FlushReports, ctx: &mut Self::Context) {
         self.flush_queued = false;
         let batch = std::mem::take(&mut self.pending_reports);
-        self.finish_batch(batch);
+        if let Err(batch) = self.finish_batch(batch) {
+            // The spool refused the write: keep the reports (unacknowledged) and try again
+            // in a second, so that no completion is lost while the master runs.
+            self.pending_reports.extend(batch);
+            self.flush_queued = true;
+            ctx.run_later(Duration::from_secs(1), |_, ctx| {
+                ctx.address().do_send(FlushReports);
+            });
+        }
         self.request_schedule(ctx);
     }
 }
@@ -623,7 +631,11 @@ impl Cluster {
     /// Record a batch of task reports in one spool commit, then acknowledge them. A
     /// report for a task already accounted (repeated after a reconnect) is only
     /// acknowledged.
-    fn finish_batch(&mut self, batch: Vec<(String, gantry_proto::JobReport)>) {
+    fn finish_batch(
+        &mut self,
+        batch: Vec<(String, gantry_proto::JobReport)>,
+    ) -> Result<(), Vec<(String, gantry_proto::JobReport)>> {
+        let kept = batch.clone();
         let mut ops = Vec::new();
         let mut changed: HashMap<u64, crate::jobs::Job> = HashMap::new();
         let mut acks: Vec<(String, u64, u32)> = Vec::new();
@@ -696,7 +708,7 @@ impl Cluster {
             }
         }
         if self.commit(&ops).is_err() {
-            return; // not acknowledged: the execd reports them again when it reconnects
+            return Err(kept); // not acknowledged: tried again
         }
         for key in recorded {
             self.started.remove(&key);
@@ -728,6 +740,7 @@ impl Cluster {
                 }
             }
         }
+        Ok(())
     }
 
     fn check_reachability(&mut self) {
