@@ -31,6 +31,12 @@ const SPECS: &[OptSpec] = &[
     opt("-sq", Arity::Optional),
     opt("-shgrpl", Arity::None),
     opt("-shgrp", Arity::One),
+    opt("-shgrp_resolved", Arity::One),
+    opt("-ahgrp", Arity::One),
+    opt("-Ahgrp", Arity::One),
+    opt("-mhgrp", Arity::One),
+    opt("-Mhgrp", Arity::One),
+    opt("-dhgrp", Arity::One),
 ];
 
 pub fn usage() -> String {
@@ -40,8 +46,11 @@ pub fn usage() -> String {
             "add an exec host (with an editor when no name is given)",
         ),
         ("[-Ae fname]", "add an exec host from file"),
+        ("[-ahgrp group]", "add new host group entry"),
+        ("[-Ahgrp file]", "add new host group entry from file"),
         ("[-am user_list]", "add user to manager list"),
         ("[-de host_list]", "delete exec host"),
+        ("[-dhgrp group]", "delete host group entry"),
         ("[-dm user_list]", "delete user from manager list"),
         ("[-help]", "print this help"),
         (
@@ -49,6 +58,8 @@ pub fn usage() -> String {
             "modify an attribute of an object (queue)",
         ),
         ("[-mconf [global]]", "modify configurations"),
+        ("[-mhgrp group]", "modify host group entry"),
+        ("[-Mhgrp file]", "modify host group entry from file"),
         ("[-Mconf file_list]", "modify configurations from file_list"),
         ("[-sc]", "show complex attributes"),
         ("[-sconf [global]]", "show configurations"),
@@ -56,6 +67,10 @@ pub fn usage() -> String {
         ("[-se server]", "show given exec server"),
         ("[-sel]", "show a list of all exec servers"),
         ("[-shgrp group]", "show host group"),
+        (
+            "[-shgrp_resolved group]",
+            "show host group with resolved hostlist",
+        ),
         ("[-shgrpl]", "show host group list"),
         ("[-sm]", "show a list of all managers"),
         ("[-sq [queue]]", "show the given queue"),
@@ -356,6 +371,68 @@ fn one(name: &str, arg: Option<&str>) -> Output {
                 FromMaster::HostGroup(g) => Some(print_hostgroup(g)),
                 _ => None,
             },
+        ),
+        ("-shgrp_resolved", Some(g)) => {
+            // Resolve nested groups on the client from the groups the master shows.
+            fn resolve(name: &str, depth: usize, out: &mut Vec<String>) -> Result<(), Output> {
+                if depth > 16 {
+                    return Ok(());
+                }
+                match crate::ask(&ToMaster::ShowHostGroup {
+                    name: name.to_string(),
+                }) {
+                    Ok(FromMaster::HostGroup(g)) => {
+                        for m in g.hostlist {
+                            if m.starts_with('@') {
+                                resolve(&m, depth + 1, out)?;
+                            } else if !out.contains(&m) {
+                                out.push(m);
+                            }
+                        }
+                        Ok(())
+                    }
+                    Ok(other) => Err(crate::unexpected(&other)),
+                    Err(o) => Err(o),
+                }
+            }
+            let mut hosts = Vec::new();
+            match resolve(g, 0, &mut hosts) {
+                Ok(()) => Output::ok(format!("{}\n", hosts.join(" "))),
+                Err(o) => o,
+            }
+        }
+        ("-ahgrp", Some(g)) => {
+            let template = print_hostgroup(&gantry_proto::HostGroup {
+                name: g.to_string(),
+                hostlist: vec![],
+            });
+            match edit(&template) {
+                Ok(text) => change(ToMaster::AddHostGroup { text }, false),
+                Err(e) => Output::fail(e, exit::FAILURE),
+            }
+        }
+        ("-Ahgrp", Some(file)) => match read_file(file) {
+            Ok(text) => change(ToMaster::AddHostGroup { text }, false),
+            Err(o) => o,
+        },
+        ("-mhgrp", Some(g)) => match req(&ToMaster::ShowHostGroup {
+            name: g.to_string(),
+        }) {
+            Ok(FromMaster::HostGroup(current)) => match edit(&print_hostgroup(&current)) {
+                Ok(text) => change(ToMaster::ModifyHostGroup { text }, false),
+                Err(e) => Output::fail(e, exit::FAILURE),
+            },
+            other => answer(other, |_| None),
+        },
+        ("-Mhgrp", Some(file)) => match read_file(file) {
+            Ok(text) => change(ToMaster::ModifyHostGroup { text }, false),
+            Err(o) => o,
+        },
+        ("-dhgrp", Some(g)) => change(
+            ToMaster::DeleteHostGroup {
+                name: g.to_string(),
+            },
+            false,
         ),
         (other, None) => Output::usage_error(
             &format!("error: no option argument provided to \"{other}\""),

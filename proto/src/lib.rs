@@ -161,6 +161,12 @@ pub enum ToMaster {
     ShowFinishedJobs { users: Vec<String> },
     /// `qmod -sj` / `qmod -usj`: suspend or resume running jobs.
     SuspendJobs { ids: Vec<String>, suspend: bool },
+    /// `qconf -ahgrp` / `-Ahgrp`: a new host group, as text.
+    AddHostGroup { text: String },
+    /// `qconf -mhgrp` / `-Mhgrp`: a changed host group, as text.
+    ModifyHostGroup { text: String },
+    /// `qconf -dhgrp group`
+    DeleteHostGroup { name: String },
 }
 
 /// The master's answer to a [`ToMaster`] request.

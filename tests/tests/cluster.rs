@@ -549,3 +549,79 @@ fn queue_attributes_modified_with_mattr() {
         "refused changes change nothing"
     );
 }
+
+#[test]
+fn host_groups_added_modified_resolved_and_deleted() {
+    let mut c = Cluster::init(&[]);
+    c.start_master();
+    let file = c.dir.path().join("hg");
+    std::fs::write(&file, "group_name @small\nhostlist n1 n2\n").unwrap();
+    let out = c.qconf(&["-Ahgrp", file.to_str().unwrap()]);
+    assert_eq!(
+        out.stdout, "root@head added \"@small\" to host group list\n",
+        "{out:?}"
+    );
+    let dup = c.qconf(&["-Ahgrp", file.to_str().unwrap()]);
+    assert_eq!(
+        (dup.code, dup.stderr.as_str()),
+        (1, "host group \"@small\" already exists\n")
+    );
+    std::fs::write(&file, "group_name @big\nhostlist @small n3\n").unwrap();
+    assert_eq!(c.qconf(&["-Ahgrp", file.to_str().unwrap()]).code, 0);
+    assert_eq!(c.qconf(&["-shgrp_resolved", "@big"]).stdout, "n1 n2 n3\n");
+    // A cycle and an unknown member are refused and change nothing.
+    std::fs::write(&file, "group_name @small\nhostlist n1 @big\n").unwrap();
+    let cyc = c.qconf(&["-Mhgrp", file.to_str().unwrap()]);
+    assert_eq!(
+        (cyc.code, cyc.stderr.as_str()),
+        (1, "denied: host group \"@small\" would contain itself\n")
+    );
+    std::fs::write(&file, "group_name @small\nhostlist @nosuch\n").unwrap();
+    let unknown = c.qconf(&["-Mhgrp", file.to_str().unwrap()]);
+    assert_eq!(
+        unknown.stderr,
+        "denied: host group \"@nosuch\" does not exist\n"
+    );
+    assert_eq!(
+        c.qconf(&["-shgrp", "@small"]).stdout,
+        "group_name @small\nhostlist n1 n2\n"
+    );
+    // -mhgrp through the editor.
+    let out = std::process::Command::new(gantry_tests::bin("qconf"))
+        .args(["-mhgrp", "@small"])
+        .env("GANTRY_HOME", c.home())
+        .env("EDITOR", "sed -i s/n2/n4/")
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "root@head modified \"@small\" in host group list\n"
+    );
+    assert_eq!(c.qconf(&["-shgrp_resolved", "@big"]).stdout, "n1 n4 n3\n");
+    // A referenced group cannot be deleted; an unreferenced one can.
+    let del = c.qconf(&["-dhgrp", "@small"]);
+    assert_eq!(
+        (del.code, del.stderr.as_str()),
+        (
+            1,
+            "denied: host group \"@small\" is still referenced in host group \"@big\"\n"
+        )
+    );
+    let del = c.qconf(&["-dhgrp", "@allhosts"]);
+    assert_eq!(
+        del.stderr,
+        "denied: host group \"@allhosts\" is still referenced in cluster queue \"all.q\"\n"
+    );
+    assert_eq!(
+        c.qconf(&["-dhgrp", "@big"]).stdout,
+        "root@head removed \"@big\" from host group list\n"
+    );
+    assert_eq!(c.qconf(&["-shgrpl"]).stdout, "@allhosts\n@small\n");
+    // Survives a restart.
+    c.stop_master(Signal::SIGTERM);
+    c.start_master();
+    assert_eq!(
+        c.qconf(&["-shgrp", "@small"]).stdout,
+        "group_name @small\nhostlist n1 n4\n"
+    );
+}
