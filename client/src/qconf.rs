@@ -37,6 +37,13 @@ const SPECS: &[OptSpec] = &[
     opt("-mhgrp", Arity::One),
     opt("-Mhgrp", Arity::One),
     opt("-dhgrp", Arity::One),
+    opt("-sul", Arity::None),
+    opt("-su", Arity::One),
+    opt("-au", Arity::Two),
+    opt("-du", Arity::Two),
+    opt("-dul", Arity::One),
+    opt("-Au", Arity::One),
+    opt("-Mu", Arity::One),
 ];
 
 pub fn usage() -> String {
@@ -49,9 +56,19 @@ pub fn usage() -> String {
         ("[-ahgrp group]", "add new host group entry"),
         ("[-Ahgrp file]", "add new host group entry from file"),
         ("[-am user_list]", "add user to manager list"),
+        (
+            "[-au user_list listname_list]",
+            "add user(s) to userset list(s)",
+        ),
+        ("[-Au fname]", "add userset from file"),
         ("[-de host_list]", "delete exec host"),
         ("[-dhgrp group]", "delete host group entry"),
         ("[-dm user_list]", "delete user from manager list"),
+        (
+            "[-du user_list listname_list]",
+            "delete user(s) from userset list(s)",
+        ),
+        ("[-dul listname_list]", "delete userset list(s) completely"),
         ("[-help]", "print this help"),
         (
             "[-mattr obj_nm attr_nm val obj_id_list]",
@@ -73,6 +90,9 @@ pub fn usage() -> String {
         ),
         ("[-shgrpl]", "show host group list"),
         ("[-sm]", "show a list of all managers"),
+        ("[-su listname_list]", "show the given userset list"),
+        ("[-sul]", "show a list of all userset lists"),
+        ("[-Mu fname]", "modify userset from file"),
         ("[-sq [queue]]", "show the given queue"),
         ("[-sql]", "show a list of all queues"),
     ];
@@ -426,6 +446,39 @@ fn one(name: &str, arg: Option<&str>) -> Output {
         },
         ("-Mhgrp", Some(file)) => match read_file(file) {
             Ok(text) => change(ToMaster::ModifyHostGroup { text }, false),
+            Err(o) => o,
+        },
+        ("-sul", _) => names(req(&ToMaster::ShowUserSetList), "no userset list defined"),
+        ("-su", Some(lists)) => {
+            answer(
+                req(&ToMaster::ShowUserSets { names: list(lists) }),
+                |a| match a {
+                    FromMaster::UserSets(sets) => Some(
+                        sets.iter()
+                            .map(gantry_common::userset::print_userset)
+                            .collect(),
+                    ),
+                    _ => None,
+                },
+            )
+        }
+        ("-au" | "-du", Some(both)) => {
+            let (users, sets) = both.split_once(' ').unwrap_or((both, ""));
+            let (users, sets) = (list(users), list(sets));
+            let request = if name == "-au" {
+                ToMaster::AddUsersToSets { users, sets }
+            } else {
+                ToMaster::DeleteUsersFromSets { users, sets }
+            };
+            change(request, true)
+        }
+        ("-dul", Some(lists)) => change(ToMaster::DeleteUserSets { names: list(lists) }, false),
+        ("-Au", Some(file)) => match read_file(file) {
+            Ok(text) => change(ToMaster::AddUserSet { text }, false),
+            Err(o) => o,
+        },
+        ("-Mu", Some(file)) => match read_file(file) {
+            Ok(text) => change(ToMaster::ModifyUserSet { text }, false),
             Err(o) => o,
         },
         ("-dhgrp", Some(g)) => change(

@@ -12,4 +12,5 @@ pub mod load;
 pub mod queue;
 pub mod tls;
 pub mod transport;
+pub mod userset;
 pub mod value;

@@ -33,6 +33,7 @@ pub enum Object {
     Job(crate::jobs::Job),
     /// Disabled queue instances (`qmod -d`): (queue, host).
     DisabledQueues(Vec<(String, String)>),
+    UserSet(gantry_proto::UserSet),
 }
 
 impl Object {
@@ -48,6 +49,7 @@ impl Object {
             Object::HostCert { fingerprint, .. } => format!("hostcert/{fingerprint}"),
             Object::Job(j) => job_key(j.id),
             Object::DisabledQueues(_) => "disabled-queues".to_string(),
+            Object::UserSet(u) => format!("userset/{}", u.name),
         }
     }
 }
@@ -99,6 +101,7 @@ pub struct ClusterState {
     pub next_job_id: u64,
     /// Disabled queue instances (`qmod -d`): (queue, host).
     pub disabled: std::collections::HashSet<(String, String)>,
+    pub usersets: BTreeMap<String, gantry_proto::UserSet>,
 }
 
 fn refuse(kind: RefusalKind, message: impl Into<String>) -> Refusal {
@@ -119,6 +122,12 @@ pub fn initial_objects(managers: &[String]) -> Vec<Object> {
             hostlist: Vec::new(),
         }),
         Object::Queue(queue::new_queue("all.q", "@allhosts")),
+        Object::UserSet(gantry_common::userset::new_userset("arusers", "ACL")),
+        Object::UserSet(gantry_common::userset::new_userset("deadlineusers", "ACL")),
+        Object::UserSet(gantry_common::userset::new_userset(
+            "defaultdepartment",
+            "DEPT",
+        )),
         Object::Managers(managers.to_vec()),
     ]
 }
@@ -154,6 +163,9 @@ impl ClusterState {
                     self.jobs.insert(j.id, j);
                 }
                 Object::DisabledQueues(list) => self.disabled = list.into_iter().collect(),
+                Object::UserSet(u) => {
+                    self.usersets.insert(u.name.clone(), u);
+                }
             },
             Op::Account(_) => {}
             Op::NextJobId(n) => self.next_job_id = *n,
@@ -164,6 +176,8 @@ impl ClusterState {
                     self.hostgroups.remove(name);
                 } else if let Some(name) = key.strip_prefix("queue/") {
                     self.queues.remove(name);
+                } else if let Some(name) = key.strip_prefix("userset/") {
+                    self.usersets.remove(name);
                 } else if let Some(fp) = key.strip_prefix("hostcert/") {
                     self.host_certs.remove(fp);
                 } else if let Some(id) = key.strip_prefix("job/") {
@@ -631,6 +645,167 @@ impl ClusterState {
                 Ok(Reply::Change(Change {
                     ops: vec![Op::Delete(format!("hostgroup/{name}"))],
                     messages: vec![format!("{who} removed \"{name}\" from host group list")],
+                }))
+            }
+            ToMaster::ShowUserSetList => Ok(Reply::Answer(FromMaster::Names(
+                self.usersets.keys().cloned().collect(),
+            ))),
+            ToMaster::ShowUserSets { names } => {
+                let mut out = Vec::new();
+                for n in names {
+                    match self.usersets.get(n) {
+                        Some(u) => out.push(u.clone()),
+                        None => {
+                            return Err(refuse(
+                                RefusalKind::NotFound,
+                                format!("access list \"{n}\" does not exist"),
+                            ))
+                        }
+                    }
+                }
+                Ok(Reply::Answer(FromMaster::UserSets(out)))
+            }
+            ToMaster::AddUsersToSets { users, sets } => {
+                manager_only()?;
+                let mut change = Change::default();
+                for set in sets {
+                    let mut u = self
+                        .usersets
+                        .get(set)
+                        .cloned()
+                        .unwrap_or_else(|| gantry_common::userset::new_userset(set, "ACL"));
+                    for user in users {
+                        if !valid_user_name(user.trim_start_matches('@')) {
+                            return Err(refuse(
+                                RefusalKind::Invalid,
+                                format!("invalid user name \"{user}\""),
+                            ));
+                        }
+                        if u.entries.contains(user) {
+                            return Err(refuse(
+                                RefusalKind::AlreadyExists,
+                                format!("\"{user}\" is already in access list \"{set}\""),
+                            ));
+                        }
+                        u.entries.push(user.clone());
+                        change
+                            .messages
+                            .push(format!("added \"{user}\" to access list \"{set}\""));
+                    }
+                    change.ops.push(Op::Put(Object::UserSet(u)));
+                }
+                Ok(Reply::Change(change))
+            }
+            ToMaster::DeleteUsersFromSets { users, sets } => {
+                manager_only()?;
+                let mut change = Change::default();
+                for set in sets {
+                    let Some(u) = self.usersets.get(set) else {
+                        return Err(refuse(
+                            RefusalKind::NotFound,
+                            format!("access list \"{set}\" does not exist"),
+                        ));
+                    };
+                    let mut u = u.clone();
+                    for user in users {
+                        if !u.entries.contains(user) {
+                            return Err(refuse(
+                                RefusalKind::NotFound,
+                                format!("user \"{user}\" is not in access list \"{set}\""),
+                            ));
+                        }
+                        u.entries.retain(|e| e != user);
+                        change.messages.push(format!(
+                            "deleted user \"{user}\" from access list \"{set}\""
+                        ));
+                    }
+                    change.ops.push(Op::Put(Object::UserSet(u)));
+                }
+                Ok(Reply::Change(change))
+            }
+            ToMaster::DeleteUserSets { names } => {
+                manager_only()?;
+                let mut change = Change::default();
+                for n in names {
+                    if !self.usersets.contains_key(n) {
+                        return Err(refuse(
+                            RefusalKind::NotFound,
+                            format!("access list \"{n}\" does not exist"),
+                        ));
+                    }
+                    if matches!(
+                        n.as_str(),
+                        "arusers" | "deadlineusers" | "defaultdepartment"
+                    ) {
+                        return Err(refuse(
+                            RefusalKind::Denied,
+                            format!("denied: userset \"{n}\" is built in and cannot be deleted"),
+                        ));
+                    }
+                    let referenced_by_queue = self.queues.values().find(|q| {
+                        ["user_lists", "xuser_lists"].iter().any(|k| {
+                            q.attr(k).is_some_and(|a| {
+                                std::iter::once(&a.default)
+                                    .chain(a.overrides.iter().map(|(_, v)| v))
+                                    .any(|v| {
+                                        gantry_common::conf::split_list(v).iter().any(|x| x == n)
+                                    })
+                            })
+                        })
+                    });
+                    if let Some(q) = referenced_by_queue {
+                        return Err(refuse(
+                            RefusalKind::Invalid,
+                            format!("denied: userset \"{n}\" is still referenced in cluster queue \"{}\"", q.name),
+                        ));
+                    }
+                    if let Some(h) = self
+                        .exechosts
+                        .values()
+                        .find(|h| h.user_lists.contains(n) || h.xuser_lists.contains(n))
+                    {
+                        return Err(refuse(
+                            RefusalKind::Invalid,
+                            format!(
+                                "denied: userset \"{n}\" is still referenced in exec host \"{}\"",
+                                h.hostname
+                            ),
+                        ));
+                    }
+                    change.ops.push(Op::Delete(format!("userset/{n}")));
+                    change
+                        .messages
+                        .push(format!("{who} removed \"{n}\" from userset list"));
+                }
+                Ok(Reply::Change(change))
+            }
+            ToMaster::AddUserSet { text } | ToMaster::ModifyUserSet { text } => {
+                manager_only()?;
+                let adding = matches!(req, ToMaster::AddUserSet { .. });
+                let u = gantry_common::userset::parse_userset(text)
+                    .map_err(|e| refuse(RefusalKind::Invalid, e.to_string()))?;
+                let exists = self.usersets.contains_key(&u.name);
+                if adding && exists {
+                    return Err(refuse(
+                        RefusalKind::AlreadyExists,
+                        format!("userset \"{}\" already exists", u.name),
+                    ));
+                }
+                if !adding && !exists {
+                    return Err(refuse(
+                        RefusalKind::NotFound,
+                        format!("access list \"{}\" does not exist", u.name),
+                    ));
+                }
+                let name = u.name.clone();
+                let (verb, prep) = if adding {
+                    ("added", "to")
+                } else {
+                    ("modified", "in")
+                };
+                Ok(Reply::Change(Change {
+                    ops: vec![Op::Put(Object::UserSet(u))],
+                    messages: vec![format!("{who} {verb} \"{name}\" {prep} userset list")],
                 }))
             }
             ToMaster::SetQueueState { targets, disable } => {

@@ -167,6 +167,26 @@ pub enum ToMaster {
     ModifyHostGroup { text: String },
     /// `qconf -dhgrp group`
     DeleteHostGroup { name: String },
+    /// `qconf -sul`
+    ShowUserSetList,
+    /// `qconf -su list`
+    ShowUserSets { names: Vec<String> },
+    /// `qconf -au users lists` (a list that does not exist is created as an ACL).
+    AddUsersToSets {
+        users: Vec<String>,
+        sets: Vec<String>,
+    },
+    /// `qconf -du users lists`
+    DeleteUsersFromSets {
+        users: Vec<String>,
+        sets: Vec<String>,
+    },
+    /// `qconf -dul lists`
+    DeleteUserSets { names: Vec<String> },
+    /// `qconf -Au file`
+    AddUserSet { text: String },
+    /// `qconf -Mu file`
+    ModifyUserSet { text: String },
 }
 
 /// The master's answer to a [`ToMaster`] request.
@@ -205,6 +225,7 @@ pub enum FromMaster {
     Verified {
         message: String,
     },
+    UserSets(Vec<UserSet>),
 }
 
 /// Why a request was refused. The kind decides the exit status (one table, in the

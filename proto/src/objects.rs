@@ -363,3 +363,14 @@ pub struct JobDetail {
     /// Tasks in error state and why (`Eqw`).
     pub errors: Vec<(u32, String)>,
 }
+
+/// A userset (`qconf -su`): an access list (ACL) and/or department (DEPT) of users and
+/// `@unixgroups`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UserSet {
+    pub name: String,
+    pub types: Vec<String>,
+    pub fshare: u32,
+    pub oticket: u32,
+    pub entries: Vec<String>,
+}

@@ -625,3 +625,67 @@ fn host_groups_added_modified_resolved_and_deleted() {
         "group_name @small\nhostlist n1 n4\n"
     );
 }
+
+#[test]
+fn usersets_as_sge_manages_them() {
+    let mut c = Cluster::init(&[]);
+    c.start_master();
+    assert_eq!(
+        c.qconf(&["-sul"]).stdout,
+        "arusers\ndeadlineusers\ndefaultdepartment\n"
+    );
+    let out = c.qconf(&["-au", "user1,user2", "arusers"]);
+    assert_eq!((out.code, out.stderr.as_str()), (0, "added \"user1\" to access list \"arusers\"\nadded \"user2\" to access list \"arusers\"\n"));
+    assert_eq!(
+        c.qconf(&["-su", "arusers"]).stdout,
+        "name    arusers\ntype    ACL\nfshare  0\noticket 0\nentries user1,user2\n"
+    );
+    let out = c.qconf(&["-du", "user2", "arusers"]);
+    assert_eq!(
+        out.stderr,
+        "deleted user \"user2\" from access list \"arusers\"\n"
+    );
+    let out = c.qconf(&["-du", "user9", "arusers"]);
+    assert_eq!(
+        (out.code, out.stderr.as_str()),
+        (1, "user \"user9\" is not in access list \"arusers\"\n")
+    );
+    // -au creates a new access list; -dul deletes it; built-ins stay.
+    assert_eq!(c.qconf(&["-au", "user3", "testusers"]).code, 0);
+    assert_eq!(
+        c.qconf(&["-su", "testusers"]).stdout.lines().last(),
+        Some("entries user3")
+    );
+    let out = c.qconf(&["-dul", "testusers"]);
+    assert_eq!(
+        out.stdout,
+        "root@head removed \"testusers\" from userset list\n"
+    );
+    assert_eq!(c.qconf(&["-dul", "arusers"]).code, 1);
+    let file = c.dir.path().join("us");
+    std::fs::write(
+        &file,
+        "name staff\ntype ACL DEPT\nfshare 0\noticket 0\nentries alice,@wheel\n",
+    )
+    .unwrap();
+    assert_eq!(
+        c.qconf(&["-Au", file.to_str().unwrap()]).stdout,
+        "root@head added \"staff\" to userset list\n"
+    );
+    std::fs::write(&file, "name staff\ntype NOPE\n").unwrap();
+    let bad = c.qconf(&["-Mu", file.to_str().unwrap()]);
+    assert_eq!(
+        (bad.code, bad.stderr.as_str()),
+        (1, "line 2: invalid userset type \"NOPE\" (ACL, DEPT)\n")
+    );
+    c.stop_master(Signal::SIGTERM);
+    c.start_master();
+    assert_eq!(
+        c.qconf(&["-su", "staff"]).stdout.lines().nth(1),
+        Some("type    ACL DEPT")
+    );
+    assert_eq!(
+        c.qconf(&["-su", "arusers"]).stdout.lines().last(),
+        Some("entries user1")
+    );
+}
