@@ -133,11 +133,13 @@ pub fn validate_submission(
     now: i64,
 ) -> Result<Job, Refusal> {
     let conf = state.global();
-    let min_uid: u32 = conf
-        .get("min_uid")
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0);
-    if caller.uid < min_uid {
+    let limit = |key: &str| {
+        conf.get(key)
+            .and_then(|v| v.parse::<usize>().ok())
+            .unwrap_or(0)
+    };
+    let min_uid = limit("min_uid");
+    if (caller.uid as usize) < min_uid {
         return Err(refuse(
             RefusalKind::Denied,
             format!(
@@ -146,11 +148,8 @@ pub fn validate_submission(
             ),
         ));
     }
-    let min_gid: u32 = conf
-        .get("min_gid")
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0);
-    if caller.gid < min_gid {
+    let min_gid = limit("min_gid");
+    if (caller.gid as usize) < min_gid {
         return Err(refuse(
             RefusalKind::Denied,
             format!(
@@ -159,11 +158,6 @@ pub fn validate_submission(
             ),
         ));
     }
-    let limit = |key: &str| {
-        conf.get(key)
-            .and_then(|v| v.parse::<usize>().ok())
-            .unwrap_or(0)
-    };
     let max_u_jobs = limit("max_u_jobs");
     if max_u_jobs > 0 {
         let current = state
@@ -342,7 +336,7 @@ fn fits(state: &ClusterState, spec: &JobSpec, inst: &Instance) -> bool {
 
 impl ClusterState {
     /// Slots in use per `queue@host`.
-    fn used_slots(&self) -> HashMap<(String, String), u32> {
+    pub(crate) fn used_slots(&self) -> HashMap<(String, String), u32> {
         let mut used = HashMap::new();
         for job in self.jobs.values() {
             for t in job.tasks.values() {
@@ -791,8 +785,8 @@ pub fn parse_job_ref(text: &str) -> Option<(u64, Option<(u32, u32)>)> {
     }
 }
 
-/// Keep `conf` in use for list parsing of queue host lists.
 impl ClusterState {
+    /// The hosts a queue's host list names, host groups resolved.
     pub fn queue_hosts_of(&self, q: &gantry_proto::ClusterQueue) -> Vec<String> {
         let Some(list) = q.attr("hostlist") else {
             return Vec::new();

@@ -241,7 +241,14 @@ impl ClusterState {
         out
     }
 
-    fn host_view(&self, name: &str, now: f64) -> HostView {
+    /// A host as `qhost` shows it; `used_slots` is [`ClusterState::used_slots`], counted
+    /// once for all hosts of a report.
+    fn host_view(
+        &self,
+        name: &str,
+        now: f64,
+        used_slots: &HashMap<(String, String), u32>,
+    ) -> HostView {
         let reachable = self.is_reachable(name, now);
         let mut load_values = self
             .runtime
@@ -264,19 +271,10 @@ impl ClusterState {
                     .unwrap_or(0);
                 let qtype = q.attr("qtype").map_or("", |a| a.default.as_str());
                 let pe_list = q.attr("pe_list").map_or("NONE", |a| a.default.as_str());
-                let used =
-                    self.jobs
-                        .values()
-                        .flat_map(|j| j.tasks.values())
-                        .filter(|t| match t {
-                            crate::jobs::TaskState::Running { host, queue, .. }
-                            | crate::jobs::TaskState::Deleting { host, queue, .. } => {
-                                host == name && queue == &q.name
-                            }
-                            crate::jobs::TaskState::Pending
-                            | crate::jobs::TaskState::Error { .. } => false,
-                        })
-                        .count() as u32;
+                let used = used_slots
+                    .get(&(q.name.clone(), name.to_string()))
+                    .copied()
+                    .unwrap_or(0);
                 QueueInstanceView {
                     queue: q.name.clone(),
                     qtype: qtype_letters(qtype, pe_list),
@@ -327,14 +325,17 @@ impl ClusterState {
             }
         };
         match req {
-            ToMaster::HostInfo => Ok(Reply::Answer(FromMaster::Hosts(HostReport {
-                hosts: self
-                    .exechosts
-                    .keys()
-                    .map(|h| self.host_view(h, now))
-                    .collect(),
-                complexes: self.complexes.clone(),
-            }))),
+            ToMaster::HostInfo => {
+                let used = self.used_slots();
+                Ok(Reply::Answer(FromMaster::Hosts(HostReport {
+                    hosts: self
+                        .exechosts
+                        .keys()
+                        .map(|h| self.host_view(h, now, &used))
+                        .collect(),
+                    complexes: self.complexes.clone(),
+                })))
+            }
             ToMaster::ShowExecHostList => Ok(Reply::Answer(FromMaster::Names(
                 self.exechosts.keys().cloned().collect(),
             ))),
@@ -346,7 +347,7 @@ impl ClusterState {
                     ));
                 };
                 let mut h = h.clone();
-                let view = self.host_view(host, now);
+                let view = self.host_view(host, now, &self.used_slots());
                 h.processors = load::get(&view.load_values, "num_proc")
                     .and_then(|v| v.parse().ok())
                     .unwrap_or(0);
