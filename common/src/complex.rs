@@ -2,8 +2,8 @@
 //! and the file format `qconf -sc` prints and `-Mc` reads.
 
 use crate::conf::FileError;
-use crate::value::{parse_relop, parse_type, relop_str, type_name};
-use gantry_proto::{ComplexAttr, Consumable, Requestable};
+use crate::value::{parse_relop, parse_type, parse_value, relop_str, type_name, Value};
+use gantry_proto::{ComplexAttr, Consumable, Relop, Requestable, ValueType};
 
 /// The built-in complex attributes of a fresh cell, exactly as SGE 8.1.9 ships them:
 /// (name, shortcut, type, relop, requestable, consumable, default, urgency).
@@ -218,6 +218,135 @@ pub fn parse_complexes(text: &str) -> Result<Vec<ComplexAttr>, FileError> {
     Ok(list)
 }
 
+/// Is a default value "no default" for its type (`0`, `0:0:0`, `NONE`, `FALSE`)?
+fn is_zero_default(ty: ValueType, text: &str) -> bool {
+    match parse_value(ty, text) {
+        Ok(Value::Num(n)) => n == 0.0,
+        _ => text.eq_ignore_ascii_case("NONE") || text.is_empty(),
+    }
+}
+
+/// Check a complex list against the restrictions of the complex specification
+/// (section 2) and against the list it replaces: names and shortcuts unique; consumables
+/// only of numeric types, only with `<=`, with a default when not requestable and
+/// without one when forced; string types only `==`/`!=`, BOOL only `==`; defaults only
+/// for consumables and of the attribute's type; built-in attributes neither deleted nor
+/// retyped (STRING, CSTRING and RESTRING may change into each other).
+pub fn check_complexes(list: &[ComplexAttr], old: &[ComplexAttr]) -> Result<(), String> {
+    for (i, c) in list.iter().enumerate() {
+        let name = &c.name;
+        if !valid_attr_name(name) {
+            return Err(format!("invalid attribute name \"{name}\""));
+        }
+        if !valid_attr_name(&c.shortcut) {
+            return Err(format!(
+                "invalid shortcut \"{}\" of attribute \"{name}\"",
+                c.shortcut
+            ));
+        }
+        for other in &list[..i] {
+            if other.name == *name {
+                return Err(format!("attribute name \"{name}\" is not unique"));
+            }
+            if other.shortcut == c.shortcut {
+                return Err(format!(
+                    "shortcut \"{}\" of attribute \"{name}\" is already used by \"{}\"",
+                    c.shortcut, other.name
+                ));
+            }
+        }
+        let ty = c.value_type;
+        let numeric = matches!(
+            ty,
+            ValueType::Int | ValueType::Double | ValueType::Memory | ValueType::Time
+        );
+        if c.consumable != Consumable::No {
+            if !numeric {
+                return Err(format!(
+                    "attribute \"{name}\" of type {} cannot be a consumable (only INT, DOUBLE, MEMORY and TIME can)",
+                    type_name(ty)
+                ));
+            }
+            if c.relop != Relop::Le {
+                return Err(format!(
+                    "consumable attribute \"{name}\" must have the relational operator <="
+                ));
+            }
+            if parse_value(ty, &c.default).is_err() {
+                return Err(format!(
+                    "default value \"{}\" of attribute \"{name}\" is not a valid {} value",
+                    c.default,
+                    type_name(ty)
+                ));
+            }
+            let zero = is_zero_default(ty, &c.default);
+            if c.requestable == Requestable::No && zero {
+                return Err(format!(
+                    "consumable attribute \"{name}\" is not requestable and must therefore have a default value"
+                ));
+            }
+            if c.requestable == Requestable::Forced && !zero {
+                return Err(format!(
+                    "consumable attribute \"{name}\" is forced and must therefore not have a default value"
+                ));
+            }
+        } else {
+            let allowed: &[Relop] = match ty {
+                ValueType::String | ValueType::Cstring | ValueType::Restring | ValueType::Host => {
+                    &[Relop::Eq, Relop::Ne]
+                }
+                ValueType::Bool => &[Relop::Eq],
+                _ => &[
+                    Relop::Eq,
+                    Relop::Ne,
+                    Relop::Le,
+                    Relop::Lt,
+                    Relop::Ge,
+                    Relop::Gt,
+                ],
+            };
+            if !allowed.contains(&c.relop) {
+                return Err(format!(
+                    "relational operator {} is not allowed for attribute \"{name}\" of type {}",
+                    relop_str(c.relop),
+                    type_name(ty)
+                ));
+            }
+            if !is_zero_default(ty, &c.default) {
+                return Err(format!(
+                    "attribute \"{name}\" is not a consumable and cannot have a default value (\"{}\")",
+                    c.default
+                ));
+            }
+        }
+    }
+    let strings = [ValueType::String, ValueType::Cstring, ValueType::Restring];
+    for b in old.iter().filter(|c| is_builtin(&c.name)) {
+        let Some(now) = list.iter().find(|c| c.name == b.name) else {
+            return Err(format!(
+                "denied: built-in attribute \"{}\" cannot be deleted",
+                b.name
+            ));
+        };
+        let both_strings = strings.contains(&b.value_type) && strings.contains(&now.value_type);
+        if now.value_type != b.value_type && !both_strings {
+            return Err(format!(
+                "denied: the type of built-in attribute \"{}\" cannot be changed",
+                b.name
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn valid_attr_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.' || c == '-')
+        && !name.starts_with(|c: char| c.is_ascii_digit() || c == '-')
+}
+
 /// Find an attribute by name or shortcut.
 pub fn find<'a>(list: &'a [ComplexAttr], name: &str) -> Option<&'a ComplexAttr> {
     list.iter()
@@ -248,6 +377,68 @@ mod tests {
         assert!(parse_complexes("a a INT <= YES NO 0\n").is_err());
         assert!(parse_complexes("a a INT <= MAYBE NO 0 0\n").is_err());
         assert!(parse_complexes("a a INT <= YES NO 0 x\n").is_err());
+    }
+
+    #[test]
+    fn section_2_restrictions() {
+        let base = default_complexes();
+        let with = |line: &str| {
+            let mut l = base.clone();
+            l.extend(parse_complexes(line).unwrap());
+            l
+        };
+        let ok = [
+            "gpu gpu INT <= YES YES 0 0",
+            "lic lic INT <= YES JOB 0 0",
+            "mem_req mr MEMORY <= NO YES 1G 0",
+            "bigmem bm BOOL == YES NO 0 0",
+            "os os RESTRING == YES NO NONE 0",
+            "site site CSTRING != FORCED NO NONE 0",
+            "tmp_gb tg DOUBLE >= YES NO 0 0",
+        ];
+        for line in ok {
+            assert_eq!(check_complexes(&with(line), &base), Ok(()), "{line}");
+        }
+        let bad = [
+            ("bm bm BOOL <= YES YES 0 0", "attribute \"bm\" of type BOOL cannot be a consumable (only INT, DOUBLE, MEMORY and TIME can)"),
+            ("s1 s1 STRING == YES YES NONE 0", "attribute \"s1\" of type STRING cannot be a consumable (only INT, DOUBLE, MEMORY and TIME can)"),
+            ("g g INT >= YES YES 0 0", "consumable attribute \"g\" must have the relational operator <="),
+            ("g g INT <= NO YES 0 0", "consumable attribute \"g\" is not requestable and must therefore have a default value"),
+            ("g g INT <= FORCED YES 2 0", "consumable attribute \"g\" is forced and must therefore not have a default value"),
+            ("g g INT <= YES YES lots 0", "default value \"lots\" of attribute \"g\" is not a valid INT value"),
+            ("s1 s1 STRING <= YES NO NONE 0", "relational operator <= is not allowed for attribute \"s1\" of type STRING"),
+            ("h1 h1 HOST > YES NO NONE 0", "relational operator > is not allowed for attribute \"h1\" of type HOST"),
+            ("b1 b1 BOOL != YES NO 0 0", "relational operator != is not allowed for attribute \"b1\" of type BOOL"),
+            ("t1 t1 INT <= YES NO 5 0", "attribute \"t1\" is not a consumable and cannot have a default value (\"5\")"),
+            ("gpu mf INT <= YES YES 0 0", "shortcut \"mf\" of attribute \"gpu\" is already used by \"mem_free\""),
+            ("slots x INT <= YES YES 1 0", "attribute name \"slots\" is not unique"),
+        ];
+        for (line, want) in bad {
+            assert_eq!(
+                check_complexes(&with(line), &base),
+                Err(want.to_string()),
+                "{line}"
+            );
+        }
+        // Built-ins: not deleted, not retyped; strings may change among themselves.
+        let mut l = base.clone();
+        l.retain(|c| c.name != "mem_free");
+        assert_eq!(
+            check_complexes(&l, &base),
+            Err("denied: built-in attribute \"mem_free\" cannot be deleted".into())
+        );
+        let mut l = base.clone();
+        l.iter_mut()
+            .find(|c| c.name == "num_proc")
+            .unwrap()
+            .value_type = ValueType::Double;
+        assert_eq!(
+            check_complexes(&l, &base),
+            Err("denied: the type of built-in attribute \"num_proc\" cannot be changed".into())
+        );
+        let mut l = base.clone();
+        l.iter_mut().find(|c| c.name == "arch").unwrap().value_type = ValueType::Restring;
+        assert_eq!(check_complexes(&l, &base), Ok(()));
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! Cluster queues (`qconf -sq`): SGE's attribute list with its template defaults, and
 //! values with per-host and per-hostgroup overrides (`1,[node1=4],[@big=16]`).
 
-use gantry_proto::{ClusterQueue, QueueAttr};
+use crate::conf::{parse_entries, FileError};
+use gantry_proto::{ClusterQueue, ComplexAttr, QueueAttr};
 
 /// Every queue attribute in SGE's order with the template's value (`qconf -sq`).
 const TEMPLATE: &[(&str, &str)] = &[
@@ -151,6 +152,142 @@ pub fn print_queue(q: &ClusterQueue) -> String {
         out.push_str(&format!("{k:<22}{}\n", print_attr(a)));
     }
     out
+}
+
+/// Read a queue file as `-Aq`/`-Mq`/`-mq` take it: every key must be a queue attribute,
+/// `qname` is required, attributes left out take the template's value. Values are
+/// checked by [`check_queue`] against the rest of the configuration.
+pub fn parse_queue(text: &str) -> Result<ClusterQueue, FileError> {
+    let entries = parse_entries(text)?;
+    let Some(name) = entries.iter().find(|e| e.key == "qname") else {
+        return Err(FileError::Object(
+            "the queue file has no \"qname\" attribute".to_string(),
+        ));
+    };
+    if !valid_queue_name(&name.value) {
+        return Err(FileError::at(
+            name.line,
+            format!("invalid queue name \"{}\"", name.value),
+        ));
+    }
+    let mut q = new_queue(&name.value, "NONE");
+    for e in &entries {
+        let Some(slot) = q.attr_mut(&e.key) else {
+            return Err(FileError::at(
+                e.line,
+                format!("unknown attribute \"{}\" in cluster queue", e.key),
+            ));
+        };
+        *slot = parse_attr(&e.value).map_err(|r| FileError::at(e.line, r))?;
+    }
+    Ok(q)
+}
+
+/// A cluster queue name: letters, digits and `._-`, not starting with `@` or `-`.
+pub fn valid_queue_name(name: &str) -> bool {
+    !name.is_empty()
+        && name != "template"
+        && !name.starts_with(['-', '.'])
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+}
+
+/// How a queue attribute's values are checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Text,
+    Uint,
+    Int,
+    Time,
+    Memory,
+    Bool,
+    /// `name=value,...` of complex attributes (`load_thresholds`, `complex_values`).
+    Complexes,
+    QType,
+}
+
+fn kind_of(attr: &str) -> Kind {
+    match attr {
+        "seq_no" | "priority" => Kind::Int,
+        "nsuspend" | "slots" => Kind::Uint,
+        "suspend_interval" | "min_cpu_interval" | "notify" | "s_rt" | "h_rt" | "s_cpu"
+        | "h_cpu" => Kind::Time,
+        "s_fsize" | "h_fsize" | "s_data" | "h_data" | "s_stack" | "h_stack" | "s_core"
+        | "h_core" | "s_rss" | "h_rss" | "s_vmem" | "h_vmem" => Kind::Memory,
+        "rerun" => Kind::Bool,
+        "load_thresholds" | "suspend_thresholds" | "complex_values" => Kind::Complexes,
+        "qtype" => Kind::QType,
+        _ => Kind::Text,
+    }
+}
+
+/// Check every value of a queue (the default and each override) by the attribute's
+/// kind, complex attributes against the complex; the first problem, worded for the
+/// administrator.
+pub fn check_queue(q: &ClusterQueue, complexes: &[ComplexAttr]) -> Result<(), String> {
+    for (key, a) in &q.attrs {
+        let values = std::iter::once(("", a.default.as_str()))
+            .chain(a.overrides.iter().map(|(h, v)| (h.as_str(), v.as_str())));
+        for (host, v) in values {
+            let at = if host.is_empty() {
+                String::new()
+            } else {
+                format!(" for \"{host}\"")
+            };
+            let bad = |what: &str| {
+                Err(format!(
+                    "value \"{v}\" of attribute \"{key}\"{at} in cluster queue \"{}\" is not {what}",
+                    q.name
+                ))
+            };
+            let infinite = v.eq_ignore_ascii_case("INFINITY");
+            match kind_of(key) {
+                Kind::Text => {}
+                Kind::Uint if v.parse::<u32>().is_err() => return bad("a non-negative integer"),
+                Kind::Int if v.parse::<i64>().is_err() => return bad("an integer"),
+                Kind::Time if !infinite && crate::value::parse_time(v).is_err() => {
+                    return bad("a time value")
+                }
+                Kind::Memory if !infinite && crate::value::parse_memory(v).is_err() => {
+                    return bad("a memory value")
+                }
+                Kind::Bool if crate::value::parse_bool(v).is_err() => return bad("TRUE or FALSE"),
+                Kind::QType
+                    if !v.split_whitespace().all(|w| {
+                        ["BATCH", "INTERACTIVE", "NONE"]
+                            .iter()
+                            .any(|k| k.eq_ignore_ascii_case(w))
+                    }) =>
+                {
+                    return bad("a queue type (BATCH, INTERACTIVE, NONE)")
+                }
+                Kind::Complexes if !v.eq_ignore_ascii_case("NONE") => {
+                    let pairs = crate::conf::split_pairs(v, 0, key).map_err(|e| match e {
+                        FileError::Line { reason, .. } => reason,
+                        other => other.to_string(),
+                    })?;
+                    for (name, value) in pairs {
+                        let Some(attr) = crate::complex::find(complexes, &name) else {
+                            return Err(format!(
+                                "unknown resource \"{name}\" in {key} of cluster queue \"{}\"",
+                                q.name
+                            ));
+                        };
+                        if crate::value::parse_value(attr.value_type, &value).is_err() {
+                            return Err(format!(
+                                "value \"{value}\" of resource \"{name}\" in {key} of cluster queue \"{}\" is not a valid {} value",
+                                q.name,
+                                crate::value::type_name(attr.value_type)
+                            ));
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

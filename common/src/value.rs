@@ -242,7 +242,11 @@ pub fn satisfies(ty: ValueType, relop: Relop, offered: &Value, requested: &Value
         },
         (Value::Text(o), Value::Text(r)) => {
             let equal = match ty {
-                ValueType::Cstring | ValueType::Host => o.eq_ignore_ascii_case(r),
+                ValueType::Cstring => o.eq_ignore_ascii_case(r),
+                // Host names are caseless; a request may name several with wildcards
+                // (`-l h=node0*`), as Grid Engine users write them.
+                ValueType::Host => restring_match(&r.to_ascii_lowercase(), &o.to_ascii_lowercase()),
+                ValueType::Restring => restring_match(r, o),
                 _ => o == r,
             };
             match relop {
@@ -252,6 +256,76 @@ pub fn satisfies(ty: ValueType, relop: Relop, offered: &Value, requested: &Value
         }
         _ => false,
     }
+}
+
+/// RESTRING matching (complex specification, section 5): the requested `pattern` against
+/// an offered string. `*` matches any run of characters (also none), `?` exactly one, `.`
+/// only itself, `\` escapes the next character, `[..]` one character of a set or range
+/// (`[a-c]`), and `|` separates alternatives on the top level only (it cannot be escaped,
+/// and splits even inside brackets: `[linux|solaris]` is `[linux` or `solaris]`). A `[`
+/// without its `]` stands for itself.
+pub fn restring_match(pattern: &str, text: &str) -> bool {
+    let text: Vec<char> = text.chars().collect();
+    pattern.split('|').any(|alt| {
+        let alt: Vec<char> = alt.chars().collect();
+        glob(&alt, &text)
+    })
+}
+
+/// One character of a set (`[abc]`, `[a-z0-9]`): (set length including brackets, matches).
+fn in_set(p: &[char], c: char) -> Option<(usize, bool)> {
+    let end = p.iter().skip(1).position(|&x| x == ']')? + 1;
+    let body = &p[1..end];
+    let mut i = 0;
+    let mut hit = false;
+    while i < body.len() {
+        if i + 2 < body.len() && body[i + 1] == '-' {
+            hit |= body[i] <= c && c <= body[i + 2];
+            i += 3;
+        } else {
+            hit |= body[i] == c;
+            i += 1;
+        }
+    }
+    Some((end + 1, hit))
+}
+
+fn glob(p: &[char], t: &[char]) -> bool {
+    // Iterative matching with backtracking to the last `*` (linear in practice).
+    let (mut pi, mut ti) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while ti < t.len() {
+        let step = match p.get(pi) {
+            Some('*') => {
+                star = Some((pi, ti));
+                pi += 1;
+                continue;
+            }
+            Some('?') => Some(1),
+            Some('\\') if pi + 1 < p.len() => (p[pi + 1] == t[ti]).then_some(2),
+            Some('[') => match in_set(&p[pi..], t[ti]) {
+                Some((len, hit)) => hit.then_some(len),
+                None => (t[ti] == '[').then_some(1),
+            },
+            Some(&c) => (c == t[ti]).then_some(1),
+            None => None,
+        };
+        match step {
+            Some(n) => {
+                pi += n;
+                ti += 1;
+            }
+            None => match star {
+                Some((sp, st)) => {
+                    pi = sp + 1;
+                    ti = st + 1;
+                    star = Some((sp, st + 1));
+                }
+                None => return false,
+            },
+        }
+    }
+    p[pi..].iter().all(|&c| c == '*')
 }
 
 /// `HH:MM:SS` with at least two digits per field (`00:05:00`), as SGE prints times in
@@ -310,6 +384,46 @@ pub fn format_f6(v: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn restring_examples_of_section_5() {
+        let cases: &[(&str, &str, bool)] = &[
+            ("linux|solaris", "linux", true),
+            ("linux|solaris", "solaris", true),
+            ("linux|solaris", "hpux", false),
+            // `|` splits even inside brackets.
+            ("[linux|solaris]", "[linux", true),
+            ("[linux|solaris]", "solaris]", true),
+            ("[linux|solaris]", "linux", false),
+            ("lx-*", "lx-amd64", true),
+            ("lx-*", "lx-", true),
+            ("lx-*", "sol-amd64", false),
+            ("*", "", true),
+            ("lx?amd64", "lx-amd64", true),
+            // `?` is exactly one character, never none.
+            ("lx?amd64", "lxamd64", false),
+            // `.` is only a dot.
+            ("a.c", "abc", false),
+            ("a.c", "a.c", true),
+            (r"a\*c", "a*c", true),
+            (r"a\*c", "abc", false),
+            (r"a\?c", "a?c", true),
+            (r"a\?c", "abc", false),
+            (r"a\\c", r"a\c", true),
+            ("node[0-3]", "node2", true),
+            ("node[0-3]", "node4", false),
+            ("node[13]", "node3", true),
+            ("node[13]", "node2", false),
+            ("*amd64|*arm64", "lx-arm64", true),
+            ("l*x*4", "lx-amd64", true),
+            ("l*x*5", "lx-amd64", false),
+            ("", "", true),
+            ("", "x", false),
+        ];
+        for (pattern, text, want) in cases {
+            assert_eq!(restring_match(pattern, text), *want, "{pattern} ~ {text}");
+        }
+    }
 
     #[test]
     fn memory_parsing_table() {

@@ -237,7 +237,7 @@ impl Cluster {
                 Ok(j) => j,
                 Err(r) => return FromMaster::Refused(r),
             };
-        let possible = verify == Verify::None || self.state.could_ever_run(&job.spec);
+        let possible = verify == Verify::None || self.state.could_ever_run(&job).is_ok();
         match verify {
             Verify::Verify => {
                 return FromMaster::Verified {
@@ -1183,7 +1183,7 @@ impl Handler<ExecdJobs> for Cluster {
                     for (task, t) in &job.tasks {
                         if let TaskState::Running { host: h, queue, .. } = t {
                             if h == &host && !running.contains(&(job.id, *task)) {
-                                resend.push(crate::jobs::Dispatch {
+                                resend.push(crate::sched::Dispatch {
                                     job_id: job.id,
                                     task_id: *task,
                                     queue: queue.clone(),

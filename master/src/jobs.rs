@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use gantry_common::{complex, conf, load, queue, value};
+use gantry_common::{complex, conf, queue, value};
 use gantry_proto::{
     AccountingRecord, Caller, JobOwner, JobReport, JobSpec, JobStart, JobView, Refusal,
     RefusalKind, ValueType,
@@ -251,89 +251,6 @@ pub fn wildcard(pattern: &str, name: &str) -> bool {
     go(pattern.as_bytes(), name.as_bytes())
 }
 
-/// A decision of the scheduler: start this task in this queue instance.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Dispatch {
-    pub job_id: u64,
-    pub task_id: u32,
-    pub queue: String,
-    pub host: String,
-}
-
-/// One queue instance as the scheduler sees it.
-#[derive(Debug, Clone)]
-struct Instance {
-    queue: String,
-    host: String,
-    seq_no: i64,
-    load: f64,
-    free: u32,
-}
-
-/// The first hard request a queue instance cannot satisfy: (name, requested, offered as
-/// SGE prints it, e.g. `hl:mem_free=23.356G`).
-fn first_misfit(
-    state: &ClusterState,
-    spec: &JobSpec,
-    inst: &Instance,
-) -> Option<(String, String, String)> {
-    let load_values = state
-        .runtime
-        .get(&inst.host)
-        .map(|r| r.load_values.as_slice())
-        .unwrap_or(&[]);
-    let host_complex = state
-        .exechosts
-        .get(&inst.host)
-        .map(|h| h.complex_values.as_slice())
-        .unwrap_or(&[]);
-    let queue = state.queues.get(&inst.queue);
-    let groups = state.groups_of(&inst.host);
-    for (name, requested) in &spec.hard_resources {
-        // Requests were checked at submission; the complex may have changed since.
-        let Some(attr) = complex::find(&state.complexes, name) else {
-            return Some((name.clone(), requested.clone(), "no such resource".into()));
-        };
-        let Ok(req) = value::parse_value(attr.value_type, requested) else {
-            return Some((name.clone(), requested.clone(), "no such value".into()));
-        };
-        let (dominance, offered) =
-            if let Some((_, v)) = host_complex.iter().find(|(k, _)| k == &attr.name) {
-                ("hf", v.clone())
-            } else if let Some(v) = load::get(load_values, &attr.name) {
-                ("hl", v.to_string())
-            } else if let Some(a) = queue.and_then(|q| q.attr(&attr.name)) {
-                (
-                    "qf",
-                    queue::value_on_host(a, &inst.host, &groups).to_string(),
-                )
-            } else {
-                continue;
-            };
-        let Ok(off) = value::parse_value(attr.value_type, &offered) else {
-            continue;
-        };
-        if !value::satisfies(attr.value_type, attr.relop, &off, &req) {
-            let shown = match (attr.value_type, &off) {
-                (ValueType::Memory, value::Value::Num(b)) => value::format_memory_3(*b),
-                _ => offered.clone(),
-            };
-            return Some((
-                attr.name.clone(),
-                requested.clone(),
-                format!("{dominance}:{}={shown}", attr.name),
-            ));
-        }
-    }
-    None
-}
-
-/// Does a host/queue offer what the job hard-requests? Requests on values the host or
-/// queue does not define are not checked here (the complex issue adds full matching).
-fn fits(state: &ClusterState, spec: &JobSpec, inst: &Instance) -> bool {
-    first_misfit(state, spec, inst).is_none()
-}
-
 impl ClusterState {
     /// Slots in use per `queue@host`.
     pub(crate) fn used_slots(&self) -> HashMap<(String, String), u32> {
@@ -351,7 +268,7 @@ impl ClusterState {
     }
 
     /// Is a job id or name still in the system (for `-hold_jid`)?
-    fn predecessor_active(&self, reference: &str) -> bool {
+    pub(crate) fn predecessor_active(&self, reference: &str) -> bool {
         match reference.parse::<u64>() {
             Ok(id) => self.jobs.contains_key(&id),
             Err(_) => self
@@ -359,227 +276,6 @@ impl ClusterState {
                 .values()
                 .any(|j| wildcard(reference, &j.spec.name)),
         }
-    }
-
-    /// The first scheduler: pending tasks by priority, then submission order, each to
-    /// the first queue instance (seq_no, then load) with a free slot that fits.
-    pub fn schedule(&self, now: i64, connected: &HashSet<String>, clock: f64) -> Vec<Dispatch> {
-        let used = self.used_slots();
-        let mut instances: Vec<Instance> = Vec::new();
-        for q in self.queues.values() {
-            let seq_no = q
-                .attr("seq_no")
-                .and_then(|a| a.default.parse().ok())
-                .unwrap_or(0);
-            for host in self.queue_hosts_of(q) {
-                if !connected.contains(&host) || !self.is_reachable(&host, clock) {
-                    continue;
-                }
-                if self.disabled.contains(&(q.name.clone(), host.clone())) {
-                    continue;
-                }
-                let groups = self.groups_of(&host);
-                let total: u32 = q
-                    .attr("slots")
-                    .and_then(|a| queue::value_on_host(a, &host, &groups).parse().ok())
-                    .unwrap_or(0);
-                let in_use = used
-                    .get(&(q.name.clone(), host.clone()))
-                    .copied()
-                    .unwrap_or(0);
-                let load = self
-                    .runtime
-                    .get(&host)
-                    .and_then(|r| load::get(&r.load_values, "np_load_avg"))
-                    .and_then(|v| v.parse().ok())
-                    .unwrap_or(0.0);
-                instances.push(Instance {
-                    queue: q.name.clone(),
-                    host,
-                    seq_no,
-                    load,
-                    free: total.saturating_sub(in_use),
-                });
-            }
-        }
-        instances.sort_by(|a, b| {
-            a.seq_no
-                .cmp(&b.seq_no)
-                .then(a.load.total_cmp(&b.load))
-                .then(a.host.cmp(&b.host))
-                .then(a.queue.cmp(&b.queue))
-        });
-        let max_aj_instances = self
-            .global()
-            .get("max_aj_instances")
-            .and_then(|v| v.parse::<u32>().ok())
-            .filter(|n| *n > 0);
-        let mut order: Vec<&Job> = self.jobs.values().collect();
-        order.sort_by(|a, b| b.spec.priority.cmp(&a.spec.priority).then(a.id.cmp(&b.id)));
-        let mut out = Vec::new();
-        for job in order {
-            if instances.iter().all(|i| i.free == 0) {
-                break;
-            }
-            if job.spec.hold || job.spec.start_after.is_some_and(|t| t > now) {
-                continue;
-            }
-            if job
-                .spec
-                .hold_jids
-                .iter()
-                .any(|r| self.predecessor_active(r))
-            {
-                continue;
-            }
-            let mut running = job
-                .tasks
-                .values()
-                .filter(|t| matches!(t, TaskState::Running { .. } | TaskState::Deleting { .. }))
-                .count() as u32;
-            for (task_id, t) in &job.tasks {
-                if !matches!(t, TaskState::Pending) {
-                    continue;
-                }
-                if job.spec.max_running_tasks.is_some_and(|tc| running >= tc)
-                    || (job.is_array() && max_aj_instances.is_some_and(|m| running >= m))
-                {
-                    break;
-                }
-                let wanted = |i: &Instance| {
-                    job.spec.queues.is_empty()
-                        || job.spec.queues.iter().any(|q| match q.split_once('@') {
-                            Some((cq, h)) => wildcard(cq, &i.queue) && wildcard(h, &i.host),
-                            None => wildcard(q, &i.queue),
-                        })
-                };
-                let Some(inst) = instances
-                    .iter_mut()
-                    .find(|i| i.free > 0 && wanted(i) && fits(self, &job.spec, i))
-                else {
-                    break; // the other tasks of this job would not fit either
-                };
-                inst.free -= 1;
-                running += 1;
-                out.push(Dispatch {
-                    job_id: job.id,
-                    task_id: *task_id,
-                    queue: inst.queue.clone(),
-                    host: inst.host.clone(),
-                });
-            }
-        }
-        out
-    }
-
-    /// Could any queue instance ever run this job (its hard requests against the
-    /// instances' configured and last reported values, ignoring what is in use)?
-    pub fn could_ever_run(&self, spec: &JobSpec) -> bool {
-        self.queues.values().any(|q| {
-            self.queue_hosts_of(q).into_iter().any(|host| {
-                let wanted = spec.queues.is_empty()
-                    || spec.queues.iter().any(|w| match w.split_once('@') {
-                        Some((cq, h)) => wildcard(cq, &q.name) && wildcard(h, &host),
-                        None => wildcard(w, &q.name),
-                    });
-                let inst = Instance {
-                    queue: q.name.clone(),
-                    host,
-                    seq_no: 0,
-                    load: 0.0,
-                    free: 1,
-                };
-                wanted && fits(self, spec, &inst)
-            })
-        })
-    }
-
-    /// Why a job's pending tasks are not dispatched, in SGE's words.
-    pub fn explain(
-        &self,
-        job: &Job,
-        connected: &HashSet<String>,
-        clock: f64,
-        now: i64,
-    ) -> Vec<String> {
-        let mut reasons = Vec::new();
-        if !job.tasks.values().any(|t| matches!(t, TaskState::Pending)) {
-            return reasons;
-        }
-        if job.spec.hold {
-            reasons.push("Job is in user hold state".to_string());
-        }
-        let waiting: Vec<&String> = job
-            .spec
-            .hold_jids
-            .iter()
-            .filter(|r| self.predecessor_active(r))
-            .collect();
-        if !waiting.is_empty() {
-            let list: Vec<&str> = waiting.iter().map(|s| s.as_str()).collect();
-            reasons.push(format!(
-                "Job is waiting for the predecessor jobs {}",
-                list.join(",")
-            ));
-        }
-        if let Some(t) = job.spec.start_after.filter(|t| *t > now) {
-            reasons.push(format!("Job has a start time in the future ({t})"));
-        }
-        let used = self.used_slots();
-        for q in self.queues.values() {
-            for host in self.queue_hosts_of(q) {
-                let qi = format!("{}@{host}", q.name);
-                let wanted = job.spec.queues.is_empty()
-                    || job.spec.queues.iter().any(|w| match w.split_once('@') {
-                        Some((cq, h)) => wildcard(cq, &q.name) && wildcard(h, &host),
-                        None => wildcard(w, &q.name),
-                    });
-                if !wanted {
-                    reasons.push(format!("queue instance \"{qi}\" dropped because it is not contained in the job's queue list"));
-                    continue;
-                }
-                if self.disabled.contains(&(q.name.clone(), host.clone())) {
-                    reasons.push(format!(
-                        "queue instance \"{qi}\" dropped because it is disabled"
-                    ));
-                    continue;
-                }
-                if !connected.contains(&host) || !self.is_reachable(&host, clock) {
-                    reasons.push(format!(
-                        "queue instance \"{qi}\" dropped because it is temporarily not available"
-                    ));
-                    continue;
-                }
-                let groups = self.groups_of(&host);
-                let total: u32 = q
-                    .attr("slots")
-                    .and_then(|a| queue::value_on_host(a, &host, &groups).parse().ok())
-                    .unwrap_or(0);
-                if used
-                    .get(&(q.name.clone(), host.clone()))
-                    .copied()
-                    .unwrap_or(0)
-                    >= total
-                {
-                    reasons.push(format!(
-                        "queue instance \"{qi}\" dropped because it is full"
-                    ));
-                }
-                let inst = Instance {
-                    queue: q.name.clone(),
-                    host: host.clone(),
-                    seq_no: 0,
-                    load: 0.0,
-                    free: 1,
-                };
-                if let Some((name, requested, offered)) = first_misfit(self, &job.spec, &inst) {
-                    reasons.push(format!(
-                        "(-l {name}={requested}) cannot run at host \"{host}\" because it offers only {offered}"
-                    ));
-                }
-            }
-        }
-        reasons
     }
 
     /// Queue settings a task runs under on a host (limits, shell, tmpdir, notify).
@@ -603,7 +299,7 @@ impl ClusterState {
         .collect()
     }
 
-    pub fn job_start(&self, d: &Dispatch) -> Option<JobStart> {
+    pub fn job_start(&self, d: &crate::sched::Dispatch) -> Option<JobStart> {
         let job = self.jobs.get(&d.job_id)?;
         Some(JobStart {
             job_id: job.id,

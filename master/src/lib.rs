@@ -7,5 +7,7 @@ pub mod client_endpoint;
 pub mod cluster;
 pub mod execd_endpoint;
 pub mod jobs;
+pub mod sched;
 pub mod state;
 pub mod store;
+pub mod synthetic;

@@ -102,6 +102,10 @@ pub struct ClusterState {
     /// Disabled queue instances (`qmod -d`): (queue, host).
     pub disabled: std::collections::HashSet<(String, String)>,
     pub usersets: BTreeMap<String, gantry_proto::UserSet>,
+    /// The global host (`qconf -se global`): cluster-wide `complex_values`.
+    pub global_host: Option<ExecHost>,
+    /// The scheduler configuration (`qconf -ssconf`).
+    pub sched: Option<Config>,
 }
 
 fn refuse(kind: RefusalKind, message: impl Into<String>) -> Refusal {
@@ -116,6 +120,7 @@ fn refuse(kind: RefusalKind, message: impl Into<String>) -> Refusal {
 pub fn initial_objects(managers: &[String]) -> Vec<Object> {
     vec![
         Object::Config(config::default_global()),
+        Object::Config(gantry_common::schedconf::default_schedconf()),
         Object::Complexes(complex::default_complexes()),
         Object::HostGroup(HostGroup {
             name: "@allhosts".to_string(),
@@ -140,9 +145,12 @@ impl ClusterState {
                 Object::Config(c) => {
                     if c.name == "global" {
                         self.global = Some(c);
+                    } else if c.name == "sched" {
+                        self.sched = Some(c);
                     }
                 }
                 Object::Complexes(list) => self.complexes = list,
+                Object::ExecHost(h) if h.hostname == "global" => self.global_host = Some(h),
                 Object::ExecHost(h) => {
                     self.exechosts.insert(h.hostname.clone(), h);
                 }

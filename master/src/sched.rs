@@ -1,0 +1,1307 @@
+//! The scheduler as pure logic: the resource model of one cycle and the dispatch cycle.
+//!
+//! A [`Snapshot`] holds the three layers of the complex specification: the global host,
+//! every exec host (its `complex_values` and the load values its execd reported) and every
+//! queue instance (the queue's limits, `slots`, `complex_values` and names), each with what
+//! running jobs consume of every consumable. A job's requests are matched layer by layer,
+//! global -> host -> queue, and the first layer that does not satisfy a request decides.
+//! Jobs with the same requests form a category: their static match (everything but
+//! consumables) is computed once per cycle, and a category nothing can run any more is
+//! skipped for the rest of the cycle.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use gantry_common::value::{self, Value};
+use gantry_common::{conf, queue, schedconf};
+use gantry_proto::{ComplexAttr, Consumable, Relop, Requestable, ValueType};
+
+use crate::jobs::{wildcard, Job, TaskState};
+use crate::state::ClusterState;
+
+/// The layer a value is on, as SGE prints it (`g`, `h`, `q` in `hl:mem_free=...`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Level {
+    Global,
+    Host,
+    Queue,
+}
+
+impl Level {
+    fn letter(self) -> char {
+        match self {
+            Level::Global => 'g',
+            Level::Host => 'h',
+            Level::Queue => 'q',
+        }
+    }
+}
+
+/// An attribute's value on one layer.
+#[derive(Debug, Clone, Default)]
+pub struct Offer {
+    /// Configured: `complex_values`, or a queue's own attribute.
+    pub fixed: Option<Value>,
+    /// Reported by the execd.
+    pub load: Option<Value>,
+    /// What running jobs consume (consumables only).
+    pub used: f64,
+}
+
+/// The attributes one layer defines, with a direct index by attribute.
+#[derive(Debug, Clone, Default)]
+pub struct Layer {
+    entries: Vec<(usize, Offer)>,
+    /// Attribute -> position in `entries` + 1 (0: not defined here).
+    index: Vec<u32>,
+}
+
+impl Layer {
+    pub fn get(&self, attr: usize) -> Option<&Offer> {
+        match self.index.get(attr) {
+            Some(&n) if n > 0 => Some(&self.entries[n as usize - 1].1),
+            _ => None,
+        }
+    }
+
+    fn entry(&mut self, attr: usize) -> &mut Offer {
+        if attr >= self.index.len() {
+            self.index.resize(attr + 1, 0);
+        }
+        if self.index[attr] == 0 {
+            self.entries.push((attr, Offer::default()));
+            self.index[attr] = self.entries.len() as u32;
+        }
+        let n = self.index[attr] as usize - 1;
+        &mut self.entries[n].1
+    }
+
+    pub fn set_fixed(&mut self, attr: usize, v: Value) {
+        self.entry(attr).fixed = Some(v);
+    }
+
+    pub fn set_load(&mut self, attr: usize, v: Value) {
+        self.entry(attr).load = Some(v);
+    }
+
+    fn debit(&mut self, attr: usize, amount: f64) {
+        if let Some(&n) = self.index.get(attr) {
+            if n > 0 {
+                self.entries[n as usize - 1].1.used += amount;
+            }
+        }
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &(usize, Offer)> {
+        self.entries.iter()
+    }
+}
+
+/// The complex, indexed by name and shortcut.
+#[derive(Debug, Clone)]
+pub struct Catalog {
+    pub attrs: Vec<ComplexAttr>,
+    by_name: HashMap<String, usize>,
+    /// Consumables with a default other than zero: (attribute, amount).
+    defaults: Vec<(usize, f64)>,
+    /// FORCED attributes.
+    forced: Vec<usize>,
+}
+
+impl Catalog {
+    pub fn new(list: &[ComplexAttr]) -> Catalog {
+        let mut by_name = HashMap::new();
+        for (i, a) in list.iter().enumerate() {
+            by_name.insert(a.shortcut.clone(), i);
+        }
+        // Full names win over another attribute's shortcut.
+        for (i, a) in list.iter().enumerate() {
+            by_name.insert(a.name.clone(), i);
+        }
+        let defaults = list
+            .iter()
+            .enumerate()
+            .filter(|(_, a)| a.consumable != Consumable::No)
+            .filter_map(
+                |(i, a)| match value::parse_value(a.value_type, &a.default) {
+                    Ok(Value::Num(n)) if n != 0.0 => Some((i, n)),
+                    _ => None,
+                },
+            )
+            .collect();
+        let forced = list
+            .iter()
+            .enumerate()
+            .filter(|(_, a)| a.requestable == Requestable::Forced)
+            .map(|(i, _)| i)
+            .collect();
+        Catalog {
+            attrs: list.to_vec(),
+            by_name,
+            defaults,
+            forced,
+        }
+    }
+
+    pub fn id(&self, name: &str) -> Option<usize> {
+        self.by_name.get(name).copied()
+    }
+
+    fn parse(&self, attr: usize, text: &str) -> Option<Value> {
+        value::parse_value(self.attrs[attr].value_type, text).ok()
+    }
+}
+
+/// One request of a job (`-l name=value`, or a consumable's default).
+#[derive(Debug, Clone)]
+pub struct Request {
+    pub attr: usize,
+    pub value: Value,
+    pub text: String,
+    /// A consumable's default the job did not ask for: debited where the consumable
+    /// exists, never a reason not to run where it does not.
+    pub implicit: bool,
+}
+
+/// What a job asks of the cluster, resolved against the complex.
+#[derive(Debug, Clone)]
+pub struct Demand {
+    pub hard: Vec<Request>,
+    pub soft: Vec<Request>,
+    pub queues: Vec<String>,
+    pub user: String,
+    pub project: Option<String>,
+    pub slots: u32,
+}
+
+impl Demand {
+    /// The requests of consumables: (attribute, amount per slot or per job, kind).
+    fn consumables<'a>(
+        &'a self,
+        catalog: &'a Catalog,
+    ) -> impl Iterator<Item = (usize, f64, Consumable)> + 'a {
+        self.hard.iter().filter_map(move |r| {
+            let a = &catalog.attrs[r.attr];
+            match (&r.value, a.consumable) {
+                (_, Consumable::No) => None,
+                (Value::Num(n), kind) => Some((r.attr, *n, kind)),
+                _ => None,
+            }
+        })
+    }
+}
+
+/// Resolve a job's requests. An attribute the complex no longer has is the job's error.
+pub fn demand(catalog: &Catalog, job: &Job) -> Result<Demand, String> {
+    let resolve = |list: &[(String, String)]| -> Result<Vec<Request>, String> {
+        list.iter()
+            .map(|(name, text)| {
+                let attr = catalog
+                    .id(name)
+                    .ok_or_else(|| format!("job requests unknown resource \"{name}\""))?;
+                let value = catalog
+                    .parse(attr, text)
+                    .ok_or_else(|| format!("job requests an invalid value \"{name}={text}\""))?;
+                Ok(Request {
+                    attr,
+                    value,
+                    text: text.clone(),
+                    implicit: false,
+                })
+            })
+            .collect()
+    };
+    let mut hard = resolve(&job.spec.hard_resources)?;
+    let soft = resolve(&job.spec.soft_resources)?;
+    // Consumables with a default are requested by every job that does not say otherwise.
+    for &(i, n) in &catalog.defaults {
+        if !hard.iter().any(|r| r.attr == i) {
+            hard.push(Request {
+                attr: i,
+                value: Value::Num(n),
+                text: catalog.attrs[i].default.clone(),
+                implicit: true,
+            });
+        }
+    }
+    Ok(Demand {
+        hard,
+        soft,
+        queues: job.spec.queues.clone(),
+        user: job.owner.user.clone(),
+        project: job.spec.project.clone(),
+        slots: 1,
+    })
+}
+
+/// An exec host in the snapshot.
+#[derive(Debug, Clone)]
+pub struct Host {
+    pub name: String,
+    pub layer: Layer,
+    pub groups: Vec<String>,
+    pub user_lists: Vec<String>,
+    pub xuser_lists: Vec<String>,
+    pub projects: Vec<String>,
+    pub xprojects: Vec<String>,
+    /// The value of the load formula, for `queue_sort_method load`.
+    pub load: f64,
+}
+
+/// Why a queue instance takes no jobs at all this cycle.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Unusable {
+    Disabled,
+    Unreachable,
+    Suspended,
+    /// `load_thresholds` exceeded: the message says which.
+    Overloaded(String),
+    Error,
+}
+
+/// A queue instance in the snapshot.
+#[derive(Debug, Clone)]
+pub struct Instance {
+    pub queue: String,
+    pub host: usize,
+    pub layer: Layer,
+    pub seq_no: i64,
+    pub batch: bool,
+    pub user_lists: Vec<String>,
+    pub xuser_lists: Vec<String>,
+    pub projects: Vec<String>,
+    pub xprojects: Vec<String>,
+    pub unusable: Option<Unusable>,
+}
+
+/// How candidate queue instances are ordered (`queue_sort_method`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SortMethod {
+    #[default]
+    Load,
+    SeqNo,
+}
+
+/// The scheduler's view of the cluster for one cycle.
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    pub catalog: Catalog,
+    pub global: Layer,
+    pub hosts: Vec<Host>,
+    pub instances: Vec<Instance>,
+    /// Userset name -> entries.
+    pub usersets: HashMap<String, Vec<String>>,
+    /// Instance indexes in the order candidates are tried.
+    pub order: Vec<usize>,
+}
+
+/// Why a job cannot run in a queue instance.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Misfit {
+    NotInQueueList,
+    NotBatch,
+    Unusable(Unusable),
+    NoAccess(String),
+    Project(String),
+    /// A request the first failing layer does not satisfy: (level, name, requested,
+    /// what the layer offers as SGE prints it).
+    Request {
+        level: Level,
+        name: String,
+        requested: String,
+        offered: String,
+    },
+    UnknownResource {
+        name: String,
+        requested: String,
+    },
+    Forced(String),
+    /// Not worked out (the scheduling cycle only needs to know that it does not fit).
+    Unexplained,
+}
+
+impl Misfit {
+    /// The reason as `qstat -j` shows it in "scheduling info".
+    pub fn message(&self, queue: &str, host: &str) -> String {
+        let qi = format!("{queue}@{host}");
+        match self {
+            Misfit::NotInQueueList => format!(
+                "queue instance \"{qi}\" dropped because it is not contained in the job's queue list"
+            ),
+            Misfit::NotBatch => {
+                format!("queue instance \"{qi}\" dropped because it is not of type batch")
+            }
+            Misfit::Unusable(Unusable::Disabled) => {
+                format!("queue instance \"{qi}\" dropped because it is disabled")
+            }
+            Misfit::Unusable(Unusable::Unreachable) => {
+                format!("queue instance \"{qi}\" dropped because it is temporarily not available")
+            }
+            Misfit::Unusable(Unusable::Suspended) => {
+                format!("queue instance \"{qi}\" dropped because it is suspended")
+            }
+            Misfit::Unusable(Unusable::Error) => {
+                format!("queue instance \"{qi}\" dropped because it is in error state")
+            }
+            Misfit::Unusable(Unusable::Overloaded(why)) => {
+                format!("queue instance \"{qi}\" dropped because it is overloaded: {why}")
+            }
+            Misfit::NoAccess(user) => format!(
+                "queue instance \"{qi}\" dropped because user \"{user}\" has no access to it"
+            ),
+            Misfit::Project(why) => format!("queue instance \"{qi}\" dropped because {why}"),
+            Misfit::Request {
+                level,
+                name,
+                requested,
+                offered,
+            } => {
+                let place = match level {
+                    Level::Global => "globally".to_string(),
+                    Level::Host => format!("at host \"{host}\""),
+                    Level::Queue => format!("in queue instance \"{qi}\""),
+                };
+                format!("(-l {name}={requested}) cannot run {place} because it offers only {offered}")
+            }
+            Misfit::UnknownResource { name, requested } => format!(
+                "(-l {name}={requested}) cannot run in queue instance \"{qi}\" because job requests unknown resource ({name})"
+            ),
+            Misfit::Unexplained => format!("queue instance \"{qi}\" dropped"),
+            Misfit::Forced(name) => format!(
+                "queue instance \"{qi}\" dropped because it requires the forced resource \"{name}\" to be requested"
+            ),
+        }
+    }
+}
+
+/// A value as `qstat -F` and the scheduler's messages print it.
+pub fn display(ty: ValueType, v: &Value) -> String {
+    match (ty, v) {
+        (ValueType::Memory, Value::Num(n)) => value::format_memory_3(*n),
+        (ValueType::Time, Value::Num(n)) if n.is_infinite() => "infinity".into(),
+        (ValueType::Time, Value::Num(n)) => value::format_time_hms(*n),
+        (ValueType::Int, Value::Num(n)) if n.is_infinite() => "infinity".into(),
+        (ValueType::Int, Value::Num(n)) => format!("{}", *n as i64),
+        (_, Value::Num(n)) => value::format_f6(*n),
+        (_, Value::Text(s)) => s.clone(),
+    }
+}
+
+/// The value a non-consumable attribute has on a layer: a configured value overrides a
+/// load value of `==`/`!=` attributes; of ordered ones the more restrictive counts
+/// (section 3: `mem_free` configured 1G, reported 4G -> 1G; reported 0.9G -> 0.9G).
+fn effective<'a>(attr: &ComplexAttr, o: &'a Offer) -> Option<(&'a Value, char)> {
+    match (&o.fixed, &o.load) {
+        (Some(f @ Value::Num(fv)), Some(l @ Value::Num(lv))) => {
+            let load_wins = match attr.relop {
+                Relop::Le | Relop::Lt => lv < fv,
+                Relop::Ge | Relop::Gt => lv > fv,
+                _ => false,
+            };
+            Some(if load_wins { (l, 'l') } else { (f, 'f') })
+        }
+        (Some(f), _) => Some((f, 'f')),
+        (None, Some(l)) => Some((l, 'l')),
+        (None, None) => None,
+    }
+}
+
+/// What is left of a consumable on a layer: its capacity less what is used, bounded by
+/// a load value reported for it.
+fn available(o: &Offer) -> Option<(f64, char)> {
+    let capacity = match &o.fixed {
+        Some(Value::Num(c)) => Some((c - o.used, 'c')),
+        _ => None,
+    };
+    let load = match &o.load {
+        Some(Value::Num(l)) => Some((*l, 'l')),
+        _ => None,
+    };
+    match (capacity, load) {
+        (Some(c), Some(l)) => Some(if l.0 < c.0 { l } else { c }),
+        (c, l) => c.or(l),
+    }
+}
+
+/// Which checks a match makes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Pass {
+    /// Everything that does not change while a cycle dispatches jobs.
+    Static,
+    /// Consumables only, for this many slots on the instance.
+    Consumables(u32),
+    /// Both (for `qstat -j` and `-w e`).
+    All(u32),
+}
+
+impl Snapshot {
+    /// The layers of a queue instance, in matching order.
+    fn layers(&self, inst: usize) -> [(Level, &Layer); 3] {
+        let i = &self.instances[inst];
+        [
+            (Level::Global, &self.global),
+            (Level::Host, &self.hosts[i.host].layer),
+            (Level::Queue, &i.layer),
+        ]
+    }
+
+    fn in_userset(&self, user: &str, lists: &[String]) -> bool {
+        lists.iter().any(|l| {
+            self.usersets
+                .get(l)
+                .is_some_and(|entries| entries.iter().any(|e| e == user))
+        })
+    }
+
+    /// Does one request hold on one layer? `None` if the layer does not define it.
+    fn holds_on(&self, layer: &Layer, r: &Request, slots: u32, pass: Pass) -> Option<bool> {
+        let a = &self.catalog.attrs[r.attr];
+        let o = layer.get(r.attr)?;
+        let consumable = a.consumable != Consumable::No;
+        let wanted = match pass {
+            Pass::Static => !consumable,
+            Pass::Consumables(_) => consumable,
+            Pass::All(_) => true,
+        };
+        if !wanted {
+            return Some(true);
+        }
+        if consumable {
+            let Value::Num(amount) = r.value else {
+                return Some(true);
+            };
+            let need = match a.consumable {
+                // Per job: once, on the job's master queue (the only one checked).
+                Consumable::Job => amount,
+                _ => amount * slots as f64,
+            };
+            let (left, _) = available(o)?;
+            return Some(need <= left + 1e-9);
+        }
+        let (offered, _) = effective(a, o)?;
+        Some(value::satisfies(a.value_type, a.relop, offered, &r.value))
+    }
+
+    /// The reason a request does not hold on a layer, as SGE words it.
+    fn request_misfit(&self, level: Level, layer: &Layer, r: &Request) -> Misfit {
+        let a = &self.catalog.attrs[r.attr];
+        let shown = layer.get(r.attr).and_then(|o| {
+            if a.consumable != Consumable::No {
+                available(o).map(|(left, source)| {
+                    (display(a.value_type, &Value::Num(left.max(0.0))), source)
+                })
+            } else {
+                effective(a, o).map(|(v, source)| (display(a.value_type, v), source))
+            }
+        });
+        let (value, source) = shown.unwrap_or_default();
+        Misfit::Request {
+            level,
+            name: a.name.clone(),
+            requested: r.text.clone(),
+            offered: format!("{}{source}:{}={value}", level.letter(), a.name),
+        }
+    }
+
+    /// Match a job against a queue instance: layer by layer, global -> host -> queue,
+    /// stopping at the first layer that does not satisfy a request.
+    fn matches(&self, d: &Demand, inst: usize, pass: Pass) -> Result<(), Misfit> {
+        self.check(d, inst, pass, true)
+    }
+
+    /// [`Self::matches`] without building the reason (the scheduling cycle's path).
+    fn fits(&self, d: &Demand, inst: usize, pass: Pass) -> bool {
+        self.check(d, inst, pass, false).is_ok()
+    }
+
+    fn check(&self, d: &Demand, inst: usize, pass: Pass, detail: bool) -> Result<(), Misfit> {
+        self.check_from(d, inst, pass, detail, Level::Global)
+    }
+
+    /// [`Self::check`] from a layer on: the layers above `from` (and the host's access
+    /// lists, with `from` at the queue) are known to be satisfied.
+    fn check_from(
+        &self,
+        d: &Demand,
+        inst: usize,
+        pass: Pass,
+        detail: bool,
+        from: Level,
+    ) -> Result<(), Misfit> {
+        let i = &self.instances[inst];
+        let host = &self.hosts[i.host];
+        let host_checked = from == Level::Queue;
+        if matches!(pass, Pass::Static | Pass::All(_)) {
+            if !d.queues.is_empty() && !d.queues.iter().any(|q| self.wants(q, inst)) {
+                return Err(Misfit::NotInQueueList);
+            }
+            if let Some(u) = &i.unusable {
+                return Err(Misfit::Unusable(u.clone()));
+            }
+            if !i.batch {
+                return Err(Misfit::NotBatch);
+            }
+            for (n, (allow, deny)) in [
+                (&host.user_lists, &host.xuser_lists),
+                (&i.user_lists, &i.xuser_lists),
+            ]
+            .into_iter()
+            .enumerate()
+            {
+                if n == 0 && host_checked {
+                    continue;
+                }
+                if (!allow.is_empty() && !self.in_userset(&d.user, allow))
+                    || self.in_userset(&d.user, deny)
+                {
+                    return Err(if detail {
+                        Misfit::NoAccess(d.user.clone())
+                    } else {
+                        Misfit::Unexplained
+                    });
+                }
+            }
+            for (n, (allow, deny)) in [
+                (&host.projects, &host.xprojects),
+                (&i.projects, &i.xprojects),
+            ]
+            .into_iter()
+            .enumerate()
+            {
+                if n == 0 && host_checked {
+                    continue;
+                }
+                match &d.project {
+                    Some(p) if deny.contains(p) => {
+                        return Err(Misfit::Project(format!(
+                            "the job's project \"{p}\" is excluded"
+                        )))
+                    }
+                    Some(p) if !allow.is_empty() && !allow.contains(p) => {
+                        return Err(Misfit::Project(format!(
+                            "the job's project \"{p}\" is not in its project list"
+                        )))
+                    }
+                    None if !allow.is_empty() => {
+                        return Err(Misfit::Project("the job has no project".into()))
+                    }
+                    _ => {}
+                }
+            }
+        }
+        let slots = match pass {
+            Pass::Consumables(n) | Pass::All(n) => n,
+            Pass::Static => d.slots,
+        };
+        let layers = self.layers(inst);
+        for (level, layer) in layers {
+            if (level == Level::Global && from != Level::Global)
+                || (level == Level::Host && host_checked)
+            {
+                continue;
+            }
+            for r in &d.hard {
+                if self.holds_on(layer, r, slots, pass) == Some(false) {
+                    return Err(if detail {
+                        self.request_misfit(level, layer, r)
+                    } else {
+                        Misfit::Unexplained
+                    });
+                }
+            }
+        }
+        if matches!(pass, Pass::Static | Pass::All(_)) {
+            // A request no layer defines cannot be satisfied.
+            for r in d.hard.iter().filter(|r| !r.implicit) {
+                if !layers.iter().any(|(_, l)| l.get(r.attr).is_some()) {
+                    if !detail {
+                        return Err(Misfit::Unexplained);
+                    }
+                    return Err(Misfit::UnknownResource {
+                        name: self.catalog.attrs[r.attr].name.clone(),
+                        requested: r.text.clone(),
+                    });
+                }
+            }
+            // A FORCED attribute an instance offers takes only jobs that ask for it.
+            for &attr in &self.catalog.forced {
+                let offered = layers
+                    .iter()
+                    .any(|(_, l)| l.get(attr).is_some_and(|o| o.fixed.is_some()));
+                if offered && !d.hard.iter().any(|r| r.attr == attr && !r.implicit) {
+                    return Err(Misfit::Forced(self.catalog.attrs[attr].name.clone()));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The instances a category's jobs could run in, ignoring consumables, in sort order:
+    /// the global layer is matched once, each host once, each queue instance on top.
+    fn static_candidates(&self, d: &Demand) -> Vec<usize> {
+        let layer_ok = |layer: &Layer| {
+            d.hard
+                .iter()
+                .all(|r| self.holds_on(layer, r, d.slots, Pass::Static) != Some(false))
+        };
+        if !layer_ok(&self.global) {
+            return Vec::new();
+        }
+        let lists_ok = |allow: &[String], deny: &[String], projects: (&[String], &[String])| {
+            (allow.is_empty() || self.in_userset(&d.user, allow))
+                && !self.in_userset(&d.user, deny)
+                && match &d.project {
+                    Some(p) => {
+                        !projects.1.contains(p) && (projects.0.is_empty() || projects.0.contains(p))
+                    }
+                    None => projects.0.is_empty(),
+                }
+        };
+        let mut host_ok: Vec<Option<bool>> = vec![None; self.hosts.len()];
+        self.order
+            .iter()
+            .copied()
+            .filter(|&inst| {
+                let h = self.instances[inst].host;
+                let ok = *host_ok[h].get_or_insert_with(|| {
+                    let host = &self.hosts[h];
+                    lists_ok(
+                        &host.user_lists,
+                        &host.xuser_lists,
+                        (&host.projects, &host.xprojects),
+                    ) && layer_ok(&host.layer)
+                });
+                ok && self
+                    .check_from(d, inst, Pass::Static, false, Level::Queue)
+                    .is_ok()
+            })
+            .collect()
+    }
+
+    /// How many soft requests an instance violates.
+    fn soft_violations(&self, d: &Demand, inst: usize) -> usize {
+        let layers = self.layers(inst);
+        d.soft
+            .iter()
+            .filter(|r| {
+                let mut defined = false;
+                for (_, layer) in layers {
+                    match self.holds_on(layer, r, 1, Pass::All(1)) {
+                        Some(false) => return true,
+                        Some(true) => defined = true,
+                        None => {}
+                    }
+                }
+                !defined
+            })
+            .count()
+    }
+
+    /// Does a `-q` entry (`queue`, `queue@host`, `queue@@hostgroup`, wildcards) name
+    /// this instance?
+    fn wants(&self, pattern: &str, inst: usize) -> bool {
+        let i = &self.instances[inst];
+        let host = &self.hosts[i.host];
+        match pattern.split_once('@') {
+            None => wildcard(pattern, &i.queue),
+            Some((cq, h)) => {
+                let cq = if cq.is_empty() { "*" } else { cq };
+                wildcard(cq, &i.queue)
+                    && if h.starts_with('@') {
+                        host.groups.iter().any(|g| wildcard(h, g))
+                    } else {
+                        wildcard(h, &host.name)
+                    }
+            }
+        }
+    }
+
+    /// Debit (or with a negative sign, credit) a job's consumables on the layers of the
+    /// queue instances it was granted.
+    fn debit(&mut self, d: &Demand, grants: &[(usize, u32)], sign: f64) {
+        let total: u32 = grants.iter().map(|(_, n)| n).sum();
+        let consumables: Vec<(usize, f64, Consumable)> = d.consumables(&self.catalog).collect();
+        for (attr, amount, kind) in consumables {
+            let per_slot = kind != Consumable::Job;
+            let global = if per_slot {
+                amount * total as f64
+            } else {
+                amount
+            };
+            self.global.debit(attr, sign * global);
+            for (n, (inst, slots)) in grants.iter().enumerate() {
+                let here = match (per_slot, n) {
+                    (true, _) => amount * *slots as f64,
+                    (false, 0) => amount,
+                    (false, _) => 0.0,
+                };
+                let host = self.instances[*inst].host;
+                self.hosts[host].layer.debit(attr, sign * here);
+                self.instances[*inst].layer.debit(attr, sign * here);
+            }
+        }
+    }
+}
+
+/// A decision of the scheduler: start this task in this queue instance.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Dispatch {
+    pub job_id: u64,
+    pub task_id: u32,
+    pub queue: String,
+    pub host: String,
+}
+
+/// The scheduler's own settings (`qconf -ssconf`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SchedConf {
+    pub sort: SortMethod,
+    /// `load_formula`: (weight, load value) terms, summed.
+    pub load_formula: Vec<(f64, String)>,
+}
+
+impl Default for SchedConf {
+    fn default() -> Self {
+        SchedConf {
+            sort: SortMethod::Load,
+            load_formula: vec![(1.0, "np_load_avg".into())],
+        }
+    }
+}
+
+fn list_value(a: Option<&gantry_proto::QueueAttr>, host: &str, groups: &[&str]) -> Vec<String> {
+    a.map(|a| conf::split_list(queue::value_on_host(a, host, groups)))
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|s| !s.eq_ignore_ascii_case("NONE"))
+        .collect()
+}
+
+/// The queue attributes that are complex attributes of the queue layer.
+const QUEUE_VALUES: &[&str] = &[
+    "qname",
+    "seq_no",
+    "rerun",
+    "tmpdir",
+    "calendar",
+    "min_cpu_interval",
+    "s_rt",
+    "h_rt",
+    "s_cpu",
+    "h_cpu",
+    "s_fsize",
+    "h_fsize",
+    "s_data",
+    "h_data",
+    "s_stack",
+    "h_stack",
+    "s_core",
+    "h_core",
+    "s_rss",
+    "h_rss",
+    "s_vmem",
+    "h_vmem",
+    "slots",
+];
+
+/// A queue instance's values on a host (the queue's defaults when `host` is empty), and
+/// its load thresholds; the caller fills in the host and the state.
+fn instance_values(
+    catalog: &Catalog,
+    q: &gantry_proto::ClusterQueue,
+    host: &str,
+    groups: &[&str],
+) -> (Instance, Vec<(String, String)>) {
+    let on_host = |key: &str| q.attr(key).map(|a| queue::value_on_host(a, host, groups));
+    let mut layer = Layer::default();
+    for key in QUEUE_VALUES {
+        let (Some(id), Some(text)) = (catalog.id(key), on_host(key)) else {
+            continue;
+        };
+        let text = if *key == "qname" {
+            q.name.as_str()
+        } else {
+            text
+        };
+        if let Some(v) = catalog.parse(id, text) {
+            layer.set_fixed(id, v);
+        }
+    }
+    let pairs = |key: &str| {
+        on_host(key)
+            .and_then(|v| conf::split_pairs(v, 0, key).ok())
+            .unwrap_or_default()
+    };
+    for (k, v) in pairs("complex_values") {
+        if let Some(id) = catalog.id(&k) {
+            if let Some(v) = catalog.parse(id, &v) {
+                layer.set_fixed(id, v);
+            }
+        }
+    }
+    let inst = Instance {
+        queue: q.name.clone(),
+        host: 0,
+        layer,
+        seq_no: on_host("seq_no").and_then(|v| v.parse().ok()).unwrap_or(0),
+        batch: on_host("qtype").is_none_or(|t| {
+            t.split_whitespace()
+                .any(|w| w.eq_ignore_ascii_case("BATCH"))
+        }),
+        user_lists: list_value(q.attr("user_lists"), host, groups),
+        xuser_lists: list_value(q.attr("xuser_lists"), host, groups),
+        projects: list_value(q.attr("projects"), host, groups),
+        xprojects: list_value(q.attr("xprojects"), host, groups),
+        unusable: None,
+    };
+    (inst, pairs("load_thresholds"))
+}
+
+impl ClusterState {
+    /// The scheduler's settings from the configuration.
+    pub fn sched_conf(&self) -> SchedConf {
+        let mut c = SchedConf::default();
+        let Some(conf) = &self.sched else {
+            return c;
+        };
+        if conf
+            .get("queue_sort_method")
+            .is_some_and(|v| v.eq_ignore_ascii_case("seqno"))
+        {
+            c.sort = SortMethod::SeqNo;
+        }
+        if let Some(f) = conf
+            .get("load_formula")
+            .and_then(|f| schedconf::parse_load_formula(f).ok())
+        {
+            c.load_formula = f;
+        }
+        c
+    }
+
+    /// Build the snapshot a cycle works on: every layer's values, and what the running
+    /// jobs hold of every consumable.
+    pub fn snapshot(&self, connected: &HashSet<String>, clock: f64) -> Snapshot {
+        let catalog = Catalog::new(&self.complexes);
+        let sconf = self.sched_conf();
+        let mut global = Layer::default();
+        if let Some(g) = self.global_host.as_ref() {
+            for (name, v) in &g.complex_values {
+                if let Some(id) = catalog.id(name) {
+                    if let Some(v) = catalog.parse(id, v) {
+                        global.set_fixed(id, v);
+                    }
+                }
+            }
+        }
+        let mut memberships: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for g in self.hostgroups.keys() {
+            for h in self.resolve_group(g, 0) {
+                memberships.entry(h).or_default().push(g.clone());
+            }
+        }
+        let hostname = catalog.id("hostname");
+        let mut hosts = Vec::new();
+        let mut host_index = HashMap::new();
+        for (name, h) in &self.exechosts {
+            let mut layer = Layer::default();
+            let loads = self
+                .runtime
+                .get(name)
+                .map(|r| r.load_values.as_slice())
+                .unwrap_or(&[]);
+            for lv in loads {
+                if let Some(id) = catalog.id(&lv.name) {
+                    if let Some(v) = catalog.parse(id, &lv.value) {
+                        layer.set_load(id, v);
+                    }
+                }
+            }
+            if let Some(id) = hostname {
+                layer.set_fixed(id, Value::Text(name.clone()));
+            }
+            for (k, v) in &h.complex_values {
+                if let Some(id) = catalog.id(k) {
+                    if let Some(v) = catalog.parse(id, v) {
+                        layer.set_fixed(id, v);
+                    }
+                }
+            }
+            let load = sconf
+                .load_formula
+                .iter()
+                .map(|(w, n)| {
+                    if n.is_empty() {
+                        return *w;
+                    }
+                    let v = catalog
+                        .id(n)
+                        .and_then(|id| layer.get(id))
+                        .and_then(|o| o.load.clone().or(o.fixed.clone()));
+                    match v {
+                        Some(Value::Num(x)) => w * x,
+                        _ => 0.0,
+                    }
+                })
+                .sum();
+            host_index.insert(name.clone(), hosts.len());
+            hosts.push(Host {
+                name: name.clone(),
+                layer,
+                groups: memberships.get(name).cloned().unwrap_or_default(),
+                user_lists: h.user_lists.clone(),
+                xuser_lists: h.xuser_lists.clone(),
+                projects: h.projects.clone(),
+                xprojects: h.xprojects.clone(),
+                load,
+            });
+        }
+        let mut instances = Vec::new();
+        for q in self.queues.values() {
+            // Most hosts take a queue's default values: those are parsed once.
+            let mut defaults: Option<(Instance, Vec<(String, String)>)> = None;
+            for hname in self.queue_hosts_of(q) {
+                let Some(&hi) = host_index.get(&hname) else {
+                    continue;
+                };
+                let groups: Vec<&str> = hosts[hi].groups.iter().map(String::as_str).collect();
+                let overridden = q.attrs.iter().any(|(_, a)| {
+                    a.overrides
+                        .iter()
+                        .any(|(h, _)| *h == hname || groups.contains(&h.as_str()))
+                });
+                let (mut inst, thresholds) = if overridden {
+                    instance_values(&catalog, q, &hname, &groups)
+                } else {
+                    defaults
+                        .get_or_insert_with(|| instance_values(&catalog, q, "", &[]))
+                        .clone()
+                };
+                inst.host = hi;
+                inst.unusable = if self.disabled.contains(&(q.name.clone(), hname.clone())) {
+                    Some(Unusable::Disabled)
+                } else if !connected.contains(&hname) || !self.is_reachable(&hname, clock) {
+                    Some(Unusable::Unreachable)
+                } else {
+                    overloaded(&catalog, &hosts[hi].layer, &thresholds).map(Unusable::Overloaded)
+                };
+                instances.push(inst);
+            }
+        }
+        let mut order: Vec<usize> = (0..instances.len()).collect();
+        order.sort_by(|&a, &b| {
+            let (ia, ib) = (&instances[a], &instances[b]);
+            let (la, lb) = (hosts[ia.host].load, hosts[ib.host].load);
+            let first = match sconf.sort {
+                SortMethod::SeqNo => ia.seq_no.cmp(&ib.seq_no).then(la.total_cmp(&lb)),
+                SortMethod::Load => la.total_cmp(&lb).then(ia.seq_no.cmp(&ib.seq_no)),
+            };
+            first
+                .then(hosts[ia.host].name.cmp(&hosts[ib.host].name))
+                .then(ia.queue.cmp(&ib.queue))
+        });
+        let usersets = self
+            .usersets
+            .values()
+            .map(|u| (u.name.clone(), u.entries.clone()))
+            .collect();
+        let mut snap = Snapshot {
+            catalog,
+            global,
+            hosts,
+            instances,
+            usersets,
+            order,
+        };
+        // What running jobs hold.
+        let index: HashMap<(&str, &str), usize> = snap
+            .instances
+            .iter()
+            .enumerate()
+            .map(|(n, i)| ((i.queue.as_str(), snap.hosts[i.host].name.as_str()), n))
+            .collect();
+        let mut holds: Vec<(Demand, usize)> = Vec::new();
+        for job in self.jobs.values() {
+            let mut d = None;
+            for t in job.tasks.values() {
+                if let TaskState::Running { host, queue, .. }
+                | TaskState::Deleting { host, queue, .. } = t
+                {
+                    let Some(&inst) = index.get(&(queue.as_str(), host.as_str())) else {
+                        continue;
+                    };
+                    if d.is_none() {
+                        d = Some(demand(&snap.catalog, job).unwrap_or_else(|_| Demand {
+                            hard: Vec::new(),
+                            soft: Vec::new(),
+                            queues: Vec::new(),
+                            user: String::new(),
+                            project: None,
+                            slots: 1,
+                        }));
+                    }
+                    if let Some(d) = &d {
+                        holds.push((d.clone(), inst));
+                    }
+                }
+            }
+        }
+        for (d, inst) in holds {
+            snap.debit(&d, &[(inst, d.slots)], 1.0);
+        }
+        snap
+    }
+
+    /// One scheduling cycle: pending tasks by priority, then submission order, each to
+    /// the first candidate queue instance of its category that has what it asks for.
+    pub fn schedule(&self, now: i64, connected: &HashSet<String>, clock: f64) -> Vec<Dispatch> {
+        let mut snap = self.snapshot(connected, clock);
+        self.dispatch(&mut snap, now)
+    }
+
+    /// The dispatch part of a cycle, on a prepared snapshot.
+    pub fn dispatch(&self, snap: &mut Snapshot, now: i64) -> Vec<Dispatch> {
+        struct Category {
+            demand: Demand,
+            /// Candidate instances, best first.
+            candidates: Vec<usize>,
+            /// Candidates before this one cannot take another job of the category.
+            cursor: usize,
+        }
+        /// What makes jobs alike: the same requests by the same user and project.
+        type Key<'j> = (
+            &'j [(String, String)],
+            &'j [(String, String)],
+            &'j [String],
+            &'j str,
+            Option<&'j str>,
+            Option<&'j (String, String)>,
+        );
+        let max_aj_instances = self
+            .global()
+            .get("max_aj_instances")
+            .and_then(|v| v.parse::<u32>().ok())
+            .filter(|n| *n > 0);
+        let mut order: Vec<&Job> = self
+            .jobs
+            .values()
+            .filter(|j| j.tasks.values().any(|t| matches!(t, TaskState::Pending)))
+            .collect();
+        order.sort_by(|a, b| b.spec.priority.cmp(&a.spec.priority).then(a.id.cmp(&b.id)));
+        let mut categories: HashMap<Key, Option<Category>> = HashMap::new();
+        let mut out = Vec::new();
+        for job in order {
+            if job.spec.hold || job.spec.start_after.is_some_and(|t| t > now) {
+                continue;
+            }
+            if job
+                .spec
+                .hold_jids
+                .iter()
+                .any(|r| self.predecessor_active(r))
+            {
+                continue;
+            }
+            let key: Key = (
+                &job.spec.hard_resources,
+                &job.spec.soft_resources,
+                &job.spec.queues,
+                &job.owner.user,
+                job.spec.project.as_deref(),
+                job.spec.pe.as_ref(),
+            );
+            let entry = categories.entry(key).or_insert_with(|| {
+                let d = demand(&snap.catalog, job).ok()?;
+                let mut scored: Vec<(usize, usize)> = snap
+                    .static_candidates(&d)
+                    .into_iter()
+                    .map(|i| (snap.soft_violations(&d, i), i))
+                    .collect();
+                // Stable: instances with fewer soft violations first, else sort order.
+                scored.sort_by_key(|(v, _)| *v);
+                Some(Category {
+                    demand: d,
+                    candidates: scored.into_iter().map(|(_, i)| i).collect(),
+                    cursor: 0,
+                })
+            });
+            let Some(cat) = entry.as_mut() else {
+                continue; // requests the complex no longer has
+            };
+            if cat.cursor >= cat.candidates.len() {
+                continue; // nothing left for this category in this cycle
+            }
+            let d = &cat.demand;
+            let mut running = job
+                .tasks
+                .values()
+                .filter(|t| matches!(t, TaskState::Running { .. } | TaskState::Deleting { .. }))
+                .count() as u32;
+            for (task_id, t) in &job.tasks {
+                if !matches!(t, TaskState::Pending) {
+                    continue;
+                }
+                if job.spec.max_running_tasks.is_some_and(|tc| running >= tc)
+                    || (job.is_array() && max_aj_instances.is_some_and(|m| running >= m))
+                {
+                    break;
+                }
+                while cat.cursor < cat.candidates.len()
+                    && !snap.fits(d, cat.candidates[cat.cursor], Pass::Consumables(d.slots))
+                {
+                    cat.cursor += 1;
+                }
+                let Some(&inst) = cat.candidates.get(cat.cursor) else {
+                    break; // nothing left for this category in this cycle
+                };
+                snap.debit(d, &[(inst, d.slots)], 1.0);
+                running += 1;
+                let i = &snap.instances[inst];
+                out.push(Dispatch {
+                    job_id: job.id,
+                    task_id: *task_id,
+                    queue: i.queue.clone(),
+                    host: snap.hosts[i.host].name.clone(),
+                });
+            }
+        }
+        out
+    }
+
+    /// Could any queue instance ever run this job (its requests against the instances'
+    /// configured and last reported values, with nothing running)?
+    pub fn could_ever_run(&self, job: &Job) -> Result<(), Vec<String>> {
+        let all: HashSet<String> = self.exechosts.keys().cloned().collect();
+        let mut snap = self.snapshot(&all, f64::MAX);
+        for i in &mut snap.instances {
+            i.unusable = None;
+        }
+        // Nothing running: every consumable at its full capacity.
+        for layer in std::iter::once(&mut snap.global)
+            .chain(snap.hosts.iter_mut().map(|h| &mut h.layer))
+            .chain(snap.instances.iter_mut().map(|i| &mut i.layer))
+        {
+            for (_, o) in layer.entries.iter_mut() {
+                o.used = 0.0;
+            }
+        }
+        let d = demand(&snap.catalog, job).map_err(|e| vec![e])?;
+        let mut reasons = Vec::new();
+        for &inst in &snap.order {
+            match snap.matches(&d, inst, Pass::All(d.slots)) {
+                Ok(()) => return Ok(()),
+                Err(m) => {
+                    let i = &snap.instances[inst];
+                    reasons.push(m.message(&i.queue, &snap.hosts[i.host].name));
+                }
+            }
+        }
+        Err(reasons)
+    }
+
+    /// Why a job's pending tasks are not dispatched, in SGE's words.
+    pub fn explain(
+        &self,
+        job: &Job,
+        connected: &HashSet<String>,
+        clock: f64,
+        now: i64,
+    ) -> Vec<String> {
+        let mut reasons = Vec::new();
+        if !job.tasks.values().any(|t| matches!(t, TaskState::Pending)) {
+            return reasons;
+        }
+        if job.spec.hold {
+            reasons.push("Job is in user hold state".to_string());
+        }
+        let waiting: Vec<&str> = job
+            .spec
+            .hold_jids
+            .iter()
+            .filter(|r| self.predecessor_active(r))
+            .map(String::as_str)
+            .collect();
+        if !waiting.is_empty() {
+            reasons.push(format!(
+                "Job is waiting for the predecessor jobs {}",
+                waiting.join(",")
+            ));
+        }
+        if let Some(t) = job.spec.start_after.filter(|t| *t > now) {
+            reasons.push(format!("Job has a start time in the future ({t})"));
+        }
+        let snap = self.snapshot(connected, clock);
+        let d = match demand(&snap.catalog, job) {
+            Ok(d) => d,
+            Err(e) => {
+                reasons.push(e);
+                return reasons;
+            }
+        };
+        let mut dropped_for_load_or_full = 0;
+        for &inst in &snap.order {
+            let i = &snap.instances[inst];
+            let host = &snap.hosts[i.host].name;
+            match snap.matches(&d, inst, Pass::All(d.slots)) {
+                Ok(()) => {}
+                Err(m) => {
+                    if matches!(m, Misfit::Unusable(Unusable::Overloaded(_)))
+                        || slots_exhausted(&snap, &m)
+                    {
+                        dropped_for_load_or_full += 1;
+                    }
+                    let text = if slots_exhausted(&snap, &m) {
+                        format!(
+                            "queue instance \"{}@{host}\" dropped because it is full",
+                            i.queue
+                        )
+                    } else {
+                        m.message(&i.queue, host)
+                    };
+                    reasons.push(text);
+                }
+            }
+        }
+        if !snap.order.is_empty() && dropped_for_load_or_full == snap.order.len() {
+            reasons.push("All queues dropped because of overload or full".to_string());
+        }
+        reasons
+    }
+}
+
+/// Is this misfit "no slot left in the queue instance"?
+fn slots_exhausted(snap: &Snapshot, m: &Misfit) -> bool {
+    let _ = snap;
+    matches!(m, Misfit::Request { level: Level::Queue, name, .. } if name == "slots")
+}
+
+/// Is a host over one of a queue's `load_thresholds` (`np_load_avg=1.75,mem_free=1G`)?
+/// The message says which, as SGE prints it.
+fn overloaded(catalog: &Catalog, host: &Layer, thresholds: &[(String, String)]) -> Option<String> {
+    for (name, limit) in thresholds {
+        let Some(id) = catalog.id(name) else {
+            continue;
+        };
+        let a = &catalog.attrs[id];
+        let (Some(limit_v), Some(o)) = (catalog.parse(id, limit), host.get(id)) else {
+            continue;
+        };
+        let Some((current, _)) = effective(a, o) else {
+            continue;
+        };
+        // Alarm when the value stands in the attribute's relation to the threshold
+        // (np_load_avg >= 1.75, mem_free <= 1G).
+        if value::satisfies(a.value_type, a.relop, &limit_v, current) {
+            return Some(format!(
+                "{}={} (no load adjustment) {} {}",
+                a.name,
+                display(a.value_type, current),
+                value::relop_str(a.relop),
+                limit
+            ));
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests;

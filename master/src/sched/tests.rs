@@ -1,0 +1,449 @@
+#![allow(clippy::unwrap_used)]
+
+use super::*;
+use crate::synthetic::{add_host, cluster, connected, job, set_queue, start, submit};
+
+const LOAD: &[(&str, &str)] = &[
+    ("arch", "lx-amd64"),
+    ("num_proc", "2"),
+    ("np_load_avg", "0.10"),
+    ("mem_free", "4G"),
+];
+
+fn cycle(s: &ClusterState) -> Vec<(u64, String)> {
+    s.schedule(0, &connected(s), 0.0)
+        .into_iter()
+        .map(|d| (d.job_id, format!("{}@{}", d.queue, d.host)))
+        .collect()
+}
+
+/// The first reason `qstat -j` gives for a job on a queue instance.
+fn why(s: &ClusterState, id: u64, qi: &str) -> String {
+    let j = s.jobs.get(&id).unwrap();
+    s.explain(j, &connected(s), 0.0, 0)
+        .into_iter()
+        .find(|r| r.contains(&format!("\"{qi}\"")) || r.contains(qi.split('@').nth(1).unwrap()))
+        .unwrap_or_default()
+}
+
+fn demand_of(s: &ClusterState, snap: &Snapshot, id: u64, slots: u32) -> Demand {
+    let mut d = demand(&snap.catalog, s.jobs.get(&id).unwrap()).unwrap();
+    d.slots = slots;
+    d
+}
+
+fn instance(snap: &Snapshot, qi: &str) -> usize {
+    snap.instances
+        .iter()
+        .position(|i| format!("{}@{}", i.queue, snap.hosts[i.host].name) == qi)
+        .unwrap()
+}
+
+fn left(snap: &Snapshot, qi: &str, attr: &str) -> f64 {
+    let inst = instance(snap, qi);
+    let id = snap.catalog.id(attr).unwrap();
+    available(snap.instances[inst].layer.get(id).unwrap())
+        .unwrap()
+        .0
+}
+
+#[test]
+fn e1_a_fixed_value_is_required_by_every_slot_and_never_consumed() {
+    // j1 requests t01=10 with 4 slots; q1 has 5 slots and t01 <= 20.
+    let mut s = cluster(&["t01 INT <= YES NO 0"]);
+    add_host(&mut s, "n1", "", LOAD);
+    set_queue(&mut s, "all.q", "slots", "5");
+    set_queue(&mut s, "all.q", "complex_values", "t01=20");
+    submit(&mut s, job(1, "u1", &[("t01", "10")], &[]));
+    let mut snap = s.snapshot(&connected(&s), 0.0);
+    let d = demand_of(&s, &snap, 1, 4);
+    let q1 = instance(&snap, "all.q@n1");
+    assert_eq!(snap.matches(&d, q1, Pass::All(4)), Ok(()));
+    snap.debit(&d, &[(q1, 4)], 1.0);
+    // Afterwards: slots = 1 and t01 <= 20.
+    assert_eq!(left(&snap, "all.q@n1", "slots"), 1.0);
+    let t01 = snap.catalog.id("t01").unwrap();
+    let o = snap.instances[q1].layer.get(t01).unwrap();
+    assert_eq!(o.fixed, Some(Value::Num(20.0)));
+    assert_eq!(o.used, 0.0);
+    // A request above the fixed value never fits, whatever is free.
+    submit(&mut s, job(2, "u1", &[("t01", "30")], &[]));
+    assert_eq!(
+        why(&s, 2, "all.q@n1"),
+        "(-l t01=30) cannot run in queue instance \"all.q@n1\" because it offers only qf:t01=20"
+    );
+}
+
+#[test]
+fn e2_a_consumable_is_debited_per_slot_on_every_queue_it_is_granted_on() {
+    // j2 requests t02=20 with 4 slots: 2 on q2 (5 slots, t02=40), 1 on q3 (1 slot), 1 on q4 (3 slots).
+    let mut s = cluster(&["t02 INT <= YES YES 0"]);
+    for h in ["h2", "h3", "h4"] {
+        add_host(&mut s, h, "", LOAD);
+    }
+    set_queue(&mut s, "all.q", "slots", "5,[h3=1],[h4=3]");
+    set_queue(&mut s, "all.q", "complex_values", "t02=40");
+    submit(&mut s, job(2, "u1", &[("t02", "20")], &[]));
+    let mut snap = s.snapshot(&connected(&s), 0.0);
+    let d = demand_of(&s, &snap, 2, 4);
+    let (q2, q3, q4) = (
+        instance(&snap, "all.q@h2"),
+        instance(&snap, "all.q@h3"),
+        instance(&snap, "all.q@h4"),
+    );
+    // q2 can hold two of the four instances, not three (3 * 20 > 40).
+    assert_eq!(snap.matches(&d, q2, Pass::Consumables(2)), Ok(()));
+    assert!(snap.matches(&d, q2, Pass::Consumables(3)).is_err());
+    snap.debit(&d, &[(q2, 2), (q3, 1), (q4, 1)], 1.0);
+    assert_eq!(left(&snap, "all.q@h2", "slots"), 3.0);
+    assert_eq!(left(&snap, "all.q@h2", "t02"), 0.0);
+    assert_eq!(left(&snap, "all.q@h3", "slots"), 0.0);
+    assert_eq!(left(&snap, "all.q@h3", "t02"), 20.0);
+    assert_eq!(left(&snap, "all.q@h4", "slots"), 2.0);
+    assert_eq!(left(&snap, "all.q@h4", "t02"), 20.0);
+    // Crediting gives everything back.
+    snap.debit(&d, &[(q2, 2), (q3, 1), (q4, 1)], -1.0);
+    assert_eq!(left(&snap, "all.q@h2", "t02"), 40.0);
+    assert_eq!(left(&snap, "all.q@h3", "slots"), 1.0);
+}
+
+#[test]
+fn a_per_job_consumable_is_debited_once_on_the_master_queue() {
+    let mut s = cluster(&["lic INT <= YES JOB 0"]);
+    add_host(&mut s, "h1", "lic=3", LOAD);
+    add_host(&mut s, "h2", "lic=3", LOAD);
+    set_queue(&mut s, "all.q", "slots", "4");
+    s.global_host = Some(
+        exechost::parse_exechost("hostname global\ncomplex_values lic=5\n").unwrap_or_else(|_| {
+            let mut h = exechost::parse_exechost("hostname h0\ncomplex_values lic=5\n").unwrap();
+            h.hostname = "global".into();
+            h
+        }),
+    );
+    submit(&mut s, job(1, "u1", &[("lic", "2")], &[]));
+    let mut snap = s.snapshot(&connected(&s), 0.0);
+    let d = demand_of(&s, &snap, 1, 4);
+    let (a, b) = (instance(&snap, "all.q@h1"), instance(&snap, "all.q@h2"));
+    snap.debit(&d, &[(a, 3), (b, 1)], 1.0);
+    let lic = snap.catalog.id("lic").unwrap();
+    assert_eq!(snap.global.get(lic).unwrap().used, 2.0);
+    assert_eq!(
+        snap.hosts[snap.instances[a].host]
+            .layer
+            .get(lic)
+            .unwrap()
+            .used,
+        2.0
+    );
+    assert_eq!(
+        snap.hosts[snap.instances[b].host]
+            .layer
+            .get(lic)
+            .unwrap()
+            .used,
+        0.0
+    );
+}
+
+use gantry_common::exechost;
+
+#[test]
+fn section_3_a_load_value_overridden_on_its_own_layer() {
+    // arch reported as lx-amd64, overridden in the host's definition.
+    let mut s = cluster(&[]);
+    add_host(&mut s, "n1", "arch=special", LOAD);
+    add_host(&mut s, "n2", "", LOAD);
+    submit(&mut s, job(1, "u1", &[("arch", "special")], &[]));
+    submit(&mut s, job(2, "u1", &[("arch", "lx-amd64")], &[]));
+    assert_eq!(
+        cycle(&s),
+        vec![(1, "all.q@n1".to_string()), (2, "all.q@n2".to_string())]
+    );
+    // ... but not in a queue: the host layer decides first.
+    set_queue(&mut s, "all.q", "complex_values", "arch=other");
+    submit(&mut s, job(3, "u1", &[("arch", "other")], &[]));
+    assert_eq!(
+        why(&s, 3, "all.q@n2"),
+        "(-l arch=other) cannot run at host \"n2\" because it offers only hl:arch=lx-amd64"
+    );
+    assert!(cycle(&s).iter().all(|(id, _)| *id != 3));
+}
+
+#[test]
+fn section_3_the_more_restrictive_of_configured_and_reported_counts() {
+    // mem_free: custom 1G / load 4G -> 1G; custom 1G / load 0.9G -> 0.9G.
+    let mut s = cluster(&[]);
+    add_host(&mut s, "a", "mem_free=1G", LOAD);
+    add_host(
+        &mut s,
+        "b",
+        "mem_free=1G",
+        &[("mem_free", "0.9G"), ("np_load_avg", "0.1")],
+    );
+    submit(&mut s, job(1, "u1", &[("mem_free", "2G")], &[]));
+    assert_eq!(
+        why(&s, 1, "all.q@a"),
+        "(-l mem_free=2G) cannot run at host \"a\" because it offers only hf:mem_free=1.000G"
+    );
+    submit(&mut s, job(2, "u1", &[("mem_free", "950M")], &[]));
+    assert_eq!(
+        why(&s, 2, "all.q@b"),
+        "(-l mem_free=950M) cannot run at host \"b\" because it offers only hl:mem_free=921.600M"
+    );
+    // A queue may only restrict further.
+    set_queue(&mut s, "all.q", "complex_values", "mem_free=512M");
+    submit(&mut s, job(3, "u1", &[("mem_free", "600M")], &[]));
+    assert_eq!(
+        why(&s, 3, "all.q@a"),
+        "(-l mem_free=600M) cannot run in queue instance \"all.q@a\" because it offers only qf:mem_free=512.000M"
+    );
+    submit(&mut s, job(4, "u1", &[("mem_free", "500M")], &[]));
+    let placed = cycle(&s);
+    assert!(placed.iter().any(|(id, _)| *id == 4));
+    assert!(placed.iter().all(|(id, _)| *id == 4));
+}
+
+#[test]
+fn matching_stops_at_the_first_failing_layer() {
+    let mut s = cluster(&["lic INT <= YES YES 0"]);
+    add_host(&mut s, "n1", "lic=4", LOAD);
+    let mut g = exechost::parse_exechost("hostname x\ncomplex_values lic=0\n").unwrap();
+    g.hostname = "global".into();
+    s.global_host = Some(g);
+    submit(&mut s, job(1, "u1", &[("lic", "1")], &[]));
+    let reasons = s.explain(s.jobs.get(&1).unwrap(), &connected(&s), 0.0, 0);
+    assert_eq!(
+        reasons,
+        vec!["(-l lic=1) cannot run globally because it offers only gc:lic=0".to_string()]
+    );
+    assert!(cycle(&s).is_empty());
+}
+
+#[test]
+fn string_types_match_as_section_5_says() {
+    let mut s = cluster(&["os RESTRING == YES NO NONE", "site CSTRING == YES NO NONE"]);
+    add_host(&mut s, "n1", "os=linux,site=Berlin", LOAD);
+    let cases: &[(&str, &str, bool)] = &[
+        ("os", "linux|solaris", true),
+        ("os", "lin*", true),
+        ("os", "l?nux", true),
+        ("os", "sol*", false),
+        ("os", "[linux|solaris]", false),
+        ("os", "LINUX", false),
+        ("site", "berlin", true),
+        ("site", "BERLIN", true),
+        ("site", "paris", false),
+        ("arch", "lx-amd64", true),
+        ("arch", "lx-*", false),
+        ("hostname", "N1", true),
+        ("hostname", "n*", true),
+        ("hostname", "m*", false),
+    ];
+    for (n, (name, value, fits)) in cases.iter().enumerate() {
+        let mut s = s.clone();
+        submit(&mut s, job(n as u64 + 1, "u1", &[(name, value)], &[]));
+        assert_eq!(!cycle(&s).is_empty(), *fits, "-l {name}={value}");
+    }
+    s.jobs.clear();
+}
+
+#[test]
+fn a_resource_only_one_host_has_keeps_jobs_there_and_never_goes_negative() {
+    let mut s = cluster(&["gpu INT <= YES YES 0", "bigmem BOOL == YES NO 0"]);
+    add_host(&mut s, "gpu1", "gpu=2", LOAD);
+    add_host(&mut s, "big1", "bigmem=true", LOAD);
+    set_queue(&mut s, "all.q", "slots", "8");
+    for id in 1..=5 {
+        submit(&mut s, job(id, "u1", &[("gpu", "1")], &[]));
+    }
+    submit(&mut s, job(6, "u1", &[("bigmem", "true")], &[]));
+    submit(&mut s, job(7, "u1", &[("bigmem", "false")], &[]));
+    let placed = cycle(&s);
+    assert_eq!(
+        placed,
+        vec![
+            (1, "all.q@gpu1".to_string()),
+            (2, "all.q@gpu1".to_string()),
+            (6, "all.q@big1".to_string()),
+        ]
+    );
+    assert_eq!(
+        why(&s, 7, "all.q@gpu1"),
+        "(-l bigmem=false) cannot run in queue instance \"all.q@gpu1\" because job requests unknown resource (bigmem)"
+    );
+    for (id, qi) in &placed {
+        let (q, h) = qi.split_once('@').unwrap();
+        start(&mut s, *id, 1, q, h);
+    }
+    // The two GPUs are in use: nothing more starts until one is given back.
+    assert!(cycle(&s).iter().all(|(id, _)| *id > 5));
+    assert_eq!(
+        why(&s, 3, "all.q@gpu1"),
+        "(-l gpu=1) cannot run at host \"gpu1\" because it offers only hc:gpu=0"
+    );
+    s.jobs.remove(&1);
+    assert_eq!(cycle(&s)[0], (3, "all.q@gpu1".to_string()));
+}
+
+#[test]
+fn a_consumable_default_is_debited_from_jobs_that_do_not_ask() {
+    let mut s = cluster(&["mem_req MEMORY <= YES YES 1G"]);
+    add_host(&mut s, "n1", "mem_req=2G", LOAD);
+    add_host(&mut s, "n2", "", LOAD);
+    set_queue(&mut s, "all.q", "slots", "4,[n2=1]");
+    for id in 1..=6 {
+        submit(&mut s, job(id, "u1", &[], &[]));
+    }
+    // n1 takes two (2G / 1G each), n2 its one slot: where the consumable is not defined
+    // the default does not stop a job.
+    let placed = cycle(&s);
+    assert_eq!(placed.len(), 3);
+    assert_eq!(
+        placed.iter().filter(|(_, q)| q == "all.q@n1").count(),
+        2,
+        "{placed:?}"
+    );
+}
+
+#[test]
+fn soft_requests_rank_candidates() {
+    let mut s = cluster(&["bigmem BOOL == YES NO 0"]);
+    add_host(&mut s, "a", "", LOAD);
+    add_host(&mut s, "b", "bigmem=true", LOAD);
+    submit(&mut s, job(1, "u1", &[], &[("bigmem", "true")]));
+    submit(&mut s, job(2, "u1", &[], &[("arch", "nosuch")]));
+    assert_eq!(
+        cycle(&s),
+        vec![(1, "all.q@b".to_string()), (2, "all.q@a".to_string())]
+    );
+}
+
+#[test]
+fn a_forced_attribute_takes_only_jobs_that_request_it() {
+    let mut s = cluster(&["special BOOL == FORCED NO 0"]);
+    add_host(&mut s, "a", "special=true", LOAD);
+    add_host(&mut s, "b", "", LOAD);
+    submit(&mut s, job(1, "u1", &[], &[]));
+    submit(&mut s, job(2, "u1", &[("special", "true")], &[]));
+    assert_eq!(
+        cycle(&s),
+        vec![(1, "all.q@b".to_string()), (2, "all.q@a".to_string())]
+    );
+}
+
+#[test]
+fn load_thresholds_put_an_instance_in_alarm() {
+    let mut s = cluster(&[]);
+    add_host(
+        &mut s,
+        "busy",
+        "",
+        &[("np_load_avg", "2.000000"), ("num_proc", "2")],
+    );
+    submit(&mut s, job(1, "u1", &[], &[]));
+    assert!(cycle(&s).is_empty());
+    let reasons = s.explain(s.jobs.get(&1).unwrap(), &connected(&s), 0.0, 0);
+    assert_eq!(
+        reasons,
+        vec![
+            "queue instance \"all.q@busy\" dropped because it is overloaded: np_load_avg=2.000000 (no load adjustment) >= 1.75".to_string(),
+            "All queues dropped because of overload or full".to_string(),
+        ]
+    );
+    set_queue(&mut s, "all.q", "load_thresholds", "NONE");
+    assert_eq!(cycle(&s).len(), 1);
+}
+
+#[test]
+fn queue_sort_method_orders_candidates() {
+    let mut s = cluster(&[]);
+    add_host(&mut s, "a", "", &[("np_load_avg", "0.9")]);
+    add_host(&mut s, "b", "", &[("np_load_avg", "0.1")]);
+    let mut q = gantry_common::queue::new_queue("low.q", "a");
+    q.attr_mut("seq_no").unwrap().default = "1".into();
+    s.apply(&crate::state::Op::Put(crate::state::Object::Queue(q)));
+    set_queue(&mut s, "all.q", "seq_no", "5");
+    submit(&mut s, job(1, "u1", &[], &[]));
+    // load: the least loaded host first.
+    assert_eq!(cycle(&s), vec![(1, "all.q@b".to_string())]);
+    s.sched = Some(gantry_common::schedconf::parse_schedconf("queue_sort_method seqno\n").unwrap());
+    assert_eq!(cycle(&s), vec![(1, "low.q@a".to_string())]);
+}
+
+#[test]
+fn access_lists_and_queue_lists() {
+    let mut s = cluster(&[]);
+    add_host(&mut s, "a", "", LOAD);
+    s.usersets.insert(
+        "staff".into(),
+        gantry_proto::UserSet {
+            name: "staff".into(),
+            types: vec!["ACL".into()],
+            fshare: 0,
+            oticket: 0,
+            entries: vec!["u1".into()],
+        },
+    );
+    set_queue(&mut s, "all.q", "user_lists", "staff");
+    submit(&mut s, job(1, "u1", &[], &[]));
+    submit(&mut s, job(2, "u2", &[], &[]));
+    assert_eq!(cycle(&s), vec![(1, "all.q@a".to_string())]);
+    assert_eq!(
+        why(&s, 2, "all.q@a"),
+        "queue instance \"all.q@a\" dropped because user \"u2\" has no access to it"
+    );
+    let mut j = job(3, "u1", &[], &[]);
+    j.spec.queues = vec!["other.q".into()];
+    submit(&mut s, j);
+    assert!(cycle(&s).iter().all(|(id, _)| *id != 3));
+}
+
+#[test]
+fn one_category_is_matched_once_and_fills_what_is_free() {
+    let mut s = cluster(&[]);
+    for h in 0..10 {
+        add_host(&mut s, &format!("n{h}"), "", LOAD);
+    }
+    set_queue(&mut s, "all.q", "slots", "4");
+    for id in 1..=1000 {
+        submit(&mut s, job(id, "u1", &[("arch", "lx-amd64")], &[]));
+    }
+    let placed = cycle(&s);
+    assert_eq!(placed.len(), 40);
+    assert_eq!(placed[0].0, 1);
+    assert_eq!(placed[39].0, 40);
+}
+
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        /// Under any burst of requests, no consumable is ever handed out beyond its
+        /// capacity on any layer.
+        #[test]
+        fn consumables_never_go_negative(
+            caps in proptest::collection::vec(0u32..5, 1..5),
+            requests in proptest::collection::vec(0u32..3, 1..40),
+            slots in 1u32..6,
+        ) {
+            let mut s = cluster(&["gpu INT <= YES YES 0"]);
+            for (n, c) in caps.iter().enumerate() {
+                add_host(&mut s, &format!("h{n}"), &format!("gpu={c}"), LOAD);
+            }
+            set_queue(&mut s, "all.q", "slots", &slots.to_string());
+            for (n, r) in requests.iter().enumerate() {
+                submit(&mut s, job(n as u64 + 1, "u1", &[("gpu", &r.to_string())], &[]));
+            }
+            let placed = s.schedule(0, &connected(&s), 0.0);
+            for (n, c) in caps.iter().enumerate() {
+                let host = format!("h{n}");
+                let here: Vec<_> = placed.iter().filter(|d| d.host == host).collect();
+                let gpus: u32 = here.iter().map(|d| requests[d.job_id as usize - 1]).sum();
+                prop_assert!(gpus <= *c, "{host}: {gpus} > {c}");
+                prop_assert!(here.len() as u32 <= slots);
+            }
+        }
+    }
+}

@@ -1,0 +1,150 @@
+//! Synthetic clusters for the scheduler's tests and benchmarks: a fresh cell's objects
+//! plus hosts with given complex and load values and jobs with given requests, built
+//! without any network or spool.
+
+use std::collections::{BTreeMap, HashSet};
+
+use gantry_common::exechost;
+use gantry_proto::{ComplexAttr, JobOwner, JobScript, JobSpec};
+
+use crate::jobs::{Job, TaskState};
+use crate::state::{initial_objects, ClusterState, HostRuntime, Object, Op};
+
+/// A fresh cell's state with extra complex attributes (`name type relop requestable
+/// consumable default`, as `qconf -sc` lines without shortcut and urgency).
+pub fn cluster(extra: &[&str]) -> ClusterState {
+    let mut s = ClusterState::default();
+    for o in initial_objects(&["root".into()]) {
+        s.apply(&Op::Put(o));
+    }
+    let mut complexes = s.complexes.clone();
+    for line in extra {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let text = format!(
+            "{} {} {} {} {} {} {} 0\n",
+            f[0], f[0], f[1], f[2], f[3], f[4], f[5]
+        );
+        let parsed: Vec<ComplexAttr> = gantry_common::complex::parse_complexes(&text)
+            .unwrap_or_else(|e| panic!("bad synthetic complex \"{line}\": {e}"));
+        complexes.extend(parsed);
+    }
+    complexes.sort_by(|a, b| a.name.cmp(&b.name));
+    s.apply(&Op::Put(Object::Complexes(complexes)));
+    s
+}
+
+/// Add an exec host to `@allhosts` with `complex_values` and reported load values
+/// (`num_proc`, `np_load_avg`, ... as the execd reports them), heard from at time 0.
+pub fn add_host(s: &mut ClusterState, name: &str, complex_values: &str, load: &[(&str, &str)]) {
+    let mut text = format!("hostname {name}\n");
+    if !complex_values.is_empty() {
+        text.push_str(&format!("complex_values {complex_values}\n"));
+    }
+    let host = exechost::parse_exechost(&text)
+        .unwrap_or_else(|e| panic!("bad synthetic host \"{name}\": {e}"));
+    s.apply(&Op::Put(Object::ExecHost(host)));
+    if let Some(mut g) = s.hostgroups.get("@allhosts").cloned() {
+        g.hostlist.push(name.to_string());
+        s.apply(&Op::Put(Object::HostGroup(g)));
+    }
+    s.runtime.insert(
+        name.to_string(),
+        HostRuntime {
+            load_values: load
+                .iter()
+                .map(|(k, v)| gantry_proto::LoadValue {
+                    name: k.to_string(),
+                    value: v.to_string(),
+                })
+                .collect(),
+            last_heard: Some(0.0),
+        },
+    );
+}
+
+/// Every exec host, as the set of hosts with a connected execd.
+pub fn connected(s: &ClusterState) -> HashSet<String> {
+    s.exechosts.keys().cloned().collect()
+}
+
+/// A pending `qsub -b y /bin/true` job of `user` with hard and soft requests.
+pub fn job(id: u64, user: &str, hard: &[(&str, &str)], soft: &[(&str, &str)]) -> Job {
+    let pairs = |l: &[(&str, &str)]| {
+        l.iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    };
+    Job {
+        id,
+        spec: JobSpec {
+            name: "true".into(),
+            script: JobScript::Binary {
+                command: "/bin/true".into(),
+            },
+            args: vec![],
+            shell: None,
+            cwd: None,
+            stdout_path: None,
+            stderr_path: None,
+            merge_output: false,
+            env: vec![],
+            hard_resources: pairs(hard),
+            soft_resources: pairs(soft),
+            queues: vec![],
+            hold: false,
+            hold_jids: vec![],
+            start_after: None,
+            priority: 0,
+            array: None,
+            max_running_tasks: None,
+            account: "sge".into(),
+            project: None,
+            submit_host: "head".into(),
+            pe: None,
+            ar: None,
+        },
+        owner: JobOwner {
+            user: user.into(),
+            uid: 1000,
+            gid: 1000,
+        },
+        submit_time: 0,
+        tasks: BTreeMap::from([(1, TaskState::Pending)]),
+        suspended: Default::default(),
+    }
+}
+
+/// Queue a job.
+pub fn submit(s: &mut ClusterState, job: Job) {
+    s.apply(&Op::Put(Object::Job(job)));
+}
+
+/// Mark a task running in `queue@host` (as a dispatch would).
+pub fn start(s: &mut ClusterState, job_id: u64, task: u32, queue: &str, host: &str) {
+    if let Some(mut j) = s.jobs.get(&job_id).cloned() {
+        j.tasks.insert(
+            task,
+            TaskState::Running {
+                host: host.into(),
+                queue: queue.into(),
+                start_time: 0,
+            },
+        );
+        s.apply(&Op::Put(Object::Job(j)));
+    }
+}
+
+/// Set a queue attribute (`slots`, `complex_values`, `load_thresholds`, ... with
+/// `[host=value]` overrides).
+pub fn set_queue(s: &mut ClusterState, queue: &str, attr: &str, value: &str) {
+    let Some(mut q) = s.queues.get(queue).cloned() else {
+        panic!("no queue {queue}");
+    };
+    let parsed = gantry_common::queue::parse_attr(value)
+        .unwrap_or_else(|e| panic!("bad value for {attr}: {e}"));
+    match q.attr_mut(attr) {
+        Some(a) => *a = parsed,
+        None => panic!("no attribute {attr}"),
+    }
+    s.apply(&Op::Put(Object::Queue(q)));
+}
