@@ -7,7 +7,7 @@ use gantry_common::config::print_config;
 use gantry_common::exechost::print_exechost;
 use gantry_common::hostgroup::print_hostgroup;
 use gantry_common::queue::print_queue;
-use gantry_proto::{ExecHost, FromMaster, RefusalKind, ToMaster};
+use gantry_proto::{ExecHost, FromMaster, ObjectKind, RefusalKind, ToMaster};
 
 use crate::opts::{opt, parse, Arity, OptSpec};
 use crate::{exit, Output};
@@ -44,6 +44,18 @@ const SPECS: &[OptSpec] = &[
     opt("-dul", Arity::One),
     opt("-Au", Arity::One),
     opt("-Mu", Arity::One),
+    opt("-mc", Arity::None),
+    opt("-Mc", Arity::One),
+    opt("-me", Arity::One),
+    opt("-Me", Arity::One),
+    opt("-ssconf", Arity::None),
+    opt("-msconf", Arity::None),
+    opt("-Msconf", Arity::One),
+    opt("-aq", Arity::Optional),
+    opt("-Aq", Arity::One),
+    opt("-mq", Arity::One),
+    opt("-Mq", Arity::One),
+    opt("-dq", Arity::One),
 ];
 
 pub fn usage() -> String {
@@ -55,6 +67,8 @@ pub fn usage() -> String {
         ("[-Ae fname]", "add an exec host from file"),
         ("[-ahgrp group]", "add new host group entry"),
         ("[-Ahgrp file]", "add new host group entry from file"),
+        ("[-aq [queue_name]]", "add a new cluster queue"),
+        ("[-Aq fname]", "add a queue from file"),
         ("[-am user_list]", "add user to manager list"),
         (
             "[-au user_list listname_list]",
@@ -64,6 +78,7 @@ pub fn usage() -> String {
         ("[-de host_list]", "delete exec host"),
         ("[-dhgrp group]", "delete host group entry"),
         ("[-dm user_list]", "delete user from manager list"),
+        ("[-dq destin_id_list]", "delete queue"),
         (
             "[-du user_list listname_list]",
             "delete user(s) from userset list(s)",
@@ -74,7 +89,18 @@ pub fn usage() -> String {
             "[-mattr obj_nm attr_nm val obj_id_list]",
             "modify an attribute of an object (queue)",
         ),
+        ("[-mc]", "modify complex attributes"),
+        ("[-Mc fname]", "modify complex attributes from file"),
         ("[-mconf [global]]", "modify configurations"),
+        ("[-me server]", "modify exec server"),
+        ("[-Me fname]", "modify exec server from file"),
+        ("[-mq queue]", "modify a queue"),
+        ("[-Mq fname]", "modify a queue from file"),
+        ("[-msconf]", "modify scheduler configuration"),
+        (
+            "[-Msconf fname]",
+            "modify scheduler configuration from file",
+        ),
         ("[-mhgrp group]", "modify host group entry"),
         ("[-Mhgrp file]", "modify host group entry from file"),
         ("[-Mconf file_list]", "modify configurations from file_list"),
@@ -90,6 +116,7 @@ pub fn usage() -> String {
         ),
         ("[-shgrpl]", "show host group list"),
         ("[-sm]", "show a list of all managers"),
+        ("[-ssconf]", "show scheduler configuration"),
         ("[-su listname_list]", "show the given userset list"),
         ("[-sul]", "show a list of all userset lists"),
         ("[-Mu fname]", "modify userset from file"),
@@ -230,6 +257,52 @@ fn read_file(path: &str) -> Result<String, Output> {
     })
 }
 
+/// Print an object the master shows as text.
+fn show_object(kind: ObjectKind, name: &str) -> Output {
+    answer(
+        crate::conn::request(&ToMaster::ShowObject {
+            kind,
+            name: name.to_string(),
+        }),
+        |a| match a {
+            FromMaster::Text(t) => Some(t.clone()),
+            _ => None,
+        },
+    )
+}
+
+/// `-m<object>`: fetch the object, let the user edit it with `$EDITOR`, send it back.
+fn edit_object(kind: ObjectKind, name: &str, adding: bool) -> Output {
+    let text = match crate::conn::request(&ToMaster::ShowObject {
+        kind,
+        name: name.to_string(),
+    }) {
+        Ok(FromMaster::Text(t)) => t,
+        other => return answer(other, |_| None),
+    };
+    match edit(&text) {
+        Ok(text) => send_object(kind, text, adding),
+        Err(e) => Output::fail(e, exit::FAILURE),
+    }
+}
+
+/// `-A<object>` / `-M<object>`: the object from a file.
+fn from_file(path: &str, kind: ObjectKind, adding: bool) -> Output {
+    match read_file(path) {
+        Ok(text) => send_object(kind, text, adding),
+        Err(o) => o,
+    }
+}
+
+fn send_object(kind: ObjectKind, text: String, adding: bool) -> Output {
+    let req = if adding {
+        ToMaster::AddObject { kind, text }
+    } else {
+        ToMaster::ModifyObject { kind, text }
+    };
+    change(req, false)
+}
+
 pub fn run(args: &[String]) -> Output {
     if args.is_empty() {
         return Output::usage_error("error: no option given", &usage());
@@ -317,6 +390,56 @@ fn one(name: &str, arg: Option<&str>) -> Output {
             Ok(text) => change(ToMaster::AddExecHost { text }, false),
             Err(o) => o,
         },
+        ("-mc", _) => edit_object(ObjectKind::Complex, "", false),
+        ("-Mc", Some(file)) => from_file(file, ObjectKind::Complex, false),
+        ("-me", Some(host)) => {
+            let text = match req(&ToMaster::ShowExecHost {
+                host: host.to_string(),
+            }) {
+                Ok(FromMaster::ExecHost(h)) => print_exechost(&h),
+                other => return answer(other, |_| None),
+            };
+            match edit(&text) {
+                Ok(text) => change(
+                    ToMaster::ModifyObject {
+                        kind: ObjectKind::ExecHost,
+                        text,
+                    },
+                    false,
+                ),
+                Err(e) => Output::fail(e, exit::FAILURE),
+            }
+        }
+        ("-Me", Some(file)) => from_file(file, ObjectKind::ExecHost, false),
+        ("-ssconf", _) => show_object(ObjectKind::SchedConf, ""),
+        ("-msconf", _) => edit_object(ObjectKind::SchedConf, "", false),
+        ("-Msconf", Some(file)) => from_file(file, ObjectKind::SchedConf, false),
+        ("-aq", name) => {
+            let mut q = gantry_common::queue::new_queue(name.unwrap_or("template"), "NONE");
+            if let Some(a) = q.attr_mut("pe_list") {
+                a.default = "NONE".into();
+            }
+            match edit(&print_queue(&q)) {
+                Ok(text) => change(
+                    ToMaster::AddObject {
+                        kind: ObjectKind::Queue,
+                        text,
+                    },
+                    false,
+                ),
+                Err(e) => Output::fail(e, exit::FAILURE),
+            }
+        }
+        ("-Aq", Some(file)) => from_file(file, ObjectKind::Queue, true),
+        ("-mq", Some(name)) => edit_object(ObjectKind::Queue, name, false),
+        ("-Mq", Some(file)) => from_file(file, ObjectKind::Queue, false),
+        ("-dq", Some(names)) => change(
+            ToMaster::DeleteObjects {
+                kind: ObjectKind::Queue,
+                names: list(names),
+            },
+            false,
+        ),
         ("-de", Some(hosts)) => change(ToMaster::DeleteExecHosts { hosts: list(hosts) }, false),
         ("-sconf", conf) => {
             let name = conf.unwrap_or("global");

@@ -2,6 +2,7 @@
 //! persisted in an embedded store, served to execds over QUIC and to clients over a
 //! Unix socket.
 
+pub mod admin;
 pub mod cell;
 pub mod client_endpoint;
 pub mod cluster;

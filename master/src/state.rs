@@ -333,6 +333,11 @@ impl ClusterState {
             }
         };
         match req {
+            ToMaster::ShowObject { .. }
+            | ToMaster::ShowObjectList { .. }
+            | ToMaster::AddObject { .. }
+            | ToMaster::ModifyObject { .. }
+            | ToMaster::DeleteObjects { .. } => self.handle_object(&who, manager_only(), req),
             ToMaster::HostInfo => {
                 let used = self.used_slots();
                 Ok(Reply::Answer(FromMaster::Hosts(HostReport {
@@ -347,6 +352,9 @@ impl ClusterState {
             ToMaster::ShowExecHostList => Ok(Reply::Answer(FromMaster::Names(
                 self.exechosts.keys().cloned().collect(),
             ))),
+            ToMaster::ShowExecHost { host } if host == "global" => {
+                Ok(Reply::Answer(FromMaster::ExecHost(self.global_exechost())))
+            }
             ToMaster::ShowExecHost { host } => {
                 let Some(h) = self.exechosts.get(host) else {
                     return Err(refuse(

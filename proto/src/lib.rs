@@ -187,6 +187,37 @@ pub enum ToMaster {
     AddUserSet { text: String },
     /// `qconf -Mu file`
     ModifyUserSet { text: String },
+    /// `qconf -s<object> name` (`-ssconf`, `-sq`, `-sp`, `-sprj`, ...): the object as text.
+    ShowObject { kind: ObjectKind, name: String },
+    /// `qconf -s<object>l`: the names of all objects of a kind.
+    ShowObjectList { kind: ObjectKind },
+    /// `qconf -a<object>` / `-A<object>`: a new object, as text.
+    AddObject { kind: ObjectKind, text: String },
+    /// `qconf -m<object>` / `-M<object>`: a changed object, as text (for the complex,
+    /// the whole list).
+    ModifyObject { kind: ObjectKind, text: String },
+    /// `qconf -d<object> names`
+    DeleteObjects {
+        kind: ObjectKind,
+        names: Vec<String>,
+    },
+}
+
+/// The kinds of configuration object `qconf` edits as text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ObjectKind {
+    /// The complex (`-sc`, `-mc`, `-Mc`): one list.
+    Complex,
+    /// Exec hosts and the global host (`-se`, `-me`, `-Me`).
+    ExecHost,
+    /// The scheduler configuration (`-ssconf`, `-msconf`, `-Msconf`).
+    SchedConf,
+    /// Cluster queues (`-sq`, `-aq`, `-Aq`, `-mq`, `-Mq`, `-dq`).
+    Queue,
+    /// Parallel environments (`-sp`, `-spl`, `-ap`, `-Ap`, `-mp`, `-Mp`, `-dp`).
+    Pe,
+    /// Projects (`-sprj`, `-sprjl`, `-aprj`, `-Aprj`, `-mprj`, `-Mprj`, `-dprj`).
+    Project,
 }
 
 /// The master's answer to a [`ToMaster`] request.
@@ -226,6 +257,8 @@ pub enum FromMaster {
         message: String,
     },
     UserSets(Vec<UserSet>),
+    /// An object as `qconf` prints it.
+    Text(String),
 }
 
 /// Why a request was refused. The kind decides the exit status (one table, in the

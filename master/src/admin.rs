@@ -1,0 +1,365 @@
+//! Configuration objects `qconf` edits as text: the complex (`-sc -mc -Mc`), exec hosts
+//! and the global host (`-se -me -Me`), the scheduler configuration (`-ssconf -msconf
+//! -Msconf`) and cluster queues (`-sq -sql -aq -Aq -mq -Mq -dq`). Every file is parsed
+//! and checked whole against the rest of the configuration before anything changes.
+
+use gantry_common::{complex, exechost, queue, schedconf};
+use gantry_proto::{ExecHost, FromMaster, ObjectKind, Refusal, RefusalKind, ToMaster};
+
+use crate::jobs::TaskState;
+use crate::state::{Change, ClusterState, Object, Op, Reply};
+
+fn refuse(kind: RefusalKind, message: impl Into<String>) -> Refusal {
+    Refusal {
+        kind,
+        message: message.into(),
+    }
+}
+
+fn invalid(message: impl Into<String>) -> Refusal {
+    refuse(RefusalKind::Invalid, message)
+}
+
+fn change(op: Op, message: String) -> Reply {
+    Reply::Change(Change {
+        ops: vec![op],
+        messages: vec![message],
+    })
+}
+
+impl ClusterState {
+    /// The global host: cluster-wide `complex_values`.
+    pub fn global_exechost(&self) -> ExecHost {
+        self.global_host
+            .clone()
+            .unwrap_or_else(|| ExecHost::new("global"))
+    }
+
+    /// Answer or decide a request on a text-edited object. `who` is `user@host`;
+    /// `manager` says whether the caller may change things.
+    pub(crate) fn handle_object(
+        &self,
+        who: &str,
+        manager: Result<(), Refusal>,
+        req: &ToMaster,
+    ) -> Result<Reply, Refusal> {
+        match req {
+            ToMaster::ShowObject { kind, name } => self.show_object(*kind, name),
+            ToMaster::ShowObjectList { kind } => Ok(Reply::Answer(FromMaster::Names(match kind {
+                ObjectKind::Queue => self.queues.keys().cloned().collect(),
+                ObjectKind::ExecHost => self.exechosts.keys().cloned().collect(),
+                _ => {
+                    return Err(invalid(format!("{kind:?} objects have no list")));
+                }
+            }))),
+            ToMaster::AddObject { kind, text } => {
+                manager?;
+                self.add_object(who, *kind, text)
+            }
+            ToMaster::ModifyObject { kind, text } => {
+                manager?;
+                self.modify_object(who, *kind, text)
+            }
+            ToMaster::DeleteObjects { kind, names } => {
+                manager?;
+                self.delete_objects(who, *kind, names)
+            }
+            _ => Err(invalid("not an object request")),
+        }
+    }
+
+    fn show_object(&self, kind: ObjectKind, name: &str) -> Result<Reply, Refusal> {
+        let text = match kind {
+            ObjectKind::Complex => complex::print_complexes(&self.complexes),
+            ObjectKind::SchedConf => schedconf::print_schedconf(
+                self.sched
+                    .as_ref()
+                    .unwrap_or(&schedconf::default_schedconf()),
+            ),
+            ObjectKind::Queue => {
+                if name.is_empty() || name == "template" {
+                    queue::print_queue(&queue::new_queue("template", "NONE"))
+                } else {
+                    let q = self.queues.get(name).ok_or_else(|| {
+                        refuse(
+                            RefusalKind::NotFound,
+                            format!("cluster queue \"{name}\" does not exist"),
+                        )
+                    })?;
+                    queue::print_queue(q)
+                }
+            }
+            ObjectKind::ExecHost if name == "global" => {
+                exechost::print_exechost(&self.global_exechost())
+            }
+            _ => return Err(invalid(format!("cannot show {kind:?} \"{name}\""))),
+        };
+        Ok(Reply::Answer(FromMaster::Text(text)))
+    }
+
+    fn add_object(&self, who: &str, kind: ObjectKind, text: &str) -> Result<Reply, Refusal> {
+        match kind {
+            ObjectKind::Queue => {
+                let q = queue::parse_queue(text).map_err(|e| invalid(e.to_string()))?;
+                if self.queues.contains_key(&q.name) {
+                    return Err(refuse(
+                        RefusalKind::AlreadyExists,
+                        format!("cluster queue \"{}\" already exists", q.name),
+                    ));
+                }
+                self.check_queue_refs(&q)?;
+                let name = q.name.clone();
+                Ok(change(
+                    Op::Put(Object::Queue(q)),
+                    format!("{who} added \"{name}\" to cluster queue list"),
+                ))
+            }
+            _ => Err(invalid(format!("cannot add {kind:?} objects"))),
+        }
+    }
+
+    fn modify_object(&self, who: &str, kind: ObjectKind, text: &str) -> Result<Reply, Refusal> {
+        match kind {
+            ObjectKind::Complex => {
+                let list = complex::parse_complexes(text).map_err(|e| invalid(e.to_string()))?;
+                complex::check_complexes(&list, &self.complexes).map_err(invalid)?;
+                self.check_complex_refs(&list)?;
+                let mut messages = Vec::new();
+                for c in &list {
+                    match self.complexes.iter().find(|o| o.name == c.name) {
+                        None => messages
+                            .push(format!("{who} added \"{}\" to complex entry list", c.name)),
+                        Some(o) if o != c => messages.push(format!(
+                            "{who} modified \"{}\" in complex entry list",
+                            c.name
+                        )),
+                        Some(_) => {}
+                    }
+                }
+                for o in &self.complexes {
+                    if !list.iter().any(|c| c.name == o.name) {
+                        messages.push(format!(
+                            "{who} removed \"{}\" from complex entry list",
+                            o.name
+                        ));
+                    }
+                }
+                if messages.is_empty() {
+                    messages.push("complex entry list has not changed".to_string());
+                }
+                Ok(Reply::Change(Change {
+                    ops: vec![Op::Put(Object::Complexes(list))],
+                    messages,
+                }))
+            }
+            ObjectKind::SchedConf => {
+                let conf = schedconf::parse_schedconf(text).map_err(|e| invalid(e.to_string()))?;
+                Ok(change(
+                    Op::Put(Object::Config(conf)),
+                    format!("{who} modified scheduler configuration"),
+                ))
+            }
+            ObjectKind::ExecHost => {
+                // The global host's name is reserved for it: read it in a host's place.
+                let is_global = text.lines().any(|l| {
+                    let mut w = l.split_whitespace();
+                    w.next() == Some("hostname") && w.next() == Some("global")
+                });
+                let parsed = if is_global {
+                    let replaced: String = text
+                        .lines()
+                        .map(|l| {
+                            if l.split_whitespace().next() == Some("hostname") {
+                                "hostname global.invalid\n".to_string()
+                            } else {
+                                format!("{l}\n")
+                            }
+                        })
+                        .collect();
+                    exechost::parse_exechost(&replaced).map(|mut h| {
+                        h.hostname = "global".into();
+                        h
+                    })
+                } else {
+                    exechost::parse_exechost(text)
+                }
+                .map_err(|e| invalid(e.to_string()))?;
+                if !is_global && !self.exechosts.contains_key(&parsed.hostname) {
+                    return Err(refuse(
+                        RefusalKind::NotFound,
+                        format!("\"{}\" is not an execution host", parsed.hostname),
+                    ));
+                }
+                exechost::check_exechost(&parsed, &self.complexes).map_err(invalid)?;
+                let mut host = parsed;
+                // What the execd reports is not the administrator's to edit.
+                if let Some(old) = self.exechosts.get(&host.hostname) {
+                    host.load_values = old.load_values.clone();
+                    host.processors = old.processors;
+                } else {
+                    host.load_values = Vec::new();
+                    host.processors = 0;
+                }
+                let name = host.hostname.clone();
+                Ok(change(
+                    Op::Put(Object::ExecHost(host)),
+                    format!("{who} modified \"{name}\" in exechost list"),
+                ))
+            }
+            ObjectKind::Queue => {
+                let q = queue::parse_queue(text).map_err(|e| invalid(e.to_string()))?;
+                if !self.queues.contains_key(&q.name) {
+                    return Err(refuse(
+                        RefusalKind::NotFound,
+                        format!("cluster queue \"{}\" does not exist", q.name),
+                    ));
+                }
+                self.check_queue_refs(&q)?;
+                let name = q.name.clone();
+                Ok(change(
+                    Op::Put(Object::Queue(q)),
+                    format!("{who} modified \"{name}\" in cluster queue list"),
+                ))
+            }
+            _ => Err(invalid(format!("cannot modify {kind:?} objects"))),
+        }
+    }
+
+    fn delete_objects(
+        &self,
+        who: &str,
+        kind: ObjectKind,
+        names: &[String],
+    ) -> Result<Reply, Refusal> {
+        match kind {
+            ObjectKind::Queue => {
+                let mut c = Change::default();
+                for name in names {
+                    if !self.queues.contains_key(name) {
+                        return Err(refuse(
+                            RefusalKind::NotFound,
+                            format!("cluster queue \"{name}\" does not exist"),
+                        ));
+                    }
+                    let busy = self.jobs.values().any(|j| {
+                        j.tasks.values().any(|t| {
+                            matches!(t, TaskState::Running { queue, .. } | TaskState::Deleting { queue, .. } if queue == name)
+                        })
+                    });
+                    if busy {
+                        return Err(refuse(
+                            RefusalKind::Denied,
+                            format!("denied: cluster queue \"{name}\" has running jobs"),
+                        ));
+                    }
+                    c.ops.push(Op::Delete(format!("queue/{name}")));
+                    c.messages
+                        .push(format!("{who} removed \"{name}\" from cluster queue list"));
+                }
+                Ok(Reply::Change(c))
+            }
+            _ => Err(invalid(format!("cannot delete {kind:?} objects"))),
+        }
+    }
+
+    /// A queue's values against the complex, and the host groups, usersets it names.
+    fn check_queue_refs(&self, q: &gantry_proto::ClusterQueue) -> Result<(), Refusal> {
+        queue::check_queue(q, &self.complexes).map_err(invalid)?;
+        let list = |key: &str| -> Vec<String> {
+            q.attr(key)
+                .map(|a| {
+                    std::iter::once(a.default.as_str())
+                        .chain(a.overrides.iter().map(|(_, v)| v.as_str()))
+                        .flat_map(gantry_common::conf::split_list)
+                        .filter(|v| !v.eq_ignore_ascii_case("NONE"))
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        for member in list("hostlist") {
+            if member.starts_with('@') && !self.hostgroups.contains_key(&member) {
+                return Err(invalid(format!(
+                    "host group \"{member}\" in hostlist of cluster queue \"{}\" does not exist",
+                    q.name
+                )));
+            }
+        }
+        for key in ["user_lists", "xuser_lists"] {
+            for set in list(key) {
+                if !self.usersets.contains_key(&set) {
+                    return Err(invalid(format!(
+                        "userset \"{set}\" in {key} of cluster queue \"{}\" does not exist",
+                        q.name
+                    )));
+                }
+            }
+        }
+        for (key, a) in &q.attrs {
+            for (target, _) in &a.overrides {
+                if target.starts_with('@') && !self.hostgroups.contains_key(target) {
+                    return Err(invalid(format!(
+                        "host group \"{target}\" in an override of {key} in cluster queue \"{}\" does not exist",
+                        q.name
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// An attribute still used somewhere cannot leave the complex, nor change its type
+    /// under the values that use it.
+    fn check_complex_refs(&self, list: &[gantry_proto::ComplexAttr]) -> Result<(), Refusal> {
+        let hosts = self
+            .exechosts
+            .values()
+            .chain(self.global_host.as_ref())
+            .map(|h| (format!("exec host \"{}\"", h.hostname), &h.complex_values));
+        let mut uses: Vec<(String, String, String)> = Vec::new();
+        for (owner, values) in hosts {
+            for (k, v) in values {
+                uses.push((k.clone(), v.clone(), format!("complex_values of {owner}")));
+            }
+        }
+        for q in self.queues.values() {
+            for key in ["complex_values", "load_thresholds", "suspend_thresholds"] {
+                if let Some(a) = q.attr(key) {
+                    for v in std::iter::once(&a.default).chain(a.overrides.iter().map(|(_, v)| v)) {
+                        for (k, val) in
+                            gantry_common::conf::split_pairs(v, 0, key).unwrap_or_default()
+                        {
+                            uses.push((k, val, format!("{key} of cluster queue \"{}\"", q.name)));
+                        }
+                    }
+                }
+            }
+        }
+        for j in self.jobs.values() {
+            for (k, v) in j.spec.hard_resources.iter().chain(&j.spec.soft_resources) {
+                uses.push((k.clone(), v.clone(), format!("job {}", j.id)));
+            }
+        }
+        for (name, value, place) in uses {
+            let Some(old) = complex::find(&self.complexes, &name) else {
+                continue;
+            };
+            match list.iter().find(|c| c.name == old.name) {
+                None => {
+                    return Err(refuse(
+                        RefusalKind::Denied,
+                        format!("denied: attribute \"{}\" is still referenced in {place}", old.name),
+                    ))
+                }
+                Some(new) if gantry_common::value::parse_value(new.value_type, &value).is_err() => {
+                    return Err(invalid(format!(
+                        "the value \"{value}\" of attribute \"{}\" in {place} is not a valid {} value",
+                        new.name,
+                        gantry_common::value::type_name(new.value_type)
+                    )))
+                }
+                Some(_) => {}
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,358 @@
+//! Complexes and resource matching end to end: complex attributes added with `qconf
+//! -Mc`, given to hosts with `qconf -Me`, requested by jobs of a real user, on two execds
+//! in their own network namespaces. Needs root (CI runs as root).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::time::Duration;
+
+use gantry_tests::{ensure_user, is_root, skip_loudly, wait_until, Cluster, Netns};
+
+/// Running tasks (`t`, `r`) as (job id, queue instance).
+fn running(c: &Cluster) -> Vec<(u64, String)> {
+    c.qstat_all()
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let id = f.first()?.parse().ok()?;
+            matches!(*f.get(4)?, "r" | "t").then(|| (id, f.get(7).unwrap_or(&"").to_string()))
+        })
+        .collect()
+}
+
+trait QstatAll {
+    fn qstat_all(&self) -> String;
+}
+
+impl QstatAll for Cluster {
+    fn qstat_all(&self) -> String {
+        self.client("qstat", &["-u", "*"]).stdout
+    }
+}
+
+fn write(c: &Cluster, name: &str, text: &str) -> String {
+    let path = c.home().join(name);
+    std::fs::write(&path, text).unwrap();
+    path.to_string_lossy().into_owned()
+}
+
+#[test]
+fn jobs_land_only_where_their_requests_fit_and_consumables_never_go_negative() {
+    if !is_root() {
+        skip_loudly(
+            "jobs_land_only_where_their_requests_fit_and_consumables_never_go_negative",
+            "network namespaces and test users need root",
+        );
+        return;
+    }
+    ensure_user("gtuser1");
+    let net = Netns::create(3);
+    let mut c = Cluster::init(&[]);
+    c.master_netns = Some(net.names[0].clone());
+    c.start_master();
+    c.fast_reports("0:0:10");
+    let token = c.token();
+    c.start_execd("node1", &net.addrs[0], Some(&token), Some(&net.names[1]));
+    c.start_execd("node2", &net.addrs[0], Some(&token), Some(&net.names[2]));
+    c.wait_host_reporting("node1");
+    c.wait_host_reporting("node2");
+
+    // New attributes: a per-slot consumable and a flag.
+    let sc = c.qconf(&["-sc"]).stdout;
+    let footer = sc.lines().last().unwrap().to_string();
+    let body: String = sc
+        .lines()
+        .filter(|l| *l != footer)
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let with = |extra: &str| format!("{body}{extra}{footer}\n");
+    // A BOOL cannot be a consumable: refused, nothing changes.
+    let bad = write(&c, "bad.sc", &with("gpu gpu BOOL <= YES YES 0 0\n"));
+    let out = c.qconf(&["-Mc", &bad]);
+    assert_ne!(out.code, 0, "{out:?}");
+    assert!(
+        out.stderr
+            .contains("attribute \"gpu\" of type BOOL cannot be a consumable"),
+        "{out:?}"
+    );
+    assert_eq!(c.qconf(&["-sc"]).stdout, sc);
+    let good = write(
+        &c,
+        "good.sc",
+        &with("gpu gpu INT <= YES YES 0 0\nbigmem bm BOOL == YES NO 0 0\n"),
+    );
+    let out = c.qconf(&["-Mc", &good]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(
+        out.stdout.contains("added \"gpu\" to complex entry list")
+            && out
+                .stdout
+                .contains("added \"bigmem\" to complex entry list"),
+        "{out:?}"
+    );
+    // Built-ins stay: deleting one is refused.
+    let without_slots: String = with("")
+        .lines()
+        .filter(|l| !l.starts_with("slots "))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let out = c.qconf(&["-Mc", &write(&c, "noslots.sc", &without_slots)]);
+    assert_ne!(out.code, 0);
+    assert!(
+        out.stderr
+            .contains("built-in attribute \"slots\" cannot be deleted"),
+        "{out:?}"
+    );
+
+    // Two GPUs on node1 only; node2 has big memory.
+    for (host, values) in [("node1", "gpu=2"), ("node2", "bigmem=TRUE")] {
+        let text: String = c
+            .qconf(&["-se", host])
+            .stdout
+            .lines()
+            .filter(|l| {
+                !l.starts_with("complex_values")
+                    && !l.starts_with("load_values")
+                    && !l.starts_with(' ')
+                    && !l.starts_with("processors")
+            })
+            .map(|l| format!("{l}\n"))
+            .collect::<String>()
+            + &format!("complex_values {values}\n");
+        let out = c.qconf(&["-Me", &write(&c, &format!("{host}.e"), &text)]);
+        assert_eq!(out.code, 0, "{out:?}");
+        assert!(
+            c.qconf(&["-se", host])
+                .stdout
+                .contains(&format!("complex_values        {values}")),
+            "{}",
+            c.qconf(&["-se", host]).stdout
+        );
+    }
+    // An unknown attribute in complex_values is refused whole.
+    let out = c.qconf(&[
+        "-Me",
+        &write(&c, "bad.e", "hostname node1\ncomplex_values nosuch=1\n"),
+    ]);
+    assert_ne!(out.code, 0);
+    assert!(
+        out.stderr.contains("unknown resource \"nosuch\""),
+        "{out:?}"
+    );
+    for (attr, value) in [("slots", "4"), ("load_thresholds", "NONE")] {
+        let out = c.qconf(&["-mattr", "queue", attr, value, "all.q"]);
+        assert_eq!(out.code, 0, "{out:?}");
+    }
+
+    // A burst: five GPU jobs, one for big memory, one no host can take.
+    let submit = |req: &str| -> u64 {
+        let out = c.as_user(
+            "gtuser1",
+            "qsub",
+            &["-terse", "-wd", "/tmp", "-l", req, "-b", "y", "sleep", "60"],
+        );
+        assert_eq!(out.code, 0, "{out:?}");
+        out.stdout.trim().parse().unwrap()
+    };
+    let gpu_jobs: Vec<u64> = (0..5).map(|_| submit("gpu=1")).collect();
+    let big = submit("bigmem=true");
+    let never = submit("bigmem=false,gpu=1");
+    let mut seen_gpu_max = 0;
+    wait_until("three jobs to start", Duration::from_secs(20), || {
+        let r = running(&c);
+        let gpu = r.iter().filter(|(id, _)| gpu_jobs.contains(id)).count();
+        seen_gpu_max = seen_gpu_max.max(gpu);
+        r.len() == 3
+    });
+    let r = running(&c);
+    let gpu_running: Vec<&(u64, String)> =
+        r.iter().filter(|(id, _)| gpu_jobs.contains(id)).collect();
+    assert_eq!(gpu_running.len(), 2, "{r:?}");
+    assert!(gpu_running.iter().all(|(_, q)| q == "all.q@node1"), "{r:?}");
+    assert!(r.contains(&(big, "all.q@node2".to_string())), "{r:?}");
+    assert!(seen_gpu_max <= 2);
+
+    // Why the others wait, in SGE's words.
+    let waiting = gpu_jobs
+        .iter()
+        .find(|id| !r.iter().any(|(rid, _)| rid == *id))
+        .unwrap();
+    let why = c.client("qstat", &["-j", &waiting.to_string()]).stdout;
+    assert!(
+        why.contains("(-l gpu=1) cannot run at host \"node1\" because it offers only hc:gpu=0"),
+        "{why}"
+    );
+    assert!(
+        why.contains("cannot run in queue instance \"all.q@node2\" because job requests unknown resource (gpu)"),
+        "{why}"
+    );
+    let why = c.client("qstat", &["-j", &never.to_string()]).stdout;
+    assert!(
+        why.contains("(-l bigmem=false) cannot run at host \"node2\" because it offers only hf:bigmem=1.000000"),
+        "{why}"
+    );
+
+    // A GPU given back goes to the next GPU job, never a third at once.
+    let first = gpu_running[0].0;
+    let out = c.client("qdel", &[&first.to_string()]);
+    assert_eq!(out.code, 0, "{out:?}");
+    wait_until("another GPU job to start", Duration::from_secs(20), || {
+        let r = running(&c);
+        let gpu: Vec<_> = r.iter().filter(|(id, _)| gpu_jobs.contains(id)).collect();
+        assert!(gpu.len() <= 2, "{r:?}");
+        gpu.len() == 2 && !gpu.iter().any(|(id, _)| *id == first)
+    });
+    assert!(!running(&c).iter().any(|(id, _)| *id == never));
+    let all: Vec<String> = gpu_jobs
+        .iter()
+        .chain([&big, &never])
+        .filter(|id| **id != first)
+        .map(u64::to_string)
+        .collect();
+    let mut args = vec!["-f"];
+    args.extend(all.iter().map(String::as_str));
+    let out = c.client("qdel", &args);
+    assert_eq!(out.code, 0, "{out:?}");
+}
+
+#[test]
+fn scheduler_configuration_and_queues_are_edited_as_files() {
+    let mut c = Cluster::init(&[]);
+    c.start_master();
+    // SGE's defaults, byte for byte.
+    let sconf = c.qconf(&["-ssconf"]);
+    assert_eq!(sconf.code, 0, "{sconf:?}");
+    assert!(
+        sconf.stdout.starts_with(
+            "algorithm                         default\nschedule_interval                 0:0:1\n"
+        ),
+        "{sconf:?}"
+    );
+    assert!(sconf
+        .stdout
+        .contains("\nqueue_sort_method                 load\n"));
+    // A bad value is refused with its line; nothing changes.
+    let bad = write(&c, "bad.sconf", "queue_sort_method random\n");
+    let out = c.qconf(&["-Msconf", &bad]);
+    assert_ne!(out.code, 0);
+    assert!(
+        out.stderr
+            .contains("line 1: value \"random\" for attribute \"queue_sort_method\""),
+        "{out:?}"
+    );
+    assert_eq!(c.qconf(&["-ssconf"]).stdout, sconf.stdout);
+    let good = write(
+        &c,
+        "good.sconf",
+        &sconf.stdout.replace(
+            "queue_sort_method                 load",
+            "queue_sort_method                 seqno",
+        ),
+    );
+    let out = c.qconf(&["-Msconf", &good]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(c
+        .qconf(&["-ssconf"])
+        .stdout
+        .contains("queue_sort_method                 seqno"));
+
+    // Queues: add from a file, show, list, refuse bad ones, delete.
+    let template = c.qconf(&["-sq"]).stdout;
+    let q = template
+        .replace(
+            "qname                 template",
+            "qname                 big.q",
+        )
+        .replace(
+            "slots                 1",
+            "slots                 2,[@allhosts=8]",
+        )
+        .replace(
+            "pe_list               make smp mpi",
+            "pe_list               NONE",
+        );
+    let out = c.qconf(&["-Aq", &write(&c, "big.q", &q)]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(
+        out.stdout.contains("added \"big.q\" to cluster queue list"),
+        "{out:?}"
+    );
+    assert_eq!(c.qconf(&["-sql"]).stdout, "all.q\nbig.q\n");
+    assert!(c
+        .qconf(&["-sq", "big.q"])
+        .stdout
+        .contains("slots                 2,[@allhosts=8]"));
+    let out = c.qconf(&["-Aq", &write(&c, "big2.q", &q)]);
+    assert_ne!(out.code, 0);
+    assert!(
+        out.stderr
+            .contains("cluster queue \"big.q\" already exists"),
+        "{out:?}"
+    );
+    for (text, want) in [
+        (
+            q.replace(
+                "slots                 2,[@allhosts=8]",
+                "slots                 many",
+            ),
+            "value \"many\" of attribute \"slots\"",
+        ),
+        (
+            q.replace(
+                "complex_values        NONE",
+                "complex_values        nosuch=1",
+            ),
+            "unknown resource \"nosuch\"",
+        ),
+        (
+            q.replace(
+                "hostlist              NONE",
+                "hostlist              @nosuch",
+            ),
+            "host group \"@nosuch\"",
+        ),
+        (
+            q.replace(
+                "h_rt                  INFINITY",
+                "h_rt                  soon",
+            ),
+            "value \"soon\" of attribute \"h_rt\"",
+        ),
+    ] {
+        let out = c.qconf(&["-Mq", &write(&c, "bad.q", &text)]);
+        assert_ne!(out.code, 0, "{want}");
+        assert!(out.stderr.contains(want), "{want}: {out:?}");
+    }
+    assert!(c
+        .qconf(&["-sq", "big.q"])
+        .stdout
+        .contains("slots                 2,[@allhosts=8]"));
+    let out = c.qconf(&["-dq", "big.q"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(c.qconf(&["-sql"]).stdout, "all.q\n");
+    let out = c.qconf(&["-dq", "big.q"]);
+    assert_ne!(out.code, 0);
+    assert!(
+        out.stderr
+            .contains("cluster queue \"big.q\" does not exist"),
+        "{out:?}"
+    );
+
+    // The global host takes cluster-wide complex values.
+    let out = c.qconf(&["-se", "global"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(
+        out.stdout.starts_with("hostname              global\n"),
+        "{out:?}"
+    );
+    let text = out.stdout.replace(
+        "complex_values        NONE",
+        "complex_values        slots=100",
+    );
+    let out = c.qconf(&["-Me", &write(&c, "global.e", &text)]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(c
+        .qconf(&["-se", "global"])
+        .stdout
+        .contains("complex_values        slots=100"));
+}
