@@ -857,6 +857,30 @@ fn instance_values(
 }
 
 impl ClusterState {
+    /// Is a queue instance in load alarm (state `a`): which of its `load_thresholds` the
+    /// host's reported values exceed, as the scheduler words it.
+    pub fn load_alarm(&self, q: &gantry_proto::ClusterQueue, host: &str) -> Option<String> {
+        let groups = self.groups_of(host);
+        let thresholds = q
+            .attr("load_thresholds")
+            .map(|a| queue::value_on_host(a, host, &groups))
+            .and_then(|v| conf::split_pairs(v, 0, "load_thresholds").ok())
+            .unwrap_or_default();
+        if thresholds.is_empty() {
+            return None;
+        }
+        let catalog = Catalog::new(&self.complexes);
+        let mut layer = Layer::default();
+        for lv in self.runtime.get(host).map_or(&[][..], |r| &r.load_values) {
+            if let Some(id) = catalog.id(&lv.name) {
+                if let Some(v) = catalog.parse(id, &lv.value) {
+                    layer.set_load(id, v);
+                }
+            }
+        }
+        overloaded(&catalog, &layer, &thresholds)
+    }
+
     /// The scheduler's settings from the configuration.
     pub fn sched_conf(&self) -> SchedConf {
         let mut c = SchedConf::default();

@@ -251,7 +251,7 @@ impl ClusterState {
 
     /// A host as `qhost` shows it; `used_slots` is [`ClusterState::used_slots`], counted
     /// once for all hosts of a report.
-    fn host_view(
+    pub(crate) fn host_view(
         &self,
         name: &str,
         now: f64,
@@ -291,6 +291,9 @@ impl ClusterState {
                     total,
                     states: {
                         let mut st = String::new();
+                        if reachable && self.load_alarm(q, name).is_some() {
+                            st.push('a');
+                        }
                         if self.disabled.contains(&(q.name.clone(), name.to_string())) {
                             st.push('d');
                         }

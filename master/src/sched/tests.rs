@@ -350,7 +350,14 @@ fn load_thresholds_put_an_instance_in_alarm() {
             "All queues dropped because of overload or full".to_string(),
         ]
     );
+    // qhost -q and qstat -f show the instance in alarm state.
+    let view = s.host_view("busy", 0.0, &Default::default());
+    assert_eq!(view.queues[0].states, "a");
     set_queue(&mut s, "all.q", "load_thresholds", "NONE");
+    assert_eq!(
+        s.host_view("busy", 0.0, &Default::default()).queues[0].states,
+        ""
+    );
     assert_eq!(cycle(&s).len(), 1);
 }
 
