@@ -56,6 +56,13 @@ const SPECS: &[OptSpec] = &[
     opt("-mq", Arity::One),
     opt("-Mq", Arity::One),
     opt("-dq", Arity::One),
+    opt("-sp", Arity::One),
+    opt("-spl", Arity::None),
+    opt("-ap", Arity::One),
+    opt("-Ap", Arity::One),
+    opt("-mp", Arity::One),
+    opt("-Mp", Arity::One),
+    opt("-dp", Arity::One),
 ];
 
 pub fn usage() -> String {
@@ -67,6 +74,8 @@ pub fn usage() -> String {
         ("[-Ae fname]", "add an exec host from file"),
         ("[-ahgrp group]", "add new host group entry"),
         ("[-Ahgrp file]", "add new host group entry from file"),
+        ("[-ap pe-name]", "add a new parallel environment"),
+        ("[-Ap fname]", "add a new parallel environment from file"),
         ("[-aq [queue_name]]", "add a new cluster queue"),
         ("[-Aq fname]", "add a queue from file"),
         ("[-am user_list]", "add user to manager list"),
@@ -78,6 +87,7 @@ pub fn usage() -> String {
         ("[-de host_list]", "delete exec host"),
         ("[-dhgrp group]", "delete host group entry"),
         ("[-dm user_list]", "delete user from manager list"),
+        ("[-dp pe-name]", "delete parallel environment"),
         ("[-dq destin_id_list]", "delete queue"),
         (
             "[-du user_list listname_list]",
@@ -94,6 +104,8 @@ pub fn usage() -> String {
         ("[-mconf [global]]", "modify configurations"),
         ("[-me server]", "modify exec server"),
         ("[-Me fname]", "modify exec server from file"),
+        ("[-mp pe-name]", "modify a parallel environment"),
+        ("[-Mp fname]", "modify a parallel environment from file"),
         ("[-mq queue]", "modify a queue"),
         ("[-Mq fname]", "modify a queue from file"),
         ("[-msconf]", "modify scheduler configuration"),
@@ -116,6 +128,8 @@ pub fn usage() -> String {
         ),
         ("[-shgrpl]", "show host group list"),
         ("[-sm]", "show a list of all managers"),
+        ("[-sp pe-name]", "show a parallel environment"),
+        ("[-spl]", "show all parallel environments"),
         ("[-ssconf]", "show scheduler configuration"),
         ("[-su listname_list]", "show the given userset list"),
         ("[-sul]", "show a list of all userset lists"),
@@ -437,6 +451,30 @@ fn one(name: &str, arg: Option<&str>) -> Output {
             ToMaster::DeleteObjects {
                 kind: ObjectKind::Queue,
                 names: list(names),
+            },
+            false,
+        ),
+        ("-sp", Some(name)) => show_object(ObjectKind::Pe, name),
+        ("-spl", _) => names(
+            req(&ToMaster::ShowObjectList {
+                kind: ObjectKind::Pe,
+            }),
+            "no parallel environment defined",
+        ),
+        ("-ap", Some(name)) => {
+            let template = gantry_common::pe::print_pe(&gantry_common::pe::Pe::new(name));
+            match edit(&template) {
+                Ok(text) => send_object(ObjectKind::Pe, text, true),
+                Err(e) => Output::fail(e, exit::FAILURE),
+            }
+        }
+        ("-Ap", Some(file)) => from_file(file, ObjectKind::Pe, true),
+        ("-mp", Some(name)) => edit_object(ObjectKind::Pe, name, false),
+        ("-Mp", Some(file)) => from_file(file, ObjectKind::Pe, false),
+        ("-dp", Some(name)) => change(
+            ToMaster::DeleteObjects {
+                kind: ObjectKind::Pe,
+                names: list(name),
             },
             false,
         ),

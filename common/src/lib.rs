@@ -9,6 +9,7 @@ pub mod config;
 pub mod exechost;
 pub mod hostgroup;
 pub mod load;
+pub mod pe;
 pub mod queue;
 pub mod schedconf;
 pub mod tls;

@@ -267,6 +267,17 @@ fn supervise(
         Some(Uid::from_raw(start.owner.uid)),
         Some(Gid::from_raw(start.owner.gid)),
     );
+    if start.pe.is_some() {
+        // The hosts and slots the job was granted, as SGE writes `$PE_HOSTFILE`.
+        let path = tmpdir.join(PE_HOSTFILE);
+        std::fs::write(&path, pe_hostfile(start))
+            .map_err(|e| fail(26, format!("cannot write {}: {e}", path.display())))?;
+        let _ = nix::unistd::chown(
+            &path,
+            Some(Uid::from_raw(start.owner.uid)),
+            Some(Gid::from_raw(start.owner.gid)),
+        );
+    }
     let script_path = dir.join(SCRIPT_FILE);
     if matches!(start.spec.script, JobScript::Script { .. }) {
         let _ = nix::unistd::chown(
@@ -441,7 +452,10 @@ fn job_environment(
         ),
     };
     let tmp = tmpdir.to_string_lossy().into_owned();
-    let set = [
+    let mut hosts: Vec<&str> = start.granted.iter().map(|g| g.host.as_str()).collect();
+    hosts.sort_unstable();
+    hosts.dedup();
+    let mut set = vec![
         ("HOME", home.to_string()),
         ("USER", user.name.clone()),
         ("LOGNAME", user.name.clone()),
@@ -462,8 +476,8 @@ fn job_environment(
         ("SGE_TASK_LAST", last),
         ("SGE_TASK_STEPSIZE", step),
         ("NSLOTS", start.slots.to_string()),
-        ("NHOSTS", "1".to_string()),
-        ("NQUEUES", "1".to_string()),
+        ("NHOSTS", hosts.len().max(1).to_string()),
+        ("NQUEUES", start.granted.len().max(1).to_string()),
         (
             "QUEUE",
             start.queue.split('@').next().unwrap_or("").to_string(),
@@ -477,11 +491,31 @@ fn job_environment(
         ("SGE_STDERR_PATH", err_path.to_string_lossy().into_owned()),
         ("SGE_ACCOUNT", spec.account.clone()),
     ];
+    if let Some(pe) = &start.pe {
+        set.push(("PE", pe.clone()));
+        set.push((
+            "PE_HOSTFILE",
+            tmpdir.join(PE_HOSTFILE).to_string_lossy().into_owned(),
+        ));
+    }
     for (k, v) in set {
         env.retain(|(ek, _)| ek != k);
         env.push((k.to_string(), v));
     }
     env
+}
+
+/// The name of the PE host file in the task's TMPDIR.
+const PE_HOSTFILE: &str = "pe_hostfile";
+
+/// `host slots queue@host UNDEFINED`, one line per granted queue instance, the master
+/// queue first.
+fn pe_hostfile(start: &JobStart) -> String {
+    start
+        .granted
+        .iter()
+        .map(|g| format!("{} {} {}@{} UNDEFINED\n", g.host, g.slots, g.queue, g.host))
+        .collect()
 }
 
 #[cfg(test)]
@@ -534,7 +568,28 @@ mod tests {
             slots: 1,
             submit_time: 0,
             queue_settings: vec![("h_rt".into(), "0:0:30".into())],
+            pe: None,
+            granted: vec![gantry_proto::Grant {
+                queue: "all.q".into(),
+                host: "n1".into(),
+                slots: 1,
+            }],
         }
+    }
+
+    #[test]
+    fn the_pe_hostfile_lists_every_grant() {
+        let mut s = start();
+        s.pe = Some("mpi".into());
+        s.granted.push(gantry_proto::Grant {
+            queue: "all.q".into(),
+            host: "n2".into(),
+            slots: 3,
+        });
+        assert_eq!(
+            pe_hostfile(&s),
+            "n1 1 all.q@n1 UNDEFINED\nn2 3 all.q@n2 UNDEFINED\n"
+        );
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! -Msconf`) and cluster queues (`-sq -sql -aq -Aq -mq -Mq -dq`). Every file is parsed
 //! and checked whole against the rest of the configuration before anything changes.
 
-use gantry_common::{complex, exechost, queue, schedconf};
+use gantry_common::{complex, exechost, pe, queue, schedconf};
 use gantry_proto::{ExecHost, FromMaster, ObjectKind, Refusal, RefusalKind, ToMaster};
 
 use crate::jobs::TaskState;
@@ -48,6 +48,7 @@ impl ClusterState {
             ToMaster::ShowObjectList { kind } => Ok(Reply::Answer(FromMaster::Names(match kind {
                 ObjectKind::Queue => self.queues.keys().cloned().collect(),
                 ObjectKind::ExecHost => self.exechosts.keys().cloned().collect(),
+                ObjectKind::Pe => self.pes.keys().cloned().collect(),
                 _ => {
                     return Err(invalid(format!("{kind:?} objects have no list")));
                 }
@@ -89,6 +90,15 @@ impl ClusterState {
                     queue::print_queue(q)
                 }
             }
+            ObjectKind::Pe if name.is_empty() || name == "template" => {
+                pe::print_pe(&pe::Pe::new("template"))
+            }
+            ObjectKind::Pe => pe::print_pe(self.pes.get(name).ok_or_else(|| {
+                refuse(
+                    RefusalKind::NotFound,
+                    format!("parallel environment \"{name}\" does not exist"),
+                )
+            })?),
             ObjectKind::ExecHost if name == "global" => {
                 exechost::print_exechost(&self.global_exechost())
             }
@@ -99,6 +109,21 @@ impl ClusterState {
 
     fn add_object(&self, who: &str, kind: ObjectKind, text: &str) -> Result<Reply, Refusal> {
         match kind {
+            ObjectKind::Pe => {
+                let p = pe::parse_pe(text).map_err(|e| invalid(e.to_string()))?;
+                if self.pes.contains_key(&p.name) {
+                    return Err(refuse(
+                        RefusalKind::AlreadyExists,
+                        format!("parallel environment \"{}\" already exists", p.name),
+                    ));
+                }
+                self.check_pe_refs(&p)?;
+                let name = p.name.clone();
+                Ok(change(
+                    Op::Put(Object::Pe(p)),
+                    format!("{who} added \"{name}\" to parallel environment list"),
+                ))
+            }
             ObjectKind::Queue => {
                 let q = queue::parse_queue(text).map_err(|e| invalid(e.to_string()))?;
                 if self.queues.contains_key(&q.name) {
@@ -120,6 +145,21 @@ impl ClusterState {
 
     fn modify_object(&self, who: &str, kind: ObjectKind, text: &str) -> Result<Reply, Refusal> {
         match kind {
+            ObjectKind::Pe => {
+                let p = pe::parse_pe(text).map_err(|e| invalid(e.to_string()))?;
+                if !self.pes.contains_key(&p.name) {
+                    return Err(refuse(
+                        RefusalKind::NotFound,
+                        format!("parallel environment \"{}\" does not exist", p.name),
+                    ));
+                }
+                self.check_pe_refs(&p)?;
+                let name = p.name.clone();
+                Ok(change(
+                    Op::Put(Object::Pe(p)),
+                    format!("{who} modified \"{name}\" in parallel environment list"),
+                ))
+            }
             ObjectKind::Complex => {
                 let list = complex::parse_complexes(text).map_err(|e| invalid(e.to_string()))?;
                 complex::check_complexes(&list, &self.complexes).map_err(invalid)?;
@@ -232,6 +272,51 @@ impl ClusterState {
         names: &[String],
     ) -> Result<Reply, Refusal> {
         match kind {
+            ObjectKind::Pe => {
+                let mut c = Change::default();
+                for name in names {
+                    if !self.pes.contains_key(name) {
+                        return Err(refuse(
+                            RefusalKind::NotFound,
+                            format!("parallel environment \"{name}\" does not exist"),
+                        ));
+                    }
+                    if let Some(q) = self.queues.values().find(|q| {
+                        q.attr("pe_list").is_some_and(|a| {
+                            std::iter::once(&a.default)
+                                .chain(a.overrides.iter().map(|(_, v)| v))
+                                .any(|v| gantry_common::conf::split_list(v).contains(name))
+                        })
+                    }) {
+                        return Err(refuse(
+                            RefusalKind::Denied,
+                            format!(
+                                "denied: parallel environment \"{name}\" is still referenced in cluster queue \"{}\"",
+                                q.name
+                            ),
+                        ));
+                    }
+                    if let Some(j) = self.jobs.values().find(|j| {
+                        j.spec
+                            .pe
+                            .as_ref()
+                            .is_some_and(|(p, _)| crate::jobs::wildcard(p, name))
+                    }) {
+                        return Err(refuse(
+                            RefusalKind::Denied,
+                            format!(
+                                "denied: parallel environment \"{name}\" is still requested by job {}",
+                                j.id
+                            ),
+                        ));
+                    }
+                    c.ops.push(Op::Delete(format!("pe/{name}")));
+                    c.messages.push(format!(
+                        "{who} removed \"{name}\" from parallel environment list"
+                    ));
+                }
+                Ok(Reply::Change(c))
+            }
             ObjectKind::Queue => {
                 let mut c = Change::default();
                 for name in names {
@@ -262,6 +347,24 @@ impl ClusterState {
         }
     }
 
+    /// The usersets a PE names must exist.
+    fn check_pe_refs(&self, p: &pe::Pe) -> Result<(), Refusal> {
+        for (key, sets) in [
+            ("user_lists", &p.user_lists),
+            ("xuser_lists", &p.xuser_lists),
+        ] {
+            for set in sets {
+                if !self.usersets.contains_key(set) {
+                    return Err(invalid(format!(
+                        "userset \"{set}\" in {key} of parallel environment \"{}\" does not exist",
+                        p.name
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// A queue's values against the complex, and the host groups, usersets it names.
     fn check_queue_refs(&self, q: &gantry_proto::ClusterQueue) -> Result<(), Refusal> {
         queue::check_queue(q, &self.complexes).map_err(invalid)?;
@@ -280,6 +383,14 @@ impl ClusterState {
             if member.starts_with('@') && !self.hostgroups.contains_key(&member) {
                 return Err(invalid(format!(
                     "host group \"{member}\" in hostlist of cluster queue \"{}\" does not exist",
+                    q.name
+                )));
+            }
+        }
+        for p in list("pe_list") {
+            if !self.pes.contains_key(&p) {
+                return Err(invalid(format!(
+                    "parallel environment \"{p}\" in pe_list of cluster queue \"{}\" does not exist",
                     q.name
                 )));
             }

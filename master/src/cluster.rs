@@ -203,6 +203,8 @@ impl Cluster {
                     host: d.host.clone(),
                     queue: d.queue.clone(),
                     start_time: now,
+                    grants: d.grants.clone(),
+                    pe: d.pe.clone(),
                 },
             );
         }
@@ -340,6 +342,8 @@ impl Cluster {
                         host,
                         queue,
                         start_time,
+                        grants,
+                        pe,
                     }) => {
                         job.tasks.insert(
                             t,
@@ -347,6 +351,8 @@ impl Cluster {
                                 host: host.clone(),
                                 queue,
                                 start_time,
+                                grants,
+                                pe,
                             },
                         );
                         kills.push((host, id, t));
@@ -1181,13 +1187,22 @@ impl Handler<ExecdJobs> for Cluster {
                 let mut resend = Vec::new();
                 for job in self.state.jobs.values() {
                     for (task, t) in &job.tasks {
-                        if let TaskState::Running { host: h, queue, .. } = t {
+                        if let TaskState::Running {
+                            host: h,
+                            queue,
+                            grants,
+                            pe,
+                            ..
+                        } = t
+                        {
                             if h == &host && !running.contains(&(job.id, *task)) {
                                 resend.push(crate::sched::Dispatch {
                                     job_id: job.id,
                                     task_id: *task,
                                     queue: queue.clone(),
                                     host: h.clone(),
+                                    grants: grants.clone(),
+                                    pe: pe.clone(),
                                 });
                             }
                         }

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use gantry_common::{complex, conf, queue, value};
 use gantry_proto::{
-    AccountingRecord, Caller, JobOwner, JobReport, JobSpec, JobStart, JobView, Refusal,
+    AccountingRecord, Caller, Grant, JobOwner, JobReport, JobSpec, JobStart, JobView, Refusal,
     RefusalKind, ValueType,
 };
 use serde::{Deserialize, Serialize};
@@ -19,15 +19,22 @@ pub enum TaskState {
     Pending,
     /// Sent to an execd (`t` until it says it started, then `r`).
     Running {
+        /// The master queue instance (where the job script runs).
         host: String,
         queue: String,
         start_time: i64,
+        /// Every queue instance the task holds slots in, the master queue first.
+        grants: Vec<Grant>,
+        /// The parallel environment granted (a `-pe` request may name several).
+        pe: Option<String>,
     },
     /// `qdel` of a running task: killed, waiting for its report (`dr`).
     Deleting {
         host: String,
         queue: String,
         start_time: i64,
+        grants: Vec<Grant>,
+        pe: Option<String>,
     },
     /// The task could not be started (its shepherd failed before the job ran): it waits
     /// in error state (`Eqw`) until `qmod -cj` clears it or `qdel` removes it.
@@ -51,6 +58,25 @@ pub struct Job {
 impl Job {
     pub fn is_array(&self) -> bool {
         self.spec.array.is_some()
+    }
+
+    /// The slots a running task holds (1 for a task without a parallel environment).
+    pub fn task_slots(&self, task: u32) -> u32 {
+        match self.tasks.get(&task) {
+            Some(TaskState::Running { grants, .. } | TaskState::Deleting { grants, .. }) => {
+                grants.iter().map(|g| g.slots).sum::<u32>().max(1)
+            }
+            _ => self.requested_slots(),
+        }
+    }
+
+    /// The smallest slot count the job asks for (`-pe name 4-8`: 4).
+    pub fn requested_slots(&self) -> u32 {
+        self.spec
+            .pe
+            .as_ref()
+            .and_then(|(_, r)| gantry_common::pe::parse_slot_range(r))
+            .map_or(1, |(lo, _)| lo)
     }
 }
 
@@ -198,12 +224,19 @@ pub fn validate_submission(
         check_resources(state, list)?;
     }
     check_queues(state, &spec.queues)?;
-    if let Some((pe, _)) = &spec.pe {
-        // No parallel environment exists until they are configurable (qconf -ap).
-        return Err(refuse(
-            RefusalKind::Invalid,
-            format!("job rejected: the requested parallel environment \"{pe}\" does not exist"),
-        ));
+    if let Some((pe, range)) = &spec.pe {
+        if !state.pes.keys().any(|name| wildcard(pe, name)) {
+            return Err(refuse(
+                RefusalKind::Invalid,
+                format!("job rejected: the requested parallel environment \"{pe}\" does not exist"),
+            ));
+        }
+        if gantry_common::pe::parse_slot_range(range).is_none() {
+            return Err(refuse(
+                RefusalKind::Invalid,
+                format!("job rejected: invalid slot range \"{range}\" for parallel environment \"{pe}\""),
+            ));
+        }
     }
     if let Some(ar) = spec.ar {
         return Err(refuse(
@@ -257,10 +290,10 @@ impl ClusterState {
         let mut used = HashMap::new();
         for job in self.jobs.values() {
             for t in job.tasks.values() {
-                if let TaskState::Running { host, queue, .. }
-                | TaskState::Deleting { host, queue, .. } = t
-                {
-                    *used.entry((queue.clone(), host.clone())).or_insert(0) += 1;
+                if let TaskState::Running { grants, .. } | TaskState::Deleting { grants, .. } = t {
+                    for g in grants {
+                        *used.entry((g.queue.clone(), g.host.clone())).or_insert(0) += g.slots;
+                    }
                 }
             }
         }
@@ -308,9 +341,11 @@ impl ClusterState {
             owner: job.owner.clone(),
             queue: format!("{}@{}", d.queue, d.host),
             host: d.host.clone(),
-            slots: 1,
+            slots: d.grants.iter().map(|g| g.slots).sum::<u32>().max(1),
             submit_time: job.submit_time,
             queue_settings: self.queue_settings(&d.queue, &d.host),
+            pe: d.pe.clone(),
+            granted: d.grants.clone(),
         })
     }
 
@@ -330,7 +365,7 @@ impl ClusterState {
             account: job.spec.account.clone(),
             project: job.spec.project.clone(),
             priority: job.spec.priority,
-            slots: 1,
+            slots: job.task_slots(report.task_id),
             submit_time: job.submit_time,
             report: report.clone(),
         })
@@ -369,11 +404,15 @@ impl ClusterState {
                         host,
                         queue,
                         start_time,
+                        grants,
+                        ..
                     }
                     | TaskState::Deleting {
                         host,
                         queue,
                         start_time,
+                        grants,
+                        ..
                     } => {
                         let letters = match t {
                             TaskState::Deleting { .. } => "dr",
@@ -391,6 +430,7 @@ impl ClusterState {
                         );
                         v.start_time = Some(*start_time);
                         v.queue = Some(format!("{queue}@{host}"));
+                        v.slots = grants.iter().map(|g| g.slots).sum::<u32>().max(1);
                         running.push(v);
                     }
                 }

@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use gantry_common::value::{self, Value};
 use gantry_common::{conf, queue, schedconf};
-use gantry_proto::{ComplexAttr, Consumable, Relop, Requestable, ValueType};
+use gantry_proto::{ComplexAttr, Consumable, Grant, Relop, Requestable, ValueType};
 
 use crate::jobs::{wildcard, Job, TaskState};
 use crate::state::ClusterState;
@@ -171,9 +171,31 @@ pub struct Demand {
     pub user: String,
     pub project: Option<String>,
     pub slots: u32,
+    /// `-pe pattern min-max`
+    pub pe: Option<PeRequest>,
+}
+
+/// A parallel environment request: a name (wildcards allowed) and a slot range.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PeRequest {
+    pub pattern: String,
+    pub min: u32,
+    pub max: u32,
 }
 
 impl Demand {
+    /// The same demand with only its per-slot part (`JOB` consumables left out), or only
+    /// its per-job part.
+    fn split(&self, catalog: &Catalog) -> (Demand, Demand) {
+        let per_job = |r: &Request| catalog.attrs[r.attr].consumable == Consumable::Job;
+        let mut slot = self.clone();
+        slot.hard.retain(|r| !per_job(r));
+        let mut job = self.clone();
+        job.hard.retain(per_job);
+        job.soft.clear();
+        (slot, job)
+    }
+
     /// The requests of consumables: (attribute, amount per slot or per job, kind).
     fn consumables<'a>(
         &'a self,
@@ -230,6 +252,18 @@ pub fn demand(catalog: &Catalog, job: &Job) -> Result<Demand, String> {
         user: job.owner.user.clone(),
         project: job.spec.project.clone(),
         slots: 1,
+        pe: match &job.spec.pe {
+            None => None,
+            Some((pattern, range)) => {
+                let (min, max) = gantry_common::pe::parse_slot_range(range)
+                    .ok_or_else(|| format!("job requests an invalid slot range \"{range}\""))?;
+                Some(PeRequest {
+                    pattern: pattern.clone(),
+                    min,
+                    max,
+                })
+            }
+        },
     })
 }
 
@@ -270,6 +304,8 @@ pub struct Instance {
     pub xuser_lists: Vec<String>,
     pub projects: Vec<String>,
     pub xprojects: Vec<String>,
+    /// Parallel environments the instance offers (`pe_list`).
+    pub pe_list: Vec<String>,
     pub unusable: Option<Unusable>,
 }
 
@@ -292,6 +328,9 @@ pub struct Snapshot {
     pub usersets: HashMap<String, Vec<String>>,
     /// Instance indexes in the order candidates are tried.
     pub order: Vec<usize>,
+    /// Parallel environments, and the slots running jobs hold in each.
+    pub pes: BTreeMap<String, gantry_common::pe::Pe>,
+    pub pe_used: HashMap<String, u32>,
 }
 
 /// Why a job cannot run in a queue instance.
@@ -317,6 +356,8 @@ pub enum Misfit {
     Forced(String),
     /// Not worked out (the scheduling cycle only needs to know that it does not fit).
     Unexplained,
+    /// The instance offers no parallel environment the job asks for.
+    NoPe(String),
 }
 
 impl Misfit {
@@ -366,6 +407,9 @@ impl Misfit {
                 "(-l {name}={requested}) cannot run in queue instance \"{qi}\" because job requests unknown resource ({name})"
             ),
             Misfit::Unexplained => format!("queue instance \"{qi}\" dropped"),
+            Misfit::NoPe(pe) => {
+                format!("cannot run in queue instance \"{qi}\" because PE \"{pe}\" is not in pe_list")
+            }
             Misfit::Forced(name) => format!(
                 "queue instance \"{qi}\" dropped because it requires the forced resource \"{name}\" to be requested"
             ),
@@ -540,6 +584,19 @@ impl Snapshot {
             if !i.batch {
                 return Err(Misfit::NotBatch);
             }
+            if let Some(per) = &d.pe {
+                if !i
+                    .pe_list
+                    .iter()
+                    .any(|p| wildcard(&per.pattern, p) && self.pes.contains_key(p))
+                {
+                    return Err(if detail {
+                        Misfit::NoPe(per.pattern.clone())
+                    } else {
+                        Misfit::Unexplained
+                    });
+                }
+            }
             for (n, (allow, deny)) in [
                 (&host.user_lists, &host.xuser_lists),
                 (&i.user_lists, &i.xuser_lists),
@@ -677,6 +734,147 @@ impl Snapshot {
             .collect()
     }
 
+    /// Place a parallel job: the first parallel environment matching the request (in
+    /// name order) whose allocation rule can give it at least `min` slots on the
+    /// candidates (as many as possible up to `max`). Consumables are debited as slots
+    /// are taken; a failed attempt gives everything back.
+    pub fn allocate_pe(
+        &mut self,
+        d: &Demand,
+        per: &PeRequest,
+        candidates: &[usize],
+    ) -> Option<(String, Vec<(usize, u32)>)> {
+        let (per_slot, per_job) = d.split(&self.catalog);
+        let names: Vec<String> = self
+            .pes
+            .keys()
+            .filter(|n| wildcard(&per.pattern, n))
+            .cloned()
+            .collect();
+        for name in names {
+            let pe = &self.pes[&name];
+            if (!pe.user_lists.is_empty() && !self.in_userset(&d.user, &pe.user_lists))
+                || self.in_userset(&d.user, &pe.xuser_lists)
+            {
+                continue;
+            }
+            let free = pe
+                .slots
+                .saturating_sub(self.pe_used.get(&name).copied().unwrap_or(0));
+            let max = per.max.min(free);
+            if max < per.min {
+                continue;
+            }
+            let rule = pe.allocation_rule;
+            let offering: Vec<usize> = candidates
+                .iter()
+                .copied()
+                .filter(|&i| self.instances[i].pe_list.contains(&name))
+                .collect();
+            let mut grants = self.allocate(&per_slot, rule, &offering, per.min, max);
+            let total = grants_total(&grants);
+            let master = grants.first().map(|g| g.0);
+            let fits_job = master.is_some_and(|m| self.fits(&per_job, m, Pass::Consumables(total)));
+            if total >= per.min && fits_job {
+                if let Some(m) = master {
+                    self.debit(&per_job, &[(m, total)], 1.0);
+                }
+                *self.pe_used.entry(name.clone()).or_insert(0) += total;
+                return Some((name, grants));
+            }
+            self.debit(&per_slot, &grants, -1.0);
+            grants.clear();
+        }
+        None
+    }
+
+    /// Take slots one by one by an allocation rule; the grants in the order first taken.
+    fn allocate(
+        &mut self,
+        d: &Demand,
+        rule: gantry_common::pe::AllocationRule,
+        offering: &[usize],
+        min: u32,
+        max: u32,
+    ) -> Vec<(usize, u32)> {
+        use gantry_common::pe::AllocationRule;
+        let mut hosts: Vec<usize> = Vec::new();
+        for &i in offering {
+            let h = self.instances[i].host;
+            if !hosts.contains(&h) {
+                hosts.push(h);
+            }
+        }
+        let mut grants: Vec<(usize, u32)> = Vec::new();
+        // Up to `want` more slots on host `h`, instance by instance.
+        let take = |snap: &mut Snapshot, grants: &mut Vec<(usize, u32)>, h: usize, want: u32| {
+            let mut got = 0;
+            let on_host: Vec<usize> = offering
+                .iter()
+                .copied()
+                .filter(|&i| snap.instances[i].host == h)
+                .collect();
+            for i in on_host {
+                while got < want && snap.fits(d, i, Pass::Consumables(1)) {
+                    snap.debit(d, &[(i, 1)], 1.0);
+                    match grants.iter_mut().find(|g| g.0 == i) {
+                        Some(g) => g.1 += 1,
+                        None => grants.push((i, 1)),
+                    }
+                    got += 1;
+                }
+            }
+            got
+        };
+        match rule {
+            AllocationRule::PeSlots => {
+                for &h in &hosts {
+                    let mut here = Vec::new();
+                    let got = take(self, &mut here, h, max);
+                    if got >= min {
+                        return here;
+                    }
+                    self.debit(d, &here, -1.0);
+                }
+            }
+            AllocationRule::FillUp => {
+                for &h in &hosts {
+                    let total = grants_total(&grants);
+                    if total >= max {
+                        break;
+                    }
+                    take(self, &mut grants, h, max - total);
+                }
+            }
+            AllocationRule::RoundRobin => loop {
+                let mut progress = false;
+                for &h in &hosts {
+                    if grants_total(&grants) >= max {
+                        break;
+                    }
+                    progress |= take(self, &mut grants, h, 1) == 1;
+                }
+                if !progress || grants_total(&grants) >= max {
+                    break;
+                }
+            },
+            AllocationRule::PerHost(n) => {
+                for &h in &hosts {
+                    if grants_total(&grants) + n > max {
+                        break;
+                    }
+                    let mut here = Vec::new();
+                    if take(self, &mut here, h, n) == n {
+                        grants.extend(here);
+                    } else {
+                        self.debit(d, &here, -1.0);
+                    }
+                }
+            }
+        }
+        grants
+    }
+
     /// How many soft requests an instance violates.
     fn soft_violations(&self, d: &Demand, inst: usize) -> usize {
         let layers = self.layers(inst);
@@ -747,8 +945,13 @@ impl Snapshot {
 pub struct Dispatch {
     pub job_id: u64,
     pub task_id: u32,
+    /// The master queue instance.
     pub queue: String,
     pub host: String,
+    /// Every queue instance granted, the master queue first.
+    pub grants: Vec<Grant>,
+    /// The parallel environment chosen for a `-pe` request.
+    pub pe: Option<String>,
 }
 
 /// The scheduler's own settings (`qconf -ssconf`).
@@ -851,6 +1054,7 @@ fn instance_values(
         xuser_lists: list_value(q.attr("xuser_lists"), host, groups),
         projects: list_value(q.attr("projects"), host, groups),
         xprojects: list_value(q.attr("xprojects"), host, groups),
+        pe_list: list_value(q.attr("pe_list"), host, groups),
         unusable: None,
     };
     (inst, pairs("load_thresholds"))
@@ -1035,6 +1239,8 @@ impl ClusterState {
             instances,
             usersets,
             order,
+            pes: self.pes.clone(),
+            pe_used: HashMap::new(),
         };
         // What running jobs hold.
         let index: HashMap<(&str, &str), usize> = snap
@@ -1043,34 +1249,43 @@ impl ClusterState {
             .enumerate()
             .map(|(n, i)| ((i.queue.as_str(), snap.hosts[i.host].name.as_str()), n))
             .collect();
-        let mut holds: Vec<(Demand, usize)> = Vec::new();
+        // (what the job asks, the instances and slots it holds, its PE)
+        type Hold = (Demand, Vec<(usize, u32)>, Option<String>);
+        let mut holds: Vec<Hold> = Vec::new();
         for job in self.jobs.values() {
             let mut d = None;
             for t in job.tasks.values() {
-                if let TaskState::Running { host, queue, .. }
-                | TaskState::Deleting { host, queue, .. } = t
+                if let TaskState::Running { grants, pe, .. }
+                | TaskState::Deleting { grants, pe, .. } = t
                 {
-                    let Some(&inst) = index.get(&(queue.as_str(), host.as_str())) else {
-                        continue;
-                    };
-                    if d.is_none() {
-                        d = Some(demand(&snap.catalog, job).unwrap_or_else(|_| Demand {
+                    let granted: Vec<(usize, u32)> = grants
+                        .iter()
+                        .filter_map(|g| {
+                            index
+                                .get(&(g.queue.as_str(), g.host.as_str()))
+                                .map(|&i| (i, g.slots))
+                        })
+                        .collect();
+                    let d = d.get_or_insert_with(|| {
+                        demand(&snap.catalog, job).unwrap_or_else(|_| Demand {
                             hard: Vec::new(),
                             soft: Vec::new(),
                             queues: Vec::new(),
                             user: String::new(),
                             project: None,
                             slots: 1,
-                        }));
-                    }
-                    if let Some(d) = &d {
-                        holds.push((d.clone(), inst));
-                    }
+                            pe: None,
+                        })
+                    });
+                    holds.push((d.clone(), granted, pe.clone()));
                 }
             }
         }
-        for (d, inst) in holds {
-            snap.debit(&d, &[(inst, d.slots)], 1.0);
+        for (d, granted, pe) in holds {
+            if let Some(pe) = pe {
+                *snap.pe_used.entry(pe).or_insert(0) += grants_total(&granted);
+            }
+            snap.debit(&d, &granted, 1.0);
         }
         snap
     }
@@ -1169,22 +1384,44 @@ impl ClusterState {
                 {
                     break;
                 }
-                while cat.cursor < cat.candidates.len()
-                    && !snap.fits(d, cat.candidates[cat.cursor], Pass::Consumables(d.slots))
-                {
-                    cat.cursor += 1;
-                }
-                let Some(&inst) = cat.candidates.get(cat.cursor) else {
-                    break; // nothing left for this category in this cycle
+                let (grants, pe) = if let Some(per) = &d.pe {
+                    match snap.allocate_pe(d, per, &cat.candidates) {
+                        Some((pe, grants)) => (grants, Some(pe)),
+                        None => {
+                            // Resources only shrink during a cycle: the rest of the
+                            // category cannot be placed either.
+                            cat.cursor = cat.candidates.len();
+                            break;
+                        }
+                    }
+                } else {
+                    while cat.cursor < cat.candidates.len()
+                        && !snap.fits(d, cat.candidates[cat.cursor], Pass::Consumables(d.slots))
+                    {
+                        cat.cursor += 1;
+                    }
+                    let Some(&inst) = cat.candidates.get(cat.cursor) else {
+                        break; // nothing left for this category in this cycle
+                    };
+                    snap.debit(d, &[(inst, d.slots)], 1.0);
+                    (vec![(inst, d.slots)], None)
                 };
-                snap.debit(d, &[(inst, d.slots)], 1.0);
                 running += 1;
-                let i = &snap.instances[inst];
+                let grants: Vec<Grant> = grants
+                    .iter()
+                    .map(|&(inst, slots)| Grant {
+                        queue: snap.instances[inst].queue.clone(),
+                        host: snap.hosts[snap.instances[inst].host].name.clone(),
+                        slots,
+                    })
+                    .collect();
                 out.push(Dispatch {
                     job_id: job.id,
                     task_id: *task_id,
-                    queue: i.queue.clone(),
-                    host: snap.hosts[i.host].name.clone(),
+                    queue: grants[0].queue.clone(),
+                    host: grants[0].host.clone(),
+                    grants,
+                    pe,
                 });
             }
         }
@@ -1288,8 +1525,30 @@ impl ClusterState {
         if !snap.order.is_empty() && dropped_for_load_or_full == snap.order.len() {
             reasons.push("All queues dropped because of overload or full".to_string());
         }
+        if let Some(per) = &d.pe {
+            let mut trial = snap.clone();
+            let candidates = trial.static_candidates(&d);
+            if trial.allocate_pe(&d, per, &candidates).is_none() {
+                let mut trial = snap.clone();
+                let any = PeRequest {
+                    min: 1,
+                    ..per.clone()
+                };
+                let offered = trial
+                    .allocate_pe(&d, &any, &candidates)
+                    .map_or(0, |(_, g)| grants_total(&g));
+                reasons.push(format!(
+                    "cannot run in PE \"{}\" because it only offers {offered} slots",
+                    per.pattern
+                ));
+            }
+        }
         reasons
     }
+}
+
+fn grants_total(grants: &[(usize, u32)]) -> u32 {
+    grants.iter().map(|(_, n)| n).sum()
 }
 
 /// Is this misfit "no slot left in the queue instance"?

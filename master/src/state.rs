@@ -34,6 +34,7 @@ pub enum Object {
     /// Disabled queue instances (`qmod -d`): (queue, host).
     DisabledQueues(Vec<(String, String)>),
     UserSet(gantry_proto::UserSet),
+    Pe(gantry_common::pe::Pe),
 }
 
 impl Object {
@@ -50,6 +51,7 @@ impl Object {
             Object::Job(j) => job_key(j.id),
             Object::DisabledQueues(_) => "disabled-queues".to_string(),
             Object::UserSet(u) => format!("userset/{}", u.name),
+            Object::Pe(p) => format!("pe/{}", p.name),
         }
     }
 }
@@ -106,6 +108,8 @@ pub struct ClusterState {
     pub global_host: Option<ExecHost>,
     /// The scheduler configuration (`qconf -ssconf`).
     pub sched: Option<Config>,
+    /// Parallel environments (`qconf -sp`).
+    pub pes: BTreeMap<String, gantry_common::pe::Pe>,
 }
 
 fn refuse(kind: RefusalKind, message: impl Into<String>) -> Refusal {
@@ -135,6 +139,9 @@ pub fn initial_objects(managers: &[String]) -> Vec<Object> {
         )),
         Object::Managers(managers.to_vec()),
     ]
+    .into_iter()
+    .chain(gantry_common::pe::default_pes().into_iter().map(Object::Pe))
+    .collect()
 }
 
 impl ClusterState {
@@ -174,6 +181,9 @@ impl ClusterState {
                 Object::UserSet(u) => {
                     self.usersets.insert(u.name.clone(), u);
                 }
+                Object::Pe(p) => {
+                    self.pes.insert(p.name.clone(), p);
+                }
             },
             Op::Account(_) => {}
             Op::NextJobId(n) => self.next_job_id = *n,
@@ -184,6 +194,8 @@ impl ClusterState {
                     self.hostgroups.remove(name);
                 } else if let Some(name) = key.strip_prefix("queue/") {
                     self.queues.remove(name);
+                } else if let Some(name) = key.strip_prefix("pe/") {
+                    self.pes.remove(name);
                 } else if let Some(name) = key.strip_prefix("userset/") {
                     self.usersets.remove(name);
                 } else if let Some(fp) = key.strip_prefix("hostcert/") {

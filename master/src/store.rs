@@ -12,7 +12,7 @@ const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
 const ACCOUNTING: TableDefinition<(u64, u32), &[u8]> = TableDefinition::new("accounting");
 
 /// The spool's schema version; a spool written by a different version is refused.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {

@@ -128,6 +128,12 @@ pub fn start(s: &mut ClusterState, job_id: u64, task: u32, queue: &str, host: &s
                 host: host.into(),
                 queue: queue.into(),
                 start_time: 0,
+                grants: vec![gantry_proto::Grant {
+                    queue: queue.into(),
+                    host: host.into(),
+                    slots: 1,
+                }],
+                pe: None,
             },
         );
         s.apply(&Op::Put(Object::Job(j)));

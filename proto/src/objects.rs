@@ -274,6 +274,19 @@ pub struct JobStart {
     pub submit_time: i64,
     /// Queue limits and settings the job runs under (`h_rt`, `shell`, `tmpdir`, ...).
     pub queue_settings: Vec<(String, String)>,
+    /// The parallel environment the job was granted, if any.
+    pub pe: Option<String>,
+    /// Every queue instance the job was granted slots in, the master queue first
+    /// (`PE_HOSTFILE`, `NHOSTS`, `NQUEUES`).
+    pub granted: Vec<Grant>,
+}
+
+/// Slots a job was granted in one queue instance.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Grant {
+    pub queue: String,
+    pub host: String,
+    pub slots: u32,
 }
 
 /// How a task ended, as its supervisor recorded it.

@@ -70,7 +70,7 @@ fn samples() -> Vec<(&'static str, Vec<u8>)> {
 #[test]
 fn encodings_are_pinned() {
     let want = [
-        ("hello", "474e5459010105302e312e30"),
+        ("hello", "474e5459020105302e312e30"),
         ("hello_reply", "0001"),
         ("load_report", "0201086e756d5f70726f630132"),
         ("settings", "0128"),
@@ -87,8 +87,8 @@ fn encodings_are_pinned() {
             "encoding of {name} changed: bump PROTOCOL_VERSION"
         );
     }
-    assert_eq!(PROTOCOL_VERSION, 1);
-    assert_eq!(alpn_current(), b"gantry/1");
+    assert_eq!(PROTOCOL_VERSION, 2);
+    assert_eq!(alpn_current(), b"gantry/2");
 }
 
 #[test]

@@ -356,3 +356,131 @@ fn scheduler_configuration_and_queues_are_edited_as_files() {
         .stdout
         .contains("complex_values        slots=100"));
 }
+
+#[test]
+fn a_parallel_job_spans_hosts_by_its_allocation_rule_and_reads_its_pe_hostfile() {
+    if !is_root() {
+        skip_loudly(
+            "a_parallel_job_spans_hosts_by_its_allocation_rule_and_reads_its_pe_hostfile",
+            "network namespaces and test users need root",
+        );
+        return;
+    }
+    let (_, home) = ensure_user("gtuser1");
+    let net = Netns::create(3);
+    let mut c = Cluster::init(&[]);
+    c.master_netns = Some(net.names[0].clone());
+    c.start_master();
+    c.fast_reports("0:0:10");
+    let token = c.token();
+    c.start_execd("node1", &net.addrs[0], Some(&token), Some(&net.names[1]));
+    c.start_execd("node2", &net.addrs[0], Some(&token), Some(&net.names[2]));
+    c.wait_host_reporting("node1");
+    c.wait_host_reporting("node2");
+    assert_eq!(c.qconf(&["-spl"]).stdout, "make\nmpi\nsmp\n");
+    assert!(c
+        .qconf(&["-sp", "smp"])
+        .stdout
+        .contains("allocation_rule    $pe_slots\n"));
+
+    // A round-robin PE, offered by all.q (two slots per host).
+    let pe = "pe_name rr\nslots 8\nallocation_rule $round_robin\ncontrol_slaves TRUE\n";
+    let out = c.qconf(&["-Ap", &write(&c, "rr.pe", pe)]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(
+        out.stdout
+            .contains("added \"rr\" to parallel environment list"),
+        "{out:?}"
+    );
+    let bad = "pe_name bad\nallocation_rule $sometimes\n";
+    let out = c.qconf(&["-Ap", &write(&c, "bad.pe", bad)]);
+    assert_ne!(out.code, 0);
+    assert!(
+        out.stderr.contains("line 2: value \"$sometimes\""),
+        "{out:?}"
+    );
+    for (attr, value) in [
+        ("slots", "2"),
+        ("pe_list", "make smp mpi rr"),
+        ("load_thresholds", "NONE"),
+    ] {
+        let out = c.qconf(&["-mattr", "queue", attr, value, "all.q"]);
+        assert_eq!(out.code, 0, "{out:?}");
+    }
+    // Referenced by a queue: not deletable.
+    let out = c.qconf(&["-dp", "rr"]);
+    assert_ne!(out.code, 0);
+    assert!(
+        out.stderr
+            .contains("parallel environment \"rr\" is still referenced in cluster queue \"all.q\""),
+        "{out:?}"
+    );
+
+    let script = format!("{home}/pe.sh");
+    std::fs::write(
+        &script,
+        "#!/bin/sh\ncat \"$PE_HOSTFILE\"\necho \"NSLOTS=$NSLOTS NHOSTS=$NHOSTS NQUEUES=$NQUEUES PE=$PE\"\n",
+    )
+    .unwrap();
+    let out_file = format!("{home}/pe.out");
+    let _ = std::fs::remove_file(&out_file);
+    let out = c.as_user(
+        "gtuser1",
+        "qsub",
+        &[
+            "-sync", "y", "-pe", "rr", "4", "-j", "y", "-o", &out_file, "-wd", &home, &script,
+        ],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let id = out.stdout.split_whitespace().nth(2).unwrap().to_string();
+    let text = std::fs::read_to_string(&out_file).unwrap();
+    assert!(text.contains("node1 2 all.q@node1 UNDEFINED\n"), "{text}");
+    assert!(text.contains("node2 2 all.q@node2 UNDEFINED\n"), "{text}");
+    assert!(
+        text.contains("NSLOTS=4 NHOSTS=2 NQUEUES=2 PE=rr\n"),
+        "{text}"
+    );
+    let acct = c.client("qacct", &["-j", &id]).stdout;
+    assert!(
+        acct.lines()
+            .any(|l| l.split_whitespace().collect::<Vec<_>>() == ["slots", "4"]),
+        "{acct}"
+    );
+
+    // $pe_slots keeps a job on one host: 3 slots fit nowhere, and qstat -j says so.
+    let out = c.as_user(
+        "gtuser1",
+        "qsub",
+        &[
+            "-terse",
+            "-pe",
+            "smp",
+            "3",
+            "-wd",
+            "/tmp",
+            "-b",
+            "y",
+            "/bin/true",
+        ],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let smp = out.stdout.trim().to_string();
+    let why = c.client("qstat", &["-j", &smp]).stdout;
+    assert!(
+        why.contains("cannot run in PE \"smp\" because it only offers 2 slots"),
+        "{why}"
+    );
+    let out = c.as_user(
+        "gtuser1",
+        "qsub",
+        &["-pe", "nosuch", "2", "-b", "y", "/bin/true"],
+    );
+    assert_eq!(out.code, 1);
+    assert!(
+        out.stderr
+            .contains("job rejected: the requested parallel environment \"nosuch\" does not exist"),
+        "{out:?}"
+    );
+    let out = c.client("qdel", &[&smp]);
+    assert_eq!(out.code, 0, "{out:?}");
+}

@@ -454,3 +454,177 @@ mod properties {
         }
     }
 }
+
+mod parallel {
+    use super::*;
+
+    fn pe_job(id: u64, pe: &str, range: &str, hard: &[(&str, &str)]) -> crate::jobs::Job {
+        let mut j = job(id, "u1", hard, &[]);
+        j.spec.pe = Some((pe.into(), range.into()));
+        j
+    }
+
+    /// (job, PE, [(queue instance, slots)])
+    type Placed = (u64, Option<String>, Vec<(String, u32)>);
+
+    fn grants(s: &ClusterState) -> Vec<Placed> {
+        s.schedule(0, &connected(s), 0.0)
+            .into_iter()
+            .map(|d| {
+                (
+                    d.job_id,
+                    d.pe,
+                    d.grants
+                        .into_iter()
+                        .map(|g| (format!("{}@{}", g.queue, g.host), g.slots))
+                        .collect(),
+                )
+            })
+            .collect()
+    }
+
+    fn three_hosts(slots: &str) -> ClusterState {
+        let mut s = cluster(&["t02 INT <= YES YES 0", "lic INT <= YES JOB 0"]);
+        for h in ["a", "b", "c"] {
+            add_host(&mut s, h, "", LOAD);
+        }
+        set_queue(&mut s, "all.q", "slots", slots);
+        s
+    }
+
+    fn g(list: &[(&str, u32)]) -> Vec<(String, u32)> {
+        list.iter().map(|(q, n)| (q.to_string(), *n)).collect()
+    }
+
+    #[test]
+    fn fill_up_fills_each_host_before_the_next() {
+        let mut s = three_hosts("4");
+        submit(&mut s, pe_job(1, "mpi", "6", &[]));
+        assert_eq!(
+            grants(&s),
+            vec![(1, Some("mpi".into()), g(&[("all.q@a", 4), ("all.q@b", 2)]))]
+        );
+    }
+
+    #[test]
+    fn round_robin_takes_one_slot_per_host_in_turn() {
+        let mut s = three_hosts("4");
+        submit(&mut s, pe_job(1, "make", "5", &[]));
+        assert_eq!(
+            grants(&s),
+            vec![(
+                1,
+                Some("make".into()),
+                g(&[("all.q@a", 2), ("all.q@b", 2), ("all.q@c", 1)])
+            )]
+        );
+    }
+
+    #[test]
+    fn pe_slots_keeps_a_job_on_one_host_and_ranges_take_what_fits() {
+        let mut s = three_hosts("4");
+        submit(&mut s, pe_job(1, "smp", "6", &[]));
+        assert!(grants(&s).is_empty());
+        let reasons = s.explain(s.jobs.get(&1).unwrap(), &connected(&s), 0.0, 0);
+        assert_eq!(
+            reasons.last().unwrap(),
+            "cannot run in PE \"smp\" because it only offers 4 slots"
+        );
+        s.jobs.clear();
+        submit(&mut s, pe_job(2, "smp", "2-6", &[]));
+        assert_eq!(
+            grants(&s),
+            vec![(2, Some("smp".into()), g(&[("all.q@a", 4)]))]
+        );
+    }
+
+    #[test]
+    fn an_integer_rule_gives_each_host_exactly_that_many() {
+        let mut s = three_hosts("4,[c=1]");
+        let mut pe =
+            gantry_common::pe::parse_pe("pe_name two\nslots 100\nallocation_rule 2\n").unwrap();
+        pe.slots = 100;
+        s.apply(&crate::state::Op::Put(crate::state::Object::Pe(pe)));
+        set_queue(&mut s, "all.q", "pe_list", "two");
+        submit(&mut s, pe_job(1, "two", "4-6", &[]));
+        // c has one slot: it is skipped, not given one.
+        assert_eq!(
+            grants(&s),
+            vec![(1, Some("two".into()), g(&[("all.q@a", 2), ("all.q@b", 2)]))]
+        );
+    }
+
+    #[test]
+    fn e2_a_per_slot_consumable_splits_a_parallel_job_over_queues() {
+        // q2: 5 slots, t02=40; q3: 1 slot; q4: 3 slots; j2 requests t02=20 with 4 slots.
+        let mut s = cluster(&["t02 INT <= YES YES 0"]);
+        for h in ["h2", "h3", "h4"] {
+            add_host(&mut s, h, "", LOAD);
+        }
+        set_queue(&mut s, "all.q", "slots", "5,[h3=1],[h4=3]");
+        set_queue(&mut s, "all.q", "complex_values", "t02=40");
+        submit(&mut s, pe_job(2, "mpi", "4", &[("t02", "20")]));
+        assert_eq!(
+            grants(&s),
+            vec![(
+                2,
+                Some("mpi".into()),
+                g(&[("all.q@h2", 2), ("all.q@h3", 1), ("all.q@h4", 1)])
+            )]
+        );
+        // Running, it holds exactly that: h2 has 3 slots and t02=0 left.
+        let d = s.schedule(0, &connected(&s), 0.0).remove(0);
+        let mut job = s.jobs.get(&2).unwrap().clone();
+        job.tasks.insert(
+            1,
+            TaskState::Running {
+                host: d.host.clone(),
+                queue: d.queue.clone(),
+                start_time: 0,
+                grants: d.grants.clone(),
+                pe: d.pe.clone(),
+            },
+        );
+        submit(&mut s, job);
+        let snap = s.snapshot(&connected(&s), 0.0);
+        assert_eq!(left(&snap, "all.q@h2", "slots"), 3.0);
+        assert_eq!(left(&snap, "all.q@h2", "t02"), 0.0);
+        assert_eq!(left(&snap, "all.q@h3", "t02"), 20.0);
+        assert_eq!(snap.pe_used.get("mpi"), Some(&4));
+    }
+
+    #[test]
+    fn the_pe_slot_limit_and_per_job_consumables_hold() {
+        let mut s = three_hosts("4");
+        let mut pe = s.pes.get("mpi").unwrap().clone();
+        pe.slots = 3;
+        s.apply(&crate::state::Op::Put(crate::state::Object::Pe(pe)));
+        submit(&mut s, pe_job(1, "mpi", "4", &[]));
+        submit(&mut s, pe_job(2, "mpi", "2", &[("lic", "1")]));
+        submit(&mut s, pe_job(3, "mp?", "1", &[("lic", "1")]));
+        let mut g0 = exechost::parse_exechost("hostname x\ncomplex_values lic=1\n").unwrap();
+        g0.hostname = "global".into();
+        s.global_host = Some(g0);
+        let placed = grants(&s);
+        // Job 1 wants more than the PE has; job 2 takes the one license (once, not per
+        // slot); job 3 would fit the PE but finds no license left.
+        assert_eq!(placed, vec![(2, Some("mpi".into()), g(&[("all.q@a", 2)]))]);
+        let reasons = s.explain(s.jobs.get(&1).unwrap(), &connected(&s), 0.0, 0);
+        assert_eq!(
+            reasons.last().unwrap(),
+            "cannot run in PE \"mpi\" because it only offers 3 slots"
+        );
+    }
+
+    #[test]
+    fn a_queue_without_the_pe_is_dropped() {
+        let mut s = three_hosts("4");
+        set_queue(&mut s, "all.q", "pe_list", "smp");
+        submit(&mut s, pe_job(1, "mpi", "2", &[]));
+        assert!(grants(&s).is_empty());
+        assert_eq!(
+            why(&s, 1, "all.q@a"),
+            "cannot run in queue instance \"all.q@a\" because PE \"mpi\" is not in pe_list"
+        );
+    }
+}
