@@ -7,7 +7,7 @@ use gantry_common::config::print_config;
 use gantry_common::exechost::print_exechost;
 use gantry_common::hostgroup::print_hostgroup;
 use gantry_common::queue::print_queue;
-use gantry_proto::{ExecHost, FromMaster, ObjectKind, RefusalKind, ToMaster};
+use gantry_proto::{AttrOp, ExecHost, FromMaster, ObjectKind, RefusalKind, ToMaster};
 
 use crate::opts::{opt, parse, Arity, OptSpec};
 use crate::{exit, Output};
@@ -96,8 +96,36 @@ pub fn usage() -> String {
         ("[-dul listname_list]", "delete userset list(s) completely"),
         ("[-help]", "print this help"),
         (
+            "[-aattr obj_nm attr_nm val obj_id_list]",
+            "add to a list attribute of an object",
+        ),
+        (
+            "[-Aattr obj_nm fname obj_id_list]",
+            "add to a list attribute of an object",
+        ),
+        (
+            "[-dattr obj_nm attr_nm val obj_id_list]",
+            "delete from a list attribute of an object",
+        ),
+        (
+            "[-Dattr obj_nm fname obj_id_list]",
+            "delete from a list attribute of an object",
+        ),
+        (
             "[-mattr obj_nm attr_nm val obj_id_list]",
-            "modify an attribute of an object (queue)",
+            "modify an attribute (or element in a sublist) of an object",
+        ),
+        (
+            "[-Mattr obj_nm fname obj_id_list]",
+            "modify an attribute (or element in a sublist) of an object",
+        ),
+        (
+            "[-rattr obj_nm attr_nm val obj_id_list]",
+            "replace a list attribute of an object",
+        ),
+        (
+            "[-Rattr obj_nm fname obj_id_list]",
+            "replace a list attribute of an object",
         ),
         ("[-mc]", "modify complex attributes"),
         ("[-Mc fname]", "modify complex attributes from file"),
@@ -321,24 +349,72 @@ pub fn run(args: &[String]) -> Output {
     if args.is_empty() {
         return Output::usage_error("error: no option given", &usage());
     }
-    // -mattr takes three more words than the parser knows about.
-    if let Some(pos) = args.iter().position(|a| a == "-mattr") {
+    // -?attr take three more words than the parser knows about.
+    if let Some((pos, op, from_file)) = args.iter().enumerate().find_map(|(i, a)| {
+        let (op, file) = match a.as_str() {
+            "-aattr" => (AttrOp::Add, false),
+            "-mattr" => (AttrOp::Modify, false),
+            "-dattr" => (AttrOp::Delete, false),
+            "-rattr" => (AttrOp::Replace, false),
+            "-Aattr" => (AttrOp::Add, true),
+            "-Mattr" => (AttrOp::Modify, true),
+            "-Dattr" => (AttrOp::Delete, true),
+            "-Rattr" => (AttrOp::Replace, true),
+            _ => return None,
+        };
+        Some((i, op, file))
+    }) {
         let rest = &args[pos + 1..];
-        if rest.len() < 4 {
+        let needed = if from_file { 3 } else { 4 };
+        if rest.len() < needed {
             return Output::usage_error(
-                "error: no option argument provided to \"-mattr\"",
+                &format!("error: no option argument provided to \"{}\"", args[pos]),
                 &usage(),
             );
         }
-        return change(
-            ToMaster::ModifyAttribute {
-                object: rest[0].clone(),
-                attr: rest[1].clone(),
-                value: rest[2].clone(),
-                targets: rest[3..].iter().flat_map(|t| list(t)).collect(),
-            },
-            false,
-        );
+        let object = rest[0].clone();
+        let targets: Vec<String> = rest[needed - 1..].iter().flat_map(|t| list(t)).collect();
+        if !from_file {
+            return change(
+                ToMaster::EditAttribute {
+                    op,
+                    object,
+                    attr: rest[1].clone(),
+                    value: rest[2].clone(),
+                    targets,
+                },
+                false,
+            );
+        }
+        // The file: `attribute value` lines, each applied in turn.
+        let text = match read_file(&rest[1]) {
+            Ok(t) => t,
+            Err(o) => return o,
+        };
+        let entries = match gantry_common::conf::parse_entries(&text) {
+            Ok(e) => e,
+            Err(e) => return Output::fail(format!("error: {}: {e}", rest[1]), exit::FAILURE),
+        };
+        let mut out = Output::ok(String::new());
+        for e in entries {
+            let step = change(
+                ToMaster::EditAttribute {
+                    op,
+                    object: object.clone(),
+                    attr: e.key,
+                    value: e.value,
+                    targets: targets.clone(),
+                },
+                false,
+            );
+            out.stdout.push_str(&step.stdout);
+            out.stderr.push_str(&step.stderr);
+            out.code = step.code;
+            if step.code != exit::SUCCESS {
+                break;
+            }
+        }
+        return out;
     }
     let p = match parse(args, SPECS, false) {
         Ok(p) => p,

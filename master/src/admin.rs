@@ -4,7 +4,7 @@
 //! and checked whole against the rest of the configuration before anything changes.
 
 use gantry_common::{complex, exechost, pe, queue, schedconf};
-use gantry_proto::{ExecHost, FromMaster, ObjectKind, Refusal, RefusalKind, ToMaster};
+use gantry_proto::{AttrOp, ExecHost, FromMaster, ObjectKind, Refusal, RefusalKind, ToMaster};
 
 use crate::jobs::TaskState;
 use crate::state::{Change, ClusterState, Object, Op, Reply};
@@ -64,6 +64,25 @@ impl ClusterState {
             ToMaster::DeleteObjects { kind, names } => {
                 manager?;
                 self.delete_objects(who, *kind, names)
+            }
+            ToMaster::EditAttribute {
+                op,
+                object,
+                attr,
+                value,
+                targets,
+            } => {
+                manager?;
+                self.edit_attribute(who, *op, object, attr, value, targets)
+            }
+            ToMaster::ModifyAttribute {
+                object,
+                attr,
+                value,
+                targets,
+            } => {
+                manager?;
+                self.edit_attribute(who, AttrOp::Modify, object, attr, value, targets)
             }
             _ => Err(invalid("not an object request")),
         }
@@ -347,6 +366,91 @@ impl ClusterState {
         }
     }
 
+    /// `qconf -aattr/-mattr/-dattr/-rattr`: change one attribute of several objects,
+    /// all or nothing. Each object is printed, the attribute edited as text and the
+    /// object read and checked again, exactly as a `-M` file would be.
+    fn edit_attribute(
+        &self,
+        who: &str,
+        op: AttrOp,
+        object: &str,
+        attr: &str,
+        value: &str,
+        targets: &[String],
+    ) -> Result<Reply, Refusal> {
+        let (kind, what) = match object {
+            "queue" => (Some(ObjectKind::Queue), "cluster queue"),
+            "exechost" => (Some(ObjectKind::ExecHost), "exec host"),
+            "pe" => (Some(ObjectKind::Pe), "parallel environment"),
+            "hostgroup" => (None, "host group"),
+            _ => {
+                return Err(invalid(format!(
+                    "error: unknown object type \"{object}\" (queue, exechost, hostgroup or pe)"
+                )))
+            }
+        };
+        if targets.is_empty() {
+            return Err(invalid("error: no object to change given"));
+        }
+        let mut all = Change::default();
+        for target in targets {
+            let text = match kind {
+                Some(ObjectKind::Queue) => self.queues.get(target).map(queue::print_queue),
+                Some(ObjectKind::Pe) => self.pes.get(target).map(pe::print_pe),
+                Some(_) if target == "global" => {
+                    Some(exechost::print_exechost(&self.global_exechost()))
+                }
+                Some(_) => self.exechosts.get(target).map(exechost::print_exechost),
+                None => self
+                    .hostgroups
+                    .get(target)
+                    .map(gantry_common::hostgroup::print_hostgroup),
+            }
+            .ok_or_else(|| {
+                refuse(
+                    RefusalKind::NotFound,
+                    format!("denied: {what} \"{target}\" does not exist"),
+                )
+            })?;
+            let mut entries =
+                gantry_common::conf::parse_entries(&text).map_err(|e| invalid(e.to_string()))?;
+            let Some(entry) = entries.iter_mut().find(|e| e.key == attr) else {
+                return Err(invalid(format!(
+                    "error: \"{attr}\" is not an attribute of a {what}"
+                )));
+            };
+            if matches!(attr, "qname" | "hostname" | "pe_name" | "group_name") {
+                return Err(invalid(format!(
+                    "error: the name of a {what} cannot be changed"
+                )));
+            }
+            let described = format!("\"{attr}\" of {what} \"{target}\"");
+            entry.value = edit_value(op, &entry.value, value, kind == Some(ObjectKind::Queue))
+                .map_err(|e| invalid(format!("{e} in {described}")))?;
+            let edited: String = entries
+                .iter()
+                .map(|e| format!("{} {}\n", e.key, e.value))
+                .collect();
+            let reply = match kind {
+                Some(k) => self.modify_object(who, k, &edited)?,
+                None => {
+                    let g = gantry_common::hostgroup::parse_hostgroup(&edited)
+                        .map_err(|e| invalid(e.to_string()))?;
+                    self.check_hostgroup(&g)?;
+                    change(
+                        Op::Put(Object::HostGroup(g)),
+                        format!("{who} modified \"{target}\" in host group list"),
+                    )
+                }
+            };
+            if let Reply::Change(c) = reply {
+                all.ops.extend(c.ops);
+                all.messages.extend(c.messages);
+            }
+        }
+        Ok(Reply::Change(all))
+    }
+
     /// The usersets a PE names must exist.
     fn check_pe_refs(&self, p: &pe::Pe) -> Result<(), Refusal> {
         for (key, sets) in [
@@ -472,5 +576,161 @@ impl ClusterState {
             }
         }
         Ok(())
+    }
+}
+
+/// Apply a `qconf -?attr` operation to an attribute's text. Lists (`a b`, `a,b`), lists of
+/// `name=value` and, for queues, `[host=value]` overrides are understood.
+fn edit_value(op: AttrOp, current: &str, given: &str, overridable: bool) -> Result<String, String> {
+    use gantry_common::conf::split_list;
+    if op == AttrOp::Replace {
+        return Ok(given.to_string());
+    }
+    let given = given.trim();
+    // An override: `[host=value]`.
+    if overridable && given.starts_with('[') {
+        let mut a = queue::parse_attr(current)?;
+        let body = given.trim_start_matches('[').trim_end_matches(']');
+        let (host, v) = match body.split_once('=') {
+            Some((h, v)) => (h.trim().to_string(), Some(v.trim().to_string())),
+            None => (body.trim().to_string(), None),
+        };
+        let pos = a.overrides.iter().position(|(h, _)| *h == host);
+        match (op, pos, v) {
+            (AttrOp::Add, Some(_), _) => return Err(format!("\"{host}\" already has a value")),
+            (AttrOp::Add | AttrOp::Modify, None, Some(v)) => a.overrides.push((host, v)),
+            (AttrOp::Modify, Some(i), Some(v)) => a.overrides[i].1 = v,
+            (AttrOp::Delete, Some(i), _) => {
+                a.overrides.remove(i);
+            }
+            (AttrOp::Delete, None, _) => return Err(format!("\"{host}\" has no value of its own")),
+            _ => return Err(format!("\"{given}\" is not of the form [host=value]")),
+        }
+        return Ok(queue::print_attr(&a));
+    }
+    // A queue's default stays in front of its overrides.
+    let (default, overrides) = match current.find(",[") {
+        Some(i) if overridable => (&current[..i], &current[i..]),
+        _ => (current, ""),
+    };
+    let mut items: Vec<String> = split_list(default)
+        .into_iter()
+        .filter(|v| !v.eq_ignore_ascii_case("NONE"))
+        .collect();
+    let pairs = !items.is_empty() && items.iter().all(|i| i.contains('='));
+    let key = |item: &str| item.split('=').next().unwrap_or(item).to_string();
+    for g in split_list(given) {
+        let pos = items.iter().position(|i| {
+            if pairs || g.contains('=') {
+                key(i) == key(&g)
+            } else {
+                *i == g
+            }
+        });
+        match (op, pos) {
+            (AttrOp::Add, Some(_)) => {
+                return Err(format!("\"{}\" is already in the list", key(&g)))
+            }
+            (AttrOp::Add, None) => items.push(g.clone()),
+            (AttrOp::Modify, Some(i)) if g.contains('=') => items[i] = g.clone(),
+            (AttrOp::Modify, None) if g.contains('=') => items.push(g.clone()),
+            (AttrOp::Modify, _) => {
+                // A plain value: the attribute's (default) value itself.
+                return Ok(format!("{given}{overrides}"));
+            }
+            (AttrOp::Delete, Some(i)) => {
+                items.remove(i);
+            }
+            (AttrOp::Delete, None) => return Err(format!("\"{}\" is not in the list", key(&g))),
+            (AttrOp::Replace, _) => {}
+        }
+    }
+    let sep = if items.iter().any(|i| i.contains('=')) {
+        ","
+    } else {
+        " "
+    };
+    let text = if items.is_empty() {
+        "NONE".to_string()
+    } else {
+        items.join(sep)
+    };
+    Ok(format!("{text}{overrides}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn attribute_edits() {
+        use AttrOp::*;
+        /// (operation, current value, given value, queue attribute, result)
+        type Case<'a> = (AttrOp, &'a str, &'a str, bool, Result<&'a str, &'a str>);
+        let cases: &[Case] = &[
+            (Add, "NONE", "node1", false, Ok("node1")),
+            (Add, "node1", "node2", false, Ok("node1 node2")),
+            (
+                Add,
+                "node1 node2",
+                "node2",
+                false,
+                Err("\"node2\" is already in the list"),
+            ),
+            (Delete, "node1 node2", "node1", false, Ok("node2")),
+            (Delete, "node2", "node2", false, Ok("NONE")),
+            (
+                Delete,
+                "node2",
+                "node9",
+                false,
+                Err("\"node9\" is not in the list"),
+            ),
+            (Add, "gpu=2", "lic=4", false, Ok("gpu=2,lic=4")),
+            (Modify, "gpu=2,lic=4", "gpu=8", false, Ok("gpu=8,lic=4")),
+            (Modify, "NONE", "gpu=8", false, Ok("gpu=8")),
+            (Delete, "gpu=2,lic=4", "gpu", false, Ok("lic=4")),
+            (Delete, "gpu=2,lic=4", "lic=4", false, Ok("gpu=2")),
+            (Replace, "gpu=2,lic=4", "NONE", false, Ok("NONE")),
+            (Modify, "1,[n1=4]", "2", true, Ok("2,[n1=4]")),
+            (Add, "1,[n1=4]", "[n2=8]", true, Ok("1,[n1=4],[n2=8]")),
+            (
+                Add,
+                "1,[n1=4]",
+                "[n1=8]",
+                true,
+                Err("\"n1\" already has a value"),
+            ),
+            (Modify, "1,[n1=4]", "[n1=8]", true, Ok("1,[n1=8]")),
+            (Delete, "1,[n1=4],[n2=8]", "[n1]", true, Ok("1,[n2=8]")),
+            (
+                Delete,
+                "1",
+                "[n1]",
+                true,
+                Err("\"n1\" has no value of its own"),
+            ),
+            (
+                Add,
+                "make smp,[n1=mpi]",
+                "rr",
+                true,
+                Ok("make smp rr,[n1=mpi]"),
+            ),
+            (
+                Modify,
+                "np_load_avg=1.75",
+                "np_load_avg=3",
+                true,
+                Ok("np_load_avg=3"),
+            ),
+        ];
+        for (op, current, given, q, want) in cases {
+            assert_eq!(
+                edit_value(*op, current, given, *q),
+                want.map(str::to_string).map_err(str::to_string),
+                "{op:?} {current} {given}"
+            );
+        }
     }
 }

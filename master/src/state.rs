@@ -352,7 +352,9 @@ impl ClusterState {
             | ToMaster::ShowObjectList { .. }
             | ToMaster::AddObject { .. }
             | ToMaster::ModifyObject { .. }
-            | ToMaster::DeleteObjects { .. } => self.handle_object(&who, manager_only(), req),
+            | ToMaster::DeleteObjects { .. }
+            | ToMaster::EditAttribute { .. }
+            | ToMaster::ModifyAttribute { .. } => self.handle_object(&who, manager_only(), req),
             ToMaster::HostInfo => {
                 let used = self.used_slots();
                 Ok(Reply::Answer(FromMaster::Hosts(HostReport {
@@ -543,75 +545,6 @@ impl ClusterState {
             ToMaster::ShowHostGroupList => Ok(Reply::Answer(FromMaster::Names(
                 self.hostgroups.keys().cloned().collect(),
             ))),
-            ToMaster::ModifyAttribute {
-                object,
-                attr,
-                value,
-                targets,
-            } => {
-                manager_only()?;
-                if object != "queue" {
-                    return Err(refuse(
-                        RefusalKind::Invalid,
-                        format!("error: -mattr of \"{object}\" objects is not supported yet (only \"queue\")"),
-                    ));
-                }
-                let mut change = Change::default();
-                for name in targets {
-                    let Some(q) = self.queues.get(name) else {
-                        return Err(refuse(
-                            RefusalKind::NotFound,
-                            format!("denied: cluster queue \"{name}\" does not exist"),
-                        ));
-                    };
-                    let mut q = q.clone();
-                    if matches!(attr.as_str(), "qname") {
-                        return Err(refuse(
-                            RefusalKind::Invalid,
-                            "error: the queue name cannot be changed",
-                        ));
-                    }
-                    let Some(a) = q.attr_mut(attr) else {
-                        return Err(refuse(
-                            RefusalKind::Invalid,
-                            format!("error: \"{attr}\" is not an attribute of a cluster queue"),
-                        ));
-                    };
-                    let given = if value.starts_with('[') {
-                        queue::parse_attr(&format!("{},{value}", a.default))
-                    } else {
-                        queue::parse_attr(value)
-                    }
-                    .map_err(|e| refuse(RefusalKind::Invalid, format!("error: {e}")))?;
-                    if attr == "slots" {
-                        let all = std::iter::once(&given.default)
-                            .chain(given.overrides.iter().map(|(_, v)| v));
-                        for v in all {
-                            if v.parse::<u32>().is_err() {
-                                return Err(refuse(
-                                    RefusalKind::Invalid,
-                                    format!("error: \"{v}\" is not a valid slot count"),
-                                ));
-                            }
-                        }
-                    }
-                    if value.starts_with('[') {
-                        for (h, v) in given.overrides {
-                            match a.overrides.iter_mut().find(|(oh, _)| *oh == h) {
-                                Some(slot) => slot.1 = v,
-                                None => a.overrides.push((h, v)),
-                            }
-                        }
-                    } else {
-                        *a = given;
-                    }
-                    change
-                        .messages
-                        .push(format!("{who} modified \"{name}\" in cluster queue list"));
-                    change.ops.push(Op::Put(Object::Queue(q)));
-                }
-                Ok(Reply::Change(change))
-            }
             ToMaster::AddHostGroup { text } | ToMaster::ModifyHostGroup { text } => {
                 manager_only()?;
                 let adding = matches!(req, ToMaster::AddHostGroup { .. });
@@ -914,7 +847,7 @@ impl ClusterState {
 
     /// A host group's members must be valid host names or existing groups, and groups
     /// must not contain themselves, directly or through others.
-    fn check_hostgroup(&self, g: &HostGroup) -> Result<(), Refusal> {
+    pub(crate) fn check_hostgroup(&self, g: &HostGroup) -> Result<(), Refusal> {
         for m in &g.hostlist {
             if let Some(sub) = m.strip_prefix('@') {
                 if !self.hostgroups.contains_key(m) || sub.is_empty() {

@@ -201,6 +201,28 @@ pub enum ToMaster {
         kind: ObjectKind,
         names: Vec<String>,
     },
+    /// `qconf -aattr/-mattr/-dattr/-rattr OBJECT ATTR VALUE TARGETS` (the file variants
+    /// send one request per line of the file).
+    EditAttribute {
+        op: AttrOp,
+        object: String,
+        attr: String,
+        value: String,
+        targets: Vec<String>,
+    },
+}
+
+/// What `qconf -?attr` does to an attribute.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum AttrOp {
+    /// `-aattr`: add an element to a list (or a `[host=value]` override).
+    Add,
+    /// `-mattr`: change a value, a `name=value` element or an override.
+    Modify,
+    /// `-dattr`: remove an element, a `name=value` element or an override.
+    Delete,
+    /// `-rattr`: replace the whole value.
+    Replace,
 }
 
 /// The kinds of configuration object `qconf` edits as text.

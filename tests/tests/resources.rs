@@ -338,6 +338,102 @@ fn scheduler_configuration_and_queues_are_edited_as_files() {
         "{out:?}"
     );
 
+    // Attribute edits, all checked like a whole file.
+    let sq = |c: &Cluster, key: &str| -> String {
+        c.qconf(&["-sq", "all.q"])
+            .stdout
+            .lines()
+            .find(|l| l.starts_with(&format!("{key} ")))
+            .map(|l| l[22..].to_string())
+            .unwrap_or_default()
+    };
+    let ok = |c: &Cluster, args: &[&str]| {
+        let out = c.qconf(args);
+        assert_eq!(out.code, 0, "{args:?}: {out:?}");
+        assert!(
+            out.stdout
+                .contains("modified \"all.q\" in cluster queue list")
+                || out.stdout.contains("modified \"global\" in exechost list"),
+            "{out:?}"
+        );
+    };
+    ok(&c, &["-aattr", "queue", "user_lists", "arusers", "all.q"]);
+    assert_eq!(sq(&c, "user_lists"), "arusers");
+    let out = c.qconf(&["-aattr", "queue", "user_lists", "arusers", "all.q"]);
+    assert_eq!(out.code, 1);
+    assert!(
+        out.stderr.contains(
+            "\"arusers\" is already in the list in \"user_lists\" of cluster queue \"all.q\""
+        ),
+        "{out:?}"
+    );
+    let out = c.qconf(&["-aattr", "queue", "user_lists", "nosuchset", "all.q"]);
+    assert_eq!(out.code, 1);
+    assert!(
+        out.stderr.contains("userset \"nosuchset\" in user_lists"),
+        "{out:?}"
+    );
+    ok(&c, &["-dattr", "queue", "user_lists", "arusers", "all.q"]);
+    assert_eq!(sq(&c, "user_lists"), "NONE");
+    ok(&c, &["-aattr", "queue", "slots", "[@allhosts=4]", "all.q"]);
+    assert_eq!(sq(&c, "slots"), "1,[@allhosts=4]");
+    ok(&c, &["-rattr", "queue", "pe_list", "smp", "all.q"]);
+    assert_eq!(sq(&c, "pe_list"), "smp");
+    let file = write(
+        &c,
+        "attrs",
+        "user_lists deadlineusers\nxuser_lists arusers\n",
+    );
+    ok(&c, &["-Aattr", "queue", &file, "all.q"]);
+    assert_eq!(
+        (sq(&c, "user_lists"), sq(&c, "xuser_lists")),
+        ("deadlineusers".to_string(), "arusers".to_string())
+    );
+    ok(
+        &c,
+        &[
+            "-aattr",
+            "exechost",
+            "complex_values",
+            "virtual_free=4G",
+            "global",
+        ],
+    );
+    ok(
+        &c,
+        &[
+            "-mattr",
+            "exechost",
+            "complex_values",
+            "virtual_free=8G",
+            "global",
+        ],
+    );
+    assert!(c
+        .qconf(&["-se", "global"])
+        .stdout
+        .contains("complex_values        virtual_free=8G\n"));
+    ok(
+        &c,
+        &[
+            "-dattr",
+            "exechost",
+            "complex_values",
+            "virtual_free",
+            "global",
+        ],
+    );
+    assert!(c
+        .qconf(&["-se", "global"])
+        .stdout
+        .contains("complex_values        NONE\n"));
+    let out = c.qconf(&["-aattr", "widget", "a", "b", "c"]);
+    assert_eq!(out.code, 1);
+    assert!(
+        out.stderr.contains("unknown object type \"widget\""),
+        "{out:?}"
+    );
+
     // The global host takes cluster-wide complex values.
     let out = c.qconf(&["-se", "global"]);
     assert_eq!(out.code, 0, "{out:?}");
