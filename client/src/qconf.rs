@@ -63,6 +63,13 @@ const SPECS: &[OptSpec] = &[
     opt("-mp", Arity::One),
     opt("-Mp", Arity::One),
     opt("-dp", Arity::One),
+    opt("-sprj", Arity::One),
+    opt("-sprjl", Arity::None),
+    opt("-aprj", Arity::None),
+    opt("-Aprj", Arity::One),
+    opt("-mprj", Arity::One),
+    opt("-Mprj", Arity::One),
+    opt("-dprj", Arity::One),
 ];
 
 pub fn usage() -> String {
@@ -76,6 +83,8 @@ pub fn usage() -> String {
         ("[-Ahgrp file]", "add new host group entry from file"),
         ("[-ap pe-name]", "add a new parallel environment"),
         ("[-Ap fname]", "add a new parallel environment from file"),
+        ("[-aprj]", "add new project"),
+        ("[-Aprj fname]", "add new project from file"),
         ("[-aq [queue_name]]", "add a new cluster queue"),
         ("[-Aq fname]", "add a queue from file"),
         ("[-am user_list]", "add user to manager list"),
@@ -88,6 +97,7 @@ pub fn usage() -> String {
         ("[-dhgrp group]", "delete host group entry"),
         ("[-dm user_list]", "delete user from manager list"),
         ("[-dp pe-name]", "delete parallel environment"),
+        ("[-dprj project_list]", "delete project"),
         ("[-dq destin_id_list]", "delete queue"),
         (
             "[-du user_list listname_list]",
@@ -134,6 +144,8 @@ pub fn usage() -> String {
         ("[-Me fname]", "modify exec server from file"),
         ("[-mp pe-name]", "modify a parallel environment"),
         ("[-Mp fname]", "modify a parallel environment from file"),
+        ("[-mprj project]", "modify a project"),
+        ("[-Mprj fname]", "modify project from file"),
         ("[-mq queue]", "modify a queue"),
         ("[-Mq fname]", "modify a queue from file"),
         ("[-msconf]", "modify scheduler configuration"),
@@ -158,6 +170,8 @@ pub fn usage() -> String {
         ("[-sm]", "show a list of all managers"),
         ("[-sp pe-name]", "show a parallel environment"),
         ("[-spl]", "show all parallel environments"),
+        ("[-sprj project]", "show a project"),
+        ("[-sprjl]", "show a list of all projects"),
         ("[-ssconf]", "show scheduler configuration"),
         ("[-su listname_list]", "show the given userset list"),
         ("[-sul]", "show a list of all userset lists"),
@@ -551,6 +565,24 @@ fn one(name: &str, arg: Option<&str>) -> Output {
             ToMaster::DeleteObjects {
                 kind: ObjectKind::Pe,
                 names: list(name),
+            },
+            false,
+        ),
+        ("-sprj", Some(name)) => show_object(ObjectKind::Project, name),
+        ("-sprjl", _) => names(
+            req(&ToMaster::ShowObjectList {
+                kind: ObjectKind::Project,
+            }),
+            "no project list defined",
+        ),
+        ("-aprj", _) => edit_object(ObjectKind::Project, "template", true),
+        ("-Aprj", Some(file)) => from_file(file, ObjectKind::Project, true),
+        ("-mprj", Some(name)) => edit_object(ObjectKind::Project, name, false),
+        ("-Mprj", Some(file)) => from_file(file, ObjectKind::Project, false),
+        ("-dprj", Some(names)) => change(
+            ToMaster::DeleteObjects {
+                kind: ObjectKind::Project,
+                names: list(names),
             },
             false,
         ),

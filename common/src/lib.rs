@@ -10,6 +10,7 @@ pub mod exechost;
 pub mod hostgroup;
 pub mod load;
 pub mod pe;
+pub mod project;
 pub mod queue;
 pub mod schedconf;
 pub mod tls;

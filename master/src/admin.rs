@@ -3,7 +3,7 @@
 //! -Msconf`) and cluster queues (`-sq -sql -aq -Aq -mq -Mq -dq`). Every file is parsed
 //! and checked whole against the rest of the configuration before anything changes.
 
-use gantry_common::{complex, exechost, pe, queue, schedconf};
+use gantry_common::{complex, exechost, pe, project, queue, schedconf};
 use gantry_proto::{AttrOp, ExecHost, FromMaster, ObjectKind, Refusal, RefusalKind, ToMaster};
 
 use crate::jobs::TaskState;
@@ -49,6 +49,7 @@ impl ClusterState {
                 ObjectKind::Queue => self.queues.keys().cloned().collect(),
                 ObjectKind::ExecHost => self.exechosts.keys().cloned().collect(),
                 ObjectKind::Pe => self.pes.keys().cloned().collect(),
+                ObjectKind::Project => self.projects.keys().cloned().collect(),
                 _ => {
                     return Err(invalid(format!("{kind:?} objects have no list")));
                 }
@@ -118,6 +119,17 @@ impl ClusterState {
                     format!("parallel environment \"{name}\" does not exist"),
                 )
             })?),
+            ObjectKind::Project if name.is_empty() || name == "template" => {
+                project::print_project(&project::Project::new("template"))
+            }
+            ObjectKind::Project => {
+                project::print_project(self.projects.get(name).ok_or_else(|| {
+                    refuse(
+                        RefusalKind::NotFound,
+                        format!("project \"{name}\" does not exist"),
+                    )
+                })?)
+            }
             ObjectKind::ExecHost if name == "global" => {
                 exechost::print_exechost(&self.global_exechost())
             }
@@ -128,6 +140,22 @@ impl ClusterState {
 
     fn add_object(&self, who: &str, kind: ObjectKind, text: &str) -> Result<Reply, Refusal> {
         match kind {
+            ObjectKind::Project => {
+                let p = project::parse_project(text).map_err(|e| invalid(e.to_string()))?;
+                if self.projects.contains_key(&p.name) {
+                    return Err(refuse(
+                        RefusalKind::AlreadyExists,
+                        format!("project \"{}\" already exists", p.name),
+                    ));
+                }
+                self.check_sets(&p.acl, "acl", &format!("project \"{}\"", p.name))?;
+                self.check_sets(&p.xacl, "xacl", &format!("project \"{}\"", p.name))?;
+                let name = p.name.clone();
+                Ok(change(
+                    Op::Put(Object::Project(p)),
+                    format!("{who} added \"{name}\" to project list"),
+                ))
+            }
             ObjectKind::Pe => {
                 let p = pe::parse_pe(text).map_err(|e| invalid(e.to_string()))?;
                 if self.pes.contains_key(&p.name) {
@@ -164,6 +192,22 @@ impl ClusterState {
 
     fn modify_object(&self, who: &str, kind: ObjectKind, text: &str) -> Result<Reply, Refusal> {
         match kind {
+            ObjectKind::Project => {
+                let p = project::parse_project(text).map_err(|e| invalid(e.to_string()))?;
+                if !self.projects.contains_key(&p.name) {
+                    return Err(refuse(
+                        RefusalKind::NotFound,
+                        format!("project \"{}\" does not exist", p.name),
+                    ));
+                }
+                self.check_sets(&p.acl, "acl", &format!("project \"{}\"", p.name))?;
+                self.check_sets(&p.xacl, "xacl", &format!("project \"{}\"", p.name))?;
+                let name = p.name.clone();
+                Ok(change(
+                    Op::Put(Object::Project(p)),
+                    format!("{who} modified \"{name}\" in project list"),
+                ))
+            }
             ObjectKind::Pe => {
                 let p = pe::parse_pe(text).map_err(|e| invalid(e.to_string()))?;
                 if !self.pes.contains_key(&p.name) {
@@ -250,6 +294,11 @@ impl ClusterState {
                     ));
                 }
                 exechost::check_exechost(&parsed, &self.complexes).map_err(invalid)?;
+                let owner = format!("exec host \"{}\"", parsed.hostname);
+                self.check_sets(&parsed.user_lists, "user_lists", &owner)?;
+                self.check_sets(&parsed.xuser_lists, "xuser_lists", &owner)?;
+                self.check_projects(&parsed.projects, "projects", &owner)?;
+                self.check_projects(&parsed.xprojects, "xprojects", &owner)?;
                 let mut host = parsed;
                 // What the execd reports is not the administrator's to edit.
                 if let Some(old) = self.exechosts.get(&host.hostname) {
@@ -280,7 +329,6 @@ impl ClusterState {
                     format!("{who} modified \"{name}\" in cluster queue list"),
                 ))
             }
-            _ => Err(invalid(format!("cannot modify {kind:?} objects"))),
         }
     }
 
@@ -291,6 +339,27 @@ impl ClusterState {
         names: &[String],
     ) -> Result<Reply, Refusal> {
         match kind {
+            ObjectKind::Project => {
+                let mut c = Change::default();
+                for name in names {
+                    if !self.projects.contains_key(name) {
+                        return Err(refuse(
+                            RefusalKind::NotFound,
+                            format!("project \"{name}\" does not exist"),
+                        ));
+                    }
+                    if let Some(place) = self.project_user(name) {
+                        return Err(refuse(
+                            RefusalKind::Denied,
+                            format!("denied: project \"{name}\" is still referenced in {place}"),
+                        ));
+                    }
+                    c.ops.push(Op::Delete(format!("project/{name}")));
+                    c.messages
+                        .push(format!("{who} removed \"{name}\" from project list"));
+                }
+                Ok(Reply::Change(c))
+            }
             ObjectKind::Pe => {
                 let mut c = Change::default();
                 for name in names {
@@ -382,10 +451,11 @@ impl ClusterState {
             "queue" => (Some(ObjectKind::Queue), "cluster queue"),
             "exechost" => (Some(ObjectKind::ExecHost), "exec host"),
             "pe" => (Some(ObjectKind::Pe), "parallel environment"),
+            "project" => (Some(ObjectKind::Project), "project"),
             "hostgroup" => (None, "host group"),
             _ => {
                 return Err(invalid(format!(
-                    "error: unknown object type \"{object}\" (queue, exechost, hostgroup or pe)"
+                    "error: unknown object type \"{object}\" (queue, exechost, hostgroup, pe or project)"
                 )))
             }
         };
@@ -397,6 +467,7 @@ impl ClusterState {
             let text = match kind {
                 Some(ObjectKind::Queue) => self.queues.get(target).map(queue::print_queue),
                 Some(ObjectKind::Pe) => self.pes.get(target).map(pe::print_pe),
+                Some(ObjectKind::Project) => self.projects.get(target).map(project::print_project),
                 Some(_) if target == "global" => {
                     Some(exechost::print_exechost(&self.global_exechost()))
                 }
@@ -419,7 +490,10 @@ impl ClusterState {
                     "error: \"{attr}\" is not an attribute of a {what}"
                 )));
             };
-            if matches!(attr, "qname" | "hostname" | "pe_name" | "group_name") {
+            if matches!(
+                attr,
+                "qname" | "hostname" | "pe_name" | "group_name" | "name"
+            ) {
                 return Err(invalid(format!(
                     "error: the name of a {what} cannot be changed"
                 )));
@@ -449,6 +523,51 @@ impl ClusterState {
             }
         }
         Ok(Reply::Change(all))
+    }
+
+    /// Usersets named in an attribute must exist.
+    fn check_sets(&self, sets: &[String], key: &str, owner: &str) -> Result<(), Refusal> {
+        match sets.iter().find(|s| !self.usersets.contains_key(*s)) {
+            Some(set) => Err(invalid(format!(
+                "userset \"{set}\" in {key} of {owner} does not exist"
+            ))),
+            None => Ok(()),
+        }
+    }
+
+    /// Projects named in an attribute must exist.
+    fn check_projects(&self, projects: &[String], key: &str, owner: &str) -> Result<(), Refusal> {
+        match projects.iter().find(|p| !self.projects.contains_key(*p)) {
+            Some(p) => Err(invalid(format!(
+                "project \"{p}\" in {key} of {owner} does not exist"
+            ))),
+            None => Ok(()),
+        }
+    }
+
+    /// Where a project is still used: a queue's or host's (x)projects, or a job.
+    fn project_user(&self, name: &str) -> Option<String> {
+        for q in self.queues.values() {
+            for key in ["projects", "xprojects"] {
+                if let Some(a) = q.attr(key) {
+                    let used = std::iter::once(&a.default)
+                        .chain(a.overrides.iter().map(|(_, v)| v))
+                        .any(|v| gantry_common::conf::split_list(v).iter().any(|p| p == name));
+                    if used {
+                        return Some(format!("{key} of cluster queue \"{}\"", q.name));
+                    }
+                }
+            }
+        }
+        for h in self.exechosts.values().chain(self.global_host.as_ref()) {
+            if h.projects.iter().chain(&h.xprojects).any(|p| p == name) {
+                return Some(format!("exec host \"{}\"", h.hostname));
+            }
+        }
+        self.jobs
+            .values()
+            .find(|j| j.spec.project.as_deref() == Some(name))
+            .map(|j| format!("job {}", j.id))
     }
 
     /// The usersets a PE names must exist.
@@ -490,6 +609,9 @@ impl ClusterState {
                     q.name
                 )));
             }
+        }
+        for key in ["projects", "xprojects"] {
+            self.check_projects(&list(key), key, &format!("cluster queue \"{}\"", q.name))?;
         }
         for p in list("pe_list") {
             if !self.pes.contains_key(&p) {

@@ -224,6 +224,31 @@ pub fn validate_submission(
         check_resources(state, list)?;
     }
     check_queues(state, &spec.queues)?;
+    if let Some(p) = &spec.project {
+        let Some(project) = state.projects.get(p) else {
+            return Err(refuse(
+                RefusalKind::Invalid,
+                format!("job rejected: the requested project \"{p}\" does not exist"),
+            ));
+        };
+        let member = |sets: &[String]| {
+            sets.iter().any(|s| {
+                state
+                    .usersets
+                    .get(s)
+                    .is_some_and(|u| u.entries.contains(&caller.user))
+            })
+        };
+        if (!project.acl.is_empty() && !member(&project.acl)) || member(&project.xacl) {
+            return Err(refuse(
+                RefusalKind::Denied,
+                format!(
+                    "job rejected: user \"{}\" has no access to project \"{p}\"",
+                    caller.user
+                ),
+            ));
+        }
+    }
     if let Some((pe, range)) = &spec.pe {
         if !state.pes.keys().any(|name| wildcard(pe, name)) {
             return Err(refuse(
@@ -552,6 +577,51 @@ mod tests {
         assert_eq!(parse_job_ref("12.3"), Some((12, Some((3, 3)))));
         assert_eq!(parse_job_ref("12.3-5"), Some((12, Some((3, 5)))));
         assert_eq!(parse_job_ref("x"), None);
+    }
+
+    #[test]
+    fn projects_and_pes_are_checked_at_submission() {
+        let mut s = crate::synthetic::cluster(&[]);
+        let caller = Caller {
+            user: "u1".into(),
+            uid: 5000,
+            gid: 5000,
+            host: "head".into(),
+        };
+        let mut chem = gantry_common::project::Project::new("chem");
+        chem.acl = vec!["arusers".into()];
+        s.apply(&crate::state::Op::Put(crate::state::Object::Project(chem)));
+        let submit = |s: &ClusterState, project: Option<&str>, pe: Option<(&str, &str)>| {
+            let mut j = crate::synthetic::job(1, "u1", &[], &[]);
+            j.spec.project = project.map(str::to_string);
+            j.spec.pe = pe.map(|(a, b)| (a.to_string(), b.to_string()));
+            validate_submission(s, &caller, &j.spec, 1, 0)
+                .map(|_| ())
+                .map_err(|r| r.message)
+        };
+        assert_eq!(
+            submit(&s, Some("bio"), None),
+            Err("job rejected: the requested project \"bio\" does not exist".into())
+        );
+        assert_eq!(
+            submit(&s, Some("chem"), None),
+            Err("job rejected: user \"u1\" has no access to project \"chem\"".into())
+        );
+        if let Some(u) = s.usersets.get_mut("arusers") {
+            u.entries.push("u1".into());
+        }
+        assert_eq!(submit(&s, Some("chem"), None), Ok(()));
+        assert_eq!(submit(&s, None, Some(("mp*", "2-4"))), Ok(()));
+        assert_eq!(
+            submit(&s, None, Some(("nosuch", "2"))),
+            Err(
+                "job rejected: the requested parallel environment \"nosuch\" does not exist".into()
+            )
+        );
+        assert_eq!(
+            submit(&s, None, Some(("mpi", "4-2"))),
+            Err("job rejected: invalid slot range \"4-2\" for parallel environment \"mpi\"".into())
+        );
     }
 
     #[test]

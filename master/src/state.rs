@@ -35,6 +35,7 @@ pub enum Object {
     DisabledQueues(Vec<(String, String)>),
     UserSet(gantry_proto::UserSet),
     Pe(gantry_common::pe::Pe),
+    Project(gantry_common::project::Project),
 }
 
 impl Object {
@@ -52,6 +53,7 @@ impl Object {
             Object::DisabledQueues(_) => "disabled-queues".to_string(),
             Object::UserSet(u) => format!("userset/{}", u.name),
             Object::Pe(p) => format!("pe/{}", p.name),
+            Object::Project(p) => format!("project/{}", p.name),
         }
     }
 }
@@ -110,6 +112,8 @@ pub struct ClusterState {
     pub sched: Option<Config>,
     /// Parallel environments (`qconf -sp`).
     pub pes: BTreeMap<String, gantry_common::pe::Pe>,
+    /// Projects (`qconf -sprj`).
+    pub projects: BTreeMap<String, gantry_common::project::Project>,
 }
 
 fn refuse(kind: RefusalKind, message: impl Into<String>) -> Refusal {
@@ -184,6 +188,9 @@ impl ClusterState {
                 Object::Pe(p) => {
                     self.pes.insert(p.name.clone(), p);
                 }
+                Object::Project(p) => {
+                    self.projects.insert(p.name.clone(), p);
+                }
             },
             Op::Account(_) => {}
             Op::NextJobId(n) => self.next_job_id = *n,
@@ -194,6 +201,8 @@ impl ClusterState {
                     self.hostgroups.remove(name);
                 } else if let Some(name) = key.strip_prefix("queue/") {
                     self.queues.remove(name);
+                } else if let Some(name) = key.strip_prefix("project/") {
+                    self.projects.remove(name);
                 } else if let Some(name) = key.strip_prefix("pe/") {
                     self.pes.remove(name);
                 } else if let Some(name) = key.strip_prefix("userset/") {
@@ -735,6 +744,22 @@ impl ClusterState {
                                 "denied: userset \"{n}\" is still referenced in exec host \"{}\"",
                                 h.hostname
                             ),
+                        ));
+                    }
+                    let by_pe = self
+                        .pes
+                        .values()
+                        .find(|p| p.user_lists.contains(n) || p.xuser_lists.contains(n))
+                        .map(|p| format!("parallel environment \"{}\"", p.name));
+                    let by_project = self
+                        .projects
+                        .values()
+                        .find(|p| p.acl.contains(n) || p.xacl.contains(n))
+                        .map(|p| format!("project \"{}\"", p.name));
+                    if let Some(place) = by_pe.or(by_project) {
+                        return Err(refuse(
+                            RefusalKind::Invalid,
+                            format!("denied: userset \"{n}\" is still referenced in {place}"),
                         ));
                     }
                     change.ops.push(Op::Delete(format!("userset/{n}")));

@@ -434,6 +434,64 @@ fn scheduler_configuration_and_queues_are_edited_as_files() {
         "{out:?}"
     );
 
+    // Projects: listed, added from a file, referenced, protected while referenced.
+    let out = c.qconf(&["-sprjl"]);
+    assert_eq!(
+        (out.code, out.stderr.as_str()),
+        (1, "no project list defined\n")
+    );
+    let out = c.qconf(&["-Aprj", &write(&c, "chem.prj", "name chem\nacl arusers\n")]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(
+        out.stdout.contains("added \"chem\" to project list"),
+        "{out:?}"
+    );
+    assert_eq!(
+        c.qconf(&["-sprj", "chem"]).stdout,
+        "name    chem\noticket 0\nfshare  0\nacl     arusers\nxacl    NONE\n"
+    );
+    let out = c.qconf(&["-Aprj", &write(&c, "bad.prj", "name bio\nacl nosuchset\n")]);
+    assert_eq!(out.code, 1);
+    assert!(
+        out.stderr
+            .contains("userset \"nosuchset\" in acl of project \"bio\" does not exist"),
+        "{out:?}"
+    );
+    ok(&c, &["-aattr", "queue", "projects", "chem", "all.q"]);
+    let out = c.qconf(&["-aattr", "queue", "xprojects", "bio", "all.q"]);
+    assert_eq!(out.code, 1);
+    assert!(
+        out.stderr
+            .contains("project \"bio\" in xprojects of cluster queue \"all.q\" does not exist"),
+        "{out:?}"
+    );
+    let out = c.qconf(&["-dprj", "chem"]);
+    assert_eq!(out.code, 1);
+    assert!(
+        out.stderr.contains(
+            "project \"chem\" is still referenced in projects of cluster queue \"all.q\""
+        ),
+        "{out:?}"
+    );
+    // A userset a project names cannot be deleted under it.
+    assert_eq!(c.qconf(&["-au", "u1", "staff"]).code, 0);
+    assert_eq!(
+        c.qconf(&["-mattr", "project", "xacl", "staff", "chem"])
+            .code,
+        0
+    );
+    let out = c.qconf(&["-dul", "staff"]);
+    assert_eq!(out.code, 1);
+    assert!(
+        out.stderr
+            .contains("userset \"staff\" is still referenced in project \"chem\""),
+        "{out:?}"
+    );
+    ok(&c, &["-dattr", "queue", "projects", "chem", "all.q"]);
+    let out = c.qconf(&["-dprj", "chem"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(c.qconf(&["-sprjl"]).code, 1);
+
     // The global host takes cluster-wide complex values.
     let out = c.qconf(&["-se", "global"]);
     assert_eq!(out.code, 0, "{out:?}");
