@@ -32,11 +32,12 @@ const QSTAT_SPECS: &[OptSpec] = &[
     opt("-f", Arity::None),
     opt("-r", Arity::None),
     opt("-j", Arity::One),
+    opt("-F", Arity::Optional),
 ];
 
 pub fn qstat_usage() -> String {
     format!(
-        "Gantry {}\nusage: qstat [options]\n   [-f]                                     full output (every queue instance)\n   [-help]                                  print this help\n   [-j job_identifier_list]                 show detailed information on pending/running job\n   [-json]                                  print the jobs as one JSON document\n   [-r]                                     show requested resources of job(s)\n   [-s {{p|r|h|z}}]                           show pending, running, held, finished jobs\n   [-u user_list]                           view only jobs of this user ('*' for all)\n   [-xml]                                   display the information in XML-Format\n",
+        "Gantry {}\nusage: qstat [options]\n   [-f]                                     full output (every queue instance)\n   [-F [resource_attributes]]               full output and show (selected) resources of queue(s)\n   [-help]                                  print this help\n   [-j job_identifier_list]                 show detailed information on pending/running job\n   [-json]                                  print the jobs as one JSON document\n   [-r]                                     show requested resources of job(s)\n   [-s {{p|r|h|z}}]                           show pending, running, held, finished jobs\n   [-u user_list]                           view only jobs of this user ('*' for all)\n   [-xml]                                   display the information in XML-Format\n",
         env!("CARGO_PKG_VERSION")
     )
 }
@@ -130,10 +131,13 @@ pub fn render_qstat_r(jobs: &[JobView]) -> String {
 const PENDING_BANNER: &str = "\n############################################################################\n - PENDING JOBS - PENDING JOBS - PENDING JOBS - PENDING JOBS - PENDING JOBS\n############################################################################\n";
 
 /// `qstat -f`: every queue instance with its running jobs, then the pending jobs.
+/// `offered`: `qstat -F`'s selection of what queue instances offer (all when the list
+/// is empty), or `None` without `-F`.
 pub fn render_qstat_f(
     hosts: &gantry_proto::HostReport,
     jobs: &[JobView],
     resources: bool,
+    offered: Option<&[String]>,
 ) -> String {
     let mut out = String::from(
         "queuename                      qtype resv/used/tot. load_avg arch          states\n",
@@ -168,6 +172,20 @@ pub fn render_qstat_f(
             arch,
             q.states
         ));
+        if let Some(selection) = offered {
+            for (key, value) in &q.resources {
+                let name = key.split_once(':').map_or(key.as_str(), |(_, n)| n);
+                let wanted = selection.is_empty()
+                    || selection.iter().any(|s| {
+                        s == name
+                            || gantry_common::complex::find(&hosts.complexes, s)
+                                .is_some_and(|c| c.name == name)
+                    });
+                if wanted {
+                    out.push_str(&format!("\t{key}={value}\n"));
+                }
+            }
+        }
         for j in jobs
             .iter()
             .filter(|j| j.queue.as_deref() == Some(name.as_str()))
@@ -455,7 +473,18 @@ pub fn qstat(args: &[String]) -> Output {
         })).collect::<Vec<_>>() });
         return Output::ok(format!("{doc}\n"));
     }
-    let hosts = if p.has("-f") {
+    let offered: Option<Vec<String>> = p.options.iter().find(|o| o.name == "-F").map(|o| {
+        o.arg
+            .as_deref()
+            .map(|a| {
+                a.split(',')
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default()
+    });
+    let hosts = if p.has("-f") || offered.is_some() {
         match crate::ask(&ToMaster::HostInfo) {
             Ok(FromMaster::Hosts(h)) => Some(h),
             Ok(other) => return crate::unexpected(&other),
@@ -468,7 +497,7 @@ pub fn qstat(args: &[String]) -> Output {
         return Output::ok(render_qstat_xml(hosts.as_ref(), &jobs));
     }
     match (&hosts, p.has("-r")) {
-        (Some(h), r) => Output::ok(render_qstat_f(h, &jobs, r)),
+        (Some(h), r) => Output::ok(render_qstat_f(h, &jobs, r, offered.as_deref())),
         (None, true) => Output::ok(render_qstat_r(&jobs)),
         (None, false) => Output::ok(render_qstat(&jobs)),
     }
@@ -786,6 +815,7 @@ mod tests {
                     used: 0,
                     total: 2,
                     states: String::new(),
+                    resources: vec![],
                 }],
             }],
             complexes: vec![],
@@ -795,8 +825,28 @@ mod tests {
     #[test]
     fn idle_cluster_matches_sge() {
         assert_eq!(
-            render_qstat_f(&idle_host(), &[], false),
+            render_qstat_f(&idle_host(), &[], false, None),
             fixture("qstat -f")
+        );
+        // -F: every resource the instance offers, as the master lists them.
+        let mut host = idle_host();
+        let reference = include_str!("../../master/tests/fixtures/qstat-f-F.txt");
+        host.hosts[0].queues[0].resources = reference
+            .lines()
+            .filter_map(|l| l.strip_prefix('\t'))
+            .filter_map(|l| l.split_once('='))
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        assert_eq!(render_qstat_f(&host, &[], false, Some(&[])), reference);
+        let some = render_qstat_f(
+            &host,
+            &[],
+            false,
+            Some(&["np_load_avg".into(), "slots".into()]),
+        );
+        assert!(
+            some.ends_with("\thl:np_load_avg=0.163086\n\tqc:slots=2\n"),
+            "{some}"
         );
         assert_eq!(
             render_qstat_xml(Some(&idle_host()), &[]),
@@ -848,7 +898,7 @@ mod tests {
             "{}",
             lines[3]
         );
-        let f = render_qstat_f(&idle_host(), &[job(36, "qw", None, "")], false);
+        let f = render_qstat_f(&idle_host(), &[job(36, "qw", None, "")], false, None);
         assert!(f.contains(PENDING_BANNER), "{f}");
     }
 }

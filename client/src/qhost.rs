@@ -279,6 +279,7 @@ mod tests {
                     used: 0,
                     total: 2,
                     states: String::new(),
+                    resources: vec![],
                 }],
             }],
             complexes: complex::default_complexes(),

@@ -420,6 +420,9 @@ impl Misfit {
 /// A value as `qstat -F` and the scheduler's messages print it.
 pub fn display(ty: ValueType, v: &Value) -> String {
     match (ty, v) {
+        (ValueType::Memory | ValueType::Double, Value::Num(n)) if n.is_infinite() => {
+            "infinity".into()
+        }
         (ValueType::Memory, Value::Num(n)) => value::format_memory_3(*n),
         (ValueType::Time, Value::Num(n)) if n.is_infinite() => "infinity".into(),
         (ValueType::Time, Value::Num(n)) => value::format_time_hms(*n),
@@ -690,6 +693,89 @@ impl Snapshot {
             }
         }
         Ok(())
+    }
+
+    /// What every queue instance offers, as `qstat -F` prints it, by (queue, host):
+    /// global values, the host's load values (in report order) and its own values, then
+    /// the queue's in SGE's order. Consumables show what is left (`qc:slots=2`).
+    pub fn resources(&self) -> HashMap<(String, String), Vec<(String, String)>> {
+        const QUEUE_ORDER: &[&str] = &[
+            "qname",
+            "hostname",
+            "slots",
+            "tmpdir",
+            "seq_no",
+            "rerun",
+            "calendar",
+            "s_rt",
+            "h_rt",
+            "s_cpu",
+            "h_cpu",
+            "s_fsize",
+            "h_fsize",
+            "s_data",
+            "h_data",
+            "s_stack",
+            "h_stack",
+            "s_core",
+            "h_core",
+            "s_rss",
+            "h_rss",
+            "s_vmem",
+            "h_vmem",
+            "min_cpu_interval",
+        ];
+        let shown = |level: Level, attr: usize, o: &Offer| -> Option<(String, String)> {
+            let a = &self.catalog.attrs[attr];
+            let (v, source) = if a.consumable != Consumable::No && o.fixed.is_some() {
+                available(o).map(|(left, src)| (Value::Num(left.max(0.0)), src))?
+            } else {
+                effective(a, o).map(|(v, src)| (v.clone(), src))?
+            };
+            Some((
+                format!("{}{source}:{}", level.letter(), a.name),
+                display(a.value_type, &v),
+            ))
+        };
+        let global: Vec<(String, String)> = self
+            .global
+            .iter()
+            .filter_map(|(attr, o)| shown(Level::Global, *attr, o))
+            .collect();
+        let hostname = self.catalog.id("hostname");
+        let mut out = HashMap::new();
+        for i in &self.instances {
+            let host = &self.hosts[i.host];
+            let mut list = global.clone();
+            // Load values first, in the order the execd reported them, then the host's
+            // own values.
+            let (loads, own): (Vec<_>, Vec<_>) = host
+                .layer
+                .iter()
+                .filter(|(attr, _)| Some(*attr) != hostname)
+                .partition(|(_, o)| o.load.is_some());
+            for (attr, o) in loads.into_iter().chain(own) {
+                list.extend(shown(Level::Host, *attr, o));
+            }
+            for key in QUEUE_ORDER {
+                if *key == "hostname" {
+                    list.push(("qf:hostname".into(), host.name.clone()));
+                    continue;
+                }
+                if let Some(id) = self.catalog.id(key) {
+                    if let Some(o) = i.layer.get(id) {
+                        list.extend(shown(Level::Queue, id, o));
+                    }
+                }
+            }
+            for (attr, o) in i.layer.iter() {
+                if !QUEUE_ORDER.contains(&self.catalog.attrs[*attr].name.as_str()) {
+                    list.extend(shown(Level::Queue, *attr, o));
+                }
+            }
+            out.insert((i.queue.clone(), host.name.clone()), list);
+        }
+        out
     }
 
     /// The instances a category's jobs could run in, ignoring consumables, in sort order:

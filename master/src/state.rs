@@ -323,6 +323,7 @@ impl ClusterState {
                         }
                         st
                     },
+                    resources: Vec::new(),
                 }
             })
             .collect();
@@ -366,12 +367,25 @@ impl ClusterState {
             | ToMaster::ModifyAttribute { .. } => self.handle_object(&who, manager_only(), req),
             ToMaster::HostInfo => {
                 let used = self.used_slots();
+                let mut hosts: Vec<HostView> = self
+                    .exechosts
+                    .keys()
+                    .map(|h| self.host_view(h, now, &used))
+                    .collect();
+                // What each queue instance offers (`qstat -F`), from the scheduler's view.
+                let all: std::collections::HashSet<String> =
+                    self.exechosts.keys().cloned().collect();
+                let snap = self.snapshot(&all, now);
+                let mut offered = snap.resources();
+                for h in &mut hosts {
+                    for q in &mut h.queues {
+                        q.resources = offered
+                            .remove(&(q.queue.clone(), h.name.clone()))
+                            .unwrap_or_default();
+                    }
+                }
                 Ok(Reply::Answer(FromMaster::Hosts(HostReport {
-                    hosts: self
-                        .exechosts
-                        .keys()
-                        .map(|h| self.host_view(h, now, &used))
-                        .collect(),
+                    hosts,
                     complexes: self.complexes.clone(),
                 })))
             }

@@ -42,6 +42,9 @@ pub struct QueueInstanceView {
     pub total: u32,
     /// State letters (`u`, `d`, `a`, ...), empty when fine.
     pub states: String,
+    /// What the instance offers, as `qstat -F` prints it: (`hl:mem_free`, `23.357G`),
+    /// global values first, then the host's, then the queue's.
+    pub resources: Vec<(String, String)>,
 }
 
 /// An execution host (`qconf -se`).

@@ -172,6 +172,12 @@ fn jobs_land_only_where_their_requests_fit_and_consumables_never_go_negative() {
     assert!(r.contains(&(big, "all.q@node2".to_string())), "{r:?}");
     assert!(seen_gpu_max <= 2);
 
+    // qstat -F shows what is left: no GPU on node1, and node2 has none at all.
+    let f = c.client("qstat", &["-F", "gpu,bigmem"]).stdout;
+    assert!(f.contains("\thc:gpu=0\n"), "{f}");
+    assert!(f.contains("\thf:bigmem=1.000000\n"), "{f}");
+    assert_eq!(f.matches("gpu=").count(), 1, "{f}");
+
     // Why the others wait, in SGE's words.
     let waiting = gpu_jobs
         .iter()

@@ -628,3 +628,47 @@ mod parallel {
         );
     }
 }
+
+#[test]
+fn qstat_f_resources_are_printed_as_sge_prints_them() {
+    // The reference host of ../shared/reference/sge/02_hosts_and_load.txt (qstat -f -F).
+    let reported: &[(&str, &str)] = &[
+        ("load_avg", "0.326172"),
+        ("load_short", "0.498535"),
+        ("load_medium", "0.326172"),
+        ("load_long", "0.144531"),
+        ("arch", "lx-amd64"),
+        ("num_proc", "2"),
+        ("mem_free", "23.357G"),
+        ("swap_free", "0"),
+        ("virtual_free", "23.357G"),
+        ("mem_total", "23.541G"),
+        ("swap_total", "0"),
+        ("virtual_total", "23.541G"),
+        ("mem_used", "187.832M"),
+        ("swap_used", "0"),
+        ("virtual_used", "187.832M"),
+        ("cpu", "0.000000"),
+        ("m_topology", "SCC"),
+        ("m_topology_inuse", "SCC"),
+        ("m_socket", "1"),
+        ("m_core", "2"),
+        ("m_thread", "2"),
+        ("np_load_avg", "0.163086"),
+        ("np_load_short", "0.249268"),
+        ("np_load_medium", "0.163086"),
+        ("np_load_long", "0.072265"),
+    ];
+    let mut s = cluster(&[]);
+    add_host(&mut s, "vm", "", reported);
+    set_queue(&mut s, "all.q", "slots", "1,[vm=2]");
+    let snap = s.snapshot(&connected(&s), 0.0);
+    let lines: String = snap.resources()[&("all.q".to_string(), "vm".to_string())]
+        .iter()
+        .map(|(k, v)| format!("\t{k}={v}\n"))
+        .collect();
+    // SGE 8.1.9's `qstat -f -F` for that host, from the reference transcript.
+    let reference = include_str!("../../tests/fixtures/qstat-f-F.txt");
+    let start = reference.find("\thl:load_avg=").unwrap();
+    assert_eq!(lines, &reference[start..]);
+}
