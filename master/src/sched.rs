@@ -279,6 +279,15 @@ pub struct Host {
     pub xprojects: Vec<String>,
     /// The value of the load formula, for `queue_sort_method load`.
     pub load: f64,
+    /// `num_proc`, which divides the adjustment of `np_*` load values.
+    pub nproc: f64,
+    /// Recently started job slots, each weighted by how much of
+    /// `load_adjustment_decay_time` is left (1 when just started).
+    pub weight: f64,
+    /// The reported values of the adjusted load values (attribute, value).
+    pub reported: Vec<(usize, f64)>,
+    /// The queue instances on this host.
+    pub instances: Vec<usize>,
 }
 
 /// Why a queue instance takes no jobs at all this cycle.
@@ -306,6 +315,8 @@ pub struct Instance {
     pub xprojects: Vec<String>,
     /// Parallel environments the instance offers (`pe_list`).
     pub pe_list: Vec<String>,
+    /// `load_thresholds`
+    pub thresholds: Vec<(String, String)>,
     pub unusable: Option<Unusable>,
 }
 
@@ -331,6 +342,8 @@ pub struct Snapshot {
     /// Parallel environments, and the slots running jobs hold in each.
     pub pes: BTreeMap<String, gantry_common::pe::Pe>,
     pub pe_used: HashMap<String, u32>,
+    /// `job_load_adjustments`: (load value, amount per job slot, the amount as written).
+    pub adjustments: Vec<(usize, f64, String)>,
 }
 
 /// Why a job cannot run in a queue instance.
@@ -577,6 +590,10 @@ impl Snapshot {
         let i = &self.instances[inst];
         let host = &self.hosts[i.host];
         let host_checked = from == Level::Queue;
+        if let (Pass::Consumables(_), Some(u)) = (pass, &i.unusable) {
+            // Overloaded by the jobs placed earlier in this cycle.
+            return Err(Misfit::Unusable(u.clone()));
+        }
         if matches!(pass, Pass::Static | Pass::All(_)) {
             if !d.queues.is_empty() && !d.queues.iter().any(|q| self.wants(q, inst)) {
                 return Err(Misfit::NotInQueueList);
@@ -820,6 +837,39 @@ impl Snapshot {
             .collect()
     }
 
+    /// Jobs just placed raise their hosts' adjusted load at once (a full weight per
+    /// slot), which may put queue instances there over their load thresholds for the
+    /// rest of the cycle.
+    fn started(&mut self, grants: &[(usize, u32)]) {
+        if self.adjustments.is_empty() {
+            return;
+        }
+        for &(inst, slots) in grants {
+            let h = self.instances[inst].host;
+            let host = &mut self.hosts[h];
+            host.weight += slots as f64;
+            adjust(
+                &self.catalog,
+                &self.adjustments,
+                &mut host.layer,
+                &host.reported,
+                host.weight,
+                host.nproc,
+            );
+            for i in self.hosts[h].instances.clone() {
+                if self.instances[i].unusable.is_none() {
+                    self.instances[i].unusable = overload_message(
+                        &self.catalog,
+                        &self.hosts[h],
+                        &self.adjustments,
+                        &self.instances[i].thresholds,
+                    )
+                    .map(Unusable::Overloaded);
+                }
+            }
+        }
+    }
+
     /// Place a parallel job: the first parallel environment matching the request (in
     /// name order) whose allocation rule can give it at least `min` slots on the
     /// candidates (as many as possible up to `max`). Consumables are debited as slots
@@ -1046,6 +1096,10 @@ pub struct SchedConf {
     pub sort: SortMethod,
     /// `load_formula`: (weight, load value) terms, summed.
     pub load_formula: Vec<(f64, String)>,
+    /// `job_load_adjustments`: (load value, amount per started job slot as written).
+    pub load_adjustments: Vec<(String, String)>,
+    /// `load_adjustment_decay_time` in seconds.
+    pub decay_secs: f64,
 }
 
 impl Default for SchedConf {
@@ -1053,6 +1107,8 @@ impl Default for SchedConf {
         SchedConf {
             sort: SortMethod::Load,
             load_formula: vec![(1.0, "np_load_avg".into())],
+            load_adjustments: vec![("np_load_avg".into(), "0.50".into())],
+            decay_secs: 450.0,
         }
     }
 }
@@ -1141,9 +1197,11 @@ fn instance_values(
         projects: list_value(q.attr("projects"), host, groups),
         xprojects: list_value(q.attr("xprojects"), host, groups),
         pe_list: list_value(q.attr("pe_list"), host, groups),
+        thresholds: pairs("load_thresholds"),
         unusable: None,
     };
-    (inst, pairs("load_thresholds"))
+    let thresholds = inst.thresholds.clone();
+    (inst, thresholds)
 }
 
 impl ClusterState {
@@ -1168,7 +1226,21 @@ impl ClusterState {
                 }
             }
         }
-        overloaded(&catalog, &layer, &thresholds)
+        let h = Host {
+            name: host.to_string(),
+            layer,
+            groups: Vec::new(),
+            user_lists: Vec::new(),
+            xuser_lists: Vec::new(),
+            projects: Vec::new(),
+            xprojects: Vec::new(),
+            load: 0.0,
+            nproc: 1.0,
+            weight: 0.0,
+            reported: Vec::new(),
+            instances: Vec::new(),
+        };
+        overload_message(&catalog, &h, &[], &thresholds)
     }
 
     /// The scheduler's settings from the configuration.
@@ -1189,14 +1261,65 @@ impl ClusterState {
         {
             c.load_formula = f;
         }
+        if let Some(a) = conf.get("job_load_adjustments") {
+            c.load_adjustments = if a.eq_ignore_ascii_case("none") {
+                Vec::new()
+            } else {
+                conf::split_pairs(a, 0, "job_load_adjustments").unwrap_or_default()
+            };
+        }
+        if let Some(t) = conf.get("load_adjustment_decay_time") {
+            c.decay_secs = value::parse_time(t).unwrap_or(0.0);
+        }
         c
     }
 
     /// Build the snapshot a cycle works on: every layer's values, and what the running
     /// jobs hold of every consumable.
     pub fn snapshot(&self, connected: &HashSet<String>, clock: f64) -> Snapshot {
+        self.snapshot_at(connected, clock, None)
+    }
+
+    /// The snapshot with the load of jobs started less than `load_adjustment_decay_time`
+    /// before `now` (Unix seconds) added to their hosts' load values, as the scheduler
+    /// sees them (`None`: the load values as reported).
+    pub fn snapshot_at(
+        &self,
+        connected: &HashSet<String>,
+        clock: f64,
+        now: Option<i64>,
+    ) -> Snapshot {
         let catalog = Catalog::new(&self.complexes);
         let sconf = self.sched_conf();
+        let adjustments: Vec<(usize, f64, String)> = sconf
+            .load_adjustments
+            .iter()
+            .filter_map(|(name, amount)| {
+                let id = catalog.id(name)?;
+                Some((id, value::parse_double(amount).ok()?, amount.clone()))
+            })
+            .collect();
+        // Recently started job slots per host, each weighted by the decay time left.
+        let mut weights: HashMap<&str, f64> = HashMap::new();
+        if let Some(now) = now.filter(|_| sconf.decay_secs > 0.0 && !adjustments.is_empty()) {
+            for job in self.jobs.values() {
+                for t in job.tasks.values() {
+                    if let TaskState::Running {
+                        grants, start_time, ..
+                    } = t
+                    {
+                        let age = (now - start_time).max(0) as f64;
+                        if age < sconf.decay_secs {
+                            let w = 1.0 - age / sconf.decay_secs;
+                            for g in grants {
+                                *weights.entry(g.host.as_str()).or_insert(0.0) +=
+                                    w * g.slots as f64;
+                            }
+                        }
+                    }
+                }
+            }
+        }
         let mut global = Layer::default();
         if let Some(g) = self.global_host.as_ref() {
             for (name, v) in &g.complex_values {
@@ -1240,6 +1363,25 @@ impl ClusterState {
                     }
                 }
             }
+            let nproc = catalog
+                .id("num_proc")
+                .and_then(|id| layer.get(id))
+                .and_then(|o| match &o.load {
+                    Some(Value::Num(n)) if *n > 0.0 => Some(*n),
+                    _ => None,
+                })
+                .unwrap_or(1.0);
+            let reported: Vec<(usize, f64)> = adjustments
+                .iter()
+                .filter_map(
+                    |(id, _, _)| match layer.get(*id).and_then(|o| o.load.as_ref()) {
+                        Some(Value::Num(v)) => Some((*id, *v)),
+                        _ => None,
+                    },
+                )
+                .collect();
+            let weight = weights.get(name.as_str()).copied().unwrap_or(0.0);
+            adjust(&catalog, &adjustments, &mut layer, &reported, weight, nproc);
             let load = sconf
                 .load_formula
                 .iter()
@@ -1267,6 +1409,10 @@ impl ClusterState {
                 projects: h.projects.clone(),
                 xprojects: h.xprojects.clone(),
                 load,
+                nproc,
+                weight,
+                reported,
+                instances: Vec::new(),
             });
         }
         let mut instances = Vec::new();
@@ -1296,8 +1442,10 @@ impl ClusterState {
                 } else if !connected.contains(&hname) || !self.is_reachable(&hname, clock) {
                     Some(Unusable::Unreachable)
                 } else {
-                    overloaded(&catalog, &hosts[hi].layer, &thresholds).map(Unusable::Overloaded)
+                    overload_message(&catalog, &hosts[hi], &adjustments, &thresholds)
+                        .map(Unusable::Overloaded)
                 };
+                hosts[hi].instances.push(instances.len());
                 instances.push(inst);
             }
         }
@@ -1327,6 +1475,7 @@ impl ClusterState {
             order,
             pes: self.pes.clone(),
             pe_used: HashMap::new(),
+            adjustments,
         };
         // What running jobs hold.
         let index: HashMap<(&str, &str), usize> = snap
@@ -1379,7 +1528,7 @@ impl ClusterState {
     /// One scheduling cycle: pending tasks by priority, then submission order, each to
     /// the first candidate queue instance of its category that has what it asks for.
     pub fn schedule(&self, now: i64, connected: &HashSet<String>, clock: f64) -> Vec<Dispatch> {
-        let mut snap = self.snapshot(connected, clock);
+        let mut snap = self.snapshot_at(connected, clock, Some(now));
         self.dispatch(&mut snap, now)
     }
 
@@ -1493,6 +1642,7 @@ impl ClusterState {
                     (vec![(inst, d.slots)], None)
                 };
                 running += 1;
+                snap.started(&grants);
                 let grants: Vec<Grant> = grants
                     .iter()
                     .map(|&(inst, slots)| Grant {
@@ -1576,7 +1726,7 @@ impl ClusterState {
         if let Some(t) = job.spec.start_after.filter(|t| *t > now) {
             reasons.push(format!("Job has a start time in the future ({t})"));
         }
-        let snap = self.snapshot(connected, clock);
+        let snap = self.snapshot_at(connected, clock, Some(now));
         let d = match demand(&snap.catalog, job) {
             Ok(d) => d,
             Err(e) => {
@@ -1643,15 +1793,44 @@ fn slots_exhausted(snap: &Snapshot, m: &Misfit) -> bool {
     matches!(m, Misfit::Request { level: Level::Queue, name, .. } if name == "slots")
 }
 
+/// Add the load of recently started jobs to a host's adjusted load values: `amount *
+/// weight`, divided by the host's processors for the `np_*` values.
+fn adjust(
+    catalog: &Catalog,
+    adjustments: &[(usize, f64, String)],
+    layer: &mut Layer,
+    reported: &[(usize, f64)],
+    weight: f64,
+    nproc: f64,
+) {
+    for (id, amount, _) in adjustments {
+        let Some((_, base)) = reported.iter().find(|(r, _)| r == id) else {
+            continue;
+        };
+        let per_proc = if catalog.attrs[*id].name.starts_with("np_") {
+            nproc
+        } else {
+            1.0
+        };
+        layer.set_load(*id, Value::Num(base + amount * weight / per_proc));
+    }
+}
+
 /// Is a host over one of a queue's `load_thresholds` (`np_load_avg=1.75,mem_free=1G`)?
-/// The message says which, as SGE prints it.
-fn overloaded(catalog: &Catalog, host: &Layer, thresholds: &[(String, String)]) -> Option<String> {
+/// The message says which, as SGE prints it: `np_load_avg=1.888018 (= 0.155518 + 0.50
+/// * 6.930000 with nproc=2) >= 1.75`.
+fn overload_message(
+    catalog: &Catalog,
+    host: &Host,
+    adjustments: &[(usize, f64, String)],
+    thresholds: &[(String, String)],
+) -> Option<String> {
     for (name, limit) in thresholds {
         let Some(id) = catalog.id(name) else {
             continue;
         };
         let a = &catalog.attrs[id];
-        let (Some(limit_v), Some(o)) = (catalog.parse(id, limit), host.get(id)) else {
+        let (Some(limit_v), Some(o)) = (catalog.parse(id, limit), host.layer.get(id)) else {
             continue;
         };
         let Some((current, _)) = effective(a, o) else {
@@ -1660,8 +1839,25 @@ fn overloaded(catalog: &Catalog, host: &Layer, thresholds: &[(String, String)]) 
         // Alarm when the value stands in the attribute's relation to the threshold
         // (np_load_avg >= 1.75, mem_free <= 1G).
         if value::satisfies(a.value_type, a.relop, &limit_v, current) {
+            let adjusted = adjustments.iter().find(|(aid, _, _)| *aid == id);
+            let base = host.reported.iter().find(|(r, _)| *r == id);
+            let how = match (adjusted, base) {
+                (Some((_, _, amount)), Some((_, base))) if host.weight > 0.0 => {
+                    let nproc = if a.name.starts_with("np_") {
+                        format!(" with nproc={}", host.nproc)
+                    } else {
+                        String::new()
+                    };
+                    format!(
+                        "(= {} + {amount} * {}{nproc})",
+                        value::format_f6(*base),
+                        value::format_f6(host.weight)
+                    )
+                }
+                _ => "(no load adjustment)".to_string(),
+            };
             return Some(format!(
-                "{}={} (no load adjustment) {} {}",
+                "{}={} {how} {} {}",
                 a.name,
                 display(a.value_type, current),
                 value::relop_str(a.relop),

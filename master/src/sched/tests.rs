@@ -672,3 +672,52 @@ fn qstat_f_resources_are_printed_as_sge_prints_them() {
     let start = reference.find("\thl:load_avg=").unwrap();
     assert_eq!(lines, &reference[start..]);
 }
+
+#[test]
+fn load_adjustments_throttle_dispatch_as_sge_does() {
+    // ../shared/reference/sge/07_load_adjustment.txt: a 2-core host, all.q with 8 slots,
+    // SGE's defaults (job_load_adjustments np_load_avg=0.50, decay 0:7:30, threshold
+    // np_load_avg=1.75): of 12 jobs submitted at once, 7 start.
+    let mut s = cluster(&[]);
+    add_host(
+        &mut s,
+        "vm",
+        "",
+        &[
+            ("num_proc", "2"),
+            ("np_load_avg", "0.155518"),
+            ("load_avg", "0.311035"),
+        ],
+    );
+    set_queue(&mut s, "all.q", "slots", "8");
+    for id in 1..=12 {
+        submit(&mut s, job(id, "user1", &[], &[]));
+    }
+    let now = 1_000;
+    let placed = s.schedule(now, &connected(&s), 0.0);
+    assert_eq!(placed.len(), 7);
+    // Started 5 and 4 seconds ago, the seven hold the host over its threshold.
+    for (n, d) in placed.iter().enumerate() {
+        start(&mut s, d.job_id, 1, &d.queue, &d.host);
+        let mut j = s.jobs.get(&d.job_id).unwrap().clone();
+        if let Some(TaskState::Running { start_time, .. }) = j.tasks.get_mut(&1) {
+            *start_time = now - if n < 3 { 5 } else { 4 };
+        }
+        submit(&mut s, j);
+    }
+    assert!(s.schedule(now, &connected(&s), 0.0).is_empty());
+    let reasons = s.explain(s.jobs.get(&12).unwrap(), &connected(&s), 0.0, now);
+    assert_eq!(
+        reasons,
+        vec![
+            "queue instance \"all.q@vm\" dropped because it is overloaded: np_load_avg=1.888296 (= 0.155518 + 0.50 * 6.931111 with nproc=2) >= 1.75".to_string(),
+            "All queues dropped because of overload or full".to_string(),
+        ]
+    );
+    // Once the decay time has passed, the adjustment is gone.
+    assert_eq!(s.schedule(now + 450, &connected(&s), 0.0).len(), 1);
+    // Without adjustments, all eight slots fill at once.
+    s.sched =
+        Some(gantry_common::schedconf::parse_schedconf("job_load_adjustments NONE\n").unwrap());
+    assert_eq!(s.schedule(now, &connected(&s), 0.0).len(), 1);
+}
