@@ -1,7 +1,7 @@
 //! `qalter`, `qhold`, `qrls` (change pending jobs) and `qmod` (disable and enable queue
 //! instances).
 
-use gantry_proto::{FromMaster, JobChanges, ToMaster};
+use gantry_proto::{FromMaster, JobChanges, QueueChange, ToMaster};
 
 use crate::opts::{opt, Arity, OptSpec, Parsed};
 use crate::{exit, Output};
@@ -200,11 +200,24 @@ const QMOD_SPECS: &[OptSpec] = &[
     opt("-cj", Arity::None),
     opt("-sj", Arity::None),
     opt("-usj", Arity::None),
+    opt("-c", Arity::None),
+    opt("-cq", Arity::None),
+    opt("-s", Arity::None),
+    opt("-sq", Arity::None),
+    opt("-us", Arity::None),
+    opt("-usq", Arity::None),
 ];
+
+/// `12`, `12.3`, `12.1-4`: a job, not a queue.
+pub fn is_job_ref(text: &str) -> bool {
+    text.split('.')
+        .next()
+        .is_some_and(|id| !id.is_empty() && id.chars().all(|c| c.is_ascii_digit()))
+}
 
 pub fn qmod_usage() -> String {
     format!(
-        "Gantry {}\nusage: qmod [options] wc_queue_list|job_list\n   [-cj]                                    clear the error state of jobs\n   [-d]                                     disable\n   [-sj]                                    suspend jobs\n   [-usj]                                   unsuspend jobs\n   [-e]                                     enable\n   [-help]                                  print this help\n\nwc_queue_list            wc_queue[,wc_queue,...]\nwc_queue                 queue[@host] (with * and ? wildcards)\n",
+        "Gantry {}\nusage: qmod [options] wc_queue_list|job_list\n   [-c|-cq]                                 clear the error state of queue instances\n   [-cj]                                    clear the error state of jobs\n   [-d]                                     disable\n   [-s|-sq]                                 suspend queue instances (jobs, given job ids)\n   [-sj]                                    suspend jobs\n   [-us|-usq]                               unsuspend queue instances (jobs, given job ids)\n   [-usj]                                   unsuspend jobs\n   [-e]                                     enable\n   [-help]                                  print this help\n\nwc_queue_list            wc_queue[,wc_queue,...]\nwc_queue                 queue[@host] (with * and ? wildcards)\n",
         env!("CARGO_PKG_VERSION")
     )
 }
@@ -214,6 +227,34 @@ pub fn qmod(args: &[String]) -> Output {
         Ok(p) => p,
         Err(out) => return out,
     };
+    let queue_change = if p.has("-c") || p.has("-cq") {
+        Some(QueueChange::ClearError)
+    } else if p.has("-s") || p.has("-sq") {
+        Some(QueueChange::Suspend)
+    } else if p.has("-us") || p.has("-usq") {
+        Some(QueueChange::Unsuspend)
+    } else {
+        None
+    };
+    if let Some(change) = queue_change {
+        let targets = job_list(&p);
+        if targets.is_empty() {
+            return Output::usage_error("error: no queue given", &qmod_usage());
+        }
+        // `qmod -s 12` suspends a job, as SGE's qmod does for job ids.
+        let jobs = !p.has("-sq")
+            && !p.has("-usq")
+            && !p.has("-cq")
+            && !p.has("-c")
+            && targets.iter().all(|t| crate::alter::is_job_ref(t));
+        if jobs {
+            return send(ToMaster::SuspendJobs {
+                ids: targets,
+                suspend: change == QueueChange::Suspend,
+            });
+        }
+        return send(ToMaster::ChangeQueueInstances { targets, change });
+    }
     if p.has("-sj") || p.has("-usj") {
         let ids = job_list(&p);
         if ids.is_empty() {

@@ -245,7 +245,7 @@ fn supervise(
     let user = match account {
         Some(a) => a.clone(),
         None => lookup_account(start.owner.uid, start.owner.gid)
-            .ok_or_else(|| fail(26, format!("unknown user id {}", start.owner.uid)))?,
+            .ok_or_else(|| fail(1, format!("unknown user id {}", start.owner.uid)))?,
     };
     let home = user.home.clone();
     let tmp_base = setting(start, "tmpdir").unwrap_or("/tmp");
@@ -255,12 +255,8 @@ fn supervise(
         start.task_id,
         start.queue.split('@').next().unwrap_or("queue")
     ));
-    std::fs::create_dir_all(&tmpdir).map_err(|e| {
-        fail(
-            26,
-            format!("cannot create TMPDIR {}: {e}", tmpdir.display()),
-        )
-    })?;
+    std::fs::create_dir_all(&tmpdir)
+        .map_err(|e| fail(1, format!("cannot create TMPDIR {}: {e}", tmpdir.display())))?;
     let _ = std::fs::set_permissions(&tmpdir, std::fs::Permissions::from_mode(0o700));
     let _ = nix::unistd::chown(
         &tmpdir,
@@ -271,7 +267,7 @@ fn supervise(
         // The hosts and slots the job was granted, as SGE writes `$PE_HOSTFILE`.
         let path = tmpdir.join(PE_HOSTFILE);
         std::fs::write(&path, pe_hostfile(start))
-            .map_err(|e| fail(26, format!("cannot write {}: {e}", path.display())))?;
+            .map_err(|e| fail(1, format!("cannot write {}: {e}", path.display())))?;
         let _ = nix::unistd::chown(
             &path,
             Some(Uid::from_raw(start.owner.uid)),

@@ -486,6 +486,81 @@ impl Cluster {
         FromMaster::Done { messages }
     }
 
+    /// `qmod -s` / `-us` on queue instances: no new jobs start there, and the jobs
+    /// running there are stopped (state `S`) or continued (unless suspended themselves).
+    fn suspend_queues(&mut self, caller: &Caller, targets: &[String], suspend: bool) -> FromMaster {
+        if !self.state.is_manager(&caller.user) {
+            return FromMaster::Refused(Refusal {
+                kind: RefusalKind::Denied,
+                message: format!(
+                    "denied: \"{}\" must be manager for this operation",
+                    caller.user
+                ),
+            });
+        }
+        let instances = match self.state.queue_instances_named(targets) {
+            Ok(i) => i,
+            Err(r) => return FromMaster::Refused(r),
+        };
+        let mut set = self.state.suspended_queues.clone();
+        let mut messages = Vec::new();
+        for key in &instances {
+            let changed = if suspend {
+                set.insert(key.clone())
+            } else {
+                set.remove(key)
+            };
+            messages.push(if changed {
+                format!(
+                    "{}@{} changed state of \"{}@{}\" ({})",
+                    caller.user,
+                    caller.host,
+                    key.0,
+                    key.1,
+                    if suspend { "suspended" } else { "unsuspended" }
+                )
+            } else {
+                format!(
+                    "Queue instance \"{}@{}\" is already in the specified state: {}",
+                    key.0,
+                    key.1,
+                    if suspend { "suspended" } else { "unsuspended" }
+                )
+            });
+        }
+        let mut list: Vec<(String, String)> = set.into_iter().collect();
+        list.sort();
+        if let Err(r) = self.commit(&[Op::Put(Object::SuspendedQueues(list))]) {
+            return FromMaster::Refused(r);
+        }
+        let signal = if suspend {
+            libc_signal::SIGSTOP
+        } else {
+            libc_signal::SIGCONT
+        };
+        for job in self.state.jobs.values() {
+            for (task, t) in &job.tasks {
+                let TaskState::Running { host, queue, .. } = t else {
+                    continue;
+                };
+                // A job suspended on its own stays stopped when its queue resumes.
+                if !instances.contains(&(queue.clone(), host.clone()))
+                    || (!suspend && job.suspended.contains(task))
+                {
+                    continue;
+                }
+                if let Some(s) = self.sessions.get(host) {
+                    let _ = s.to_execd.send(ToExecd::SignalJob {
+                        job_id: job.id,
+                        task_id: *task,
+                        signal,
+                    });
+                }
+            }
+        }
+        FromMaster::Done { messages }
+    }
+
     fn suspend_jobs(&mut self, caller: &Caller, ids: &[String], suspend: bool) -> FromMaster {
         let manager = self.state.is_manager(&caller.user);
         let mut ops = Vec::new();
@@ -647,6 +722,7 @@ impl Cluster {
         let mut acks: Vec<(String, u64, u32)> = Vec::new();
         let mut recorded: Vec<(u64, u32)> = Vec::new();
         let mut seen: HashSet<(u64, u32)> = HashSet::new();
+        let mut errored_now: Option<HashSet<(String, String)>> = None;
         for (host, report) in batch {
             let key = (report.job_id, report.task_id);
             tracing::debug!(job = key.0, task = key.1, host = %host, "task report");
@@ -678,6 +754,28 @@ impl Cluster {
             let job = changed.entry(key.0).or_insert_with(|| current.clone());
             // A job that could not even be started (no working directory, no output
             // file, no shell) waits in error state, as SGE's Eqw, unless it was deleted.
+            // The host could not start it (unknown user there, no TMPDIR): the queue
+            // instance goes into error state `E` and the task back to pending, as SGE.
+            if report.failed == 1 {
+                if let Some(TaskState::Running { host, queue, .. }) = job.tasks.get(&key.1) {
+                    warn!(
+                        job = key.0,
+                        task = key.1,
+                        queue = %queue,
+                        host = %host,
+                        "queue instance set to error state: {}",
+                        report.failure
+                    );
+                    let mut errored = errored_now
+                        .take()
+                        .unwrap_or_else(|| self.state.errored.clone());
+                    errored.insert((queue.clone(), host.clone()));
+                    errored_now = Some(errored);
+                    job.tasks.insert(key.1, TaskState::Pending);
+                    recorded.push(key);
+                    continue;
+                }
+            }
             let setup_failure = matches!(report.failed, 26 | 27);
             if setup_failure && matches!(job.tasks.get(&key.1), Some(TaskState::Running { .. })) {
                 info!(
@@ -701,6 +799,11 @@ impl Cluster {
             ops.push(Op::Account(Box::new(record)));
             job.tasks.remove(&key.1);
             recorded.push(key);
+        }
+        if let Some(errored) = errored_now {
+            let mut list: Vec<(String, String)> = errored.into_iter().collect();
+            list.sort();
+            ops.push(Op::Put(Object::ErrorQueues(list)));
         }
         let mut done_jobs = Vec::new();
         let mut zombies = Vec::new();
@@ -868,6 +971,14 @@ impl Handler<ClientCall> for Cluster {
             }
             ToMaster::SuspendJobs { ids, suspend } => {
                 return MessageResult(self.suspend_jobs(&msg.caller, ids, *suspend));
+            }
+            ToMaster::ChangeQueueInstances { targets, change }
+                if *change != gantry_proto::QueueChange::ClearError =>
+            {
+                let suspend = *change == gantry_proto::QueueChange::Suspend;
+                let reply = self.suspend_queues(&msg.caller, targets, suspend);
+                self.request_schedule(ctx);
+                return MessageResult(reply);
             }
             ToMaster::ClearJobErrors { ids } => {
                 let reply = self.clear_job_errors(&msg.caller, ids);

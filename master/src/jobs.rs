@@ -442,6 +442,12 @@ impl ClusterState {
                         let letters = match t {
                             TaskState::Deleting { .. } => "dr",
                             _ if job.suspended.contains(task) => "s",
+                            _ if self
+                                .suspended_queues
+                                .contains(&(queue.clone(), host.clone())) =>
+                            {
+                                "S"
+                            }
                             _ if started.contains(&(job.id, *task)) => "r",
                             _ => "t",
                         };

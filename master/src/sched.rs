@@ -1437,8 +1437,13 @@ impl ClusterState {
                         .clone()
                 };
                 inst.host = hi;
-                inst.unusable = if self.disabled.contains(&(q.name.clone(), hname.clone())) {
+                let key = (q.name.clone(), hname.clone());
+                inst.unusable = if self.disabled.contains(&key) {
                     Some(Unusable::Disabled)
+                } else if self.errored.contains(&key) {
+                    Some(Unusable::Error)
+                } else if self.suspended_queues.contains(&key) {
+                    Some(Unusable::Suspended)
                 } else if !connected.contains(&hname) || !self.is_reachable(&hname, clock) {
                     Some(Unusable::Unreachable)
                 } else {

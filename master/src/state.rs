@@ -36,6 +36,10 @@ pub enum Object {
     UserSet(gantry_proto::UserSet),
     Pe(gantry_common::pe::Pe),
     Project(gantry_common::project::Project),
+    /// Queue instances in error state (`E`): (queue, host).
+    ErrorQueues(Vec<(String, String)>),
+    /// Suspended queue instances (`qmod -s`, state `s`): (queue, host).
+    SuspendedQueues(Vec<(String, String)>),
 }
 
 impl Object {
@@ -54,6 +58,8 @@ impl Object {
             Object::UserSet(u) => format!("userset/{}", u.name),
             Object::Pe(p) => format!("pe/{}", p.name),
             Object::Project(p) => format!("project/{}", p.name),
+            Object::ErrorQueues(_) => "error-queues".to_string(),
+            Object::SuspendedQueues(_) => "suspended-queues".to_string(),
         }
     }
 }
@@ -114,6 +120,10 @@ pub struct ClusterState {
     pub pes: BTreeMap<String, gantry_common::pe::Pe>,
     /// Projects (`qconf -sprj`).
     pub projects: BTreeMap<String, gantry_common::project::Project>,
+    /// Queue instances in error state (`E`).
+    pub errored: std::collections::HashSet<(String, String)>,
+    /// Suspended queue instances (`s`).
+    pub suspended_queues: std::collections::HashSet<(String, String)>,
 }
 
 fn refuse(kind: RefusalKind, message: impl Into<String>) -> Refusal {
@@ -191,6 +201,8 @@ impl ClusterState {
                 Object::Project(p) => {
                     self.projects.insert(p.name.clone(), p);
                 }
+                Object::ErrorQueues(list) => self.errored = list.into_iter().collect(),
+                Object::SuspendedQueues(list) => self.suspended_queues = list.into_iter().collect(),
             },
             Op::Account(_) => {}
             Op::NextJobId(n) => self.next_job_id = *n,
@@ -315,11 +327,18 @@ impl ClusterState {
                         if reachable && self.load_alarm(q, name).is_some() {
                             st.push('a');
                         }
-                        if self.disabled.contains(&(q.name.clone(), name.to_string())) {
+                        let key = (q.name.clone(), name.to_string());
+                        if self.disabled.contains(&key) {
                             st.push('d');
+                        }
+                        if self.suspended_queues.contains(&key) {
+                            st.push('s');
                         }
                         if !reachable {
                             st.push('u');
+                        }
+                        if self.errored.contains(&key) {
+                            st.push('E');
                         }
                         st
                     },
@@ -816,39 +835,17 @@ impl ClusterState {
                 manager_only()?;
                 let mut disabled = self.disabled.clone();
                 let mut messages = Vec::new();
-                for target in targets {
-                    let (qpat, hpat) = match target.split_once('@') {
-                        Some((q, h)) => (if q.is_empty() { "*" } else { q }, h),
-                        None => (target.as_str(), "*"),
-                    };
-                    let mut matched = false;
-                    for q in self.queues.values() {
-                        if !crate::jobs::wildcard(qpat, &q.name) {
-                            continue;
-                        }
-                        for host in self.queue_hosts_of(q) {
-                            if !crate::jobs::wildcard(hpat, &host) {
-                                continue;
-                            }
-                            matched = true;
-                            let key = (q.name.clone(), host.clone());
-                            if *disable {
-                                disabled.insert(key);
-                            } else {
-                                disabled.remove(&key);
-                            }
-                            messages.push(format!(
-                                "{who} changed state of \"{}@{host}\" ({})",
-                                q.name,
-                                if *disable { "disabled" } else { "enabled" }
-                            ));
-                        }
-                    }
-                    if !matched {
-                        return Err(refuse(
-                            RefusalKind::NotFound,
-                            format!("invalid queue \"{target}\""),
-                        ));
+                for key in self.queue_instances_named(targets)? {
+                    messages.push(format!(
+                        "{who} changed state of \"{}@{}\" ({})",
+                        key.0,
+                        key.1,
+                        if *disable { "disabled" } else { "enabled" }
+                    ));
+                    if *disable {
+                        disabled.insert(key);
+                    } else {
+                        disabled.remove(&key);
                     }
                 }
                 let mut list: Vec<(String, String)> = disabled.into_iter().collect();
@@ -858,12 +855,34 @@ impl ClusterState {
                     messages,
                 }))
             }
+            ToMaster::ChangeQueueInstances {
+                targets,
+                change: gantry_proto::QueueChange::ClearError,
+            } => {
+                manager_only()?;
+                let mut errored = self.errored.clone();
+                let mut messages = Vec::new();
+                for key in self.queue_instances_named(targets)? {
+                    messages.push(format!(
+                        "{who} changed state of \"{}@{}\" (no error)",
+                        key.0, key.1
+                    ));
+                    errored.remove(&key);
+                }
+                let mut list: Vec<(String, String)> = errored.into_iter().collect();
+                list.sort();
+                Ok(Reply::Change(Change {
+                    ops: vec![Op::Put(Object::ErrorQueues(list))],
+                    messages,
+                }))
+            }
             ToMaster::Submit { .. }
             | ToMaster::AlterJobs { .. }
             | ToMaster::JobDetails { .. }
             | ToMaster::ClearJobErrors { .. }
             | ToMaster::ShowFinishedJobs { .. }
             | ToMaster::SuspendJobs { .. }
+            | ToMaster::ChangeQueueInstances { .. }
             | ToMaster::ShowJobs { .. }
             | ToMaster::DeleteJobs { .. }
             | ToMaster::WaitJob { .. }
@@ -886,6 +905,39 @@ impl ClusterState {
 
     /// A host group's members must be valid host names or existing groups, and groups
     /// must not contain themselves, directly or through others.
+    /// The queue instances a `qmod` list names (`queue`, `queue@host`, `@host`, with
+    /// wildcards); an entry naming none is refused.
+    pub fn queue_instances_named(
+        &self,
+        targets: &[String],
+    ) -> Result<Vec<(String, String)>, Refusal> {
+        let mut out = Vec::new();
+        for target in targets {
+            let (qpat, hpat) = match target.split_once('@') {
+                Some((q, h)) => (if q.is_empty() { "*" } else { q }, h),
+                None => (target.as_str(), "*"),
+            };
+            let before = out.len();
+            for q in self.queues.values() {
+                if !crate::jobs::wildcard(qpat, &q.name) {
+                    continue;
+                }
+                for host in self.queue_hosts_of(q) {
+                    if crate::jobs::wildcard(hpat, &host) {
+                        out.push((q.name.clone(), host));
+                    }
+                }
+            }
+            if out.len() == before {
+                return Err(refuse(
+                    RefusalKind::NotFound,
+                    format!("invalid queue \"{target}\""),
+                ));
+            }
+        }
+        Ok(out)
+    }
+
     pub(crate) fn check_hostgroup(&self, g: &HostGroup) -> Result<(), Refusal> {
         for m in &g.hostlist {
             if let Some(sub) = m.strip_prefix('@') {

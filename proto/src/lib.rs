@@ -210,6 +210,20 @@ pub enum ToMaster {
         value: String,
         targets: Vec<String>,
     },
+    /// `qmod -c/-cq`, `-s/-sq`, `-us/-usq`: clear the error state of queue instances,
+    /// suspend them (and their jobs) or resume them.
+    ChangeQueueInstances {
+        targets: Vec<String>,
+        change: QueueChange,
+    },
+}
+
+/// What `qmod` does to queue instances (besides `-d`/`-e`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum QueueChange {
+    ClearError,
+    Suspend,
+    Unsuspend,
 }
 
 /// What `qconf -?attr` does to an attribute.

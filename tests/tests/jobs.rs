@@ -1025,3 +1025,134 @@ fn suspend_and_resume_a_running_job() {
         c.client("qacct", &["-j", &id]).code == 0
     });
 }
+
+#[test]
+fn suspended_and_errored_queue_instances() {
+    if !need_root("suspended_and_errored_queue_instances") {
+        return;
+    }
+    ensure_user("gtuser1");
+    let c = Cluster::one_host();
+    let state = |c: &Cluster| -> String {
+        c.qhost(&["-q", "-h", "node1"])
+            .stdout
+            .lines()
+            .find(|l| l.starts_with("   all.q"))
+            .map(|l| l.get(44..).unwrap_or("").trim().to_string())
+            .unwrap_or_default()
+    };
+    let submit = |c: &Cluster, secs: &str| -> String {
+        c.as_user(
+            "gtuser1",
+            "qsub",
+            &["-terse", "-wd", "/tmp", "-b", "y", "sleep", secs],
+        )
+        .stdout
+        .trim()
+        .to_string()
+    };
+    let row = |c: &Cluster, id: &str| -> String {
+        c.client("qstat", &["-u", "*"])
+            .stdout
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(id))
+            .map(|l| l.split_whitespace().nth(4).unwrap_or("").to_string())
+            .unwrap_or_default()
+    };
+    let running = submit(&c, "317");
+    wait_until("the job to run", Duration::from_secs(10), || {
+        row(&c, &running) == "r"
+    });
+    let pid = {
+        let out = std::process::Command::new("pgrep")
+            .args(["-u", "gtuser1", "-f", "sleep 317"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    let proc_state = |pid: &str| {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        stat.rsplit(')')
+            .next()
+            .and_then(|r| r.split_whitespace().next())
+            .unwrap_or("")
+            .to_string()
+    };
+
+    // qmod -s: the instance is suspended (s), its job stopped (S), nothing new starts.
+    let out = c.client("qmod", &["-s", "all.q@node1"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(
+        out.stdout
+            .contains("changed state of \"all.q@node1\" (suspended)"),
+        "{out:?}"
+    );
+    assert_eq!(state(&c), "s");
+    assert_eq!(row(&c, &running), "S");
+    wait_until("the job's process to stop", Duration::from_secs(10), || {
+        proc_state(&pid) == "T"
+    });
+    let waiting = submit(&c, "1");
+    let why = c.client("qstat", &["-j", &waiting]).stdout;
+    assert!(
+        why.contains("queue instance \"all.q@node1\" dropped because it is suspended"),
+        "{why}"
+    );
+    assert_eq!(row(&c, &waiting), "qw");
+    let out = c.client("qmod", &["-us", "all.q@node1"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(state(&c), "");
+    wait_until(
+        "the job's process to continue",
+        Duration::from_secs(10),
+        || proc_state(&pid) == "S",
+    );
+    wait_until(
+        "the waiting job to be accounted",
+        Duration::from_secs(20),
+        || c.client("qacct", &["-j", &waiting]).code == 0,
+    );
+    c.client("qdel", &[&running]);
+
+    // A host that cannot create the job's TMPDIR: the instance goes into error state E,
+    // the job back to waiting; qmod -c clears it once the cause is fixed.
+    let out = c.qconf(&[
+        "-mattr",
+        "queue",
+        "tmpdir",
+        "/proc/gantry-no-such-dir",
+        "all.q",
+    ]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let victim = submit(&c, "1");
+    wait_until(
+        "the queue instance to go into error state",
+        Duration::from_secs(20),
+        || state(&c) == "E",
+    );
+    assert_eq!(row(&c, &victim), "qw");
+    let why = c.client("qstat", &["-j", &victim]).stdout;
+    assert!(
+        why.contains("queue instance \"all.q@node1\" dropped because it is in error state"),
+        "{why}"
+    );
+    assert!(c
+        .master_log()
+        .contains("queue instance set to error state: cannot create TMPDIR"));
+    assert_eq!(
+        c.qconf(&["-mattr", "queue", "tmpdir", "/tmp", "all.q"])
+            .code,
+        0
+    );
+    let out = c.client("qmod", &["-c", "all.q"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(
+        out.stdout
+            .contains("changed state of \"all.q@node1\" (no error)"),
+        "{out:?}"
+    );
+    wait_until("the job to run after all", Duration::from_secs(20), || {
+        c.client("qacct", &["-j", &victim]).code == 0
+    });
+    assert_eq!(state(&c), "");
+}
