@@ -735,6 +735,11 @@ fn edit_value(op: AttrOp, current: &str, given: &str, overridable: bool) -> Resu
         Some(i) if overridable => (&current[..i], &current[i..]),
         _ => (current, ""),
     };
+    // A plain value (`-mattr queue slots 4`, `... suspend_thresholds NONE`) replaces the
+    // attribute's (default) value.
+    if op == AttrOp::Modify && !given.contains('=') {
+        return Ok(format!("{given}{overrides}"));
+    }
     let mut items: Vec<String> = split_list(default)
         .into_iter()
         .filter(|v| !v.eq_ignore_ascii_case("NONE"))

@@ -46,6 +46,8 @@ pub struct Cluster {
     flush_queued: bool,
     /// The last `finished_jobs` jobs that ended, for `qstat -s z` (in memory, as SGE).
     finished: std::collections::VecDeque<gantry_proto::JobView>,
+    /// When `suspend_thresholds` last stopped or continued a job in a queue instance.
+    threshold_acted: HashMap<(String, String), i64>,
 }
 
 /// Record the task reports received so far.
@@ -112,6 +114,7 @@ impl Cluster {
             pending_reports: Vec::new(),
             flush_queued: false,
             finished: std::collections::VecDeque::new(),
+            threshold_acted: HashMap::new(),
         })
     }
 
@@ -484,6 +487,57 @@ impl Cluster {
             return FromMaster::Refused(r);
         }
         FromMaster::Done { messages }
+    }
+
+    /// Stop or continue jobs as their queues' `suspend_thresholds` say (once a second).
+    fn apply_suspend_thresholds(&mut self) {
+        let now = Self::unix_now();
+        let actions = self
+            .state
+            .threshold_actions(now, self.now(), &self.threshold_acted);
+        if actions.suspend.is_empty() && actions.resume.is_empty() {
+            return;
+        }
+        let mut set = self.state.threshold_suspended.clone();
+        // Forget tasks that ended.
+        set.retain(|(j, t)| {
+            self.state
+                .jobs
+                .get(j)
+                .is_some_and(|job| matches!(job.tasks.get(t), Some(TaskState::Running { .. })))
+        });
+        for (j, t, _) in &actions.suspend {
+            set.insert((*j, *t));
+        }
+        for (j, t, _) in &actions.resume {
+            set.remove(&(*j, *t));
+        }
+        if self
+            .commit(&[Op::Put(Object::ThresholdSuspended(
+                set.into_iter().collect(),
+            ))])
+            .is_err()
+        {
+            return;
+        }
+        for key in actions.acted {
+            self.threshold_acted.insert(key, now);
+        }
+        for (list, signal, what) in [
+            (&actions.suspend, libc_signal::SIGSTOP, "suspended"),
+            (&actions.resume, libc_signal::SIGCONT, "unsuspended"),
+        ] {
+            for (job_id, task_id, host) in list {
+                info!(job = job_id, task = task_id, host = %host, "{what} by suspend_thresholds");
+                if let Some(s) = self.sessions.get(host) {
+                    let _ = s.to_execd.send(ToExecd::SignalJob {
+                        job_id: *job_id,
+                        task_id: *task_id,
+                        signal,
+                    });
+                }
+            }
+        }
     }
 
     /// `qmod -s` / `-us` on queue instances: no new jobs start there, and the jobs
@@ -890,6 +944,7 @@ impl Actor for Cluster {
     fn started(&mut self, ctx: &mut Self::Context) {
         ctx.run_interval(Duration::from_secs(1), |act, _| {
             act.check_reachability();
+            act.apply_suspend_thresholds();
             act.schedule();
         });
         info!(

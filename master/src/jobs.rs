@@ -444,7 +444,8 @@ impl ClusterState {
                             _ if job.suspended.contains(task) => "s",
                             _ if self
                                 .suspended_queues
-                                .contains(&(queue.clone(), host.clone())) =>
+                                .contains(&(queue.clone(), host.clone()))
+                                || self.threshold_suspended.contains(&(job.id, *task)) =>
                             {
                                 "S"
                             }

@@ -298,6 +298,8 @@ pub enum Unusable {
     Suspended,
     /// `load_thresholds` exceeded: the message says which.
     Overloaded(String),
+    /// `suspend_thresholds` exceeded (state `A`).
+    SuspendAlarm(String),
     Error,
 }
 
@@ -317,6 +319,8 @@ pub struct Instance {
     pub pe_list: Vec<String>,
     /// `load_thresholds`
     pub thresholds: Vec<(String, String)>,
+    /// `suspend_thresholds`
+    pub suspend_thresholds: Vec<(String, String)>,
     pub unusable: Option<Unusable>,
 }
 
@@ -395,6 +399,9 @@ impl Misfit {
             }
             Misfit::Unusable(Unusable::Error) => {
                 format!("queue instance \"{qi}\" dropped because it is in error state")
+            }
+            Misfit::Unusable(Unusable::SuspendAlarm(why)) => {
+                format!("queue instance \"{qi}\" dropped because it is in suspend alarm: {why}")
             }
             Misfit::Unusable(Unusable::Overloaded(why)) => {
                 format!("queue instance \"{qi}\" dropped because it is overloaded: {why}")
@@ -1076,6 +1083,15 @@ impl Snapshot {
     }
 }
 
+/// What `suspend_thresholds` call for: tasks to stop and to continue (job, task, host),
+/// and the queue instances acted on.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ThresholdActions {
+    pub suspend: Vec<(u64, u32, String)>,
+    pub resume: Vec<(u64, u32, String)>,
+    pub acted: Vec<(String, String)>,
+}
+
 /// A decision of the scheduler: start this task in this queue instance.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Dispatch {
@@ -1198,6 +1214,7 @@ fn instance_values(
         xprojects: list_value(q.attr("xprojects"), host, groups),
         pe_list: list_value(q.attr("pe_list"), host, groups),
         thresholds: pairs("load_thresholds"),
+        suspend_thresholds: pairs("suspend_thresholds"),
         unusable: None,
     };
     let thresholds = inst.thresholds.clone();
@@ -1208,11 +1225,27 @@ impl ClusterState {
     /// Is a queue instance in load alarm (state `a`): which of its `load_thresholds` the
     /// host's reported values exceed, as the scheduler words it.
     pub fn load_alarm(&self, q: &gantry_proto::ClusterQueue, host: &str) -> Option<String> {
+        self.threshold_alarm(q, host, "load_thresholds")
+    }
+
+    /// Is a queue instance in suspend alarm (state `A`): which of its
+    /// `suspend_thresholds` the host's reported values exceed.
+    pub fn suspend_alarm(&self, q: &gantry_proto::ClusterQueue, host: &str) -> Option<String> {
+        self.threshold_alarm(q, host, "suspend_thresholds")
+    }
+
+    fn threshold_alarm(
+        &self,
+        q: &gantry_proto::ClusterQueue,
+        host: &str,
+        key: &str,
+    ) -> Option<String> {
         let groups = self.groups_of(host);
         let thresholds = q
-            .attr("load_thresholds")
+            .attr(key)
             .map(|a| queue::value_on_host(a, host, &groups))
-            .and_then(|v| conf::split_pairs(v, 0, "load_thresholds").ok())
+            .filter(|v| !v.eq_ignore_ascii_case("NONE"))
+            .and_then(|v| conf::split_pairs(v, 0, key).ok())
             .unwrap_or_default();
         if thresholds.is_empty() {
             return None;
@@ -1241,6 +1274,83 @@ impl ClusterState {
             instances: Vec::new(),
         };
         overload_message(&catalog, &h, &[], &thresholds)
+    }
+
+    /// What the queues' `suspend_thresholds` call for at `now`: on an instance over its
+    /// thresholds, stop `nsuspend` more of its running jobs (the latest started first)
+    /// every `suspend_interval`; on one back under them, continue `nsuspend` of those it
+    /// stopped per interval. `last` is when each instance was last acted on.
+    pub fn threshold_actions(
+        &self,
+        now: i64,
+        clock: f64,
+        last: &HashMap<(String, String), i64>,
+    ) -> ThresholdActions {
+        let mut out = ThresholdActions::default();
+        for q in self.queues.values() {
+            for host in self.queue_hosts_of(q) {
+                if !self.is_reachable(&host, clock) {
+                    continue;
+                }
+                let groups = self.groups_of(&host);
+                let on_host = |k: &str| q.attr(k).map(|a| queue::value_on_host(a, &host, &groups));
+                let interval = on_host("suspend_interval")
+                    .and_then(|v| value::parse_time(v).ok())
+                    .unwrap_or(300.0) as i64;
+                let nsuspend: usize = on_host("nsuspend")
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(1);
+                let key = (q.name.clone(), host.clone());
+                if last.get(&key).is_some_and(|t| now - t < interval) || nsuspend == 0 {
+                    continue;
+                }
+                let mut tasks: Vec<(i64, u64, u32)> = Vec::new();
+                for job in self.jobs.values() {
+                    for (task, t) in &job.tasks {
+                        if let TaskState::Running {
+                            host: h,
+                            queue,
+                            start_time,
+                            ..
+                        } = t
+                        {
+                            if *h == host && *queue == q.name && !job.suspended.contains(task) {
+                                tasks.push((*start_time, job.id, *task));
+                            }
+                        }
+                    }
+                }
+                let stopped = |t: &(i64, u64, u32)| self.threshold_suspended.contains(&(t.1, t.2));
+                if self.suspend_alarm(q, &host).is_some() {
+                    tasks.sort_by(|a, b| b.cmp(a));
+                    let pick: Vec<(u64, u32)> = tasks
+                        .iter()
+                        .filter(|t| !stopped(t))
+                        .take(nsuspend)
+                        .map(|t| (t.1, t.2))
+                        .collect();
+                    if !pick.is_empty() {
+                        out.suspend
+                            .extend(pick.into_iter().map(|(j, t)| (j, t, host.clone())));
+                        out.acted.push(key);
+                    }
+                } else {
+                    tasks.sort();
+                    let pick: Vec<(u64, u32)> = tasks
+                        .iter()
+                        .filter(|t| stopped(t))
+                        .take(nsuspend)
+                        .map(|t| (t.1, t.2))
+                        .collect();
+                    if !pick.is_empty() {
+                        out.resume
+                            .extend(pick.into_iter().map(|(j, t)| (j, t, host.clone())));
+                        out.acted.push(key);
+                    }
+                }
+            }
+        }
+        out
     }
 
     /// The scheduler's settings from the configuration.
@@ -1444,6 +1554,11 @@ impl ClusterState {
                     Some(Unusable::Error)
                 } else if self.suspended_queues.contains(&key) {
                     Some(Unusable::Suspended)
+                } else if let Some(why) = (!inst.suspend_thresholds.is_empty())
+                    .then(|| self.suspend_alarm(q, &hname))
+                    .flatten()
+                {
+                    Some(Unusable::SuspendAlarm(why))
                 } else if !connected.contains(&hname) || !self.is_reachable(&hname, clock) {
                     Some(Unusable::Unreachable)
                 } else {

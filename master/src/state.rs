@@ -40,6 +40,8 @@ pub enum Object {
     ErrorQueues(Vec<(String, String)>),
     /// Suspended queue instances (`qmod -s`, state `s`): (queue, host).
     SuspendedQueues(Vec<(String, String)>),
+    /// Tasks stopped by their queue's `suspend_thresholds`: (job, task).
+    ThresholdSuspended(Vec<(u64, u32)>),
 }
 
 impl Object {
@@ -60,6 +62,7 @@ impl Object {
             Object::Project(p) => format!("project/{}", p.name),
             Object::ErrorQueues(_) => "error-queues".to_string(),
             Object::SuspendedQueues(_) => "suspended-queues".to_string(),
+            Object::ThresholdSuspended(_) => "threshold-suspended".to_string(),
         }
     }
 }
@@ -124,6 +127,8 @@ pub struct ClusterState {
     pub errored: std::collections::HashSet<(String, String)>,
     /// Suspended queue instances (`s`).
     pub suspended_queues: std::collections::HashSet<(String, String)>,
+    /// Tasks stopped by their queue's `suspend_thresholds` (shown `S`).
+    pub threshold_suspended: std::collections::BTreeSet<(u64, u32)>,
 }
 
 fn refuse(kind: RefusalKind, message: impl Into<String>) -> Refusal {
@@ -203,6 +208,9 @@ impl ClusterState {
                 }
                 Object::ErrorQueues(list) => self.errored = list.into_iter().collect(),
                 Object::SuspendedQueues(list) => self.suspended_queues = list.into_iter().collect(),
+                Object::ThresholdSuspended(list) => {
+                    self.threshold_suspended = list.into_iter().collect()
+                }
             },
             Op::Account(_) => {}
             Op::NextJobId(n) => self.next_job_id = *n,
@@ -330,6 +338,9 @@ impl ClusterState {
                         let key = (q.name.clone(), name.to_string());
                         if self.disabled.contains(&key) {
                             st.push('d');
+                        }
+                        if reachable && self.suspend_alarm(q, name).is_some() {
+                            st.push('A');
                         }
                         if self.suspended_queues.contains(&key) {
                             st.push('s');

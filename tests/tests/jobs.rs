@@ -1156,3 +1156,73 @@ fn suspended_and_errored_queue_instances() {
     });
     assert_eq!(state(&c), "");
 }
+
+#[test]
+fn suspend_thresholds_stop_jobs_one_by_one_and_continue_them() {
+    if !need_root("suspend_thresholds_stop_jobs_one_by_one_and_continue_them") {
+        return;
+    }
+    ensure_user("gtuser1");
+    let c = Cluster::one_host();
+    assert_eq!(c.qconf(&["-mattr", "queue", "slots", "2", "all.q"]).code, 0);
+    let ids: Vec<String> = ["316", "315"]
+        .iter()
+        .map(|secs| {
+            c.as_user(
+                "gtuser1",
+                "qsub",
+                &["-terse", "-wd", "/tmp", "-b", "y", "sleep", secs],
+            )
+            .stdout
+            .trim()
+            .to_string()
+        })
+        .collect();
+    let states = |c: &Cluster| -> Vec<String> {
+        let out = c.client("qstat", &["-u", "*"]).stdout;
+        ids.iter()
+            .map(|id| {
+                out.lines()
+                    .find(|l| l.split_whitespace().next() == Some(id.as_str()))
+                    .and_then(|l| l.split_whitespace().nth(4))
+                    .unwrap_or("")
+                    .to_string()
+            })
+            .collect()
+    };
+    wait_until("both jobs to run", Duration::from_secs(10), || {
+        states(&c) == ["r", "r"]
+    });
+    // np_load_avg >= 0 always holds: the instance is over its suspend threshold at once.
+    for (attr, value) in [
+        ("suspend_interval", "0:0:1"),
+        ("nsuspend", "1"),
+        ("suspend_thresholds", "np_load_avg=0"),
+    ] {
+        let out = c.qconf(&["-mattr", "queue", attr, value, "all.q"]);
+        assert_eq!(out.code, 0, "{out:?}");
+    }
+    let mut seen_one = false;
+    wait_until("both jobs to be suspended", Duration::from_secs(15), || {
+        let st = states(&c);
+        seen_one |= st.iter().filter(|s| *s == "S").count() == 1;
+        st == ["S", "S"]
+    });
+    assert!(seen_one, "one job per suspend_interval");
+    let q = c.qhost(&["-q"]).stdout;
+    assert!(
+        q.lines()
+            .any(|l| l.starts_with("   all.q") && l.trim_end().ends_with('A')),
+        "{q}"
+    );
+    assert!(c.master_log().contains("suspended by suspend_thresholds"));
+    let out = c.qconf(&["-mattr", "queue", "suspend_thresholds", "NONE", "all.q"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let sq = c.qconf(&["-sq", "all.q"]).stdout;
+    assert!(sq.contains("suspend_thresholds    NONE\n"), "{sq}");
+    wait_until("both jobs to continue", Duration::from_secs(15), || {
+        states(&c) == ["r", "r"]
+    });
+    let out = c.client("qdel", &[&ids[0], &ids[1]]);
+    assert_eq!(out.code, 0, "{out:?}");
+}

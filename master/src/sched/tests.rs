@@ -721,3 +721,66 @@ fn load_adjustments_throttle_dispatch_as_sge_does() {
         Some(gantry_common::schedconf::parse_schedconf("job_load_adjustments NONE\n").unwrap());
     assert_eq!(s.schedule(now, &connected(&s), 0.0).len(), 1);
 }
+
+#[test]
+fn suspend_thresholds_stop_and_continue_jobs_one_interval_at_a_time() {
+    let mut s = cluster(&[]);
+    add_host(
+        &mut s,
+        "n1",
+        "",
+        &[("np_load_avg", "2.000000"), ("num_proc", "2")],
+    );
+    set_queue(&mut s, "all.q", "slots", "4");
+    set_queue(&mut s, "all.q", "load_thresholds", "NONE");
+    set_queue(&mut s, "all.q", "suspend_thresholds", "np_load_avg=1.5");
+    set_queue(&mut s, "all.q", "suspend_interval", "0:1:0");
+    for (id, started) in [(1, 10), (2, 30), (3, 20)] {
+        submit(&mut s, job(id, "u1", &[], &[]));
+        start(&mut s, id, 1, "all.q", "n1");
+        let mut j = s.jobs.get(&id).unwrap().clone();
+        if let Some(TaskState::Running { start_time, .. }) = j.tasks.get_mut(&1) {
+            *start_time = started;
+        }
+        submit(&mut s, j);
+    }
+    let key = ("all.q".to_string(), "n1".to_string());
+    let mut last = HashMap::new();
+    // Over the threshold: the latest started job first, then one per interval.
+    let a = s.threshold_actions(100, 0.0, &last);
+    assert_eq!(a.suspend, vec![(2, 1, "n1".to_string())]);
+    assert_eq!(a.acted, vec![key.clone()]);
+    s.threshold_suspended.insert((2, 1));
+    last.insert(key.clone(), 100);
+    assert_eq!(
+        s.threshold_actions(130, 0.0, &last),
+        ThresholdActions::default()
+    );
+    assert_eq!(
+        s.threshold_actions(160, 0.0, &last).suspend,
+        vec![(3, 1, "n1".to_string())]
+    );
+    // The instance is in suspend alarm: A, and nothing new starts there.
+    assert_eq!(
+        s.host_view("n1", 0.0, &Default::default()).queues[0].states,
+        "A"
+    );
+    submit(&mut s, job(9, "u1", &[], &[]));
+    assert!(cycle(&s).is_empty());
+    let w = why(&s, 9, "all.q@n1");
+    assert!(w.contains(
+        "dropped because it is in suspend alarm: np_load_avg=2.000000 (no load adjustment) >= 1.5"
+    ), "{w}");
+    // Back under the threshold: the stopped jobs continue, one per interval.
+    s.runtime.get_mut("n1").unwrap().load_values[0].value = "0.100000".into();
+    let a = s.threshold_actions(160, 0.0, &last);
+    assert_eq!(a.resume, vec![(2, 1, "n1".to_string())]);
+    assert!(a.suspend.is_empty());
+    // No thresholds at all: the same.
+    s.runtime.get_mut("n1").unwrap().load_values[0].value = "2.000000".into();
+    set_queue(&mut s, "all.q", "suspend_thresholds", "NONE");
+    assert_eq!(
+        s.threshold_actions(160, 0.0, &last).resume,
+        vec![(2, 1, "n1".to_string())]
+    );
+}
