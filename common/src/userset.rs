@@ -80,9 +80,31 @@ pub fn parse_userset(text: &str) -> Result<UserSet, FileError> {
     Ok(u)
 }
 
+/// Is a user in a userset's entries: by name, or by one of their Unix groups
+/// (`@group` entries)?
+pub fn entries_contain(entries: &[String], user: &str, groups: &[String]) -> bool {
+    entries.iter().any(|e| match e.strip_prefix('@') {
+        Some(g) => groups.iter().any(|ug| ug == g),
+        None => e == user,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn members_by_name_or_group() {
+        let entries = vec!["alice".to_string(), "@chem".to_string()];
+        assert!(entries_contain(&entries, "alice", &[]));
+        assert!(entries_contain(
+            &entries,
+            "bob",
+            &["users".into(), "chem".into()]
+        ));
+        assert!(!entries_contain(&entries, "bob", &["users".into()]));
+        assert!(!entries_contain(&entries, "chem", &[]));
+    }
 
     #[test]
     fn prints_as_sge_and_parses_back() {

@@ -558,6 +558,7 @@ mod tests {
                 user: "u1".into(),
                 uid: 1000,
                 gid: 1000,
+                groups: vec!["u1".into()],
             },
             queue: "all.q@n1".into(),
             host: "n1".into(),

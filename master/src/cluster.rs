@@ -236,12 +236,17 @@ impl Cluster {
     ) -> FromMaster {
         use gantry_proto::Verify;
         let id = self.state.next_job_id.max(1);
-        let job =
-            match crate::jobs::validate_submission(&self.state, caller, spec, id, Self::unix_now())
-            {
-                Ok(j) => j,
-                Err(r) => return FromMaster::Refused(r),
-            };
+        let job = match crate::jobs::validate_submission(
+            &self.state,
+            caller,
+            &unix_groups(&caller.user, caller.gid),
+            spec,
+            id,
+            Self::unix_now(),
+        ) {
+            Ok(j) => j,
+            Err(r) => return FromMaster::Refused(r),
+        };
         let possible = verify == Verify::None || self.state.could_ever_run(&job).is_ok();
         match verify {
             Verify::Verify => {
@@ -952,6 +957,31 @@ impl Actor for Cluster {
             "cluster state loaded from the spool"
         );
     }
+}
+
+/// A user's Unix groups by name, the primary group first (from the master's name
+/// service; a user it does not know has only the primary group's number).
+fn unix_groups(user: &str, gid: u32) -> Vec<String> {
+    use nix::unistd::{Gid, Group};
+    let name_of = |g: Gid| {
+        Group::from_gid(g)
+            .ok()
+            .flatten()
+            .map_or_else(|| g.as_raw().to_string(), |g| g.name)
+    };
+    let primary = Gid::from_raw(gid);
+    let mut out = vec![name_of(primary)];
+    if let Ok(name) = std::ffi::CString::new(user) {
+        if let Ok(all) = nix::unistd::getgrouplist(&name, primary) {
+            for g in all {
+                let n = name_of(g);
+                if !out.contains(&n) {
+                    out.push(n);
+                }
+            }
+        }
+    }
+    out
 }
 
 /// A client request with the caller established by the endpoint.

@@ -151,9 +151,11 @@ pub fn check_queues(state: &ClusterState, queues: &[String]) -> Result<(), Refus
 }
 
 /// Check a submission; the job to queue.
+/// `groups` are the caller's Unix groups (for `@group` entries of access lists).
 pub fn validate_submission(
     state: &ClusterState,
     caller: &Caller,
+    groups: &[String],
     spec: &JobSpec,
     id: u64,
     now: i64,
@@ -233,10 +235,9 @@ pub fn validate_submission(
         };
         let member = |sets: &[String]| {
             sets.iter().any(|s| {
-                state
-                    .usersets
-                    .get(s)
-                    .is_some_and(|u| u.entries.contains(&caller.user))
+                state.usersets.get(s).is_some_and(|u| {
+                    gantry_common::userset::entries_contain(&u.entries, &caller.user, groups)
+                })
             })
         };
         if (!project.acl.is_empty() && !member(&project.acl)) || member(&project.xacl) {
@@ -287,6 +288,7 @@ pub fn validate_submission(
             user: caller.user.clone(),
             uid: caller.uid,
             gid: caller.gid,
+            groups: groups.to_vec(),
         },
         spec,
         submit_time: now,
@@ -602,7 +604,7 @@ mod tests {
             let mut j = crate::synthetic::job(1, "u1", &[], &[]);
             j.spec.project = project.map(str::to_string);
             j.spec.pe = pe.map(|(a, b)| (a.to_string(), b.to_string()));
-            validate_submission(s, &caller, &j.spec, 1, 0)
+            validate_submission(s, &caller, &[], &j.spec, 1, 0)
                 .map(|_| ())
                 .map_err(|r| r.message)
         };

@@ -169,6 +169,8 @@ pub struct Demand {
     pub soft: Vec<Request>,
     pub queues: Vec<String>,
     pub user: String,
+    /// The owner's Unix groups, for `@group` userset entries.
+    pub groups: Vec<String>,
     pub project: Option<String>,
     pub slots: u32,
     /// `-pe pattern min-max`
@@ -250,6 +252,7 @@ pub fn demand(catalog: &Catalog, job: &Job) -> Result<Demand, String> {
         soft,
         queues: job.spec.queues.clone(),
         user: job.owner.user.clone(),
+        groups: job.owner.groups.clone(),
         project: job.spec.project.clone(),
         slots: 1,
         pe: match &job.spec.pe {
@@ -511,11 +514,12 @@ impl Snapshot {
         ]
     }
 
-    fn in_userset(&self, user: &str, lists: &[String]) -> bool {
+    /// Is the job's owner in one of these usersets (by name or by Unix group)?
+    fn in_userset(&self, d: &Demand, lists: &[String]) -> bool {
         lists.iter().any(|l| {
-            self.usersets
-                .get(l)
-                .is_some_and(|entries| entries.iter().any(|e| e == user))
+            self.usersets.get(l).is_some_and(|entries| {
+                gantry_common::userset::entries_contain(entries, &d.user, &d.groups)
+            })
         })
     }
 
@@ -634,9 +638,7 @@ impl Snapshot {
                 if n == 0 && host_checked {
                     continue;
                 }
-                if (!allow.is_empty() && !self.in_userset(&d.user, allow))
-                    || self.in_userset(&d.user, deny)
-                {
+                if (!allow.is_empty() && !self.in_userset(d, allow)) || self.in_userset(d, deny) {
                     return Err(if detail {
                         Misfit::NoAccess(d.user.clone())
                     } else {
@@ -814,8 +816,8 @@ impl Snapshot {
             return Vec::new();
         }
         let lists_ok = |allow: &[String], deny: &[String], projects: (&[String], &[String])| {
-            (allow.is_empty() || self.in_userset(&d.user, allow))
-                && !self.in_userset(&d.user, deny)
+            (allow.is_empty() || self.in_userset(d, allow))
+                && !self.in_userset(d, deny)
                 && match &d.project {
                     Some(p) => {
                         !projects.1.contains(p) && (projects.0.is_empty() || projects.0.contains(p))
@@ -896,8 +898,8 @@ impl Snapshot {
             .collect();
         for name in names {
             let pe = &self.pes[&name];
-            if (!pe.user_lists.is_empty() && !self.in_userset(&d.user, &pe.user_lists))
-                || self.in_userset(&d.user, &pe.xuser_lists)
+            if (!pe.user_lists.is_empty() && !self.in_userset(d, &pe.user_lists))
+                || self.in_userset(d, &pe.xuser_lists)
             {
                 continue;
             }
@@ -1627,6 +1629,7 @@ impl ClusterState {
                             soft: Vec::new(),
                             queues: Vec::new(),
                             user: String::new(),
+                            groups: Vec::new(),
                             project: None,
                             slots: 1,
                             pe: None,

@@ -469,6 +469,24 @@ impl ClusterState {
                             format!("denied: \"{host}\" is not an execution host"),
                         ));
                     }
+                    let busy = self.jobs.values().find(|j| {
+                        j.tasks.values().any(|t| match t {
+                            crate::jobs::TaskState::Running { grants, .. }
+                            | crate::jobs::TaskState::Deleting { grants, .. } => {
+                                grants.iter().any(|g| g.host == *host)
+                            }
+                            _ => false,
+                        })
+                    });
+                    if let Some(j) = busy {
+                        return Err(refuse(
+                            RefusalKind::Denied,
+                            format!(
+                                "denied: host \"{host}\" has running jobs (job {} and maybe more)",
+                                j.id
+                            ),
+                        ));
+                    }
                 }
                 let mut groups: BTreeMap<String, HostGroup> = BTreeMap::new();
                 for host in hosts {

@@ -107,6 +107,7 @@ pub fn job(id: u64, user: &str, hard: &[(&str, &str)], soft: &[(&str, &str)]) ->
             user: user.into(),
             uid: 1000,
             gid: 1000,
+            groups: vec![user.to_string()],
         },
         submit_time: 0,
         tasks: BTreeMap::from([(1, TaskState::Pending)]),

@@ -262,6 +262,8 @@ pub struct JobOwner {
     pub user: String,
     pub uid: u32,
     pub gid: u32,
+    /// The Unix groups of the owner (primary first), for `@group` entries of usersets.
+    pub groups: Vec<String>,
 }
 
 /// A task the master tells an execd to start.

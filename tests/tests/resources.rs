@@ -139,7 +139,14 @@ fn jobs_land_only_where_their_requests_fit_and_consumables_never_go_negative() {
         out.stderr.contains("unknown resource \"nosuch\""),
         "{out:?}"
     );
-    for (attr, value) in [("slots", "4"), ("load_thresholds", "NONE")] {
+    // Only members of the Unix group gtuser1 may use all.q (the user's primary group,
+    // as the master's name service knows it).
+    assert_eq!(c.qconf(&["-au", "@gtuser1", "gpuusers"]).code, 0);
+    for (attr, value) in [
+        ("slots", "4"),
+        ("load_thresholds", "NONE"),
+        ("user_lists", "gpuusers"),
+    ] {
         let out = c.qconf(&["-mattr", "queue", attr, value, "all.q"]);
         assert_eq!(out.code, 0, "{out:?}");
     }
@@ -197,6 +204,16 @@ fn jobs_land_only_where_their_requests_fit_and_consumables_never_go_negative() {
         why.contains("(-l bigmem=false) cannot run at host \"node2\" because it offers only hf:bigmem=1.000000"),
         "{why}"
     );
+
+    // A host with running jobs cannot be deleted.
+    let out = c.qconf(&["-de", "node1"]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(
+        out.stderr
+            .contains("denied: host \"node1\" has running jobs"),
+        "{out:?}"
+    );
+    assert_eq!(c.qconf(&["-sel"]).stdout, "node1\nnode2\n");
 
     // A GPU given back goes to the next GPU job, never a third at once.
     let first = gpu_running[0].0;

@@ -399,6 +399,17 @@ fn access_lists_and_queue_lists() {
         why(&s, 2, "all.q@a"),
         "queue instance \"all.q@a\" dropped because user \"u2\" has no access to it"
     );
+    // `@group` entries admit the members of a Unix group.
+    s.usersets
+        .get_mut("staff")
+        .unwrap()
+        .entries
+        .push("@physics".into());
+    s.jobs.clear();
+    let mut j = job(4, "u4", &[], &[]);
+    j.owner.groups = vec!["u4".into(), "physics".into()];
+    submit(&mut s, j);
+    assert!(cycle(&s).iter().any(|(id, _)| *id == 4));
     let mut j = job(3, "u1", &[], &[]);
     j.spec.queues = vec!["other.q".into()];
     submit(&mut s, j);
