@@ -70,6 +70,12 @@ const SPECS: &[OptSpec] = &[
     opt("-mprj", Arity::One),
     opt("-Mprj", Arity::One),
     opt("-dprj", Arity::One),
+    opt("-srqsl", Arity::None),
+    opt("-srqs", Arity::Optional),
+    opt("-arqs", Arity::Optional),
+    opt("-Arqs", Arity::One),
+    opt("-mrqs", Arity::Optional),
+    opt("-drqs", Arity::One),
 ];
 
 pub fn usage() -> String {
@@ -86,6 +92,8 @@ pub fn usage() -> String {
         ("[-aprj]", "add new project"),
         ("[-Aprj fname]", "add new project from file"),
         ("[-aq [queue_name]]", "add a new cluster queue"),
+        ("[-arqs [rqs_list]]", "add resource quota set(s)"),
+        ("[-Arqs fname]", "add resource quota set(s) from file"),
         ("[-Aq fname]", "add a queue from file"),
         ("[-am user_list]", "add user to manager list"),
         (
@@ -99,6 +107,7 @@ pub fn usage() -> String {
         ("[-dp pe-name]", "delete parallel environment"),
         ("[-dprj project_list]", "delete project"),
         ("[-dq destin_id_list]", "delete queue"),
+        ("[-drqs rqs_list]", "delete resource quota set(s)"),
         (
             "[-du user_list listname_list]",
             "delete user(s) from userset list(s)",
@@ -148,6 +157,11 @@ pub fn usage() -> String {
         ("[-Mprj fname]", "modify project from file"),
         ("[-mq queue]", "modify a queue"),
         ("[-Mq fname]", "modify a queue from file"),
+        ("[-mrqs [rqs_list]]", "modify resource quota set(s)"),
+        (
+            "[-Mrqs fname [rqs_list]]",
+            "modify resource quota set(s) from file",
+        ),
         ("[-msconf]", "modify scheduler configuration"),
         (
             "[-Msconf fname]",
@@ -172,6 +186,8 @@ pub fn usage() -> String {
         ("[-spl]", "show all parallel environments"),
         ("[-sprj project]", "show a project"),
         ("[-sprjl]", "show a list of all projects"),
+        ("[-srqs [rqs_list]]", "show resource quota set(s)"),
+        ("[-srqsl]", "show resource quota set list"),
         ("[-ssconf]", "show scheduler configuration"),
         ("[-su listname_list]", "show the given userset list"),
         ("[-sul]", "show a list of all userset lists"),
@@ -304,6 +320,21 @@ fn tempfile_in_tmp() -> Result<(std::path::PathBuf, std::fs::File), String> {
     Err("error: cannot create a temporary file".into())
 }
 
+/// A resource quota file, with SGE's message when it cannot be read.
+fn read_rqs_file(path: &str) -> Result<String, Output> {
+    std::fs::read_to_string(path).map_err(|e| {
+        let reason = match e.kind() {
+            std::io::ErrorKind::NotFound => "No such file or directory".to_string(),
+            std::io::ErrorKind::PermissionDenied => "Permission denied".to_string(),
+            _ => e.to_string(),
+        };
+        Output::fail(
+            format!("error opening file \"{path}\" for reading: {reason}"),
+            exit::FAILURE,
+        )
+    })
+}
+
 fn read_file(path: &str) -> Result<String, Output> {
     std::fs::read_to_string(path).map_err(|e| {
         Output::fail(
@@ -362,6 +393,50 @@ fn send_object(kind: ObjectKind, text: String, adding: bool) -> Output {
 pub fn run(args: &[String]) -> Output {
     if args.is_empty() {
         return Output::usage_error("error: no option given", &usage());
+    }
+    // -Mrqs takes a file and, optionally, the sets to take from it.
+    if let Some(pos) = args.iter().position(|a| a == "-Mrqs") {
+        let Some(file) = args.get(pos + 1) else {
+            return Output::usage_error(
+                "error: no option argument provided to \"-Mrqs\"",
+                &usage(),
+            );
+        };
+        let text = match read_rqs_file(file) {
+            Ok(t) => t,
+            Err(o) => return o,
+        };
+        return match args.get(pos + 2).filter(|a| !a.starts_with('-')) {
+            None => change(
+                ToMaster::ReplaceObjects {
+                    kind: ObjectKind::Rqs,
+                    text,
+                },
+                true,
+            ),
+            Some(names) => {
+                // Only the named sets, which the file must contain.
+                let sets = match gantry_common::rqs::parse_sets(&text) {
+                    Ok(s) => s,
+                    Err(e) => return Output::fail(e.0, exit::FAILURE),
+                };
+                let mut chosen = String::new();
+                for name in list(names) {
+                    match sets.iter().find(|s| s.name == name) {
+                        Some(s) => chosen.push_str(&gantry_common::rqs::print_set(s)),
+                        None => {
+                            return Output::fail(
+                                format!(
+                                    "resource quota set \"{name}\" not found in file \"{file}\""
+                                ),
+                                exit::FAILURE,
+                            )
+                        }
+                    }
+                }
+                send_object(ObjectKind::Rqs, chosen, false)
+            }
+        };
     }
     // -?attr take three more words than the parser knows about.
     if let Some((pos, op, from_file)) = args.iter().enumerate().find_map(|(i, a)| {
@@ -585,6 +660,60 @@ fn one(name: &str, arg: Option<&str>) -> Output {
                 names: list(names),
             },
             false,
+        ),
+        ("-srqsl", _) => names(
+            req(&ToMaster::ShowObjectList {
+                kind: ObjectKind::Rqs,
+            }),
+            "no resource quota set list defined",
+        ),
+        ("-srqs", names) => show_object(ObjectKind::Rqs, names.unwrap_or("")),
+        ("-arqs", names) => {
+            let template: String = names
+                .unwrap_or("template")
+                .split(',')
+                .filter(|n| !n.is_empty())
+                .map(|n| {
+                    format!(
+                        "{{\n   name         {n}\n   description  NONE\n   enabled      FALSE\n   limit        to slots=0\n}}\n"
+                    )
+                })
+                .collect();
+            match edit(&template) {
+                Ok(text) => send_object(ObjectKind::Rqs, text, true),
+                Err(e) => Output::fail(e, exit::FAILURE),
+            }
+        }
+        ("-Arqs", Some(file)) => match read_rqs_file(file) {
+            Ok(text) => send_object(ObjectKind::Rqs, text, true),
+            Err(o) => o,
+        },
+        ("-mrqs", names) => {
+            let text = match req(&ToMaster::ShowObject {
+                kind: ObjectKind::Rqs,
+                name: names.unwrap_or("").to_string(),
+            }) {
+                Ok(FromMaster::Text(t)) => t,
+                other => return answer(other, |_| None),
+            };
+            match edit(&text) {
+                Ok(text) if names.is_some() => send_object(ObjectKind::Rqs, text, false),
+                Ok(text) => change(
+                    ToMaster::ReplaceObjects {
+                        kind: ObjectKind::Rqs,
+                        text,
+                    },
+                    true,
+                ),
+                Err(e) => Output::fail(e, exit::FAILURE),
+            }
+        }
+        ("-drqs", Some(names)) => change(
+            ToMaster::DeleteObjects {
+                kind: ObjectKind::Rqs,
+                names: list(names),
+            },
+            true,
         ),
         ("-de", Some(hosts)) => change(ToMaster::DeleteExecHosts { hosts: list(hosts) }, false),
         ("-sconf", conf) => {

@@ -41,6 +41,41 @@ pub const STATIC_VALUES: &[&str] = &[
     "m_thread",
 ];
 
+/// Every value an execd reports, in report order.
+pub const REPORTED: &[&str] = &[
+    "load_avg",
+    "load_short",
+    "load_medium",
+    "load_long",
+    "arch",
+    "num_proc",
+    "mem_free",
+    "swap_free",
+    "virtual_free",
+    "mem_total",
+    "swap_total",
+    "virtual_total",
+    "mem_used",
+    "swap_used",
+    "virtual_used",
+    "cpu",
+    "m_topology",
+    "m_topology_inuse",
+    "m_socket",
+    "m_core",
+    "m_thread",
+    "np_load_avg",
+    "np_load_short",
+    "np_load_medium",
+    "np_load_long",
+];
+
+/// Is this a value the execd measures anew at every report (`load_avg`, `mem_free`),
+/// as opposed to one that describes the hardware (`num_proc`, `arch`)?
+pub fn is_changing_load_value(name: &str) -> bool {
+    REPORTED.contains(&name) && !STATIC_VALUES.contains(&name)
+}
+
 /// SGE's architecture string for this build's target.
 pub fn sge_arch() -> String {
     let os = match std::env::consts::OS {
@@ -162,6 +197,17 @@ mod tests {
             .collect();
         let want = "load_avg=0.326172,load_short=0.498535,load_medium=0.326172,load_long=0.144531,arch=lx-amd64,num_proc=2,mem_free=23917.718750M,swap_free=0.000000M,virtual_free=23917.718750M,mem_total=24105.550781M,swap_total=0.000000M,virtual_total=24105.550781M,mem_used=187.832031M,swap_used=0.000000M,virtual_used=187.832031M,cpu=0.000000,m_topology=SCC,m_topology_inuse=SCC,m_socket=1,m_core=2,m_thread=2,np_load_avg=0.163086,np_load_short=0.249268,np_load_medium=0.163086,np_load_long=0.072265";
         assert_eq!(text.join(","), want);
+    }
+
+    #[test]
+    fn reported_names_are_the_reports_names() {
+        let names: Vec<String> = load_values(&reference_sample())
+            .into_iter()
+            .map(|l| l.name)
+            .collect();
+        assert_eq!(names, REPORTED);
+        assert!(is_changing_load_value("load_avg") && is_changing_load_value("mem_free"));
+        assert!(!is_changing_load_value("num_proc") && !is_changing_load_value("slots"));
     }
 
     #[test]

@@ -385,8 +385,21 @@ pub fn parse_dynamic(text: &str) -> Option<Vec<(f64, Option<String>)>> {
 /// Check a set against the complex: every limited resource exists and its value is of
 /// the resource's type; dynamic limits only in rules with an expanded host filter, and
 /// only over numeric attributes.
+///
+/// Two things SGE 8.1.9 accepts although its man page forbids them are refused: two
+/// rules of one set with the same name (`set/name` would address either), and a limit
+/// on a value the execd measures (`load_avg=2`: a quota limits what jobs request and
+/// hold, which a load value is not).
 pub fn check_set(s: &QuotaSet, complexes: &[ComplexAttr]) -> Result<(), RqsError> {
-    for r in &s.rules {
+    for (n, r) in s.rules.iter().enumerate() {
+        if let Some(name) = &r.name {
+            if s.rules[..n].iter().any(|o| o.name.as_ref() == Some(name)) {
+                return Err(err(format!(
+                    "rule name \"{name}\" is used twice in resource quota set \"{}\"",
+                    s.name
+                )));
+            }
+        }
         for l in &r.limits {
             let Some(attr) = crate::complex::find(complexes, &l.resource) else {
                 return Err(err(format!(
@@ -394,6 +407,14 @@ pub fn check_set(s: &QuotaSet, complexes: &[ComplexAttr]) -> Result<(), RqsError
                     l.resource
                 )));
             };
+            if attr.consumable == gantry_proto::Consumable::No
+                && crate::load::is_changing_load_value(&attr.name)
+            {
+                return Err(err(format!(
+                    "\"{}\" is a load value: a resource quota can only limit fixed and consumable resources",
+                    attr.name
+                )));
+            }
             if l.is_dynamic() {
                 if !r.hosts.as_ref().is_some_and(|h| h.expand) {
                     return Err(err("dynamic limits are only supported for per host rules"));

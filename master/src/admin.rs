@@ -7,6 +7,8 @@ use gantry_common::{complex, exechost, pe, project, queue, schedconf};
 use gantry_proto::{AttrOp, ExecHost, FromMaster, ObjectKind, Refusal, RefusalKind, ToMaster};
 
 use crate::jobs::TaskState;
+
+mod rqs;
 use crate::state::{Change, ClusterState, Object, Op, Reply};
 
 fn refuse(kind: RefusalKind, message: impl Into<String>) -> Refusal {
@@ -44,12 +46,58 @@ impl ClusterState {
         req: &ToMaster,
     ) -> Result<Reply, Refusal> {
         match req {
+            ToMaster::ShowObject {
+                kind: ObjectKind::Rqs,
+                name,
+            } => self.show_quota_sets(name),
+            ToMaster::AddObject {
+                kind: ObjectKind::Rqs,
+                text,
+            } => {
+                manager?;
+                self.add_quota_sets(who, text)
+            }
+            ToMaster::ModifyObject {
+                kind: ObjectKind::Rqs,
+                text,
+            } => {
+                manager?;
+                self.modify_quota_sets(who, text)
+            }
+            ToMaster::DeleteObjects {
+                kind: ObjectKind::Rqs,
+                names,
+            } => {
+                manager?;
+                self.delete_quota_sets(who, names)
+            }
+            ToMaster::ReplaceObjects {
+                kind: ObjectKind::Rqs,
+                text,
+            } => {
+                manager?;
+                self.replace_quota_sets(who, text)
+            }
+            ToMaster::ReplaceObjects { kind, .. } => {
+                Err(invalid(format!("cannot replace all {kind:?} objects")))
+            }
+            ToMaster::EditAttribute {
+                op,
+                object,
+                attr,
+                value,
+                targets,
+            } if object == "resource_quota" => {
+                manager?;
+                self.edit_quota_attribute(who, *op, attr, value, targets)
+            }
             ToMaster::ShowObject { kind, name } => self.show_object(*kind, name),
             ToMaster::ShowObjectList { kind } => Ok(Reply::Answer(FromMaster::Names(match kind {
                 ObjectKind::Queue => self.queues.keys().cloned().collect(),
                 ObjectKind::ExecHost => self.exechosts.keys().cloned().collect(),
                 ObjectKind::Pe => self.pes.keys().cloned().collect(),
                 ObjectKind::Project => self.projects.keys().cloned().collect(),
+                ObjectKind::Rqs => self.quota_sets.keys().cloned().collect(),
                 _ => {
                     return Err(invalid(format!("{kind:?} objects have no list")));
                 }
@@ -192,6 +240,7 @@ impl ClusterState {
 
     fn modify_object(&self, who: &str, kind: ObjectKind, text: &str) -> Result<Reply, Refusal> {
         match kind {
+            ObjectKind::Rqs => self.modify_quota_sets(who, text),
             ObjectKind::Project => {
                 let p = project::parse_project(text).map_err(|e| invalid(e.to_string()))?;
                 if !self.projects.contains_key(&p.name) {

@@ -42,6 +42,11 @@ pub enum Object {
     SuspendedQueues(Vec<(String, String)>),
     /// Tasks stopped by their queue's `suspend_thresholds`: (job, task).
     ThresholdSuspended(Vec<(u64, u32)>),
+    /// A resource quota set and its place in SGE's order (the order of last change).
+    QuotaSet {
+        seq: u64,
+        set: gantry_common::rqs::QuotaSet,
+    },
 }
 
 impl Object {
@@ -63,6 +68,7 @@ impl Object {
             Object::ErrorQueues(_) => "error-queues".to_string(),
             Object::SuspendedQueues(_) => "suspended-queues".to_string(),
             Object::ThresholdSuspended(_) => "threshold-suspended".to_string(),
+            Object::QuotaSet { set, .. } => format!("rqs/{}", set.name),
         }
     }
 }
@@ -129,6 +135,8 @@ pub struct ClusterState {
     pub suspended_queues: std::collections::HashSet<(String, String)>,
     /// Tasks stopped by their queue's `suspend_thresholds` (shown `S`).
     pub threshold_suspended: std::collections::BTreeSet<(u64, u32)>,
+    /// Resource quota sets by name, with their place in SGE's order.
+    pub quota_sets: BTreeMap<String, (u64, gantry_common::rqs::QuotaSet)>,
 }
 
 fn refuse(kind: RefusalKind, message: impl Into<String>) -> Refusal {
@@ -211,6 +219,9 @@ impl ClusterState {
                 Object::ThresholdSuspended(list) => {
                     self.threshold_suspended = list.into_iter().collect()
                 }
+                Object::QuotaSet { seq, set } => {
+                    self.quota_sets.insert(set.name.clone(), (seq, set));
+                }
             },
             Op::Account(_) => {}
             Op::NextJobId(n) => self.next_job_id = *n,
@@ -221,6 +232,8 @@ impl ClusterState {
                     self.hostgroups.remove(name);
                 } else if let Some(name) = key.strip_prefix("queue/") {
                     self.queues.remove(name);
+                } else if let Some(name) = key.strip_prefix("rqs/") {
+                    self.quota_sets.remove(name);
                 } else if let Some(name) = key.strip_prefix("project/") {
                     self.projects.remove(name);
                 } else if let Some(name) = key.strip_prefix("pe/") {
@@ -394,7 +407,8 @@ impl ClusterState {
             | ToMaster::ModifyObject { .. }
             | ToMaster::DeleteObjects { .. }
             | ToMaster::EditAttribute { .. }
-            | ToMaster::ModifyAttribute { .. } => self.handle_object(&who, manager_only(), req),
+            | ToMaster::ModifyAttribute { .. }
+            | ToMaster::ReplaceObjects { .. } => self.handle_object(&who, manager_only(), req),
             ToMaster::HostInfo => {
                 let used = self.used_slots();
                 let mut hosts: Vec<HostView> = self

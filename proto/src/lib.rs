@@ -216,6 +216,9 @@ pub enum ToMaster {
         targets: Vec<String>,
         change: QueueChange,
     },
+    /// `qconf -Mrqs file` (no name) and `-mrqs` (no name): every object of the kind
+    /// replaced by those in the text.
+    ReplaceObjects { kind: ObjectKind, text: String },
 }
 
 /// What `qmod` does to queue instances (besides `-d`/`-e`).
@@ -254,6 +257,8 @@ pub enum ObjectKind {
     Pe,
     /// Projects (`-sprj`, `-sprjl`, `-aprj`, `-Aprj`, `-mprj`, `-Mprj`, `-dprj`).
     Project,
+    /// Resource quota sets (`-srqs`, `-srqsl`, `-arqs`, `-Arqs`, `-mrqs`, `-Mrqs`, `-drqs`).
+    Rqs,
 }
 
 /// The master's answer to a [`ToMaster`] request.
