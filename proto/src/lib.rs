@@ -219,6 +219,47 @@ pub enum ToMaster {
     /// `qconf -Mrqs file` (no name) and `-mrqs` (no name): every object of the kind
     /// replaced by those in the text.
     ReplaceObjects { kind: ObjectKind, text: String },
+    /// `qquota`: the usage of every enabled resource quota rule that matches the query.
+    ShowQuotas(QuotaQuery),
+    /// `qstat -j` without a job: which pending jobs each kind of reason holds back.
+    SchedulingSummary,
+}
+
+/// What `qquota` asks about. An empty list means "any"; `users` empty means the caller
+/// (SGE's default), `*` in it means every user.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct QuotaQuery {
+    pub users: Vec<String>,
+    pub hosts: Vec<String>,
+    pub queues: Vec<String>,
+    pub projects: Vec<String>,
+    pub pes: Vec<String>,
+    /// `-l`: only these resources (names or shortcuts).
+    pub resources: Vec<String>,
+}
+
+/// One line group of `qquota`: a rule (`set/name` or `set/N`) for one consumer (the
+/// members of its expanded filters) and its limits.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QuotaRow {
+    /// `max_u_slots/1`, `per_group/testers`
+    pub rule: String,
+    /// The rule's filters as `qquota` prints them: (`users`, `user1`) for a member of an
+    /// expanded list, (`hosts`, `@allhosts`) for a plain list as written; excluded names
+    /// keep their `!`.
+    pub filters: Vec<(String, String)>,
+    pub limits: Vec<QuotaLimit>,
+}
+
+/// One limit of a [`QuotaRow`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QuotaLimit {
+    pub resource: String,
+    /// The limit in force here (a dynamic limit evaluated for the row's host).
+    pub limit: String,
+    /// What running jobs use of it (`None` for a fixed, non-consumable value such as
+    /// `arch=lx-amd64`, printed `arch=lx-amd64`).
+    pub used: Option<String>,
 }
 
 /// What `qmod` does to queue instances (besides `-d`/`-e`).
@@ -300,6 +341,10 @@ pub enum FromMaster {
     UserSets(Vec<UserSet>),
     /// An object as `qconf` prints it.
     Text(String),
+    /// `qquota`: rows in rule set order, then rule order, then consumer.
+    Quotas(Vec<QuotaRow>),
+    /// `qstat -j` without a job: (reason as SGE words it, the jobs it holds back).
+    SchedulingSummary(Vec<(String, Vec<u64>)>),
 }
 
 /// Why a request was refused. The kind decides the exit status (one table, in the
