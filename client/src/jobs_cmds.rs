@@ -31,13 +31,13 @@ const QSTAT_SPECS: &[OptSpec] = &[
     opt("-xml", Arity::None),
     opt("-f", Arity::None),
     opt("-r", Arity::None),
-    opt("-j", Arity::One),
+    opt("-j", Arity::Optional),
     opt("-F", Arity::Optional),
 ];
 
 pub fn qstat_usage() -> String {
     format!(
-        "Gantry {}\nusage: qstat [options]\n   [-f]                                     full output (every queue instance)\n   [-F [resource_attributes]]               full output and show (selected) resources of queue(s)\n   [-help]                                  print this help\n   [-j job_identifier_list]                 show detailed information on pending/running job\n   [-json]                                  print the jobs as one JSON document\n   [-r]                                     show requested resources of job(s)\n   [-s {{p|r|h|z}}]                           show pending, running, held, finished jobs\n   [-u user_list]                           view only jobs of this user ('*' for all)\n   [-xml]                                   display the information in XML-Format\n",
+        "Gantry {}\nusage: qstat [options]\n   [-f]                                     full output (every queue instance)\n   [-F [resource_attributes]]               full output and show (selected) resources of queue(s)\n   [-help]                                  print this help\n   [-j [job_identifier_list]]               show detailed information on pending/running job\n   [-json]                                  print the jobs as one JSON document\n   [-r]                                     show requested resources of job(s)\n   [-s {{p|r|h|z}}]                           show pending, running, held, finished jobs\n   [-u user_list]                           view only jobs of this user ('*' for all)\n   [-xml]                                   display the information in XML-Format\n",
         env!("CARGO_PKG_VERSION")
     )
 }
@@ -400,6 +400,25 @@ pub fn render_job_details(details: &[gantry_proto::JobDetail]) -> String {
     out
 }
 
+/// `qstat -j` without a job: each reason, then the jobs it holds back, each after a tab,
+/// separated by commas; a blank line between reasons. A reason without jobs is printed
+/// alone.
+pub fn render_scheduling_summary(summary: &[(String, Vec<u64>)]) -> String {
+    summary
+        .iter()
+        .map(|(reason, jobs)| {
+            let mut s = format!("{reason}\n");
+            if !jobs.is_empty() {
+                let ids: Vec<String> = jobs.iter().map(|j| format!("\t{j}")).collect();
+                s.push_str(&ids.join(","));
+                s.push('\n');
+            }
+            s
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 pub fn qstat(args: &[String]) -> Output {
     let p = match crate::parse_args(args, QSTAT_SPECS, false, qstat_usage) {
         Ok(p) => p,
@@ -409,6 +428,13 @@ pub fn qstat(args: &[String]) -> Output {
         Some(u) => u.split(',').map(str::to_string).collect(),
         None => vec![caller_name()],
     };
+    if p.has("-j") && p.arg("-j").is_none() {
+        return match crate::ask(&ToMaster::SchedulingSummary) {
+            Ok(FromMaster::SchedulingSummary(s)) => Output::ok(render_scheduling_summary(&s)),
+            Ok(other) => crate::unexpected(&other),
+            Err(out) => out,
+        };
+    }
     if let Some(ids) = p.arg("-j") {
         let ids: Vec<String> = ids
             .split(',')
@@ -872,6 +898,57 @@ mod tests {
             hold_jids: vec![],
             is_array: !tasks.is_empty(),
         }
+    }
+
+    #[test]
+    fn scheduling_summary_matches_sge() {
+        let fixture = |name: &str| {
+            let all = include_str!("../tests/fixtures/qquota.txt");
+            let start = all.find(&format!("=== {name}\n")).unwrap() + name.len() + 5;
+            let end = all[start..]
+                .find("\n=== ")
+                .map_or(all.len(), |e| start + e + 1);
+            all[start..end].to_string()
+        };
+        let rule = "Jobs dropped because of exceeding limit in rule".to_string();
+        assert_eq!(
+            render_scheduling_summary(&[(rule.clone(), vec![3, 4, 5, 6, 7])]),
+            "Jobs dropped because of exceeding limit in rule\n\t3,\t4,\t5,\t6,\t7\n"
+        );
+        assert_eq!(
+            render_scheduling_summary(&[(rule, vec![3, 4, 5, 7])]),
+            fixture("qstat -j")
+        );
+        assert_eq!(
+            render_scheduling_summary(&[
+                (
+                    "Jobs can not run because execution time not reached".into(),
+                    vec![8]
+                ),
+                (
+                    "Jobs can not run because the resource requirements can not be satisfied"
+                        .into(),
+                    vec![10]
+                ),
+            ]),
+            fixture("qstat -j (two reasons)")
+        );
+        assert_eq!(render_scheduling_summary(&[]), "");
+    }
+
+    #[test]
+    fn j_takes_an_optional_job_list() {
+        let words = |s: &str| s.split_whitespace().map(str::to_string).collect::<Vec<_>>();
+        let p = crate::opts::parse(&words("-j 5"), QSTAT_SPECS, false).unwrap();
+        assert_eq!(p.arg("-j"), Some("5"));
+        let p = crate::opts::parse(&words("-j 5,6 -u *"), QSTAT_SPECS, false).unwrap();
+        assert_eq!(p.arg("-j"), Some("5,6"));
+        assert_eq!(p.arg("-u"), Some("*"));
+        let p = crate::opts::parse(&words("-j"), QSTAT_SPECS, false).unwrap();
+        assert!(p.has("-j") && p.arg("-j").is_none());
+        let p = crate::opts::parse(&words("-j -u *"), QSTAT_SPECS, false).unwrap();
+        assert!(p.has("-j") && p.arg("-j").is_none());
+        assert_eq!(p.arg("-u"), Some("*"));
     }
 
     #[test]

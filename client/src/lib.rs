@@ -9,6 +9,7 @@ pub mod jobs_cmds;
 pub mod opts;
 pub mod qconf;
 pub mod qhost;
+pub mod qquota;
 pub mod qsub;
 pub mod xml;
 

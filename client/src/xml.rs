@@ -62,6 +62,12 @@ impl Xml {
         ));
     }
 
+    /// `<name attrs/>` on its own line.
+    pub fn empty(&mut self, indent: usize, name: &str, attrs: &[(&str, &str)]) {
+        self.out
+            .push_str(&format!("{:indent$}<{name}{}/>\n", "", Self::attrs(attrs)));
+    }
+
     pub fn finish(self) -> String {
         self.out
     }
@@ -79,5 +85,11 @@ mod tests {
         let out = x.finish();
         assert!(!out.contains("<evil/>"), "{out}");
         assert!(out.contains("<v name='x&apos;&gt;&lt;evil/&gt;'>&lt;/v&gt;&lt;evil/&gt;</v>"));
+        let mut x = Xml::new();
+        x.empty(2, "limit", &[("resource", "a'/><evil")]);
+        assert_eq!(
+            x.finish(),
+            "<?xml version='1.0'?>\n  <limit resource='a&apos;/&gt;&lt;evil'/>\n"
+        );
     }
 }

@@ -96,9 +96,8 @@ impl Cluster {
         ca: Ca,
     ) -> Result<Cluster, crate::store::StoreError> {
         let mut state = ClusterState::default();
-        for obj in store.load()? {
-            state.apply(&Op::Put(obj));
-        }
+        let ops: Vec<Op> = store.load()?.into_iter().map(Op::Put).collect();
+        state.apply_all(&ops);
         state.next_job_id = store.next_job_id()?;
         Ok(Cluster {
             state,
@@ -138,9 +137,7 @@ impl Cluster {
                 message: format!("error: the master could not write its spool: {e}"),
             });
         }
-        for op in ops {
-            self.state.apply(op);
-        }
+        self.state.apply_all(ops);
         let config_changed = ops
             .iter()
             .any(|op| matches!(op, Op::Put(crate::state::Object::Config(_))));
@@ -961,6 +958,15 @@ impl Actor for Cluster {
 
 /// A user's Unix groups by name, the primary group first (from the master's name
 /// service; a user it does not know has only the primary group's number).
+/// A user's Unix groups by name, as the master's name service knows them (none for an
+/// unknown user).
+fn user_groups_by_name(user: &str) -> Vec<String> {
+    match nix::unistd::User::from_name(user) {
+        Ok(Some(u)) => unix_groups(user, u.gid.as_raw()),
+        _ => Vec::new(),
+    }
+}
+
 fn unix_groups(user: &str, gid: u32) -> Vec<String> {
     use nix::unistd::{Gid, Group};
     let name_of = |g: Gid| {
@@ -1044,6 +1050,27 @@ impl Handler<ClientCall> for Cluster {
                     });
                 }
                 return MessageResult(FromMaster::JobDetails(details));
+            }
+            ToMaster::ShowQuotas(query) => {
+                let rows = self
+                    .state
+                    .quota_rows(query, &msg.caller.user, &|user| user_groups_by_name(user));
+                return MessageResult(FromMaster::Quotas(rows));
+            }
+            ToMaster::SchedulingSummary => {
+                let connected: HashSet<String> = self.sessions.keys().cloned().collect();
+                let blocked =
+                    self.state
+                        .quota_blocked_jobs(&connected, self.now(), Self::unix_now());
+                let summary = if blocked.is_empty() {
+                    Vec::new()
+                } else {
+                    vec![(
+                        "Jobs dropped because of exceeding limit in rule".to_string(),
+                        blocked,
+                    )]
+                };
+                return MessageResult(FromMaster::SchedulingSummary(summary));
             }
             ToMaster::ShowFinishedJobs { users } => {
                 let views = self

@@ -56,6 +56,12 @@ pub struct Job {
 }
 
 impl Job {
+    /// Jobs in an advance reservation are neither limited nor counted by resource
+    /// quota sets (`sge_resource_quota(5)`).
+    pub fn quota_exempt(&self) -> bool {
+        self.spec.ar.is_some()
+    }
+
     pub fn is_array(&self) -> bool {
         self.spec.array.is_some()
     }

@@ -146,7 +146,7 @@ impl Catalog {
         self.by_name.get(name).copied()
     }
 
-    fn parse(&self, attr: usize, text: &str) -> Option<Value> {
+    pub(crate) fn parse(&self, attr: usize, text: &str) -> Option<Value> {
         value::parse_value(self.attrs[attr].value_type, text).ok()
     }
 }
@@ -175,6 +175,26 @@ pub struct Demand {
     pub slots: u32,
     /// `-pe pattern min-max`
     pub pe: Option<PeRequest>,
+    /// Which part of the job this demand is (a parallel job's slots and its per-job
+    /// consumables are placed apart).
+    pub part: Part,
+    /// The parallel environment being tried or granted (for quota rules' `pes`).
+    pub granted_pe: Option<String>,
+    /// The job category within a cycle (0: none), for the quota gate cache.
+    pub category: usize,
+    /// Jobs in an advance reservation are neither limited nor counted by quotas.
+    pub quota_exempt: bool,
+}
+
+/// A whole job, or one of the two parts a parallel job is placed in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Part {
+    #[default]
+    Whole,
+    /// Slots and per-slot consumables, instance by instance.
+    PerSlot,
+    /// `JOB` consumables, once on the master queue.
+    PerJob,
 }
 
 /// A parallel environment request: a name (wildcards allowed) and a slot range.
@@ -192,9 +212,11 @@ impl Demand {
         let per_job = |r: &Request| catalog.attrs[r.attr].consumable == Consumable::Job;
         let mut slot = self.clone();
         slot.hard.retain(|r| !per_job(r));
+        slot.part = Part::PerSlot;
         let mut job = self.clone();
         job.hard.retain(per_job);
         job.soft.clear();
+        job.part = Part::PerJob;
         (slot, job)
     }
 
@@ -267,6 +289,10 @@ pub fn demand(catalog: &Catalog, job: &Job) -> Result<Demand, String> {
                 })
             }
         },
+        part: Part::Whole,
+        granted_pe: None,
+        category: 0,
+        quota_exempt: job.quota_exempt(),
     })
 }
 
@@ -351,6 +377,31 @@ pub struct Snapshot {
     pub pe_used: HashMap<String, u32>,
     /// `job_load_adjustments`: (load value, amount per job slot, the amount as written).
     pub adjustments: Vec<(usize, f64, String)>,
+    /// The enabled resource quota sets and their usage (none: no sets).
+    pub quota: Option<std::cell::RefCell<QuotaCycle>>,
+}
+
+/// The resource quota sets during one cycle: what running jobs and the jobs placed so
+/// far use, and each category's gates per queue instance (they depend only on the
+/// category and the instance, so they are worked out once).
+#[derive(Debug, Clone)]
+pub struct QuotaCycle {
+    pub quotas: std::sync::Arc<crate::quota::Quotas>,
+    pub usage: crate::quota::Usage,
+    cache: HashMap<(usize, Part, usize), std::sync::Arc<[crate::quota::Gate]>>,
+}
+
+impl QuotaCycle {
+    pub fn new(
+        quotas: std::sync::Arc<crate::quota::Quotas>,
+        usage: crate::quota::Usage,
+    ) -> QuotaCycle {
+        QuotaCycle {
+            quotas,
+            usage,
+            cache: HashMap::new(),
+        }
+    }
 }
 
 /// Why a job cannot run in a queue instance.
@@ -378,6 +429,8 @@ pub enum Misfit {
     Unexplained,
     /// The instance offers no parallel environment the job asks for.
     NoPe(String),
+    /// A resource quota rule is full for the job here.
+    Quota(crate::quota::Denial),
 }
 
 impl Misfit {
@@ -433,6 +486,7 @@ impl Misfit {
             Misfit::NoPe(pe) => {
                 format!("cannot run in queue instance \"{qi}\" because PE \"{pe}\" is not in pe_list")
             }
+            Misfit::Quota(denial) => denial.message(),
             Misfit::Forced(name) => format!(
                 "queue instance \"{qi}\" dropped because it requires the forced resource \"{name}\" to be requested"
             ),
@@ -512,6 +566,114 @@ impl Snapshot {
             (Level::Host, &self.hosts[i.host].layer),
             (Level::Queue, &i.layer),
         ]
+    }
+
+    /// A number a dynamic quota limit uses on an instance's host: the host's value
+    /// (reported or configured), else the global host's.
+    fn host_number(&self, host: usize, attr: usize) -> Option<f64> {
+        let a = &self.catalog.attrs[attr];
+        [&self.hosts[host].layer, &self.global]
+            .into_iter()
+            .find_map(
+                |layer| match layer.get(attr).and_then(|o| effective(a, o)) {
+                    Some((Value::Num(n), _)) => Some(*n),
+                    _ => None,
+                },
+            )
+    }
+
+    /// The quota gates of a demand on an instance (cached per category).
+    fn quota_gates(
+        &self,
+        q: &mut QuotaCycle,
+        d: &Demand,
+        inst: usize,
+    ) -> std::sync::Arc<[crate::quota::Gate]> {
+        let cacheable = d.category != 0 && d.granted_pe.is_none();
+        if cacheable {
+            if let Some(g) = q.cache.get(&(d.category, d.part, inst)) {
+                return g.clone();
+            }
+        }
+        let i = &self.instances[inst];
+        let host = &self.hosts[i.host];
+        let place = crate::quota::Place {
+            queue: &i.queue,
+            host: &host.name,
+            host_groups: &host.groups,
+        };
+        let pe = d
+            .granted_pe
+            .as_deref()
+            .or(d.pe.as_ref().map(|p| p.pattern.as_str()));
+        let consumer = crate::quota::Consumer::of(d, pe);
+        let quotas = q.quotas.clone();
+        let gates: std::sync::Arc<[crate::quota::Gate]> = quotas
+            .gates(
+                &self.catalog,
+                d,
+                &consumer,
+                &place,
+                &mut q.usage,
+                &|attr| self.host_number(i.host, attr),
+                true,
+            )
+            .into();
+        if cacheable {
+            q.cache.insert((d.category, d.part, inst), gates.clone());
+        }
+        gates
+    }
+
+    /// How many slots and whether this is the job's master queue, for a quota check of
+    /// `slots` slots of a demand's part.
+    fn quota_amounts(d: &Demand, slots: u32) -> (u32, bool) {
+        match d.part {
+            Part::Whole => (slots, true),
+            Part::PerSlot => (slots, false),
+            Part::PerJob => (0, true),
+        }
+    }
+
+    /// The quota rule a placement of `slots` slots on an instance would break (in set
+    /// order), if any; `detail` builds the reason.
+    fn quota_check(&self, d: &Demand, inst: usize, slots: u32, detail: bool) -> Result<(), Misfit> {
+        let Some(cell) = &self.quota else {
+            return Ok(());
+        };
+        if d.quota_exempt {
+            return Ok(());
+        }
+        let mut q = cell.borrow_mut();
+        let gates = self.quota_gates(&mut q, d, inst);
+        let (n, master) = Self::quota_amounts(d, slots);
+        if crate::quota::Quotas::allows(&gates, &q.usage, n, master) {
+            return Ok(());
+        }
+        Err(if detail {
+            match q.quotas.denial(&gates, &q.usage, n, master) {
+                Some(denial) => Misfit::Quota(denial),
+                None => Misfit::Unexplained,
+            }
+        } else {
+            Misfit::Unexplained
+        })
+    }
+
+    /// Debit (or credit) a placement on the quota counters.
+    fn quota_debit(&self, d: &Demand, grants: &[(usize, u32)], sign: f64) {
+        let Some(cell) = &self.quota else {
+            return;
+        };
+        if d.quota_exempt {
+            return;
+        }
+        let mut q = cell.borrow_mut();
+        for &(inst, slots) in grants {
+            let gates = self.quota_gates(&mut q, d, inst);
+            let (n, master) = Self::quota_amounts(d, slots);
+            crate::quota::Quotas::debit(&gates, &mut q.usage, n, master, sign);
+        }
     }
 
     /// Is the job's owner in one of these usersets (by name or by Unix group)?
@@ -678,6 +840,11 @@ impl Snapshot {
             Pass::Consumables(n) | Pass::All(n) => n,
             Pass::Static => d.slots,
         };
+        // Resource quotas come before the global, host and queue layers; a denial
+        // stops there.
+        if matches!(pass, Pass::Consumables(_) | Pass::All(_)) {
+            self.quota_check(d, inst, slots, detail)?;
+        }
         let layers = self.layers(inst);
         for (level, layer) in layers {
             if (level == Level::Global && from != Level::Global)
@@ -889,7 +1056,7 @@ impl Snapshot {
         per: &PeRequest,
         candidates: &[usize],
     ) -> Option<(String, Vec<(usize, u32)>)> {
-        let (per_slot, per_job) = d.split(&self.catalog);
+        let (mut per_slot, mut per_job) = d.split(&self.catalog);
         let names: Vec<String> = self
             .pes
             .keys()
@@ -911,6 +1078,8 @@ impl Snapshot {
                 continue;
             }
             let rule = pe.allocation_rule;
+            per_slot.granted_pe = Some(name.clone());
+            per_job.granted_pe = Some(name.clone());
             let offering: Vec<usize> = candidates
                 .iter()
                 .copied()
@@ -1061,6 +1230,7 @@ impl Snapshot {
     /// Debit (or with a negative sign, credit) a job's consumables on the layers of the
     /// queue instances it was granted.
     fn debit(&mut self, d: &Demand, grants: &[(usize, u32)], sign: f64) {
+        self.quota_debit(d, grants, sign);
         let total: u32 = grants.iter().map(|(_, n)| n).sum();
         let consumables: Vec<(usize, f64, Consumable)> = d.consumables(&self.catalog).collect();
         for (attr, amount, kind) in consumables {
@@ -1598,6 +1768,7 @@ impl ClusterState {
             pes: self.pes.clone(),
             pe_used: HashMap::new(),
             adjustments,
+            quota: None,
         };
         // What running jobs hold.
         let index: HashMap<(&str, &str), usize> = snap
@@ -1633,6 +1804,10 @@ impl ClusterState {
                             project: None,
                             slots: 1,
                             pe: None,
+                            part: Part::Whole,
+                            granted_pe: None,
+                            category: 0,
+                            quota_exempt: true,
                         })
                     });
                     holds.push((d.clone(), granted, pe.clone()));
@@ -1645,6 +1820,8 @@ impl ClusterState {
             }
             snap.debit(&d, &granted, 1.0);
         }
+        // The quota counters already hold what the running jobs use.
+        snap.quota = self.quota_cycle();
         snap
     }
 
@@ -1664,7 +1841,8 @@ impl ClusterState {
             /// Candidates before this one cannot take another job of the category.
             cursor: usize,
         }
-        /// What makes jobs alike: the same requests by the same user and project.
+        /// What makes jobs alike: the same requests by the same user and project (and
+        /// advance reservation, which exempts from quotas).
         type Key<'j> = (
             &'j [(String, String)],
             &'j [(String, String)],
@@ -1672,6 +1850,7 @@ impl ClusterState {
             &'j str,
             Option<&'j str>,
             Option<&'j (String, String)>,
+            Option<u64>,
         );
         let max_aj_instances = self
             .global()
@@ -1705,9 +1884,12 @@ impl ClusterState {
                 &job.owner.user,
                 job.spec.project.as_deref(),
                 job.spec.pe.as_ref(),
+                job.spec.ar,
             );
+            let next_category = categories.len() + 1;
             let entry = categories.entry(key).or_insert_with(|| {
-                let d = demand(&snap.catalog, job).ok()?;
+                let mut d = demand(&snap.catalog, job).ok()?;
+                d.category = next_category;
                 let mut scored: Vec<(usize, usize)> = snap
                     .static_candidates(&d)
                     .into_iter()
@@ -1804,6 +1986,9 @@ impl ClusterState {
                 o.used = 0.0;
             }
         }
+        if let Some(q) = &snap.quota {
+            q.borrow_mut().usage = crate::quota::Usage::default();
+        }
         let d = demand(&snap.catalog, job).map_err(|e| vec![e])?;
         let mut reasons = Vec::new();
         for &inst in &snap.order {
@@ -1816,6 +2001,54 @@ impl ClusterState {
             }
         }
         Err(reasons)
+    }
+
+    /// `qstat -j` without a job: the pending jobs (not held, not waiting) that some
+    /// queue instance would take but for a resource quota rule, and that no instance
+    /// takes now.
+    pub fn quota_blocked_jobs(
+        &self,
+        connected: &HashSet<String>,
+        clock: f64,
+        now: i64,
+    ) -> Vec<u64> {
+        let snap = self.snapshot_at(connected, clock, Some(now));
+        if snap.quota.is_none() {
+            return Vec::new();
+        }
+        let mut out = Vec::new();
+        for job in self.jobs.values() {
+            if !job.tasks.values().any(|t| matches!(t, TaskState::Pending))
+                || job.spec.hold
+                || job.spec.start_after.is_some_and(|t| t > now)
+                || job
+                    .spec
+                    .hold_jids
+                    .iter()
+                    .any(|r| self.predecessor_active(r))
+            {
+                continue;
+            }
+            let Ok(d) = demand(&snap.catalog, job) else {
+                continue;
+            };
+            let mut denied = false;
+            let mut runnable = false;
+            for &inst in &snap.order {
+                if !snap.fits(&d, inst, Pass::Static) {
+                    continue;
+                }
+                match snap.check(&d, inst, Pass::Consumables(d.slots), true) {
+                    Ok(()) => runnable = true,
+                    Err(Misfit::Quota(_)) => denied = true,
+                    Err(_) => {}
+                }
+            }
+            if denied && !runnable {
+                out.push(job.id);
+            }
+        }
+        out
     }
 
     /// Why a job's pending tasks are not dispatched, in SGE's words.
@@ -1868,6 +2101,13 @@ impl ClusterState {
                         || slots_exhausted(&snap, &m)
                     {
                         dropped_for_load_or_full += 1;
+                    }
+                    if matches!(m, Misfit::Quota(_)) {
+                        let text = m.message(&i.queue, host);
+                        if !reasons.contains(&text) {
+                            reasons.push(text);
+                        }
+                        continue;
                     }
                     let text = if slots_exhausted(&snap, &m) {
                         format!(

@@ -137,6 +137,9 @@ pub struct ClusterState {
     pub threshold_suspended: std::collections::BTreeSet<(u64, u32)>,
     /// Resource quota sets by name, with their place in SGE's order.
     pub quota_sets: BTreeMap<String, (u64, gantry_common::rqs::QuotaSet)>,
+    /// The sets compiled, and what running jobs use under them (derived; kept as tasks
+    /// start and end, rebuilt when the configuration it depends on changes).
+    pub quota_book: crate::quota::QuotaBook,
 }
 
 fn refuse(kind: RefusalKind, message: impl Into<String>) -> Refusal {
@@ -174,6 +177,32 @@ pub fn initial_objects(managers: &[String]) -> Vec<Object> {
 impl ClusterState {
     /// Apply one spool write to the in-memory state.
     pub fn apply(&mut self, op: &Op) {
+        self.apply_one(op);
+        self.settle_quotas();
+    }
+
+    /// Apply spool writes (a commit, or the whole spool at start), then bring what is
+    /// derived from them up to date once.
+    pub fn apply_all<'a>(&mut self, ops: impl IntoIterator<Item = &'a Op>) {
+        for op in ops {
+            self.apply_one(op);
+        }
+        self.settle_quotas();
+    }
+
+    fn apply_one(&mut self, op: &Op) {
+        if matches!(
+            op,
+            Op::Put(
+                Object::QuotaSet { .. }
+                    | Object::UserSet(_)
+                    | Object::HostGroup(_)
+                    | Object::Complexes(_)
+            )
+        ) || matches!(op, Op::Delete(k) if ["rqs/", "userset/", "hostgroup/"].iter().any(|p| k.starts_with(p)))
+        {
+            self.quotas_changed();
+        }
         match op {
             Op::Put(obj) => match obj.clone() {
                 Object::Config(c) => {
@@ -202,6 +231,10 @@ impl ClusterState {
                     self.host_certs.insert(fingerprint, hostname);
                 }
                 Object::Job(j) => {
+                    if let Some(old) = self.jobs.remove(&j.id) {
+                        self.count_quota_usage(&old, -1.0);
+                    }
+                    self.count_quota_usage(&j, 1.0);
                     self.jobs.insert(j.id, j);
                 }
                 Object::DisabledQueues(list) => self.disabled = list.into_iter().collect(),
@@ -244,7 +277,9 @@ impl ClusterState {
                     self.host_certs.remove(fp);
                 } else if let Some(id) = key.strip_prefix("job/") {
                     if let Ok(id) = id.parse::<u64>() {
-                        self.jobs.remove(&id);
+                        if let Some(old) = self.jobs.remove(&id) {
+                            self.count_quota_usage(&old, -1.0);
+                        }
                     }
                 }
             }
@@ -929,6 +964,8 @@ impl ClusterState {
             | ToMaster::ShowJobs { .. }
             | ToMaster::DeleteJobs { .. }
             | ToMaster::WaitJob { .. }
+            | ToMaster::ShowQuotas(_)
+            | ToMaster::SchedulingSummary
             | ToMaster::Accounting { .. } => Err(refuse(
                 RefusalKind::Internal,
                 "error: job requests are handled by the cluster",

@@ -1,0 +1,3 @@
+fn main() -> std::process::ExitCode {
+    gantry_client::qquota::run(&gantry_client::args()).emit()
+}

@@ -1,0 +1,796 @@
+//! Resource quota sets as the scheduler applies them (`sge_resource_quota(5)`), pure.
+//!
+//! Every enabled set applies to every job: inside a set the first rule whose filters
+//! match the job *and* the queue instance decides (firewall style), so a set yields at
+//! most one effective rule per request; across sets the most restrictive wins. A plain
+//! filter list limits its members together, an expanded one (`{...}`) each member on its
+//! own: the members a job is counted under form the rule's *consumer key*, written as
+//! SGE writes it in its messages, `user/project/pe/queue/host/` with only the expanded
+//! filters filled in (`user1/////`, `////vm/`).
+//!
+//! Usage is kept per (set, rule, consumer key, resource) in a [`Usage`] table that the
+//! cluster state updates as tasks start and end; the scheduler copies it once per cycle
+//! and debits what it places. A job exempt from quotas (one in an advance reservation)
+//! is neither limited nor counted.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use gantry_common::rqs::{parse_dynamic, Filter, QuotaSet};
+use gantry_common::userset::entries_contain;
+use gantry_common::value::{self, Value};
+use gantry_proto::{Consumable, QuotaLimit, QuotaQuery, QuotaRow, ValueType};
+
+use crate::jobs::{wildcard, Job, TaskState};
+use crate::sched::{display, Catalog, Demand, QuotaCycle};
+use crate::state::ClusterState;
+
+/// The value a dynamic limit uses for a complex its host does not report or define.
+/// The man page: "a large value is used for it to suggest an overloaded condition";
+/// SGE's own constant for an unknown load value is 9999.
+pub const MISSING_VALUE: f64 = 9999.0;
+
+/// Who asks, as a rule's job-side filters see it.
+#[derive(Debug, Clone, Copy)]
+pub struct Consumer<'a> {
+    pub user: &'a str,
+    /// The owner's Unix groups (`@group` entries of usersets).
+    pub groups: &'a [String],
+    pub project: Option<&'a str>,
+    /// The parallel environment granted (or being tried).
+    pub pe: Option<&'a str>,
+}
+
+impl<'a> Consumer<'a> {
+    pub fn of(d: &'a Demand, pe: Option<&'a str>) -> Consumer<'a> {
+        Consumer {
+            user: &d.user,
+            groups: &d.groups,
+            project: d.project.as_deref(),
+            pe,
+        }
+    }
+}
+
+/// Where: a queue instance.
+#[derive(Debug, Clone, Copy)]
+pub struct Place<'a> {
+    pub queue: &'a str,
+    pub host: &'a str,
+    /// The host groups the host belongs to (nested groups resolved), with their `@`.
+    pub host_groups: &'a [String],
+}
+
+/// A limit's value, resolved against the complex.
+#[derive(Debug, Clone)]
+pub enum LimitValue {
+    Fixed(Value),
+    /// `{w|$complex[*w]}[{+|-}...]`: (weight, attribute or none for a constant).
+    Dynamic(Vec<(f64, Option<usize>)>),
+}
+
+/// One limit of a rule: the attribute, its value, its type, and the text as written.
+#[derive(Debug, Clone)]
+pub struct RuleLimit {
+    pub attr: usize,
+    pub value: LimitValue,
+    pub text: String,
+}
+
+/// The sets, compiled against the complex for one configuration.
+#[derive(Debug, Clone, Default)]
+pub struct Quotas {
+    /// Every set, enabled or not, in SGE's order (usage is kept for all of them so that
+    /// enabling a set finds it exact).
+    pub sets: Vec<QuotaSet>,
+    /// `[set][rule]`: the rule's limits.
+    limits: Vec<Vec<Vec<RuleLimit>>>,
+    /// Userset name -> entries (`@acl` in `users` filters).
+    usersets: HashMap<String, Vec<String>>,
+}
+
+/// (set, rule, consumer key, attribute): one counter of usage.
+pub type UsageKey = (u32, u32, String, u32);
+
+/// What running jobs use under every rule, interned so that a cycle checks counters
+/// by index.
+#[derive(Debug, Clone, Default)]
+pub struct Usage {
+    index: HashMap<UsageKey, usize>,
+    keys: Vec<UsageKey>,
+    used: Vec<f64>,
+}
+
+impl Usage {
+    /// The counter of a key, created at zero.
+    pub fn slot(&mut self, key: UsageKey) -> usize {
+        if let Some(&n) = self.index.get(&key) {
+            return n;
+        }
+        self.keys.push(key.clone());
+        self.used.push(0.0);
+        self.index.insert(key, self.used.len() - 1);
+        self.used.len() - 1
+    }
+
+    pub fn add(&mut self, key: UsageKey, amount: f64) {
+        let n = self.slot(key);
+        self.used[n] += amount;
+        // Rounding must not leave a counter a hair below zero.
+        if self.used[n].abs() < 1e-9 {
+            self.used[n] = 0.0;
+        }
+    }
+
+    pub fn get(&self, key: &UsageKey) -> f64 {
+        self.index.get(key).map_or(0.0, |&n| self.used[n])
+    }
+
+    pub fn at(&self, slot: usize) -> f64 {
+        self.used[slot]
+    }
+
+    pub fn key(&self, slot: usize) -> &UsageKey {
+        &self.keys[slot]
+    }
+
+    /// Every counter above zero.
+    pub fn nonzero(&self) -> impl Iterator<Item = (&UsageKey, f64)> {
+        self.keys
+            .iter()
+            .zip(self.used.iter().copied())
+            .filter(|(_, u)| *u > 1e-9)
+    }
+}
+
+/// How much of a limited resource a job needs where it is placed.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Need {
+    /// `slots`: the slots placed.
+    Slots,
+    /// A per-slot consumable: this much per slot.
+    PerSlot(f64),
+    /// A per-job consumable (`JOB`): this much, on the job's master queue only.
+    PerJob(f64),
+}
+
+impl Need {
+    pub fn amount(self, slots: u32, master: bool) -> f64 {
+        match self {
+            Need::Slots => slots as f64,
+            Need::PerSlot(a) => a * slots as f64,
+            Need::PerJob(a) if master => a,
+            Need::PerJob(_) => 0.0,
+        }
+    }
+}
+
+/// What one effective rule asks of a placement.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Gate {
+    /// Usage counter `slot` plus the need must stay within `limit`.
+    Counter {
+        set: u32,
+        rule: u32,
+        slot: usize,
+        need: Need,
+        limit: f64,
+    },
+    /// A fixed, non-consumable limit the job's request does not satisfy
+    /// (`arch=lx-amd64` against `-l arch=sol-sparc64`): never here.
+    Never { set: u32, rule: u32, key: String },
+}
+
+/// Why a quota keeps a job out, as SGE's scheduler says it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Denial {
+    /// `max_u_slots/1`, `per_group/testers`
+    pub rule: String,
+    /// `user1/////`
+    pub key: String,
+}
+
+impl Denial {
+    pub fn message(&self) -> String {
+        format!(
+            "cannot run because it exceeds limit \"{}\" in rule \"{}\"",
+            self.key, self.rule
+        )
+    }
+}
+
+/// The filters of a rule, in key order: users, projects, pes, queues, hosts.
+fn filters(r: &gantry_common::rqs::Rule) -> [Option<&Filter>; 5] {
+    [
+        r.users.as_ref(),
+        r.projects.as_ref(),
+        r.pes.as_ref(),
+        r.queues.as_ref(),
+        r.hosts.as_ref(),
+    ]
+}
+
+impl Quotas {
+    /// Compile the sets (in SGE's order) against the complex. A limit the complex no
+    /// longer understands is left out (the complex refuses to lose an attribute a set
+    /// uses, so this is only a safeguard).
+    pub fn new(
+        sets: Vec<QuotaSet>,
+        catalog: &Catalog,
+        usersets: HashMap<String, Vec<String>>,
+    ) -> Quotas {
+        let limits = sets
+            .iter()
+            .map(|s| {
+                s.rules
+                    .iter()
+                    .map(|r| {
+                        r.limits
+                            .iter()
+                            .filter_map(|l| {
+                                let attr = catalog.id(&l.resource)?;
+                                let value = if l.is_dynamic() {
+                                    let terms = parse_dynamic(&l.value)?;
+                                    LimitValue::Dynamic(
+                                        terms
+                                            .into_iter()
+                                            .map(|(w, c)| (w, c.and_then(|c| catalog.id(&c))))
+                                            .collect(),
+                                    )
+                                } else {
+                                    LimitValue::Fixed(catalog.parse(attr, &l.value)?)
+                                };
+                                Some(RuleLimit {
+                                    attr,
+                                    value,
+                                    text: l.value.clone(),
+                                })
+                            })
+                            .collect()
+                    })
+                    .collect()
+            })
+            .collect();
+        Quotas {
+            sets,
+            limits,
+            usersets,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.sets.is_empty()
+    }
+
+    /// `set/name`, or `set/N` (from 1) for a rule without a name.
+    pub fn rule_name(&self, set: u32, rule: u32) -> String {
+        let s = &self.sets[set as usize];
+        match &s.rules[rule as usize].name {
+            Some(n) => format!("{}/{n}", s.name),
+            None => format!("{}/{}", s.name, rule + 1),
+        }
+    }
+
+    pub fn limits(&self, set: u32, rule: u32) -> &[RuleLimit] {
+        &self.limits[set as usize][rule as usize]
+    }
+
+    fn user_item(&self, name: &str, c: &Consumer) -> bool {
+        match name.strip_prefix('@') {
+            Some(acl) => self
+                .usersets
+                .get(acl)
+                .is_some_and(|e| entries_contain(e, c.user, c.groups)),
+            None => wildcard(name, c.user),
+        }
+    }
+
+    /// Does one filter take this job in this place? `n` is the filter's position
+    /// (users, projects, pes, queues, hosts). Excluded names win; a list of exclusions
+    /// alone takes everyone else.
+    fn filter_takes(&self, n: usize, f: &Filter, c: &Consumer, p: &Place) -> bool {
+        let item = |name: &str| -> bool {
+            match n {
+                0 => self.user_item(name, c),
+                1 => c.project.is_some_and(|v| wildcard(name, v)),
+                2 => c.pe.is_some_and(|v| wildcard(name, v)),
+                3 => wildcard(name, p.queue),
+                _ => match name.strip_prefix('@') {
+                    Some(_) => p.host_groups.iter().any(|g| wildcard(name, g)),
+                    None => wildcard(name, p.host),
+                },
+            }
+        };
+        if f.items.iter().any(|i| i.negated && item(&i.name)) {
+            return false;
+        }
+        let mut positives = f.items.iter().filter(|i| !i.negated).peekable();
+        positives.peek().is_none() || positives.any(|i| item(&i.name))
+    }
+
+    /// Does filter `n` take this one name (a user without groups, a project, a PE, a
+    /// queue, or a host in these host groups)?
+    fn filter_takes_name(&self, n: usize, f: &Filter, name: &str, host_groups: &[String]) -> bool {
+        let c = Consumer {
+            user: name,
+            groups: &[],
+            project: Some(name),
+            pe: Some(name),
+        };
+        let p = Place {
+            queue: name,
+            host: name,
+            host_groups,
+        };
+        self.filter_takes(n, f, &c, &p)
+    }
+
+    /// The rule of a set that decides for this job in this place (the first whose
+    /// filters all take it), and the consumer key it counts under.
+    pub fn effective_rule(&self, set: usize, c: &Consumer, p: &Place) -> Option<(u32, String)> {
+        let s = &self.sets[set];
+        for (r, rule) in s.rules.iter().enumerate() {
+            let fs = filters(rule);
+            if fs
+                .iter()
+                .enumerate()
+                .all(|(n, f)| f.is_none_or(|f| self.filter_takes(n, f, c, p)))
+            {
+                let member = |n: usize| -> &str {
+                    match n {
+                        0 => c.user,
+                        1 => c.project.unwrap_or(""),
+                        2 => c.pe.unwrap_or(""),
+                        3 => p.queue,
+                        _ => p.host,
+                    }
+                };
+                let mut key = String::new();
+                for (n, f) in fs.iter().enumerate() {
+                    if f.is_some_and(|f| f.expand) {
+                        key.push_str(member(n));
+                    }
+                    key.push('/');
+                }
+                return Some((r as u32, key));
+            }
+        }
+        None
+    }
+
+    /// What a limit allows on a host: a fixed value as it is, a dynamic one from the
+    /// host's values (`host_value`), a missing value counting as [`MISSING_VALUE`].
+    pub fn limit_on_host(l: &RuleLimit, host_value: &dyn Fn(usize) -> Option<f64>) -> Value {
+        match &l.value {
+            LimitValue::Fixed(v) => v.clone(),
+            LimitValue::Dynamic(terms) => Value::Num(
+                terms
+                    .iter()
+                    .map(|(w, attr)| match attr {
+                        None => *w,
+                        Some(a) => w * host_value(*a).unwrap_or(MISSING_VALUE),
+                    })
+                    .sum(),
+            ),
+        }
+    }
+
+    /// The gates a job meets in a place: for every enabled set its effective rule, and
+    /// for every limit of that rule on a resource the job uses, the counter to check.
+    #[allow(clippy::too_many_arguments)]
+    pub fn gates(
+        &self,
+        catalog: &Catalog,
+        d: &Demand,
+        c: &Consumer,
+        p: &Place,
+        usage: &mut Usage,
+        host_value: &dyn Fn(usize) -> Option<f64>,
+        enabled_only: bool,
+    ) -> Vec<Gate> {
+        let mut out = Vec::new();
+        for set in 0..self.sets.len() {
+            if enabled_only && !self.sets[set].enabled {
+                continue;
+            }
+            let Some((rule, key)) = self.effective_rule(set, c, p) else {
+                continue;
+            };
+            for l in self.limits(set as u32, rule) {
+                let a = &catalog.attrs[l.attr];
+                let request = d.hard.iter().find(|r| r.attr == l.attr);
+                let need = if a.name == "slots" {
+                    Need::Slots
+                } else {
+                    match (a.consumable, request.map(|r| &r.value)) {
+                        (Consumable::No, Some(requested)) => {
+                            let allowed = Self::limit_on_host(l, host_value);
+                            if !value::satisfies(a.value_type, a.relop, &allowed, requested) {
+                                out.push(Gate::Never {
+                                    set: set as u32,
+                                    rule,
+                                    key: key.clone(),
+                                });
+                            }
+                            continue;
+                        }
+                        (Consumable::Yes, Some(Value::Num(n))) => Need::PerSlot(*n),
+                        (Consumable::Job, Some(Value::Num(n))) => Need::PerJob(*n),
+                        _ => continue,
+                    }
+                };
+                let limit = match Self::limit_on_host(l, host_value) {
+                    Value::Num(n) => n,
+                    Value::Text(_) => continue,
+                };
+                let slot = usage.slot((set as u32, rule, key.clone(), l.attr as u32));
+                out.push(Gate::Counter {
+                    set: set as u32,
+                    rule,
+                    slot,
+                    need,
+                    limit,
+                });
+            }
+        }
+        out
+    }
+
+    /// The first gate (in set order) a placement of `slots` slots would break.
+    pub fn denial(
+        &self,
+        gates: &[Gate],
+        usage: &Usage,
+        slots: u32,
+        master: bool,
+    ) -> Option<Denial> {
+        for g in gates {
+            match g {
+                Gate::Counter {
+                    set,
+                    rule,
+                    slot,
+                    need,
+                    limit,
+                } => {
+                    if usage.at(*slot) + need.amount(slots, master) > limit + 1e-9 {
+                        return Some(Denial {
+                            rule: self.rule_name(*set, *rule),
+                            key: usage.key(*slot).2.clone(),
+                        });
+                    }
+                }
+                Gate::Never { set, rule, key } => {
+                    return Some(Denial {
+                        rule: self.rule_name(*set, *rule),
+                        key: key.clone(),
+                    })
+                }
+            }
+        }
+        None
+    }
+
+    /// Is every gate open? (The cycle's path: no message built.)
+    pub fn allows(gates: &[Gate], usage: &Usage, slots: u32, master: bool) -> bool {
+        gates.iter().all(|g| match g {
+            Gate::Counter {
+                slot, need, limit, ..
+            } => usage.at(*slot) + need.amount(slots, master) <= limit + 1e-9,
+            Gate::Never { .. } => false,
+        })
+    }
+
+    /// Debit (or with `sign` -1 credit) a placement on every counter of its gates.
+    pub fn debit(gates: &[Gate], usage: &mut Usage, slots: u32, master: bool, sign: f64) {
+        for g in gates {
+            if let Gate::Counter { slot, need, .. } = g {
+                usage.used[*slot] += sign * need.amount(slots, master);
+                if usage.used[*slot].abs() < 1e-9 {
+                    usage.used[*slot] = 0.0;
+                }
+            }
+        }
+    }
+
+    /// A value as `qquota` prints a limit or a usage of this attribute.
+    pub fn show(catalog: &Catalog, attr: usize, v: f64) -> String {
+        let ty = catalog.attrs[attr].value_type;
+        match ty {
+            ValueType::Int => format!("{}", v.round() as i64),
+            ValueType::Double => {
+                if v.fract() == 0.0 {
+                    format!("{}", v as i64)
+                } else {
+                    value::format_f6(v)
+                }
+            }
+            _ => display(ty, &Value::Num(v)),
+        }
+    }
+}
+
+/// The quota sets compiled for the current configuration, and what running jobs use
+/// under them: kept by the cluster state, task start by task end.
+#[derive(Debug, Clone, Default)]
+pub struct QuotaBook {
+    pub quotas: Arc<Quotas>,
+    pub usage: Usage,
+    catalog: Option<Catalog>,
+    /// Host -> the host groups it belongs to.
+    memberships: HashMap<String, Vec<String>>,
+    /// The configuration changed (sets, usersets, host groups, complex): rebuild.
+    stale: bool,
+}
+
+impl ClusterState {
+    /// Something quota matching depends on changed: the book is rebuilt when the
+    /// change is settled.
+    pub(crate) fn quotas_changed(&mut self) {
+        self.quota_book.stale = true;
+    }
+
+    /// Rebuild the book if the configuration changed: compile the sets, then count
+    /// every running task once.
+    pub fn settle_quotas(&mut self) {
+        if !self.quota_book.stale {
+            return;
+        }
+        let catalog = Catalog::new(&self.complexes);
+        let sets: Vec<QuotaSet> = self.quota_sets_in_order().into_iter().cloned().collect();
+        let usersets = self
+            .usersets
+            .values()
+            .map(|u| (u.name.clone(), u.entries.clone()))
+            .collect();
+        let mut memberships: HashMap<String, Vec<String>> = HashMap::new();
+        for g in self.hostgroups.keys() {
+            for h in self.resolve_group(g, 0) {
+                let list = memberships.entry(h).or_default();
+                if !list.contains(g) {
+                    list.push(g.clone());
+                }
+            }
+        }
+        self.quota_book = QuotaBook {
+            quotas: Arc::new(Quotas::new(sets, &catalog, usersets)),
+            usage: Usage::default(),
+            catalog: Some(catalog),
+            memberships,
+            stale: false,
+        };
+        if self.quota_book.quotas.is_empty() {
+            return;
+        }
+        let jobs = std::mem::take(&mut self.jobs);
+        for job in jobs.values() {
+            self.count_quota_usage(job, 1.0);
+        }
+        self.jobs = jobs;
+    }
+
+    /// Count (or with `sign` -1 uncount) what a job's running tasks use under every
+    /// set's effective rule, grant by grant.
+    pub(crate) fn count_quota_usage(&mut self, job: &Job, sign: f64) {
+        let book = &mut self.quota_book;
+        if book.stale || book.quotas.is_empty() || job.quota_exempt() {
+            return;
+        }
+        let Some(catalog) = &book.catalog else {
+            return;
+        };
+        let mut d = None;
+        for t in job.tasks.values() {
+            let (TaskState::Running { grants, pe, .. } | TaskState::Deleting { grants, pe, .. }) =
+                t
+            else {
+                continue;
+            };
+            let Some(d) = d
+                .get_or_insert_with(|| crate::sched::demand(catalog, job).ok())
+                .as_ref()
+            else {
+                return;
+            };
+            let consumer = Consumer::of(d, pe.as_deref());
+            for (n, g) in grants.iter().enumerate() {
+                let place = Place {
+                    queue: &g.queue,
+                    host: &g.host,
+                    host_groups: book.memberships.get(&g.host).map_or(&[][..], Vec::as_slice),
+                };
+                let gates = book.quotas.gates(
+                    catalog,
+                    d,
+                    &consumer,
+                    &place,
+                    &mut book.usage,
+                    &|_| None,
+                    false,
+                );
+                Quotas::debit(&gates, &mut book.usage, g.slots, n == 0, sign);
+            }
+        }
+    }
+
+    /// The quota state a scheduling cycle starts from (none without an enabled set).
+    pub fn quota_cycle(&self) -> Option<RefCell<QuotaCycle>> {
+        let quotas = &self.quota_book.quotas;
+        if !quotas.sets.iter().any(|s| s.enabled) {
+            return None;
+        }
+        Some(RefCell::new(QuotaCycle::new(
+            quotas.clone(),
+            self.quota_book.usage.clone(),
+        )))
+    }
+
+    /// A number a dynamic limit uses on a host: its reported load value, else its
+    /// `complex_values`, else the global host's.
+    fn host_number(&self, catalog: &Catalog, host: &str, attr: usize) -> Option<f64> {
+        let a = &catalog.attrs[attr];
+        let num = |text: &str| match catalog.parse(attr, text) {
+            Some(Value::Num(n)) => Some(n),
+            _ => None,
+        };
+        let reported = self
+            .runtime
+            .get(host)
+            .and_then(|r| r.load_values.iter().find(|l| l.name == a.name))
+            .and_then(|l| num(&l.value));
+        let configured = |h: Option<&gantry_proto::ExecHost>| {
+            h.and_then(|h| {
+                h.complex_values
+                    .iter()
+                    .find(|(k, _)| catalog.id(k) == Some(attr))
+                    .and_then(|(_, v)| num(v))
+            })
+        };
+        reported
+            .or_else(|| configured(self.exechosts.get(host)))
+            .or_else(|| configured(self.global_host.as_ref()))
+    }
+
+    /// `qquota`: every enabled rule with usage, for the consumers the query names
+    /// (`groups_of` gives a user's Unix groups, for `@group` userset entries).
+    pub fn quota_rows(
+        &self,
+        query: &QuotaQuery,
+        caller: &str,
+        groups_of: &dyn Fn(&str) -> Vec<String>,
+    ) -> Vec<QuotaRow> {
+        let book = &self.quota_book;
+        let Some(catalog) = &book.catalog else {
+            return Vec::new();
+        };
+        let quotas = &book.quotas;
+        let mut consumers: Vec<(u32, u32, &str)> = book
+            .usage
+            .nonzero()
+            .filter(|((set, ..), _)| quotas.sets[*set as usize].enabled)
+            .map(|((set, rule, key, _), _)| (*set, *rule, key.as_str()))
+            .collect();
+        consumers.sort();
+        consumers.dedup();
+        let users: Vec<String> = if query.users.is_empty() {
+            vec![caller.to_string()]
+        } else {
+            query.users.clone()
+        };
+        let all_users = users.iter().any(|u| u == "*");
+        let user_groups: Vec<(String, Vec<String>)> = users
+            .iter()
+            .filter(|u| *u != "*")
+            .map(|u| (u.clone(), groups_of(u)))
+            .collect();
+        let wanted_attr = |attr: usize| {
+            query.resources.is_empty()
+                || query.resources.iter().any(|r| catalog.id(r) == Some(attr))
+        };
+        let mut rows = Vec::new();
+        for (set, rule, key) in consumers {
+            let r = &quotas.sets[set as usize].rules[rule as usize];
+            let members: Vec<&str> = key.split('/').collect();
+            let member = |n: usize| members.get(n).copied().unwrap_or("");
+            let fs = filters(r);
+            // Does filter `n` take one of these names (all when none are given)?
+            let takes = |n: usize, names: &[String]| {
+                names.is_empty()
+                    || names.iter().any(|name| match fs[n] {
+                        None => true,
+                        Some(f) if f.expand => wildcard(name, member(n)),
+                        Some(f) => {
+                            let groups = book.memberships.get(name.as_str());
+                            quotas.filter_takes_name(n, f, name, groups.map_or(&[][..], |g| g))
+                        }
+                    })
+            };
+            let user_ok = all_users
+                || user_groups.iter().any(|(u, g)| match fs[0] {
+                    None => true,
+                    Some(f) if f.expand => member(0) == u,
+                    Some(f) => quotas.filter_takes(
+                        0,
+                        f,
+                        &Consumer {
+                            user: u,
+                            groups: g,
+                            project: None,
+                            pe: None,
+                        },
+                        &Place {
+                            queue: "",
+                            host: "",
+                            host_groups: &[],
+                        },
+                    ),
+                });
+            let host_ok = takes(4, &query.hosts);
+            let queue_ok = takes(3, &query.queues);
+            let project_ok = takes(1, &query.projects);
+            let pe_ok = takes(2, &query.pes);
+            if !(user_ok && host_ok && queue_ok && project_ok && pe_ok) {
+                continue;
+            }
+            let limits: Vec<QuotaLimit> = quotas
+                .limits(set, rule)
+                .iter()
+                .filter(|l| wanted_attr(l.attr))
+                .map(|l| {
+                    let a = &catalog.attrs[l.attr];
+                    let limit = match &l.value {
+                        LimitValue::Fixed(_) => l.text.clone(),
+                        LimitValue::Dynamic(_) => {
+                            match Quotas::limit_on_host(l, &|attr| {
+                                self.host_number(catalog, member(4), attr)
+                            }) {
+                                Value::Num(n) => Quotas::show(catalog, l.attr, n),
+                                Value::Text(t) => t,
+                            }
+                        }
+                    };
+                    let counted = a.name == "slots" || a.consumable != Consumable::No;
+                    QuotaLimit {
+                        resource: a.name.clone(),
+                        limit,
+                        used: counted.then(|| {
+                            let used = book.usage.get(&(set, rule, key.to_string(), l.attr as u32));
+                            Quotas::show(catalog, l.attr, used)
+                        }),
+                    }
+                })
+                .collect();
+            if limits.is_empty() {
+                continue;
+            }
+            let names = ["users", "projects", "pes", "queues", "hosts"];
+            let filters = fs
+                .iter()
+                .enumerate()
+                .filter_map(|(n, f)| {
+                    let f = (*f)?;
+                    let shown = if f.expand {
+                        member(n).to_string()
+                    } else {
+                        f.items
+                            .iter()
+                            .map(|i| format!("{}{}", if i.negated { "!" } else { "" }, i.name))
+                            .collect::<Vec<_>>()
+                            .join(",")
+                    };
+                    Some((names[n].to_string(), shown))
+                })
+                .collect();
+            rows.push(QuotaRow {
+                rule: quotas.rule_name(set, rule),
+                filters,
+                limits,
+            });
+        }
+        rows
+    }
+}
+
+#[cfg(test)]
+mod tests;
