@@ -13,6 +13,15 @@ pub struct Sensor {
 #[error("cannot read the host's values: {0}")]
 pub struct SensorError(String);
 
+/// How many processors the calling process's CPU affinity allows.
+fn allowed_cpus() -> Option<u32> {
+    let set = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0)).ok()?;
+    let n = (0..nix::sched::CpuSet::count())
+        .filter(|&i| set.is_set(i).unwrap_or(false))
+        .count();
+    u32::try_from(n).ok().filter(|&n| n > 0)
+}
+
 impl Sensor {
     pub fn new() -> Result<Sensor, SensorError> {
         let mut sys = System::new().map_err(|e| SensorError(e.to_string()))?;
@@ -28,6 +37,9 @@ impl Sensor {
         let threads = u32::try_from(self.sys.cpus().len())
             .unwrap_or(u32::MAX)
             .max(1);
+        // The processors this execd (and so its jobs) may run on: fewer than the host
+        // has when a cpuset or `taskset` confines it, as `nproc` counts them.
+        let usable = allowed_cpus().map_or(threads, |n| n.min(threads));
         let cores = System::physical_core_count()
             .ok()
             .and_then(|c| u32::try_from(c).ok())
@@ -37,7 +49,7 @@ impl Sensor {
         let load = System::load_average().ok();
         HostSample {
             arch: sge_arch(),
-            num_proc: threads,
+            num_proc: usable,
             sockets,
             cores,
             threads,

@@ -287,9 +287,13 @@ impl Cluster {
         // is killed now if its execd is there, else when the execd registers again (a
         // late report is acknowledged without a record).
         let mut targets: Vec<(u64, Option<(u32, u32)>)> = Vec::new();
+        // Job names and patterns (`'*'`): the jobs of the users given with -u, else the
+        // caller's own.
+        let mut patterns: Vec<&str> = Vec::new();
         for text in ids {
             match crate::jobs::parse_job_ref(text) {
                 Some(t) => targets.push(t),
+                None if !text.is_empty() && !text.contains(['/', ' ']) => patterns.push(text),
                 None => {
                     return FromMaster::Refused(Refusal {
                         kind: RefusalKind::Invalid,
@@ -298,13 +302,36 @@ impl Cluster {
                 }
             }
         }
-        for user in users {
+        let owned_by = |job: &crate::jobs::Job| {
+            if users.is_empty() {
+                job.owner.user == caller.user
+            } else {
+                users.iter().any(|u| u == "*" || *u == job.owner.user)
+            }
+        };
+        for pattern in &patterns {
+            let before = targets.len();
             for job in self.state.jobs.values() {
-                if user == "*" || &job.owner.user == user {
+                if owned_by(job) && crate::jobs::wildcard(pattern, &job.spec.name) {
+                    targets.push((job.id, None));
+                }
+            }
+            if targets.len() == before && *pattern != "*" {
+                return FromMaster::Refused(Refusal {
+                    kind: RefusalKind::NotFound,
+                    message: format!("denied: job \"{pattern}\" does not exist"),
+                });
+            }
+        }
+        if patterns.is_empty() {
+            for job in self.state.jobs.values() {
+                if !users.is_empty() && owned_by(job) {
                     targets.push((job.id, None));
                 }
             }
         }
+        targets.sort();
+        targets.dedup();
         let mut messages = Vec::new();
         let mut ops = Vec::new();
         let mut kills = Vec::new();

@@ -283,8 +283,34 @@ impl Cluster {
         token: Option<&str>,
         netns: Option<&str>,
     ) -> usize {
+        self.start_execd_on_cpus(host, master_ip, token, netns, None)
+    }
+
+    /// [`Self::start_execd`], confined to some processors (`taskset -c LIST`), as a
+    /// cpuset would confine it: it reports that many as `num_proc`.
+    pub fn start_execd_on_cpus(
+        &mut self,
+        host: &str,
+        master_ip: &str,
+        token: Option<&str>,
+        netns: Option<&str>,
+        cpus: Option<&str>,
+    ) -> usize {
         let home = self.execd_home(host);
-        let mut cmd = Self::netns_command(netns, bin("gantry-execd"));
+        let mut cmd = match (netns, cpus) {
+            (_, None) => Self::netns_command(netns, bin("gantry-execd")),
+            (None, Some(list)) => {
+                let mut c = Command::new("taskset");
+                c.args(["-c", list]).arg(bin("gantry-execd"));
+                c
+            }
+            (Some(ns), Some(list)) => {
+                let mut c = Command::new("ip");
+                c.args(["netns", "exec", ns, "taskset", "-c", list])
+                    .arg(bin("gantry-execd"));
+                c
+            }
+        };
         cmd.arg("run")
             .arg("--home")
             .arg(&home)
