@@ -4,6 +4,9 @@
 //! values an execd reports. The cycle includes building the snapshot from the cluster
 //! state, as the master does on every cycle.
 //!
+//! The same cycle is also measured with 100 resource quota sets of 10 rules each
+//! (expanded users, host groups and dynamic limits mixed), to see what quotas add.
+//!
 //! Run: `cargo bench -p gantry-master --bench schedule`
 
 use criterion::{criterion_group, criterion_main, Criterion};
@@ -133,17 +136,79 @@ fn build() -> gantry_master::state::ClusterState {
     s
 }
 
+/// 100 resource quota sets of 10 rules each over the cluster of [`build`]: host groups
+/// `@rack0..9` (100 hosts each), ACLs `team0..4` (two users each), and rules mixing
+/// expanded and plain users, projects, PEs, queues, host groups and dynamic limits
+/// (`slots=$num_proc*2` per host). Jobs have no project or PE, so some rules never take
+/// them; the last rule of every set takes everyone.
+fn with_quotas(mut s: gantry_master::state::ClusterState) -> gantry_master::state::ClusterState {
+    for r in 0..10 {
+        let hosts: Vec<String> = (0..HOSTS)
+            .filter(|h| h % 10 == r)
+            .map(|h| format!("node{h:04}"))
+            .collect();
+        s.apply(&Op::Put(Object::HostGroup(gantry_proto::HostGroup {
+            name: format!("@rack{r}"),
+            hostlist: hosts,
+        })));
+    }
+    for t in 0..5 {
+        s.apply(&Op::Put(Object::UserSet(gantry_proto::UserSet {
+            name: format!("team{t}"),
+            types: vec!["ACL".into()],
+            fshare: 0,
+            oticket: 0,
+            entries: vec![format!("user{}", 2 * t), format!("user{}", 2 * t + 1)],
+        })));
+    }
+    let mut text = String::new();
+    for i in 0..100 {
+        let (u, t, r) = (i % 10, i % 5, i % 10);
+        text.push_str(&format!(
+            "{{\n name set{i}\n enabled true\n\
+             limit name w hosts {{@rack{r7}}} to slots=6\n\
+             limit name u users {{user{u}}} hosts {{@rack{r}}} to slots=$num_proc*2\n\
+             limit name team users @team{t} queues short.q to lic{t}=400\n\
+             limit name proj projects {{p{p}}} to slots=500\n\
+             limit name pe pes {{mpi}} to slots=64\n\
+             limit name grp users {{@team{t2}}} hosts @rack{r3} to slots=300\n\
+             limit name x users !user{u} hosts {{@rack{r5}}} to slots=$num_proc*4\n\
+             limit name y queues all.q hosts {{*}} to lic{t1}=20\n\
+             limit name z users {{*}} to slots=700\n\
+             limit to slots=100000\n}}\n",
+            p = i % 7,
+            t1 = (i + 1) % 5,
+            t2 = (i + 1) % 5,
+            r3 = (r + 3) % 10,
+            r5 = (r + 5) % 10,
+            r7 = (r + 7) % 10,
+        ));
+    }
+    let sets = gantry_common::rqs::parse_sets(&text).expect("the benchmark's quota sets");
+    for (seq, set) in (1..).zip(sets) {
+        gantry_common::rqs::check_set(&set, &s.complexes).expect("valid quota set");
+        s.apply(&Op::Put(Object::QuotaSet { seq, set }));
+    }
+    s
+}
+
 fn bench(c: &mut Criterion) {
     let s = build();
     let hosts = connected(&s);
     let dispatched = s.schedule(0, &hosts, 0.0).len();
     eprintln!("one cycle dispatches {dispatched} of {JOBS} jobs");
+    let q = with_quotas(s.clone());
+    let limited = q.schedule(0, &hosts, 0.0).len();
+    eprintln!("with 100 quota sets of 10 rules: {limited} of {JOBS} jobs");
     let mut g = c.benchmark_group("scheduler");
     g.sample_size(10);
     g.bench_function("cycle_10k_jobs_100_categories_1000_hosts_2_queues", |b| {
         b.iter(|| s.schedule(0, &hosts, 0.0))
     });
     g.bench_function("snapshot_only", |b| b.iter(|| s.snapshot(&hosts, 0.0)));
+    g.bench_function("cycle_with_100_quota_sets_of_10_rules", |b| {
+        b.iter(|| q.schedule(0, &hosts, 0.0))
+    });
     g.finish();
 }
 

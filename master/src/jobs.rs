@@ -314,6 +314,9 @@ pub fn wildcard(pattern: &str, name: &str) -> bool {
             _ => false,
         }
     }
+    if !pattern.contains(['*', '?']) {
+        return pattern == name;
+    }
     go(pattern.as_bytes(), name.as_bytes())
 }
 

@@ -88,39 +88,101 @@ pub struct Quotas {
     limits: Vec<Vec<Vec<RuleLimit>>>,
     /// Userset name -> entries (`@acl` in `users` filters).
     usersets: HashMap<String, Vec<String>>,
+    /// Every attribute's type and relation, by attribute.
+    value_types: Vec<(ValueType, gantry_proto::Relop)>,
 }
 
-/// (set, rule, consumer key, attribute): one counter of usage.
-pub type UsageKey = (u32, u32, String, u32);
+/// One counter of usage: a rule of a set, a consumer (the members of the rule's
+/// expanded filters, as name ids; 0 where a filter is not expanded), a resource.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct UsageKey {
+    pub set: u32,
+    pub rule: u32,
+    /// user, project, pe, queue, host
+    pub members: [u32; 5],
+    pub attr: u32,
+}
 
-/// What running jobs use under every rule, interned so that a cycle checks counters
-/// by index.
+/// A quick hasher for small fixed keys (the counters are looked up in the hot path).
+#[derive(Default, Clone, Copy)]
+pub struct SmallHasher(u64);
+
+impl std::hash::Hasher for SmallHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.write_u64(u64::from(*b));
+        }
+    }
+
+    fn write_u32(&mut self, n: u32) {
+        self.write_u64(u64::from(n));
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
+    }
+}
+
+pub type SmallMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<SmallHasher>>;
+
+/// What running jobs use under every rule. Counters are interned so that a cycle
+/// checks them by index; consumer names (users, projects, PEs, queues, hosts) by id.
 #[derive(Debug, Clone, Default)]
 pub struct Usage {
-    index: HashMap<UsageKey, usize>,
+    names: HashMap<String, u32>,
+    name_list: Vec<String>,
+    index: SmallMap<UsageKey, usize>,
     keys: Vec<UsageKey>,
     used: Vec<f64>,
 }
 
 impl Usage {
+    /// The id of a consumer name (from 1).
+    pub fn name_id(&mut self, name: &str) -> u32 {
+        if let Some(&n) = self.names.get(name) {
+            return n;
+        }
+        self.name_list.push(name.to_string());
+        let id = self.name_list.len() as u32;
+        self.names.insert(name.to_string(), id);
+        id
+    }
+
+    fn name(&self, id: u32) -> &str {
+        match id {
+            0 => "",
+            n => self
+                .name_list
+                .get(n as usize - 1)
+                .map_or("", String::as_str),
+        }
+    }
+
+    /// The consumer as SGE writes it: `user1/////`, `////vm/`.
+    pub fn consumer_text(&self, key: &UsageKey) -> String {
+        key.members
+            .iter()
+            .map(|&m| format!("{}/", self.name(m)))
+            .collect()
+    }
+
     /// The counter of a key, created at zero.
     pub fn slot(&mut self, key: UsageKey) -> usize {
         if let Some(&n) = self.index.get(&key) {
             return n;
         }
-        self.keys.push(key.clone());
+        self.keys.push(key);
         self.used.push(0.0);
         self.index.insert(key, self.used.len() - 1);
         self.used.len() - 1
-    }
-
-    pub fn add(&mut self, key: UsageKey, amount: f64) {
-        let n = self.slot(key);
-        self.used[n] += amount;
-        // Rounding must not leave a counter a hair below zero.
-        if self.used[n].abs() < 1e-9 {
-            self.used[n] = 0.0;
-        }
     }
 
     pub fn get(&self, key: &UsageKey) -> f64 {
@@ -141,6 +203,14 @@ impl Usage {
             .iter()
             .zip(self.used.iter().copied())
             .filter(|(_, u)| *u > 1e-9)
+    }
+
+    /// Every counter above zero as (set, rule, consumer text, attribute, amount), for
+    /// comparing books whose name ids differ.
+    pub fn readable(&self) -> std::collections::BTreeMap<(u32, u32, String, u32), f64> {
+        self.nonzero()
+            .map(|(k, v)| ((k.set, k.rule, self.consumer_text(k), k.attr), v))
+            .collect()
     }
 }
 
@@ -167,7 +237,7 @@ impl Need {
 }
 
 /// What one effective rule asks of a placement.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Gate {
     /// Usage counter `slot` plus the need must stay within `limit`.
     Counter {
@@ -176,10 +246,80 @@ pub enum Gate {
         slot: usize,
         need: Need,
         limit: f64,
+        /// The rule decides for the consumer on every queue instance, under one
+        /// counter: once it is full, the consumer can run nowhere this cycle.
+        everywhere: bool,
     },
     /// A fixed, non-consumable limit the job's request does not satisfy
     /// (`arch=lx-amd64` against `-l arch=sol-sparc64`): never here.
-    Never { set: u32, rule: u32, key: String },
+    Never { set: u32, rule: u32, key: UsageKey },
+}
+
+/// What a consumer's request asks of one limit.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Ask {
+    /// A consumable (or `slots`) to count.
+    Need(Need),
+    /// A fixed attribute the job requests: the limit must satisfy the request.
+    Satisfy(Value),
+}
+
+/// A rule of a set whose job-side filters take a consumer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RulePlan {
+    pub rule: u32,
+    /// The consumer's user, project and PE ids where those filters are expanded.
+    pub members: [u32; 3],
+    /// (attribute, what the consumer asks of the rule's limit on it)
+    pub asks: Vec<(usize, Ask)>,
+    /// No queues or hosts filter: the rule takes the consumer everywhere.
+    pub anywhere: bool,
+    /// The gates when they do not depend on the place (no expanded queues or hosts
+    /// filter, no dynamic limit): worked out once.
+    pub fixed: Option<Vec<Gate>>,
+}
+
+/// The rules of one set that may decide for a consumer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SetPlan {
+    pub set: u32,
+    pub rules: Vec<RulePlan>,
+}
+
+/// A consumer's [`Quotas::plan`].
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Plan {
+    pub sets: Vec<SetPlan>,
+}
+
+impl Gate {
+    /// The gate, saying whether its rule decides everywhere.
+    pub fn everywhere(mut self, yes: bool) -> Gate {
+        if let Gate::Counter { everywhere, .. } = &mut self {
+            *everywhere = yes;
+        }
+        self
+    }
+
+    /// Does the gate let a placement of `slots` slots (on the master queue or not) by?
+    pub fn allows(&self, usage: &Usage, slots: u32, master: bool) -> bool {
+        match self {
+            Gate::Counter {
+                slot, need, limit, ..
+            } => usage.at(*slot) + need.amount(slots, master) <= limit + 1e-9,
+            Gate::Never { .. } => false,
+        }
+    }
+
+    pub fn is_everywhere(&self) -> bool {
+        matches!(
+            self,
+            Gate::Counter {
+                everywhere: true,
+                ..
+            }
+        )
+    }
 }
 
 /// Why a quota keeps a job out, as SGE's scheduler says it.
@@ -256,11 +396,30 @@ impl Quotas {
             sets,
             limits,
             usersets,
+            value_types: catalog
+                .attrs
+                .iter()
+                .map(|a| (a.value_type, a.relop))
+                .collect(),
         }
     }
 
     pub fn is_empty(&self) -> bool {
         self.sets.is_empty()
+    }
+
+    /// Do a rule's queues and hosts filters take this place?
+    pub fn place_takes(&self, set: u32, rule: u32, p: &Place) -> bool {
+        let none = Consumer {
+            user: "",
+            groups: &[],
+            project: None,
+            pe: None,
+        };
+        let r = &self.sets[set as usize].rules[rule as usize];
+        [(3, &r.queues), (4, &r.hosts)]
+            .into_iter()
+            .all(|(n, f)| f.as_ref().is_none_or(|f| self.filter_takes(n, f, &none, p)))
     }
 
     /// `set/name`, or `set/N` (from 1) for a rule without a name.
@@ -376,110 +535,220 @@ impl Quotas {
         }
     }
 
-    /// The gates a job meets in a place: for every enabled set its effective rule, and
-    /// for every limit of that rule on a resource the job uses, the counter to check.
-    #[allow(clippy::too_many_arguments)]
-    pub fn gates(
+    /// What a consumer meets in every set, whatever the place: the rules whose users,
+    /// projects and PEs filters take it (in order), and what each asks of it. Worked out
+    /// once per job category; [`Self::gates_at`] finishes it for a queue instance.
+    pub fn plan(
         &self,
         catalog: &Catalog,
         d: &Demand,
         c: &Consumer,
+        usage: &mut Usage,
+        enabled_only: bool,
+    ) -> Plan {
+        let nowhere = Place {
+            queue: "",
+            host: "",
+            host_groups: &[],
+        };
+        let mut sets = Vec::new();
+        for (set, s) in self.sets.iter().enumerate() {
+            if enabled_only && !s.enabled {
+                continue;
+            }
+            let mut rules = Vec::new();
+            for (r, rule) in s.rules.iter().enumerate() {
+                let fs = filters(rule);
+                if !fs[..3]
+                    .iter()
+                    .enumerate()
+                    .all(|(n, f)| f.is_none_or(|f| self.filter_takes(n, f, c, &nowhere)))
+                {
+                    continue;
+                }
+                let mut members = [0u32; 3];
+                for (n, member) in [Some(c.user), c.project, c.pe].into_iter().enumerate() {
+                    if let (Some(m), true) = (member, fs[n].is_some_and(|f| f.expand)) {
+                        members[n] = usage.name_id(m);
+                    }
+                }
+                let mut asks = Vec::new();
+                for l in self.limits(set as u32, r as u32) {
+                    let a = &catalog.attrs[l.attr];
+                    let request = d.hard.iter().find(|q| q.attr == l.attr);
+                    let ask = if a.name == "slots" {
+                        Ask::Need(Need::Slots)
+                    } else {
+                        match (a.consumable, request.map(|q| &q.value)) {
+                            (Consumable::No, Some(requested)) => Ask::Satisfy(requested.clone()),
+                            (Consumable::Yes, Some(Value::Num(n))) => Ask::Need(Need::PerSlot(*n)),
+                            (Consumable::Job, Some(Value::Num(n))) => Ask::Need(Need::PerJob(*n)),
+                            _ => continue,
+                        }
+                    };
+                    asks.push((l.attr, ask));
+                }
+                let mut plan = RulePlan {
+                    rule: r as u32,
+                    members,
+                    asks,
+                    anywhere: rule.queues.is_none() && rule.hosts.is_none(),
+                    fixed: None,
+                };
+                let placeless = [&rule.queues, &rule.hosts]
+                    .iter()
+                    .all(|f| f.as_ref().is_none_or(|f| !f.expand))
+                    && self
+                        .limits(set as u32, r as u32)
+                        .iter()
+                        .all(|l| matches!(l.value, LimitValue::Fixed(_)));
+                if placeless {
+                    let mut gates = Vec::new();
+                    self.rule_gates(
+                        set as u32,
+                        &plan,
+                        [0, 0],
+                        false,
+                        usage,
+                        &|_| None,
+                        &mut gates,
+                    );
+                    plan.fixed = Some(gates);
+                }
+                rules.push(plan);
+            }
+            if !rules.is_empty() {
+                sets.push(SetPlan {
+                    set: set as u32,
+                    rules,
+                });
+            }
+        }
+        Plan { sets }
+    }
+
+    /// The gates a consumer meets in a place: for every set of its plan the effective
+    /// rule there, and for every limit of that rule on a resource it uses, the counter
+    /// to check (the limit evaluated for the place's host).
+    pub fn gates_at(
+        &self,
+        plan: &Plan,
         p: &Place,
         usage: &mut Usage,
         host_value: &dyn Fn(usize) -> Option<f64>,
-        enabled_only: bool,
     ) -> Vec<Gate> {
-        let mut out = Vec::new();
-        for set in 0..self.sets.len() {
-            if enabled_only && !self.sets[set].enabled {
-                continue;
-            }
-            let Some((rule, key)) = self.effective_rule(set, c, p) else {
+        let mut out = Vec::with_capacity(plan.sets.len());
+        let mut place_ids: Option<[u32; 2]> = None;
+        for sp in &plan.sets {
+            let Some((first, rp)) = sp
+                .rules
+                .iter()
+                .enumerate()
+                .find(|(_, rp)| rp.anywhere || self.place_takes(sp.set, rp.rule, p))
+            else {
                 continue;
             };
-            for l in self.limits(set as u32, rule) {
-                let a = &catalog.attrs[l.attr];
-                let request = d.hard.iter().find(|r| r.attr == l.attr);
-                let need = if a.name == "slots" {
-                    Need::Slots
-                } else {
-                    match (a.consumable, request.map(|r| &r.value)) {
-                        (Consumable::No, Some(requested)) => {
-                            let allowed = Self::limit_on_host(l, host_value);
-                            if !value::satisfies(a.value_type, a.relop, &allowed, requested) {
-                                out.push(Gate::Never {
-                                    set: set as u32,
-                                    rule,
-                                    key: key.clone(),
-                                });
-                            }
-                            continue;
-                        }
-                        (Consumable::Yes, Some(Value::Num(n))) => Need::PerSlot(*n),
-                        (Consumable::Job, Some(Value::Num(n))) => Need::PerJob(*n),
-                        _ => continue,
-                    }
-                };
-                let limit = match Self::limit_on_host(l, host_value) {
-                    Value::Num(n) => n,
-                    Value::Text(_) => continue,
-                };
-                let slot = usage.slot((set as u32, rule, key.clone(), l.attr as u32));
-                out.push(Gate::Counter {
-                    set: set as u32,
-                    rule,
-                    slot,
-                    need,
-                    limit,
-                });
+            if let Some(fixed) = &rp.fixed {
+                out.extend(
+                    fixed
+                        .iter()
+                        .map(|g| g.everywhere(first == 0 && rp.anywhere)),
+                );
+                continue;
             }
+            let ids =
+                *place_ids.get_or_insert_with(|| [usage.name_id(p.queue), usage.name_id(p.host)]);
+            self.rule_gates(
+                sp.set,
+                rp,
+                ids,
+                first == 0 && rp.anywhere,
+                usage,
+                host_value,
+                &mut out,
+            );
         }
         out
     }
 
-    /// The first gate (in set order) a placement of `slots` slots would break.
-    pub fn denial(
+    /// The gates of one rule for a consumer (its plan) at a place (queue and host ids).
+    #[allow(clippy::too_many_arguments)]
+    pub fn rule_gates(
         &self,
-        gates: &[Gate],
-        usage: &Usage,
-        slots: u32,
-        master: bool,
-    ) -> Option<Denial> {
-        for g in gates {
-            match g {
-                Gate::Counter {
-                    set,
-                    rule,
-                    slot,
-                    need,
-                    limit,
-                } => {
-                    if usage.at(*slot) + need.amount(slots, master) > limit + 1e-9 {
-                        return Some(Denial {
-                            rule: self.rule_name(*set, *rule),
-                            key: usage.key(*slot).2.clone(),
+        set: u32,
+        rp: &RulePlan,
+        place_ids: [u32; 2],
+        everywhere: bool,
+        usage: &mut Usage,
+        host_value: &dyn Fn(usize) -> Option<f64>,
+        out: &mut Vec<Gate>,
+    ) {
+        let rule = &self.sets[set as usize].rules[rp.rule as usize];
+        let mut members = [rp.members[0], rp.members[1], rp.members[2], 0, 0];
+        for (n, f) in [(3, &rule.queues), (4, &rule.hosts)] {
+            if f.as_ref().is_some_and(|f| f.expand) {
+                members[n] = place_ids[n - 3];
+            }
+        }
+        let limits = self.limits(set, rp.rule);
+        for (attr, ask) in &rp.asks {
+            let Some(l) = limits.iter().find(|l| l.attr == *attr) else {
+                continue;
+            };
+            let key = UsageKey {
+                set,
+                rule: rp.rule,
+                members,
+                attr: l.attr as u32,
+            };
+            match ask {
+                Ask::Satisfy(requested) => {
+                    let (ty, relop) = self.value_types[l.attr];
+                    let allowed = Self::limit_on_host(l, host_value);
+                    if !value::satisfies(ty, relop, &allowed, requested) {
+                        out.push(Gate::Never {
+                            set,
+                            rule: rp.rule,
+                            key,
                         });
                     }
                 }
-                Gate::Never { set, rule, key } => {
-                    return Some(Denial {
-                        rule: self.rule_name(*set, *rule),
-                        key: key.clone(),
-                    })
+                Ask::Need(need) => {
+                    let Value::Num(limit) = Self::limit_on_host(l, host_value) else {
+                        continue;
+                    };
+                    out.push(Gate::Counter {
+                        set,
+                        rule: rp.rule,
+                        slot: usage.slot(key),
+                        need: *need,
+                        limit,
+                        everywhere,
+                    });
                 }
             }
         }
-        None
+    }
+
+    /// The reason a gate gives, as `qstat -j` prints it.
+    pub fn denial(&self, gate: &Gate, usage: &Usage) -> Denial {
+        match gate {
+            Gate::Counter {
+                set, rule, slot, ..
+            } => Denial {
+                rule: self.rule_name(*set, *rule),
+                key: usage.consumer_text(usage.key(*slot)),
+            },
+            Gate::Never { set, rule, key } => Denial {
+                rule: self.rule_name(*set, *rule),
+                key: usage.consumer_text(key),
+            },
+        }
     }
 
     /// Is every gate open? (The cycle's path: no message built.)
     pub fn allows(gates: &[Gate], usage: &Usage, slots: u32, master: bool) -> bool {
-        gates.iter().all(|g| match g {
-            Gate::Counter {
-                slot, need, limit, ..
-            } => usage.at(*slot) + need.amount(slots, master) <= limit + 1e-9,
-            Gate::Never { .. } => false,
-        })
+        gates.iter().all(|g| g.allows(usage, slots, master))
     }
 
     /// Debit (or with `sign` -1 credit) a placement on every counter of its gates.
@@ -594,21 +863,18 @@ impl ClusterState {
                 return;
             };
             let consumer = Consumer::of(d, pe.as_deref());
+            let plan = book
+                .quotas
+                .plan(catalog, d, &consumer, &mut book.usage, false);
             for (n, g) in grants.iter().enumerate() {
                 let place = Place {
                     queue: &g.queue,
                     host: &g.host,
                     host_groups: book.memberships.get(&g.host).map_or(&[][..], Vec::as_slice),
                 };
-                let gates = book.quotas.gates(
-                    catalog,
-                    d,
-                    &consumer,
-                    &place,
-                    &mut book.usage,
-                    &|_| None,
-                    false,
-                );
+                let gates = book
+                    .quotas
+                    .gates_at(&plan, &place, &mut book.usage, &|_| None);
                 Quotas::debit(&gates, &mut book.usage, g.slots, n == 0, sign);
             }
         }
@@ -665,11 +931,12 @@ impl ClusterState {
             return Vec::new();
         };
         let quotas = &book.quotas;
-        let mut consumers: Vec<(u32, u32, &str)> = book
+        // (set, rule, consumer text, members), in set, rule and consumer order.
+        let mut consumers: Vec<(u32, u32, String, [u32; 5])> = book
             .usage
             .nonzero()
-            .filter(|((set, ..), _)| quotas.sets[*set as usize].enabled)
-            .map(|((set, rule, key, _), _)| (*set, *rule, key.as_str()))
+            .filter(|(k, _)| quotas.sets[k.set as usize].enabled)
+            .map(|(k, _)| (k.set, k.rule, book.usage.consumer_text(k), k.members))
             .collect();
         consumers.sort();
         consumers.dedup();
@@ -689,7 +956,7 @@ impl ClusterState {
                 || query.resources.iter().any(|r| catalog.id(r) == Some(attr))
         };
         let mut rows = Vec::new();
-        for (set, rule, key) in consumers {
+        for (set, rule, key, ids) in consumers {
             let r = &quotas.sets[set as usize].rules[rule as usize];
             let members: Vec<&str> = key.split('/').collect();
             let member = |n: usize| members.get(n).copied().unwrap_or("");
@@ -755,7 +1022,12 @@ impl ClusterState {
                         resource: a.name.clone(),
                         limit,
                         used: counted.then(|| {
-                            let used = book.usage.get(&(set, rule, key.to_string(), l.attr as u32));
+                            let used = book.usage.get(&UsageKey {
+                                set,
+                                rule,
+                                members: ids,
+                                attr: l.attr as u32,
+                            });
                             Quotas::show(catalog, l.attr, used)
                         }),
                     }

@@ -10,12 +10,15 @@
 //! skipped for the rest of the cycle.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
 
 use gantry_common::value::{self, Value};
 use gantry_common::{conf, queue, schedconf};
 use gantry_proto::{ComplexAttr, Consumable, Grant, Relop, Requestable, ValueType};
 
 use crate::jobs::{wildcard, Job, TaskState};
+use crate::quota::Gate;
+
 use crate::state::ClusterState;
 
 /// The layer a value is on, as SGE prints it (`g`, `h`, `q` in `hl:mem_free=...`).
@@ -386,20 +389,31 @@ pub struct Snapshot {
 /// category and the instance, so they are worked out once).
 #[derive(Debug, Clone)]
 pub struct QuotaCycle {
-    pub quotas: std::sync::Arc<crate::quota::Quotas>,
+    pub quotas: Arc<crate::quota::Quotas>,
     pub usage: crate::quota::Usage,
-    cache: HashMap<(usize, Part, usize), std::sync::Arc<[crate::quota::Gate]>>,
+    /// (category, part) -> the id and plan of what its jobs meet in every set.
+    plans: HashMap<(usize, Part), (u32, Arc<crate::quota::Plan>)>,
+    /// The distinct plans of the cycle, by id.
+    distinct: Vec<Arc<crate::quota::Plan>>,
+    /// (plan, part, instance) -> the gates there.
+    gates: crate::quota::SmallMap<(u32, Part, u32), Arc<[Gate]>>,
+    /// ((plan, part, instance), slots) -> the gate that denied such a placement there.
+    denied: crate::quota::SmallMap<((u32, Part, u32), u32), Gate>,
+    /// Per set, per instance: the rules whose queues and hosts filters are known to
+    /// take it or not, and those that do (bit masks, sets of up to 64 rules).
+    masks: Vec<Vec<[u64; 2]>>,
 }
 
 impl QuotaCycle {
-    pub fn new(
-        quotas: std::sync::Arc<crate::quota::Quotas>,
-        usage: crate::quota::Usage,
-    ) -> QuotaCycle {
+    pub fn new(quotas: Arc<crate::quota::Quotas>, usage: crate::quota::Usage) -> QuotaCycle {
         QuotaCycle {
+            masks: vec![Vec::new(); quotas.sets.len()],
             quotas,
             usage,
-            cache: HashMap::new(),
+            plans: HashMap::new(),
+            distinct: Vec::new(),
+            gates: Default::default(),
+            denied: Default::default(),
         }
     }
 }
@@ -431,6 +445,9 @@ pub enum Misfit {
     NoPe(String),
     /// A resource quota rule is full for the job here.
     Quota(crate::quota::Denial),
+    /// A resource quota rule that decides for the job on every queue instance is full
+    /// (the cycle's path: the job's category can run nowhere else either).
+    QuotaEverywhere,
 }
 
 impl Misfit {
@@ -487,6 +504,7 @@ impl Misfit {
                 format!("cannot run in queue instance \"{qi}\" because PE \"{pe}\" is not in pe_list")
             }
             Misfit::Quota(denial) => denial.message(),
+            Misfit::QuotaEverywhere => format!("queue instance \"{qi}\" dropped"),
             Misfit::Forced(name) => format!(
                 "queue instance \"{qi}\" dropped because it requires the forced resource \"{name}\" to be requested"
             ),
@@ -582,19 +600,60 @@ impl Snapshot {
             )
     }
 
-    /// The quota gates of a demand on an instance (cached per category).
+    /// A demand's quota plan and its id among the distinct plans of the cycle: once
+    /// per category (and part); a parallel job's, for the PE being tried, anew (no id).
+    fn quota_plan(&self, q: &mut QuotaCycle, d: &Demand) -> (Option<u32>, Arc<crate::quota::Plan>) {
+        let cacheable = d.category != 0 && d.granted_pe.is_none();
+        if let Some((id, p)) = q.plans.get(&(d.category, d.part)).filter(|_| cacheable) {
+            return (Some(*id), p.clone());
+        }
+        let pe = d
+            .granted_pe
+            .as_deref()
+            .or(d.pe.as_ref().map(|p| p.pattern.as_str()));
+        let consumer = crate::quota::Consumer::of(d, pe);
+        let quotas = q.quotas.clone();
+        let plan = Arc::new(quotas.plan(&self.catalog, d, &consumer, &mut q.usage, true));
+        if !cacheable {
+            return (None, plan);
+        }
+        // Categories that differ in nothing the quotas look at share a plan (and what
+        // is known about where it is denied).
+        let id = match q.distinct.iter().position(|p| **p == *plan) {
+            Some(n) => n,
+            None => {
+                q.distinct.push(plan.clone());
+                q.distinct.len() - 1
+            }
+        } as u32;
+        let plan = q.distinct[id as usize].clone();
+        q.plans.insert((d.category, d.part), (id, plan.clone()));
+        (Some(id), plan)
+    }
+
+    /// The quota gates a demand meets on an instance: in every set of its plan the
+    /// effective rule there, and its counters (once per distinct plan and instance).
+    /// With `check` (slots, master queue) the walk stops at the first gate that does
+    /// not let such a placement by, which is remembered for the rest of the cycle: what
+    /// is used only grows (until a placement is given back).
     fn quota_gates(
         &self,
         q: &mut QuotaCycle,
         d: &Demand,
         inst: usize,
-    ) -> std::sync::Arc<[crate::quota::Gate]> {
-        let cacheable = d.category != 0 && d.granted_pe.is_none();
-        if cacheable {
-            if let Some(g) = q.cache.get(&(d.category, d.part, inst)) {
-                return g.clone();
+        check: Option<(u32, bool)>,
+    ) -> Result<Arc<[Gate]>, Gate> {
+        let (id, plan) = self.quota_plan(q, d);
+        let memo = id.map(|id| (id, d.part, inst as u32));
+        if let Some(m) = memo {
+            if let Some(g) = q.gates.get(&m) {
+                return Ok(g.clone());
+            }
+            if let Some(g) = check.and_then(|c| q.denied.get(&(m, c.0)).copied()) {
+                return Err(g);
             }
         }
+        let quotas = q.quotas.clone();
         let i = &self.instances[inst];
         let host = &self.hosts[i.host];
         let place = crate::quota::Place {
@@ -602,31 +661,81 @@ impl Snapshot {
             host: &host.name,
             host_groups: &host.groups,
         };
-        let pe = d
-            .granted_pe
-            .as_deref()
-            .or(d.pe.as_ref().map(|p| p.pattern.as_str()));
-        let consumer = crate::quota::Consumer::of(d, pe);
-        let quotas = q.quotas.clone();
-        let gates: std::sync::Arc<[crate::quota::Gate]> = quotas
-            .gates(
-                &self.catalog,
-                d,
-                &consumer,
-                &place,
-                &mut q.usage,
-                &|attr| self.host_number(i.host, attr),
-                true,
-            )
-            .into();
-        if cacheable {
-            q.cache.insert((d.category, d.part, inst), gates.clone());
+        let mut ids: Option<[u32; 2]> = None;
+        let mut gates = Vec::with_capacity(plan.sets.len());
+        for sp in &plan.sets {
+            // Whether a rule's queues and hosts filters take an instance is the same
+            // for every job: worked out once per cycle, as two bit masks per set and
+            // instance (rules known, rules that take it) for sets of up to 64 rules.
+            let small = quotas.sets[sp.set as usize].rules.len() <= 64;
+            let masks = &mut q.masks[sp.set as usize];
+            if small && masks.is_empty() {
+                masks.resize(self.instances.len(), [0, 0]);
+            }
+            let mut chosen = None;
+            for (k, rp) in sp.rules.iter().enumerate() {
+                let takes = rp.anywhere
+                    || if small {
+                        let [known, takes] = &mut masks[inst];
+                        let bit = 1u64 << rp.rule;
+                        if *known & bit == 0 {
+                            *known |= bit;
+                            if quotas.place_takes(sp.set, rp.rule, &place) {
+                                *takes |= bit;
+                            }
+                        }
+                        *takes & bit != 0
+                    } else {
+                        quotas.place_takes(sp.set, rp.rule, &place)
+                    };
+                if takes {
+                    chosen = Some((k, rp));
+                    break;
+                }
+            }
+            let Some((k, rp)) = chosen else {
+                continue;
+            };
+            let everywhere = k == 0 && rp.anywhere;
+            let start = gates.len();
+            match &rp.fixed {
+                Some(fixed) => gates.extend(fixed.iter().map(|g| g.everywhere(everywhere))),
+                None => {
+                    let place_ids = *ids.get_or_insert_with(|| {
+                        [q.usage.name_id(&i.queue), q.usage.name_id(&host.name)]
+                    });
+                    quotas.rule_gates(
+                        sp.set,
+                        rp,
+                        place_ids,
+                        everywhere,
+                        &mut q.usage,
+                        &|attr| self.host_number(i.host, attr),
+                        &mut gates,
+                    );
+                }
+            }
+            if let Some((n, master)) = check {
+                if let Some(&g) = gates[start..]
+                    .iter()
+                    .find(|g| !g.allows(&q.usage, n, master))
+                {
+                    if let Some(m) = memo {
+                        q.denied.insert((m, n), g);
+                    }
+                    return Err(g);
+                }
+            }
         }
-        gates
+        let gates: Arc<[Gate]> = gates.into();
+        if let Some(m) = memo {
+            q.gates.insert(m, gates.clone());
+        }
+        Ok(gates)
     }
 
-    /// How many slots and whether this is the job's master queue, for a quota check of
-    /// `slots` slots of a demand's part.
+    /// How many slots a placement of a demand's part counts, and whether on the job's
+    /// master queue.
     fn quota_amounts(d: &Demand, slots: u32) -> (u32, bool) {
         match d.part {
             Part::Whole => (slots, true),
@@ -645,19 +754,37 @@ impl Snapshot {
             return Ok(());
         }
         let mut q = cell.borrow_mut();
-        let gates = self.quota_gates(&mut q, d, inst);
         let (n, master) = Self::quota_amounts(d, slots);
-        if crate::quota::Quotas::allows(&gates, &q.usage, n, master) {
-            return Ok(());
-        }
+        let gate = match self.quota_gates(&mut q, d, inst, Some((n, master))) {
+            Ok(gates) => match gates.iter().find(|g| !g.allows(&q.usage, n, master)) {
+                Some(&g) => g,
+                None => return Ok(()),
+            },
+            Err(g) => g,
+        };
         Err(if detail {
-            match q.quotas.denial(&gates, &q.usage, n, master) {
-                Some(denial) => Misfit::Quota(denial),
-                None => Misfit::Unexplained,
-            }
+            Misfit::Quota(q.quotas.denial(&gate, &q.usage))
+        } else if gate.is_everywhere() {
+            Misfit::QuotaEverywhere
         } else {
             Misfit::Unexplained
         })
+    }
+
+    /// Was a demand with the same quota plan already denied here this cycle?
+    fn quota_known_denied(&self, d: &Demand, inst: usize, slots: u32) -> bool {
+        let Some(cell) = &self.quota else {
+            return false;
+        };
+        if d.quota_exempt || d.category == 0 || d.granted_pe.is_some() {
+            return false;
+        }
+        let q = cell.borrow();
+        let Some((id, _)) = q.plans.get(&(d.category, d.part)) else {
+            return false;
+        };
+        let (n, _) = Self::quota_amounts(d, slots);
+        q.denied.contains_key(&((*id, d.part, inst as u32), n))
     }
 
     /// Debit (or credit) a placement on the quota counters.
@@ -669,10 +796,14 @@ impl Snapshot {
             return;
         }
         let mut q = cell.borrow_mut();
+        if sign < 0.0 {
+            q.denied.clear();
+        }
         for &(inst, slots) in grants {
-            let gates = self.quota_gates(&mut q, d, inst);
             let (n, master) = Self::quota_amounts(d, slots);
-            crate::quota::Quotas::debit(&gates, &mut q.usage, n, master, sign);
+            if let Ok(gates) = self.quota_gates(&mut q, d, inst, None) {
+                crate::quota::Quotas::debit(&gates, &mut q.usage, n, master, sign);
+            }
         }
     }
 
@@ -841,9 +972,14 @@ impl Snapshot {
             Pass::Static => d.slots,
         };
         // Resource quotas come before the global, host and queue layers; a denial
-        // stops there.
-        if matches!(pass, Pass::Consumables(_) | Pass::All(_)) {
+        // stops there (the reason qstat -j gives). The cycle only needs to know whether
+        // all hold, and checks the cheap layers first.
+        if matches!(pass, Pass::All(_)) {
             self.quota_check(d, inst, slots, detail)?;
+        }
+        if matches!(pass, Pass::Consumables(_)) && self.quota_known_denied(d, inst, slots) {
+            // A category like this one was already turned away here this cycle.
+            return Err(Misfit::Unexplained);
         }
         let layers = self.layers(inst);
         for (level, layer) in layers {
@@ -861,6 +997,9 @@ impl Snapshot {
                     });
                 }
             }
+        }
+        if matches!(pass, Pass::Consumables(_)) {
+            self.quota_check(d, inst, slots, detail)?;
         }
         if matches!(pass, Pass::Static | Pass::All(_)) {
             // A request no layer defines cannot be satisfied.
@@ -1935,10 +2074,19 @@ impl ClusterState {
                         }
                     }
                 } else {
-                    while cat.cursor < cat.candidates.len()
-                        && !snap.fits(d, cat.candidates[cat.cursor], Pass::Consumables(d.slots))
-                    {
-                        cat.cursor += 1;
+                    while cat.cursor < cat.candidates.len() {
+                        match snap.check(
+                            d,
+                            cat.candidates[cat.cursor],
+                            Pass::Consumables(d.slots),
+                            false,
+                        ) {
+                            Ok(()) => break,
+                            // Full under a rule that decides everywhere: so is every
+                            // other instance.
+                            Err(Misfit::QuotaEverywhere) => cat.cursor = cat.candidates.len(),
+                            Err(_) => cat.cursor += 1,
+                        }
                     }
                     let Some(&inst) = cat.candidates.get(cat.cursor) else {
                         break; // nothing left for this category in this cycle

@@ -150,19 +150,10 @@ fn assert_usage_exact(s: &ClusterState) {
     let mut fresh = s.clone();
     fresh.quotas_changed();
     fresh.settle_quotas();
-    let mine: BTreeMap<UsageKey, f64> = s
-        .quota_book
-        .usage
-        .nonzero()
-        .map(|(k, v)| (k.clone(), v))
-        .collect();
-    let rebuilt: BTreeMap<UsageKey, f64> = fresh
-        .quota_book
-        .usage
-        .nonzero()
-        .map(|(k, v)| (k.clone(), v))
-        .collect();
-    assert_eq!(mine, rebuilt);
+    assert_eq!(
+        s.quota_book.usage.readable(),
+        fresh.quota_book.usage.readable()
+    );
 }
 
 fn finish(s: &mut ClusterState, id: u64) {
@@ -471,12 +462,12 @@ fn usage_stays_exact_as_jobs_end_are_deleted_or_change() {
     );
     assert_usage_exact(&s);
     assert_eq!(
-        s.quota_book.usage.get(&(
+        s.quota_book.usage.readable()[&(
             3,
             0,
-            "/////".into(),
+            "/////".to_string(),
             s.quota_book.catalog.as_ref().unwrap().id("slots").unwrap() as u32
-        )),
+        )],
         1.0
     );
     // A running task becomes a deleting one (qdel), then goes away.
