@@ -164,7 +164,12 @@ fn parse_filter(text: &str) -> Result<Filter, RqsError> {
             },
         })
         .collect();
-    if items.is_empty() || items.iter().any(|i| i.name.is_empty()) {
+    // A brace inside a list (`hosts ,{x}`) would print as an expanded list.
+    if items.is_empty()
+        || items
+            .iter()
+            .any(|i| i.name.is_empty() || i.name.contains(['{', '}']))
+    {
         return Err(err(format!("error parsing value \"{text}\"")));
     }
     Ok(Filter { expand, items })
@@ -257,7 +262,7 @@ pub fn parse_rule(text: &str) -> Result<Rule, RqsError> {
 /// Parse a resource quota file: one or more sets in braces. Backslash-newline joins
 /// lines. The whole file is refused on the first error.
 pub fn parse_sets(text: &str) -> Result<Vec<QuotaSet>, RqsError> {
-    let joined = text.replace("\\\n", " ");
+    let joined = text.replace("\r\n", "\n").replace("\\\n", " ");
     let lines: Vec<&str> = joined.lines().collect();
     let mut sets = Vec::new();
     /// A set being read: name, description, enabled, rules.
@@ -267,6 +272,14 @@ pub fn parse_sets(text: &str) -> Result<Vec<QuotaSet>, RqsError> {
         let line = raw.trim();
         if line.is_empty() || line.starts_with('#') {
             continue;
+        }
+        // A backslash not directly before the newline (`x\ `) would print as one that
+        // is, and join the next line when read back.
+        if line.ends_with('\\') {
+            let value = line
+                .split_once(char::is_whitespace)
+                .map_or(line, |(_, v)| v.trim());
+            return Err(err(format!("error parsing value \"{value}\"")));
         }
         match current.as_mut() {
             None => {

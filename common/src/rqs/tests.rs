@@ -258,3 +258,37 @@ mod properties {
         }
     }
 }
+
+#[test]
+fn what_would_not_print_back_is_refused() {
+    // Found by the fuzzer (fuzz/fuzz_targets/rqs_parse.rs): each was accepted but
+    // printed as something that reads back differently.
+    for (text, want) in [
+        (
+            "{\nname a\nlimit hosts ,{x} to slots=1\n}\n",
+            "error parsing value \",{x}\"",
+        ),
+        (
+            "{\nname a\nlimit users ,{x}y to slots=1\n}\n",
+            "error parsing value \",{x}y\"",
+        ),
+        (
+            "{\nname a\ndescription x\\ \nenabled true\nlimit to slots=1\n}\n",
+            "error parsing value \"x\\\"",
+        ),
+        (
+            "{\nname a\nlimit to slots=1\\ \n}\n",
+            "error parsing value \"to slots=1\\\"",
+        ),
+    ] {
+        assert_eq!(
+            parse_sets(text).map_err(|e| e.0),
+            Err(want.to_string()),
+            "{text:?}"
+        );
+    }
+    // CRLF files read as LF ones; backslash-newline still joins lines.
+    let crlf = "{\r\nname a\r\nenabled true\r\nlimit users {*} \\\r\n to slots=1\r\n}\r\n";
+    let sets = parse_sets(crlf).unwrap();
+    assert_eq!(print_rule(&sets[0].rules[0]), "users {*} to slots=1");
+}
