@@ -371,3 +371,251 @@ fn rqs_scenario_schedules_and_reports_as_sge_does() {
     });
     check(&c, "root", "qquota -u '*'", 2);
 }
+
+/// Running tasks as (job id, user, host), from `qstat -u '*'`.
+fn running_tasks(c: &Cluster) -> Vec<(u64, String, String)> {
+    c.client("qstat", &["-u", "*"])
+        .stdout
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let id = f.first()?.parse().ok()?;
+            let qi = f.get(7)?;
+            matches!(*f.get(4)?, "r" | "t").then(|| {
+                (
+                    id,
+                    f[3].to_string(),
+                    qi.split_once('@').map_or("", |(_, h)| h).to_string(),
+                )
+            })
+        })
+        .collect()
+}
+
+fn count<'a>(items: impl Iterator<Item = &'a String>) -> std::collections::BTreeMap<String, usize> {
+    let mut m = std::collections::BTreeMap::new();
+    for i in items {
+        *m.entry(i.clone()).or_insert(0) += 1;
+    }
+    m
+}
+
+/// Two execds in their own network namespaces with different `num_proc` (one confined
+/// to one processor, as a cpuset would), a dynamic per-host limit `slots=$num_proc*2` and
+/// a per-user limit, and a burst of submissions by three users at once: at no moment do
+/// more jobs run on a host or for a user than the quotas allow, the cluster fills up to
+/// exactly those limits, qquota shows them, and qstat -j says why the rest wait.
+#[test]
+fn dynamic_limits_follow_each_hosts_num_proc_under_a_burst() {
+    if !is_root() {
+        skip_loudly(
+            "dynamic_limits_follow_each_hosts_num_proc_under_a_burst",
+            "network namespaces and test users need root",
+        );
+        return;
+    }
+    let users = ["gtuser1", "gtuser2", "gtuser3"];
+    for u in users {
+        ensure_user(u);
+    }
+    let net = gantry_tests::Netns::create(3);
+    let mut c = Cluster::init(&[]);
+    c.master_netns = Some(net.names[0].clone());
+    c.start_master();
+    c.fast_reports("0:0:10");
+    let token = c.token();
+    c.start_execd_on_cpus(
+        "small",
+        &net.addrs[0],
+        Some(&token),
+        Some(&net.names[1]),
+        Some("0"),
+    );
+    c.start_execd_on_cpus(
+        "big",
+        &net.addrs[0],
+        Some(&token),
+        Some(&net.names[2]),
+        None,
+    );
+    c.wait_host_reporting("small");
+    c.wait_host_reporting("big");
+    let nproc = |host: &str| -> usize {
+        let line = c.qhost_line(host).unwrap();
+        line.split_whitespace().nth(2).unwrap().parse().unwrap()
+    };
+    let limit: std::collections::BTreeMap<String, usize> = ["small", "big"]
+        .iter()
+        .map(|h| (h.to_string(), nproc(h) * 2))
+        .collect();
+    assert_eq!(
+        nproc("small"),
+        1,
+        "the execd confined to CPU 0 reports one processor"
+    );
+    let hw = std::thread::available_parallelism().map_or(1, |n| n.get());
+    assert_eq!(
+        nproc("big"),
+        hw,
+        "the unconfined execd reports every processor"
+    );
+    if hw < 2 {
+        eprintln!("NOTE: one processor here: both hosts report num_proc 1");
+    }
+    for h in ["small", "big"] {
+        let out = c.qconf(&["-mattr", "queue", "slots", &format!("[{h}=10]"), "all.q"]);
+        assert_eq!(out.code, 0, "{out:?}");
+    }
+    let sets = c.home().join("burst.rqs");
+    std::fs::write(
+        &sets,
+        "{\n   name         per_host\n   enabled      true\n   limit        hosts {*} to slots=$num_proc*2\n}\n\
+         {\n   name         per_user\n   enabled      true\n   limit        users {*} to slots=3\n}\n",
+    )
+    .unwrap();
+    let out = c.qconf(&["-Arqs", sets.to_str().unwrap()]);
+    assert_eq!(out.code, 0, "{out:?}");
+
+    // The burst: three users submit four jobs each, all at once, while the test samples
+    // what runs.
+    let total: usize = limit.values().sum();
+    let want_running = total.min(3 * users.len());
+    let check = |tasks: &[(u64, String, String)]| {
+        for (host, n) in count(tasks.iter().map(|t| &t.2)) {
+            assert!(
+                n <= limit[&host],
+                "{n} jobs on {host} (limit {}): {tasks:?}",
+                limit[&host]
+            );
+        }
+        for (user, n) in count(tasks.iter().map(|t| &t.1)) {
+            assert!(n <= 3, "{n} jobs of {user}: {tasks:?}");
+        }
+    };
+    std::thread::scope(|scope| {
+        for u in users {
+            let c = &c;
+            scope.spawn(move || {
+                for _ in 0..4 {
+                    let out = c.as_user(u, "qsub", &["-b", "y", "sleep", "60"]);
+                    assert_eq!(out.code, 0, "{out:?}");
+                }
+            });
+        }
+        for _ in 0..40 {
+            check(&running_tasks(&c));
+        }
+    });
+    wait_until("the quotas to be full", Duration::from_secs(30), || {
+        let tasks = running_tasks(&c);
+        check(&tasks);
+        tasks.len() == want_running
+    });
+    // Nothing more starts: more than a scheduling pass later, still the same.
+    std::thread::sleep(Duration::from_millis(2500));
+    let tasks = running_tasks(&c);
+    check(&tasks);
+    assert_eq!(tasks.len(), want_running, "{tasks:?}");
+
+    // qquota shows every host's dynamic limit and use, and each user's.
+    let out = c.client("qquota", &["-u", "*"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let on = count(tasks.iter().map(|t| &t.2));
+    let of = count(tasks.iter().map(|t| &t.1));
+    let mut want = String::from(
+        "resource quota rule limit                filter\n--------------------------------------------------------------------------------\n",
+    );
+    for h in ["big", "small"] {
+        if let Some(n) = on.get(h) {
+            want.push_str(&format!(
+                "{:<18} {:<20} hosts {h}\n",
+                "per_host/1",
+                format!("slots={n}/{}", limit[h])
+            ));
+        }
+    }
+    for (u, n) in &of {
+        want.push_str(&format!(
+            "{:<18} {:<20} users {u}\n",
+            "per_user/1",
+            format!("slots={n}/3")
+        ));
+    }
+    assert_eq!(out.stdout, want);
+    // A waiting job says which rules hold it back.
+    let waiting: Vec<u64> = c
+        .client("qstat", &["-u", "*", "-s", "p"])
+        .stdout
+        .lines()
+        .filter_map(|l| l.split_whitespace().next()?.parse().ok())
+        .collect();
+    assert_eq!(waiting.len(), 12 - want_running);
+    let out = c.client("qstat", &["-j", &waiting[0].to_string()]);
+    let info: Vec<&str> = out
+        .stdout
+        .lines()
+        .skip_while(|l| !l.starts_with("scheduling info:"))
+        .map(|l| l[28..].trim_end())
+        .collect();
+    assert!(!info.is_empty(), "{}", out.stdout);
+    for line in &info {
+        assert!(
+            line.starts_with("cannot run because it exceeds limit \"")
+                && (line.ends_with("in rule \"per_host/1\"")
+                    || line.ends_with("in rule \"per_user/1\"")),
+            "{info:?}"
+        );
+    }
+    let out = c.client("qstat", &["-j"]);
+    let mut ids = waiting.clone();
+    ids.sort();
+    let list: Vec<String> = ids.iter().map(|i| format!("\t{i}")).collect();
+    assert_eq!(
+        out.stdout,
+        format!(
+            "Jobs dropped because of exceeding limit in rule\n{}\n",
+            list.join(",")
+        )
+    );
+
+    // A job ends: its place is taken by a waiting one, within the same limits.
+    let gone = tasks[0].0;
+    assert_eq!(c.client("qdel", &[&gone.to_string()]).code, 0);
+    wait_until(
+        "a waiting job to take its place",
+        Duration::from_secs(30),
+        || {
+            let now = running_tasks(&c);
+            check(&now);
+            now.len() == want_running && !now.iter().any(|t| t.0 == gone)
+        },
+    );
+    let out = c.client("qdel", &["-u", "*", "*"]);
+    assert_eq!(out.code, 0, "{out:?}");
+
+    // qsub -w v/-w e judge a job against the quotas as against an empty cluster: a
+    // limit no job fits under is a verdict, a full one is not.
+    let v = |user: &str, mode: &str| c.as_user(user, "qsub", &["-w", mode, "-b", "y", "true"]);
+    let out = v("gtuser1", "v");
+    assert_eq!(
+        out.stdout, "verification: found suitable queue(s)\n",
+        "{out:?}"
+    );
+    std::fs::write(
+        &sets,
+        "{\n   name         drain\n   enabled      true\n   limit        users gtuser1 to slots=0\n}\n",
+    )
+    .unwrap();
+    let out = c.qconf(&["-Arqs", sets.to_str().unwrap()]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let out = v("gtuser1", "v");
+    assert_eq!(out.stdout, "verification: no suitable queues\n", "{out:?}");
+    let out = v("gtuser1", "e");
+    assert_ne!(out.code, 0, "{out:?}");
+    assert!(out.stderr.contains("no suitable queues"), "{out:?}");
+    let out = v("gtuser2", "v");
+    assert_eq!(
+        out.stdout, "verification: found suitable queue(s)\n",
+        "{out:?}"
+    );
+}
