@@ -725,6 +725,23 @@ impl ClusterState {
                 uses.push((k.clone(), v.clone(), format!("job {}", j.id)));
             }
         }
+        for (_, set) in self.quota_sets.values() {
+            let place = format!("resource quota set \"{}\"", set.name);
+            for l in set.rules.iter().flat_map(|r| &r.limits) {
+                if !l.is_dynamic() {
+                    uses.push((l.resource.clone(), l.value.clone(), place.clone()));
+                    continue;
+                }
+                // A dynamic limit: the limited attribute and those its formula reads
+                // (a number stands for their values).
+                uses.push((l.resource.clone(), "0".into(), place.clone()));
+                for (_, c) in gantry_common::rqs::parse_dynamic(&l.value).unwrap_or_default() {
+                    if let Some(c) = c {
+                        uses.push((c, "0".into(), place.clone()));
+                    }
+                }
+            }
+        }
         for (name, value, place) in uses {
             let Some(old) = complex::find(&self.complexes, &name) else {
                 continue;

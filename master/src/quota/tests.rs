@@ -973,3 +973,47 @@ fn filter_matching_table() {
         assert_eq!(got.as_deref(), *want, "{rule} for {user}");
     }
 }
+
+#[test]
+fn an_attribute_a_quota_set_uses_cannot_leave_the_complex() {
+    let mut s = hosts(
+        &["lic INT <= YES YES 0", "cores INT <= YES NO 0"],
+        &[("n1", "2")],
+    );
+    add_sets(
+        &mut s,
+        "{\n name l\n enabled true\n limit users {*} to lic=2\n limit hosts {*} to slots=$cores*2\n}\n",
+    );
+    let root = gantry_proto::Caller {
+        user: "root".into(),
+        uid: 0,
+        gid: 0,
+        host: "head".into(),
+    };
+    let without = |name: &str| -> String {
+        let list: Vec<gantry_proto::ComplexAttr> = s
+            .complexes
+            .iter()
+            .filter(|a| a.name != name)
+            .cloned()
+            .collect();
+        gantry_common::complex::print_complexes(&list)
+    };
+    for (attr, want) in [
+        (
+            "lic",
+            "denied: attribute \"lic\" is still referenced in resource quota set \"l\"",
+        ),
+        (
+            "cores",
+            "denied: attribute \"cores\" is still referenced in resource quota set \"l\"",
+        ),
+    ] {
+        let req = gantry_proto::ToMaster::ModifyObject {
+            kind: gantry_proto::ObjectKind::Complex,
+            text: without(attr),
+        };
+        let refused = s.handle(&root, &req, 0.0).unwrap_err();
+        assert_eq!(refused.message, want);
+    }
+}
