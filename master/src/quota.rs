@@ -90,11 +90,16 @@ pub struct Quotas {
     usersets: HashMap<String, Vec<String>>,
     /// Every attribute's type and relation, by attribute.
     value_types: Vec<(ValueType, gantry_proto::Relop)>,
+    /// `[set][rule]`: the id of the rule's (queues, hosts) filters among the distinct
+    /// ones of all sets (sets often repeat them: the same host groups and queues).
+    place_ids: Vec<Vec<u32>>,
+    /// The distinct (queues, hosts) filters, by id.
+    places: Vec<(Option<Filter>, Option<Filter>)>,
 }
 
 /// One counter of usage: a rule of a set, a consumer (the members of the rule's
 /// expanded filters, as name ids; 0 where a filter is not expanded), a resource.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct UsageKey {
     pub set: u32,
     pub rule: u32,
@@ -103,13 +108,31 @@ pub struct UsageKey {
     pub attr: u32,
 }
 
+impl std::hash::Hash for UsageKey {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        let m = &self.members;
+        let pair = |a: u32, b: u32| (u64::from(a) << 32) | u64::from(b);
+        state.write_u64(pair(self.set, self.rule));
+        state.write_u64(pair(m[0], m[1]));
+        state.write_u64(pair(m[2], m[3]));
+        state.write_u64(pair(m[4], self.attr));
+    }
+}
+
 /// A quick hasher for small fixed keys (the counters are looked up in the hot path).
 #[derive(Default, Clone, Copy)]
 pub struct SmallHasher(u64);
 
 impl std::hash::Hasher for SmallHasher {
     fn finish(&self) -> u64 {
-        self.0
+        // MurmurHash3's final mix: every input bit reaches the low bits the table
+        // indexes by (the multiply-rotate steps alone leave them to the last word).
+        let mut h = self.0;
+        h ^= h >> 33;
+        h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+        h ^= h >> 33;
+        h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+        h ^ (h >> 33)
     }
 
     fn write(&mut self, bytes: &[u8]) {
@@ -392,7 +415,29 @@ impl Quotas {
                     .collect()
             })
             .collect();
+        let mut places: Vec<(Option<Filter>, Option<Filter>)> = Vec::new();
+        let place_ids = sets
+            .iter()
+            .map(|s| {
+                s.rules
+                    .iter()
+                    .map(|r| {
+                        let pair = (r.queues.clone(), r.hosts.clone());
+                        let id = match places.iter().position(|p| *p == pair) {
+                            Some(n) => n,
+                            None => {
+                                places.push(pair);
+                                places.len() - 1
+                            }
+                        };
+                        id as u32
+                    })
+                    .collect()
+            })
+            .collect();
         Quotas {
+            place_ids,
+            places,
             sets,
             limits,
             usersets,
@@ -410,14 +455,29 @@ impl Quotas {
 
     /// Do a rule's queues and hosts filters take this place?
     pub fn place_takes(&self, set: u32, rule: u32, p: &Place) -> bool {
+        self.place_filter_takes(self.place_id(set, rule), p)
+    }
+
+    /// The id of a rule's (queues, hosts) filters among the distinct ones.
+    pub fn place_id(&self, set: u32, rule: u32) -> u32 {
+        self.place_ids[set as usize][rule as usize]
+    }
+
+    /// How many distinct (queues, hosts) filters the sets have.
+    pub fn place_count(&self) -> usize {
+        self.places.len()
+    }
+
+    /// Do the (queues, hosts) filters with this id take this place?
+    pub fn place_filter_takes(&self, id: u32, p: &Place) -> bool {
         let none = Consumer {
             user: "",
             groups: &[],
             project: None,
             pe: None,
         };
-        let r = &self.sets[set as usize].rules[rule as usize];
-        [(3, &r.queues), (4, &r.hosts)]
+        let (queues, hosts) = &self.places[id as usize];
+        [(3, queues), (4, hosts)]
             .into_iter()
             .all(|(n, f)| f.as_ref().is_none_or(|f| self.filter_takes(n, f, &none, p)))
     }

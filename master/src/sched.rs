@@ -392,28 +392,31 @@ pub struct QuotaCycle {
     pub quotas: Arc<crate::quota::Quotas>,
     pub usage: crate::quota::Usage,
     /// (category, part) -> the id and plan of what its jobs meet in every set.
-    plans: HashMap<(usize, Part), (u32, Arc<crate::quota::Plan>)>,
+    plans: crate::quota::SmallMap<(usize, Part), (u32, Arc<crate::quota::Plan>)>,
     /// The distinct plans of the cycle, by id.
     distinct: Vec<Arc<crate::quota::Plan>>,
+    /// Reused while gates are worked out.
+    scratch: Vec<Gate>,
     /// (plan, part, instance) -> the gates there.
-    gates: crate::quota::SmallMap<(u32, Part, u32), Arc<[Gate]>>,
+    gates: crate::quota::SmallMap<(u32, Part, u32), Arc<Vec<Gate>>>,
     /// ((plan, part, instance), slots) -> the gate that denied such a placement there.
     denied: crate::quota::SmallMap<((u32, Part, u32), u32), Gate>,
-    /// Per set, per instance: the rules whose queues and hosts filters are known to
-    /// take it or not, and those that do (bit masks, sets of up to 64 rules).
-    masks: Vec<Vec<[u64; 2]>>,
+    /// Per distinct (queues, hosts) filters of the rules, per instance: 0 not known
+    /// yet, 1 they take the instance, 2 they do not.
+    takes: Vec<Vec<u8>>,
 }
 
 impl QuotaCycle {
     pub fn new(quotas: Arc<crate::quota::Quotas>, usage: crate::quota::Usage) -> QuotaCycle {
         QuotaCycle {
-            masks: vec![Vec::new(); quotas.sets.len()],
+            takes: vec![Vec::new(); quotas.place_count()],
             quotas,
             usage,
-            plans: HashMap::new(),
+            plans: Default::default(),
             distinct: Vec::new(),
             gates: Default::default(),
             denied: Default::default(),
+            scratch: Vec::new(),
         }
     }
 }
@@ -642,7 +645,7 @@ impl Snapshot {
         d: &Demand,
         inst: usize,
         check: Option<(u32, bool)>,
-    ) -> Result<Arc<[Gate]>, Gate> {
+    ) -> Result<Arc<Vec<Gate>>, Gate> {
         let (id, plan) = self.quota_plan(q, d);
         let memo = id.map(|id| (id, d.part, inst as u32));
         if let Some(m) = memo {
@@ -662,33 +665,32 @@ impl Snapshot {
             host_groups: &host.groups,
         };
         let mut ids: Option<[u32; 2]> = None;
-        let mut gates = Vec::with_capacity(plan.sets.len());
+        // A scratch buffer: a walk that ends in a denial allocates nothing.
+        let mut gates = std::mem::take(&mut q.scratch);
+        gates.clear();
         for sp in &plan.sets {
             // Whether a rule's queues and hosts filters take an instance is the same
-            // for every job: worked out once per cycle, as two bit masks per set and
-            // instance (rules known, rules that take it) for sets of up to 64 rules.
-            let small = quotas.sets[sp.set as usize].rules.len() <= 64;
-            let masks = &mut q.masks[sp.set as usize];
-            if small && masks.is_empty() {
-                masks.resize(self.instances.len(), [0, 0]);
-            }
+            // for every job, and for every rule with the same filters: worked out once
+            // per cycle and distinct filters. The effective rule is the first of the
+            // plan's candidates that takes it.
+            let takes_place = |q: &mut QuotaCycle, set: u32, rule: u32| -> bool {
+                let id = quotas.place_id(set, rule);
+                let table = &mut q.takes[id as usize];
+                if table.is_empty() {
+                    table.resize(self.instances.len(), 0);
+                }
+                if table[inst] == 0 {
+                    table[inst] = if quotas.place_filter_takes(id, &place) {
+                        1
+                    } else {
+                        2
+                    };
+                }
+                table[inst] == 1
+            };
             let mut chosen = None;
             for (k, rp) in sp.rules.iter().enumerate() {
-                let takes = rp.anywhere
-                    || if small {
-                        let [known, takes] = &mut masks[inst];
-                        let bit = 1u64 << rp.rule;
-                        if *known & bit == 0 {
-                            *known |= bit;
-                            if quotas.place_takes(sp.set, rp.rule, &place) {
-                                *takes |= bit;
-                            }
-                        }
-                        *takes & bit != 0
-                    } else {
-                        quotas.place_takes(sp.set, rp.rule, &place)
-                    };
-                if takes {
+                if rp.anywhere || takes_place(q, sp.set, rp.rule) {
                     chosen = Some((k, rp));
                     break;
                 }
@@ -723,11 +725,14 @@ impl Snapshot {
                     if let Some(m) = memo {
                         q.denied.insert((m, n), g);
                     }
+                    q.scratch = gates;
                     return Err(g);
                 }
             }
         }
-        let gates: Arc<[Gate]> = gates.into();
+        let found = Arc::new(gates.clone());
+        q.scratch = gates;
+        let gates = found;
         if let Some(m) = memo {
             q.gates.insert(m, gates.clone());
         }
