@@ -195,6 +195,15 @@ fn with_quotas(mut s: gantry_master::state::ClusterState) -> gantry_master::stat
 fn bench(c: &mut Criterion) {
     let s = build();
     let hosts = connected(&s);
+    // For profilers (perf, callgrind): `GANTRY_CYCLES=plain|quota` runs five cycles of
+    // one kind and nothing else.
+    if let Ok(kind) = std::env::var("GANTRY_CYCLES") {
+        let s = if kind == "quota" { with_quotas(s) } else { s };
+        for _ in 0..5 {
+            std::hint::black_box(s.schedule(0, &hosts, 0.0));
+        }
+        std::process::exit(0);
+    }
     let dispatched = s.schedule(0, &hosts, 0.0).len();
     eprintln!("one cycle dispatches {dispatched} of {JOBS} jobs");
     let q = with_quotas(s.clone());

@@ -95,6 +95,8 @@ pub struct Quotas {
     place_ids: Vec<Vec<u32>>,
     /// The distinct (queues, hosts) filters, by id.
     places: Vec<(Option<Filter>, Option<Filter>)>,
+    /// By attribute: does some rule limit it?
+    limited: Vec<bool>,
 }
 
 /// One counter of usage: a rule of a set, a consumer (the members of the rule's
@@ -383,7 +385,7 @@ impl Quotas {
         catalog: &Catalog,
         usersets: HashMap<String, Vec<String>>,
     ) -> Quotas {
-        let limits = sets
+        let limits: Vec<Vec<Vec<RuleLimit>>> = sets
             .iter()
             .map(|s| {
                 s.rules
@@ -435,7 +437,12 @@ impl Quotas {
                     .collect()
             })
             .collect();
+        let mut limited = vec![false; catalog.attrs.len()];
+        for l in limits.iter().flatten().flatten() {
+            limited[l.attr] = true;
+        }
         Quotas {
+            limited,
             place_ids,
             places,
             sets,
@@ -456,6 +463,11 @@ impl Quotas {
     /// Do a rule's queues and hosts filters take this place?
     pub fn place_takes(&self, set: u32, rule: u32, p: &Place) -> bool {
         self.place_filter_takes(self.place_id(set, rule), p)
+    }
+
+    /// Does some rule limit this attribute?
+    pub fn is_limited(&self, attr: usize) -> bool {
+        self.limited.get(attr).copied().unwrap_or(false)
     }
 
     /// The id of a rule's (queues, hosts) filters among the distinct ones.

@@ -384,6 +384,17 @@ pub struct Snapshot {
     pub quota: Option<std::cell::RefCell<QuotaCycle>>,
 }
 
+/// What a quota plan depends on: owner, groups, project, PE, part, and the requests of
+/// resources some rule limits.
+type PlanKey = (
+    String,
+    Vec<String>,
+    Option<String>,
+    Option<String>,
+    Part,
+    Vec<(usize, String)>,
+);
+
 /// The resource quota sets during one cycle: what running jobs and the jobs placed so
 /// far use, and each category's gates per queue instance (they depend only on the
 /// category and the instance, so they are worked out once).
@@ -395,6 +406,8 @@ pub struct QuotaCycle {
     plans: crate::quota::SmallMap<(usize, Part), (u32, Arc<crate::quota::Plan>)>,
     /// The distinct plans of the cycle, by id.
     distinct: Vec<Arc<crate::quota::Plan>>,
+    /// What a plan depends on -> its id.
+    keys: HashMap<PlanKey, u32>,
     /// Reused while gates are worked out.
     scratch: Vec<Gate>,
     /// (plan, part, instance) -> the gates there.
@@ -414,6 +427,7 @@ impl QuotaCycle {
             usage,
             plans: Default::default(),
             distinct: Vec::new(),
+            keys: HashMap::new(),
             gates: Default::default(),
             denied: Default::default(),
             scratch: Vec::new(),
@@ -614,21 +628,39 @@ impl Snapshot {
             .granted_pe
             .as_deref()
             .or(d.pe.as_ref().map(|p| p.pattern.as_str()));
-        let consumer = crate::quota::Consumer::of(d, pe);
         let quotas = q.quotas.clone();
-        let plan = Arc::new(quotas.plan(&self.catalog, d, &consumer, &mut q.usage, true));
+        let build = |q: &mut QuotaCycle| {
+            let consumer = crate::quota::Consumer::of(d, pe);
+            Arc::new(quotas.plan(&self.catalog, d, &consumer, &mut q.usage, true))
+        };
         if !cacheable {
-            return (None, plan);
+            return (None, build(q));
         }
-        // Categories that differ in nothing the quotas look at share a plan (and what
-        // is known about where it is denied).
-        let id = match q.distinct.iter().position(|p| **p == *plan) {
-            Some(n) => n,
+        // Categories that differ in nothing the quotas look at (owner, project, PE and
+        // the requests of limited resources) share a plan, and what is known about
+        // where it is denied.
+        let key: PlanKey = (
+            d.user.clone(),
+            d.groups.clone(),
+            d.project.clone(),
+            pe.map(str::to_string),
+            d.part,
+            d.hard
+                .iter()
+                .filter(|r| quotas.is_limited(r.attr))
+                .map(|r| (r.attr, r.text.clone()))
+                .collect(),
+        );
+        let id = match q.keys.get(&key) {
+            Some(&id) => id,
             None => {
-                q.distinct.push(plan.clone());
-                q.distinct.len() - 1
+                let plan = build(q);
+                q.distinct.push(plan);
+                let id = (q.distinct.len() - 1) as u32;
+                q.keys.insert(key, id);
+                id
             }
-        } as u32;
+        };
         let plan = q.distinct[id as usize].clone();
         q.plans.insert((d.category, d.part), (id, plan.clone()));
         (Some(id), plan)
