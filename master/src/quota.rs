@@ -170,6 +170,24 @@ pub struct Usage {
 }
 
 impl Usage {
+    /// Room for this many counters without growing (a cycle interns the counters of
+    /// every rule it checks: as many as the cycle before, as a rule).
+    pub fn reserve(&mut self, counters: usize) {
+        let more = counters.saturating_sub(self.keys.len());
+        self.index.reserve(more);
+        self.keys.reserve(more);
+        self.used.reserve(more);
+    }
+
+    /// How many counters there are.
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
+
     /// The id of a consumer name (from 1).
     pub fn name_id(&mut self, name: &str) -> u32 {
         if let Some(&n) = self.names.get(name) {
@@ -863,6 +881,8 @@ pub struct QuotaBook {
     memberships: HashMap<String, Vec<String>>,
     /// The configuration changed (sets, usersets, host groups, complex): rebuild.
     stale: bool,
+    /// How many counters the last scheduling cycle used (to size the next one's).
+    cycle_counters: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl ClusterState {
@@ -900,6 +920,7 @@ impl ClusterState {
             catalog: Some(catalog),
             memberships,
             stale: false,
+            cycle_counters: self.quota_book.cycle_counters.clone(),
         };
         if self.quota_book.quotas.is_empty() {
             return;
@@ -958,9 +979,13 @@ impl ClusterState {
         if !quotas.sets.iter().any(|s| s.enabled) {
             return None;
         }
+        let mut usage = self.quota_book.usage.clone();
+        let hint = &self.quota_book.cycle_counters;
+        usage.reserve(hint.load(std::sync::atomic::Ordering::Relaxed));
         Some(RefCell::new(QuotaCycle::new(
             quotas.clone(),
-            self.quota_book.usage.clone(),
+            usage,
+            hint.clone(),
         )))
     }
 
