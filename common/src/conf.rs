@@ -187,6 +187,27 @@ pub fn pairs_or_none(pairs: &[(String, String)]) -> String {
     }
 }
 
+/// The terms of a sum such as a load formula or a dynamic quota limit (`a*2-b+3`):
+/// each with its sign (1 or -1) and its text, trimmed.
+pub fn signed_terms(text: &str) -> Vec<(f64, &str)> {
+    let mut out = Vec::new();
+    let mut sign = 1.0;
+    let mut rest = text.trim();
+    loop {
+        let end = rest.find(['+', '-']).unwrap_or(rest.len());
+        out.push((sign, rest[..end].trim()));
+        if end == rest.len() {
+            return out;
+        }
+        sign = if rest.as_bytes()[end] == b'-' {
+            -1.0
+        } else {
+            1.0
+        };
+        rest = &rest[end + 1..];
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

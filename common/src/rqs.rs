@@ -366,11 +366,7 @@ fn not_a(ty: ValueType) -> &'static str {
 /// Parse a dynamic limit `{w|$complex[*w]}[{+|-}...]`: (weight, complex or none).
 pub fn parse_dynamic(text: &str) -> Option<Vec<(f64, Option<String>)>> {
     let mut terms = Vec::new();
-    let mut sign = 1.0;
-    let mut rest = text.trim();
-    loop {
-        let end = rest.find(['+', '-']).unwrap_or(rest.len());
-        let term = rest[..end].trim();
+    for (sign, term) in crate::conf::signed_terms(text) {
         let (complex, weight) = match term.strip_prefix('$') {
             Some(t) => match t.split_once('*') {
                 Some((c, w)) => (Some(c.trim().to_string()), w.trim().parse::<f64>().ok()?),
@@ -382,15 +378,6 @@ pub fn parse_dynamic(text: &str) -> Option<Vec<(f64, Option<String>)>> {
             return None;
         }
         terms.push((sign * weight, complex));
-        if end == rest.len() {
-            break;
-        }
-        sign = if rest.as_bytes()[end] == b'-' {
-            -1.0
-        } else {
-            1.0
-        };
-        rest = &rest[end + 1..];
     }
     Some(terms)
 }

@@ -77,15 +77,11 @@ pub fn default_schedconf() -> Config {
 /// an empty name for a constant.
 pub fn parse_load_formula(text: &str) -> Result<Vec<(f64, String)>, String> {
     let invalid = || format!("invalid load formula \"{text}\"");
-    let mut terms = Vec::new();
-    let mut sign = 1.0;
-    let mut rest = text.trim();
-    if rest.is_empty() {
+    if text.trim().is_empty() {
         return Err(invalid());
     }
-    loop {
-        let end = rest.find(['+', '-']).unwrap_or(rest.len());
-        let term = rest[..end].trim();
+    let mut terms = Vec::new();
+    for (sign, term) in crate::conf::signed_terms(text) {
         let (weight, name) = match term.split_once('*') {
             Some((a, b)) => match (a.trim().parse::<f64>(), b.trim().parse::<f64>()) {
                 (Ok(w), Err(_)) => (w, b.trim().to_string()),
@@ -105,15 +101,6 @@ pub fn parse_load_formula(text: &str) -> Result<Vec<(f64, String)>, String> {
             return Err(invalid());
         }
         terms.push((sign * weight, name));
-        if end == rest.len() {
-            break;
-        }
-        sign = if rest.as_bytes()[end] == b'-' {
-            -1.0
-        } else {
-            1.0
-        };
-        rest = &rest[end + 1..];
     }
     Ok(terms)
 }

@@ -4,18 +4,8 @@
 use gantry_common::rqs::{self, QuotaSet};
 use gantry_proto::{AttrOp, FromMaster, Refusal, RefusalKind};
 
+use super::{invalid, refuse};
 use crate::state::{Change, ClusterState, Object, Op, Reply};
-
-fn refuse(kind: RefusalKind, message: impl Into<String>) -> Refusal {
-    Refusal {
-        kind,
-        message: message.into(),
-    }
-}
-
-fn invalid(message: impl Into<String>) -> Refusal {
-    refuse(RefusalKind::Invalid, message)
-}
 
 fn missing(name: &str) -> Refusal {
     refuse(
