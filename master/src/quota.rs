@@ -575,39 +575,6 @@ impl Quotas {
         self.filter_takes(n, f, &c, &p)
     }
 
-    /// The rule of a set that decides for this job in this place (the first whose
-    /// filters all take it), and the consumer key it counts under.
-    pub fn effective_rule(&self, set: usize, c: &Consumer, p: &Place) -> Option<(u32, String)> {
-        let s = &self.sets[set];
-        for (r, rule) in s.rules.iter().enumerate() {
-            let fs = filters(rule);
-            if fs
-                .iter()
-                .enumerate()
-                .all(|(n, f)| f.is_none_or(|f| self.filter_takes(n, f, c, p)))
-            {
-                let member = |n: usize| -> &str {
-                    match n {
-                        0 => c.user,
-                        1 => c.project.unwrap_or(""),
-                        2 => c.pe.unwrap_or(""),
-                        3 => p.queue,
-                        _ => p.host,
-                    }
-                };
-                let mut key = String::new();
-                for (n, f) in fs.iter().enumerate() {
-                    if f.is_some_and(|f| f.expand) {
-                        key.push_str(member(n));
-                    }
-                    key.push('/');
-                }
-                return Some((r as u32, key));
-            }
-        }
-        None
-    }
-
     /// What a limit allows on a host: a fixed value as it is, a dynamic one from the
     /// host's values (`host_value`), a missing value counting as [`MISSING_VALUE`].
     pub fn limit_on_host(l: &RuleLimit, host_value: &dyn Fn(usize) -> Option<f64>) -> Value {
@@ -834,11 +801,6 @@ impl Quotas {
                 key: usage.consumer_text(key),
             },
         }
-    }
-
-    /// Is every gate open? (The cycle's path: no message built.)
-    pub fn allows(gates: &[Gate], usage: &Usage, slots: u32, master: bool) -> bool {
-        gates.iter().all(|g| g.allows(usage, slots, master))
     }
 
     /// Debit (or with `sign` -1 credit) a placement on every counter of its gates.

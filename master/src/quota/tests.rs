@@ -969,7 +969,28 @@ fn filter_matching_table() {
             host,
             host_groups: &hgroups,
         };
-        let got = quotas.effective_rule(0, &c, &p).map(|(_, k)| k);
+        // The scheduler's own path: the consumer's plan, finished for the place.
+        let d = Demand {
+            hard: Vec::new(),
+            soft: Vec::new(),
+            queues: Vec::new(),
+            user: user.to_string(),
+            groups: groups.clone(),
+            project: project.map(str::to_string),
+            slots: 1,
+            pe: None,
+            part: crate::sched::Part::Whole,
+            granted_pe: None,
+            category: 0,
+            quota_exempt: false,
+        };
+        let mut usage = Usage::default();
+        let plan = quotas.plan(&catalog, &d, &c, &mut usage, false);
+        let gates = quotas.gates_at(&plan, &p, &mut usage, &|_| None);
+        let got = gates.first().map(|g| match g {
+            Gate::Counter { slot, .. } => usage.consumer_text(usage.key(*slot)),
+            Gate::Never { key, .. } => usage.consumer_text(key),
+        });
         assert_eq!(got.as_deref(), *want, "{rule} for {user}");
     }
 }
