@@ -542,6 +542,17 @@ fn dynamic_limits_follow_each_hosts_num_proc_under_a_burst() {
         ));
     }
     assert_eq!(out.stdout, want);
+    // The cell's sge_qquota gives qquota its default options (SGE's
+    // $SGE_ROOT/$SGE_CELL/common/sge_qquota); the command line still wins.
+    std::fs::write(c.home().join("sge_qquota"), "-u *\n").unwrap();
+    assert_eq!(c.client("qquota", &[]).stdout, want);
+    let only_hosts: String = want
+        .lines()
+        .filter(|l| !l.starts_with("per_user/1"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert_eq!(c.client("qquota", &["-u", "root"]).stdout, only_hosts);
+    std::fs::remove_file(c.home().join("sge_qquota")).unwrap();
     // A waiting job says which rules hold it back.
     let waiting: Vec<u64> = c
         .client("qstat", &["-u", "*", "-s", "p"])
