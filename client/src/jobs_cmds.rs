@@ -902,14 +902,7 @@ mod tests {
 
     #[test]
     fn scheduling_summary_matches_sge() {
-        let fixture = |name: &str| {
-            let all = include_str!("../tests/fixtures/qquota.txt");
-            let start = all.find(&format!("=== {name}\n")).unwrap() + name.len() + 5;
-            let end = all[start..]
-                .find("\n=== ")
-                .map_or(all.len(), |e| start + e + 1);
-            all[start..end].to_string()
-        };
+        let fixture = crate::qquota::tests::fixture;
         let rule = "Jobs dropped because of exceeding limit in rule".to_string();
         assert_eq!(
             render_scheduling_summary(&[(rule.clone(), vec![3, 4, 5, 6, 7])]),

@@ -357,10 +357,11 @@ pub fn render_json(rows: &[QuotaRow]) -> Result<String, serde_json::Error> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn fixture(name: &str) -> String {
+    /// A block (`=== name`) of tests/fixtures/qquota.txt: SGE's bytes.
+    pub(crate) fn fixture(name: &str) -> String {
         let all = include_str!("../tests/fixtures/qquota.txt");
         let start = all.find(&format!("=== {name}\n")).unwrap() + name.len() + 5;
         let end = all[start..]

@@ -46,31 +46,6 @@ impl ClusterState {
         req: &ToMaster,
     ) -> Result<Reply, Refusal> {
         match req {
-            ToMaster::ShowObject {
-                kind: ObjectKind::Rqs,
-                name,
-            } => self.show_quota_sets(name),
-            ToMaster::AddObject {
-                kind: ObjectKind::Rqs,
-                text,
-            } => {
-                manager?;
-                self.add_quota_sets(who, text)
-            }
-            ToMaster::ModifyObject {
-                kind: ObjectKind::Rqs,
-                text,
-            } => {
-                manager?;
-                self.modify_quota_sets(who, text)
-            }
-            ToMaster::DeleteObjects {
-                kind: ObjectKind::Rqs,
-                names,
-            } => {
-                manager?;
-                self.delete_quota_sets(who, names)
-            }
             ToMaster::ReplaceObjects {
                 kind: ObjectKind::Rqs,
                 text,
@@ -139,6 +114,7 @@ impl ClusterState {
 
     fn show_object(&self, kind: ObjectKind, name: &str) -> Result<Reply, Refusal> {
         let text = match kind {
+            ObjectKind::Rqs => return self.show_quota_sets(name),
             ObjectKind::Complex => complex::print_complexes(&self.complexes),
             ObjectKind::SchedConf => schedconf::print_schedconf(
                 self.sched
@@ -188,6 +164,7 @@ impl ClusterState {
 
     fn add_object(&self, who: &str, kind: ObjectKind, text: &str) -> Result<Reply, Refusal> {
         match kind {
+            ObjectKind::Rqs => self.add_quota_sets(who, text),
             ObjectKind::Project => {
                 let p = project::parse_project(text).map_err(|e| invalid(e.to_string()))?;
                 if self.projects.contains_key(&p.name) {
@@ -388,6 +365,7 @@ impl ClusterState {
         names: &[String],
     ) -> Result<Reply, Refusal> {
         match kind {
+            ObjectKind::Rqs => self.delete_quota_sets(who, names),
             ObjectKind::Project => {
                 let mut c = Change::default();
                 for name in names {

@@ -120,6 +120,17 @@ pub fn submit(s: &mut ClusterState, job: Job) {
     s.apply(&Op::Put(Object::Job(job)));
 }
 
+/// The state a dispatched task is in once the dispatch is committed (start time 0).
+pub fn running(d: &crate::sched::Dispatch) -> TaskState {
+    TaskState::Running {
+        host: d.host.clone(),
+        queue: d.queue.clone(),
+        start_time: 0,
+        grants: d.grants.clone(),
+        pe: d.pe.clone(),
+    }
+}
+
 /// Mark a task running in `queue@host` (as a dispatch would).
 pub fn start(s: &mut ClusterState, job_id: u64, task: u32, queue: &str, host: &str) {
     if let Some(mut j) = s.jobs.get(&job_id).cloned() {

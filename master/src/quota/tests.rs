@@ -95,16 +95,7 @@ fn settle(s: &mut ClusterState) -> BTreeMap<(String, String), u32> {
             .iter()
             .map(|d| {
                 let mut j = s.jobs[&d.job_id].clone();
-                j.tasks.insert(
-                    d.task_id,
-                    TaskState::Running {
-                        host: d.host.clone(),
-                        queue: d.queue.clone(),
-                        start_time: 0,
-                        grants: d.grants.clone(),
-                        pe: d.pe.clone(),
-                    },
-                );
+                j.tasks.insert(d.task_id, crate::synthetic::running(d));
                 Op::Put(Object::Job(j))
             })
             .collect();

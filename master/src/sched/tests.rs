@@ -586,16 +586,7 @@ mod parallel {
         // Running, it holds exactly that: h2 has 3 slots and t02=0 left.
         let d = s.schedule(0, &connected(&s), 0.0).remove(0);
         let mut job = s.jobs.get(&2).unwrap().clone();
-        job.tasks.insert(
-            1,
-            TaskState::Running {
-                host: d.host.clone(),
-                queue: d.queue.clone(),
-                start_time: 0,
-                grants: d.grants.clone(),
-                pe: d.pe.clone(),
-            },
-        );
+        job.tasks.insert(1, crate::synthetic::running(&d));
         submit(&mut s, job);
         let snap = s.snapshot(&connected(&s), 0.0);
         assert_eq!(left(&snap, "all.q@h2", "slots"), 3.0);
