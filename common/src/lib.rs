@@ -12,6 +12,7 @@ pub mod load;
 pub mod pe;
 pub mod project;
 pub mod queue;
+pub mod recent;
 pub mod rqs;
 pub mod schedconf;
 pub mod tls;

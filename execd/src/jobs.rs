@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use gantry_common::cell::write_file_atomic;
+use gantry_common::recent::{Recent, NAME_SERVICE_TTL};
 use gantry_proto::{JobReport, JobScript, JobStart};
 use nix::sys::signal::{kill, killpg, Signal};
 use nix::unistd::Pid;
@@ -37,7 +38,7 @@ struct Inner {
     /// Tasks whose shepherd runs now.
     running: Mutex<BTreeSet<TaskKey>>,
     /// Job owners' accounts, looked up once a minute at most.
-    accounts: Mutex<std::collections::HashMap<(u32, u32), (std::time::Instant, Account)>>,
+    accounts: Mutex<Recent<(u32, u32), Account>>,
 }
 
 fn task_dir(base: &Path, key: TaskKey) -> PathBuf {
@@ -87,7 +88,7 @@ impl Jobs {
                 host: host.to_string(),
                 finished,
                 running: Mutex::new(BTreeSet::new()),
-                accounts: Mutex::new(std::collections::HashMap::new()),
+                accounts: Mutex::new(Recent::new(NAME_SERVICE_TTL)),
             }),
         })
     }
@@ -127,14 +128,7 @@ impl Jobs {
     /// A job owner's account, from the cache if it is fresh.
     fn account(&self, uid: u32, gid: u32) -> Option<Account> {
         let mut cache = self.inner.accounts.lock().ok()?;
-        if let Some((at, a)) = cache.get(&(uid, gid)) {
-            if at.elapsed() < Duration::from_secs(60) {
-                return Some(a.clone());
-            }
-        }
-        let a = lookup_account(uid, gid)?;
-        cache.insert((uid, gid), (std::time::Instant::now(), a.clone()));
-        Some(a)
+        cache.get_or_lookup((uid, gid), || lookup_account(uid, gid))
     }
 
     /// Start a task: write its directory, then its shepherd.

@@ -16,7 +16,7 @@ pub async fn serve(listener: UnixListener, cluster: Addr<Cluster>, host: String)
             Ok((stream, _)) => {
                 let cluster = cluster.clone();
                 let host = host.clone();
-                tokio::spawn(async move {
+                actix_rt::spawn(async move {
                     if let Err(e) = handle(stream, cluster, host).await {
                         debug!("client connection: {e}");
                     }

@@ -48,6 +48,7 @@ pub struct Cluster {
     finished: std::collections::VecDeque<gantry_proto::JobView>,
     /// When `suspend_thresholds` last stopped or continued a job in a queue instance.
     threshold_acted: HashMap<(String, String), i64>,
+    unix_groups: crate::names::UnixGroups,
 }
 
 /// Record the task reports received so far.
@@ -114,6 +115,7 @@ impl Cluster {
             flush_queued: false,
             finished: std::collections::VecDeque::new(),
             threshold_acted: HashMap::new(),
+            unix_groups: Default::default(),
         })
     }
 
@@ -236,7 +238,7 @@ impl Cluster {
         let job = match crate::jobs::validate_submission(
             &self.state,
             caller,
-            &unix_groups(&caller.user, caller.gid),
+            &self.unix_groups.of(&caller.user, caller.gid),
             spec,
             id,
             Self::unix_now(),
@@ -983,40 +985,6 @@ impl Actor for Cluster {
     }
 }
 
-/// A user's Unix groups by name, the primary group first (from the master's name
-/// service; a user it does not know has only the primary group's number).
-/// A user's Unix groups by name, as the master's name service knows them (none for an
-/// unknown user).
-fn user_groups_by_name(user: &str) -> Vec<String> {
-    match nix::unistd::User::from_name(user) {
-        Ok(Some(u)) => unix_groups(user, u.gid.as_raw()),
-        _ => Vec::new(),
-    }
-}
-
-fn unix_groups(user: &str, gid: u32) -> Vec<String> {
-    use nix::unistd::{Gid, Group};
-    let name_of = |g: Gid| {
-        Group::from_gid(g)
-            .ok()
-            .flatten()
-            .map_or_else(|| g.as_raw().to_string(), |g| g.name)
-    };
-    let primary = Gid::from_raw(gid);
-    let mut out = vec![name_of(primary)];
-    if let Ok(name) = std::ffi::CString::new(user) {
-        if let Ok(all) = nix::unistd::getgrouplist(&name, primary) {
-            for g in all {
-                let n = name_of(g);
-                if !out.contains(&n) {
-                    out.push(n);
-                }
-            }
-        }
-    }
-    out
-}
-
 /// A client request with the caller established by the endpoint.
 #[derive(Message)]
 #[rtype(result = "FromMaster")]
@@ -1079,9 +1047,9 @@ impl Handler<ClientCall> for Cluster {
                 return MessageResult(FromMaster::JobDetails(details));
             }
             ToMaster::ShowQuotas(query) => {
-                let rows = self
-                    .state
-                    .quota_rows(query, &msg.caller.user, &|user| user_groups_by_name(user));
+                let rows = self.state.quota_rows(query, &msg.caller.user, &|user| {
+                    self.unix_groups.of_name(user)
+                });
                 return MessageResult(FromMaster::Quotas(rows));
             }
             ToMaster::SchedulingSummary => {

@@ -149,19 +149,37 @@ fn run(home: PathBuf) -> Result<(), String> {
             .expect("cannot start the tokio runtime")
     });
     system.block_on(async move {
-        let cluster = Cluster::new(store, MasterPaths::new(&home), ca)
-            .map_err(|e| e.to_string())?
-            .start();
         let socket = paths.socket();
         if socket.exists() {
             // A socket left by a master that did not shut down cleanly. The spool's lock
             // (taken above) proves no other master runs on this cell.
             let _ = std::fs::remove_file(&socket);
         }
-        let listener = tokio::net::UnixListener::bind(&socket)
+        let listener = std::os::unix::net::UnixListener::bind(&socket)
+            .and_then(|l| l.set_nonblocking(true).map(|()| l))
             .map_err(|e| format!("{}: {e}", socket.display()))?;
         std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o666))
             .map_err(|e| format!("{}: {e}", socket.display()))?;
+        // The Cluster actor and the client socket share one thread with its own event
+        // loop: a client request is read, handled, committed and answered without
+        // waking another thread (two cores; every hand-off costs a context switch).
+        let cluster_thread = actix_rt::Arbiter::new();
+        let state = Cluster::new(store, MasterPaths::new(&home), ca).map_err(|e| e.to_string())?;
+        let cluster = Cluster::start_in_arbiter(&cluster_thread.handle(), move |_| state);
+        let (stop_clients, clients_stopped) = tokio::sync::oneshot::channel::<()>();
+        {
+            let cluster = cluster.clone();
+            let host = settings.hostname.clone();
+            cluster_thread.spawn(async move {
+                match tokio::net::UnixListener::from_std(listener) {
+                    Ok(listener) => tokio::select! {
+                        () = client_endpoint::serve(listener, cluster, host) => {}
+                        _ = clients_stopped => {}
+                    },
+                    Err(e) => error!("cannot listen for clients: {e}"),
+                }
+            });
+        }
         let addr = std::net::SocketAddr::from(([0, 0, 0, 0], settings.port));
         let udp = std::net::UdpSocket::bind(addr)
             .map_err(|e| format!("cannot listen on UDP {addr}: {e}"))?;
@@ -179,20 +197,16 @@ fn run(home: PathBuf) -> Result<(), String> {
             settings.port,
             socket.display()
         );
-        let clients = tokio::spawn(client_endpoint::serve(
-            listener,
-            cluster.clone(),
-            settings.hostname.clone(),
-        ));
         let execds = tokio::spawn(execd_endpoint::serve(endpoint.clone(), cluster.clone()));
         wait_for_signal().await;
         info!("shutting down");
-        clients.abort();
+        let _ = stop_clients.send(());
         let _ = cluster.send(Shutdown).await;
         endpoint.close(0u32.into(), b"master shutting down");
         execds.abort();
         let _ = std::fs::remove_file(&socket);
         endpoint.wait_idle().await;
+        cluster_thread.stop();
         actix_rt::System::current().stop();
         Ok::<(), String>(())
     })
