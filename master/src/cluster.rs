@@ -1293,6 +1293,9 @@ impl Handler<Shutdown> for Cluster {
         for (_, s) in self.sessions.drain() {
             s.conn.close(CLOSE_SHUTDOWN.into(), b"master shutting down");
         }
+        if let Err(e) = self.store.checkpoint() {
+            warn!("spool checkpoint at shutdown failed (the journal keeps the changes): {e}");
+        }
     }
 }
 

@@ -8,6 +8,7 @@ pub mod client_endpoint;
 pub mod cluster;
 pub mod execd_endpoint;
 pub mod jobs;
+mod journal;
 mod names;
 pub mod quota;
 pub mod sched;

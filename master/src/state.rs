@@ -74,7 +74,7 @@ impl Object {
 }
 
 /// A write to the spool.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[allow(clippy::large_enum_variant)] // short-lived; boxing would only add allocations
 pub enum Op {
     Put(Object),

@@ -1,10 +1,15 @@
-//! The master's spool: an embedded transactional store (redb). Every change is one
-//! write transaction, committed (fsync) before the master acknowledges it.
+//! The master's spool: an embedded transactional store (redb) with a journal in front
+//! of it. Every change is one journal record, synced before the master acknowledges it;
+//! the database receives the changes in batches (a checkpoint: one durable transaction,
+//! after which the journal starts over). Reads see the database and the changes not yet
+//! in it; opening the spool applies what the journal holds beyond the database.
 
-use std::path::Path;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 
+use crate::journal::{Journal, Record};
 use crate::state::{Object, Op};
 
 const OBJECTS: TableDefinition<&str, &[u8]> = TableDefinition::new("objects");
@@ -13,6 +18,10 @@ const ACCOUNTING: TableDefinition<(u64, u32), &[u8]> = TableDefinition::new("acc
 
 /// The spool's schema version; a spool written by a different version is refused.
 pub const SCHEMA_VERSION: u32 = 2;
+
+/// A checkpoint is taken once this many changes or this many journal bytes are waiting.
+const CHECKPOINT_OPS: usize = 1024;
+const CHECKPOINT_BYTES: u64 = 4 << 20;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -35,22 +44,86 @@ pub enum StoreError {
     Schema { found: u32 },
     #[error("encoding a spool object: {0}")]
     Encode(#[from] gantry_proto::ProtoError),
+    #[error("spool journal {}: {source}", path.display())]
+    Journal {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("spool journal record {seq} is corrupt: {source}")]
+    CorruptRecord {
+        seq: u64,
+        source: gantry_proto::ProtoError,
+    },
 }
 
 pub struct Store {
     db: Database,
+    journal: Journal,
+    journal_path: PathBuf,
+    /// Changes in the journal and not yet in the database, oldest first.
+    unapplied: Vec<Op>,
+}
+
+/// The journal of the spool at `path`: beside it, `<name>.journal`.
+pub fn journal_path(path: &Path) -> PathBuf {
+    path.with_extension("journal")
+}
+
+fn open_journal(path: &Path, applied: u64) -> Result<(Journal, Vec<Record>), StoreError> {
+    Journal::open(path, applied).map_err(|source| StoreError::Journal {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// Write `ops` into an open write transaction.
+fn write_ops(txn: &redb::WriteTransaction, ops: &[Op]) -> Result<(), StoreError> {
+    let mut t = txn.open_table(OBJECTS)?;
+    let mut acct = txn.open_table(ACCOUNTING)?;
+    let mut meta = txn.open_table(META)?;
+    for op in ops {
+        match op {
+            Op::Put(o) => {
+                let bytes = gantry_proto::encode(o)?;
+                t.insert(o.key().as_str(), bytes.as_slice())?;
+            }
+            Op::Delete(key) => {
+                t.remove(key.as_str())?;
+            }
+            Op::Account(r) => {
+                let bytes = gantry_proto::encode(r.as_ref())?;
+                acct.insert(account_key(r), bytes.as_slice())?;
+            }
+            Op::NextJobId(n) => {
+                meta.insert("next_job_id", n.to_be_bytes().as_slice())?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn account_key(r: &gantry_proto::AccountingRecord) -> (u64, u32) {
+    (r.job_id, r.task_id.unwrap_or(0))
+}
+
+fn applied_seq(txn: &redb::ReadTransaction) -> Result<u64, StoreError> {
+    let meta = txn.open_table(META)?;
+    Ok(meta
+        .get("journal_seq")?
+        .and_then(|v| <[u8; 8]>::try_from(v.value()).ok())
+        .map_or(0, u64::from_be_bytes))
 }
 
 impl Store {
     /// Create a new spool holding `objects`.
     pub fn create(path: &Path, objects: &[Object]) -> Result<Store, StoreError> {
         let db = Database::create(path)?;
-        let store = Store { db };
-        let txn = store.db.begin_write()?;
+        let txn = db.begin_write()?;
         {
             let mut meta = txn.open_table(META)?;
             meta.insert("schema", SCHEMA_VERSION.to_be_bytes().as_slice())?;
             meta.insert("next_job_id", 1u64.to_be_bytes().as_slice())?;
+            meta.insert("journal_seq", 0u64.to_be_bytes().as_slice())?;
             txn.open_table(ACCOUNTING)?;
             let mut t = txn.open_table(OBJECTS)?;
             for o in objects {
@@ -59,30 +132,86 @@ impl Store {
             }
         }
         txn.commit()?;
-        Ok(store)
+        // A journal left by an earlier spool of this name is emptied.
+        let journal_path = journal_path(path);
+        let _ = std::fs::remove_file(&journal_path);
+        let (journal, _) = open_journal(&journal_path, 0)?;
+        Ok(Store {
+            db,
+            journal,
+            journal_path,
+            unapplied: Vec::new(),
+        })
     }
 
     /// Open an existing spool.
+    /// Open an existing spool, applying the changes its journal holds beyond the
+    /// database.
     pub fn open(path: &Path) -> Result<Store, StoreError> {
         let db = Database::open(path)?;
-        let store = Store { db };
-        let txn = store.db.begin_read()?;
-        let meta = txn.open_table(META)?;
-        let found = meta
-            .get("schema")?
-            .and_then(|v| <[u8; 4]>::try_from(v.value()).ok())
-            .map_or(0, u32::from_be_bytes);
-        if found != SCHEMA_VERSION {
-            return Err(StoreError::Schema { found });
+        let applied = {
+            let txn = db.begin_read()?;
+            let meta = txn.open_table(META)?;
+            let found = meta
+                .get("schema")?
+                .and_then(|v| <[u8; 4]>::try_from(v.value()).ok())
+                .map_or(0, u32::from_be_bytes);
+            if found != SCHEMA_VERSION {
+                return Err(StoreError::Schema { found });
+            }
+            applied_seq(&txn)?
+        };
+        let journal_path = journal_path(path);
+        let (journal, replay) = open_journal(&journal_path, applied)?;
+        let mut unapplied = Vec::new();
+        for (seq, payload) in &replay {
+            let ops: Vec<Op> = gantry_proto::decode(payload)
+                .map_err(|source| StoreError::CorruptRecord { seq: *seq, source })?;
+            unapplied.extend(ops);
+        }
+        let mut store = Store {
+            db,
+            journal,
+            journal_path,
+            unapplied,
+        };
+        if !replay.is_empty() {
+            tracing::info!(
+                records = replay.len(),
+                changes = store.unapplied.len(),
+                "spool: applying the journal's changes"
+            );
+            store.checkpoint()?;
         }
         Ok(store)
+    }
+
+    /// Move every journaled change into the database in one durable transaction; the
+    /// journal then starts over.
+    pub fn checkpoint(&mut self) -> Result<(), StoreError> {
+        if self.unapplied.is_empty() {
+            return Ok(());
+        }
+        let txn = self.db.begin_write()?;
+        write_ops(&txn, &self.unapplied)?;
+        {
+            let mut meta = txn.open_table(META)?;
+            meta.insert(
+                "journal_seq",
+                self.journal.last_seq().to_be_bytes().as_slice(),
+            )?;
+        }
+        txn.commit()?;
+        self.unapplied.clear();
+        self.journal.restart();
+        Ok(())
     }
 
     /// Every object in the spool.
     pub fn load(&self) -> Result<Vec<Object>, StoreError> {
         let txn = self.db.begin_read()?;
         let t = txn.open_table(OBJECTS)?;
-        let mut out = Vec::new();
+        let mut out = BTreeMap::new();
         for item in t.iter()? {
             let (k, v) = item?;
             let obj: Object =
@@ -90,13 +219,30 @@ impl Store {
                     key: k.value().to_string(),
                     source,
                 })?;
-            out.push(obj);
+            out.insert(k.value().to_string(), obj);
         }
-        Ok(out)
+        for op in &self.unapplied {
+            match op {
+                Op::Put(o) => {
+                    out.insert(o.key(), o.clone());
+                }
+                Op::Delete(key) => {
+                    out.remove(key);
+                }
+                Op::Account(_) | Op::NextJobId(_) => {}
+            }
+        }
+        Ok(out.into_values().collect())
     }
 
     /// The next job id recorded in the spool.
     pub fn next_job_id(&self) -> Result<u64, StoreError> {
+        if let Some(n) = self.unapplied.iter().rev().find_map(|op| match op {
+            Op::NextJobId(n) => Some(*n),
+            _ => None,
+        }) {
+            return Ok(n);
+        }
         let txn = self.db.begin_read()?;
         let meta = txn.open_table(META)?;
         Ok(meta
@@ -107,6 +253,13 @@ impl Store {
 
     /// Is there an accounting record for this task?
     pub fn has_accounting(&self, job_id: u64, task_id: u32) -> Result<bool, StoreError> {
+        let waiting = self
+            .unapplied
+            .iter()
+            .any(|op| matches!(op, Op::Account(r) if account_key(r) == (job_id, task_id)));
+        if waiting {
+            return Ok(true);
+        }
         let txn = self.db.begin_read()?;
         let t = txn.open_table(ACCOUNTING)?;
         Ok(t.get((job_id, task_id))?.is_some())
@@ -119,7 +272,7 @@ impl Store {
     ) -> Result<Vec<gantry_proto::AccountingRecord>, StoreError> {
         let txn = self.db.begin_read()?;
         let t = txn.open_table(ACCOUNTING)?;
-        let mut out = Vec::new();
+        let mut out = BTreeMap::new();
         for item in t.iter()? {
             let (k, v) = item?;
             let r: gantry_proto::AccountingRecord =
@@ -128,42 +281,38 @@ impl Store {
                     source,
                 })?;
             if keep(&r) {
-                out.push(r);
+                out.insert(k.value(), r);
             }
         }
-        Ok(out)
-    }
-
-    /// Write a change in one transaction, durably.
-    pub fn commit(&self, ops: &[Op]) -> Result<(), StoreError> {
-        if ops.is_empty() {
-            return Ok(());
-        }
-        let txn = self.db.begin_write()?;
-        {
-            let mut t = txn.open_table(OBJECTS)?;
-            let mut acct = txn.open_table(ACCOUNTING)?;
-            let mut meta = txn.open_table(META)?;
-            for op in ops {
-                match op {
-                    Op::Put(o) => {
-                        let bytes = gantry_proto::encode(o)?;
-                        t.insert(o.key().as_str(), bytes.as_slice())?;
-                    }
-                    Op::Delete(key) => {
-                        t.remove(key.as_str())?;
-                    }
-                    Op::Account(r) => {
-                        let bytes = gantry_proto::encode(r.as_ref())?;
-                        acct.insert((r.job_id, r.task_id.unwrap_or(0)), bytes.as_slice())?;
-                    }
-                    Op::NextJobId(n) => {
-                        meta.insert("next_job_id", n.to_be_bytes().as_slice())?;
-                    }
+        for op in &self.unapplied {
+            if let Op::Account(r) = op {
+                if keep(r) {
+                    out.insert(account_key(r), r.as_ref().clone());
                 }
             }
         }
-        txn.commit()?;
+        Ok(out.into_values().collect())
+    }
+
+    /// Write a change durably (one journal record) before it is acknowledged.
+    pub fn commit(&mut self, ops: &[Op]) -> Result<(), StoreError> {
+        if ops.is_empty() {
+            return Ok(());
+        }
+        let payload = gantry_proto::encode(&ops)?;
+        self.journal
+            .append(&payload)
+            .map_err(|source| StoreError::Journal {
+                path: self.journal_path.clone(),
+                source,
+            })?;
+        self.unapplied.extend_from_slice(ops);
+        if self.unapplied.len() >= CHECKPOINT_OPS || self.journal.len() >= CHECKPOINT_BYTES {
+            // The change is durable already; a failed checkpoint is tried again later.
+            if let Err(e) = self.checkpoint() {
+                tracing::warn!("spool checkpoint failed (the journal keeps the changes): {e}");
+            }
+        }
         Ok(())
     }
 }
@@ -173,18 +322,63 @@ mod tests {
     use super::*;
     use crate::state::initial_objects;
 
+    fn record(job_id: u64, task_id: Option<u32>) -> Op {
+        let report = gantry_proto::JobReport {
+            job_id,
+            task_id: task_id.unwrap_or(1),
+            host: "n1".into(),
+            queue: "all.q".into(),
+            exit_status: 0,
+            signal: None,
+            failed: 0,
+            failure: String::new(),
+            start_time: 1,
+            end_time: 2,
+            utime_us: 0,
+            stime_us: 0,
+            maxrss_kb: 0,
+        };
+        Op::Account(Box::new(gantry_proto::AccountingRecord {
+            job_id,
+            task_id,
+            job_name: "j".into(),
+            owner: "alice".into(),
+            group: "users".into(),
+            account: "sge".into(),
+            project: None,
+            priority: 0,
+            slots: 1,
+            submit_time: 0,
+            report,
+        }))
+    }
+
+    fn host(name: &str) -> Op {
+        Op::Put(Object::ExecHost(gantry_proto::ExecHost::new(name)))
+    }
+
+    fn keys(store: &Store) -> Vec<String> {
+        store.load().unwrap().iter().map(Object::key).collect()
+    }
+
+    fn accounted(store: &Store) -> Vec<(u64, Option<u32>)> {
+        store
+            .accounting(|_| true)
+            .unwrap()
+            .iter()
+            .map(|r| (r.job_id, r.task_id))
+            .collect()
+    }
+
     #[test]
     fn objects_survive_reopening_and_deletes_stick() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("spool.redb");
         let objects = initial_objects(&["root".into()]);
         {
-            let store = Store::create(&path, &objects).unwrap();
+            let mut store = Store::create(&path, &objects).unwrap();
             store
-                .commit(&[
-                    Op::Put(Object::ExecHost(gantry_proto::ExecHost::new("n1"))),
-                    Op::Delete("managers".into()),
-                ])
+                .commit(&[host("n1"), Op::Delete("managers".into())])
                 .unwrap();
         }
         let store = Store::open(&path).unwrap();
@@ -192,5 +386,102 @@ mod tests {
         assert!(loaded.iter().any(|o| o.key() == "exechost/n1"));
         assert!(!loaded.iter().any(|o| o.key() == "managers"));
         assert_eq!(loaded.len(), objects.len());
+    }
+
+    #[test]
+    fn changes_not_yet_checkpointed_are_read_and_survive_a_crash() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("spool.redb");
+        {
+            let mut store = Store::create(&path, &[]).unwrap();
+            store.commit(&[host("n1"), Op::NextJobId(7)]).unwrap();
+            store
+                .commit(&[record(5, None), record(6, Some(2))])
+                .unwrap();
+            store
+                .commit(&[host("n2"), Op::Delete("exechost/n1".into())])
+                .unwrap();
+            // Reads see the journaled changes before any checkpoint.
+            assert_eq!(keys(&store), ["exechost/n2"]);
+            assert_eq!(store.next_job_id().unwrap(), 7);
+            assert!(store.has_accounting(6, 2).unwrap());
+            assert!(!store.has_accounting(6, 3).unwrap());
+            assert_eq!(accounted(&store), [(5, None), (6, Some(2))]);
+            // Dropped without a checkpoint: a kill -9.
+        }
+        let mut store = Store::open(&path).unwrap();
+        assert_eq!(keys(&store), ["exechost/n2"]);
+        assert_eq!(store.next_job_id().unwrap(), 7);
+        assert_eq!(accounted(&store), [(5, None), (6, Some(2))]);
+        // Opening applied the journal: a second crash replays nothing twice.
+        assert!(store.unapplied.is_empty());
+        store.commit(&[record(8, None)]).unwrap();
+        drop(store);
+        let store = Store::open(&path).unwrap();
+        assert_eq!(accounted(&store), [(5, None), (6, Some(2)), (8, None)]);
+        assert_eq!(keys(&store), ["exechost/n2"]);
+    }
+
+    #[test]
+    fn checkpoints_move_changes_into_the_database_and_restart_the_journal() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("spool.redb");
+        {
+            let mut store = Store::create(&path, &[]).unwrap();
+            for i in 0..(CHECKPOINT_OPS as u64 + 10) {
+                store.commit(&[record(i + 1, None)]).unwrap();
+            }
+            // One checkpoint happened at CHECKPOINT_OPS changes; ten wait in the journal.
+            assert_eq!(store.unapplied.len(), 10);
+            assert_eq!(store.journal.last_seq(), CHECKPOINT_OPS as u64 + 10);
+        }
+        let store = Store::open(&path).unwrap();
+        let all = accounted(&store);
+        assert_eq!(all.len(), CHECKPOINT_OPS + 10);
+        assert_eq!(all.last(), Some(&(CHECKPOINT_OPS as u64 + 10, None)));
+    }
+
+    #[test]
+    fn a_torn_last_record_loses_only_the_unacknowledged_change() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("spool.redb");
+        {
+            let mut store = Store::create(&path, &[]).unwrap();
+            store.commit(&[host("n1")]).unwrap();
+            store.commit(&[host("n2")]).unwrap();
+        }
+        // The second record's last byte never reached the disk.
+        let journal = journal_path(&path);
+        let bytes = std::fs::read(&journal).unwrap();
+        let first =
+            crate::journal::encode_record(1, &gantry_proto::encode(&vec![host("n1")]).unwrap());
+        let second =
+            crate::journal::encode_record(2, &gantry_proto::encode(&vec![host("n2")]).unwrap());
+        assert_eq!(
+            &bytes[..first.len() + second.len()],
+            [first.clone(), second.clone()].concat()
+        );
+        let mut torn = bytes.clone();
+        torn[first.len() + second.len() - 1] ^= 0xff;
+        std::fs::write(&journal, torn).unwrap();
+        let store = Store::open(&path).unwrap();
+        assert_eq!(keys(&store), ["exechost/n1"]);
+    }
+
+    #[test]
+    fn a_journal_record_the_master_cannot_decode_stops_the_start() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("spool.redb");
+        drop(Store::create(&path, &[]).unwrap());
+        let garbage = crate::journal::encode_record(1, &[0xff, 0xff, 0xff]);
+        let journal = journal_path(&path);
+        let mut bytes = std::fs::read(&journal).unwrap();
+        bytes[..garbage.len()].copy_from_slice(&garbage);
+        std::fs::write(&journal, bytes).unwrap();
+        let err = Store::open(&path).err().expect("refused");
+        assert!(
+            err.to_string().contains("journal record 1 is corrupt"),
+            "{err}"
+        );
     }
 }
