@@ -25,16 +25,23 @@ pub enum TransportError {
     ClosedStream(#[from] quinn::ClosedStream),
 }
 
+/// Append one message as a frame to `buf`.
+pub fn push_frame<T: Serialize>(buf: &mut Vec<u8>, msg: &T) -> Result<(), TransportError> {
+    let payload = encode(msg)?;
+    buf.reserve(payload.len() + 4);
+    buf.extend_from_slice(&length_prefix(payload.len()));
+    buf.extend_from_slice(&payload);
+    Ok(())
+}
+
 /// Write one message as a frame.
 pub async fn write_frame<W, T>(w: &mut W, msg: &T) -> Result<(), TransportError>
 where
     W: AsyncWrite + Unpin,
     T: Serialize,
 {
-    let payload = encode(msg)?;
-    let mut buf = Vec::with_capacity(payload.len() + 4);
-    buf.extend_from_slice(&length_prefix(payload.len()));
-    buf.extend_from_slice(&payload);
+    let mut buf = Vec::new();
+    push_frame(&mut buf, msg)?;
     w.write_all(&buf).await?;
     Ok(())
 }
@@ -97,6 +104,32 @@ where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
 {
+    let hello = read_hello(r, w, our_version, our_name).await?;
+    write_frame(w, &accepted(our_version)).await?;
+    Ok(hello)
+}
+
+/// The handshake's acceptance, for a side that sends it later (with its first answer,
+/// in one write: a one-request client is then woken once, not twice).
+pub fn accepted(our_version: u32) -> HelloReply {
+    HelloReply::Accepted {
+        protocol_version: our_version,
+    }
+}
+
+/// Read the peer's [`Hello`] and return it if the versions match; on a mismatch, answer
+/// it at once (naming both versions) and fail with the same message. The acceptance is
+/// the caller's to send ([`accepted`]).
+pub async fn read_hello<R, W>(
+    r: &mut R,
+    w: &mut W,
+    our_version: u32,
+    our_name: &str,
+) -> Result<Hello, TransportError>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
     let bytes = read_frame_bytes(r).await?.ok_or(TransportError::Closed)?;
     let hello = decode_hello(&bytes)?;
     if hello.protocol_version != our_version {
@@ -117,13 +150,6 @@ where
         w.flush().await?;
         return Err(TransportError::VersionMismatch(message));
     }
-    write_frame(
-        w,
-        &HelloReply::Accepted {
-            protocol_version: our_version,
-        },
-    )
-    .await?;
     Ok(hello)
 }
 
