@@ -13,7 +13,11 @@
 set -eu
 N=${1:-1000}; JOBS=${2:-200}; SLOTS=${3:-8}; LAT=${4:-50}; ARRAY=${5:-1000}; BIG=${6:-100000}
 BIN=$(cd "$(dirname "$0")/.." && pwd)/target/release
-[ -x "$BIN/gantry-master" ] || { echo "build first: cargo build --release --workspace --bins" >&2; exit 1; }
+[ -x "$BIN/gantry-master" ] || { echo "build first: deploy/build.sh" >&2; exit 1; }
+# The figures are for the commands as deploy/build.sh links them (qsub static).
+if readelf -d "$BIN/qsub" | grep -q NEEDED; then
+    echo "note: $BIN/qsub is dynamically linked (cargo build); deploy/build.sh links it statically" >&2
+fi
 id gtbench >/dev/null 2>&1 || useradd -m -s /bin/sh gtbench
 D=$(mktemp -d); chmod 755 "$D"
 PORT=$(python3 -c 'import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("",0)); print(s.getsockname()[1])')

@@ -41,7 +41,7 @@ done
 
 [ "$(id -u)" = 0 ] || { echo "install.sh: run as root" >&2; exit 1; }
 for b in gantry-master gantry-execd gantry-shepherd qhost qconf; do
-    [ -x "$BIN/$b" ] || { echo "install.sh: $BIN/$b missing: build with cargo build --release --workspace --bins" >&2; exit 1; }
+    [ -x "$BIN/$b" ] || { echo "install.sh: $BIN/$b missing: build with deploy/build.sh" >&2; exit 1; }
 done
 
 install -d "$PREFIX/sbin" "$PREFIX/bin" "$PREFIX/share/doc/gantry"

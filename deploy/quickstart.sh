@@ -28,8 +28,8 @@ running() { [ -f "$DIR/$1.pid" ] && kill -0 "$(cat "$DIR/$1.pid")" 2>/dev/null; 
 
 if [ "${1:-}" = stop ]; then stop; echo "stopped (the cell is kept in $DIR)"; exit 0; fi
 
-echo "== building (release)"
-(cd "$SRC" && cargo build --release --workspace --bins)
+echo "== building (release; the job commands linked statically)"
+"$SRC/deploy/build.sh"
 mkdir -p "$DIR"
 HOST=$(hostname -s 2>/dev/null || hostname)
 if [ ! -e "$DIR/cell/master.conf" ]; then

@@ -16,11 +16,10 @@ fn local_time(ts: i64, fmt: &str) -> String {
         .unwrap_or_else(|_| ts.to_string())
 }
 
+/// `qstat`'s default user list: the caller's own jobs. `$user` stands for the current
+/// user, as in SGE's `qstat -u`; the daemon substitutes the name the kernel gives it.
 fn caller_name() -> String {
-    nix::unistd::User::from_uid(nix::unistd::getuid())
-        .ok()
-        .flatten()
-        .map_or_else(|| nix::unistd::getuid().to_string(), |u| u.name)
+    "$user".to_string()
 }
 
 const QSTAT_SPECS: &[OptSpec] = &[

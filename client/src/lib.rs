@@ -1,6 +1,7 @@
 //! Gantry's Grid Engine-compatible commands. Each command is a function from its
 //! arguments to an [`Output`]; the binaries in `src/bin` only print it and exit.
 
+pub mod account;
 pub mod alter;
 pub mod conn;
 pub mod dates;

@@ -140,18 +140,6 @@ pub fn settings_from(files: &[(&str, Option<&str>)], cmdline: Parsed) -> Result<
     Ok(resolve(&layers))
 }
 
-fn home_dir() -> Option<std::path::PathBuf> {
-    std::env::var_os("HOME")
-        .filter(|h| !h.is_empty())
-        .map(std::path::PathBuf::from)
-        .or_else(|| {
-            nix::unistd::User::from_uid(nix::unistd::getuid())
-                .ok()
-                .flatten()
-                .map(|u| u.dir)
-        })
-}
-
 /// A defaults file's contents, `None` when it does not exist.
 fn read_defaults(path: &std::path::Path) -> Result<Option<String>, Output> {
     match std::fs::read_to_string(path) {
@@ -171,7 +159,7 @@ pub fn run(args: &[String]) -> Output {
     };
     let paths = [
         Some(gantry_common::cell::client_home().join("sge_qquota")),
-        home_dir().map(|h| h.join(".sge_qquota")),
+        crate::account::home_dir().map(|h| h.join(".sge_qquota")),
     ];
     let mut files = Vec::new();
     for path in paths.into_iter().flatten() {

@@ -305,23 +305,12 @@ pub fn run(args: &[String]) -> Output {
         .unwrap_or_else(|_| "/".to_string());
     let host = gantry_common::cell::local_hostname();
     // As SGE's qsub: SGE_O_HOME and SGE_O_LOGNAME come from the environment (the
-    // identity itself is the kernel's, established by the daemon); the password database
+    // identity itself is the kernel's, established by the daemon); the password file
     // only when they are unset.
-    let env_or = |keys: &[&str]| {
-        keys.iter()
-            .find_map(|k| std::env::var(k).ok().filter(|v| !v.is_empty()))
-    };
-    let passwd = || {
-        nix::unistd::User::from_uid(nix::unistd::getuid())
-            .ok()
-            .flatten()
-    };
-    let home = env_or(&["HOME"])
-        .or_else(|| passwd().map(|u| u.dir.to_string_lossy().into_owned()))
+    let home = crate::account::home_dir()
+        .map(|h| h.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let logname = env_or(&["LOGNAME", "USER"])
-        .or_else(|| passwd().map(|u| u.name))
-        .unwrap_or_default();
+    let logname = crate::account::login_name().unwrap_or_default();
     let mut spec = JobSpec {
         name: String::new(),
         script: JobScript::Binary {

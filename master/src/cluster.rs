@@ -985,6 +985,21 @@ impl Actor for Cluster {
     }
 }
 
+/// `qstat -u`'s user list with `$user`, SGE's placeholder for the current user, replaced
+/// by the caller's name.
+fn users_with_caller(users: &[String], caller: &str) -> Vec<String> {
+    users
+        .iter()
+        .map(|u| {
+            if u == "$user" {
+                caller.to_string()
+            } else {
+                u.clone()
+            }
+        })
+        .collect()
+}
+
 /// A client request with the caller established by the endpoint.
 #[derive(Message)]
 #[rtype(result = "FromMaster")]
@@ -1004,7 +1019,10 @@ impl Handler<ClientCall> for Cluster {
                 return MessageResult(reply);
             }
             ToMaster::ShowJobs { users } => {
-                return MessageResult(FromMaster::Jobs(self.state.job_views(users, &self.started)))
+                let users = users_with_caller(users, &msg.caller.user);
+                return MessageResult(FromMaster::Jobs(
+                    self.state.job_views(&users, &self.started),
+                ));
             }
             ToMaster::JobDetails { ids } => {
                 let connected: HashSet<String> = self.sessions.keys().cloned().collect();
@@ -1068,6 +1086,7 @@ impl Handler<ClientCall> for Cluster {
                 return MessageResult(FromMaster::SchedulingSummary(summary));
             }
             ToMaster::ShowFinishedJobs { users } => {
+                let users = users_with_caller(users, &msg.caller.user);
                 let views = self
                     .finished
                     .iter()

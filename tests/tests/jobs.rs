@@ -235,6 +235,16 @@ fn holds_dependencies_qdel_and_permissions() {
         (1, format!("gtuser2 - you do not have the necessary privileges to delete the job \"{sleeper}\"\n"))
     );
     assert_eq!(c.as_user("gtuser2", "qstat", &[]).stdout, "");
+    // `$user` stands for the caller, as in SGE's qstat -u.
+    assert_eq!(c.as_user("gtuser2", "qstat", &["-u", "$user"]).stdout, "");
+    assert_eq!(
+        c.as_user("gtuser1", "qstat", &["-u", "$user"]).stdout,
+        c.as_user("gtuser1", "qstat", &[]).stdout
+    );
+    assert!(c
+        .as_user("gtuser2", "qstat", &["-u", "gtuser1"])
+        .stdout
+        .contains("sleeper"));
     // Deleting the held job releases its dependant, which then runs.
     let out = c.as_user("gtuser1", "qdel", &[&held]);
     assert_eq!(out.stdout, format!("gtuser1 has deleted job {held}\n"));
