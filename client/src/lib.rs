@@ -54,11 +54,40 @@ impl Output {
 
     /// Print and turn into the process exit status.
     pub fn emit(self) -> ExitCode {
+        ExitCode::from(self.print())
+    }
+
+    /// Print (stdout flushed) and return the exit status.
+    pub fn print(self) -> u8 {
         let _ = std::io::stdout().write_all(self.stdout.as_bytes());
         let _ = std::io::stdout().flush();
         let _ = std::io::stderr().write_all(self.stderr.as_bytes());
-        ExitCode::from(self.code)
+        self.code
     }
+}
+
+/// A command's entry point: `command_main!(path::to::run)` in a binary that is
+/// `#![cfg_attr(not(test), no_main)]` (its test build keeps the test harness's `main`).
+///
+/// The commands have a C `main` of their own: a command is one short process, and the
+/// Rust runtime's start-up (reading `/proc/self/maps` for the main thread's stack guard,
+/// an alternate signal stack and its handlers: 15 system calls) is a measurable part of
+/// its life. `std::env::args` still works (glibc hands the arguments to initialisers);
+/// SIGPIPE keeps its default action, as in C programs; output is flushed by
+/// [`Output::print`].
+#[macro_export]
+macro_rules! command_main {
+    ($command:path) => {
+        #[cfg(not(test))]
+        #[allow(unsafe_code)] // `no_mangle`: the C entry point of a `#![no_main]` program
+        #[no_mangle]
+        pub extern "C" fn main(
+            _argc: std::os::raw::c_int,
+            _argv: *const *const std::os::raw::c_char,
+        ) -> std::os::raw::c_int {
+            std::os::raw::c_int::from($command(&$crate::args()).print())
+        }
+    };
 }
 
 /// The arguments after the program name.

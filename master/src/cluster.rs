@@ -185,6 +185,11 @@ impl Cluster {
 
     /// Run the scheduler and dispatch what it decides: persisted first, then sent.
     fn schedule(&mut self) {
+        if self.sessions.is_empty() {
+            // No execd to start anything on: a cycle could only find nothing, at a cost
+            // that grows with the pending jobs (paid after every submission).
+            return;
+        }
         let connected: HashSet<String> = self.sessions.keys().cloned().collect();
         let decisions = self
             .state

@@ -1,3 +1,2 @@
-fn main() -> std::process::ExitCode {
-    gantry_client::qquota::run(&gantry_client::args()).emit()
-}
+#![cfg_attr(not(test), no_main)]
+gantry_client::command_main!(gantry_client::qquota::run);
