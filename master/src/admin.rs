@@ -56,16 +56,6 @@ impl ClusterState {
             ToMaster::ReplaceObjects { kind, .. } => {
                 Err(invalid(format!("cannot replace all {kind:?} objects")))
             }
-            ToMaster::EditAttribute {
-                op,
-                object,
-                attr,
-                value,
-                targets,
-            } if object == "resource_quota" => {
-                manager?;
-                self.edit_quota_attribute(who, *op, attr, value, targets)
-            }
             ToMaster::ShowObject { kind, name } => self.show_object(*kind, name),
             ToMaster::ShowObjectList { kind } => Ok(Reply::Answer(FromMaster::Names(match kind {
                 ObjectKind::Queue => self.queues.keys().cloned().collect(),
@@ -97,7 +87,11 @@ impl ClusterState {
                 targets,
             } => {
                 manager?;
-                self.edit_attribute(who, *op, object, attr, value, targets)
+                if object == "resource_quota" {
+                    self.edit_quota_attribute(who, *op, attr, value, targets)
+                } else {
+                    self.edit_attribute(who, *op, object, attr, value, targets)
+                }
             }
             ToMaster::ModifyAttribute {
                 object,
