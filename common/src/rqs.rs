@@ -183,10 +183,16 @@ fn parse_limits(text: &str) -> Result<Vec<Limit>, RqsError> {
         .map(str::trim)
         .filter(|s| !s.is_empty())
         .map(|pair| match pair.split_once('=') {
-            Some((k, v)) if !k.trim().is_empty() && !v.trim().is_empty() => Ok(Limit {
-                resource: k.trim().to_string(),
-                value: v.trim().to_string(),
-            }),
+            // No resource name or value has a backslash; one ending the list
+            // (`slots=1\,`) would print at the end of the line and join the next.
+            Some((k, v))
+                if !k.trim().is_empty() && !v.trim().is_empty() && !pair.contains('\\') =>
+            {
+                Ok(Limit {
+                    resource: k.trim().to_string(),
+                    value: v.trim().to_string(),
+                })
+            }
             _ => Err(err(format!("error parsing value \"{pair}\""))),
         })
         .collect()

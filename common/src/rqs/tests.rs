@@ -280,6 +280,10 @@ fn what_would_not_print_back_is_refused() {
             "{\nname a\nlimit to slots=1\\ \n}\n",
             "error parsing value \"to slots=1\\\"",
         ),
+        (
+            "{\nname s\nlimit hosts {*} to s  lim    lots=$n$ALots\0\\,\n}\n",
+            "error parsing value \"slimlots=$n$ALots\0\\\"",
+        ),
     ] {
         assert_eq!(
             parse_sets(text).map_err(|e| e.0),
