@@ -1,6 +1,6 @@
 #!/bin/sh
-# Build Gantry for use (release): every binary, then each client command that never
-# calls the name service re-linked as a static executable.
+# Build Gantry for use (release): every binary, then each client command and the
+# shepherd, when they never call the name service, re-linked as static executables.
 #
 # Why: a job command is one short process, and most of a `qsub`'s time is spent starting
 # it. A dynamically linked Rust program loads libgcc_s and libc and runs their start-up
@@ -10,7 +10,8 @@
 # static executable, so only commands that import no name-service function are linked
 # statically; the check below reads each command's imports, so a command that starts
 # using the name service stays dynamic (and `tests/tests/static_clients.rs` fails for the
-# job commands, which must not). The daemons and the shepherd always stay dynamic.
+# job commands, which must not). The same holds for gantry-shepherd, which the execd
+# starts once per job task and hands the owner's account. The daemons stay dynamic.
 #
 # Usage: deploy/build.sh [cargo options, e.g. --locked]
 set -eu
@@ -19,13 +20,14 @@ cd "$SRC"
 cargo build --release --workspace --bins "$@"
 NSS='^(getpw|getgr|getspnam|initgroups|getaddrinfo|gethostby|getnameinfo|getserv|getnet|getproto|getlogin|dlopen)'
 static=""
-for src in client/src/bin/*.rs; do
+for src in client/src/bin/*.rs execd/src/bin/gantry-shepherd.rs; do
     b=$(basename "$src" .rs)
+    package=gantry-$(echo "$src" | cut -d/ -f1)
     if nm -D --undefined-only "target/release/$b" | awk '{print $2}' | grep -Eq "$NSS"; then
         echo "build.sh: $b uses the name service: left dynamically linked" >&2
         continue
     fi
-    cargo rustc --quiet --release -p gantry-client --bin "$b" "$@" -- -C target-feature=+crt-static
+    cargo rustc --quiet --release -p "$package" --bin "$b" "$@" -- -C target-feature=+crt-static
     static="$static $b"
 done
 echo "build.sh: linked statically:$static"

@@ -12,12 +12,12 @@ use gantry_common::cell::write_file_atomic;
 use gantry_common::recent::{Recent, NAME_SERVICE_TTL};
 use gantry_proto::{JobReport, JobScript, JobStart};
 use nix::sys::signal::{kill, killpg, Signal};
-use nix::unistd::Pid;
+use nix::unistd::{Gid, Pid, Uid, User};
 use tokio::sync::mpsc::UnboundedSender;
 use tracing::{info, warn};
 
 use crate::shepherd::{
-    decode_report, lookup_account, Account, Order, PID_FILE, REPORT_FILE, SCRIPT_FILE, START_FILE,
+    decode_report, Account, Order, PID_FILE, REPORT_FILE, SCRIPT_FILE, START_FILE,
 };
 
 /// A task key.
@@ -317,6 +317,20 @@ impl Jobs {
             }
         }
     }
+}
+
+/// Look up a user's account (name, home directory, supplementary groups).
+fn lookup_account(uid: u32, gid: u32) -> Option<Account> {
+    let user = User::from_uid(Uid::from_raw(uid)).ok().flatten()?;
+    let cname = std::ffi::CString::new(user.name.clone()).ok()?;
+    let groups = nix::unistd::getgrouplist(&cname, Gid::from_raw(gid))
+        .map(|g| g.into_iter().map(Gid::as_raw).collect())
+        .unwrap_or_else(|_| vec![gid]);
+    Some(Account {
+        name: user.name,
+        home: user.dir.to_string_lossy().into_owned(),
+        groups,
+    })
 }
 
 /// Create a file with a mode (no fsync).

@@ -19,12 +19,13 @@ use gantry_common::value::{parse_memory, parse_time};
 use gantry_proto::{JobReport, JobScript, JobStart};
 use nix::sys::resource::{setrlimit, Resource};
 use nix::sys::signal::{killpg, Signal};
-use nix::unistd::{Gid, Pid, Uid, User};
+use nix::unistd::{Gid, Pid, Uid};
 
 pub const START_FILE: &str = "start.bin";
 
 /// What the execd hands a shepherd: the master's order, and the owner's account as the
-/// execd looked it up (so that each shepherd does not repeat the NSS lookups).
+/// execd looked it up. The shepherd never calls the name service itself, so that
+/// `deploy/build.sh` can link it statically: it starts once per task.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Order {
     pub start: JobStart,
@@ -39,19 +40,6 @@ pub struct Account {
     pub groups: Vec<u32>,
 }
 
-/// Look up a user's account (name, home directory, supplementary groups).
-pub fn lookup_account(uid: u32, gid: u32) -> Option<Account> {
-    let user = User::from_uid(Uid::from_raw(uid)).ok().flatten()?;
-    let cname = std::ffi::CString::new(user.name.clone()).ok()?;
-    let groups = nix::unistd::getgrouplist(&cname, Gid::from_raw(gid))
-        .map(|g| g.into_iter().map(Gid::as_raw).collect())
-        .unwrap_or_else(|_| vec![gid]);
-    Some(Account {
-        name: user.name,
-        home: user.dir.to_string_lossy().into_owned(),
-        groups,
-    })
-}
 pub const SCRIPT_FILE: &str = "script";
 pub const PID_FILE: &str = "pids";
 pub const REPORT_FILE: &str = "report";
@@ -242,11 +230,15 @@ fn supervise(
     report: &mut JobReport,
     pid_file: Option<&mut File>,
 ) -> Result<(), Failure> {
-    let user = match account {
-        Some(a) => a.clone(),
-        None => lookup_account(start.owner.uid, start.owner.gid)
-            .ok_or_else(|| fail(1, format!("unknown user id {}", start.owner.uid)))?,
-    };
+    let user = account.cloned().ok_or_else(|| {
+        fail(
+            1,
+            format!(
+                "can't get password entry for user \"{}\" (uid {})",
+                start.owner.user, start.owner.uid
+            ),
+        )
+    })?;
     let home = user.home.clone();
     let tmp_base = setting(start, "tmpdir").unwrap_or("/tmp");
     let tmpdir = PathBuf::from(tmp_base).join(format!(

@@ -1,6 +1,7 @@
 //! `deploy/build.sh` links the job commands statically (their start-up is most of their
 //! cost), which is only safe for programs that never call the name service: glibc cannot
-//! load NSS modules into a static executable. These commands must stay that way.
+//! load NSS modules into a static executable. These commands (and the shepherd) must stay
+//! that way.
 
 use gantry_tests::bin;
 
@@ -39,8 +40,20 @@ fn imports(command: &str) -> Vec<String> {
 fn job_commands_never_call_the_name_service() {
     let nss = name_service_functions();
     assert!(nss.iter().any(|f| f == "getpw"), "{nss:?}");
+    // The shepherd too: the execd starts one per job task and hands it the owner's
+    // account, so that it can be linked statically.
     let commands = [
-        "qsub", "qstat", "qdel", "qalter", "qhold", "qrls", "qacct", "qhost", "qmod", "qquota",
+        "qsub",
+        "qstat",
+        "qdel",
+        "qalter",
+        "qhold",
+        "qrls",
+        "qacct",
+        "qhost",
+        "qmod",
+        "qquota",
+        "gantry-shepherd",
     ];
     for command in commands {
         let used: Vec<String> = imports(command)
