@@ -436,7 +436,7 @@ impl ClusterState {
                         ));
                     }
                     let busy = self.jobs.values().any(|j| {
-                        j.tasks.values().any(|t| {
+                        j.tasks.placed_states().any(|t| {
                             matches!(t, TaskState::Running { queue, .. } | TaskState::Deleting { queue, .. } if queue == name)
                         })
                     });

@@ -359,21 +359,24 @@ impl Cluster {
             }
             let mut job = job.clone();
             let mut registered = false;
+            // Pending tasks go at once, as ranges (an array may have many).
+            let (lo, hi) = range.unwrap_or((0, u32::MAX));
+            job.tasks.pending_mut().remove_within(lo, hi);
             let selected: Vec<u32> = job
                 .tasks
-                .keys()
-                .copied()
-                .filter(|t| range.is_none_or(|(a, b)| *t >= a && *t <= b))
+                .placed()
+                .map(|(t, _)| t)
+                .filter(|t| (lo..=hi).contains(t))
                 .collect();
             for t in selected {
-                match job.tasks.get(&t).cloned() {
+                match job.tasks.get(t).cloned() {
                     Some(TaskState::Pending | TaskState::Error { .. }) => {
-                        job.tasks.remove(&t);
+                        job.tasks.remove(t);
                     }
                     Some(TaskState::Running { host, .. } | TaskState::Deleting { host, .. })
                         if force =>
                     {
-                        job.tasks.remove(&t);
+                        job.tasks.remove(t);
                         self.started.remove(&(id, t));
                         kills.push((host, id, t));
                     }
@@ -481,7 +484,7 @@ impl Cluster {
                     ),
                 );
             }
-            if !job.tasks.values().any(|t| matches!(t, TaskState::Pending)) {
+            if !job.tasks.has_pending() {
                 return refused(
                     RefusalKind::Invalid,
                     format!("denied: job \"{id}\" has no pending tasks; only pending jobs can be changed"),
@@ -540,7 +543,7 @@ impl Cluster {
             self.state
                 .jobs
                 .get(j)
-                .is_some_and(|job| matches!(job.tasks.get(t), Some(TaskState::Running { .. })))
+                .is_some_and(|job| matches!(job.tasks.get(*t), Some(TaskState::Running { .. })))
         });
         for (j, t, _) in &actions.suspend {
             set.insert((*j, *t));
@@ -629,20 +632,20 @@ impl Cluster {
             libc_signal::SIGCONT
         };
         for job in self.state.jobs.values() {
-            for (task, t) in &job.tasks {
+            for (task, t) in job.tasks.placed() {
                 let TaskState::Running { host, queue, .. } = t else {
                     continue;
                 };
                 // A job suspended on its own stays stopped when its queue resumes.
                 if !instances.contains(&(queue.clone(), host.clone()))
-                    || (!suspend && job.suspended.contains(task))
+                    || (!suspend && job.suspended.contains(&task))
                 {
                     continue;
                 }
                 if let Some(s) = self.sessions.get(host) {
                     let _ = s.to_execd.send(ToExecd::SignalJob {
                         job_id: job.id,
-                        task_id: *task,
+                        task_id: task,
                         signal,
                     });
                 }
@@ -676,10 +679,10 @@ impl Cluster {
             }
             let mut job = job.clone();
             let mut any = false;
-            for (task, t) in &job.tasks {
+            for (task, t) in job.tasks.placed() {
                 if let TaskState::Running { host, .. } = t {
                     any = true;
-                    signals.push((host.clone(), job.id, *task));
+                    signals.push((host.clone(), job.id, task));
                 }
             }
             if !any {
@@ -750,11 +753,7 @@ impl Cluster {
                 });
             }
             let mut job = job.clone();
-            for t in job.tasks.values_mut() {
-                if matches!(t, TaskState::Error { .. }) {
-                    *t = TaskState::Pending;
-                }
-            }
+            job.tasks.clear_errors();
             messages.push(format!(
                 "{} has cleared the error state of job {id}",
                 caller.user
@@ -823,7 +822,7 @@ impl Cluster {
             let known = changed
                 .get(&key.0)
                 .or_else(|| self.state.jobs.get(&key.0))
-                .and_then(|j| j.tasks.get(&key.1))
+                .and_then(|j| j.tasks.get(key.1))
                 .is_some_and(|t| {
                     matches!(t, TaskState::Running { .. } | TaskState::Deleting { .. })
                 });
@@ -847,7 +846,7 @@ impl Cluster {
             // The host could not start it (unknown user there, no TMPDIR): the queue
             // instance goes into error state `E` and the task back to pending, as SGE.
             if report.failed == 1 {
-                if let Some(TaskState::Running { host, queue, .. }) = job.tasks.get(&key.1) {
+                if let Some(TaskState::Running { host, queue, .. }) = job.tasks.get(key.1) {
                     warn!(
                         job = key.0,
                         task = key.1,
@@ -867,7 +866,7 @@ impl Cluster {
                 }
             }
             let setup_failure = matches!(report.failed, 26 | 27);
-            if setup_failure && matches!(job.tasks.get(&key.1), Some(TaskState::Running { .. })) {
+            if setup_failure && matches!(job.tasks.get(key.1), Some(TaskState::Running { .. })) {
                 info!(
                     job = key.0,
                     task = key.1,
@@ -887,7 +886,7 @@ impl Cluster {
                 continue;
             };
             ops.push(Op::Account(Box::new(record)));
-            job.tasks.remove(&key.1);
+            job.tasks.remove(key.1);
             recorded.push(key);
         }
         if let Some(errored) = errored_now {
@@ -1059,9 +1058,9 @@ impl Handler<ClientCall> for Cluster {
                             .explain(job, &connected, self.now(), Self::unix_now()),
                         errors: job
                             .tasks
-                            .iter()
+                            .placed()
                             .filter_map(|(t, s)| match s {
-                                TaskState::Error { reason } => Some((*t, reason.clone())),
+                                TaskState::Error { reason } => Some((t, reason.clone())),
                                 _ => None,
                             })
                             .collect(),
@@ -1415,7 +1414,7 @@ impl Handler<ExecdJobs> for Cluster {
                         .state
                         .jobs
                         .get(job_id)
-                        .is_some_and(|j| j.tasks.contains_key(task_id));
+                        .is_some_and(|j| j.tasks.contains(*task_id));
                     if !known {
                         info!(job = job_id, task = task_id, host = %host, "killing a task the master no longer has");
                         if let Some(s) = self.sessions.get(&host) {
@@ -1431,7 +1430,7 @@ impl Handler<ExecdJobs> for Cluster {
                 // task it already has (finished ones report themselves next).
                 let mut resend = Vec::new();
                 for job in self.state.jobs.values() {
-                    for (task, t) in &job.tasks {
+                    for (task, t) in job.tasks.placed() {
                         if let TaskState::Running {
                             host: h,
                             queue,
@@ -1440,10 +1439,10 @@ impl Handler<ExecdJobs> for Cluster {
                             ..
                         } = t
                         {
-                            if h == &host && !running.contains(&(job.id, *task)) {
+                            if h == &host && !running.contains(&(job.id, task)) {
                                 resend.push(crate::sched::Dispatch {
                                     job_id: job.id,
-                                    task_id: *task,
+                                    task_id: task,
                                     queue: queue.clone(),
                                     host: h.clone(),
                                     grants: grants.clone(),

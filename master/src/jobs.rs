@@ -2,7 +2,7 @@
 //! submission order, slots per queue instance, holds, dependencies, start times, array
 //! tasks one by one), deletion and the views `qstat` shows.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 
 use gantry_common::{complex, conf, queue, value};
 use gantry_proto::{
@@ -50,7 +50,7 @@ pub struct Job {
     pub owner: JobOwner,
     pub submit_time: i64,
     /// Tasks not yet finished (a plain job has task 1).
-    pub tasks: BTreeMap<u32, TaskState>,
+    pub tasks: crate::tasks::Tasks,
     /// Running tasks suspended with `qmod -sj` (state `s`).
     pub suspended: std::collections::BTreeSet<u32>,
 }
@@ -68,7 +68,7 @@ impl Job {
 
     /// The slots a running task holds (1 for a task without a parallel environment).
     pub fn task_slots(&self, task: u32) -> u32 {
-        match self.tasks.get(&task) {
+        match self.tasks.get(task) {
             Some(TaskState::Running { grants, .. } | TaskState::Deleting { grants, .. }) => {
                 grants.iter().map(|g| g.slots).sum::<u32>().max(1)
             }
@@ -281,12 +281,9 @@ pub fn validate_submission(
             if r.first == 0 || r.last < r.first || r.step == 0 {
                 return Err(refuse(RefusalKind::Invalid, "invalid task range"));
             }
-            (r.first..=r.last)
-                .step_by(r.step as usize)
-                .map(|t| (t, TaskState::Pending))
-                .collect()
+            crate::tasks::Tasks::array(r.first, r.last, r.step)
         }
-        None => BTreeMap::from([(1, TaskState::Pending)]),
+        None => crate::tasks::Tasks::single(),
     };
     Ok(Job {
         id,
@@ -325,7 +322,7 @@ impl ClusterState {
     pub(crate) fn used_slots(&self) -> HashMap<(String, String), u32> {
         let mut used = HashMap::new();
         for job in self.jobs.values() {
-            for t in job.tasks.values() {
+            for (_, t) in job.tasks.placed() {
                 if let TaskState::Running { grants, .. } | TaskState::Deleting { grants, .. } = t {
                     for g in grants {
                         *used.entry((g.queue.clone(), g.host.clone())).or_insert(0) += g.slots;
@@ -430,12 +427,11 @@ impl ClusterState {
                 hold_jids: job.spec.hold_jids.clone(),
                 is_array: job.is_array(),
             };
-            let mut waiting: Vec<u32> = Vec::new();
             let mut failed: Vec<u32> = Vec::new();
-            for (task, t) in &job.tasks {
+            for (task, t) in job.tasks.placed() {
                 match t {
-                    TaskState::Pending => waiting.push(*task),
-                    TaskState::Error { .. } => failed.push(*task),
+                    TaskState::Pending => {}
+                    TaskState::Error { .. } => failed.push(task),
                     TaskState::Running {
                         host,
                         queue,
@@ -452,15 +448,15 @@ impl ClusterState {
                     } => {
                         let letters = match t {
                             TaskState::Deleting { .. } => "dr",
-                            _ if job.suspended.contains(task) => "s",
+                            _ if job.suspended.contains(&task) => "s",
                             _ if self
                                 .suspended_queues
                                 .contains(&(queue.clone(), host.clone()))
-                                || self.threshold_suspended.contains(&(job.id, *task)) =>
+                                || self.threshold_suspended.contains(&(job.id, task)) =>
                             {
                                 "S"
                             }
-                            _ if started.contains(&(job.id, *task)) => "r",
+                            _ if started.contains(&(job.id, task)) => "r",
                             _ => "t",
                         };
                         let mut v = base(
@@ -478,7 +474,7 @@ impl ClusterState {
                     }
                 }
             }
-            if !waiting.is_empty() {
+            if job.tasks.has_pending() {
                 let held = job.spec.hold
                     || job
                         .spec
@@ -486,7 +482,7 @@ impl ClusterState {
                         .iter()
                         .any(|r| self.predecessor_active(r));
                 let tasks = if job.is_array() {
-                    task_ranges(&waiting, job.spec.array.map_or(1, |r| r.step))
+                    job.tasks.pending().ranges_text()
                 } else {
                     String::new()
                 };

@@ -15,3 +15,4 @@ pub mod sched;
 pub mod state;
 pub mod store;
 pub mod synthetic;
+pub mod tasks;

@@ -905,7 +905,7 @@ impl ClusterState {
             return;
         };
         let mut d = None;
-        for t in job.tasks.values() {
+        for t in job.tasks.placed_states() {
             let (TaskState::Running { grants, pe, .. } | TaskState::Deleting { grants, pe, .. }) =
                 t
             else {

@@ -1669,7 +1669,7 @@ impl ClusterState {
                 }
                 let mut tasks: Vec<(i64, u64, u32)> = Vec::new();
                 for job in self.jobs.values() {
-                    for (task, t) in &job.tasks {
+                    for (task, t) in job.tasks.placed() {
                         if let TaskState::Running {
                             host: h,
                             queue,
@@ -1677,8 +1677,8 @@ impl ClusterState {
                             ..
                         } = t
                         {
-                            if *h == host && *queue == q.name && !job.suspended.contains(task) {
-                                tasks.push((*start_time, job.id, *task));
+                            if *h == host && *queue == q.name && !job.suspended.contains(&task) {
+                                tasks.push((*start_time, job.id, task));
                             }
                         }
                     }
@@ -1776,7 +1776,7 @@ impl ClusterState {
         let mut weights: HashMap<&str, f64> = HashMap::new();
         if let Some(now) = now.filter(|_| sconf.decay_secs > 0.0 && !adjustments.is_empty()) {
             for job in self.jobs.values() {
-                for t in job.tasks.values() {
+                for t in job.tasks.placed_states() {
                     if let TaskState::Running {
                         grants, start_time, ..
                     } = t
@@ -1973,7 +1973,7 @@ impl ClusterState {
         let mut holds: Vec<Hold> = Vec::new();
         for job in self.jobs.values() {
             let mut d = None;
-            for t in job.tasks.values() {
+            for t in job.tasks.placed_states() {
                 if let TaskState::Running { grants, pe, .. }
                 | TaskState::Deleting { grants, pe, .. } = t
                 {
@@ -2051,7 +2051,7 @@ impl ClusterState {
         let mut order: Vec<&Job> = self
             .jobs
             .values()
-            .filter(|j| j.tasks.values().any(|t| matches!(t, TaskState::Pending)))
+            .filter(|j| j.tasks.has_pending())
             .collect();
         order.sort_by(|a, b| b.spec.priority.cmp(&a.spec.priority).then(a.id.cmp(&b.id)));
         let mut categories: HashMap<Key, Option<Category>> = HashMap::new();
@@ -2101,15 +2101,11 @@ impl ClusterState {
                 continue; // nothing left for this category in this cycle
             }
             let d = &cat.demand;
-            let mut running = job
-                .tasks
-                .values()
-                .filter(|t| matches!(t, TaskState::Running { .. } | TaskState::Deleting { .. }))
-                .count() as u32;
-            for (task_id, t) in &job.tasks {
-                if !matches!(t, TaskState::Pending) {
-                    continue;
-                }
+            // Lowest task first; the ids are produced as they are taken, so a cycle costs
+            // what it dispatches, not the size of the array. `running` counts the tasks
+            // that hold slots, those dispatched in this cycle included.
+            let already = job.tasks.holding_slots() as u32;
+            for (running, task_id) in (already..).zip(job.tasks.pending().iter()) {
                 if job.spec.max_running_tasks.is_some_and(|tc| running >= tc)
                     || (job.is_array() && max_aj_instances.is_some_and(|m| running >= m))
                 {
@@ -2146,7 +2142,6 @@ impl ClusterState {
                     snap.debit(d, &[(inst, d.slots)], 1.0);
                     (vec![(inst, d.slots)], None)
                 };
-                running += 1;
                 snap.started(&grants);
                 let grants: Vec<Grant> = grants
                     .iter()
@@ -2158,7 +2153,7 @@ impl ClusterState {
                     .collect();
                 out.push(Dispatch {
                     job_id: job.id,
-                    task_id: *task_id,
+                    task_id,
                     queue: grants[0].queue.clone(),
                     host: grants[0].host.clone(),
                     grants,
@@ -2218,7 +2213,7 @@ impl ClusterState {
         }
         let mut out = Vec::new();
         for job in self.jobs.values() {
-            if !job.tasks.values().any(|t| matches!(t, TaskState::Pending))
+            if !job.tasks.has_pending()
                 || job.spec.hold
                 || job.spec.start_after.is_some_and(|t| t > now)
                 || job
@@ -2260,7 +2255,7 @@ impl ClusterState {
         now: i64,
     ) -> Vec<String> {
         let mut reasons = Vec::new();
-        if !job.tasks.values().any(|t| matches!(t, TaskState::Pending)) {
+        if !job.tasks.has_pending() {
             return reasons;
         }
         if job.spec.hold {

@@ -519,7 +519,7 @@ impl ClusterState {
                         ));
                     }
                     let busy = self.jobs.values().find(|j| {
-                        j.tasks.values().any(|t| match t {
+                        j.tasks.placed_states().any(|t| match t {
                             crate::jobs::TaskState::Running { grants, .. }
                             | crate::jobs::TaskState::Deleting { grants, .. } => {
                                 grants.iter().any(|g| g.host == *host)

@@ -2,7 +2,7 @@
 //! plus hosts with given complex and load values and jobs with given requests, built
 //! without any network or spool.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 
 use gantry_common::exechost;
 use gantry_proto::{ComplexAttr, JobOwner, JobScript, JobSpec};
@@ -110,7 +110,7 @@ pub fn job(id: u64, user: &str, hard: &[(&str, &str)], soft: &[(&str, &str)]) ->
             groups: vec![user.to_string()],
         },
         submit_time: 0,
-        tasks: BTreeMap::from([(1, TaskState::Pending)]),
+        tasks: crate::tasks::Tasks::single(),
         suspended: Default::default(),
     }
 }

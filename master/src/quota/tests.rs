@@ -107,7 +107,7 @@ fn settle(s: &mut ClusterState) -> BTreeMap<(String, String), u32> {
 fn running(s: &ClusterState) -> BTreeMap<(String, String), u32> {
     let mut out = BTreeMap::new();
     for j in s.jobs.values() {
-        for t in j.tasks.values() {
+        for t in j.tasks.placed_states() {
             if let TaskState::Running { host, .. } = t {
                 *out.entry((j.owner.user.clone(), host.clone())).or_insert(0) += 1;
             }
@@ -433,7 +433,7 @@ fn usage_stays_exact_as_jobs_end_are_deleted_or_change() {
         .values()
         .filter(|j| {
             j.tasks
-                .values()
+                .placed_states()
                 .any(|t| matches!(t, TaskState::Running { .. }))
         })
         .map(|j| j.id)
@@ -470,7 +470,7 @@ fn usage_stays_exact_as_jobs_end_are_deleted_or_change() {
         start_time,
         grants,
         pe,
-    }) = j.tasks.get(&1).cloned()
+    }) = j.tasks.get(1).cloned()
     {
         j.tasks.insert(
             1,
@@ -502,7 +502,10 @@ fn advance_reservation_jobs_are_neither_limited_nor_counted() {
     jobs(&mut s, 2, 1, "u1", &[], None);
     settle(&mut s);
     assert_eq!(per_user(&s), map(&[("u1", 1)]));
-    assert!(matches!(s.jobs[&1].tasks[&1], TaskState::Running { .. }));
+    assert!(matches!(
+        s.jobs[&1].tasks.get(1).unwrap(),
+        TaskState::Running { .. }
+    ));
     assert_eq!(s.quota_book.usage.nonzero().count(), 0);
 }
 
@@ -533,7 +536,7 @@ fn a_parallel_job_is_limited_and_counted_slot_by_slot_per_host() {
     j.spec.pe = Some(("make".into(), "5".into()));
     submit(&mut s, j);
     settle(&mut s);
-    let TaskState::Running { grants, .. } = &s.jobs[&1].tasks[&1] else {
+    let TaskState::Running { grants, .. } = &s.jobs[&1].tasks.get(1).unwrap() else {
         panic!("the PE job does not run: {:?}", s.jobs[&1].tasks);
     };
     let total: u32 = grants.iter().map(|g: &Grant| g.slots).sum();
@@ -545,7 +548,10 @@ fn a_parallel_job_is_limited_and_counted_slot_by_slot_per_host() {
     j.spec.pe = Some(("make".into(), "5".into()));
     submit(&mut s, j);
     settle(&mut s);
-    assert!(matches!(s.jobs[&2].tasks[&1], TaskState::Pending));
+    assert!(matches!(
+        s.jobs[&2].tasks.get(1).unwrap(),
+        TaskState::Pending
+    ));
 }
 
 #[test]

@@ -702,7 +702,7 @@ fn load_adjustments_throttle_dispatch_as_sge_does() {
     for (n, d) in placed.iter().enumerate() {
         start(&mut s, d.job_id, 1, &d.queue, &d.host);
         let mut j = s.jobs.get(&d.job_id).unwrap().clone();
-        if let Some(TaskState::Running { start_time, .. }) = j.tasks.get_mut(&1) {
+        if let Some(TaskState::Running { start_time, .. }) = j.tasks.get_mut(1) {
             *start_time = now - if n < 3 { 5 } else { 4 };
         }
         submit(&mut s, j);
@@ -741,7 +741,7 @@ fn suspend_thresholds_stop_and_continue_jobs_one_interval_at_a_time() {
         submit(&mut s, job(id, "u1", &[], &[]));
         start(&mut s, id, 1, "all.q", "n1");
         let mut j = s.jobs.get(&id).unwrap().clone();
-        if let Some(TaskState::Running { start_time, .. }) = j.tasks.get_mut(&1) {
+        if let Some(TaskState::Running { start_time, .. }) = j.tasks.get_mut(1) {
             *start_time = started;
         }
         submit(&mut s, j);
