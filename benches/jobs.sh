@@ -5,7 +5,8 @@
 #   (b) JOBS trivial jobs on the one-host cluster with SLOTS slots: seconds from the
 #       first submission until all are accounted.
 #   (c) one array of ARRAY /bin/true tasks: submission until all accounted.
-#   (d) one held array of BIG tasks: submission time and master RSS growth per task.
+#   (d) one held array of BIG tasks, on the fresh master: submission time and master
+#       RSS growth per task.
 #   (e) submit-to-running latency on an idle cluster: a job that records when it started;
 #       median and p99 over LAT runs.
 # Usage: benches/jobs.sh [N=1000] [JOBS=200] [SLOTS=8] [LAT=50] [ARRAY=1000] [BIG=100000]
@@ -31,8 +32,18 @@ printf 'load_report_time 0:0:1\nmax_aj_tasks 0\n' > "$D/global"; "$BIN/qconf" -M
 now() { date +%s.%N; }
 as_user() { runuser -u gtbench -- "$@"; }
 
-# (a) submissions, no execd: everything stays pending.
 cd /tmp
+# (d) a held array of BIG tasks: submission time and master memory per pending task,
+# on the fresh master (later runs would leave freed heap that hides the growth).
+rss0=$(awk '/^VmRSS:/ {print $2}' /proc/$MPID/status)
+t0=$(now)
+as_user "$BIN/qsub" -h -t "1-$BIG" -b y /bin/true >/dev/null
+t1=$(now)
+rss1=$(awk '/^VmRSS:/ {print $2}' /proc/$MPID/status)
+echo "(d) held array of $BIG tasks: submitted in $(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.3f s", b-a}'), master RSS $rss0 -> $rss1 KiB ($(awk -v a="$rss0" -v b="$rss1" -v n="$BIG" 'BEGIN {printf "%.0f", (b-a)*1024/n}') bytes per pending task)"
+as_user "$BIN/qdel" -u gtbench >/dev/null
+
+# (a) submissions, no execd: everything stays pending.
 t0=$(now)
 i=0; while [ $i -lt "$N" ]; do as_user "$BIN/qsub" -b y /bin/true >/dev/null; i=$((i+1)); done
 t1=$(now)
@@ -65,15 +76,6 @@ as_user "$BIN/qsub" -t "1-$ARRAY" -o /dev/null -e /dev/null -b y /bin/true >/dev
 while [ -n "$("$BIN/qstat" -u gtbench)" ]; do sleep 0.02; done
 t1=$(now)
 echo "(c) array of $ARRAY tasks, $SLOTS slots, submission to all accounted: $(awk -v a="$t0" -v b="$t1" -v n="$ARRAY" 'BEGIN {printf "%.3f s (%.1f tasks/s)", b-a, n/(b-a)}')"
-
-# (d) a held array of BIG tasks: submission time and master memory per pending task.
-rss0=$(awk '/^VmRSS:/ {print $2}' /proc/$MPID/status)
-t0=$(now)
-as_user "$BIN/qsub" -h -t "1-$BIG" -b y /bin/true >/dev/null
-t1=$(now)
-rss1=$(awk '/^VmRSS:/ {print $2}' /proc/$MPID/status)
-echo "(d) held array of $BIG tasks: submitted in $(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.3f s", b-a}'), master RSS $rss0 -> $rss1 KiB ($(awk -v a="$rss0" -v b="$rss1" -v n="$BIG" 'BEGIN {printf "%.0f", (b-a)*1024/n}') bytes per pending task)"
-as_user "$BIN/qdel" -u gtbench >/dev/null
 
 # (e) submit-to-running latency: the job writes its start time; qsub's start is taken
 # just before it runs.

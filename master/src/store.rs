@@ -4,7 +4,7 @@
 //! after which the journal starts over). Reads see the database and the changes not yet
 //! in it; opening the spool applies what the journal holds beyond the database.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use redb::{Builder, Database, ReadableDatabase, ReadableTable, TableDefinition};
@@ -61,8 +61,59 @@ pub struct Store {
     db: Database,
     journal: Journal,
     journal_path: PathBuf,
-    /// Changes in the journal and not yet in the database, oldest first.
-    unapplied: Vec<Op>,
+    /// Changes in the journal and not yet in the database.
+    unapplied: Unapplied,
+}
+
+/// Changes in the journal and not yet in the database, oldest first, kept as the journal
+/// holds them: encoded, a job is a fraction of its size in memory (the master holds up
+/// to `CHECKPOINT_OPS` of them). What the master reads between checkpoints on every job
+/// report is kept beside them; the rest is decoded when read (qacct) or checkpointed.
+#[derive(Default)]
+struct Unapplied {
+    /// (journal sequence number, encoded `Vec<Op>`)
+    records: Vec<(u64, Vec<u8>)>,
+    changes: usize,
+    /// Tasks whose accounting record is among the changes.
+    accounted: HashSet<(u64, u32)>,
+    /// The last `NextJobId` among the changes.
+    next_job_id: Option<u64>,
+}
+
+impl Unapplied {
+    fn push(&mut self, seq: u64, payload: Vec<u8>, ops: &[Op]) {
+        for op in ops {
+            match op {
+                Op::Account(r) => {
+                    self.accounted.insert(account_key(r));
+                }
+                Op::NextJobId(n) => self.next_job_id = Some(*n),
+                Op::Put(_) | Op::Delete(_) => {}
+            }
+        }
+        self.changes += ops.len();
+        self.records.push((seq, payload));
+    }
+
+    /// How many changes.
+    fn len(&self) -> usize {
+        self.changes
+    }
+
+    fn is_empty(&self) -> bool {
+        self.records.is_empty()
+    }
+
+    /// The changes, decoded, oldest first.
+    fn ops(&self) -> Result<Vec<Op>, StoreError> {
+        let mut out = Vec::with_capacity(self.changes);
+        for (seq, payload) in &self.records {
+            let ops: Vec<Op> = gantry_proto::decode(payload)
+                .map_err(|source| StoreError::CorruptRecord { seq: *seq, source })?;
+            out.extend(ops);
+        }
+        Ok(out)
+    }
 }
 
 /// The journal of the spool at `path`: beside it, `<name>.journal`.
@@ -149,7 +200,7 @@ impl Store {
             db,
             journal,
             journal_path,
-            unapplied: Vec::new(),
+            unapplied: Unapplied::default(),
         })
     }
 
@@ -173,11 +224,11 @@ impl Store {
         };
         let journal_path = journal_path(path);
         let (journal, replay) = open_journal(&journal_path, applied)?;
-        let mut unapplied = Vec::new();
+        let mut unapplied = Unapplied::default();
         for (seq, payload) in &replay {
             let ops: Vec<Op> = gantry_proto::decode(payload)
                 .map_err(|source| StoreError::CorruptRecord { seq: *seq, source })?;
-            unapplied.extend(ops);
+            unapplied.push(*seq, payload.clone(), &ops);
         }
         let mut store = Store {
             db,
@@ -202,8 +253,9 @@ impl Store {
         if self.unapplied.is_empty() {
             return Ok(());
         }
+        let ops = self.unapplied.ops()?;
         let txn = self.db.begin_write()?;
-        write_ops(&txn, &self.unapplied)?;
+        write_ops(&txn, &ops)?;
         {
             let mut meta = txn.open_table(META)?;
             meta.insert(
@@ -212,7 +264,7 @@ impl Store {
             )?;
         }
         txn.commit()?;
-        self.unapplied.clear();
+        self.unapplied = Unapplied::default();
         self.journal.restart();
         Ok(())
     }
@@ -231,7 +283,7 @@ impl Store {
                 })?;
             out.insert(k.value().to_string(), obj);
         }
-        for op in &self.unapplied {
+        for op in &self.unapplied.ops()? {
             match op {
                 Op::Put(o) => {
                     out.insert(o.key(), o.clone());
@@ -247,10 +299,7 @@ impl Store {
 
     /// The next job id recorded in the spool.
     pub fn next_job_id(&self) -> Result<u64, StoreError> {
-        if let Some(n) = self.unapplied.iter().rev().find_map(|op| match op {
-            Op::NextJobId(n) => Some(*n),
-            _ => None,
-        }) {
+        if let Some(n) = self.unapplied.next_job_id {
             return Ok(n);
         }
         let txn = self.db.begin_read()?;
@@ -263,11 +312,7 @@ impl Store {
 
     /// Is there an accounting record for this task?
     pub fn has_accounting(&self, job_id: u64, task_id: u32) -> Result<bool, StoreError> {
-        let waiting = self
-            .unapplied
-            .iter()
-            .any(|op| matches!(op, Op::Account(r) if account_key(r) == (job_id, task_id)));
-        if waiting {
+        if self.unapplied.accounted.contains(&(job_id, task_id)) {
             return Ok(true);
         }
         let txn = self.db.begin_read()?;
@@ -294,10 +339,10 @@ impl Store {
                 out.insert(k.value(), r);
             }
         }
-        for op in &self.unapplied {
+        for op in self.unapplied.ops()? {
             if let Op::Account(r) = op {
-                if keep(r) {
-                    out.insert(account_key(r), r.as_ref().clone());
+                if keep(&r) {
+                    out.insert(account_key(&r), *r);
                 }
             }
         }
@@ -310,13 +355,14 @@ impl Store {
             return Ok(());
         }
         let payload = gantry_proto::encode(&ops)?;
-        self.journal
+        let seq = self
+            .journal
             .append(&payload)
             .map_err(|source| StoreError::Journal {
                 path: self.journal_path.clone(),
                 source,
             })?;
-        self.unapplied.extend_from_slice(ops);
+        self.unapplied.push(seq, payload, ops);
         if self.unapplied.len() >= CHECKPOINT_OPS || self.journal.len() >= CHECKPOINT_BYTES {
             // The change is durable already; a failed checkpoint is tried again later.
             if let Err(e) = self.checkpoint() {
