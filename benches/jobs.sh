@@ -89,3 +89,4 @@ while [ $i -lt "$LAT" ]; do
     i=$((i+1))
 done
 sort -n "$D/lat" | awk -v n="$LAT" '{a[NR]=$1} END {m=(n%2)?a[(n+1)/2]:(a[n/2]+a[n/2+1])/2; p=a[int(n*0.99+0.999)]; printf "(e) submit-to-running latency over %d jobs: median %.1f ms, p99 %.1f ms (includes runuser and qsub process start)\n", n, m, p}'
+echo "master RSS at the end (after every run above): $(awk '/^VmRSS:/ {print $2}' /proc/$MPID/status) KiB"
