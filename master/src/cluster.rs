@@ -361,7 +361,8 @@ impl Cluster {
             let mut registered = false;
             // Pending tasks go at once, as ranges (an array may have many).
             let (lo, hi) = range.unwrap_or((0, u32::MAX));
-            job.tasks.pending_mut().remove_within(lo, hi);
+            let mut deleted_tasks = job.tasks.pending_mut().remove_within(lo, hi);
+            let mut registered_tasks = Vec::new();
             let selected: Vec<u32> = job
                 .tasks
                 .placed()
@@ -372,6 +373,7 @@ impl Cluster {
                 match job.tasks.get(t).cloned() {
                     Some(TaskState::Pending | TaskState::Error { .. }) => {
                         job.tasks.remove(t);
+                        deleted_tasks.push(t);
                     }
                     Some(TaskState::Running { host, .. } | TaskState::Deleting { host, .. })
                         if force =>
@@ -379,6 +381,7 @@ impl Cluster {
                         job.tasks.remove(t);
                         self.started.remove(&(id, t));
                         kills.push((host, id, t));
+                        deleted_tasks.push(t);
                     }
                     Some(TaskState::Running {
                         host,
@@ -399,15 +402,38 @@ impl Cluster {
                         );
                         kills.push((host, id, t));
                         registered = true;
+                        registered_tasks.push(t);
                     }
                     Some(TaskState::Deleting { host, .. }) => {
                         kills.push((host, id, t));
                         registered = true;
+                        registered_tasks.push(t);
                     }
                     None => {}
                 }
             }
-            if registered {
+            deleted_tasks.sort_unstable();
+            let named_tasks = range.is_some() && job.is_array();
+            if named_tasks && !(deleted_tasks.is_empty() && registered_tasks.is_empty()) {
+                // `qdel 7.2-5`: SGE names the tasks, not the job.
+                let user = &caller.user;
+                match deleted_tasks.as_slice() {
+                    [] => {}
+                    [t] => messages.push(format!("{user} has deleted job-array task {id}.{t}")),
+                    many => {
+                        let step = job.spec.array.map_or(1, |r| r.step);
+                        messages.push(format!(
+                            "{user} has deleted job-array tasks {} of job {id}",
+                            crate::jobs::task_ranges(many, step)
+                        ));
+                    }
+                }
+                for t in &registered_tasks {
+                    messages.push(format!(
+                        "{user} has registered the job-array task {id}.{t} for deletion"
+                    ));
+                }
+            } else if registered {
                 messages.push(format!(
                     "{} has registered the job {id} for deletion",
                     caller.user

@@ -121,18 +121,17 @@ impl PendingTasks {
         self.runs.first().map(|r| r.0)
     }
 
-    /// Take out every pending id in `lo..=hi`; returns how many.
-    pub fn remove_within(&mut self, lo: u32, hi: u32) -> u64 {
+    /// Take out every pending id in `lo..=hi`; returns them, ascending.
+    pub fn remove_within(&mut self, lo: u32, hi: u32) -> Vec<u32> {
         let inside: Vec<u32> = self.iter().filter(|t| (lo..=hi).contains(t)).collect();
-        let n = inside.len() as u64;
         if lo == 0 && hi == u32::MAX {
             self.runs.clear();
         } else {
-            for t in inside {
-                self.remove(t);
+            for t in &inside {
+                self.remove(*t);
             }
         }
-        n
+        inside
     }
 
     /// As `qstat` shows a task list: `1-100000:1`, `3`, `5-9:2,12` (SGE's format).
@@ -289,7 +288,7 @@ mod tests {
         assert_eq!(p.ranges_text(), "1-9:2");
         assert!(p.remove(1) && p.remove(9));
         assert_eq!(p.ranges_text(), "3-7:2");
-        assert_eq!(p.remove_within(4, 100), 2);
+        assert_eq!(p.remove_within(4, 100), [5, 7]);
         assert_eq!(p.ranges_text(), "3");
     }
 

@@ -866,12 +866,50 @@ fn defaults_files_stdin_scripts_environment_and_array_tasks() {
         .trim()
         .to_string();
     let big_id = big.split('.').next().unwrap().to_string();
-    c.as_user("gtuser1", "qdel", &[&format!("{big_id}.2-3")]);
+    let del = c.as_user("gtuser1", "qdel", &[&format!("{big_id}.2-3")]);
+    assert_eq!(
+        (del.code, del.stdout.as_str()),
+        (
+            0,
+            format!("gtuser1 has deleted job-array tasks 2-3:1 of job {big_id}\n").as_str()
+        )
+    );
     let st = c.as_user("gtuser1", "qstat", &[]).stdout;
     assert!(
         st.contains(" hqw ") && st.trim_end().ends_with("1,4"),
         "{st}"
     );
+    let del = c.as_user("gtuser1", "qdel", &[&format!("{big_id}.4")]);
+    assert_eq!(
+        del.stdout,
+        format!("gtuser1 has deleted job-array task {big_id}.4\n")
+    );
+    let st = c.as_user("gtuser1", "qstat", &[]).stdout;
+    assert!(st.trim_end().ends_with(" 1"), "{st}");
+    // A running task is registered for deletion (killed, then accounted).
+    let running = c
+        .as_user(
+            "gtuser1",
+            "qsub",
+            &["-terse", "-t", "1-2", "-b", "y", "sleep", "60"],
+        )
+        .stdout
+        .trim()
+        .to_string();
+    let running_id = running.split('.').next().unwrap().to_string();
+    wait_until("both tasks run", Duration::from_secs(20), || {
+        c.as_user("gtuser1", "qstat", &["-s", "r"])
+            .stdout
+            .matches(&format!(" {running_id} "))
+            .count()
+            == 2
+    });
+    let del = c.as_user("gtuser1", "qdel", &[&format!("{running_id}.2")]);
+    assert_eq!(
+        del.stdout,
+        format!("gtuser1 has registered the job-array task {running_id}.2 for deletion\n")
+    );
+    c.as_user("gtuser1", "qdel", &[&running_id]);
     let _ = std::fs::remove_dir_all(&out_dir);
 }
 
