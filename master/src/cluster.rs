@@ -373,7 +373,7 @@ impl Cluster {
                 match job.tasks.get(t).cloned() {
                     Some(TaskState::Pending | TaskState::Error { .. }) => {
                         job.tasks.remove(t);
-                        deleted_tasks.push(t);
+                        deleted_tasks.insert(t);
                     }
                     Some(TaskState::Running { host, .. } | TaskState::Deleting { host, .. })
                         if force =>
@@ -381,7 +381,7 @@ impl Cluster {
                         job.tasks.remove(t);
                         self.started.remove(&(id, t));
                         kills.push((host, id, t));
-                        deleted_tasks.push(t);
+                        deleted_tasks.insert(t);
                     }
                     Some(TaskState::Running {
                         host,
@@ -412,21 +412,19 @@ impl Cluster {
                     None => {}
                 }
             }
-            deleted_tasks.sort_unstable();
             let named_tasks = range.is_some() && job.is_array();
             if named_tasks && !(deleted_tasks.is_empty() && registered_tasks.is_empty()) {
                 // `qdel 7.2-5`: SGE names the tasks, not the job.
                 let user = &caller.user;
-                match deleted_tasks.as_slice() {
-                    [] => {}
-                    [t] => messages.push(format!("{user} has deleted job-array task {id}.{t}")),
-                    many => {
-                        let step = job.spec.array.map_or(1, |r| r.step);
-                        messages.push(format!(
-                            "{user} has deleted job-array tasks {} of job {id}",
-                            crate::jobs::task_ranges(many, step)
-                        ));
+                match (deleted_tasks.len(), deleted_tasks.first()) {
+                    (0, _) | (_, None) => {}
+                    (1, Some(t)) => {
+                        messages.push(format!("{user} has deleted job-array task {id}.{t}"))
                     }
+                    _ => messages.push(format!(
+                        "{user} has deleted job-array tasks {} of job {id}",
+                        deleted_tasks.ranges_text()
+                    )),
                 }
                 for t in &registered_tasks {
                     messages.push(format!(

@@ -121,17 +121,48 @@ impl PendingTasks {
         self.runs.first().map(|r| r.0)
     }
 
-    /// Take out every pending id in `lo..=hi`; returns them, ascending.
-    pub fn remove_within(&mut self, lo: u32, hi: u32) -> Vec<u32> {
-        let inside: Vec<u32> = self.iter().filter(|t| (lo..=hi).contains(t)).collect();
-        if lo == 0 && hi == u32::MAX {
-            self.runs.clear();
-        } else {
-            for t in &inside {
-                self.remove(*t);
+    /// Take out every pending id in `lo..=hi`; returns them. Works on whole runs, so
+    /// that deleting an array of any size costs its number of runs.
+    pub fn remove_within(&mut self, lo: u32, hi: u32) -> PendingTasks {
+        let step = u64::from(self.step);
+        let mut removed = PendingTasks {
+            origin: self.origin,
+            step: self.step,
+            runs: Vec::new(),
+        };
+        let mut kept = Vec::with_capacity(self.runs.len() + 1);
+        for &(a, b) in &self.runs {
+            let (a64, b64) = (u64::from(a), u64::from(b));
+            // The first and last ids of this run inside lo..=hi.
+            let from = if lo <= a {
+                a64
+            } else {
+                a64 + (u64::from(lo) - a64).div_ceil(step) * step
+            };
+            let to = if hi >= b {
+                b64
+            } else if hi < a {
+                kept.push((a, b));
+                continue;
+            } else {
+                a64 + (u64::from(hi) - a64) / step * step
+            };
+            if from > to {
+                kept.push((a, b));
+                continue;
+            }
+            // from and to are ids of the run, so they and their neighbours fit in u32.
+            let (from, to) = (from as u32, to as u32);
+            if from > a {
+                kept.push((a, from - self.step));
+            }
+            removed.runs.push((from, to));
+            if to < b {
+                kept.push((to + self.step, b));
             }
         }
-        inside
+        self.runs = kept;
+        removed
     }
 
     /// As `qstat` shows a task list: `1-100000:1`, `3`, `5-9:2,12` (SGE's format).
@@ -288,7 +319,7 @@ mod tests {
         assert_eq!(p.ranges_text(), "1-9:2");
         assert!(p.remove(1) && p.remove(9));
         assert_eq!(p.ranges_text(), "3-7:2");
-        assert_eq!(p.remove_within(4, 100), [5, 7]);
+        assert_eq!(p.remove_within(4, 100).iter().collect::<Vec<_>>(), [5, 7]);
         assert_eq!(p.ranges_text(), "3");
     }
 
@@ -312,7 +343,48 @@ mod tests {
         assert!(bytes.len() < 16, "{} bytes", bytes.len());
     }
 
+    #[test]
+    fn removing_a_range_costs_runs_not_tasks() {
+        let mut p = PendingTasks::range(1, 4_000_000_000, 1);
+        let gone = p.remove_within(0, u32::MAX);
+        assert_eq!((gone.len(), p.is_empty()), (4_000_000_000, true));
+        let mut p = PendingTasks::range(u32::MAX - 10, u32::MAX, 5);
+        assert_eq!(p.ranges_text(), "4294967285-4294967295:5");
+        assert_eq!(
+            p.remove_within(u32::MAX - 1, u32::MAX).ranges_text(),
+            "4294967295"
+        );
+        assert_eq!(p.ranges_text(), "4294967285-4294967290:5");
+    }
+
     proptest! {
+        /// Taking out a range of ids leaves what a plain set leaves, and returns the rest.
+        #[test]
+        fn removing_a_range_matches_a_set(
+            first in 1u32..20,
+            count in 0u32..40,
+            step in 1u32..4,
+            holes in proptest::collection::vec(0u32..140, 0..20),
+            lo in 0u32..140,
+            len in 0u32..140,
+        ) {
+            let last = first + count * step;
+            let mut p = PendingTasks::range(first, last, step);
+            let mut model: BTreeSet<u32> = (first..=last).step_by(step as usize).collect();
+            for t in holes {
+                p.remove(t);
+                model.remove(&t);
+            }
+            let hi = lo.saturating_add(len);
+            let gone = p.remove_within(lo, hi);
+            let (inside, outside): (Vec<u32>, Vec<u32>) =
+                model.iter().partition(|t| (lo..=hi).contains(*t));
+            prop_assert_eq!(gone.iter().collect::<Vec<_>>(), inside.clone());
+            prop_assert_eq!(p.iter().collect::<Vec<_>>(), outside.clone());
+            prop_assert_eq!(gone.ranges_text(), crate::jobs::task_ranges(&inside, step));
+            prop_assert_eq!(p.ranges_text(), crate::jobs::task_ranges(&outside, step));
+        }
+
         /// Any sequence of removals and insertions of an array's ids keeps the set
         /// equal to a plain set of ids, in order, and never shows a run twice.
         #[test]
