@@ -6,6 +6,7 @@
 //! function that rebuilds the state from the spool at start. A refused request yields no
 //! change at all, so nothing is ever half-applied.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 
 use gantry_common::{complex, config, exechost, load, queue};
@@ -286,8 +287,13 @@ impl ClusterState {
         }
     }
 
-    pub fn global(&self) -> Config {
-        self.global.clone().unwrap_or_else(config::default_global)
+    /// The global configuration (SGE's defaults until one is stored). Borrowed: the
+    /// scheduler asks for it per queue instance.
+    pub fn global(&self) -> Cow<'_, Config> {
+        match &self.global {
+            Some(c) => Cow::Borrowed(c),
+            None => Cow::Owned(config::default_global()),
+        }
     }
 
     pub fn load_report_time(&self) -> u64 {
@@ -578,7 +584,7 @@ impl ClusterState {
                         format!("configuration {name} not defined"),
                     ));
                 }
-                Ok(Reply::Answer(FromMaster::Config(self.global())))
+                Ok(Reply::Answer(FromMaster::Config(self.global().into_owned())))
             }
             ToMaster::ModifyConfig { name, text } => {
                 manager_only()?;
