@@ -584,7 +584,9 @@ impl ClusterState {
                         format!("configuration {name} not defined"),
                     ));
                 }
-                Ok(Reply::Answer(FromMaster::Config(self.global().into_owned())))
+                Ok(Reply::Answer(FromMaster::Config(
+                    self.global().into_owned(),
+                )))
             }
             ToMaster::ModifyConfig { name, text } => {
                 manager_only()?;
