@@ -187,6 +187,51 @@ pub fn peer_certificates(
         .unwrap_or_default()
 }
 
+/// Who is on the other end of a local (Unix) socket, by the kernel's account
+/// (`SO_PEERCRED`), never by the request. User names are kept in `names` (a minute).
+pub fn local_caller(
+    stream: &tokio::net::UnixStream,
+    host: &str,
+    names: &mut crate::recent::Recent<u32, String>,
+) -> Result<gantry_proto::Caller, String> {
+    let cred = stream
+        .peer_cred()
+        .map_err(|e| format!("cannot read the caller's credentials: {e}"))?;
+    let uid = cred.uid();
+    let user = names
+        .get_or_lookup(uid, || {
+            nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))
+                .ok()
+                .flatten()
+                .map(|u| u.name)
+        })
+        .ok_or_else(|| format!("error: unknown user id {uid} (no passwd entry)"))?;
+    Ok(gantry_proto::Caller {
+        user,
+        uid,
+        gid: cred.gid(),
+        host: host.to_string(),
+    })
+}
+
+/// Send the handshake's acceptance and the answer to a one-request client in one write:
+/// the client, blocked on both, wakes once.
+pub async fn answer_accepted<W, T>(
+    w: &mut W,
+    our_version: u32,
+    reply: &T,
+) -> Result<(), TransportError>
+where
+    W: AsyncWrite + Unpin,
+    T: Serialize,
+{
+    let mut out = Vec::new();
+    push_frame(&mut out, &accepted(our_version))?;
+    push_frame(&mut out, reply)?;
+    w.write_all(&out).await?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

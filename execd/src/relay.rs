@@ -1,7 +1,10 @@
 //! The execd's Unix socket: client commands on a compute host talk to it, and it relays
 //! their requests to the master, vouching for the caller the kernel names.
 
-use gantry_common::transport::{accept_hello, read_frame, write_frame, TransportError};
+use gantry_common::recent::{Recent, NAME_SERVICE_TTL};
+use gantry_common::transport::{
+    answer_accepted, local_caller, read_frame, read_hello, write_frame, TransportError,
+};
 use gantry_proto::{Caller, FromMaster, Refusal, RefusalKind, Relayed, ToMaster, PROTOCOL_VERSION};
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::watch;
@@ -12,13 +15,16 @@ pub async fn serve(
     hostname: String,
     current: watch::Receiver<Option<quinn::Connection>>,
 ) {
+    // Callers' user names, looked up once a minute at most.
+    let mut names = Recent::new(NAME_SERVICE_TTL);
     loop {
         match listener.accept().await {
             Ok((stream, _)) => {
+                let caller = local_caller(&stream, &hostname, &mut names);
                 let hostname = hostname.clone();
                 let conn = current.borrow().clone();
                 tokio::spawn(async move {
-                    if let Err(e) = handle(stream, hostname, conn).await {
+                    if let Err(e) = handle(stream, hostname, caller, conn).await {
                         debug!("client connection: {e}");
                     }
                 });
@@ -38,32 +44,14 @@ fn refused(message: String) -> FromMaster {
     })
 }
 
-fn caller_of(stream: &UnixStream, host: &str) -> Result<Caller, String> {
-    let cred = stream
-        .peer_cred()
-        .map_err(|e| format!("cannot read the caller's credentials: {e}"))?;
-    let uid = cred.uid();
-    let user = nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))
-        .ok()
-        .flatten()
-        .map(|u| u.name)
-        .ok_or_else(|| format!("error: unknown user id {uid} (no passwd entry)"))?;
-    Ok(Caller {
-        user,
-        uid,
-        gid: cred.gid(),
-        host: host.to_string(),
-    })
-}
-
 async fn handle(
     stream: UnixStream,
     hostname: String,
+    caller: Result<Caller, String>,
     conn: Option<quinn::Connection>,
 ) -> Result<(), TransportError> {
-    let caller = caller_of(&stream, &hostname);
     let (mut r, mut w) = stream.into_split();
-    accept_hello(&mut r, &mut w, PROTOCOL_VERSION, "the execd").await?;
+    read_hello(&mut r, &mut w, PROTOCOL_VERSION, "the execd").await?;
     let request: ToMaster = read_frame(&mut r).await?;
     let reply = match (caller, conn) {
         (Err(m), _) => refused(m),
@@ -75,7 +63,7 @@ async fn handle(
             Err(e) => refused(format!("error: relaying to the master failed: {e}")),
         },
     };
-    write_frame(&mut w, &reply).await
+    answer_accepted(&mut w, PROTOCOL_VERSION, &reply).await
 }
 
 async fn forward(conn: &quinn::Connection, relayed: Relayed) -> Result<FromMaster, TransportError> {

@@ -3,9 +3,10 @@
 
 use actix::Addr;
 use gantry_common::recent::{Recent, NAME_SERVICE_TTL};
-use gantry_common::transport::{accepted, push_frame, read_frame, read_hello, TransportError};
+use gantry_common::transport::{
+    answer_accepted, local_caller, read_frame, read_hello, TransportError,
+};
 use gantry_proto::{Caller, FromMaster, Refusal, RefusalKind, ToMaster, PROTOCOL_VERSION};
-use tokio::io::AsyncWriteExt;
 use tokio::net::{UnixListener, UnixStream};
 use tracing::debug;
 
@@ -34,32 +35,6 @@ pub async fn serve(listener: UnixListener, cluster: Addr<Cluster>, host: String)
     }
 }
 
-/// Who is on the other end of a local socket, by the kernel's account.
-pub fn local_caller(
-    stream: &UnixStream,
-    host: &str,
-    names: &mut Recent<u32, String>,
-) -> Result<Caller, String> {
-    let cred = stream
-        .peer_cred()
-        .map_err(|e| format!("cannot read the caller's credentials: {e}"))?;
-    let uid = cred.uid();
-    let user = names
-        .get_or_lookup(uid, || {
-            nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))
-                .ok()
-                .flatten()
-                .map(|u| u.name)
-        })
-        .ok_or_else(|| format!("error: unknown user id {uid} (no passwd entry)"))?;
-    Ok(Caller {
-        user,
-        uid,
-        gid: cred.gid(),
-        host: host.to_string(),
-    })
-}
-
 async fn handle(
     stream: UnixStream,
     cluster: Addr<Cluster>,
@@ -72,13 +47,7 @@ async fn handle(
         Ok(caller) => crate::cluster::call(&cluster, caller, request).await,
         Err(message) => refused(&message),
     };
-    // The handshake's acceptance and the answer in one write: the client, blocked on
-    // both, wakes once.
-    let mut out = Vec::new();
-    push_frame(&mut out, &accepted(PROTOCOL_VERSION))?;
-    push_frame(&mut out, &reply)?;
-    w.write_all(&out).await?;
-    Ok(())
+    answer_accepted(&mut w, PROTOCOL_VERSION, &reply).await
 }
 
 fn refused(message: &str) -> FromMaster {
