@@ -583,4 +583,15 @@ impl Cluster {
     pub fn as_user(&self, user: &str, program: &str, args: &[&str]) -> Out {
         self.client_at(&self.home(), program, args, Some(user))
     }
+
+    /// `qsub -terse ARGS` as `user`: the job id (for an array, the part before its
+    /// task range).
+    pub fn submit(&self, user: &str, args: &[&str]) -> String {
+        let args: Vec<&str> = std::iter::once("-terse")
+            .chain(args.iter().copied())
+            .collect();
+        let out = self.as_user(user, "qsub", &args);
+        let terse = out.stdout.trim();
+        terse.split('.').next().unwrap_or(terse).to_string()
+    }
 }

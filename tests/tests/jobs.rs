@@ -285,15 +285,7 @@ fn execd_killed_while_jobs_run_accounts_each_job_once() {
     }
     ensure_user("gtuser1");
     let mut c = Cluster::one_host();
-    let id = c
-        .as_user(
-            "gtuser1",
-            "qsub",
-            &["-terse", "-wd", "/tmp", "-b", "y", "sleep", "3"],
-        )
-        .stdout
-        .trim()
-        .to_string();
+    let id = c.submit("gtuser1", &["-wd", "/tmp", "-b", "y", "sleep", "3"]);
     wait_until("the job to run", Duration::from_secs(10), || {
         c.client("qstat", &["-u", "*"]).stdout.contains(" r ")
     });
@@ -472,15 +464,7 @@ fn qstat_shows_why_a_job_waits_and_where_jobs_run() {
         .stdout
         .trim()
         .to_string();
-    let runner = c
-        .as_user(
-            "gtuser1",
-            "qsub",
-            &["-terse", "-wd", "/tmp", "-b", "y", "sleep", "30"],
-        )
-        .stdout
-        .trim()
-        .to_string();
+    let runner = c.submit("gtuser1", &["-wd", "/tmp", "-b", "y", "sleep", "30"]);
     wait_until("the sleeper to run", Duration::from_secs(10), || {
         c.as_user("gtuser1", "qstat", &["-s", "r"])
             .stdout
@@ -721,15 +705,7 @@ fn a_job_that_cannot_start_waits_in_error_state() {
     let c = Cluster::one_host();
     let dir = format!("/tmp/gantry-eqw-{}", std::process::id());
     let _ = std::fs::remove_dir_all(&dir);
-    let id = c
-        .as_user(
-            "gtuser1",
-            "qsub",
-            &["-terse", "-wd", &dir, "-b", "y", "/bin/true"],
-        )
-        .stdout
-        .trim()
-        .to_string();
+    let id = c.submit("gtuser1", &["-wd", &dir, "-b", "y", "/bin/true"]);
     wait_until(
         "the job to be in error state",
         Duration::from_secs(10),
@@ -783,26 +759,14 @@ fn defaults_files_stdin_scripts_environment_and_array_tasks() {
     );
     // The cell's sge_request supplies defaults; the command line overrides them.
     std::fs::write(c.home().join("sge_request"), "-N fromdefaults -p -5\n").unwrap();
-    let id = c
-        .as_user("gtuser1", "qsub", &["-terse", "-h", "-b", "y", "/bin/true"])
-        .stdout
-        .trim()
-        .to_string();
+    let id = c.submit("gtuser1", &["-h", "-b", "y", "/bin/true"]);
     let j = c.as_user("gtuser1", "qstat", &["-j", &id]).stdout;
     assert!(
         j.contains("job_name:                   fromdefaults\n"),
         "{j}"
     );
     assert!(j.contains("priority:                   -5\n"), "{j}");
-    let id2 = c
-        .as_user(
-            "gtuser1",
-            "qsub",
-            &["-terse", "-h", "-N", "cmdline", "-b", "y", "/bin/true"],
-        )
-        .stdout
-        .trim()
-        .to_string();
+    let id2 = c.submit("gtuser1", &["-h", "-N", "cmdline", "-b", "y", "/bin/true"]);
     assert!(c
         .as_user("gtuser1", "qstat", &["-j", &id2])
         .stdout
@@ -856,16 +820,7 @@ fn defaults_files_stdin_scripts_environment_and_array_tasks() {
     let acct = c.client("qacct", &["-j", &id]).stdout;
     assert_eq!(acct.matches("jobnumber").count(), 3, "{acct}");
     // qdel of single array tasks.
-    let big = c
-        .as_user(
-            "gtuser1",
-            "qsub",
-            &["-terse", "-h", "-t", "1-4", "-b", "y", "/bin/true"],
-        )
-        .stdout
-        .trim()
-        .to_string();
-    let big_id = big.split('.').next().unwrap().to_string();
+    let big_id = c.submit("gtuser1", &["-h", "-t", "1-4", "-b", "y", "/bin/true"]);
     let del = c.as_user("gtuser1", "qdel", &[&format!("{big_id}.2-3")]);
     assert_eq!(
         (del.code, del.stdout.as_str()),
@@ -887,16 +842,7 @@ fn defaults_files_stdin_scripts_environment_and_array_tasks() {
     let st = c.as_user("gtuser1", "qstat", &[]).stdout;
     assert!(st.trim_end().ends_with(" 1"), "{st}");
     // A running task is registered for deletion (killed, then accounted).
-    let running = c
-        .as_user(
-            "gtuser1",
-            "qsub",
-            &["-terse", "-t", "1-2", "-b", "y", "sleep", "60"],
-        )
-        .stdout
-        .trim()
-        .to_string();
-    let running_id = running.split('.').next().unwrap().to_string();
+    let running_id = c.submit("gtuser1", &["-t", "1-2", "-b", "y", "sleep", "60"]);
     wait_until("both tasks run", Duration::from_secs(20), || {
         c.as_user("gtuser1", "qstat", &["-s", "r"])
             .stdout
@@ -974,15 +920,7 @@ fn forced_deletion_while_the_execd_is_away() {
     }
     ensure_user("gtuser1");
     let mut c = Cluster::one_host();
-    let id = c
-        .as_user(
-            "gtuser1",
-            "qsub",
-            &["-terse", "-wd", "/tmp", "-b", "y", "sleep", "317"],
-        )
-        .stdout
-        .trim()
-        .to_string();
+    let id = c.submit("gtuser1", &["-wd", "/tmp", "-b", "y", "sleep", "317"]);
     wait_until("the job to run", Duration::from_secs(10), || {
         c.client("qstat", &["-u", "*"]).stdout.contains(" r ")
     });
@@ -1023,15 +961,7 @@ fn suspend_and_resume_a_running_job() {
     }
     ensure_user("gtuser1");
     let c = Cluster::one_host();
-    let id = c
-        .as_user(
-            "gtuser1",
-            "qsub",
-            &["-terse", "-wd", "/tmp", "-b", "y", "sleep", "318"],
-        )
-        .stdout
-        .trim()
-        .to_string();
+    let id = c.submit("gtuser1", &["-wd", "/tmp", "-b", "y", "sleep", "318"]);
     wait_until("the job to run", Duration::from_secs(10), || {
         c.as_user("gtuser1", "qstat", &[]).stdout.contains(" r ")
     });
@@ -1090,14 +1020,7 @@ fn suspended_and_errored_queue_instances() {
             .unwrap_or_default()
     };
     let submit = |c: &Cluster, secs: &str| -> String {
-        c.as_user(
-            "gtuser1",
-            "qsub",
-            &["-terse", "-wd", "/tmp", "-b", "y", "sleep", secs],
-        )
-        .stdout
-        .trim()
-        .to_string()
+        c.submit("gtuser1", &["-wd", "/tmp", "-b", "y", "sleep", secs])
     };
     let row = |c: &Cluster, id: &str| -> String {
         c.client("qstat", &["-u", "*"])
@@ -1215,16 +1138,7 @@ fn suspend_thresholds_stop_jobs_one_by_one_and_continue_them() {
     assert_eq!(c.qconf(&["-mattr", "queue", "slots", "2", "all.q"]).code, 0);
     let ids: Vec<String> = ["316", "315"]
         .iter()
-        .map(|secs| {
-            c.as_user(
-                "gtuser1",
-                "qsub",
-                &["-terse", "-wd", "/tmp", "-b", "y", "sleep", secs],
-            )
-            .stdout
-            .trim()
-            .to_string()
-        })
+        .map(|secs| c.submit("gtuser1", &["-wd", "/tmp", "-b", "y", "sleep", secs]))
         .collect();
     let states = |c: &Cluster| -> Vec<String> {
         let out = c.client("qstat", &["-u", "*"]).stdout;
