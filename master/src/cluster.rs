@@ -358,38 +358,36 @@ impl Cluster {
                 continue;
             }
             let mut job = job.clone();
-            let mut registered = false;
             // Pending tasks go at once, as ranges (an array may have many).
             let (lo, hi) = range.unwrap_or((0, u32::MAX));
             let mut deleted_tasks = job.tasks.pending_mut().remove_within(lo, hi);
             let mut registered_tasks = Vec::new();
-            let selected: Vec<u32> = job
+            // The others (running, being deleted, in error) one by one.
+            let selected: Vec<(u32, TaskState)> = job
                 .tasks
                 .placed()
-                .map(|(t, _)| t)
-                .filter(|t| (lo..=hi).contains(t))
+                .filter(|(t, _)| (lo..=hi).contains(t))
+                .map(|(t, state)| (t, state.clone()))
                 .collect();
-            for t in selected {
-                match job.tasks.get(t).cloned() {
-                    Some(TaskState::Pending | TaskState::Error { .. }) => {
+            for (t, state) in selected {
+                match state {
+                    TaskState::Pending | TaskState::Error { .. } => {
                         job.tasks.remove(t);
                         deleted_tasks.insert(t);
                     }
-                    Some(TaskState::Running { host, .. } | TaskState::Deleting { host, .. })
-                        if force =>
-                    {
+                    TaskState::Running { host, .. } | TaskState::Deleting { host, .. } if force => {
                         job.tasks.remove(t);
                         self.started.remove(&(id, t));
                         kills.push((host, id, t));
                         deleted_tasks.insert(t);
                     }
-                    Some(TaskState::Running {
+                    TaskState::Running {
                         host,
                         queue,
                         start_time,
                         grants,
                         pe,
-                    }) => {
+                    } => {
                         job.tasks.insert(
                             t,
                             TaskState::Deleting {
@@ -401,15 +399,12 @@ impl Cluster {
                             },
                         );
                         kills.push((host, id, t));
-                        registered = true;
                         registered_tasks.push(t);
                     }
-                    Some(TaskState::Deleting { host, .. }) => {
+                    TaskState::Deleting { host, .. } => {
                         kills.push((host, id, t));
-                        registered = true;
                         registered_tasks.push(t);
                     }
-                    None => {}
                 }
             }
             let named_tasks = range.is_some() && job.is_array();
@@ -431,7 +426,7 @@ impl Cluster {
                         "{user} has registered the job-array task {id}.{t} for deletion"
                     ));
                 }
-            } else if registered {
+            } else if !registered_tasks.is_empty() {
                 messages.push(format!(
                     "{} has registered the job {id} for deletion",
                     caller.user
@@ -1066,11 +1061,7 @@ impl Handler<ClientCall> for Cluster {
                             message: format!("Following jobs do not exist: \n{id}"),
                         }));
                     };
-                    let group =
-                        nix::unistd::Group::from_gid(nix::unistd::Gid::from_raw(job.owner.gid))
-                            .ok()
-                            .flatten()
-                            .map_or_else(|| job.owner.gid.to_string(), |g| g.name);
+                    let group = job.group_name();
                     details.push(gantry_proto::JobDetail {
                         job_id: job.id,
                         spec: job.spec.clone(),

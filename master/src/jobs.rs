@@ -62,6 +62,18 @@ impl Job {
         self.spec.ar.is_some()
     }
 
+    /// The owner's primary group by name: the first of the groups looked up at
+    /// submission (`UnixGroups::of`), so that a task report costs no name-service call.
+    pub fn group_name(&self) -> String {
+        match self.owner.groups.first() {
+            Some(g) => g.clone(),
+            None => nix::unistd::Group::from_gid(nix::unistd::Gid::from_raw(self.owner.gid))
+                .ok()
+                .flatten()
+                .map_or_else(|| self.owner.gid.to_string(), |g| g.name),
+        }
+    }
+
     pub fn is_array(&self) -> bool {
         self.spec.array.is_some()
     }
@@ -385,10 +397,7 @@ impl ClusterState {
     /// The accounting record of a finished task.
     pub fn accounting_record(&self, report: &JobReport) -> Option<AccountingRecord> {
         let job = self.jobs.get(&report.job_id)?;
-        let group = nix::unistd::Group::from_gid(nix::unistd::Gid::from_raw(job.owner.gid))
-            .ok()
-            .flatten()
-            .map_or_else(|| job.owner.gid.to_string(), |g| g.name);
+        let group = job.group_name();
         Some(AccountingRecord {
             job_id: job.id,
             task_id: job.is_array().then_some(report.task_id),
