@@ -4,7 +4,7 @@
 //! after which the journal starts over). Reads see the database and the changes not yet
 //! in it; opening the spool applies what the journal holds beyond the database.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use redb::{Builder, Database, ReadableDatabase, ReadableTable, TableDefinition};
@@ -67,15 +67,15 @@ pub struct Store {
 
 /// Changes in the journal and not yet in the database, oldest first, kept as the journal
 /// holds them: encoded, a job is a fraction of its size in memory (the master holds up
-/// to `CHECKPOINT_OPS` of them). What the master reads between checkpoints on every job
-/// report is kept beside them; the rest is decoded when read (qacct) or checkpointed.
+/// to `CHECKPOINT_OPS` of them). The accounting records among them are kept beside them
+/// too (read on every job report and by qacct); the rest is decoded when checkpointed.
 #[derive(Default)]
 struct Unapplied {
     /// (journal sequence number, encoded `Vec<Op>`)
     records: Vec<(u64, Vec<u8>)>,
     changes: usize,
-    /// Tasks whose accounting record is among the changes.
-    accounted: HashSet<(u64, u32)>,
+    /// The accounting records among the changes, by task.
+    accounts: BTreeMap<(u64, u32), gantry_proto::AccountingRecord>,
     /// The last `NextJobId` among the changes.
     next_job_id: Option<u64>,
 }
@@ -85,7 +85,7 @@ impl Unapplied {
         for op in ops {
             match op {
                 Op::Account(r) => {
-                    self.accounted.insert(account_key(r));
+                    self.accounts.insert(account_key(r), r.as_ref().clone());
                 }
                 Op::NextJobId(n) => self.next_job_id = Some(*n),
                 Op::Put(_) | Op::Delete(_) => {}
@@ -312,7 +312,7 @@ impl Store {
 
     /// Is there an accounting record for this task?
     pub fn has_accounting(&self, job_id: u64, task_id: u32) -> Result<bool, StoreError> {
-        if self.unapplied.accounted.contains(&(job_id, task_id)) {
+        if self.unapplied.accounts.contains_key(&(job_id, task_id)) {
             return Ok(true);
         }
         let txn = self.db.begin_read()?;
@@ -339,11 +339,9 @@ impl Store {
                 out.insert(k.value(), r);
             }
         }
-        for op in self.unapplied.ops()? {
-            if let Op::Account(r) = op {
-                if keep(&r) {
-                    out.insert(account_key(&r), *r);
-                }
+        for (key, r) in &self.unapplied.accounts {
+            if keep(r) {
+                out.insert(*key, r.clone());
             }
         }
         Ok(out.into_values().collect())
