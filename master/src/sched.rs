@@ -413,7 +413,7 @@ pub struct QuotaCycle {
     /// Where the number of counters this cycle used is left for the next.
     counters_hint: Arc<std::sync::atomic::AtomicUsize>,
     /// (plan, part, instance) -> the gates there.
-    gates: crate::quota::SmallMap<(u32, Part, u32), Arc<Vec<Gate>>>,
+    gates: crate::quota::SmallMap<(u32, Part, u32), Arc<[Gate]>>,
     /// ((plan, part, instance), slots) -> the gate that denied such a placement there.
     denied: crate::quota::SmallMap<((u32, Part, u32), u32), Gate>,
     /// Per distinct (queues, hosts) filters of the rules, per instance: 0 not known
@@ -692,7 +692,7 @@ impl Snapshot {
         d: &Demand,
         inst: usize,
         check: Option<(u32, bool)>,
-    ) -> Result<Arc<Vec<Gate>>, Gate> {
+    ) -> Result<Arc<[Gate]>, Gate> {
         let (id, plan) = self.quota_plan(q, d);
         let memo = id.map(|id| (id, d.part, inst as u32));
         if let Some(m) = memo {
@@ -777,7 +777,7 @@ impl Snapshot {
                 }
             }
         }
-        let found = Arc::new(gates.clone());
+        let found: Arc<[Gate]> = Arc::from(gates.as_slice());
         q.scratch = gates;
         let gates = found;
         if let Some(m) = memo {
