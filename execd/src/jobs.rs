@@ -3,7 +3,8 @@
 //! or counted twice across execd restarts, master restarts or network cuts.
 
 use std::collections::BTreeSet;
-use std::os::unix::fs::PermissionsExt;
+use std::io::Write;
+use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -13,11 +14,14 @@ use gantry_common::recent::{Recent, NAME_SERVICE_TTL};
 use gantry_proto::{JobReport, JobScript, JobStart};
 use nix::sys::signal::{kill, killpg, Signal};
 use nix::unistd::{Gid, Pid, Uid, User};
+use std::process::ExitStatus;
 use tokio::sync::mpsc::UnboundedSender;
 use tracing::{info, warn};
 
+use crate::cgroup::TaskGroup;
+use crate::private_fs::{self, Dir};
 use crate::shepherd::{
-    decode_report, Account, Order, PID_FILE, REPORT_FILE, SCRIPT_FILE, START_FILE,
+    decode_report, Account, Order, TaskRecord, REPORT_FILE, SCRIPT_FILE, START_FILE,
 };
 
 /// A task key.
@@ -30,6 +34,10 @@ pub struct Jobs {
 
 struct Inner {
     dir: PathBuf,
+    /// `dir`, held open: task directories are created through it.
+    jobs_dir: Dir,
+    /// Where task control groups go (cgroup v2), if this host has a writable hierarchy.
+    cgroup_parent: Option<PathBuf>,
     /// The shepherd: `gantry-shepherd` next to this executable, else `gantry-execd shepherd`.
     shepherd: (PathBuf, Option<&'static str>),
     host: String,
@@ -50,16 +58,6 @@ fn parse_key(name: &str) -> Option<TaskKey> {
     Some((j.parse().ok()?, t.parse().ok()?))
 }
 
-fn pids(dir: &Path) -> (Option<i32>, Option<i32>) {
-    let text = std::fs::read_to_string(dir.join(PID_FILE)).unwrap_or_default();
-    let get = |k: &str| {
-        text.lines()
-            .find_map(|l| l.strip_prefix(k))
-            .and_then(|v| v.trim().parse().ok())
-    };
-    (get("shepherd="), get("job="))
-}
-
 fn read_report(dir: &Path) -> Option<JobReport> {
     decode_report(&std::fs::read(dir.join(REPORT_FILE)).ok()?)
 }
@@ -72,10 +70,26 @@ impl Jobs {
     ) -> std::io::Result<Jobs> {
         let dir = home.join("jobs");
         std::fs::create_dir_all(&dir)?;
-        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755))?;
+        let jobs_dir = Dir::open_no_follow(&dir)?;
+        if !jobs_dir.is_private()? {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::PermissionDenied,
+                format!(
+                    "{} must be a directory of this execd's user that nobody else may write to",
+                    dir.display()
+                ),
+            ));
+        }
+        let cgroup_parent = crate::cgroup::parent();
+        match &cgroup_parent {
+            Some(p) => info!("each job task gets a control group in {}", p.display()),
+            None => info!("no writable cgroup v2 hierarchy: job tasks are tracked by process group and parentage only"),
+        }
         Ok(Jobs {
             inner: Arc::new(Inner {
                 dir,
+                jobs_dir,
+                cgroup_parent,
                 shepherd: {
                     let exe = std::env::current_exe()?;
                     let small = exe.with_file_name("gantry-shepherd");
@@ -134,46 +148,56 @@ impl Jobs {
     /// Start a task: write its directory, then its shepherd.
     pub fn start(&self, start: JobStart) {
         let key = (start.job_id, start.task_id);
+        let name = format!("{}.{}", key.0, key.1);
         let dir = task_dir(&self.inner.dir, key);
-        if dir.exists() {
-            // Already started (a repeated order after a reconnect).
-            return;
-        }
         let result = (|| -> std::io::Result<()> {
-            std::fs::create_dir(&dir)?;
-            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755))?;
+            // Created exclusively, in the execd's own directory: an existing one means
+            // the task was started already (a repeated order after a reconnect).
+            let task = self.inner.jobs_dir.create_dir(&name, 0o755)?;
             // Not fsynced: if the host crashes before the job starts, the master sends
             // the order again when this execd registers without the task.
             if let JobScript::Script { contents, .. } = &start.spec.script {
-                write_private(&dir.join(SCRIPT_FILE), contents, 0o700)?;
+                // The job's shell reads it as the owner.
+                let mut script = task.create_file(SCRIPT_FILE, 0o700)?;
+                script.write_all(contents)?;
+                nix::unistd::fchown(
+                    script.as_fd(),
+                    Some(Uid::from_raw(start.owner.uid)),
+                    Some(Gid::from_raw(start.owner.gid)),
+                )?;
             }
             let order = Order {
                 account: self.account(start.owner.uid, start.owner.gid),
                 start: start.clone(),
+                cgroup_parent: self.inner.cgroup_parent.clone(),
             };
             let bytes = gantry_proto::encode(&order).map_err(std::io::Error::other)?;
-            write_private(&dir.join(START_FILE), &bytes, 0o600)?;
+            task.create_file(START_FILE, 0o600)?.write_all(&bytes)?;
             Ok(())
         })();
-        if let Err(e) = result {
-            warn!(
-                job = start.job_id,
-                task = start.task_id,
-                "cannot prepare the job: {e}"
-            );
-            let report = failed_report(
-                &start,
-                &self.inner.host,
-                format!("cannot prepare the job directory: {e}"),
-            );
-            let _ = std::fs::create_dir_all(&dir);
-            let _ = write_file_atomic(
-                &dir.join(REPORT_FILE),
-                &crate::shepherd::encode_report(&report),
-                0o644,
-            );
-            let _ = self.inner.finished.send(report);
-            return;
+        match result {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return,
+            Err(e) => {
+                warn!(
+                    job = start.job_id,
+                    task = start.task_id,
+                    "cannot prepare the job: {e}"
+                );
+                let report = failed_report(
+                    &start,
+                    &self.inner.host,
+                    format!("cannot prepare the job directory: {e}"),
+                );
+                let _ = std::fs::create_dir_all(&dir);
+                let _ = write_file_atomic(
+                    &dir.join(REPORT_FILE),
+                    &crate::shepherd::encode_report(&report),
+                    0o644,
+                );
+                let _ = self.inner.finished.send(report);
+                return;
+            }
         }
         let (program, sub) = &self.inner.shepherd;
         let child = tokio::process::Command::new(program)
@@ -189,8 +213,8 @@ impl Jobs {
                 self.mark_running(key, true);
                 let jobs = self.clone();
                 tokio::spawn(async move {
-                    let _ = child.wait().await;
-                    jobs.shepherd_done(key);
+                    let how = child.wait().await.ok();
+                    jobs.shepherd_done(key, how).await;
                 });
             }
             Err(e) => {
@@ -220,10 +244,16 @@ impl Jobs {
         }
     }
 
-    /// A shepherd is gone: its report (or, if it wrote none, a failure) goes to the master.
-    fn shepherd_done(&self, key: TaskKey) {
-        self.mark_running(key, false);
+    /// A shepherd is gone: its report goes to the master. A shepherd that ended without
+    /// one (killed, or crashed) leaves the task to the execd: everything left of it is
+    /// killed, what it used is accounted, and the task stays running (its slot taken)
+    /// until no process of it is left.
+    async fn shepherd_done(&self, key: TaskKey, how: Option<ExitStatus>) {
         let dir = task_dir(&self.inner.dir, key);
+        let record = TaskRecord::read(&dir);
+        for note in &record.notes {
+            warn!(job = key.0, task = key.1, "{note}");
+        }
         let report = match read_report(&dir) {
             Some(r) => r,
             None => {
@@ -231,14 +261,20 @@ impl Jobs {
                     .ok()
                     .and_then(|b| gantry_proto::decode::<Order>(&b).ok())
                     .map(|o| o.start);
-                let report = match start {
-                    Some(s) => failed_report(
-                        &s,
-                        &self.inner.host,
-                        "the job's shepherd ended without a report".into(),
-                    ),
-                    None => return,
+                let Some(start) = start else {
+                    self.mark_running(key, false);
+                    return;
                 };
+                let how = match how {
+                    Some(status) => describe_exit(status),
+                    None => "ended while the execd was away".to_string(),
+                };
+                warn!(
+                    job = key.0,
+                    task = key.1,
+                    "the job's shepherd {how} without a report: ending what is left of the task"
+                );
+                let report = end_orphaned_task(&start, &self.inner.host, &record, &how).await;
                 let _ = write_file_atomic(
                     &dir.join(REPORT_FILE),
                     &crate::shepherd::encode_report(&report),
@@ -247,6 +283,7 @@ impl Jobs {
                 report
             }
         };
+        self.mark_running(key, false);
         info!(
             job = key.0,
             task = key.1,
@@ -256,10 +293,14 @@ impl Jobs {
         let _ = self.inner.finished.send(report);
     }
 
-    /// Kill a task's process group.
+    /// Kill a task: its process group (the shepherd then ends the rest), and its control
+    /// group; a task whose job has not started yet, through its shepherd.
     pub fn kill(&self, key: TaskKey) {
-        let dir = task_dir(&self.inner.dir, key);
-        match pids(&dir) {
+        let record = TaskRecord::read(&task_dir(&self.inner.dir, key));
+        if let Some(path) = &record.cgroup {
+            TaskGroup { path: path.clone() }.kill_all();
+        }
+        match (record.shepherd, record.job) {
             (_, Some(job)) => {
                 let _ = killpg(Pid::from_raw(job), Signal::SIGKILL);
             }
@@ -272,8 +313,8 @@ impl Jobs {
 
     /// Send a signal to a task's process group (suspend and resume).
     pub fn signal(&self, key: TaskKey, signal: i32) {
-        let dir = task_dir(&self.inner.dir, key);
-        if let (_, Some(job)) = pids(&dir) {
+        let record = TaskRecord::read(&task_dir(&self.inner.dir, key));
+        if let Some(job) = record.job {
             if let Ok(sig) = Signal::try_from(signal) {
                 let _ = killpg(Pid::from_raw(job), sig);
             }
@@ -294,29 +335,145 @@ impl Jobs {
             if read_report(&dir).is_some() {
                 continue; // sent with the unacknowledged reports
             }
-            let alive = pids(&dir)
-                .0
-                .is_some_and(|p| kill(Pid::from_raw(p), None).is_ok());
+            let shepherd = TaskRecord::read(&dir).shepherd;
+            let alive = shepherd.is_some_and(|p| kill(Pid::from_raw(p), None).is_ok());
+            self.mark_running(key, true);
+            let jobs = self.clone();
             if alive {
                 info!(job = key.0, task = key.1, "adopting a running job");
-                self.mark_running(key, true);
-                let jobs = self.clone();
-                tokio::spawn(async move {
-                    let (shepherd, _) = pids(&dir);
-                    loop {
-                        tokio::time::sleep(Duration::from_millis(200)).await;
-                        let gone = shepherd.is_none_or(|p| kill(Pid::from_raw(p), None).is_err());
-                        if read_report(&dir).is_some() || gone {
-                            break;
-                        }
-                    }
-                    jobs.shepherd_done(key);
-                });
-            } else {
-                self.shepherd_done(key);
             }
+            tokio::spawn(async move {
+                loop {
+                    let gone = shepherd.is_none_or(|p| kill(Pid::from_raw(p), None).is_err());
+                    if read_report(&dir).is_some() || gone {
+                        break;
+                    }
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+                jobs.shepherd_done(key, None).await;
+            });
         }
     }
+}
+
+fn describe_exit(status: ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (_, Some(sig)) => format!(
+            "was killed by {}",
+            Signal::try_from(sig).map_or_else(|_| format!("signal {sig}"), |s| s.to_string())
+        ),
+        (Some(code), _) => format!("exited with status {code}"),
+        _ => "ended".to_string(),
+    }
+}
+
+/// The task of a shepherd that died: kill everything left of it (its control group and
+/// process group), wait until no process of it is left, and account what it used: the
+/// real wall clock from the job's start, and its CPU time (the control group's, else
+/// what its processes had used when they were killed). Its TMPDIR is removed.
+async fn end_orphaned_task(
+    start: &JobStart,
+    host: &str,
+    record: &TaskRecord,
+    how: &str,
+) -> JobReport {
+    let group = record.cgroup.clone().map(|path| TaskGroup { path });
+    let pgid = record.job.map(Pid::from_raw);
+    // CPU time of the processes still there, for hosts without a control group.
+    let sampled = pgid.map(cpu_of_process_group).unwrap_or_default();
+    let mut waited = Duration::ZERO;
+    loop {
+        if let Some(g) = &group {
+            g.kill_all();
+        }
+        if let Some(p) = pgid {
+            let _ = killpg(p, Signal::SIGKILL);
+        }
+        let left = group.as_ref().is_some_and(TaskGroup::populated)
+            || pgid.is_some_and(|p| killpg(p, None).is_ok());
+        if !left {
+            break;
+        }
+        if waited.as_secs() > 0 && waited.as_millis() % 60_000 < 50 {
+            warn!(
+                job = start.job_id,
+                task = start.task_id,
+                "processes of the task do not end; its slot stays taken"
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        waited += Duration::from_millis(50);
+    }
+    let cpu = group.as_ref().and_then(TaskGroup::cpu_usage);
+    if let Some(g) = &group {
+        let _ = g.remove();
+    }
+    if let Some(tmpdir) = &record.tmpdir {
+        if let Err(e) = private_fs::remove_task_tmpdir(tmpdir) {
+            warn!(
+                job = start.job_id,
+                task = start.task_id,
+                "cannot remove TMPDIR {}: {e}",
+                tmpdir.display()
+            );
+        }
+    }
+    let now = gantry_common::cell::unix_now() as i64;
+    let (utime_us, stime_us) = match cpu {
+        Some(c) => (c.user_us, c.system_us),
+        None => sampled,
+    };
+    JobReport {
+        job_id: start.job_id,
+        task_id: start.task_id,
+        host: host.to_string(),
+        queue: start.queue.clone(),
+        exit_status: 128 + Signal::SIGKILL as i32,
+        signal: Some(Signal::SIGKILL as i32),
+        failed: 100,
+        failure: format!("the job's shepherd {how}; the execd killed what was left of the task"),
+        start_time: record.start.unwrap_or(now),
+        end_time: now,
+        utime_us,
+        stime_us,
+        maxrss_kb: 0,
+    }
+}
+
+/// User and system CPU time (microseconds) of the processes in a process group, with
+/// that of their children they waited for.
+fn cpu_of_process_group(pgid: Pid) -> (u64, u64) {
+    let tick = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
+        .ok()
+        .flatten()
+        .filter(|t| *t > 0)
+        .unwrap_or(100) as u64;
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return (0, 0);
+    };
+    let mut total = (0u64, 0u64);
+    for e in entries.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        let Some(close) = stat.rfind(')') else {
+            continue;
+        };
+        // After "pid (comm)": state ppid pgrp session tty tpgid flags minflt cminflt
+        // majflt cmajflt utime stime cutime cstime ...
+        let f: Vec<&str> = stat[close + 1..].split_whitespace().collect();
+        let num = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+        if f.get(2).and_then(|v| v.parse::<i32>().ok()) != Some(pgid.as_raw()) {
+            continue;
+        }
+        total.0 += (num(11) + num(13)) * 1_000_000 / tick;
+        total.1 += (num(12) + num(14)) * 1_000_000 / tick;
+    }
+    total
 }
 
 /// Look up a user's account (name, home directory, supplementary groups).
@@ -331,18 +488,6 @@ fn lookup_account(uid: u32, gid: u32) -> Option<Account> {
         home: user.dir.to_string_lossy().into_owned(),
         groups,
     })
-}
-
-/// Create a file with a mode (no fsync).
-fn write_private(path: &Path, contents: &[u8], mode: u32) -> std::io::Result<()> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(mode)
-        .open(path)?;
-    f.write_all(contents)
 }
 
 fn failed_report(start: &JobStart, host: &str, why: String) -> JobReport {

@@ -1,8 +1,10 @@
 //! The Gantry execution daemon: joins the cell, reports the host's load values, and
 //! relays local client commands to the master.
 
+pub mod cgroup;
 pub mod identity;
 pub mod jobs;
+pub mod private_fs;
 pub mod relay;
 pub mod sensor;
 pub mod session;

@@ -1,15 +1,17 @@
 //! The supervisor of one job task (`gantry-execd shepherd DIR`), SGE's shepherd.
 //!
-//! It runs in its own session, so it outlives a restart of the execd that started it.
-//! Before dropping privileges it opens the files only root may create in the job's
-//! directory (the pid file and the report); then it becomes the job's owner, creates the
-//! private TMPDIR, starts the job in a process group of its own with the SGE environment
-//! and limits, enforces `h_rt`/`s_rt`, waits, and writes the report the execd sends to
-//! the master.
+//! It runs in its own session, so it outlives a restart of the execd that started it,
+//! and it stays root (as its real and saved identity) for the whole task, so that the
+//! job's owner can neither signal nor trace it. It creates the task's TMPDIR under the
+//! execd's own directory and hands it over through a descriptor (see [`private_fs`]),
+//! opens the job's output files with the owner's rights, starts the job in a process
+//! group and, where the host has one, a control group of its own, as the owner with no
+//! privilege left, enforces `h_rt`/`s_rt`, waits, ends whatever the job left behind,
+//! and writes the report the execd sends to the master.
 
 use std::fs::File;
 use std::io::Write;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -21,6 +23,9 @@ use nix::sys::resource::{setrlimit, Resource};
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::{Gid, Pid, Uid};
 
+use crate::cgroup::TaskGroup;
+use crate::private_fs;
+
 pub const START_FILE: &str = "start.bin";
 
 /// What the execd hands a shepherd: the master's order, and the owner's account as the
@@ -30,6 +35,8 @@ pub const START_FILE: &str = "start.bin";
 pub struct Order {
     pub start: JobStart,
     pub account: Option<Account>,
+    /// Where to create the task's control group, if the host has cgroup v2.
+    pub cgroup_parent: Option<PathBuf>,
 }
 
 /// A user's name, home and groups.
@@ -161,7 +168,73 @@ fn fail(code: u32, reason: impl Into<String>) -> Failure {
     }
 }
 
+/// The shepherd's notes on a task, in the task directory's `pids` file (root's, beside
+/// the report): what the execd needs to end the task and clean up after it if the
+/// shepherd itself dies. One `key=value` per line, appended as they become known.
+pub struct TaskNotes {
+    file: Option<File>,
+}
+
+impl TaskNotes {
+    fn add(&mut self, key: &str, value: impl std::fmt::Display) {
+        if let Some(f) = self.file.as_mut() {
+            let _ = writeln!(f, "{key}={value}");
+        }
+    }
+}
+
+/// What the `pids` file says about a task.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct TaskRecord {
+    pub shepherd: Option<i32>,
+    /// The job's process group (its first process).
+    pub job: Option<i32>,
+    /// When the job started (Unix seconds).
+    pub start: Option<i64>,
+    pub tmpdir: Option<PathBuf>,
+    pub cgroup: Option<PathBuf>,
+    /// Things the shepherd saw that the execd should log.
+    pub notes: Vec<String>,
+}
+
+impl TaskRecord {
+    pub fn parse(text: &str) -> TaskRecord {
+        let mut r = TaskRecord::default();
+        for line in text.lines() {
+            let Some((key, value)) = line.split_once('=') else {
+                continue;
+            };
+            match key {
+                "shepherd" => r.shepherd = value.trim().parse().ok(),
+                "job" => r.job = value.trim().parse().ok(),
+                "start" => r.start = value.trim().parse().ok(),
+                "tmpdir" => r.tmpdir = Some(PathBuf::from(value)),
+                "cgroup" => r.cgroup = Some(PathBuf::from(value)),
+                "note" => r.notes.push(value.to_string()),
+                _ => {}
+            }
+        }
+        r
+    }
+
+    pub fn read(dir: &Path) -> TaskRecord {
+        TaskRecord::parse(&std::fs::read_to_string(dir.join(PID_FILE)).unwrap_or_default())
+    }
+}
+
+/// What a task holds on the host besides its processes, released when it ends.
+#[derive(Default)]
+struct Held {
+    tmpdir: Option<PathBuf>,
+    group: Option<TaskGroup>,
+}
+
 /// Run the shepherd for the job directory `dir`; returns the process exit code.
+///
+/// The shepherd keeps the identity it was started with (root) as its real and saved
+/// user and group: the job's owner cannot signal, trace or kill it. It takes the owner's
+/// identity only as its effective one, while it opens the job's files, and the job's
+/// own process drops every privilege before it executes the job.
 pub fn run(dir: &Path) -> i32 {
     let Ok(bytes) = std::fs::read(dir.join(START_FILE)) else {
         return 2;
@@ -171,6 +244,9 @@ pub fn run(dir: &Path) -> i32 {
     };
     let start = &order.start;
     let _ = nix::unistd::setsid();
+    // Processes the job leaves behind when their parents end become the shepherd's
+    // children, so that it can end them too.
+    let _ = nix::sys::prctl::set_child_subreaper(true);
     let Ok(mut report_file) = std::fs::OpenOptions::new()
         .create(true)
         .write(true)
@@ -180,16 +256,16 @@ pub fn run(dir: &Path) -> i32 {
     else {
         return 3;
     };
-    let mut pid_file = std::fs::OpenOptions::new()
-        .create(true)
-        .write(true)
-        .truncate(true)
-        .mode(0o644)
-        .open(dir.join(PID_FILE))
-        .ok();
-    if let Some(f) = pid_file.as_mut() {
-        let _ = writeln!(f, "shepherd={}", std::process::id());
-    }
+    let mut notes = TaskNotes {
+        file: std::fs::OpenOptions::new()
+            .create(true)
+            .write(true)
+            .truncate(true)
+            .mode(0o644)
+            .open(dir.join(PID_FILE))
+            .ok(),
+    };
+    notes.add("shepherd", std::process::id());
     let started = now();
     let mut report = JobReport {
         job_id: start.job_id,
@@ -206,16 +282,22 @@ pub fn run(dir: &Path) -> i32 {
         stime_us: 0,
         maxrss_kb: 0,
     };
-    if let Err(f) = supervise(
-        dir,
-        start,
-        order.account.as_ref(),
-        &mut report,
-        pid_file.as_mut(),
-    ) {
+    let mut held = Held::default();
+    if let Err(f) = supervise(dir, &order, &mut report, &mut notes, &mut held) {
         report.failed = f.code;
         report.failure = f.reason;
         report.exit_status = 1;
+    }
+    if let Some(tmpdir) = &held.tmpdir {
+        if let Err(e) = private_fs::remove_task_tmpdir(tmpdir) {
+            notes.add(
+                "note",
+                format!("cannot remove TMPDIR {}: {e}", tmpdir.display()),
+            );
+        }
+    }
+    if let Some(group) = &held.group {
+        let _ = group.remove();
     }
     report.end_time = now();
     let _ = report_file.write_all(&encode_report(&report));
@@ -223,14 +305,89 @@ pub fn run(dir: &Path) -> i32 {
     0
 }
 
+/// The job owner's identity as this process's effective one (the real and saved ones
+/// stay root's); root's comes back when it is dropped, without supplementary groups (the
+/// shepherd needs none, and asking for the old list would import `getgroups`, which
+/// `deploy/build.sh` cannot tell from the name service's `getgr*`). Nothing changes
+/// when the shepherd runs as the owner already (a personal cluster).
+struct ActingAsOwner;
+
+impl ActingAsOwner {
+    fn enter(uid: u32, gid: u32, groups: &[u32]) -> nix::Result<Option<ActingAsOwner>> {
+        if nix::unistd::geteuid().as_raw() == uid {
+            return Ok(None);
+        }
+        let keep_u = Uid::from_raw(u32::MAX);
+        let keep_g = Gid::from_raw(u32::MAX);
+        let groups: Vec<Gid> = groups.iter().map(|g| Gid::from_raw(*g)).collect();
+        nix::unistd::setgroups(&groups)?;
+        let back = ActingAsOwner;
+        nix::unistd::setresgid(keep_g, Gid::from_raw(gid), keep_g)?;
+        nix::unistd::setresuid(keep_u, Uid::from_raw(uid), keep_u)?;
+        Ok(Some(back))
+    }
+}
+
+impl Drop for ActingAsOwner {
+    fn drop(&mut self) {
+        let keep_u = Uid::from_raw(u32::MAX);
+        let keep_g = Gid::from_raw(u32::MAX);
+        let _ = nix::unistd::setresuid(keep_u, nix::unistd::getuid(), keep_u);
+        let _ = nix::unistd::setresgid(keep_g, nix::unistd::getgid(), keep_g);
+        let _ = nix::unistd::setgroups(&[]);
+    }
+}
+
+/// The task's TMPDIR: `<tmpdir>/gantry.<host>/<job>.<task>.<queue>`, created by root and
+/// handed to the owner (see [`private_fs`]), with `$PE_HOSTFILE` written inside first.
+fn create_tmpdir(start: &JobStart, notes: &mut TaskNotes) -> Result<PathBuf, Failure> {
+    let parent = Path::new(setting(start, "tmpdir").unwrap_or("/tmp"));
+    let base = private_fs::tmpdir_base(parent, &start.host, |planted| {
+        notes.add(
+            "note",
+            format!(
+                "{} is not the execd's own directory (a file, a link or another user's): passed over",
+                planted.display()
+            ),
+        );
+    })
+    .map_err(|e| fail(1, format!("cannot create TMPDIR in {}: {e}", parent.display())))?;
+    let name = format!(
+        "{}.{}.{}",
+        start.job_id,
+        start.task_id,
+        start.queue.split('@').next().unwrap_or("queue")
+    );
+    let dir =
+        private_fs::create_task_tmpdir(&base, &name, start.owner.uid, start.owner.gid, |dir| {
+            match start.pe {
+                Some(_) => dir
+                    .create_file(PE_HOSTFILE, 0o644)?
+                    .write_all(pe_hostfile(start).as_bytes()),
+                None => Ok(()),
+            }
+        })
+        .map_err(|e| {
+            fail(
+                1,
+                format!(
+                    "cannot create TMPDIR {}: {e}",
+                    base.path().join(&name).display()
+                ),
+            )
+        })?;
+    Ok(dir.path().to_path_buf())
+}
+
 fn supervise(
     dir: &Path,
-    start: &JobStart,
-    account: Option<&Account>,
+    order: &Order,
     report: &mut JobReport,
-    pid_file: Option<&mut File>,
+    notes: &mut TaskNotes,
+    held: &mut Held,
 ) -> Result<(), Failure> {
-    let user = account.cloned().ok_or_else(|| {
+    let start = &order.start;
+    let user = order.account.clone().ok_or_else(|| {
         fail(
             1,
             format!(
@@ -239,102 +396,68 @@ fn supervise(
             ),
         )
     })?;
+    let (uid, gid) = (start.owner.uid, start.owner.gid);
     let home = user.home.clone();
-    let tmp_base = setting(start, "tmpdir").unwrap_or("/tmp");
-    let tmpdir = PathBuf::from(tmp_base).join(format!(
-        "{}.{}.{}",
-        start.job_id,
-        start.task_id,
-        start.queue.split('@').next().unwrap_or("queue")
-    ));
-    std::fs::create_dir_all(&tmpdir)
-        .map_err(|e| fail(1, format!("cannot create TMPDIR {}: {e}", tmpdir.display())))?;
-    let _ = std::fs::set_permissions(&tmpdir, std::fs::Permissions::from_mode(0o700));
-    let _ = nix::unistd::chown(
-        &tmpdir,
-        Some(Uid::from_raw(start.owner.uid)),
-        Some(Gid::from_raw(start.owner.gid)),
-    );
-    if start.pe.is_some() {
-        // The hosts and slots the job was granted, as SGE writes `$PE_HOSTFILE`.
-        let path = tmpdir.join(PE_HOSTFILE);
-        std::fs::write(&path, pe_hostfile(start))
-            .map_err(|e| fail(1, format!("cannot write {}: {e}", path.display())))?;
-        let _ = nix::unistd::chown(
-            &path,
-            Some(Uid::from_raw(start.owner.uid)),
-            Some(Gid::from_raw(start.owner.gid)),
-        );
+    let tmpdir = create_tmpdir(start, notes)?;
+    notes.add("tmpdir", tmpdir.display());
+    held.tmpdir = Some(tmpdir.clone());
+    if let Some(parent) = &order.cgroup_parent {
+        match TaskGroup::create(parent, &format!("{}.{}", start.job_id, start.task_id)) {
+            Ok(group) => {
+                notes.add("cgroup", group.path.display());
+                held.group = Some(group);
+            }
+            Err(e) => notes.add("note", format!("no control group for the task: {e}")),
+        }
     }
     let script_path = dir.join(SCRIPT_FILE);
-    if matches!(start.spec.script, JobScript::Script { .. }) {
-        let _ = nix::unistd::chown(
-            &script_path,
-            Some(Uid::from_raw(start.owner.uid)),
-            Some(Gid::from_raw(start.owner.gid)),
-        );
-    }
-    // Become the job's owner (unless this execd runs as that user already).
-    if nix::unistd::geteuid() != Uid::from_raw(start.owner.uid) {
-        let groups: Vec<Gid> = user.groups.iter().map(|g| Gid::from_raw(*g)).collect();
-        nix::unistd::setgroups(&groups).map_err(|e| fail(26, format!("setgroups: {e}")))?;
-        nix::unistd::setgid(Gid::from_raw(start.owner.gid))
-            .map_err(|e| fail(26, format!("setgid: {e}")))?;
-        nix::unistd::setuid(Uid::from_raw(start.owner.uid))
-            .map_err(|e| fail(26, format!("setuid: {e}")))?;
-    }
     let cwd = PathBuf::from(start.spec.cwd.clone().unwrap_or_else(|| home.clone()));
-    if !cwd.is_dir() {
-        return Err(fail(
-            26,
-            format!(
-                "error: can't chdir to {}: No such file or directory",
-                cwd.display()
-            ),
-        ));
-    }
-    let out_path = output_path(start, &cwd, &home, 'o');
-    let err_path = if start.spec.merge_output {
-        out_path.clone()
-    } else {
-        output_path(start, &cwd, &home, 'e')
+    // The job's files are found and opened with the owner's rights, never root's.
+    let (out_path, err_path, stdout, stderr) = {
+        let _owner = ActingAsOwner::enter(uid, gid, &user.groups).map_err(|e| {
+            fail(
+                26,
+                format!("cannot take the identity of the job owner: {e}"),
+            )
+        })?;
+        if !cwd.is_dir() {
+            return Err(fail(
+                26,
+                format!(
+                    "error: can't chdir to {}: No such file or directory",
+                    cwd.display()
+                ),
+            ));
+        }
+        let out_path = output_path(start, &cwd, &home, 'o');
+        let err_path = if start.spec.merge_output {
+            out_path.clone()
+        } else {
+            output_path(start, &cwd, &home, 'e')
+        };
+        let open = |p: &Path| {
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .mode(0o644)
+                .open(p)
+                .map_err(|e| {
+                    fail(
+                        26,
+                        format!("can't open output file \"{}\": {e}", p.display()),
+                    )
+                })
+        };
+        let stdout = open(&out_path)?;
+        let stderr = if start.spec.merge_output {
+            stdout
+                .try_clone()
+                .map_err(|e| fail(26, format!("can't duplicate output: {e}")))?
+        } else {
+            open(&err_path)?
+        };
+        (out_path, err_path, stdout, stderr)
     };
-    let open = |p: &Path| {
-        std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .mode(0o644)
-            .open(p)
-            .map_err(|e| {
-                fail(
-                    26,
-                    format!("can't open output file \"{}\": {e}", p.display()),
-                )
-            })
-    };
-    let stdout = open(&out_path)?;
-    let stderr = if start.spec.merge_output {
-        stdout
-            .try_clone()
-            .map_err(|e| fail(26, format!("can't duplicate output: {e}")))?
-    } else {
-        open(&err_path)?
-    };
-    // Limits, inherited by the job.
-    if let Some(v) = limit(start, "h_vmem", mem_of) {
-        let _ = setrlimit(Resource::RLIMIT_AS, v as u64, v as u64);
-    }
-    if let Some(v) = limit(start, "s_vmem", mem_of) {
-        let hard = limit(start, "h_vmem", mem_of).map_or(u64::MAX, |h| h as u64);
-        let _ = setrlimit(Resource::RLIMIT_AS, v as u64, hard);
-    }
-    if let Some(v) = limit(start, "h_cpu", time_of) {
-        let _ = setrlimit(Resource::RLIMIT_CPU, v as u64, v as u64);
-    }
-    if let Some(v) = limit(start, "s_cpu", time_of) {
-        let hard = limit(start, "h_cpu", time_of).map_or(u64::MAX, |h| h as u64);
-        let _ = setrlimit(Resource::RLIMIT_CPU, v as u64, hard);
-    }
     let shell = start
         .spec
         .shell
@@ -350,7 +473,6 @@ fn supervise(
         JobScript::Binary { command } => Command::new(command),
     };
     cmd.args(&start.spec.args)
-        .current_dir(&cwd)
         .env_clear()
         .envs(job_environment(
             start, &user, &home, &tmpdir, &shell, &cwd, &out_path, &err_path,
@@ -359,6 +481,26 @@ fn supervise(
         .stdout(stdout)
         .stderr(stderr)
         .process_group(0);
+    let join_group = match &held.group {
+        Some(g) => Some(
+            g.procs_for_joining()
+                .map_err(|e| fail(1, format!("cannot join the task's control group: {e}")))?,
+        ),
+        None => None,
+    };
+    become_the_job(
+        &mut cmd,
+        JobIdentity {
+            uid,
+            gid,
+            groups: user.groups.clone(),
+            drop_privileges: nix::unistd::geteuid().as_raw() != uid,
+        },
+        &cwd,
+        join_group,
+        limits(start),
+    )
+    .map_err(|e| fail(26, format!("error: can't chdir to {}: {e}", cwd.display())))?;
     let mut child = cmd.spawn().map_err(|e| {
         let what = match &start.spec.script {
             JobScript::Script { .. } => shell.clone(),
@@ -367,10 +509,9 @@ fn supervise(
         fail(27, format!("can't start \"{what}\": {e}"))
     })?;
     let pgid = Pid::from_raw(child.id() as i32);
-    if let Some(f) = pid_file {
-        let _ = writeln!(f, "job={}", child.id());
-    }
     report.start_time = now();
+    notes.add("job", child.id());
+    notes.add("start", report.start_time);
     // Run-time limits.
     let notify = setting(start, "notify").and_then(time_of).unwrap_or(60.0);
     if let Some(s_rt) = limit(start, "s_rt", time_of) {
@@ -390,8 +531,9 @@ fn supervise(
     let status = child
         .wait()
         .map_err(|e| fail(27, format!("waiting for the job failed: {e}")))?;
-    // Whatever the job left in its process group goes with it.
-    let _ = killpg(pgid, Signal::SIGKILL);
+    // Whatever the job left goes with it: its process group, its control group, and
+    // every process that ended up a child of the shepherd.
+    end_what_is_left(pgid, held.group.as_ref());
     use std::os::unix::process::ExitStatusExt;
     match (status.code(), status.signal()) {
         (Some(code), _) => report.exit_status = code,
@@ -408,8 +550,138 @@ fn supervise(
         report.stime_us = us(usage.system_time());
         report.maxrss_kb = usage.max_rss() as u64;
     }
-    let _ = std::fs::remove_dir_all(&tmpdir);
+    // Processes nobody waited for (killed above) count too.
+    if let Some(cpu) = held.group.as_ref().and_then(TaskGroup::cpu_usage) {
+        report.utime_us = report.utime_us.max(cpu.user_us);
+        report.stime_us = report.stime_us.max(cpu.system_us);
+    }
     Ok(())
+}
+
+/// Who the job runs as.
+struct JobIdentity {
+    uid: u32,
+    gid: u32,
+    groups: Vec<u32>,
+    /// False when the shepherd runs as the owner already (a personal cluster).
+    drop_privileges: bool,
+}
+
+/// The resource limits the job inherits: `(resource, soft, hard)`.
+type Rlimits = Vec<(Resource, u64, u64)>;
+
+fn limits(start: &JobStart) -> Rlimits {
+    let mut out = Vec::new();
+    let h_vmem = limit(start, "h_vmem", mem_of).map(|v| v as u64);
+    match (limit(start, "s_vmem", mem_of).map(|v| v as u64), h_vmem) {
+        (Some(s), h) => out.push((Resource::RLIMIT_AS, s, h.unwrap_or(u64::MAX))),
+        (None, Some(h)) => out.push((Resource::RLIMIT_AS, h, h)),
+        (None, None) => {}
+    }
+    let h_cpu = limit(start, "h_cpu", time_of).map(|v| v as u64);
+    match (limit(start, "s_cpu", time_of).map(|v| v as u64), h_cpu) {
+        (Some(s), h) => out.push((Resource::RLIMIT_CPU, s, h.unwrap_or(u64::MAX))),
+        (None, Some(h)) => out.push((Resource::RLIMIT_CPU, h, h)),
+        (None, None) => {}
+    }
+    out
+}
+
+/// Make the job's process, between fork and exec: join the task's control group, take
+/// the limits, drop every privilege for good (groups, then group, then user: real,
+/// effective and saved), and only then enter the working directory, so that it is
+/// entered with the owner's rights.
+#[allow(unsafe_code)] // `pre_exec`: the only way to run code between fork and exec.
+fn become_the_job(
+    cmd: &mut Command,
+    who: JobIdentity,
+    cwd: &Path,
+    join_group: Option<File>,
+    rlimits: Rlimits,
+) -> std::io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let cwd = std::ffi::CString::new(cwd.as_os_str().as_bytes())
+        .map_err(|_| std::io::Error::other("a NUL byte in the path"))?;
+    let groups: Vec<Gid> = who.groups.iter().map(|g| Gid::from_raw(*g)).collect();
+    let (uid, gid) = (Uid::from_raw(who.uid), Gid::from_raw(who.gid));
+    let child = move || -> std::io::Result<()> {
+        // Only plain system calls on data prepared above: nothing here allocates or
+        // takes a lock, as a child of a multi-threaded process requires.
+        if let Some(procs) = &join_group {
+            nix::unistd::write(procs, b"0")?;
+        }
+        for (resource, soft, hard) in &rlimits {
+            setrlimit(*resource, *soft, *hard)?;
+        }
+        if who.drop_privileges {
+            nix::unistd::setgroups(&groups)?;
+            nix::unistd::setresgid(gid, gid, gid)?;
+            nix::unistd::setresuid(uid, uid, uid)?;
+        }
+        nix::unistd::chdir(cwd.as_c_str())?;
+        Ok(())
+    };
+    // SAFETY: the closure runs in the forked child before exec and only makes system
+    // calls through nix's thin wrappers on values it owns; it allocates nothing.
+    unsafe {
+        cmd.pre_exec(child);
+    }
+    Ok(())
+}
+
+/// The processes (other than zombies already waited for) whose parent is `parent`.
+fn children_of(parent: u32) -> Vec<i32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .ok()
+                .and_then(|s| {
+                    // pid (comm) state ppid ...: comm may hold spaces and parentheses.
+                    let rest = &s[s.rfind(')')? + 1..];
+                    rest.split_whitespace().nth(1)?.parse::<u32>().ok()
+                })
+                == Some(parent)
+        })
+        .collect()
+}
+
+/// Kill everything left of the job once its first process has ended, and wait until
+/// nothing is left (at most a minute; a process the kernel will not let go of, stuck
+/// in uninterruptible sleep, is not waited for longer).
+fn end_what_is_left(pgid: Pid, group: Option<&TaskGroup>) {
+    use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let me = std::process::id();
+    loop {
+        let _ = killpg(pgid, Signal::SIGKILL);
+        if let Some(g) = group {
+            g.kill_all();
+        }
+        // Reap what has ended; note whether children remain.
+        let children_left = loop {
+            match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
+                Ok(WaitStatus::StillAlive) => break true,
+                Ok(_) => continue,
+                Err(_) => break false,
+            }
+        };
+        if children_left {
+            for pid in children_of(me) {
+                let _ = nix::sys::signal::kill(Pid::from_raw(pid), Signal::SIGKILL);
+            }
+        }
+        let group_left = group.is_some_and(TaskGroup::populated);
+        let pgroup_left = killpg(pgid, None).is_ok();
+        if !(children_left || group_left || pgroup_left) || std::time::Instant::now() > deadline {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
 }
 
 #[allow(clippy::too_many_arguments)]

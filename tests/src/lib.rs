@@ -427,6 +427,25 @@ impl Drop for Cluster {
                         let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
                     }
                 }
+                // What the killed shepherd would have removed: the task's control group
+                // (once its processes are gone) and its TMPDIR (in a directory the
+                // tests of other clusters share).
+                for line in pids.lines() {
+                    if let Some(group) = line.strip_prefix("cgroup=") {
+                        let group = Path::new(group);
+                        let _ = std::fs::write(group.join("cgroup.kill"), "1");
+                        let deadline = Instant::now() + Duration::from_secs(2);
+                        while std::fs::remove_dir(group).is_err()
+                            && group.exists()
+                            && Instant::now() < deadline
+                        {
+                            std::thread::sleep(Duration::from_millis(10));
+                        }
+                    }
+                    if let Some(tmpdir) = line.strip_prefix("tmpdir=") {
+                        let _ = std::fs::remove_dir_all(tmpdir);
+                    }
+                }
             }
         }
     }

@@ -26,7 +26,7 @@ fn job_runs_as_the_submitting_user_with_the_sge_environment() {
     let script = format!("{home}/env.sh");
     std::fs::write(
         &script,
-        "#!/bin/sh\n#$ -N envjob\n#$ -j y\necho \"id=$(id -u) job=$JOB_ID name=$JOB_NAME host=$HOSTNAME queue=$QUEUE nslots=$NSLOTS task=$SGE_TASK_ID env=$ENVIRONMENT o_home=$SGE_O_HOME\"\ntest -d \"$TMPDIR\" && echo tmpdir-ok\necho \"cwd=$(pwd)\"\n",
+        "#!/bin/sh\n#$ -N envjob\n#$ -j y\necho \"id=$(id -u) job=$JOB_ID name=$JOB_NAME host=$HOSTNAME queue=$QUEUE nslots=$NSLOTS task=$SGE_TASK_ID env=$ENVIRONMENT o_home=$SGE_O_HOME\"\ntest -d \"$TMPDIR\" && touch \"$TMPDIR/mine\" && echo tmpdir-ok\necho \"tmpdir=$TMPDIR\"\necho \"cwd=$(pwd)\"\n",
     )
     .unwrap();
     let out = c.as_user("gtuser1", "qsub", &["-sync", "y", "-wd", &home, &script]);
@@ -51,8 +51,19 @@ fn job_runs_as_the_submitting_user_with_the_sge_environment() {
     );
     assert!(text.contains("tmpdir-ok"), "{text}");
     assert!(text.contains(&format!("cwd={home}")), "{text}");
-    // The private TMPDIR is gone afterwards.
-    assert!(!std::path::Path::new(&format!("/tmp/{id}.1.all.q")).exists());
+    // The private TMPDIR, in the execd's own directory under the queue's tmpdir, is
+    // gone afterwards. (Another test's cluster may have a task of the same name on a
+    // host of the same name: then this one is `<name>.1`, and the name may be taken
+    // again as soon as this one is gone: the file the job left tells them apart.)
+    let tmpdir = text
+        .lines()
+        .find_map(|l| l.strip_prefix("tmpdir="))
+        .unwrap();
+    assert!(
+        tmpdir.starts_with(&format!("/tmp/gantry.node1/{id}.1.all.q")),
+        "{text}"
+    );
+    assert!(!std::path::Path::new(tmpdir).join("mine").exists());
     // Accounted once, as its owner.
     let acct = c.qconf(&["-sel"]);
     assert_eq!(acct.stdout, "node1\n");
@@ -965,13 +976,18 @@ fn suspend_and_resume_a_running_job() {
     wait_until("the job to run", Duration::from_secs(10), || {
         c.as_user("gtuser1", "qstat", &[]).stdout.contains(" r ")
     });
-    let pid = {
+    // `r` means dispatched: the job's process may not have executed `sleep` yet.
+    let pgrep = || {
         let out = std::process::Command::new("pgrep")
             .args(["-u", "gtuser1", "-f", "sleep 318"])
             .output()
             .unwrap();
         String::from_utf8_lossy(&out.stdout).trim().to_string()
     };
+    wait_until("the job's process to run", Duration::from_secs(10), || {
+        !pgrep().is_empty()
+    });
+    let pid = pgrep();
     let proc_state = |pid: &str| {
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
         stat.rsplit(')')
@@ -1034,13 +1050,18 @@ fn suspended_and_errored_queue_instances() {
     wait_until("the job to run", Duration::from_secs(10), || {
         row(&c, &running) == "r"
     });
-    let pid = {
+    // `r` means dispatched: the job's process may not have executed `sleep` yet.
+    let pgrep = || {
         let out = std::process::Command::new("pgrep")
             .args(["-u", "gtuser1", "-f", "sleep 317"])
             .output()
             .unwrap();
         String::from_utf8_lossy(&out.stdout).trim().to_string()
     };
+    wait_until("the job's process to run", Duration::from_secs(10), || {
+        !pgrep().is_empty()
+    });
+    let pid = pgrep();
     let proc_state = |pid: &str| {
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
         stat.rsplit(')')
