@@ -106,6 +106,9 @@ pub fn usage() -> String {
     s
 }
 
+/// Room left in a request for everything but the script (options, environment).
+const SPEC_HEADROOM: usize = 1 << 20;
+
 fn unable(message: &str) -> Output {
     Output::fail(
         format!("Unable to run job: {message}\nExiting."),
@@ -184,7 +187,15 @@ fn apply(
     for g in &p.options {
         let arg = g.arg.clone().unwrap_or_default();
         match g.name {
-            "-N" => spec.name = arg,
+            "-N" => {
+                if arg.contains('/') {
+                    return Err("ERROR! argument to -N option must not contain / ".to_string());
+                }
+                if arg.is_empty() {
+                    return Err("ERROR! empty string argument to -N option invalid".to_string());
+                }
+                spec.name = arg
+            }
             "-o" => spec.stdout_path = Some(arg),
             "-e" => spec.stderr_path = Some(arg),
             "-j" => {
@@ -432,6 +443,18 @@ pub fn run(args: &[String]) -> Output {
                     }
                 }
             }
+        }
+    }
+    // A script that cannot travel in one request is refused here, with its size, rather
+    // than by a connection the master closes (the master has its own, configurable,
+    // MAX_SCRIPT_SIZE below this).
+    if let JobScript::Script { contents, .. } = &spec.script {
+        let room = gantry_proto::frame::MAX_FRAME - SPEC_HEADROOM;
+        if contents.len() > room {
+            return unable(&format!(
+                "the job script has {} bytes, more than the {room} bytes a request can carry",
+                contents.len()
+            ));
         }
     }
     // The script's own #$ lines, then the command line.

@@ -22,7 +22,7 @@ impl FileError {
     pub fn at(line: usize, reason: impl Into<String>) -> Self {
         FileError::Line {
             line,
-            reason: reason.into(),
+            reason: crate::names::bounded_message(&reason.into()),
         }
     }
 }

@@ -25,6 +25,8 @@ pub fn parse_hostgroup(text: &str) -> Result<HostGroup, FileError> {
                         format!("host group name \"{}\" must start with @", e.value),
                     ));
                 }
+                crate::names::verify_name(&e.value[1..], crate::names::NameKind::Object)
+                    .map_err(|m| FileError::at(e.line, m))?;
                 name = Some(e.value.clone());
             }
             "hostlist" => hostlist = split_list(&e.value),
@@ -53,12 +55,23 @@ mod tests {
         assert_eq!(print_hostgroup(&g), "group_name @allhosts\nhostlist vm\n");
         assert_eq!(parse_hostgroup(&print_hostgroup(&g)).unwrap(), g);
         let empty = HostGroup {
-            name: "@none".into(),
+            name: "@empty".into(),
             hostlist: vec![],
         };
-        assert_eq!(print_hostgroup(&empty), "group_name @none\nhostlist NONE\n");
+        assert_eq!(
+            print_hostgroup(&empty),
+            "group_name @empty\nhostlist NONE\n"
+        );
         assert_eq!(parse_hostgroup(&print_hostgroup(&empty)).unwrap(), empty);
         assert!(parse_hostgroup("group_name nogroup\nhostlist a\n").is_err());
         assert!(parse_hostgroup("hostlist a\n").is_err());
+        // The part after the @ is an object name, as SGE checks it.
+        assert_eq!(
+            parse_hostgroup("group_name @none\nhostlist a\n")
+                .unwrap_err()
+                .to_string(),
+            "line 1: Keyword (\"NONE\") not allowed as objectname"
+        );
+        assert!(parse_hostgroup("group_name @a\u{1b}b\nhostlist a\n").is_err());
     }
 }

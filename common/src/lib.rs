@@ -9,6 +9,7 @@ pub mod config;
 pub mod exechost;
 pub mod hostgroup;
 pub mod load;
+pub mod names;
 pub mod pe;
 pub mod project;
 pub mod queue;

@@ -130,6 +130,7 @@ pub fn print_pe(p: &Pe) -> String {
 /// A PE name: letters, digits and `._-`.
 pub fn valid_pe_name(name: &str) -> bool {
     !name.is_empty()
+        && name.len() <= crate::names::MAX_NAME_LENGTH
         && !name.starts_with('-')
         && name
             .chars()

@@ -186,6 +186,7 @@ pub fn parse_queue(text: &str) -> Result<ClusterQueue, FileError> {
 /// A cluster queue name: letters, digits and `._-`, not starting with `@` or `-`.
 pub fn valid_queue_name(name: &str) -> bool {
     !name.is_empty()
+        && name.len() <= crate::names::MAX_NAME_LENGTH
         && name != "template"
         && !name.starts_with(['-', '.'])
         && name

@@ -325,6 +325,12 @@ pub fn parse_sets(text: &str) -> Result<Vec<QuotaSet>, RqsError> {
                         if value.contains(' ') {
                             return Err(err("Space (' ') not allowed in objectname"));
                         }
+                        if value.len() > crate::names::MAX_NAME_LENGTH {
+                            return Err(err(format!(
+                                "string is longer than {}, this is not allowed for objectnames",
+                                crate::names::MAX_NAME_LENGTH
+                            )));
+                        }
                         if !valid_name(value) {
                             return Err(err(format!(
                                 "invalid resource quota set name \"{value}\""

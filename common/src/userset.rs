@@ -27,6 +27,7 @@ pub fn new_userset(name: &str, kind: &str) -> UserSet {
 
 fn valid_name(n: &str) -> bool {
     !n.is_empty()
+        && n.len() <= crate::names::MAX_NAME_LENGTH
         && n.chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
         && !n.starts_with(['-', '.'])

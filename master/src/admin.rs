@@ -9,14 +9,7 @@ use gantry_proto::{AttrOp, ExecHost, FromMaster, ObjectKind, Refusal, RefusalKin
 use crate::jobs::TaskState;
 
 mod rqs;
-use crate::state::{Change, ClusterState, Object, Op, Reply};
-
-fn refuse(kind: RefusalKind, message: impl Into<String>) -> Refusal {
-    Refusal {
-        kind,
-        message: message.into(),
-    }
-}
+use crate::state::{refuse, Change, ClusterState, Object, Op, Reply};
 
 fn invalid(message: impl Into<String>) -> Refusal {
     refuse(RefusalKind::Invalid, message)

@@ -516,6 +516,9 @@ impl Cluster {
                 messages.push(format!("modified hold of job {id}"));
             }
             if let Some(n) = &changes.name {
+                if let Err(e) = gantry_common::names::verify_job_name(n) {
+                    return refused(RefusalKind::Invalid, e);
+                }
                 spec.name = n.clone();
                 messages.push(format!("modified job name of job {id}"));
             }

@@ -6,12 +6,12 @@ use std::collections::{HashMap, HashSet};
 
 use gantry_common::{complex, conf, queue, value};
 use gantry_proto::{
-    AccountingRecord, Caller, Grant, JobOwner, JobReport, JobSpec, JobStart, JobView, Refusal,
-    RefusalKind, ValueType,
+    AccountingRecord, Caller, Grant, JobOwner, JobReport, JobScript, JobSpec, JobStart, JobView,
+    Refusal, RefusalKind, ValueType,
 };
 use serde::{Deserialize, Serialize};
 
-use crate::state::ClusterState;
+use crate::state::{refuse, ClusterState};
 
 /// Where a task is in its life.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -98,13 +98,6 @@ impl Job {
     }
 }
 
-fn refuse(kind: RefusalKind, message: impl Into<String>) -> Refusal {
-    Refusal {
-        kind,
-        message: message.into(),
-    }
-}
-
 fn not_a(ty: ValueType) -> &'static str {
     match ty {
         ValueType::Time => "a time value",
@@ -168,6 +161,22 @@ pub fn check_queues(state: &ClusterState, queues: &[String]) -> Result<(), Refus
     Ok(())
 }
 
+/// The largest job script the master takes when `qmaster_params` does not say
+/// (`MAX_SCRIPT_SIZE=4M`): 10 MiB.
+pub const DEFAULT_MAX_SCRIPT_SIZE: u64 = 10 << 20;
+
+/// `MAX_SCRIPT_SIZE` from `qmaster_params` (`KEY=VALUE` items separated by commas or
+/// blanks, as SGE writes them), else the default.
+pub fn max_script_size(qmaster_params: &str) -> u64 {
+    qmaster_params
+        .split(|c: char| c == ',' || c.is_whitespace())
+        .filter_map(|item| item.split_once('='))
+        .find(|(k, _)| k.eq_ignore_ascii_case("MAX_SCRIPT_SIZE"))
+        .and_then(|(_, v)| value::parse_memory(v).ok())
+        .filter(|v| v.is_finite() && *v >= 0.0)
+        .map_or(DEFAULT_MAX_SCRIPT_SIZE, |v| v as u64)
+}
+
 /// Check a submission; the job to queue.
 /// `groups` are the caller's Unix groups (for `@group` entries of access lists).
 pub fn validate_submission(
@@ -203,6 +212,26 @@ pub fn validate_submission(
                 caller.gid
             ),
         ));
+    }
+    // Names end up in other users' terminals (`qstat`) and in the accounting file's
+    // lines (`qacct`): SGE's rules, and no control character at all.
+    gantry_common::names::verify_job_name(&spec.name)
+        .map_err(|e| refuse(RefusalKind::Invalid, e))?;
+    if !spec.account.is_empty() {
+        gantry_common::names::verify_name(&spec.account, gantry_common::names::NameKind::Job)
+            .map_err(|e| refuse(RefusalKind::Invalid, e))?;
+    }
+    if let JobScript::Script { contents, .. } = &spec.script {
+        let max = max_script_size(conf.get("qmaster_params").unwrap_or("none"));
+        if contents.len() as u64 > max {
+            return Err(refuse(
+                RefusalKind::Denied,
+                format!(
+                    "job rejected: the job script has {} bytes, more than the {max} bytes MAX_SCRIPT_SIZE in qmaster_params allows",
+                    contents.len()
+                ),
+            ));
+        }
     }
     let max_u_jobs = limit("max_u_jobs");
     if max_u_jobs > 0 {
@@ -590,6 +619,20 @@ impl ClusterState {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_script_size_limit_comes_from_qmaster_params() {
+        let table = [
+            ("none", DEFAULT_MAX_SCRIPT_SIZE),
+            ("MAX_SCRIPT_SIZE=4M", 4 << 20),
+            ("MONITOR_TIME=0:0:10,max_script_size=1K", 1024),
+            ("MONITOR_TIME=0:0:10 MAX_SCRIPT_SIZE=100", 100),
+            ("MAX_SCRIPT_SIZE=lots", DEFAULT_MAX_SCRIPT_SIZE),
+        ];
+        for (params, want) in table {
+            assert_eq!(max_script_size(params), want, "{params}");
+        }
+    }
 
     #[test]
     fn ranges_and_refs() {

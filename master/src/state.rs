@@ -143,10 +143,11 @@ pub struct ClusterState {
     pub quota_book: crate::quota::QuotaBook,
 }
 
-fn refuse(kind: RefusalKind, message: impl Into<String>) -> Refusal {
+/// A refusal, its message bounded (a value quoted in it is cut to a short line).
+pub(crate) fn refuse(kind: RefusalKind, message: impl Into<String>) -> Refusal {
     Refusal {
         kind,
-        message: message.into(),
+        message: gantry_common::names::bounded_message(&message.into()),
     }
 }
 

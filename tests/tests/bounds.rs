@@ -1,0 +1,185 @@
+//! What one user can make the master hold, and what reaches other users: names with
+//! control characters or SGE's forbidden characters, oversized job scripts, oversized
+//! values in configuration files. Each written as the attack. Needs root (test users).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use gantry_tests::{ensure_user, is_root, skip_loudly, Cluster};
+
+fn need_root(test: &str) -> bool {
+    if !is_root() {
+        skip_loudly(test, "needs root to create test users and submit as them");
+        return false;
+    }
+    true
+}
+
+#[test]
+fn forged_names_are_refused_with_sges_messages() {
+    if !need_root("forged_names_are_refused_with_sges_messages") {
+        return;
+    }
+    let (_, home) = ensure_user("gtuser1");
+    let c = Cluster::one_host();
+    let cases: &[(&[&str], &str)] = &[
+        // A newline would forge a line of qacct's output for another job.
+        (
+            &["-h", "-N", "x\nowner        root", "-b", "y", "true"],
+            "Unable to run job: Return not allowed in objectname\nExiting.\n",
+        ),
+        // An escape sequence would reach other users' terminals through qstat.
+        (
+            &["-h", "-N", "x\u{1b}]0;pwned\u{7}", "-b", "y", "true"],
+            "Unable to run job: Control character (0x1b) not allowed in objectname\nExiting.\n",
+        ),
+        (
+            &["-h", "-N", "a/b", "-b", "y", "true"],
+            "Unable to run job: ERROR! argument to -N option must not contain / \nExiting.\n",
+        ),
+        (
+            &["-h", "-N", "1st", "-b", "y", "true"],
+            "Unable to run job: denied: \"1st\" is not a valid object name (cannot start with a digit)\nExiting.\n",
+        ),
+        (
+            &["-h", "-N", "a:b", "-b", "y", "true"],
+            "Unable to run job: Colon (':') not allowed in objectname\nExiting.\n",
+        ),
+        (
+            &["-h", "-A", "acc\nount", "-b", "y", "true"],
+            "Unable to run job: Return not allowed in objectname\nExiting.\n",
+        ),
+        // The default name is the script's: SGE refuses one starting with a digit too.
+        (
+            &["-h", "-b", "y", "/bin/true"],
+            "",
+        ),
+    ];
+    for (args, stderr) in cases {
+        let out = c.as_user("gtuser1", "qsub", args);
+        if stderr.is_empty() {
+            assert_eq!(out.code, 0, "{args:?}: {out:?}");
+        } else {
+            assert_eq!((out.code, out.stderr.as_str()), (1, *stderr), "{args:?}");
+        }
+    }
+    let script = format!("{home}/1job.sh");
+    std::fs::write(&script, "#!/bin/sh\ntrue\n").unwrap();
+    let out = c.as_user("gtuser1", "qsub", &["-h", &script]);
+    assert_eq!(
+        (out.code, out.stderr.as_str()),
+        (
+            1,
+            "Unable to run job: denied: \"1job.sh\" is not a valid object name (cannot start with a digit)\nExiting.\n"
+        )
+    );
+    // Only the one good job was queued, and qalter cannot rename it to a forged name.
+    let qstat = c.client("qstat", &["-u", "*"]).stdout;
+    assert_eq!(qstat.lines().count(), 3, "{qstat}");
+    let id = qstat
+        .lines()
+        .nth(2)
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_string();
+    let out = c.as_user("gtuser1", "qalter", &["-N", "x\ny", &id]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(
+        out.stderr.contains("Return not allowed in objectname"),
+        "{out:?}"
+    );
+    assert!(c
+        .client("qstat", &["-j", &id])
+        .stdout
+        .contains("job_name:                   true\n"));
+}
+
+#[test]
+fn oversized_scripts_are_refused_with_their_size() {
+    if !need_root("oversized_scripts_are_refused_with_their_size") {
+        return;
+    }
+    let (_, home) = ensure_user("gtuser1");
+    let c = Cluster::one_host();
+    let write_script = |name: &str, bytes: usize| {
+        let path = format!("{home}/{name}");
+        let mut text = b"#!/bin/sh\ntrue\n".to_vec();
+        text.resize(bytes, b'#');
+        std::fs::write(&path, text).unwrap();
+        path
+    };
+    // Over the master's default limit (10 MiB): refused by the master, with the size.
+    let big = write_script("big.sh", 11 << 20);
+    let out = c.as_user("gtuser1", "qsub", &["-h", &big]);
+    assert_eq!(
+        (out.code, out.stderr.as_str()),
+        (
+            1,
+            "Unable to run job: job rejected: the job script has 11534336 bytes, more than the 10485760 bytes MAX_SCRIPT_SIZE in qmaster_params allows\nExiting.\n"
+        )
+    );
+    // The limit is configurable.
+    let conf = c.dir.path().join("global");
+    std::fs::write(&conf, "qmaster_params MAX_SCRIPT_SIZE=1K\n").unwrap();
+    assert_eq!(c.qconf(&["-Mconf", conf.to_str().unwrap()]).code, 0);
+    let small = write_script("small.sh", 2048);
+    let out = c.as_user("gtuser1", "qsub", &["-h", &small]);
+    assert!(
+        out.stderr
+            .contains("the job script has 2048 bytes, more than the 1024 bytes"),
+        "{out:?}"
+    );
+    // Beyond what one request can carry: refused by qsub itself, not a broken pipe.
+    std::fs::write(&conf, "qmaster_params MAX_SCRIPT_SIZE=64M\n").unwrap();
+    assert_eq!(c.qconf(&["-Mconf", conf.to_str().unwrap()]).code, 0);
+    let huge = write_script("huge.sh", 17 << 20);
+    let out = c.as_user("gtuser1", "qsub", &["-h", &huge]);
+    assert_eq!(
+        (out.code, out.stderr.as_str()),
+        (
+            1,
+            "Unable to run job: the job script has 17825792 bytes, more than the 15728640 bytes a request can carry\nExiting.\n"
+        )
+    );
+    assert_eq!(
+        c.client("qstat", &["-u", "*"]).stdout,
+        "",
+        "nothing was queued"
+    );
+}
+
+#[test]
+fn errors_quote_a_line_not_a_whole_value() {
+    let c = Cluster::one_host();
+    // A 200 KB value in a configuration file: the refusal quotes a short line of it.
+    let conf = c.dir.path().join("global");
+    std::fs::write(&conf, format!("max_u_jobs {}\n", "9x".repeat(100_000))).unwrap();
+    let out = c.qconf(&["-Mconf", conf.to_str().unwrap()]);
+    assert_ne!(out.code, 0, "{out:?}");
+    assert!(
+        out.stderr.len() < 400,
+        "{} bytes: {}",
+        out.stderr.len(),
+        &out.stderr[..400.min(out.stderr.len())]
+    );
+    assert!(out.stderr.contains("..."), "{}", out.stderr);
+    // A resource quota set's name has SGE's length limit.
+    let rqs = c.dir.path().join("long.rqs");
+    std::fs::write(
+        &rqs,
+        format!(
+            "{{\n   name         {}\n   enabled      TRUE\n   limit        to slots=1\n}}\n",
+            "q".repeat(513)
+        ),
+    )
+    .unwrap();
+    let out = c.qconf(&["-Arqs", rqs.to_str().unwrap()]);
+    assert_ne!(out.code, 0, "{out:?}");
+    assert!(
+        out.stderr
+            .contains("string is longer than 512, this is not allowed for objectnames"),
+        "{out:?}"
+    );
+    assert!(!c.qconf(&["-srqsl"]).stdout.contains("qqqq"));
+}
