@@ -22,6 +22,40 @@ fn change(op: Op, message: String) -> Reply {
     })
 }
 
+/// What replacing the complex `old` with `new` does, in SGE's words: attributes added,
+/// modified and removed (linear in the lists' lengths).
+pub(crate) fn complex_changes(
+    who: &str,
+    old: &[gantry_proto::ComplexAttr],
+    new: &[gantry_proto::ComplexAttr],
+) -> Vec<String> {
+    let mut messages = Vec::new();
+    let before = complex::by_name(old);
+    let after = complex::by_name(new);
+    for c in new {
+        match before.get(c.name.as_str()) {
+            None => messages.push(format!("{who} added \"{}\" to complex entry list", c.name)),
+            Some(o) if *o != c => messages.push(format!(
+                "{who} modified \"{}\" in complex entry list",
+                c.name
+            )),
+            Some(_) => {}
+        }
+    }
+    for o in old {
+        if !after.contains_key(o.name.as_str()) {
+            messages.push(format!(
+                "{who} removed \"{}\" from complex entry list",
+                o.name
+            ));
+        }
+    }
+    if messages.is_empty() {
+        messages.push("complex entry list has not changed".to_string());
+    }
+    messages
+}
+
 impl ClusterState {
     /// The global host: cluster-wide `complex_values`.
     pub fn global_exechost(&self) -> ExecHost {
@@ -202,6 +236,31 @@ impl ClusterState {
         }
     }
 
+    /// Replace the complex with `list`, already read and checked against the complex
+    /// specification's restrictions (`check_complexes`): refused if it removes or
+    /// retypes an attribute still in use.
+    pub(crate) fn replace_complexes(
+        &self,
+        who: &str,
+        list: Vec<gantry_proto::ComplexAttr>,
+    ) -> Result<Reply, Refusal> {
+        let messages = complex_changes(who, &self.complexes, &list);
+        self.replace_complexes_saying(list, messages)
+    }
+
+    /// [`Self::replace_complexes`] with its messages worked out already.
+    pub(crate) fn replace_complexes_saying(
+        &self,
+        list: Vec<gantry_proto::ComplexAttr>,
+        messages: Vec<String>,
+    ) -> Result<Reply, Refusal> {
+        self.check_complex_refs(&list)?;
+        Ok(Reply::Change(Change {
+            ops: vec![Op::Put(Object::Complexes(list))],
+            messages,
+        }))
+    }
+
     fn modify_object(&self, who: &str, kind: ObjectKind, text: &str) -> Result<Reply, Refusal> {
         match kind {
             ObjectKind::Rqs => self.modify_quota_sets(who, text),
@@ -239,34 +298,7 @@ impl ClusterState {
             ObjectKind::Complex => {
                 let list = complex::parse_complexes(text).map_err(|e| invalid(e.to_string()))?;
                 complex::check_complexes(&list, &self.complexes).map_err(invalid)?;
-                self.check_complex_refs(&list)?;
-                let mut messages = Vec::new();
-                for c in &list {
-                    match self.complexes.iter().find(|o| o.name == c.name) {
-                        None => messages
-                            .push(format!("{who} added \"{}\" to complex entry list", c.name)),
-                        Some(o) if o != c => messages.push(format!(
-                            "{who} modified \"{}\" in complex entry list",
-                            c.name
-                        )),
-                        Some(_) => {}
-                    }
-                }
-                for o in &self.complexes {
-                    if !list.iter().any(|c| c.name == o.name) {
-                        messages.push(format!(
-                            "{who} removed \"{}\" from complex entry list",
-                            o.name
-                        ));
-                    }
-                }
-                if messages.is_empty() {
-                    messages.push("complex entry list has not changed".to_string());
-                }
-                Ok(Reply::Change(Change {
-                    ops: vec![Op::Put(Object::Complexes(list))],
-                    messages,
-                }))
+                self.replace_complexes(who, list)
             }
             ObjectKind::SchedConf => {
                 let conf = schedconf::parse_schedconf(text).map_err(|e| invalid(e.to_string()))?;
@@ -707,11 +739,21 @@ impl ClusterState {
                 }
             }
         }
+        let new = complex::by_name(list);
+        let shortcuts: std::collections::HashMap<&str, &gantry_proto::ComplexAttr> = self
+            .complexes
+            .iter()
+            .map(|c| (c.shortcut.as_str(), c))
+            .collect();
+        let old = complex::by_name(&self.complexes);
         for (name, value, place) in uses {
-            let Some(old) = complex::find(&self.complexes, &name) else {
+            let Some(old) = old
+                .get(name.as_str())
+                .or_else(|| shortcuts.get(name.as_str()))
+            else {
                 continue;
             };
-            match list.iter().find(|c| c.name == old.name) {
+            match new.get(old.name.as_str()) {
                 None => {
                     return Err(refuse(
                         RefusalKind::Denied,

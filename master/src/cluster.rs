@@ -1160,12 +1160,37 @@ impl Handler<ClientCall> for Cluster {
             _ => {}
         }
         let now = self.now();
-        let reply = match self.state.handle(&msg.caller, &msg.request, now) {
+        let decided = self.state.handle(&msg.caller, &msg.request, now);
+        MessageResult(self.decided(&msg.caller, decided, ctx))
+    }
+}
+
+impl Cluster {
+    /// Answer a decided request: commit a change (and log what it did), or pass on an
+    /// answer or a refusal.
+    fn decided(
+        &mut self,
+        caller: &Caller,
+        decided: Result<Reply, Refusal>,
+        ctx: &mut Context<Self>,
+    ) -> FromMaster {
+        match decided {
             Ok(Reply::Answer(a)) => a,
             Ok(Reply::Change(change)) => match self.commit(&change.ops) {
                 Ok(()) => {
                     self.request_schedule(ctx);
-                    info!(user = %msg.caller.user, host = %msg.caller.host, "{}", change.messages.join("; "));
+                    // A list of 200,000 attributes changes 200,000 things: the log
+                    // names the first few and counts the rest.
+                    const LOGGED: usize = 10;
+                    let mut logged =
+                        change.messages[..change.messages.len().min(LOGGED)].join("; ");
+                    if change.messages.len() > LOGGED {
+                        logged.push_str(&format!(
+                            "; and {} more changes",
+                            change.messages.len() - LOGGED
+                        ));
+                    }
+                    info!(user = %caller.user, host = %caller.host, "{logged}");
                     FromMaster::Done {
                         messages: change.messages,
                     }
@@ -1173,8 +1198,7 @@ impl Handler<ClientCall> for Cluster {
                 Err(r) => FromMaster::Refused(r),
             },
             Err(r) => FromMaster::Refused(r),
-        };
-        MessageResult(reply)
+        }
     }
 }
 
@@ -1381,10 +1405,123 @@ pub async fn call(cluster: &Addr<Cluster>, caller: Caller, request: ToMaster) ->
         }
         return rx.await.unwrap_or_else(|_| gone());
     }
+    let request = match request {
+        ToMaster::ModifyObject {
+            kind: gantry_proto::ObjectKind::Complex,
+            text,
+        } if text.len() > LARGE_EDIT => {
+            return replace_complexes_off_thread(cluster, caller, text)
+                .await
+                .unwrap_or_else(gone)
+        }
+        other => other,
+    };
     cluster
         .send(ClientCall { caller, request })
         .await
         .unwrap_or_else(|_| gone())
+}
+
+/// A complex file larger than this is read and checked on a blocking thread, so that
+/// the thread answering clients (and the Cluster actor) is not held by it.
+const LARGE_EDIT: usize = 256 << 10;
+
+/// `qconf -Mc` with a large file: read and check the list off the actor's thread, then
+/// let the actor check what depends on its state (attributes in use) and commit.
+async fn replace_complexes_off_thread(
+    cluster: &Addr<Cluster>,
+    caller: Caller,
+    text: String,
+) -> Option<FromMaster> {
+    let current = match cluster
+        .send(ComplexForEdit {
+            caller: caller.clone(),
+        })
+        .await
+        .ok()?
+    {
+        Ok(c) => c,
+        Err(r) => return Some(FromMaster::Refused(r)),
+    };
+    let who = format!("{}@{}", caller.user, caller.host);
+    let checked = tokio::task::spawn_blocking(move || {
+        let list = gantry_common::complex::parse_complexes(&text).map_err(|e| e.to_string())?;
+        gantry_common::complex::check_complexes(&list, &current)?;
+        let messages = crate::admin::complex_changes(&who, &current, &list);
+        let catalog = crate::sched::Catalog::new(&list);
+        Ok::<_, String>(ReplaceComplexes {
+            caller,
+            list,
+            messages,
+            catalog,
+            checked_against: current,
+        })
+    })
+    .await
+    .ok()?;
+    match checked {
+        Ok(prepared) => cluster.send(prepared).await.ok(),
+        Err(message) => Some(FromMaster::Refused(crate::state::refuse(
+            RefusalKind::Invalid,
+            message,
+        ))),
+    }
+}
+
+/// The complex as it is, for a manager who replaces it.
+#[derive(Message)]
+#[rtype(result = "Result<Vec<gantry_proto::ComplexAttr>, Refusal>")]
+struct ComplexForEdit {
+    caller: Caller,
+}
+
+impl Handler<ComplexForEdit> for Cluster {
+    type Result = Result<Vec<gantry_proto::ComplexAttr>, Refusal>;
+
+    fn handle(&mut self, msg: ComplexForEdit, _: &mut Self::Context) -> Self::Result {
+        self.state.manager_check(&msg.caller)?;
+        Ok(self.state.complexes.clone())
+    }
+}
+
+/// A complex list read and checked (against `checked_against`) off this thread.
+#[derive(Message)]
+#[rtype(result = "FromMaster")]
+struct ReplaceComplexes {
+    caller: Caller,
+    list: Vec<gantry_proto::ComplexAttr>,
+    /// What replacing `checked_against` with `list` does.
+    messages: Vec<String>,
+    /// The catalog of `list`, for the quota book's rebuild.
+    catalog: crate::sched::Catalog,
+    checked_against: Vec<gantry_proto::ComplexAttr>,
+}
+
+impl Handler<ReplaceComplexes> for Cluster {
+    type Result = MessageResult<ReplaceComplexes>;
+
+    fn handle(&mut self, msg: ReplaceComplexes, ctx: &mut Self::Context) -> Self::Result {
+        let ReplaceComplexes {
+            caller,
+            list,
+            messages,
+            catalog,
+            checked_against,
+        } = msg;
+        let decided = self.state.manager_check(&caller).and_then(|()| {
+            if self.state.complexes == checked_against {
+                self.state.prepare_catalog(catalog);
+                self.state.replace_complexes_saying(list, messages)
+            } else {
+                // Someone changed the complex in the meantime: check against it here.
+                gantry_common::complex::check_complexes(&list, &self.state.complexes)
+                    .map_err(|m| crate::state::refuse(RefusalKind::Invalid, m))?;
+                let who = format!("{}@{}", caller.user, caller.host);
+                self.state.replace_complexes(&who, list)
+            }
+        });
+        MessageResult(self.decided(&caller, decided, ctx))
+    }
 }
 
 /// Messages about jobs from a connected execd.

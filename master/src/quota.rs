@@ -843,6 +843,9 @@ pub struct QuotaBook {
     memberships: HashMap<String, Vec<String>>,
     /// The configuration changed (sets, usersets, host groups, complex): rebuild.
     stale: bool,
+    /// A catalog of the complex built ahead, off the thread that answers clients (a
+    /// `qconf -Mc` of a long list); used by the rebuild if it is of the complex then.
+    prepared: Option<Catalog>,
     /// How many counters the last scheduling cycle used (to size the next one's).
     cycle_counters: Arc<std::sync::atomic::AtomicUsize>,
 }
@@ -854,13 +857,21 @@ impl ClusterState {
         self.quota_book.stale = true;
     }
 
+    /// Offer a catalog built ahead for the next rebuild (see [`QuotaBook`]).
+    pub(crate) fn prepare_catalog(&mut self, catalog: Catalog) {
+        self.quota_book.prepared = Some(catalog);
+    }
+
     /// Rebuild the book if the configuration changed: compile the sets, then count
     /// every running task once.
     pub fn settle_quotas(&mut self) {
         if !self.quota_book.stale {
             return;
         }
-        let catalog = Catalog::new(&self.complexes);
+        let catalog = match self.quota_book.prepared.take() {
+            Some(c) if c.attrs == self.complexes => c,
+            _ => Catalog::new(&self.complexes),
+        };
         let sets: Vec<QuotaSet> = self.quota_sets_in_order().into_iter().cloned().collect();
         let usersets = self
             .usersets
@@ -882,6 +893,7 @@ impl ClusterState {
             catalog: Some(catalog),
             memberships,
             stale: false,
+            prepared: None,
             cycle_counters: self.quota_book.cycle_counters.clone(),
         };
         if self.quota_book.quotas.is_empty() {

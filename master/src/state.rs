@@ -427,21 +427,24 @@ impl ClusterState {
 
     /// Answer a read-only request, or decide a change. `now` is the master's clock in
     /// seconds.
+    /// May `caller` change the cluster's configuration?
+    pub fn manager_check(&self, caller: &Caller) -> Result<(), Refusal> {
+        if self.is_manager(&caller.user) {
+            Ok(())
+        } else {
+            Err(refuse(
+                RefusalKind::Denied,
+                format!(
+                    "denied: \"{}\" must be manager for this operation",
+                    caller.user
+                ),
+            ))
+        }
+    }
+
     pub fn handle(&self, caller: &Caller, req: &ToMaster, now: f64) -> Result<Reply, Refusal> {
         let who = format!("{}@{}", caller.user, caller.host);
-        let manager_only = || -> Result<(), Refusal> {
-            if self.is_manager(&caller.user) {
-                Ok(())
-            } else {
-                Err(refuse(
-                    RefusalKind::Denied,
-                    format!(
-                        "denied: \"{}\" must be manager for this operation",
-                        caller.user
-                    ),
-                ))
-            }
-        };
+        let manager_only = || self.manager_check(caller);
         match req {
             ToMaster::ShowObject { .. }
             | ToMaster::ShowObjectList { .. }

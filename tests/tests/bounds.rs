@@ -183,3 +183,70 @@ fn errors_quote_a_line_not_a_whole_value() {
     );
     assert!(!c.qconf(&["-srqsl"]).stdout.contains("qqqq"));
 }
+
+#[test]
+fn a_long_complex_list_is_read_off_the_clients_thread_and_checked_whole() {
+    if !need_root("a_long_complex_list_is_read_off_the_clients_thread_and_checked_whole") {
+        return;
+    }
+    ensure_user("gtuser1");
+    let c = Cluster::one_host();
+    let sc = c.qconf(&["-sc"]).stdout;
+    let footer = sc.lines().last().unwrap().to_string();
+    let body: String = sc
+        .lines()
+        .filter(|l| *l != footer)
+        .map(|l| format!("{l}\n"))
+        .collect();
+    // 20,000 more attributes: well over the size read on a blocking thread.
+    let extra: String = (0..20_000)
+        .map(|i| format!("attr{i} at{i} INT <= YES NO 0 0\n"))
+        .collect();
+    let write = |name: &str, text: &str| {
+        let p = c.dir.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        std::fs::set_permissions(&p, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
+        p.to_str().unwrap().to_string()
+    };
+    // A bad line deep inside: refused whole with its line, nothing changes.
+    let bad = write(
+        "bad.sc",
+        &format!("{body}{extra}gpu gpu BOOL <= YES YES 0 0\n{footer}\n"),
+    );
+    let out = c.qconf(&["-Mc", &bad]);
+    assert_ne!(out.code, 0, "{out:?}");
+    assert!(
+        out.stderr
+            .contains("attribute \"gpu\" of type BOOL cannot be a consumable"),
+        "{out:?}"
+    );
+    assert_eq!(c.qconf(&["-sc"]).stdout, sc);
+    // A non-manager is denied before anything is read.
+    let good = write("good.sc", &format!("{body}{extra}{footer}\n"));
+    let out = c.as_user("gtuser1", "qconf", &["-Mc", &good]);
+    assert_eq!(
+        (out.code, out.stderr.as_str()),
+        (
+            1,
+            "denied: \"gtuser1\" must be manager for this operation\n"
+        )
+    );
+    // The manager's list is taken, with SGE's message per attribute.
+    let out = c.qconf(&["-Mc", &good]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(out.stdout.lines().count(), 20_000);
+    assert!(out
+        .stdout
+        .ends_with("root@head added \"attr19999\" to complex entry list\n"));
+    assert_eq!(
+        c.qconf(&["-sc"]).stdout.lines().count(),
+        sc.lines().count() + 20_000
+    );
+    // qconf -sc still answers a job's request against the new list.
+    let out = c.as_user(
+        "gtuser1",
+        "qsub",
+        &["-h", "-l", "attr123=5", "-b", "y", "true"],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+}
