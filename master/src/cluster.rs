@@ -10,7 +10,9 @@ use actix::prelude::*;
 use gantry_common::cell::{unix_now, JoinToken, MasterPaths};
 use gantry_common::exechost::valid_hostname;
 use gantry_common::tls::{certs_from_pem, fingerprint, Ca};
-use gantry_proto::{Caller, FromMaster, LoadValue, Refusal, RefusalKind, ToExecd, ToMaster};
+use gantry_proto::{
+    Caller, FromMaster, JobScript, LoadValue, Refusal, RefusalKind, ToExecd, ToMaster,
+};
 use tokio::sync::mpsc::UnboundedSender;
 use tracing::{error, info, warn};
 
@@ -49,6 +51,8 @@ pub struct Cluster {
     /// When `suspend_thresholds` last stopped or continued a job in a queue instance.
     threshold_acted: HashMap<(String, String), i64>,
     unix_groups: crate::names::UnixGroups,
+    /// Job scripts, in the spool beside the database (jobs hold none in memory).
+    scripts: crate::scripts::JobScripts,
 }
 
 /// Record the task reports received so far.
@@ -91,15 +95,37 @@ impl Handler<RunSchedule> for Cluster {
 }
 
 impl Cluster {
-    pub fn new(
-        store: Store,
-        paths: MasterPaths,
-        ca: Ca,
-    ) -> Result<Cluster, crate::store::StoreError> {
+    pub fn new(store: Store, paths: MasterPaths, ca: Ca) -> Result<Cluster, String> {
         let mut state = ClusterState::default();
-        let ops: Vec<Op> = store.load()?.into_iter().map(Op::Put).collect();
+        let ops: Vec<Op> = store
+            .load()
+            .map_err(|e| e.to_string())?
+            .into_iter()
+            .map(Op::Put)
+            .collect();
         state.apply_all(&ops);
-        state.next_job_id = store.next_job_id()?;
+        state.next_job_id = store.next_job_id().map_err(|e| e.to_string())?;
+        let scripts_dir = paths.home.join("job_scripts");
+        let scripts = crate::scripts::JobScripts::open(&scripts_dir)
+            .map_err(|e| format!("{}: {e}", scripts_dir.display()))?;
+        scripts.remove_partial_writes();
+        // A job spooled with its script inside (a cell from before job_scripts): the
+        // script moves out, so that memory holds none.
+        for job in state.jobs.values_mut() {
+            if let JobScript::Script { contents, .. } = &mut job.spec.script {
+                if !contents.is_empty() {
+                    scripts
+                        .put(job.id, contents)
+                        .map_err(|e| format!("{}: {e}", scripts_dir.display()))?;
+                    *contents = Vec::new();
+                }
+            }
+        }
+        for id in scripts.jobs() {
+            if !state.jobs.contains_key(&id) {
+                let _ = scripts.remove(id);
+            }
+        }
         Ok(Cluster {
             state,
             store,
@@ -116,11 +142,31 @@ impl Cluster {
             finished: std::collections::VecDeque::new(),
             threshold_acted: HashMap::new(),
             unix_groups: Default::default(),
+            scripts,
         })
     }
 
     fn now(&self) -> f64 {
         self.clock.elapsed().as_secs_f64()
+    }
+
+    /// The order for a dispatched task, with the job script read from the spool.
+    fn job_start(&self, d: &crate::sched::Dispatch) -> Option<gantry_proto::JobStart> {
+        let mut start = self.state.job_start(d)?;
+        if let JobScript::Script { contents, .. } = &mut start.spec.script {
+            match self.scripts.get(d.job_id) {
+                Ok(script) => *contents = script,
+                Err(e) => {
+                    error!(
+                        job = d.job_id,
+                        task = d.task_id,
+                        "the job script is missing from the spool ({e}): the task is not sent"
+                    );
+                    return None;
+                }
+            }
+        }
+        Some(start)
     }
 
     /// Persist, then apply, then act on what changed.
@@ -140,6 +186,19 @@ impl Cluster {
             });
         }
         self.state.apply_all(ops);
+        for op in ops {
+            if let Some(id) = match op {
+                Op::Delete(key) => crate::state::job_of_key(key),
+                _ => None,
+            } {
+                if let Err(e) = self.scripts.remove(id) {
+                    warn!(
+                        job = id,
+                        "cannot remove the job's script from the spool: {e}"
+                    );
+                }
+            }
+        }
         let config_changed = ops
             .iter()
             .any(|op| matches!(op, Op::Put(crate::state::Object::Config(_))));
@@ -224,9 +283,7 @@ impl Cluster {
         }
         tracing::debug!(n = decisions.len(), "dispatching");
         for d in &decisions {
-            if let (Some(start), Some(session)) =
-                (self.state.job_start(d), self.sessions.get(&d.host))
-            {
+            if let (Some(start), Some(session)) = (self.job_start(d), self.sessions.get(&d.host)) {
                 let _ = session.to_execd.send(ToExecd::StartJob(Box::new(start)));
             }
         }
@@ -235,16 +292,26 @@ impl Cluster {
     fn submit(
         &mut self,
         caller: &Caller,
-        spec: &gantry_proto::JobSpec,
+        mut spec: gantry_proto::JobSpec,
         verify: gantry_proto::Verify,
     ) -> FromMaster {
         use gantry_proto::Verify;
         let id = self.state.next_job_id.max(1);
+        // The script leaves the specification before anything copies it.
+        let script = match &mut spec.script {
+            JobScript::Script { contents, .. } => {
+                if let Err(r) = crate::jobs::check_script_size(&self.state, contents.len()) {
+                    return FromMaster::Refused(r);
+                }
+                Some(std::mem::take(contents))
+            }
+            JobScript::Binary { .. } => None,
+        };
         let job = match crate::jobs::validate_submission(
             &self.state,
             caller,
             &self.unix_groups.of(&caller.user, caller.gid),
-            spec,
+            &spec,
             id,
             Self::unix_now(),
         ) {
@@ -275,8 +342,23 @@ impl Cluster {
             name: job.spec.name.clone(),
             array: job.spec.array,
         };
+        // The script goes to the spool first; the job's record holds none of it.
+        if let Some(contents) = &script {
+            if let Err(e) = self.scripts.put(id, contents) {
+                error!(job = id, "cannot spool the job script: {e}");
+                return FromMaster::Refused(Refusal {
+                    kind: RefusalKind::Internal,
+                    message: format!("error: the master could not spool the job script: {e}"),
+                });
+            }
+        }
+        drop(script);
+        let spooled = matches!(job.spec.script, JobScript::Script { .. });
         let ops = [Op::NextJobId(id + 1), Op::Put(Object::Job(job))];
         if let Err(r) = self.commit(&ops) {
+            if spooled {
+                let _ = self.scripts.remove(id);
+            }
             return FromMaster::Refused(r);
         }
         reply
@@ -1038,12 +1120,20 @@ impl Handler<ClientCall> for Cluster {
     type Result = MessageResult<ClientCall>;
 
     fn handle(&mut self, msg: ClientCall, ctx: &mut Self::Context) -> Self::Result {
-        match &msg.request {
+        // A submission is taken by value: its script (megabytes, maybe) is moved to the
+        // spool, never copied.
+        let msg = match msg.request {
             ToMaster::Submit { spec, verify } => {
-                let reply = self.submit(&msg.caller, spec, *verify);
+                let reply = self.submit(&msg.caller, *spec, verify);
                 self.request_schedule(ctx);
                 return MessageResult(reply);
             }
+            request => ClientCall {
+                caller: msg.caller,
+                request,
+            },
+        };
+        match &msg.request {
             ToMaster::ShowJobs { users } => {
                 let users = users_with_caller(users, &msg.caller.user);
                 return MessageResult(FromMaster::Jobs(
@@ -1608,9 +1698,7 @@ impl Handler<ExecdJobs> for Cluster {
                     }
                 }
                 for d in resend {
-                    if let (Some(start), Some(s)) =
-                        (self.state.job_start(&d), self.sessions.get(&host))
-                    {
+                    if let (Some(start), Some(s)) = (self.job_start(&d), self.sessions.get(&host)) {
                         let _ = s.to_execd.send(ToExecd::StartJob(Box::new(start)));
                     }
                 }

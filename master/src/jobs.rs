@@ -177,6 +177,20 @@ pub fn max_script_size(qmaster_params: &str) -> u64 {
         .map_or(DEFAULT_MAX_SCRIPT_SIZE, |v| v as u64)
 }
 
+/// Refuse a job script longer than `MAX_SCRIPT_SIZE` allows.
+pub fn check_script_size(state: &ClusterState, len: usize) -> Result<(), Refusal> {
+    let max = max_script_size(state.global().get("qmaster_params").unwrap_or("none"));
+    if len as u64 > max {
+        return Err(refuse(
+            RefusalKind::Denied,
+            format!(
+                "job rejected: the job script has {len} bytes, more than the {max} bytes MAX_SCRIPT_SIZE in qmaster_params allows"
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Check a submission; the job to queue.
 /// `groups` are the caller's Unix groups (for `@group` entries of access lists).
 pub fn validate_submission(
@@ -222,16 +236,7 @@ pub fn validate_submission(
             .map_err(|e| refuse(RefusalKind::Invalid, e))?;
     }
     if let JobScript::Script { contents, .. } = &spec.script {
-        let max = max_script_size(conf.get("qmaster_params").unwrap_or("none"));
-        if contents.len() as u64 > max {
-            return Err(refuse(
-                RefusalKind::Denied,
-                format!(
-                    "job rejected: the job script has {} bytes, more than the {max} bytes MAX_SCRIPT_SIZE in qmaster_params allows",
-                    contents.len()
-                ),
-            ));
-        }
+        check_script_size(state, contents.len())?;
     }
     let max_u_jobs = limit("max_u_jobs");
     if max_u_jobs > 0 {

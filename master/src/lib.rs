@@ -12,6 +12,7 @@ mod journal;
 mod names;
 pub mod quota;
 pub mod sched;
+pub mod scripts;
 pub mod state;
 pub mod store;
 pub mod synthetic;

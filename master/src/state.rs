@@ -91,6 +91,11 @@ pub fn job_key(id: u64) -> String {
     format!("job/{id:020}")
 }
 
+/// The job a spool key names, if it names one.
+pub fn job_of_key(key: &str) -> Option<u64> {
+    key.strip_prefix("job/")?.parse().ok()
+}
+
 /// What a granted request changes, and what the user is told.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Change {

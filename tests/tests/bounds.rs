@@ -250,3 +250,42 @@ fn a_long_complex_list_is_read_off_the_clients_thread_and_checked_whole() {
     );
     assert_eq!(out.code, 0, "{out:?}");
 }
+
+#[test]
+fn job_scripts_live_in_the_spool_not_in_the_masters_memory() {
+    if !need_root("job_scripts_live_in_the_spool_not_in_the_masters_memory") {
+        return;
+    }
+    let (_, home) = ensure_user("gtuser1");
+    let mut c = Cluster::one_host();
+    // A 3 MB script that says who it is at its end.
+    let mut text = b"#!/bin/sh\necho \"script ran as job $JOB_ID\"\nexit 0\n".to_vec();
+    text.resize(3 << 20, b'#');
+    let script = format!("{home}/large.sh");
+    std::fs::write(&script, &text).unwrap();
+    let id = c.submit("gtuser1", &["-h", "-wd", &home, "-j", "y", &script]);
+    // Output is appended: start from none (the user's home outlives the test).
+    let _ = std::fs::remove_file(format!("{home}/large.sh.o{id}"));
+    let spooled = c.home().join(format!("job_scripts/{id}"));
+    assert_eq!(std::fs::read(&spooled).unwrap(), text);
+    // The journal holds the job's record, not its script.
+    let journal = std::fs::read(c.home().join("spool.journal")).unwrap();
+    assert!(
+        !journal.windows(20).any(|w| w == b"script ran as job $J"),
+        "the script is in the journal"
+    );
+    // A restarted master finds it there and the job runs it.
+    c.stop_master(nix::sys::signal::Signal::SIGKILL);
+    c.start_master();
+    let out = c.as_user("gtuser1", "qrls", &[&id]);
+    assert_eq!(out.code, 0, "{out:?}");
+    gantry_tests::wait_until(
+        "the job to be accounted",
+        std::time::Duration::from_secs(30),
+        || c.client("qacct", &["-j", &id]).code == 0,
+    );
+    let output = std::fs::read_to_string(format!("{home}/large.sh.o{id}")).unwrap();
+    assert_eq!(output, format!("script ran as job {id}\n"));
+    // Gone from the spool with the job.
+    assert!(!spooled.exists());
+}
