@@ -9,3 +9,4 @@ pub mod relay;
 pub mod sensor;
 pub mod session;
 pub mod shepherd;
+pub mod spawn;

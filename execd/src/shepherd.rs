@@ -12,19 +12,17 @@
 use std::fs::File;
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use gantry_common::value::{parse_memory, parse_time};
 use gantry_proto::{JobReport, JobScript, JobStart};
-use nix::sys::resource::{setrlimit, Resource};
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::{Gid, Pid, Uid};
 
 use crate::cgroup::TaskGroup;
 use crate::private_fs;
+use crate::spawn;
 
 pub const START_FILE: &str = "start.bin";
 
@@ -464,53 +462,70 @@ fn supervise(
         .clone()
         .or_else(|| setting(start, "shell").map(str::to_string))
         .unwrap_or_else(|| "/bin/sh".to_string());
-    let mut cmd = match &start.spec.script {
-        JobScript::Script { .. } => {
-            let mut c = Command::new(&shell);
-            c.arg(&script_path);
-            c
-        }
-        JobScript::Binary { command } => Command::new(command),
+    let what = match &start.spec.script {
+        JobScript::Script { .. } => shell.clone(),
+        JobScript::Binary { command } => command.clone(),
     };
-    cmd.args(&start.spec.args)
-        .env_clear()
-        .envs(job_environment(
-            start, &user, &home, &tmpdir, &shell, &cwd, &out_path, &err_path,
-        ))
-        .stdin(Stdio::null())
-        .stdout(stdout)
-        .stderr(stderr)
-        .process_group(0);
-    let join_group = match &held.group {
-        Some(g) => Some(
-            g.procs_for_joining()
-                .map_err(|e| fail(1, format!("cannot join the task's control group: {e}")))?,
+    let cant_start = |e: std::io::Error| fail(27, format!("can't start \"{what}\": {e}"));
+    let env = job_environment(
+        start, &user, &home, &tmpdir, &shell, &cwd, &out_path, &err_path,
+    );
+    let path = env
+        .iter()
+        .rev()
+        .find(|(k, _)| k == "PATH")
+        .map_or("/usr/local/bin:/usr/bin:/bin", |(_, v)| v.as_str());
+    let mut args = vec![what.clone()];
+    if matches!(start.spec.script, JobScript::Script { .. }) {
+        args.push(script_path.to_string_lossy().into_owned());
+    }
+    args.extend(start.spec.args.iter().cloned());
+    let (group, group_procs) = match &held.group {
+        Some(g) => (
+            Some(
+                spawn::open_group_dir(&g.path)
+                    .map_err(|e| fail(1, format!("cannot open the task's control group: {e}")))?,
+            ),
+            g.procs_for_joining().ok(),
         ),
-        None => None,
+        None => (None, None),
     };
-    become_the_job(
-        &mut cmd,
-        JobIdentity {
+    let job = spawn::JobProcess {
+        program: spawn::resolve(&what, path).map_err(cant_start)?,
+        args: args
+            .iter()
+            .map(spawn::cstring)
+            .collect::<Result<_, _>>()
+            .map_err(cant_start)?,
+        env: env
+            .iter()
+            .map(|(k, v)| spawn::cstring(format!("{k}={v}")))
+            .collect::<Result<_, _>>()
+            .map_err(cant_start)?,
+        cwd: spawn::cpath(&cwd).map_err(cant_start)?,
+        stdout,
+        stderr,
+        who: spawn::Identity {
             uid,
             gid,
             groups: user.groups.clone(),
             drop_privileges: nix::unistd::geteuid().as_raw() != uid,
         },
-        &cwd,
-        join_group,
-        limits(start),
-    )
-    .map_err(|e| fail(26, format!("error: can't chdir to {}: {e}", cwd.display())))?;
-    let mut child = cmd.spawn().map_err(|e| {
-        let what = match &start.spec.script {
-            JobScript::Script { .. } => shell.clone(),
-            JobScript::Binary { command } => command.clone(),
-        };
-        fail(27, format!("can't start \"{what}\": {e}"))
+        rlimits: limits(start),
+        group,
+        group_procs,
+    };
+    let child = spawn::spawn(&job).map_err(|e| match e.raw_os_error() {
+        // The working directory, entered with the owner's rights, is not theirs.
+        Some(nix::libc::EACCES | nix::libc::ENOTDIR) if !cwd_is_ok(&cwd, &job) => {
+            fail(26, format!("error: can't chdir to {}: {e}", cwd.display()))
+        }
+        _ => cant_start(e),
     })?;
-    let pgid = Pid::from_raw(child.id() as i32);
+    drop(job);
+    let pgid = Pid::from_raw(child);
     report.start_time = now();
-    notes.add("job", child.id());
+    notes.add("job", child);
     notes.add("start", report.start_time);
     // Run-time limits.
     let notify = setting(start, "notify").and_then(time_of).unwrap_or(60.0);
@@ -528,18 +543,21 @@ fn supervise(
             let _ = killpg(pgid, Signal::SIGKILL);
         });
     }
-    let status = child
-        .wait()
-        .map_err(|e| fail(27, format!("waiting for the job failed: {e}")))?;
+    let status = loop {
+        match nix::sys::wait::waitpid(pgid, None) {
+            Ok(status) => break status,
+            Err(nix::errno::Errno::EINTR) => continue,
+            Err(e) => return Err(fail(27, format!("waiting for the job failed: {e}"))),
+        }
+    };
     // Whatever the job left goes with it: its process group, its control group, and
     // every process that ended up a child of the shepherd.
     end_what_is_left(pgid, held.group.as_ref());
-    use std::os::unix::process::ExitStatusExt;
-    match (status.code(), status.signal()) {
-        (Some(code), _) => report.exit_status = code,
-        (None, Some(sig)) => {
-            report.signal = Some(sig);
-            report.exit_status = 128 + sig;
+    match status {
+        nix::sys::wait::WaitStatus::Exited(_, code) => report.exit_status = code,
+        nix::sys::wait::WaitStatus::Signaled(_, sig, _) => {
+            report.signal = Some(sig as i32);
+            report.exit_status = 128 + sig as i32;
         }
         _ => {}
     }
@@ -558,75 +576,38 @@ fn supervise(
     Ok(())
 }
 
-/// Who the job runs as.
-struct JobIdentity {
-    uid: u32,
-    gid: u32,
-    groups: Vec<u32>,
-    /// False when the shepherd runs as the owner already (a personal cluster).
-    drop_privileges: bool,
-}
-
 /// The resource limits the job inherits: `(resource, soft, hard)`.
-type Rlimits = Vec<(Resource, u64, u64)>;
-
-fn limits(start: &JobStart) -> Rlimits {
+fn limits(start: &JobStart) -> Vec<(nix::libc::c_int, u64, u64)> {
     let mut out = Vec::new();
     let h_vmem = limit(start, "h_vmem", mem_of).map(|v| v as u64);
     match (limit(start, "s_vmem", mem_of).map(|v| v as u64), h_vmem) {
-        (Some(s), h) => out.push((Resource::RLIMIT_AS, s, h.unwrap_or(u64::MAX))),
-        (None, Some(h)) => out.push((Resource::RLIMIT_AS, h, h)),
+        (Some(s), h) => out.push((
+            nix::libc::RLIMIT_AS as nix::libc::c_int,
+            s,
+            h.unwrap_or(u64::MAX),
+        )),
+        (None, Some(h)) => out.push((nix::libc::RLIMIT_AS as nix::libc::c_int, h, h)),
         (None, None) => {}
     }
     let h_cpu = limit(start, "h_cpu", time_of).map(|v| v as u64);
     match (limit(start, "s_cpu", time_of).map(|v| v as u64), h_cpu) {
-        (Some(s), h) => out.push((Resource::RLIMIT_CPU, s, h.unwrap_or(u64::MAX))),
-        (None, Some(h)) => out.push((Resource::RLIMIT_CPU, h, h)),
+        (Some(s), h) => out.push((
+            nix::libc::RLIMIT_CPU as nix::libc::c_int,
+            s,
+            h.unwrap_or(u64::MAX),
+        )),
+        (None, Some(h)) => out.push((nix::libc::RLIMIT_CPU as nix::libc::c_int, h, h)),
         (None, None) => {}
     }
     out
 }
 
-/// Make the job's process, between fork and exec: join the task's control group, take
-/// the limits, drop every privilege for good (groups, then group, then user: real,
-/// effective and saved), and only then enter the working directory, so that it is
-/// entered with the owner's rights.
-#[allow(unsafe_code)] // `pre_exec`: the only way to run code between fork and exec.
-fn become_the_job(
-    cmd: &mut Command,
-    who: JobIdentity,
-    cwd: &Path,
-    join_group: Option<File>,
-    rlimits: Rlimits,
-) -> std::io::Result<()> {
-    use std::os::unix::ffi::OsStrExt;
-    let cwd = std::ffi::CString::new(cwd.as_os_str().as_bytes())
-        .map_err(|_| std::io::Error::other("a NUL byte in the path"))?;
-    let groups: Vec<Gid> = who.groups.iter().map(|g| Gid::from_raw(*g)).collect();
-    let (uid, gid) = (Uid::from_raw(who.uid), Gid::from_raw(who.gid));
-    let child = move || -> std::io::Result<()> {
-        // Only plain system calls on data prepared above: nothing here allocates or
-        // takes a lock, as a child of a multi-threaded process requires.
-        if let Some(procs) = &join_group {
-            nix::unistd::write(procs, b"0")?;
-        }
-        for (resource, soft, hard) in &rlimits {
-            setrlimit(*resource, *soft, *hard)?;
-        }
-        if who.drop_privileges {
-            nix::unistd::setgroups(&groups)?;
-            nix::unistd::setresgid(gid, gid, gid)?;
-            nix::unistd::setresuid(uid, uid, uid)?;
-        }
-        nix::unistd::chdir(cwd.as_c_str())?;
-        Ok(())
-    };
-    // SAFETY: the closure runs in the forked child before exec and only makes system
-    // calls through nix's thin wrappers on values it owns; it allocates nothing.
-    unsafe {
-        cmd.pre_exec(child);
+/// Can the owner enter `cwd`? (Checked only to name the right failure.)
+fn cwd_is_ok(cwd: &Path, job: &spawn::JobProcess) -> bool {
+    match ActingAsOwner::enter(job.who.uid, job.who.gid, &job.who.groups) {
+        Ok(_owner) => std::fs::read_dir(cwd).is_ok(),
+        Err(_) => false,
     }
-    Ok(())
 }
 
 /// The processes (other than zombies already waited for) whose parent is `parent`.
