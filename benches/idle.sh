@@ -28,7 +28,7 @@ for run in $(seq 1 "$RUNS"); do
     until GANTRY_HOME="$D/cell" "$BIN/qconf" -sm >/dev/null 2>&1; do sleep 0.1; done
     printf 'load_report_time %s\n' "$LRT" > "$D/global"
     GANTRY_HOME="$D/cell" "$BIN/qconf" -Mconf "$D/global" 2>/dev/null
-    "$BIN/gantry-execd" run --home "$D/execd" --master "127.0.0.1:$PORT" --hostname benchnode --token "$(cat "$D/cell/join-token")" 2>"$D/execd.log" & EPID=$!
+    "$BIN/gantry-execd" run --home "$D/execd" --master "127.0.0.1:$PORT" --hostname benchnode --token-file "$D/cell/join-token" 2>"$D/execd.log" & EPID=$!
     until GANTRY_HOME="$D/cell" "$BIN/qhost" | grep -q '^benchnode .* [0-9]\.[0-9][0-9] '; do sleep 0.2; done
     sleep 2
     m0=$(cpu_ticks $MPID); e0=$(cpu_ticks $EPID)

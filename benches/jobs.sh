@@ -57,7 +57,7 @@ echo "(a) $N sequential qsub processes (one shell loop):    $(awk -v a="$t0" -v 
 as_user "$BIN/qdel" -u gtbench >/dev/null
 
 # Start the execd with SLOTS slots.
-"$BIN/gantry-execd" run --home "$D/execd" --master "127.0.0.1:$PORT" --hostname benchnode --token "$(cat "$D/cell/join-token")" 2>"$D/execd.log" & EPID=$!
+"$BIN/gantry-execd" run --home "$D/execd" --master "127.0.0.1:$PORT" --hostname benchnode --token-file "$D/cell/join-token" 2>"$D/execd.log" & EPID=$!
 until "$BIN/qhost" | grep -q '^benchnode .* [0-9]\.[0-9][0-9] '; do sleep 0.1; done
 "$BIN/qconf" -mattr queue slots "[benchnode=$SLOTS]" all.q >/dev/null
 accounted() { "$BIN/qacct" 2>/dev/null | awk 'NR==4 {print $0}' >/dev/null; }

@@ -4,16 +4,18 @@
 #   deploy/install.sh master [--hostname NAME] [--port PORT] [--no-start]
 #       installs the binaries, creates the cell in /var/lib/gantry (gantry-master init)
 #       and starts gantry-master under systemd. Prints the execd join command.
-#   deploy/install.sh execd --master HOST:PORT --token TOKEN [--hostname NAME] [--no-start]
-#       installs the binaries and joins this host to the master: the execd receives
-#       its host certificate on first start, after which the token is removed from
-#       /etc/default/gantry-execd.
+#   deploy/install.sh execd --master HOST:PORT --token-file FILE [--hostname NAME] [--no-start]
+#       installs the binaries and joins this host to the master with the join token in
+#       FILE (- reads it from standard input; never give it on a command line, where
+#       every user of the host can read it): the token goes to /etc/default/gantry-execd
+#       (mode 0600) as GANTRY_JOIN_TOKEN, the execd receives its host certificate on
+#       first start, and the token is then removed from that file.
 #
 # Options for both: --bin DIR (where the built binaries are; default target/release),
 # --prefix DIR (default /usr/local), --no-start (install only, do not touch systemd).
 set -eu
 
-usage() { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-1}"; }
+usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-1}"; }
 [ $# -ge 1 ] || usage
 ROLE=$1; shift
 case "$ROLE" in master|execd) ;; -h|--help|help) usage 0 ;; *) usage ;; esac
@@ -24,6 +26,7 @@ PREFIX=/usr/local
 START=yes
 MASTER=
 TOKEN=
+TOKEN_FILE=
 HOSTNAME_ARG=
 PORT=6446
 while [ $# -gt 0 ]; do
@@ -32,7 +35,10 @@ while [ $# -gt 0 ]; do
         --prefix) PREFIX=$2; shift 2 ;;
         --no-start) START=no; shift ;;
         --master) MASTER=$2; shift 2 ;;
-        --token) TOKEN=$2; shift 2 ;;
+        --token-file) TOKEN_FILE=$2; shift 2 ;;
+        --token)
+            echo "install.sh: --token puts the token on a command line; use --token-file FILE (or - for standard input)" >&2
+            exit 1 ;;
         --hostname) HOSTNAME_ARG=$2; shift 2 ;;
         --port) PORT=$2; shift 2 ;;
         *) echo "install.sh: unknown option $1" >&2; usage ;;
@@ -72,12 +78,20 @@ execd)
     # On the master's own host the execd gets a home of its own inside the cell.
     [ -e /var/lib/gantry/master.conf ] && HOME_DIR=/var/lib/gantry/execd
     install -d -m 0755 "$HOME_DIR"
+    if [ ! -e "$HOME_DIR/host.pem" ]; then
+        [ -n "$TOKEN_FILE" ] || { echo "install.sh: execd needs --token-file FILE (or - for standard input)" >&2; exit 1; }
+        if [ "$TOKEN_FILE" = - ]; then
+            read -r TOKEN
+        else
+            TOKEN=$(cat "$TOKEN_FILE")
+        fi
+    fi
     umask 077
     {
         echo "GANTRY_MASTER=$MASTER"
         echo "GANTRY_EXECD_HOME=$HOME_DIR"
         [ -n "$HOSTNAME_ARG" ] && echo "GANTRY_EXECD_HOSTNAME=$HOSTNAME_ARG"
-        [ -e "$HOME_DIR/host.pem" ] || echo "GANTRY_TOKEN=$TOKEN"
+        [ -e "$HOME_DIR/host.pem" ] || echo "GANTRY_JOIN_TOKEN=$TOKEN"
     } > /etc/default/gantry-execd
     ;;
 esac
@@ -92,7 +106,7 @@ if [ "$START" = yes ] && [ "$HAVE_SYSTEMD" = yes ]; then
             sleep 1
         done
         if [ -e "$HOME_DIR/host.pem" ]; then
-            sed -i '/^GANTRY_TOKEN=/d' /etc/default/gantry-execd
+            sed -i '/^GANTRY_JOIN_TOKEN=/d' /etc/default/gantry-execd
             echo "install.sh: joined; the token was removed from /etc/default/gantry-execd"
         else
             echo "install.sh: the execd has not joined yet: journalctl -u gantry-execd" >&2

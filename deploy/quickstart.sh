@@ -55,7 +55,7 @@ if [ "${NEW_CELL:-no}" = yes ] && [ "$(id -u)" = 0 ]; then
 fi
 if ! running execd; then
     TOKEN_ARG=
-    [ -e "$DIR/execd/host.pem" ] || TOKEN_ARG="--token $(cat "$DIR/cell/join-token")"
+    [ -e "$DIR/execd/host.pem" ] || TOKEN_ARG="--token-file $DIR/cell/join-token"
     # shellcheck disable=SC2086
     "$BIN/gantry-execd" run --home "$DIR/execd" --master "127.0.0.1:$PORT" --hostname "$HOST" $TOKEN_ARG </dev/null >>"$DIR/execd.log" 2>&1 &
     echo $! > "$DIR/execd.pid"

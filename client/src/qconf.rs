@@ -26,6 +26,9 @@ const SPECS: &[OptSpec] = &[
     opt("-sm", Arity::None),
     opt("-am", Arity::One),
     opt("-dm", Arity::One),
+    opt("-ah", Arity::One),
+    opt("-dh", Arity::One),
+    opt("-sh", Arity::None),
     opt("-sc", Arity::None),
     opt("-sql", Arity::None),
     opt("-sq", Arity::Optional),
@@ -85,6 +88,7 @@ pub fn usage() -> String {
             "add an exec host (with an editor when no name is given)",
         ),
         ("[-Ae fname]", "add an exec host from file"),
+        ("[-ah hostname_list]", "add an administrative host"),
         ("[-ahgrp group]", "add new host group entry"),
         ("[-Ahgrp file]", "add new host group entry from file"),
         ("[-ap pe-name]", "add a new parallel environment"),
@@ -102,6 +106,7 @@ pub fn usage() -> String {
         ),
         ("[-Au fname]", "add userset from file"),
         ("[-de host_list]", "delete exec host"),
+        ("[-dh host_list]", "delete administrative host"),
         ("[-dhgrp group]", "delete host group entry"),
         ("[-dm user_list]", "delete user from manager list"),
         ("[-dp pe-name]", "delete parallel environment"),
@@ -175,6 +180,7 @@ pub fn usage() -> String {
         ("[-sconfl]", "show a list of all local configurations"),
         ("[-se server]", "show given exec server"),
         ("[-sel]", "show a list of all exec servers"),
+        ("[-sh]", "show a list of all administrative hosts"),
         ("[-shgrp group]", "show host group"),
         (
             "[-shgrp_resolved group]",
@@ -762,6 +768,26 @@ fn one(name: &str, arg: Option<&str>) -> Output {
             out
         }
         ("-sm", _) => names(req(&ToMaster::ShowManagers), "no manager defined"),
+        ("-sh", _) => names(
+            req(&ToMaster::ShowObjectList {
+                kind: ObjectKind::AdminHost,
+            }),
+            "no administrative host defined",
+        ),
+        ("-ah", Some(hosts)) => change(
+            ToMaster::AddObject {
+                kind: ObjectKind::AdminHost,
+                text: hosts.to_string(),
+            },
+            false,
+        ),
+        ("-dh", Some(hosts)) => change(
+            ToMaster::DeleteObjects {
+                kind: ObjectKind::AdminHost,
+                names: list(hosts),
+            },
+            false,
+        ),
         ("-am", Some(users)) => change(ToMaster::AddManagers { users: list(users) }, false),
         ("-dm", Some(users)) => change(ToMaster::DeleteManagers { users: list(users) }, false),
         ("-sql", _) => names(req(&ToMaster::ShowQueueList), "no cqueue list defined"),

@@ -31,9 +31,13 @@ enum Command {
         /// The master, HOST:PORT.
         #[arg(long)]
         master: String,
-        /// The cell's join token (needed on first start only).
+        /// The cell's join token (needed on first start only). Prefer --token-file or
+        /// GANTRY_JOIN_TOKEN: a command line is visible to every user of the host.
         #[arg(long)]
         token: Option<String>,
+        /// A file holding the join token (mode 0600 or stricter).
+        #[arg(long)]
+        token_file: Option<PathBuf>,
         /// This host's name in the cell (default: the system's host name).
         #[arg(long)]
         hostname: Option<String>,
@@ -60,10 +64,18 @@ fn main() -> ExitCode {
         home,
         master,
         token,
+        token_file,
         hostname,
     } = cli.command
     else {
         return ExitCode::FAILURE;
+    };
+    let token = match join_token(token, token_file.as_deref()) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("gantry-execd: {e}");
+            return ExitCode::FAILURE;
+        }
     };
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -83,6 +95,35 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// The join token: `--token`, else the file `--token-file` names, else the environment's
+/// `GANTRY_JOIN_TOKEN`. A token file others may read is refused (as ssh refuses such a
+/// key): the token lets any holder add hosts to the cell.
+fn join_token(
+    given: Option<String>,
+    file: Option<&std::path::Path>,
+) -> Result<Option<String>, String> {
+    if given.is_some() {
+        return Ok(given);
+    }
+    if let Some(path) = file {
+        use std::os::unix::fs::MetadataExt;
+        let meta = std::fs::metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        if meta.mode() & 0o077 != 0 {
+            return Err(format!(
+                "the token file {} may be read by other users (mode {:04o}): chmod 600 it",
+                path.display(),
+                meta.mode() & 0o7777
+            ));
+        }
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        return Ok(Some(text.trim().to_string()));
+    }
+    Ok(std::env::var("GANTRY_JOIN_TOKEN")
+        .ok()
+        .map(|t| t.trim().to_string())
+        .filter(|t| !t.is_empty()))
 }
 
 fn resolve(master: &str) -> Result<SocketAddr, String> {
@@ -123,7 +164,7 @@ async fn run(
         None => {
             let Some(token) = token else {
                 return Err(format!(
-                    "{} holds no host certificate: the first start needs --token (printed by gantry-master init, or gantry-master token)",
+                    "{} holds no host certificate: the first start needs the join token (--token-file FILE or GANTRY_JOIN_TOKEN; gantry-master init and gantry-master token print it)",
                     home.display()
                 ));
             };

@@ -87,6 +87,7 @@ impl ClusterState {
             ToMaster::ShowObjectList { kind } => Ok(Reply::Answer(FromMaster::Names(match kind {
                 ObjectKind::Queue => self.queues.keys().cloned().collect(),
                 ObjectKind::ExecHost => self.exechosts.keys().cloned().collect(),
+                ObjectKind::AdminHost => self.admin_hosts(),
                 ObjectKind::Pe => self.pes.keys().cloned().collect(),
                 ObjectKind::Project => self.projects.keys().cloned().collect(),
                 ObjectKind::Rqs => self.quota_sets.keys().cloned().collect(),
@@ -186,6 +187,32 @@ impl ClusterState {
     fn add_object(&self, who: &str, kind: ObjectKind, text: &str) -> Result<Reply, Refusal> {
         match kind {
             ObjectKind::Rqs => self.add_quota_sets(who, text),
+            ObjectKind::AdminHost => {
+                let mut hosts = self.admin_hosts();
+                let mut messages = Vec::new();
+                for host in text.split(',').map(str::trim).filter(|h| !h.is_empty()) {
+                    if !gantry_common::exechost::valid_hostname(host) {
+                        return Err(invalid(format!(
+                            "can't resolve hostname \"{}\"",
+                            gantry_common::names::quoted(host)
+                        )));
+                    }
+                    if hosts.iter().any(|h| h == host) {
+                        return Err(refuse(
+                            RefusalKind::AlreadyExists,
+                            format!("administrative host \"{host}\" already exists"),
+                        ));
+                    }
+                    hosts.push(host.to_string());
+                    messages.push(format!(
+                        "{who} added \"{host}\" to administrative host list"
+                    ));
+                }
+                Ok(Reply::Change(Change {
+                    ops: vec![Op::Put(Object::AdminHosts(hosts))],
+                    messages,
+                }))
+            }
             ObjectKind::Project => {
                 let p = project::parse_project(text).map_err(|e| invalid(e.to_string()))?;
                 if self.projects.contains_key(&p.name) {
@@ -374,6 +401,9 @@ impl ClusterState {
                     format!("{who} modified \"{name}\" in cluster queue list"),
                 ))
             }
+            ObjectKind::AdminHost => Err(invalid(
+                "administrative hosts are added and deleted, not modified",
+            )),
         }
     }
 
@@ -385,6 +415,35 @@ impl ClusterState {
     ) -> Result<Reply, Refusal> {
         match kind {
             ObjectKind::Rqs => self.delete_quota_sets(who, names),
+            ObjectKind::AdminHost => {
+                let mut hosts = self.admin_hosts();
+                let mut messages = Vec::new();
+                for host in names {
+                    if *host == self.master_host {
+                        return Err(refuse(
+                            RefusalKind::Denied,
+                            format!("denied: the master's host \"{host}\" cannot be removed from the administrative host list"),
+                        ));
+                    }
+                    let Some(at) = hosts.iter().position(|h| h == host) else {
+                        return Err(refuse(
+                            RefusalKind::NotFound,
+                            format!(
+                                "denied: administrative host \"{}\" does not exist",
+                                gantry_common::names::quoted(host)
+                            ),
+                        ));
+                    };
+                    hosts.remove(at);
+                    messages.push(format!(
+                        "{who} removed \"{host}\" from administrative host list"
+                    ));
+                }
+                Ok(Reply::Change(Change {
+                    ops: vec![Op::Put(Object::AdminHosts(hosts))],
+                    messages,
+                }))
+            }
             ObjectKind::Project => {
                 let mut c = Change::default();
                 for name in names {

@@ -155,7 +155,10 @@ fn populate(dir: &Path, hostname: &str, opts: &InitOptions) -> Result<Created, C
     if me != "root" {
         managers.push(me);
     }
-    Store::create(&paths.spool(), &initial_objects(&managers))?;
+    let mut objects = initial_objects(&managers);
+    // Manager commands come from the master's own host until `qconf -ah` adds others.
+    objects.push(crate::state::Object::AdminHosts(vec![hostname.to_string()]));
+    Store::create(&paths.spool(), &objects)?;
     Ok(Created { settings, token })
 }
 
@@ -223,12 +226,16 @@ pub fn rotate_token(paths: &MasterPaths, ttl_secs: u64) -> Result<JoinToken, Cel
 }
 
 /// The command an administrator runs on a compute host to join it.
+/// How to join an execution host: the token goes into a file only root may read (a
+/// command line is visible to every user of the host), the execd reads it from there.
 pub fn join_command(settings: &Settings, token: &JoinToken) -> String {
     format!(
-        "gantry-execd run --home /var/lib/gantry --master {}:{} --token {}",
+        "  (umask 077; echo '{}' > /etc/gantry-join-token)\n  gantry-execd run --home /var/lib/gantry --master {}:{} --token-file /etc/gantry-join-token\n(or: deploy/install.sh execd --master {}:{} --token-file /etc/gantry-join-token)",
+        token.text(),
         settings.hostname,
         settings.port,
-        token.text()
+        settings.hostname,
+        settings.port,
     )
 }
 
@@ -264,8 +271,15 @@ mod tests {
         let rotated = rotate_token(&paths, 60).unwrap();
         assert_ne!(rotated, created.token);
         assert_eq!(rotated.ca_fingerprint, created.token.ca_fingerprint);
-        assert!(join_command(&created.settings, &rotated)
-            .contains("--master head:7000 --token gantry1."));
+        let join = join_command(&created.settings, &rotated);
+        assert!(
+            join.contains(&format!("echo '{}' >", rotated.text())),
+            "{join}"
+        );
+        assert!(
+            join.contains("--master head:7000 --token-file /etc/gantry-join-token"),
+            "{join}"
+        );
     }
 
     #[test]

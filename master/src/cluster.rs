@@ -95,8 +95,16 @@ impl Handler<RunSchedule> for Cluster {
 }
 
 impl Cluster {
-    pub fn new(store: Store, paths: MasterPaths, ca: Ca) -> Result<Cluster, String> {
-        let mut state = ClusterState::default();
+    pub fn new(
+        store: Store,
+        paths: MasterPaths,
+        ca: Ca,
+        master_host: &str,
+    ) -> Result<Cluster, String> {
+        let mut state = ClusterState {
+            master_host: master_host.to_string(),
+            ..ClusterState::default()
+        };
         let ops: Vec<Op> = store
             .load()
             .map_err(|e| e.to_string())?
@@ -371,7 +379,7 @@ impl Cluster {
         users: &[String],
         force: bool,
     ) -> FromMaster {
-        let manager = self.state.is_manager(&caller.user);
+        let manager = self.state.acts_as_manager(caller);
         // With -f a running task is removed at once, without waiting for its report; it
         // is killed now if its execd is there, else when the execd registers again (a
         // late report is acknowledged without a record).
@@ -560,7 +568,7 @@ impl Cluster {
                 return FromMaster::Refused(r);
             }
         }
-        let manager = self.state.is_manager(&caller.user);
+        let manager = self.state.acts_as_manager(caller);
         let mut ops = Vec::new();
         let mut messages = Vec::new();
         for text in ids {
@@ -686,7 +694,7 @@ impl Cluster {
     /// `qmod -s` / `-us` on queue instances: no new jobs start there, and the jobs
     /// running there are stopped (state `S`) or continued (unless suspended themselves).
     fn suspend_queues(&mut self, caller: &Caller, targets: &[String], suspend: bool) -> FromMaster {
-        if !self.state.is_manager(&caller.user) {
+        if !self.state.acts_as_manager(caller) {
             return FromMaster::Refused(Refusal {
                 kind: RefusalKind::Denied,
                 message: format!(
@@ -759,7 +767,7 @@ impl Cluster {
     }
 
     fn suspend_jobs(&mut self, caller: &Caller, ids: &[String], suspend: bool) -> FromMaster {
-        let manager = self.state.is_manager(&caller.user);
+        let manager = self.state.acts_as_manager(caller);
         let mut ops = Vec::new();
         let mut messages = Vec::new();
         let mut signals = Vec::new();
@@ -831,7 +839,7 @@ impl Cluster {
     }
 
     fn clear_job_errors(&mut self, caller: &Caller, ids: &[String]) -> FromMaster {
-        let manager = self.state.is_manager(&caller.user);
+        let manager = self.state.acts_as_manager(caller);
         let mut ops = Vec::new();
         let mut messages = Vec::new();
         for text in ids {
@@ -1317,6 +1325,15 @@ impl Handler<Join> for Cluster {
         }
         if !valid_hostname(&msg.hostname) {
             return Err(format!("invalid host name \"{}\"", msg.hostname));
+        }
+        // A name holds one certificate: a second join under it would take the host's
+        // identity (and lock the real host out).
+        if self.state.host_certs.values().any(|h| *h == msg.hostname) {
+            warn!(host = %msg.hostname, peer = %msg.peer, "join refused: the host has joined already");
+            return Err(format!(
+                "host \"{}\" already joined; delete it with qconf -de first",
+                msg.hostname
+            ));
         }
         let cert_pem = self
             .ca

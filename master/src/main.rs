@@ -107,7 +107,7 @@ fn init(home: PathBuf, port: u16, hostname: Option<String>, token_ttl: &str) -> 
         home.display()
     );
     println!(
-        "Join an execution host with (token valid for {token_ttl}, kept in {}):\n  {}",
+        "Join an execution host with (token valid for {token_ttl}, kept in {}):\n{}",
         home.join("join-token").display(),
         cell::join_command(&created.settings, &created.token)
     );
@@ -164,7 +164,7 @@ fn run(home: PathBuf) -> Result<(), String> {
         // loop: a client request is read, handled, committed and answered without
         // waking another thread (two cores; every hand-off costs a context switch).
         let cluster_thread = actix_rt::Arbiter::new();
-        let state = Cluster::new(store, MasterPaths::new(&home), ca)?;
+        let state = Cluster::new(store, MasterPaths::new(&home), ca, &settings.hostname)?;
         let cluster = Cluster::start_in_arbiter(&cluster_thread.handle(), move |_| state);
         let (stop_clients, clients_stopped) = tokio::sync::oneshot::channel::<()>();
         {

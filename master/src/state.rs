@@ -48,6 +48,8 @@ pub enum Object {
         seq: u64,
         set: gantry_common::rqs::QuotaSet,
     },
+    /// The administrative hosts (`qconf -ah`): manager commands come only from these.
+    AdminHosts(Vec<String>),
 }
 
 impl Object {
@@ -70,6 +72,7 @@ impl Object {
             Object::SuspendedQueues(_) => "suspended-queues".to_string(),
             Object::ThresholdSuspended(_) => "threshold-suspended".to_string(),
             Object::QuotaSet { set, .. } => format!("rqs/{}", set.name),
+            Object::AdminHosts(_) => "adminhosts".to_string(),
         }
     }
 }
@@ -119,6 +122,11 @@ pub struct ClusterState {
     pub hostgroups: BTreeMap<String, HostGroup>,
     pub queues: BTreeMap<String, ClusterQueue>,
     pub managers: Vec<String>,
+    /// The administrative hosts; a cell created before they existed has none spooled,
+    /// and then the master's own host is the one.
+    pub admin_hosts: Option<Vec<String>>,
+    /// The master's host name (from `master.conf`).
+    pub master_host: String,
     /// Certificate fingerprint (hex) -> host.
     pub host_certs: HashMap<String, String>,
     pub runtime: HashMap<String, HostRuntime>,
@@ -231,6 +239,7 @@ impl ClusterState {
                     self.queues.insert(q.name.clone(), q);
                 }
                 Object::Managers(m) => self.managers = m,
+                Object::AdminHosts(h) => self.admin_hosts = Some(h),
                 Object::HostCert {
                     fingerprint,
                     hostname,
@@ -312,6 +321,26 @@ impl ClusterState {
 
     pub fn is_manager(&self, user: &str) -> bool {
         self.managers.iter().any(|m| m == user)
+    }
+
+    /// The administrative hosts.
+    pub fn admin_hosts(&self) -> Vec<String> {
+        self.admin_hosts
+            .clone()
+            .unwrap_or_else(|| vec![self.master_host.clone()])
+    }
+
+    pub fn is_admin_host(&self, host: &str) -> bool {
+        match &self.admin_hosts {
+            Some(list) => list.iter().any(|h| h == host),
+            None => host == self.master_host,
+        }
+    }
+
+    /// Does the caller have a manager's rights here: a manager, on an administrative
+    /// host? (Root on a compute host is an ordinary user to the cluster.)
+    pub fn acts_as_manager(&self, caller: &Caller) -> bool {
+        self.is_manager(&caller.user) && self.is_admin_host(&caller.host)
     }
 
     /// Is the host's execd heard from recently enough (within `max_unheard`)?
@@ -434,7 +463,12 @@ impl ClusterState {
     /// seconds.
     /// May `caller` change the cluster's configuration?
     pub fn manager_check(&self, caller: &Caller) -> Result<(), Refusal> {
-        if self.is_manager(&caller.user) {
+        if !self.is_admin_host(&caller.host) {
+            Err(refuse(
+                RefusalKind::Denied,
+                format!("denied: host \"{}\" is no admin host", caller.host),
+            ))
+        } else if self.is_manager(&caller.user) {
             Ok(())
         } else {
             Err(refuse(
@@ -1175,11 +1209,94 @@ mod tests {
     use super::*;
 
     fn fresh() -> ClusterState {
-        let mut s = ClusterState::default();
+        let mut s = ClusterState {
+            master_host: "head".into(),
+            ..ClusterState::default()
+        };
         for o in initial_objects(&["root".into(), "admin".into()]) {
             s.apply(&Op::Put(o));
         }
         s
+    }
+
+    #[test]
+    fn manager_commands_come_only_from_administrative_hosts() {
+        let mut s = fresh();
+        let on = |host: &str| Caller {
+            user: "root".into(),
+            uid: 0,
+            gid: 0,
+            host: host.into(),
+        };
+        let add_manager = ToMaster::AddManagers {
+            users: vec!["user9".into()],
+        };
+        let err = s.handle(&on("node1"), &add_manager, 0.0).unwrap_err();
+        assert_eq!(
+            (err.kind, err.message.as_str()),
+            (
+                RefusalKind::Denied,
+                "denied: host \"node1\" is no admin host"
+            )
+        );
+        assert!(!s.acts_as_manager(&on("node1")));
+        // Reading stays open to every host.
+        assert!(s.handle(&on("node1"), &ToMaster::ShowManagers, 0.0).is_ok());
+        // Only the master's host at first; a manager there adds node1.
+        let list = |s: &ClusterState| match s
+            .handle(
+                &on("node1"),
+                &ToMaster::ShowObjectList {
+                    kind: gantry_proto::ObjectKind::AdminHost,
+                },
+                0.0,
+            )
+            .unwrap()
+        {
+            Reply::Answer(FromMaster::Names(n)) => n,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(list(&s), vec!["head".to_string()]);
+        let add = |h: &str| ToMaster::AddObject {
+            kind: gantry_proto::ObjectKind::AdminHost,
+            text: h.into(),
+        };
+        assert!(s.handle(&on("node1"), &add("node1"), 0.0).is_err());
+        assert_eq!(
+            run(&mut s, &on("head"), add("node1")),
+            vec!["root@head added \"node1\" to administrative host list"]
+        );
+        assert_eq!(list(&s), vec!["head".to_string(), "node1".to_string()]);
+        assert_eq!(
+            s.handle(&on("head"), &add("node1"), 0.0)
+                .unwrap_err()
+                .message,
+            "administrative host \"node1\" already exists"
+        );
+        assert!(s.acts_as_manager(&on("node1")));
+        assert_eq!(
+            run(&mut s, &on("node1"), add_manager),
+            vec!["root@node1 added \"user9\" to manager list"]
+        );
+        let del = |h: &str| ToMaster::DeleteObjects {
+            kind: gantry_proto::ObjectKind::AdminHost,
+            names: vec![h.into()],
+        };
+        assert_eq!(
+            s.handle(&on("head"), &del("head"), 0.0).unwrap_err().message,
+            "denied: the master's host \"head\" cannot be removed from the administrative host list"
+        );
+        assert_eq!(
+            s.handle(&on("head"), &del("node7"), 0.0)
+                .unwrap_err()
+                .message,
+            "denied: administrative host \"node7\" does not exist"
+        );
+        assert_eq!(
+            run(&mut s, &on("head"), del("node1")),
+            vec!["root@head removed \"node1\" from administrative host list"]
+        );
+        assert!(!s.is_admin_host("node1"));
     }
 
     fn caller(user: &str) -> Caller {

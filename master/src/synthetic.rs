@@ -13,7 +13,10 @@ use crate::state::{initial_objects, ClusterState, HostRuntime, Object, Op};
 /// A fresh cell's state with extra complex attributes (`name type relop requestable
 /// consumable default`, as `qconf -sc` lines without shortcut and urgency).
 pub fn cluster(extra: &[&str]) -> ClusterState {
-    let mut s = ClusterState::default();
+    let mut s = ClusterState {
+        master_host: "head".into(),
+        ..ClusterState::default()
+    };
     for o in initial_objects(&["root".into()]) {
         s.apply(&Op::Put(o));
     }

@@ -300,6 +300,8 @@ pub enum ObjectKind {
     Project,
     /// Resource quota sets (`-srqs`, `-srqsl`, `-arqs`, `-Arqs`, `-mrqs`, `-Mrqs`, `-drqs`).
     Rqs,
+    /// Administrative hosts (`-sh`, `-ah`, `-dh`): the hosts manager commands may come from.
+    AdminHost,
 }
 
 /// The master's answer to a [`ToMaster`] request.

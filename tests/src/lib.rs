@@ -319,7 +319,8 @@ impl Cluster {
             .arg("--hostname")
             .arg(host);
         if let Some(t) = token {
-            cmd.arg("--token").arg(t);
+            // From the environment, never the command line (every user reads that).
+            cmd.env("GANTRY_JOIN_TOKEN", t);
         }
         let log = self.dir.path().join(format!("execd-{host}.log"));
         self.execds

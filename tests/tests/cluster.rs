@@ -89,11 +89,14 @@ fn one_host_cluster_reports_real_load_values() {
     // The execd's own socket relays client requests to the master.
     let relayed = c.client_at(&c.execd_home("node1"), "qconf", &["-sel"], None);
     assert_eq!(relayed.stdout, "node1\n", "{relayed:?}");
+    // Root on a compute host is not a cluster manager: its host is no admin host.
     let am = c.client_at(&c.execd_home("node1"), "qconf", &["-am", "relayuser"], None);
     assert_eq!(
-        am.stdout, "root@node1 added \"relayuser\" to manager list\n",
+        (am.code, am.stderr.as_str()),
+        (1, "denied: host \"node1\" is no admin host\n"),
         "{am:?}"
     );
+    assert!(!c.qconf(&["-sm"]).stdout.contains("relayuser"));
 }
 
 #[test]

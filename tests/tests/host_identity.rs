@@ -1,0 +1,212 @@
+//! Host identity, written as the attacks: a second execd joining under the name of a
+//! connected host, the join token on command lines and in readable files, and root on
+//! a compute host acting as a cluster manager.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::os::unix::fs::PermissionsExt;
+use std::process::Command;
+use std::time::Duration;
+
+use gantry_tests::{bin, ensure_user, is_root, skip_loudly, wait_until, Cluster};
+
+/// Run an execd to its end (a refused one exits); its exit status and output.
+fn execd_until_exit(c: &Cluster, args: &[&str], env: &[(&str, &str)]) -> (i32, String) {
+    let mut cmd = Command::new(bin("gantry-execd"));
+    cmd.arg("run")
+        .arg("--master")
+        .arg(c.master_addr("127.0.0.1"))
+        .args(args)
+        .env("GANTRY_LOG", "info");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            let out = child.wait_with_output().unwrap();
+            let text = String::from_utf8_lossy(&out.stderr).into_owned()
+                + &String::from_utf8_lossy(&out.stdout);
+            return (status.code().unwrap_or(-1), text);
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("the execd did not exit: {args:?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn token_file(c: &Cluster, name: &str, mode: u32) -> String {
+    let path = c.dir.path().join(name);
+    std::fs::write(&path, format!("{}\n", c.token())).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
+    path.to_str().unwrap().to_string()
+}
+
+#[test]
+fn an_impostor_cannot_take_a_joined_hosts_name() {
+    let c = Cluster::one_host();
+    let file = token_file(&c, "token", 0o600);
+    let home = c.dir.path().join("impostor");
+    let (code, out) = execd_until_exit(
+        &c,
+        &[
+            "--home",
+            home.to_str().unwrap(),
+            "--hostname",
+            "node1",
+            "--token-file",
+            &file,
+        ],
+        &[],
+    );
+    assert_ne!(code, 0, "{out}");
+    assert!(
+        out.contains("join refused: host \"node1\" already joined; delete it with qconf -de first"),
+        "{out}"
+    );
+    assert!(
+        c.master_log()
+            .contains("join refused: the host has joined already"),
+        "{}",
+        c.master_log()
+    );
+    // The real node1 was not replaced: still connected once, still reporting. (Before
+    // the fix the impostor got a certificate, registered as node1 and never exited, so
+    // the wait for its exit above failed.)
+    c.wait_host_reporting("node1");
+    let log = std::fs::read_to_string(&c.execds[0].log).unwrap();
+    assert_eq!(log.matches("connected to the master").count(), 1, "{log}");
+    assert!(!log.contains("unknown host certificate"), "{log}");
+}
+
+#[test]
+fn the_join_token_comes_from_a_private_file_or_the_environment() {
+    let c = Cluster::one_host();
+    // A token file other users may read is refused before anything is sent.
+    let open = token_file(&c, "open-token", 0o644);
+    let home2 = c.dir.path().join("execd-node2");
+    let (code, out) = execd_until_exit(
+        &c,
+        &[
+            "--home",
+            home2.to_str().unwrap(),
+            "--hostname",
+            "node2",
+            "--token-file",
+            &open,
+        ],
+        &[],
+    );
+    assert_ne!(code, 0);
+    assert!(
+        out.contains(&format!(
+            "the token file {open} may be read by other users (mode 0644): chmod 600 it"
+        )),
+        "{out}"
+    );
+    assert!(c.qhost_line("node2").is_none());
+    // From the environment: node2 joins (and keeps running: stop it with the cluster).
+    let mut cmd = Command::new(bin("gantry-execd"));
+    cmd.arg("run")
+        .arg("--home")
+        .arg(&home2)
+        .arg("--master")
+        .arg(c.master_addr("127.0.0.1"))
+        .arg("--hostname")
+        .arg("node2")
+        .env("GANTRY_JOIN_TOKEN", c.token());
+    let mut c = c;
+    let log = c.dir.path().join("node2.log");
+    c.execds
+        .push(gantry_tests::Daemon::spawn("gantry-execd node2", cmd, log));
+    c.wait_host_reporting("node2");
+    // Without any token a new host says where to put it.
+    let home3 = c.dir.path().join("execd-node3");
+    let (code, out) = execd_until_exit(
+        &c,
+        &["--home", home3.to_str().unwrap(), "--hostname", "node3"],
+        &[],
+    );
+    assert_ne!(code, 0);
+    assert!(
+        out.contains("--token-file FILE or GANTRY_JOIN_TOKEN"),
+        "{out}"
+    );
+}
+
+#[test]
+fn root_on_a_compute_host_is_no_manager_until_its_host_is_an_admin_host() {
+    if !is_root() {
+        skip_loudly(
+            "root_on_a_compute_host_is_no_manager_until_its_host_is_an_admin_host",
+            "needs root to submit a job as a test user",
+        );
+        return;
+    }
+    ensure_user("gtuser1");
+    let c = Cluster::one_host();
+    let on_node1 =
+        |program: &str, args: &[&str]| c.client_at(&c.execd_home("node1"), program, args, None);
+    assert_eq!(c.qconf(&["-sh"]).stdout, "head\n");
+    // A configuration change from node1: denied, nothing changes.
+    let out = on_node1("qconf", &["-am", "mallory"]);
+    assert_eq!(
+        (out.code, out.stderr.as_str()),
+        (1, "denied: host \"node1\" is no admin host\n")
+    );
+    assert!(!c.qconf(&["-sm"]).stdout.contains("mallory"));
+    // Nor may root there delete another user's job.
+    let id = c.submit("gtuser1", &["-h", "-b", "y", "true"]);
+    let out = on_node1("qdel", &[&id]);
+    assert_ne!(out.code, 0, "{out:?}");
+    assert!(c.client("qstat", &["-u", "*"]).stdout.contains(&id));
+    // Reading is open to every host.
+    assert_eq!(on_node1("qconf", &["-sh"]).stdout, "head\n");
+    // The master's manager makes node1 an administrative host: now it may.
+    let out = c.qconf(&["-ah", "node1"]);
+    assert_eq!(
+        out.stdout, "root@head added \"node1\" to administrative host list\n",
+        "{out:?}"
+    );
+    assert_eq!(
+        c.qconf(&["-ah", "node1"]).stderr,
+        "administrative host \"node1\" already exists\n"
+    );
+    assert_eq!(c.qconf(&["-sh"]).stdout, "head\nnode1\n");
+    let out = on_node1("qconf", &["-am", "mallory"]);
+    assert_eq!(
+        out.stdout, "root@node1 added \"mallory\" to manager list\n",
+        "{out:?}"
+    );
+    let out = c.qconf(&["-dh", "node1"]);
+    assert_eq!(
+        out.stdout,
+        "root@head removed \"node1\" from administrative host list\n"
+    );
+    let out = c.qconf(&["-dh", "node1"]);
+    assert_eq!(
+        (out.code, out.stderr.as_str()),
+        (1, "denied: administrative host \"node1\" does not exist\n")
+    );
+    let out = c.qconf(&["-dh", "head"]);
+    assert_ne!(out.code, 0);
+    assert_eq!(
+        on_node1("qconf", &["-dm", "mallory"]).stderr,
+        "denied: host \"node1\" is no admin host\n"
+    );
+    // The list survives a master restart.
+    let mut c = c;
+    c.qconf(&["-ah", "node1"]);
+    c.stop_master(nix::sys::signal::Signal::SIGKILL);
+    c.start_master();
+    wait_until("the admin host list", Duration::from_secs(10), || {
+        c.qconf(&["-sh"]).stdout == "head\nnode1\n"
+    });
+}
