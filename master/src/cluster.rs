@@ -158,6 +158,21 @@ impl Cluster {
         self.clock.elapsed().as_secs_f64()
     }
 
+    /// An execd reported a task of job `id`: a job id the spool may have lost (a damaged
+    /// journal recovered without it) is never handed out again.
+    fn job_id_seen(&mut self, id: u64) {
+        if id >= self.state.next_job_id {
+            warn!(
+                job = id,
+                "an execd reports a job id the spool does not know; job ids continue above it"
+            );
+            if self.commit(&[Op::NextJobId(id + 1)]).is_err() {
+                // Not durable: at least this run of the master does not reuse it.
+                self.state.next_job_id = id + 1;
+            }
+        }
+    }
+
     /// The order for a dispatched task, with the job script read from the spool.
     fn job_start(&self, d: &crate::sched::Dispatch) -> Option<gantry_proto::JobStart> {
         let mut start = self.state.job_start(d)?;
@@ -1465,7 +1480,7 @@ impl Handler<Shutdown> for Cluster {
         for (_, s) in self.sessions.drain() {
             s.conn.close(CLOSE_SHUTDOWN.into(), b"master shutting down");
         }
-        if let Err(e) = self.store.checkpoint() {
+        if let Err(e) = self.store.close() {
             warn!("spool checkpoint at shutdown failed (the journal keeps the changes): {e}");
         }
     }
@@ -1661,6 +1676,7 @@ impl Handler<ExecdJobs> for Cluster {
                 self.started.insert((job_id, task_id));
             }
             ExecdJobs::Finished { host, report } => {
+                self.job_id_seen(report.job_id);
                 self.pending_reports.push((host, report));
                 if !self.flush_queued {
                     self.flush_queued = true;
@@ -1668,6 +1684,9 @@ impl Handler<ExecdJobs> for Cluster {
                 }
             }
             ExecdJobs::Running { host, tasks } => {
+                if let Some(highest) = tasks.iter().map(|(j, _)| *j).max() {
+                    self.job_id_seen(highest);
+                }
                 let running: HashSet<(u64, u32)> = tasks.into_iter().collect();
                 // Tasks the master no longer has (deleted with qdel -f while the execd was
                 // away) are killed now.

@@ -43,6 +43,10 @@ enum Command {
     Run {
         #[arg(long)]
         home: PathBuf,
+        /// Start even though the spool's journal is damaged or missing: drop what cannot
+        /// be read (each dropped change is logged) instead of refusing to start.
+        #[arg(long)]
+        recover_spool: bool,
     },
     /// Replace the join token (the old one stops working at once) and print the join command.
     Token {
@@ -70,7 +74,10 @@ fn main() -> ExitCode {
             hostname,
             token_ttl,
         } => init(home, port, hostname, &token_ttl),
-        Command::Run { home } => run(home),
+        Command::Run {
+            home,
+            recover_spool,
+        } => run(home, recover_spool),
         Command::Token { home, ttl } => token(home, &ttl),
     };
     match result {
@@ -122,7 +129,7 @@ fn token(home: PathBuf, ttl_text: &str) -> Result<(), String> {
     Ok(())
 }
 
-fn run(home: PathBuf) -> Result<(), String> {
+fn run(home: PathBuf, recover_spool: bool) -> Result<(), String> {
     let paths = MasterPaths::new(&home);
     let settings = cell::load_settings(&paths).map_err(|e| e.to_string())?;
     let read =
@@ -138,8 +145,8 @@ fn run(home: PathBuf) -> Result<(), String> {
     )
     .map_err(|e| e.to_string())?;
     let endpoint_config = master_endpoint_config(&master_key);
-    let store =
-        Store::open(&paths.spool()).map_err(|e| format!("{}: {e}", paths.spool().display()))?;
+    let store = Store::open(&paths.spool(), recover_spool)
+        .map_err(|e| format!("{}: {e}", paths.spool().display()))?;
 
     let system = actix_rt::System::with_tokio_rt(|| {
         tokio::runtime::Builder::new_multi_thread()

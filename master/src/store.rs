@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use redb::{Builder, Database, ReadableDatabase, ReadableTable, TableDefinition};
 
-use crate::journal::{Journal, Record};
+use crate::journal::{self, HeaderRead, Journal};
 use crate::state::{Object, Op};
 
 const OBJECTS: TableDefinition<&str, &[u8]> = TableDefinition::new("objects");
@@ -18,7 +18,8 @@ const ACCOUNTING: TableDefinition<(u64, u32), &[u8]> = TableDefinition::new("acc
 
 /// The spool's schema version; a spool written by a different version is refused.
 /// 3: a job's pending tasks are kept as ranges (`tasks::Tasks`).
-pub const SCHEMA_VERSION: u32 = 3;
+/// 4: the journal names its spool and checkpoint (generation) in a header.
+pub const SCHEMA_VERSION: u32 = 4;
 
 /// A checkpoint is taken once this many changes or this many journal bytes are waiting.
 const CHECKPOINT_OPS: usize = 1024;
@@ -55,6 +56,10 @@ pub enum StoreError {
         seq: u64,
         source: gantry_proto::ProtoError,
     },
+    /// The journal is damaged or missing and changes would be lost: the master does
+    /// not start unless told to recover.
+    #[error("{0}; start the master with --recover-spool to go on without them (each dropped change is logged)")]
+    Damaged(String),
 }
 
 pub struct Store {
@@ -121,13 +126,6 @@ pub fn journal_path(path: &Path) -> PathBuf {
     path.with_extension("journal")
 }
 
-fn open_journal(path: &Path, applied: u64) -> Result<(Journal, Vec<Record>), StoreError> {
-    Journal::open(path, applied).map_err(|source| StoreError::Journal {
-        path: path.to_path_buf(),
-        source,
-    })
-}
-
 /// Write `ops` into an open write transaction.
 fn write_ops(txn: &redb::WriteTransaction, ops: &[Op]) -> Result<(), StoreError> {
     let mut t = txn.open_table(OBJECTS)?;
@@ -158,12 +156,35 @@ fn account_key(r: &gantry_proto::AccountingRecord) -> (u64, u32) {
     (r.job_id, r.task_id.unwrap_or(0))
 }
 
-fn applied_seq(txn: &redb::ReadTransaction) -> Result<u64, StoreError> {
+fn meta_u64(txn: &redb::ReadTransaction, key: &str) -> Result<Option<u64>, StoreError> {
     let meta = txn.open_table(META)?;
     Ok(meta
-        .get("journal_seq")?
+        .get(key)?
         .and_then(|v| <[u8; 8]>::try_from(v.value()).ok())
-        .map_or(0, u64::from_be_bytes))
+        .map(u64::from_be_bytes))
+}
+
+/// What a journal record held, for the log: the jobs and records it changed.
+pub fn describe_change(payload: &[u8]) -> String {
+    match gantry_proto::decode::<Vec<Op>>(payload) {
+        Ok(ops) => ops
+            .iter()
+            .map(|op| match op {
+                Op::Put(Object::Job(j)) => {
+                    format!("job {} (\"{}\" of {})", j.id, j.spec.name, j.owner.user)
+                }
+                Op::Put(o) => o.key(),
+                Op::Delete(key) => format!("removal of {key}"),
+                Op::Account(r) => match r.task_id {
+                    Some(t) => format!("accounting record of job {}.{t}", r.job_id),
+                    None => format!("accounting record of job {}", r.job_id),
+                },
+                Op::NextJobId(n) => format!("next job id {n}"),
+            })
+            .collect::<Vec<_>>()
+            .join(", "),
+        Err(_) => format!("an unreadable change of {} bytes", payload.len()),
+    }
 }
 
 /// redb's page cache. Its default (1 GiB) is filled by every checkpoint: the master's
@@ -178,12 +199,17 @@ impl Store {
         let db = Builder::new()
             .set_cache_size(SPOOL_CACHE_BYTES)
             .create(path)?;
+        let spool_id: u64 = rand::random();
         let txn = db.begin_write()?;
         {
             let mut meta = txn.open_table(META)?;
             meta.insert("schema", SCHEMA_VERSION.to_be_bytes().as_slice())?;
             meta.insert("next_job_id", 1u64.to_be_bytes().as_slice())?;
             meta.insert("journal_seq", 0u64.to_be_bytes().as_slice())?;
+            meta.insert("spool_id", spool_id.to_be_bytes().as_slice())?;
+            meta.insert("generation", 1u64.to_be_bytes().as_slice())?;
+            // Not clean until closed: its journal is the only copy of what comes next.
+            meta.insert("clean", [0u8].as_slice())?;
             txn.open_table(ACCOUNTING)?;
             let mut t = txn.open_table(OBJECTS)?;
             for o in objects {
@@ -195,7 +221,15 @@ impl Store {
         // A journal left by an earlier spool of this name is emptied.
         let journal_path = journal_path(path);
         let _ = std::fs::remove_file(&journal_path);
-        let (journal, _) = open_journal(&journal_path, 0)?;
+        let header = journal::Header {
+            spool_id,
+            generation: 1,
+        };
+        let journal =
+            Journal::open(&journal_path, header, 0, 1).map_err(|source| StoreError::Journal {
+                path: journal_path.clone(),
+                source,
+            })?;
         Ok(Store {
             db,
             journal,
@@ -205,12 +239,17 @@ impl Store {
     }
 
     /// Open an existing spool, applying the changes its journal holds beyond the
-    /// database.
-    pub fn open(path: &Path) -> Result<Store, StoreError> {
+    /// database. A journal that is damaged before its end, missing, empty, or of
+    /// another spool or checkpoint after a crash would lose acknowledged changes: that
+    /// is refused ([`StoreError::Damaged`]) unless `recover`, which drops what cannot be
+    /// read and logs every dropped change. A torn last record (a write a crash cut
+    /// short, never acknowledged) is dropped with a warning. Job ids are never handed
+    /// out again: the next one is above every id the spool holds or may have held.
+    pub fn open(path: &Path, recover: bool) -> Result<Store, StoreError> {
         let db = Builder::new()
             .set_cache_size(SPOOL_CACHE_BYTES)
             .open(path)?;
-        let applied = {
+        let (applied, spool_id, generation, clean) = {
             let txn = db.begin_read()?;
             let meta = txn.open_table(META)?;
             let found = meta
@@ -220,40 +259,205 @@ impl Store {
             if found != SCHEMA_VERSION {
                 return Err(StoreError::Schema { found });
             }
-            applied_seq(&txn)?
+            let clean = meta
+                .get("clean")?
+                .is_some_and(|v| v.value().first() == Some(&1));
+            (
+                meta_u64(&txn, "journal_seq")?.unwrap_or(0),
+                meta_u64(&txn, "spool_id")?.unwrap_or(0),
+                meta_u64(&txn, "generation")?.unwrap_or(1),
+                clean,
+            )
         };
         let journal_path = journal_path(path);
-        let (journal, replay) = open_journal(&journal_path, applied)?;
+        let io = |source| StoreError::Journal {
+            path: journal_path.clone(),
+            source,
+        };
+        let bytes = journal::read(&journal_path).map_err(io)?;
+        let here = journal_path.display().to_string();
+        // Records the database does not hold yet, and how many changes are gone.
+        let mut records: Vec<(u64, Vec<u8>)> = Vec::new();
+        let mut end = 0;
+        let mut lost_changes: u64 = 0;
+        let header = bytes.as_deref().map(journal::decode_header);
+        let trouble = match header {
+            None => Some("missing".to_string()),
+            Some(HeaderRead::Empty) => Some("empty".to_string()),
+            Some(HeaderRead::Unreadable) => Some("not a journal this master can read".to_string()),
+            Some(HeaderRead::Found(h)) if h.spool_id != spool_id => {
+                Some("the journal of another spool".to_string())
+            }
+            Some(HeaderRead::Found(h))
+                if h.generation != generation && h.generation + 1 != generation =>
+            {
+                Some(format!(
+                    "from another checkpoint (generation {}, the database is at {generation})",
+                    h.generation
+                ))
+            }
+            Some(HeaderRead::Found(_)) => None,
+        };
+        match trouble {
+            Some(what) if clean => {
+                tracing::info!(
+                    "spool journal {here} is {what}; the master shut down cleanly, so it held nothing the database lacks: starting a new one"
+                );
+            }
+            Some(what) => {
+                let message = format!(
+                    "spool journal {here} is {what}, after a master that did not shut down cleanly: the changes acknowledged since the database's last checkpoint (change {applied}) would be lost"
+                );
+                if !recover {
+                    return Err(StoreError::Damaged(message));
+                }
+                tracing::warn!("recovering: {message}; going on without them");
+                // How many changes it held is unknown, but never more than a checkpoint
+                // lets wait: job ids skip that many (each might have been a submission).
+                lost_changes = CHECKPOINT_OPS as u64;
+                // What can still be read of it is logged as dropped.
+                if let Some(b) = &bytes {
+                    for (seq, payload) in journal::scan(b, applied).records {
+                        tracing::warn!(
+                            "recovering: dropped change {seq}: {}",
+                            describe_change(&payload)
+                        );
+                    }
+                }
+            }
+            None => {
+                let b = bytes.as_deref().unwrap_or_default();
+                let scan = journal::scan(b, applied);
+                for offset in &scan.skipped {
+                    tracing::warn!(
+                        "spool journal {here}: unreadable bytes at offset {offset}, where only changes the database holds were: nothing lost"
+                    );
+                }
+                if let Some(torn) = &scan.torn {
+                    tracing::warn!(
+                        "spool journal {here} ends with a change a crash cut short (never acknowledged), dropped: {} at offset {}{}",
+                        describe_change(&torn.payload),
+                        torn.offset,
+                        torn.claimed_seq
+                            .map(|s| format!(", sequence {s}"))
+                            .unwrap_or_default()
+                    );
+                    lost_changes += 1;
+                }
+                end = scan.end;
+                records = scan.records;
+                if let Some((from, to, at)) = scan.lost {
+                    let message = format!(
+                        "spool journal {here} is damaged at offset {}: changes {from} to {to} cannot be read, and {} later changes follow them",
+                        at.offset,
+                        scan.after_loss.len()
+                    );
+                    if !recover {
+                        return Err(StoreError::Damaged(message));
+                    }
+                    tracing::warn!("recovering: {message}");
+                    for seq in from..=to {
+                        tracing::warn!("recovering: dropped change {seq}: unreadable");
+                    }
+                    lost_changes += to - from + 1;
+                    for (seq, payload) in &scan.after_loss {
+                        tracing::warn!(
+                            "recovering: applying change {seq} after the damage: {}",
+                            describe_change(payload)
+                        );
+                    }
+                    records.extend(scan.after_loss);
+                    end = 0; // the journal starts over after the checkpoint below
+                }
+            }
+        }
         let mut unapplied = Unapplied::default();
-        for (seq, payload) in &replay {
+        for (seq, payload) in &records {
             let ops: Vec<Op> = gantry_proto::decode(payload)
                 .map_err(|source| StoreError::CorruptRecord { seq: *seq, source })?;
             unapplied.push(*seq, payload.clone(), &ops);
         }
+        let next_seq = records.last().map_or(applied, |(s, _)| *s).max(applied) + 1;
+        let journal = Journal::open(
+            &journal_path,
+            journal::Header {
+                spool_id,
+                generation,
+            },
+            end,
+            next_seq,
+        )
+        .map_err(io)?;
         let mut store = Store {
             db,
             journal,
             journal_path,
             unapplied,
         };
-        if !replay.is_empty() {
+        if !records.is_empty() {
             tracing::info!(
-                records = replay.len(),
+                records = records.len(),
                 changes = store.unapplied.len(),
                 "spool: applying the journal's changes"
             );
             store.checkpoint()?;
         }
+        store.mark_running(lost_changes)?;
         Ok(store)
     }
 
-    /// Move every journaled change into the database in one durable transaction; the
-    /// journal then starts over.
+    /// The master runs on this spool: it is not clean until [`Store::close`]. The next
+    /// job id is raised above every id the spool holds, and by `lost_changes` more (each
+    /// lost change may have been a submission).
+    fn mark_running(&mut self, lost_changes: u64) -> Result<(), StoreError> {
+        let floor = self.highest_job_id()?.map_or(1, |id| id + 1) + lost_changes;
+        let recorded = self.next_job_id()?;
+        let txn = self.db.begin_write()?;
+        {
+            let mut meta = txn.open_table(META)?;
+            meta.insert("clean", [0u8].as_slice())?;
+            if floor > recorded || lost_changes > 0 {
+                let next = floor.max(recorded + lost_changes);
+                tracing::info!(next, "spool: job ids continue above every id seen");
+                meta.insert("next_job_id", next.to_be_bytes().as_slice())?;
+            }
+        }
+        txn.commit()?;
+        Ok(())
+    }
+
+    /// The highest job id the spool holds (jobs and accounting records).
+    fn highest_job_id(&self) -> Result<Option<u64>, StoreError> {
+        let txn = self.db.begin_read()?;
+        let objects = txn.open_table(OBJECTS)?;
+        let job = objects
+            .range("job/".."job0")?
+            .next_back()
+            .transpose()?
+            .and_then(|(k, _)| crate::state::job_of_key(k.value()));
+        let acct = txn.open_table(ACCOUNTING)?;
+        let accounted = acct.last()?.map(|(k, _)| k.value().0);
+        Ok(job.max(accounted))
+    }
+
+    /// Checkpoint and record a clean shutdown: the journal then holds nothing the
+    /// database lacks, whatever becomes of it.
+    pub fn close(&mut self) -> Result<(), StoreError> {
+        self.checkpoint()?;
+        let txn = self.db.begin_write()?;
+        txn.open_table(META)?.insert("clean", [1u8].as_slice())?;
+        txn.commit()?;
+        Ok(())
+    }
+
+    /// Move every journaled change into the database in one durable transaction, as the
+    /// next generation; the journal then starts over under that generation.
     pub fn checkpoint(&mut self) -> Result<(), StoreError> {
         if self.unapplied.is_empty() {
             return Ok(());
         }
         let ops = self.unapplied.ops()?;
+        let generation = self.journal.header().generation + 1;
         let txn = self.db.begin_write()?;
         write_ops(&txn, &ops)?;
         {
@@ -262,10 +466,16 @@ impl Store {
                 "journal_seq",
                 self.journal.last_seq().to_be_bytes().as_slice(),
             )?;
+            meta.insert("generation", generation.to_be_bytes().as_slice())?;
         }
         txn.commit()?;
         self.unapplied = Unapplied::default();
-        self.journal.restart();
+        self.journal
+            .restart(generation)
+            .map_err(|source| StoreError::Journal {
+                path: self.journal_path.clone(),
+                source,
+            })?;
         Ok(())
     }
 
@@ -435,7 +645,7 @@ mod tests {
                 .commit(&[host("n1"), Op::Delete("managers".into())])
                 .unwrap();
         }
-        let store = Store::open(&path).unwrap();
+        let store = Store::open(&path, false).unwrap();
         let loaded = store.load().unwrap();
         assert!(loaded.iter().any(|o| o.key() == "exechost/n1"));
         assert!(!loaded.iter().any(|o| o.key() == "managers"));
@@ -463,7 +673,7 @@ mod tests {
             assert_eq!(accounted(&store), [(5, None), (6, Some(2))]);
             // Dropped without a checkpoint: a kill -9.
         }
-        let mut store = Store::open(&path).unwrap();
+        let mut store = Store::open(&path, false).unwrap();
         assert_eq!(keys(&store), ["exechost/n2"]);
         assert_eq!(store.next_job_id().unwrap(), 7);
         assert_eq!(accounted(&store), [(5, None), (6, Some(2))]);
@@ -471,7 +681,7 @@ mod tests {
         assert!(store.unapplied.is_empty());
         store.commit(&[record(8, None)]).unwrap();
         drop(store);
-        let store = Store::open(&path).unwrap();
+        let store = Store::open(&path, false).unwrap();
         assert_eq!(accounted(&store), [(5, None), (6, Some(2)), (8, None)]);
         assert_eq!(keys(&store), ["exechost/n2"]);
     }
@@ -489,7 +699,7 @@ mod tests {
             assert_eq!(store.unapplied.len(), 10);
             assert_eq!(store.journal.last_seq(), CHECKPOINT_OPS as u64 + 10);
         }
-        let store = Store::open(&path).unwrap();
+        let store = Store::open(&path, false).unwrap();
         let all = accounted(&store);
         assert_eq!(all.len(), CHECKPOINT_OPS + 10);
         assert_eq!(all.last(), Some(&(CHECKPOINT_OPS as u64 + 10, None)));
@@ -511,15 +721,125 @@ mod tests {
             crate::journal::encode_record(1, &gantry_proto::encode(&vec![host("n1")]).unwrap());
         let second =
             crate::journal::encode_record(2, &gantry_proto::encode(&vec![host("n2")]).unwrap());
+        let at = crate::journal::FILE_HEADER;
         assert_eq!(
-            &bytes[..first.len() + second.len()],
+            &bytes[at..at + first.len() + second.len()],
             [first.clone(), second.clone()].concat()
         );
         let mut torn = bytes.clone();
-        torn[first.len() + second.len() - 1] ^= 0xff;
+        torn[at + first.len() + second.len() - 1] ^= 0xff;
         std::fs::write(&journal, torn).unwrap();
-        let store = Store::open(&path).unwrap();
+        let store = Store::open(&path, false).unwrap();
         assert_eq!(keys(&store), ["exechost/n1"]);
+        // Its job id (had it been a submission) is not handed out again.
+        assert_eq!(store.next_job_id().unwrap(), 2);
+    }
+
+    /// A spool with three journaled submissions (job ids 1..=3) after a crash.
+    fn crashed_spool(dir: &Path) -> (PathBuf, Vec<usize>) {
+        let path = dir.join("spool.redb");
+        let mut store = Store::create(&path, &[]).unwrap();
+        let mut offsets = Vec::new();
+        let mut at = crate::journal::FILE_HEADER;
+        for id in 1..=3u64 {
+            let ops = vec![Op::NextJobId(id + 1), host(&format!("n{id}"))];
+            offsets.push(at);
+            at += crate::journal::encode_record(id, &gantry_proto::encode(&ops).unwrap()).len();
+            store.commit(&ops).unwrap();
+        }
+        (path, offsets)
+    }
+
+    #[test]
+    fn damage_before_the_journals_end_stops_the_start_unless_recovering() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, offsets) = crashed_spool(dir.path());
+        let journal = journal_path(&path);
+        let mut bytes = std::fs::read(&journal).unwrap();
+        bytes[offsets[1] + 20] ^= 0x01; // inside the second change
+        std::fs::write(&journal, &bytes).unwrap();
+        let err = Store::open(&path, false).err().expect("refused");
+        let text = err.to_string();
+        assert!(
+            text.contains(&format!("is damaged at offset {}: changes 2 to 2 cannot be read, and 1 later changes follow them", offsets[1])),
+            "{text}"
+        );
+        assert!(text.contains("--recover-spool"), "{text}");
+        // Refusing changed nothing: the same refusal again.
+        assert!(Store::open(&path, false).is_err());
+        let store = Store::open(&path, true).unwrap();
+        assert_eq!(keys(&store), ["exechost/n1", "exechost/n3"]);
+        // The lost change may have been a submission: ids go on above every one seen.
+        assert!(store.next_job_id().unwrap() >= 5);
+        drop(store);
+        // Recovered for good: the next start needs no flag.
+        assert!(Store::open(&path, false).is_ok());
+    }
+
+    #[test]
+    fn a_missing_empty_or_foreign_journal_after_a_crash_stops_the_start() {
+        let dir = tempfile::tempdir().unwrap();
+        let other = tempfile::tempdir().unwrap();
+        let (foreign, _) = crashed_spool(other.path());
+        for (damage, says) in [
+            ("missing", "is missing"),
+            ("empty", "is empty"),
+            ("zeros", "is empty"),
+            ("foreign", "is the journal of another spool"),
+        ] {
+            let sub = dir.path().join(damage);
+            std::fs::create_dir(&sub).unwrap();
+            let (path, _) = crashed_spool(&sub);
+            let journal = journal_path(&path);
+            match damage {
+                "missing" => std::fs::remove_file(&journal).unwrap(),
+                "empty" => std::fs::write(&journal, b"").unwrap(),
+                "zeros" => std::fs::write(&journal, vec![0u8; 4096]).unwrap(),
+                _ => std::fs::copy(journal_path(&foreign), &journal)
+                    .map(drop)
+                    .unwrap(),
+            }
+            let err = Store::open(&path, false)
+                .err()
+                .expect("refused")
+                .to_string();
+            assert!(err.contains(says), "{damage}: {err}");
+            assert!(
+                err.contains("the changes acknowledged since the database's last checkpoint (change 0) would be lost"),
+                "{damage}: {err}"
+            );
+            let store = Store::open(&path, true).unwrap();
+            assert!(keys(&store).is_empty(), "{damage}");
+            // Three changes may have been submissions: none of their ids comes again.
+            assert!(store.next_job_id().unwrap() >= 4, "{damage}");
+        }
+    }
+
+    #[test]
+    fn after_a_clean_shutdown_a_missing_journal_loses_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, _) = crashed_spool(dir.path());
+        Store::open(&path, false).unwrap().close().unwrap();
+        std::fs::remove_file(journal_path(&path)).unwrap();
+        let store = Store::open(&path, false).unwrap();
+        assert_eq!(keys(&store), ["exechost/n1", "exechost/n2", "exechost/n3"]);
+        assert_eq!(store.next_job_id().unwrap(), 4);
+    }
+
+    #[test]
+    fn job_ids_continue_above_every_id_the_spool_holds() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("spool.redb");
+        {
+            let mut store = Store::create(&path, &[]).unwrap();
+            // The recorded next id is behind an accounting record of job 41.
+            store
+                .commit(&[Op::NextJobId(7), record(41, Some(3))])
+                .unwrap();
+            store.close().unwrap();
+        }
+        let store = Store::open(&path, false).unwrap();
+        assert_eq!(store.next_job_id().unwrap(), 42);
     }
 
     #[test]
@@ -530,9 +850,10 @@ mod tests {
         let garbage = crate::journal::encode_record(1, &[0xff, 0xff, 0xff]);
         let journal = journal_path(&path);
         let mut bytes = std::fs::read(&journal).unwrap();
-        bytes[..garbage.len()].copy_from_slice(&garbage);
+        let at = crate::journal::FILE_HEADER;
+        bytes[at..at + garbage.len()].copy_from_slice(&garbage);
         std::fs::write(&journal, bytes).unwrap();
-        let err = Store::open(&path).err().expect("refused");
+        let err = Store::open(&path, false).err().expect("refused");
         assert!(
             err.to_string().contains("journal record 1 is corrupt"),
             "{err}"

@@ -1,0 +1,228 @@
+//! The spool never rolls back silently: each test damages the files of a real cell the
+//! way a crash, a failing disk or an administrator might, then starts the master again.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use gantry_tests::{bin, wait_until, Cluster, Daemon};
+use nix::sys::signal::Signal;
+
+/// A cell whose journal holds a configuration change and three held jobs (ids 1, 2, 3),
+/// left by a master killed with SIGKILL.
+fn crashed_cell() -> Cluster {
+    let mut c = Cluster::init(&[]);
+    c.start_master();
+    let global = c.dir.path().join("global");
+    std::fs::write(&global, "min_uid 0\nmin_gid 0\n").unwrap();
+    assert_eq!(c.qconf(&["-Mconf", global.to_str().unwrap()]).code, 0);
+    for want in 1..=3 {
+        let out = c.client(
+            "qsub",
+            &[
+                "-h",
+                "-terse",
+                "-N",
+                &format!("job{want}"),
+                "-b",
+                "y",
+                "true",
+            ],
+        );
+        assert_eq!(out.stdout.trim(), want.to_string(), "{out:?}");
+    }
+    c.stop_master(Signal::SIGKILL);
+    c
+}
+
+fn journal(c: &Cluster) -> std::path::PathBuf {
+    c.home().join("spool.journal")
+}
+
+/// Where each record of the journal starts (after its 32-byte header).
+fn record_offsets(bytes: &[u8]) -> Vec<usize> {
+    let mut out = Vec::new();
+    let mut at = 32;
+    while at + 16 <= bytes.len() {
+        let len = u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
+        if len == 0 {
+            break;
+        }
+        out.push(at);
+        at += 16 + len;
+    }
+    out
+}
+
+/// Run `gantry-master run` expecting it to refuse to start: its exit status and stderr.
+fn refused_start(c: &Cluster) -> (i32, String) {
+    let mut child = Command::new(bin("gantry-master"))
+        .args(["run", "--home"])
+        .arg(c.home())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            let out = child.wait_with_output().unwrap();
+            return (
+                status.code().unwrap_or(-1),
+                String::from_utf8_lossy(&out.stderr).into_owned(),
+            );
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("the master started on a damaged spool");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Start the master with `--recover-spool`.
+fn start_recovering(c: &mut Cluster) {
+    let mut cmd = Command::new(bin("gantry-master"));
+    cmd.args(["run", "--recover-spool", "--home"]).arg(c.home());
+    let log = c.dir.path().join("master.log");
+    c.master = Some(Daemon::spawn("gantry-master", cmd, log));
+    wait_until("the master to answer", Duration::from_secs(20), || {
+        c.qconf(&["-sm"]).code == 0
+    });
+}
+
+fn job_names(c: &Cluster) -> Vec<String> {
+    c.client("qstat", &["-u", "*"])
+        .stdout
+        .lines()
+        .skip(2)
+        .filter_map(|l| l.split_whitespace().nth(2).map(str::to_string))
+        .collect()
+}
+
+fn next_id(c: &Cluster) -> u64 {
+    let out = c.client("qsub", &["-h", "-terse", "-b", "y", "true"]);
+    out.stdout
+        .trim()
+        .parse()
+        .unwrap_or_else(|_| panic!("{out:?}"))
+}
+
+#[test]
+fn a_changed_byte_in_the_middle_of_the_journal_stops_the_master() {
+    let mut c = crashed_cell();
+    let path = journal(&c);
+    let mut bytes = std::fs::read(&path).unwrap();
+    let records = record_offsets(&bytes);
+    assert_eq!(records.len(), 4, "the configuration change and three jobs");
+    // Inside job 2's record.
+    let damaged_at = records[2];
+    bytes[damaged_at + 40] ^= 0x20;
+    std::fs::write(&path, &bytes).unwrap();
+    let (code, stderr) = refused_start(&c);
+    assert_ne!(code, 0);
+    assert!(
+        stderr.contains(&format!(
+            "spool journal {} is damaged at offset {damaged_at}: changes 3 to 3 cannot be read, and 1 later changes follow them",
+            path.display()
+        )),
+        "{stderr}"
+    );
+    assert!(stderr.contains("--recover-spool"), "{stderr}");
+    // Refusing changed nothing.
+    assert_eq!(std::fs::read(&path).unwrap(), bytes);
+    start_recovering(&mut c);
+    assert!(c
+        .master_log()
+        .contains("recovering: dropped change 3: unreadable"));
+    let log = c.master_log();
+    let applied = log
+        .lines()
+        .find(|l| l.contains("recovering: applying change 4 after the damage:"))
+        .unwrap_or_else(|| panic!("{log}"));
+    assert!(applied.contains("job 3 (\"job3\" of root)"), "{applied}");
+    assert_eq!(job_names(&c), ["job1", "job3"]);
+    // Job 2's id is not handed out again (nor any other one used before).
+    assert!(next_id(&c) > 3);
+}
+
+#[test]
+fn a_missing_or_empty_journal_after_a_crash_stops_the_master() {
+    for damage in ["missing", "empty"] {
+        let mut c = crashed_cell();
+        let path = journal(&c);
+        if damage == "missing" {
+            std::fs::remove_file(&path).unwrap();
+        } else {
+            std::fs::write(&path, b"").unwrap();
+        }
+        let (code, stderr) = refused_start(&c);
+        assert_ne!(code, 0, "{damage}");
+        assert!(
+            stderr.contains(&format!(
+                "spool journal {} is {damage}, after a master that did not shut down cleanly: the changes acknowledged since the database's last checkpoint (change 0) would be lost",
+                path.display()
+            )),
+            "{damage}: {stderr}"
+        );
+        start_recovering(&mut c);
+        assert!(c.master_log().contains("going on without them"), "{damage}");
+        assert!(job_names(&c).is_empty(), "{damage}");
+        // The configuration change was lost with the journal too: make it again.
+        let global = c.dir.path().join("global");
+        assert_eq!(c.qconf(&["-Mconf", global.to_str().unwrap()]).code, 0);
+        // The three lost submissions' ids are never handed out again.
+        assert!(next_id(&c) > 3, "{damage}");
+    }
+}
+
+#[test]
+fn the_journal_of_another_cell_stops_the_master() {
+    let c = crashed_cell();
+    let other = crashed_cell();
+    std::fs::copy(journal(&other), journal(&c)).unwrap();
+    let (code, stderr) = refused_start(&c);
+    assert_ne!(code, 0);
+    assert!(
+        stderr.contains("is the journal of another spool"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_torn_last_record_is_dropped_with_a_warning_and_its_id_not_reused() {
+    let mut c = crashed_cell();
+    let path = journal(&c);
+    let mut bytes = std::fs::read(&path).unwrap();
+    let records = record_offsets(&bytes);
+    // The last record (job 3) reached the disk only in part.
+    let last = records[3];
+    let len = u32::from_le_bytes(bytes[last..last + 4].try_into().unwrap()) as usize;
+    for b in &mut bytes[last + 16 + len / 2..last + 16 + len] {
+        *b = 0;
+    }
+    std::fs::write(&path, &bytes).unwrap();
+    c.start_master();
+    assert!(
+        c.master_log()
+            .contains("ends with a change a crash cut short (never acknowledged), dropped"),
+        "{}",
+        c.master_log()
+    );
+    assert_eq!(job_names(&c), ["job1", "job2"]);
+    assert!(next_id(&c) > 3);
+}
+
+#[test]
+fn after_a_clean_shutdown_a_lost_journal_loses_nothing() {
+    let mut c = Cluster::init(&[]);
+    c.start_master();
+    let out = c.qconf(&["-am", "keeper"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    // SIGTERM: a clean shutdown (stop_master waits for the process to exit).
+    c.stop_master(Signal::SIGTERM);
+    std::fs::remove_file(journal(&c)).unwrap();
+    c.start_master();
+    assert!(c.qconf(&["-sm"]).stdout.contains("keeper"));
+}
