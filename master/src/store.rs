@@ -22,8 +22,12 @@ const ACCOUNTING: TableDefinition<(u64, u32), &[u8]> = TableDefinition::new("acc
 pub const SCHEMA_VERSION: u32 = 4;
 
 /// A checkpoint is taken once this many changes or this many journal bytes are waiting.
+/// The owner takes it in a turn of its own ([`Store::checkpoint_due`]), so that a large
+/// change is not followed by a checkpoint in the same breath; past four times as much,
+/// [`Store::commit`] takes it itself.
 const CHECKPOINT_OPS: usize = 1024;
 const CHECKPOINT_BYTES: u64 = 4 << 20;
+const FORCED_CHECKPOINT: usize = 4;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -314,7 +318,7 @@ impl Store {
                 tracing::warn!("recovering: {message}; going on without them");
                 // How many changes it held is unknown, but never more than a checkpoint
                 // lets wait: job ids skip that many (each might have been a submission).
-                lost_changes = CHECKPOINT_OPS as u64;
+                lost_changes = (CHECKPOINT_OPS * FORCED_CHECKPOINT) as u64;
                 // What can still be read of it is logged as dropped.
                 if let Some(b) = &bytes {
                     for (seq, payload) in journal::scan(b, applied).records {
@@ -571,13 +575,26 @@ impl Store {
                 source,
             })?;
         self.unapplied.push(seq, payload, ops);
-        if self.unapplied.len() >= CHECKPOINT_OPS || self.journal.len() >= CHECKPOINT_BYTES {
-            // The change is durable already; a failed checkpoint is tried again later.
-            if let Err(e) = self.checkpoint() {
-                tracing::warn!("spool checkpoint failed (the journal keeps the changes): {e}");
-            }
+        let forced = FORCED_CHECKPOINT as u64;
+        if self.unapplied.len() >= CHECKPOINT_OPS * FORCED_CHECKPOINT
+            || self.journal.len() >= CHECKPOINT_BYTES * forced
+        {
+            self.checkpoint_now();
         }
         Ok(())
+    }
+
+    /// Enough changes wait in the journal for a checkpoint.
+    pub fn checkpoint_due(&self) -> bool {
+        self.unapplied.len() >= CHECKPOINT_OPS || self.journal.len() >= CHECKPOINT_BYTES
+    }
+
+    /// Checkpoint; the changes are durable already, so a failure only means the
+    /// checkpoint is tried again later.
+    pub fn checkpoint_now(&mut self) {
+        if let Err(e) = self.checkpoint() {
+            tracing::warn!("spool checkpoint failed (the journal keeps the changes): {e}");
+        }
     }
 }
 
@@ -694,6 +711,10 @@ mod tests {
             let mut store = Store::create(&path, &[]).unwrap();
             for i in 0..(CHECKPOINT_OPS as u64 + 10) {
                 store.commit(&[record(i + 1, None)]).unwrap();
+                // The owner checkpoints when one is due, as the Cluster actor does.
+                if store.checkpoint_due() {
+                    store.checkpoint_now();
+                }
             }
             // One checkpoint happened at CHECKPOINT_OPS changes; ten wait in the journal.
             assert_eq!(store.unapplied.len(), 10);
