@@ -106,6 +106,30 @@ pub fn usage() -> String {
     s
 }
 
+/// `-sync y`: the job's end, waiting on across restarts of the master (or of the execd
+/// that relays for this host): a lost connection is made again until the job's end is
+/// known, as SGE's qsub does.
+fn wait_for_job(job_id: u64) -> Result<gantry_proto::FromMaster, crate::conn::ConnError> {
+    use crate::conn::ConnError;
+    let mut said = false;
+    loop {
+        match crate::conn::request(&ToMaster::WaitJob { job_id }) {
+            // The master shuts down, is gone, or is not back yet.
+            Ok(gantry_proto::FromMaster::Refused(r))
+                if r.kind == gantry_proto::RefusalKind::Internal => {}
+            Err(ConnError::Io(_) | ConnError::Connect { .. }) => {}
+            other => return other,
+        }
+        if !said {
+            eprintln!(
+                "qsub: lost the connection to the master while waiting for job {job_id}; waiting for it to come back"
+            );
+            said = true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(250));
+    }
+}
+
 /// Room left in a request for everything but the script (options, environment).
 const SPEC_HEADROOM: usize = 1 << 20;
 
@@ -515,7 +539,7 @@ pub fn run(args: &[String]) -> Output {
         ),
     });
     if sync {
-        match crate::conn::request(&ToMaster::WaitJob { job_id }) {
+        match wait_for_job(job_id) {
             Ok(FromMaster::JobEnded {
                 exit_status,
                 signal,

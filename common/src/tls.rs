@@ -166,11 +166,13 @@ fn alpn_list(version: u32) -> Vec<Vec<u8>> {
     ]
 }
 
-/// QUIC transport settings both daemons use: keep-alives every 5 s so NATs and
-/// firewalls keep state, and a connection is declared dead after 15 s of silence.
+/// QUIC transport settings both daemons use: keep-alives every second (so that NATs and
+/// firewalls keep state, and an execd learns within a second from a restarted master's
+/// stateless reset that its connection is gone), and a connection is declared dead
+/// after 15 s of silence.
 pub fn transport_config() -> Arc<quinn::TransportConfig> {
     let mut t = quinn::TransportConfig::default();
-    t.keep_alive_interval(Some(Duration::from_secs(5)));
+    t.keep_alive_interval(Some(Duration::from_secs(1)));
     if let Ok(idle) = quinn::IdleTimeout::try_from(Duration::from_secs(15)) {
         t.max_idle_timeout(Some(idle));
     }
@@ -178,18 +180,41 @@ pub fn transport_config() -> Arc<quinn::TransportConfig> {
     Arc::new(t)
 }
 
+/// Random 8-byte connection ids, any of which the endpoint takes as possibly its own.
+/// quinn's default signs ids with a key chosen afresh by every run and drops the packets
+/// of a previous run's connections unanswered; with these, a restarted master answers
+/// them with a stateless reset.
+struct RandomConnectionIds;
+
+impl quinn::ConnectionIdGenerator for RandomConnectionIds {
+    fn generate_cid(&mut self) -> quinn::ConnectionId {
+        quinn::ConnectionId::new(&rand::random::<[u8; 8]>())
+    }
+
+    fn cid_len(&self) -> usize {
+        8
+    }
+
+    fn cid_lifetime(&self) -> Option<Duration> {
+        None
+    }
+}
+
 /// The master's endpoint configuration: its stateless-reset key is derived from the
-/// master's private key, so that a restarted master can tell execds at once that their
-/// old connection is gone (instead of them waiting for the idle timeout).
+/// master's private key and its connection ids are not tied to one run, so that a
+/// restarted master tells execds at once that their old connection is gone (instead of
+/// them waiting for the idle timeout).
 pub fn master_endpoint_config(master_key_pem: &str) -> quinn::EndpointConfig {
     let mut h = Sha256::new();
     h.update(b"gantry stateless reset key\0");
     h.update(master_key_pem.as_bytes());
     let seed: [u8; 32] = h.finalize().into();
-    quinn::EndpointConfig::new(Arc::new(ring::hmac::Key::new(
+    let mut config = quinn::EndpointConfig::new(Arc::new(ring::hmac::Key::new(
         ring::hmac::HMAC_SHA256,
         &seed,
-    )))
+    )));
+    config.cid_generator(|| Box::new(RandomConnectionIds));
+    config
 }
 
 /// The master's QUIC server configuration: presents `[master, CA]`, accepts clients with

@@ -34,12 +34,21 @@ impl Backoff {
         self.next = Self::MIN;
     }
 
-    /// The delay before the next attempt.
+    /// The delay before the next attempt: the current step plus up to a fifth of it at
+    /// random (so that many execds do not retry in step), never above [`Self::MAX`].
     pub fn next_delay(&mut self) -> Duration {
         let base = self.next;
         self.next = (self.next * 2).min(Self::MAX);
         let jitter = rand::random::<f64>() * 0.2 * base.as_secs_f64();
-        base + Duration::from_secs_f64(jitter)
+        (base + Duration::from_secs_f64(jitter)).min(Self::MAX)
+    }
+
+    /// The delay after losing a session that was up: the master was there a moment
+    /// ago (a restart, a network blip), so the first attempt comes at once, spread over
+    /// a quarter of a second across execds; failures after it back off as usual.
+    pub fn after_session(&mut self) -> Duration {
+        self.reset();
+        Duration::from_secs_f64(rand::random::<f64>() * 0.25)
     }
 }
 
@@ -54,7 +63,10 @@ impl Default for Backoff {
 enum Ended {
     /// The master refused us; retrying may still help (e.g. after a re-add).
     Refused(String),
+    /// No session came about (the master unreachable, the handshake cut).
     Lost(String),
+    /// A session that was up ended (a master restart ends it with a stateless reset).
+    Dropped(String),
 }
 
 /// Keep a session with the master forever, reconnecting with backoff. The current
@@ -82,16 +94,21 @@ pub async fn run(
         )
         .await;
         current.send_replace(None);
-        if started.elapsed() > Duration::from_secs(60) {
-            backoff.reset();
-        }
-        let delay = backoff.next_delay();
+        let delay = match ended {
+            Ended::Dropped(_) => backoff.after_session(),
+            _ => {
+                if started.elapsed() > Duration::from_secs(60) {
+                    backoff.reset();
+                }
+                backoff.next_delay()
+            }
+        };
         match ended {
             Ended::Refused(reason) => error!(
                 "the master at {master} refused this execd: {reason}; retrying in {:.1} s",
                 delay.as_secs_f64()
             ),
-            Ended::Lost(reason) => warn!(
+            Ended::Lost(reason) | Ended::Dropped(reason) => warn!(
                 "connection to the master at {master} lost: {reason}; reconnecting in {:.1} s",
                 delay.as_secs_f64()
             ),
@@ -192,13 +209,13 @@ async fn session(
         tokio::select! {
             Some(report) = finished.recv() => {
                 if let Err(e) = write_frame(&mut send, &FromExecd::JobFinished(report)).await {
-                    return Ended::Lost(close_reason(&conn).unwrap_or_else(|| e.to_string()));
+                    return Ended::Dropped(close_reason(&conn).unwrap_or_else(|| e.to_string()));
                 }
             }
             _ = ticker.tick() => {
                 let values = sensor.load_values();
                 if let Err(e) = write_frame(&mut send, &FromExecd::LoadReport { values }).await {
-                    return Ended::Lost(close_reason(&conn).unwrap_or_else(|| e.to_string()));
+                    return Ended::Dropped(close_reason(&conn).unwrap_or_else(|| e.to_string()));
                 }
             }
             msg = from_master.recv() => match msg.unwrap_or(Err(TransportError::Closed)) {
@@ -215,14 +232,14 @@ async fn session(
                     let (job_id, task_id) = (start.job_id, start.task_id);
                     jobs.start(*start);
                     if let Err(e) = write_frame(&mut send, &FromExecd::JobStarted { job_id, task_id }).await {
-                        return Ended::Lost(close_reason(&conn).unwrap_or_else(|| e.to_string()));
+                        return Ended::Dropped(close_reason(&conn).unwrap_or_else(|| e.to_string()));
                     }
                 }
                 Ok(ToExecd::KillJob { job_id, task_id }) => jobs.kill((job_id, task_id)),
                 Ok(ToExecd::SignalJob { job_id, task_id, signal }) => jobs.signal((job_id, task_id), signal),
                 Ok(ToExecd::ReportAck { job_id, task_id }) => jobs.acknowledge((job_id, task_id)),
                 Ok(other) => warn!("unexpected message from the master: {other:?}"),
-                Err(e) => return Ended::Lost(close_reason(&conn).unwrap_or_else(|| e.to_string())),
+                Err(e) => return Ended::Dropped(close_reason(&conn).unwrap_or_else(|| e.to_string())),
             }
         }
     }
@@ -257,8 +274,13 @@ mod tests {
         let d: Vec<f64> = (0..8).map(|_| b.next_delay().as_secs_f64()).collect();
         assert!(d[0] >= 1.0 && d[0] < 1.21);
         assert!(d[1] >= 2.0 && d[1] < 2.41);
-        assert!(d[7] >= 30.0 && d[7] <= 36.0);
+        // The documented ceiling holds, jitter included, however many failures.
+        assert_eq!(d[7], 30.0, "{d:?}");
+        assert!((0..100).all(|_| b.next_delay() <= Backoff::MAX));
         b.reset();
+        assert!(b.next_delay().as_secs_f64() < 1.21);
+        // After a session that was up: at once (within a quarter second), then as usual.
+        assert!(b.after_session() <= Duration::from_millis(250));
         assert!(b.next_delay().as_secs_f64() < 1.21);
     }
 }

@@ -516,7 +516,38 @@ impl Cluster {
                         job.tasks.remove(t);
                         deleted_tasks.insert(t);
                     }
-                    TaskState::Running { host, .. } | TaskState::Deleting { host, .. } if force => {
+                    TaskState::Running {
+                        host,
+                        queue,
+                        start_time,
+                        ..
+                    }
+                    | TaskState::Deleting {
+                        host,
+                        queue,
+                        start_time,
+                        ..
+                    } if force => {
+                        // Accounted when its host reports the end (SGE accounts it too);
+                        // until then, its record waits in the spool.
+                        let waiting = gantry_proto::JobReport {
+                            job_id: id,
+                            task_id: t,
+                            host: host.clone(),
+                            queue: format!("{queue}@{host}"),
+                            exit_status: 0,
+                            signal: None,
+                            failed: 0,
+                            failure: String::new(),
+                            start_time,
+                            end_time: start_time,
+                            utime_us: 0,
+                            stime_us: 0,
+                            maxrss_kb: 0,
+                        };
+                        if let Some(record) = self.state.accounting_record(&waiting) {
+                            ops.push(Op::Put(Object::ForcedAway(Box::new(record))));
+                        }
                         job.tasks.remove(t);
                         self.started.remove(&(id, t));
                         kills.push((host, id, t));
@@ -990,6 +1021,15 @@ impl Cluster {
                     matches!(t, TaskState::Running { .. } | TaskState::Deleting { .. })
                 });
             if !known {
+                // Removed with qdel -f while the host was away: accounted now.
+                if let Some(waiting) = self.state.forced_away.get(&key) {
+                    let mut record = waiting.clone();
+                    record.report = report.clone();
+                    ops.push(Op::Account(Box::new(record)));
+                    ops.push(Op::Delete(crate::state::forced_key(key.0, key.1)));
+                    recorded.push(key);
+                    continue;
+                }
                 let task = if self.state.jobs.get(&key.0).is_some_and(|j| j.is_array()) {
                     key.1
                 } else {

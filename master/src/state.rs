@@ -50,6 +50,9 @@ pub enum Object {
     },
     /// The administrative hosts (`qconf -ah`): manager commands come only from these.
     AdminHosts(Vec<String>),
+    /// A running task removed with `qdel -f` while its host was away: its accounting
+    /// record but for the report, written when the host reports the task's end.
+    ForcedAway(Box<gantry_proto::AccountingRecord>),
 }
 
 impl Object {
@@ -73,6 +76,7 @@ impl Object {
             Object::ThresholdSuspended(_) => "threshold-suspended".to_string(),
             Object::QuotaSet { set, .. } => format!("rqs/{}", set.name),
             Object::AdminHosts(_) => "adminhosts".to_string(),
+            Object::ForcedAway(r) => forced_key(r.job_id, r.report.task_id),
         }
     }
 }
@@ -92,6 +96,11 @@ pub enum Op {
 /// The spool key of a job.
 pub fn job_key(id: u64) -> String {
     format!("job/{id:020}")
+}
+
+/// The spool key of a task removed with `qdel -f` that waits for its host's report.
+pub fn forced_key(job: u64, task: u32) -> String {
+    format!("forced/{job:020}.{task}")
 }
 
 /// The job a spool key names, if it names one.
@@ -127,6 +136,9 @@ pub struct ClusterState {
     pub admin_hosts: Option<Vec<String>>,
     /// The master's host name (from `master.conf`).
     pub master_host: String,
+    /// Tasks removed with `qdel -f` whose host has not reported their end yet: their
+    /// accounting records but for the report, by (job, task).
+    pub forced_away: BTreeMap<(u64, u32), gantry_proto::AccountingRecord>,
     /// Certificate fingerprint (hex) -> host.
     pub host_certs: HashMap<String, String>,
     pub runtime: HashMap<String, HostRuntime>,
@@ -240,6 +252,9 @@ impl ClusterState {
                 }
                 Object::Managers(m) => self.managers = m,
                 Object::AdminHosts(h) => self.admin_hosts = Some(h),
+                Object::ForcedAway(r) => {
+                    self.forced_away.insert((r.job_id, r.report.task_id), *r);
+                }
                 Object::HostCert {
                     fingerprint,
                     hostname,
@@ -289,6 +304,12 @@ impl ClusterState {
                     self.pes.remove(name);
                 } else if let Some(name) = key.strip_prefix("userset/") {
                     self.usersets.remove(name);
+                } else if let Some(task) = key.strip_prefix("forced/") {
+                    if let Some((job, task)) = task.split_once('.') {
+                        if let (Ok(job), Ok(task)) = (job.parse(), task.parse()) {
+                            self.forced_away.remove(&(job, task));
+                        }
+                    }
                 } else if let Some(fp) = key.strip_prefix("hostcert/") {
                     self.host_certs.remove(fp);
                 } else if let Some(id) = key.strip_prefix("job/") {

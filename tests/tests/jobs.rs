@@ -950,6 +950,8 @@ fn forced_deletion_while_the_execd_is_away() {
         "{out:?}"
     );
     assert_eq!(c.client("qstat", &["-u", "*"]).stdout, "");
+    // Not accounted yet: its end is not known.
+    assert_ne!(c.client("qacct", &["-j", &id]).code, 0);
     // When the execd returns, the orphaned job is killed.
     c.start_execd("node1", "127.0.0.1", None, None);
     wait_until(
@@ -963,6 +965,19 @@ fn forced_deletion_while_the_execd_is_away() {
             p.stdout.is_empty()
         },
     );
+    // ... and accounted, once, as SGE accounts a job deleted by force.
+    wait_until("the job to be accounted", Duration::from_secs(30), || {
+        c.client("qacct", &["-j", &id]).code == 0
+    });
+    let acct = c.client("qacct", &["-j", &id]).stdout;
+    assert_eq!(
+        acct.matches("==============================================================")
+            .count(),
+        1,
+        "{acct}"
+    );
+    assert!(acct.contains("owner        gtuser1"), "{acct}");
+    assert!(acct.contains("exit_status  137"), "{acct}");
 }
 
 #[test]
