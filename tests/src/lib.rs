@@ -46,6 +46,39 @@ pub fn skip_loudly(test: &str, why: &str) {
     eprintln!("\n*** SKIPPED {test}: {why} ***\n*** this test did NOT run; run the suite as root (CI does) ***\n");
 }
 
+/// Tests that run jobs as test users need root: say loudly when one cannot run.
+pub fn need_root(test: &str) -> bool {
+    if !is_root() {
+        skip_loudly(test, "needs root to create test users and run jobs as them");
+        return false;
+    }
+    true
+}
+
+/// Run a command to its end, which must come within `timeout` (a daemon expected to
+/// refuse to start, say): its exit status and everything it printed (stderr first).
+pub fn run_to_exit(mut cmd: Command, timeout: Duration) -> (i32, String) {
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            let out = child.wait_with_output().expect("output");
+            let text = String::from_utf8_lossy(&out.stderr).into_owned()
+                + &String::from_utf8_lossy(&out.stdout);
+            return (status.code().unwrap_or(-1), text);
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("{cmd:?} did not exit within {timeout:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// Poll `cond` until it is true or `timeout` passes; panics with `what` on timeout.
 pub fn wait_until(what: &str, timeout: Duration, mut cond: impl FnMut() -> bool) {
     let deadline = Instant::now() + timeout;

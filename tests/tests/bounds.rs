@@ -4,15 +4,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use gantry_tests::{ensure_user, is_root, skip_loudly, Cluster};
-
-fn need_root(test: &str) -> bool {
-    if !is_root() {
-        skip_loudly(test, "needs root to create test users and submit as them");
-        return false;
-    }
-    true
-}
+use gantry_tests::{ensure_user, need_root, Cluster};
 
 #[test]
 fn forged_names_are_refused_with_sges_messages() {

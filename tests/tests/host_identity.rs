@@ -8,7 +8,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::process::Command;
 use std::time::Duration;
 
-use gantry_tests::{bin, ensure_user, is_root, skip_loudly, wait_until, Cluster};
+use gantry_tests::{bin, ensure_user, is_root, run_to_exit, skip_loudly, wait_until, Cluster};
 
 /// Run an execd to its end (a refused one exits); its exit status and output.
 fn execd_until_exit(c: &Cluster, args: &[&str], env: &[(&str, &str)]) -> (i32, String) {
@@ -17,29 +17,9 @@ fn execd_until_exit(c: &Cluster, args: &[&str], env: &[(&str, &str)]) -> (i32, S
         .arg("--master")
         .arg(c.master_addr("127.0.0.1"))
         .args(args)
-        .env("GANTRY_LOG", "info");
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let mut child = cmd
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            let out = child.wait_with_output().unwrap();
-            let text = String::from_utf8_lossy(&out.stderr).into_owned()
-                + &String::from_utf8_lossy(&out.stdout);
-            return (status.code().unwrap_or(-1), text);
-        }
-        if std::time::Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("the execd did not exit: {args:?}");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
+        .env("GANTRY_LOG", "info")
+        .envs(env.iter().copied());
+    run_to_exit(cmd, Duration::from_secs(20))
 }
 
 fn token_file(c: &Cluster, name: &str, mode: u32) -> String {

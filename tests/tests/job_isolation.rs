@@ -9,15 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use gantry_tests::{ensure_user, is_root, skip_loudly, wait_until, Cluster};
-
-fn need_root(test: &str) -> bool {
-    if !is_root() {
-        skip_loudly(test, "needs root to create test users and run jobs as them");
-        return false;
-    }
-    true
-}
+use gantry_tests::{ensure_user, need_root, wait_until, Cluster};
 
 /// Run a shell command as `user` (to plant things as an attacker would).
 fn as_user_sh(user: &str, script: &str) {

@@ -5,16 +5,8 @@
 
 use std::time::Duration;
 
-use gantry_tests::{ensure_user, is_root, skip_loudly, wait_until, Cluster};
+use gantry_tests::{ensure_user, need_root, wait_until, Cluster};
 use nix::sys::signal::Signal;
-
-fn need_root(test: &str) -> bool {
-    if !is_root() {
-        skip_loudly(test, "needs root to create test users and run jobs as them");
-        return false;
-    }
-    true
-}
 
 #[test]
 fn job_runs_as_the_submitting_user_with_the_sge_environment() {

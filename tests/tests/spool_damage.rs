@@ -3,10 +3,10 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
-use gantry_tests::{bin, wait_until, Cluster, Daemon};
+use gantry_tests::{bin, run_to_exit, wait_until, Cluster, Daemon};
 use nix::sys::signal::Signal;
 
 /// A cell whose journal holds a configuration change and three held jobs (ids 1, 2, 3),
@@ -57,28 +57,9 @@ fn record_offsets(bytes: &[u8]) -> Vec<usize> {
 
 /// Run `gantry-master run` expecting it to refuse to start: its exit status and stderr.
 fn refused_start(c: &Cluster) -> (i32, String) {
-    let mut child = Command::new(bin("gantry-master"))
-        .args(["run", "--home"])
-        .arg(c.home())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            let out = child.wait_with_output().unwrap();
-            return (
-                status.code().unwrap_or(-1),
-                String::from_utf8_lossy(&out.stderr).into_owned(),
-            );
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("the master started on a damaged spool");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let mut cmd = Command::new(bin("gantry-master"));
+    cmd.args(["run", "--home"]).arg(c.home());
+    run_to_exit(cmd, Duration::from_secs(20))
 }
 
 /// Start the master with `--recover-spool`.
