@@ -774,19 +774,20 @@ fn one(name: &str, arg: Option<&str>) -> Output {
             }),
             "no administrative host defined",
         ),
+        // SGE's qconf reports these on stderr, success included.
         ("-ah", Some(hosts)) => change(
             ToMaster::AddObject {
                 kind: ObjectKind::AdminHost,
                 text: hosts.to_string(),
             },
-            false,
+            true,
         ),
         ("-dh", Some(hosts)) => change(
             ToMaster::DeleteObjects {
                 kind: ObjectKind::AdminHost,
                 names: list(hosts),
             },
-            false,
+            true,
         ),
         ("-am", Some(users)) => change(ToMaster::AddManagers { users: list(users) }, false),
         ("-dm", Some(users)) => change(ToMaster::DeleteManagers { users: list(users) }, false),

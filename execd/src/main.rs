@@ -33,7 +33,7 @@ enum Command {
         master: String,
         /// The cell's join token (needed on first start only). Prefer --token-file or
         /// GANTRY_JOIN_TOKEN: a command line is visible to every user of the host.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "token_file")]
         token: Option<String>,
         /// A file holding the join token (mode 0600 or stricter).
         #[arg(long)]
@@ -99,31 +99,42 @@ fn main() -> ExitCode {
 
 /// The join token: `--token`, else the file `--token-file` names, else the environment's
 /// `GANTRY_JOIN_TOKEN`. A token file others may read is refused (as ssh refuses such a
-/// key): the token lets any holder add hosts to the cell.
+/// key): the token lets any holder add hosts to the cell. The variable is removed from
+/// this process's environment, so the shepherds it starts never carry the token.
 fn join_token(
     given: Option<String>,
     file: Option<&std::path::Path>,
 ) -> Result<Option<String>, String> {
+    let from_env = std::env::var("GANTRY_JOIN_TOKEN").ok();
+    std::env::remove_var("GANTRY_JOIN_TOKEN");
     if given.is_some() {
         return Ok(given);
     }
     if let Some(path) = file {
         use std::os::unix::fs::MetadataExt;
         let meta = std::fs::metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        if meta.mode() & 0o077 != 0 {
-            return Err(format!(
-                "the token file {} may be read by other users (mode {:04o}): chmod 600 it",
-                path.display(),
-                meta.mode() & 0o7777
-            ));
-        }
+        check_token_file_mode(path, meta.mode())?;
         let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        return Ok(Some(text.trim().to_string()));
+        return match text.trim() {
+            "" => Err(format!("the token file {} is empty", path.display())),
+            t => Ok(Some(t.to_string())),
+        };
     }
-    Ok(std::env::var("GANTRY_JOIN_TOKEN")
-        .ok()
+    Ok(from_env
         .map(|t| t.trim().to_string())
         .filter(|t| !t.is_empty()))
+}
+
+/// A token file must be readable by its owner only (group and others get nothing).
+fn check_token_file_mode(path: &std::path::Path, mode: u32) -> Result<(), String> {
+    if mode & 0o077 != 0 {
+        return Err(format!(
+            "the token file {} may be read by other users (mode {:04o}): chmod 600 it",
+            path.display(),
+            mode & 0o7777
+        ));
+    }
+    Ok(())
 }
 
 fn resolve(master: &str) -> Result<SocketAddr, String> {
@@ -234,5 +245,36 @@ async fn wait_for_signal() {
         Err(_) => {
             let _ = tokio::signal::ctrl_c().await;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_token_file_others_may_read_is_refused() {
+        let path = std::path::Path::new("/etc/gantry-join-token");
+        // (mode, accepted)
+        let table = [
+            (0o100600, true),
+            (0o100400, true),
+            (0o100700, true),
+            (0o100640, false),
+            (0o100604, false),
+            (0o100644, false),
+            (0o100620, false),
+        ];
+        for (mode, accepted) in table {
+            assert_eq!(
+                check_token_file_mode(path, mode).is_ok(),
+                accepted,
+                "{mode:o}"
+            );
+        }
+        assert_eq!(
+            check_token_file_mode(path, 0o100644).unwrap_err(),
+            "the token file /etc/gantry-join-token may be read by other users (mode 0644): chmod 600 it"
+        );
     }
 }

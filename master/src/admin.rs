@@ -190,7 +190,14 @@ impl ClusterState {
             ObjectKind::AdminHost => {
                 let mut hosts = self.admin_hosts();
                 let mut messages = Vec::new();
-                for host in text.split(',').map(str::trim).filter(|h| !h.is_empty()) {
+                let given: Vec<&str> = text
+                    .split(|c: char| c == ',' || c.is_whitespace())
+                    .filter(|h| !h.is_empty())
+                    .collect();
+                if given.is_empty() {
+                    return Err(invalid("no host given"));
+                }
+                for host in given {
                     if !gantry_common::exechost::valid_hostname(host) {
                         return Err(invalid(format!(
                             "can't resolve hostname \"{}\"",
@@ -200,13 +207,12 @@ impl ClusterState {
                     if hosts.iter().any(|h| h == host) {
                         return Err(refuse(
                             RefusalKind::AlreadyExists,
-                            format!("administrative host \"{host}\" already exists"),
+                            format!("adminhost \"{host}\" already exists"),
                         ));
                     }
                     hosts.push(host.to_string());
-                    messages.push(format!(
-                        "{who} added \"{host}\" to administrative host list"
-                    ));
+                    // What SGE's qconf prints (not the master's `user@host added ...`).
+                    messages.push(format!("{host} added to administrative host list"));
                 }
                 Ok(Reply::Change(Change {
                     ops: vec![Op::Put(Object::AdminHosts(hosts))],
@@ -416,13 +422,18 @@ impl ClusterState {
         match kind {
             ObjectKind::Rqs => self.delete_quota_sets(who, names),
             ObjectKind::AdminHost => {
+                if names.is_empty() {
+                    return Err(invalid("no host given"));
+                }
                 let mut hosts = self.admin_hosts();
                 let mut messages = Vec::new();
                 for host in names {
                     if *host == self.master_host {
                         return Err(refuse(
                             RefusalKind::Denied,
-                            format!("denied: the master's host \"{host}\" cannot be removed from the administrative host list"),
+                            format!(
+                                "denied: can't delete master host \"{host}\" from admin host list"
+                            ),
                         ));
                     }
                     let Some(at) = hosts.iter().position(|h| h == host) else {

@@ -491,9 +491,12 @@ impl Cluster {
                 continue;
             };
             if job.owner.user != caller.user && !manager {
-                messages.push(format!(
-                    "{} - you do not have the necessary privileges to delete the job \"{id}\"",
-                    caller.user
+                messages.push(self.state.others_job_refusal(
+                    caller,
+                    format!(
+                        "{} - you do not have the necessary privileges to delete the job \"{id}\"",
+                        caller.user
+                    ),
                 ));
                 failed = true;
                 continue;
@@ -669,9 +672,12 @@ impl Cluster {
             if job.owner.user != caller.user && !manager {
                 return refused(
                     RefusalKind::Denied,
-                    format!(
-                        "{} - you do not have the necessary privileges to modify the job \"{id}\"",
-                        caller.user
+                    self.state.others_job_refusal(
+                        caller,
+                        format!(
+                            "{} - you do not have the necessary privileges to modify the job \"{id}\"",
+                            caller.user
+                        ),
                     ),
                 );
             }
@@ -776,14 +782,8 @@ impl Cluster {
     /// `qmod -s` / `-us` on queue instances: no new jobs start there, and the jobs
     /// running there are stopped (state `S`) or continued (unless suspended themselves).
     fn suspend_queues(&mut self, caller: &Caller, targets: &[String], suspend: bool) -> FromMaster {
-        if !self.state.acts_as_manager(caller) {
-            return FromMaster::Refused(Refusal {
-                kind: RefusalKind::Denied,
-                message: format!(
-                    "denied: \"{}\" must be manager for this operation",
-                    caller.user
-                ),
-            });
+        if let Err(r) = self.state.manager_check(caller) {
+            return FromMaster::Refused(r);
         }
         let instances = match self.state.queue_instances_named(targets) {
             Ok(i) => i,
@@ -865,9 +865,12 @@ impl Cluster {
             if job.owner.user != caller.user && !manager {
                 return FromMaster::Refused(Refusal {
                     kind: RefusalKind::Denied,
-                    message: format!(
-                        "{} - you do not have the necessary privileges to modify the job \"{}\"",
-                        caller.user, job.id
+                    message: self.state.others_job_refusal(
+                        caller,
+                        format!(
+                            "{} - you do not have the necessary privileges to modify the job \"{}\"",
+                            caller.user, job.id
+                        ),
                     ),
                 });
             }
@@ -940,9 +943,12 @@ impl Cluster {
             if job.owner.user != caller.user && !manager {
                 return FromMaster::Refused(Refusal {
                     kind: RefusalKind::Denied,
-                    message: format!(
-                        "{} - you do not have the necessary privileges to modify the job \"{id}\"",
-                        caller.user
+                    message: self.state.others_job_refusal(
+                        caller,
+                        format!(
+                            "{} - you do not have the necessary privileges to modify the job \"{id}\"",
+                            caller.user
+                        ),
                     ),
                 });
             }
@@ -1400,6 +1406,8 @@ pub struct Join {
     pub hostname: String,
     pub public_key: Vec<u8>,
     pub peer: SocketAddr,
+    /// The join came from one of the master's own addresses.
+    pub from_masters_machine: bool,
 }
 
 impl Handler<Join> for Cluster {
@@ -1418,14 +1426,14 @@ impl Handler<Join> for Cluster {
         if !valid_hostname(&msg.hostname) {
             return Err(format!("invalid host name \"{}\"", msg.hostname));
         }
-        // A name holds one certificate: a second join under it would take the host's
-        // identity (and lock the real host out).
-        if self.state.host_certs.values().any(|h| *h == msg.hostname) {
-            warn!(host = %msg.hostname, peer = %msg.peer, "join refused: the host has joined already");
-            return Err(format!(
-                "host \"{}\" already joined; delete it with qconf -de first",
-                msg.hostname
-            ));
+        // Before a certificate is issued: a name holds one certificate, and the master's
+        // own name is claimed only from its own machine.
+        if let Err(reason) = self
+            .state
+            .join_check(&msg.hostname, msg.from_masters_machine)
+        {
+            warn!(host = %msg.hostname, peer = %msg.peer, "join refused: {reason}");
+            return Err(reason);
         }
         let cert_pem = self
             .ca

@@ -99,6 +99,7 @@ async fn handle(incoming: quinn::Incoming, cluster: Addr<Cluster>) -> Result<(),
                 hostname: hostname.clone(),
                 public_key,
                 peer,
+                from_masters_machine: is_local_address(peer.ip()),
             })
             .await
             .map_err(|_| TransportError::Closed)?;
@@ -222,4 +223,31 @@ async fn relay(
     };
     let _ = write_frame(&mut send, &reply).await;
     let _ = send.finish();
+}
+
+/// Is `ip` one of this machine's own addresses (a join from the master's machine)? Only
+/// a local address can be bound.
+fn is_local_address(ip: std::net::IpAddr) -> bool {
+    ip.is_loopback() || std::net::UdpSocket::bind((ip, 0)).is_ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_local_address;
+
+    #[test]
+    fn only_the_masters_own_addresses_are_local() {
+        // (address, local)
+        let table = [
+            ("127.0.0.1", true),
+            ("127.0.0.2", true),
+            ("::1", true),
+            ("192.0.2.1", false),
+            ("198.51.100.7", false),
+            ("2001:db8::1", false),
+        ];
+        for (ip, local) in table {
+            assert_eq!(is_local_address(ip.parse().unwrap()), local, "{ip}");
+        }
+    }
 }

@@ -176,6 +176,11 @@ pub(crate) fn refuse(kind: RefusalKind, message: impl Into<String>) -> Refusal {
     }
 }
 
+/// SGE's refusal of a manager command from a host that is not an administrative host.
+pub(crate) fn no_admin_host(host: &str) -> String {
+    format!("denied: host \"{host}\" is no admin host")
+}
+
 /// The objects of a fresh cell: the global configuration, the default complexes, the
 /// host group `@allhosts`, the queue `all.q` and the managers.
 pub fn initial_objects(managers: &[String]) -> Vec<Object> {
@@ -364,6 +369,38 @@ impl ClusterState {
         self.is_manager(&caller.user) && self.is_admin_host(&caller.host)
     }
 
+    /// The refusal for a caller without rights over another user's job (`qdel`, `qmod`,
+    /// `qalter`): an ordinary user gets `ordinary` (SGE's words for the action), a manager
+    /// calling from a host that is not an administrative host is told that instead.
+    pub fn others_job_refusal(&self, caller: &Caller, ordinary: String) -> String {
+        if self.is_manager(&caller.user) && !self.is_admin_host(&caller.host) {
+            no_admin_host(&caller.host)
+        } else {
+            ordinary
+        }
+    }
+
+    /// May an execd that presented a valid join token join under `hostname`? Decided
+    /// before a certificate is issued. A name that holds a certificate is taken: a
+    /// second join would take over the host's identity and lock the real host out. The
+    /// master's own name is an administrative host from `init`, so it may only be
+    /// claimed from the master's own machine (`from_masters_machine`: the join came from
+    /// one of the master's addresses); else any holder of the token could join under it
+    /// and manage the cluster from its own host.
+    pub fn join_check(&self, hostname: &str, from_masters_machine: bool) -> Result<(), String> {
+        if self.host_certs.values().any(|h| h == hostname) {
+            return Err(format!(
+                "host \"{hostname}\" already joined; delete it with qconf -de first"
+            ));
+        }
+        if hostname == self.master_host && !from_masters_machine {
+            return Err(format!(
+                "host \"{hostname}\" is the master's host; an execd joins under that name only on the master's machine"
+            ));
+        }
+        Ok(())
+    }
+
     /// Is the host's execd heard from recently enough (within `max_unheard`)?
     pub fn is_reachable(&self, host: &str, now: f64) -> bool {
         self.runtime
@@ -483,15 +520,9 @@ impl ClusterState {
     /// Answer a read-only request, or decide a change. `now` is the master's clock in
     /// seconds.
     /// May `caller` change the cluster's configuration?
+    /// The user is checked first, then the host, in the order SGE's master checks them.
     pub fn manager_check(&self, caller: &Caller) -> Result<(), Refusal> {
-        if !self.is_admin_host(&caller.host) {
-            Err(refuse(
-                RefusalKind::Denied,
-                format!("denied: host \"{}\" is no admin host", caller.host),
-            ))
-        } else if self.is_manager(&caller.user) {
-            Ok(())
-        } else {
+        if !self.is_manager(&caller.user) {
             Err(refuse(
                 RefusalKind::Denied,
                 format!(
@@ -499,6 +530,10 @@ impl ClusterState {
                     caller.user
                 ),
             ))
+        } else if !self.is_admin_host(&caller.host) {
+            Err(refuse(RefusalKind::Denied, no_admin_host(&caller.host)))
+        } else {
+            Ok(())
         }
     }
 
@@ -1285,14 +1320,14 @@ mod tests {
         assert!(s.handle(&on("node1"), &add("node1"), 0.0).is_err());
         assert_eq!(
             run(&mut s, &on("head"), add("node1")),
-            vec!["root@head added \"node1\" to administrative host list"]
+            vec!["node1 added to administrative host list"]
         );
         assert_eq!(list(&s), vec!["head".to_string(), "node1".to_string()]);
         assert_eq!(
             s.handle(&on("head"), &add("node1"), 0.0)
                 .unwrap_err()
                 .message,
-            "administrative host \"node1\" already exists"
+            "adminhost \"node1\" already exists"
         );
         assert!(s.acts_as_manager(&on("node1")));
         assert_eq!(
@@ -1304,8 +1339,10 @@ mod tests {
             names: vec![h.into()],
         };
         assert_eq!(
-            s.handle(&on("head"), &del("head"), 0.0).unwrap_err().message,
-            "denied: the master's host \"head\" cannot be removed from the administrative host list"
+            s.handle(&on("head"), &del("head"), 0.0)
+                .unwrap_err()
+                .message,
+            "denied: can't delete master host \"head\" from admin host list"
         );
         assert_eq!(
             s.handle(&on("head"), &del("node7"), 0.0)
@@ -1318,6 +1355,112 @@ mod tests {
             vec!["root@head removed \"node1\" from administrative host list"]
         );
         assert!(!s.is_admin_host("node1"));
+        let err = |s: &ClusterState, req: &ToMaster| s.handle(&on("head"), req, 0.0).unwrap_err();
+        assert_eq!(err(&s, &add(" , ")).message, "no host given");
+        assert_eq!(
+            err(
+                &s,
+                &ToMaster::DeleteObjects {
+                    kind: gantry_proto::ObjectKind::AdminHost,
+                    names: vec![],
+                }
+            )
+            .message,
+            "no host given"
+        );
+        // A list is added whole or not at all.
+        assert_eq!(
+            err(&s, &add("node2,head,node3")).message,
+            "adminhost \"head\" already exists"
+        );
+        assert_eq!(list(&s), vec!["head".to_string()]);
+        assert_eq!(
+            run(&mut s, &on("head"), add("node2 node3")),
+            vec![
+                "node2 added to administrative host list",
+                "node3 added to administrative host list"
+            ]
+        );
+    }
+
+    /// Who gets which refusal for a manager command, and for another user's job: the
+    /// user is checked before the host, as SGE's master does.
+    #[test]
+    fn refusals_name_the_user_before_the_host() {
+        let s = fresh();
+        let caller = |user: &str, host: &str| Caller {
+            user: user.into(),
+            uid: 1000,
+            gid: 1000,
+            host: host.into(),
+        };
+        let no_rights = || "no privileges".to_string();
+        // (user, host, manager_check, others_job_refusal)
+        let table = [
+            ("admin", "head", None, "no privileges"),
+            (
+                "admin",
+                "node1",
+                Some("denied: host \"node1\" is no admin host"),
+                "denied: host \"node1\" is no admin host",
+            ),
+            (
+                "user1",
+                "head",
+                Some("denied: \"user1\" must be manager for this operation"),
+                "no privileges",
+            ),
+            (
+                "user1",
+                "node1",
+                Some("denied: \"user1\" must be manager for this operation"),
+                "no privileges",
+            ),
+        ];
+        for (user, host, check, others) in table {
+            let c = caller(user, host);
+            assert_eq!(
+                s.manager_check(&c).err().map(|r| r.message),
+                check.map(str::to_string),
+                "{user}@{host}"
+            );
+            assert_eq!(
+                s.others_job_refusal(&c, no_rights()),
+                others,
+                "{user}@{host}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_join_may_not_take_a_joined_name_nor_the_masters_from_elsewhere() {
+        let mut s = fresh();
+        let joined = s.join("node1", "aa");
+        commit(&mut s, Ok(Reply::Change(joined)));
+        // (name, from the master's machine, refusal)
+        let table = [
+            ("node2", false, None),
+            ("node1", false, Some("host \"node1\" already joined; delete it with qconf -de first")),
+            ("node1", true, Some("host \"node1\" already joined; delete it with qconf -de first")),
+            ("head", false, Some("host \"head\" is the master's host; an execd joins under that name only on the master's machine")),
+            ("head", true, None),
+        ];
+        for (name, local, refusal) in table {
+            assert_eq!(
+                s.join_check(name, local).err().as_deref(),
+                refusal,
+                "{name} local={local}"
+            );
+        }
+        // Once deleted (its certificate revoked) the name may join again.
+        run(
+            &mut s,
+            &caller("root"),
+            ToMaster::DeleteExecHosts {
+                hosts: vec!["node1".into()],
+            },
+        );
+        assert_eq!(s.join_check("node1", false), Ok(()));
     }
 
     fn caller(user: &str) -> Caller {

@@ -53,7 +53,7 @@ fn an_impostor_cannot_take_a_joined_hosts_name() {
     );
     assert!(
         c.master_log()
-            .contains("join refused: the host has joined already"),
+            .contains("join refused: host \"node1\" already joined"),
         "{}",
         c.master_log()
     );
@@ -64,6 +64,55 @@ fn an_impostor_cannot_take_a_joined_hosts_name() {
     let log = std::fs::read_to_string(&c.execds[0].log).unwrap();
     assert_eq!(log.matches("connected to the master").count(), 1, "{log}");
     assert!(!log.contains("unknown host certificate"), "{log}");
+    // And its jobs still run (submitting as a test user needs root).
+    if is_root() {
+        ensure_user("gtuser1");
+        let out = c.as_user(
+            "gtuser1",
+            "qsub",
+            &["-sync", "y", "-wd", "/tmp", "-b", "y", "true"],
+        );
+        assert_eq!(out.code, 0, "{out:?}");
+        assert!(out.stdout.contains("exited with exit code 0."), "{out:?}");
+    } else {
+        skip_loudly(
+            "an_impostor_cannot_take_a_joined_hosts_name (its job part)",
+            "needs root to submit a job as a test user",
+        );
+    }
+}
+
+#[test]
+fn a_host_deleted_with_qconf_de_may_join_again() {
+    let mut c = Cluster::one_host();
+    c.execds[0].stop(nix::sys::signal::Signal::SIGTERM);
+    let out = c.qconf(&["-de", "node1"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(c.qhost_line("node1").is_none());
+    // A new machine (a new home, a new key) takes the name with the token.
+    let file = token_file(&c, "token", 0o600);
+    let mut cmd = Command::new(bin("gantry-execd"));
+    cmd.arg("run")
+        .arg("--home")
+        .arg(c.dir.path().join("node1-again"))
+        .arg("--master")
+        .arg(c.master_addr("127.0.0.1"))
+        .arg("--hostname")
+        .arg("node1")
+        .arg("--token-file")
+        .arg(&file);
+    let log = c.dir.path().join("node1-again.log");
+    c.execds.push(gantry_tests::Daemon::spawn(
+        "gantry-execd node1 again",
+        cmd,
+        log,
+    ));
+    c.wait_host_reporting("node1");
+    assert!(
+        c.master_log().contains("execd joined the cell"),
+        "{}",
+        c.master_log()
+    );
 }
 
 #[test]
@@ -142,22 +191,60 @@ fn root_on_a_compute_host_is_no_manager_until_its_host_is_an_admin_host() {
         (1, "denied: host \"node1\" is no admin host\n")
     );
     assert!(!c.qconf(&["-sm"]).stdout.contains("mallory"));
+    let out = on_node1("qmod", &["-d", "all.q"]);
+    assert_eq!(
+        (out.code, out.stderr.as_str()),
+        (1, "denied: host \"node1\" is no admin host\n")
+    );
+    assert!(!c.client("qstat", &["-f"]).stdout.contains(" d\n"));
+    // An ordinary user there is told about the user first, as SGE does.
+    let out = c.client_at(
+        &c.execd_home("node1"),
+        "qconf",
+        &["-am", "mallory"],
+        Some("gtuser1"),
+    );
+    assert_eq!(
+        (out.code, out.stderr.as_str()),
+        (
+            1,
+            "denied: \"gtuser1\" must be manager for this operation\n"
+        )
+    );
     // Nor may root there delete another user's job.
     let id = c.submit("gtuser1", &["-h", "-b", "y", "true"]);
     let out = on_node1("qdel", &[&id]);
-    assert_ne!(out.code, 0, "{out:?}");
+    assert_eq!(
+        (out.code, out.stdout.as_str()),
+        (1, "denied: host \"node1\" is no admin host\n"),
+        "{out:?}"
+    );
     assert!(c.client("qstat", &["-u", "*"]).stdout.contains(&id));
     // Reading is open to every host.
     assert_eq!(on_node1("qconf", &["-sh"]).stdout, "head\n");
-    // The master's manager makes node1 an administrative host: now it may.
+    assert!(on_node1("qconf", &["-sm"]).stdout.contains("root\n"));
+    // Only a manager on an administrative host may change the list.
+    let out = on_node1("qconf", &["-ah", "node1"]);
+    assert_eq!(
+        (out.code, out.stderr.as_str()),
+        (1, "denied: host \"node1\" is no admin host\n")
+    );
+    // The master's manager makes node1 an administrative host: now it may. SGE's qconf
+    // reports -ah and -dh on stderr.
     let out = c.qconf(&["-ah", "node1"]);
     assert_eq!(
-        out.stdout, "root@head added \"node1\" to administrative host list\n",
-        "{out:?}"
+        (out.code, out.stdout.as_str(), out.stderr.as_str()),
+        (0, "", "node1 added to administrative host list\n")
     );
+    let out = c.qconf(&["-ah", "node1"]);
     assert_eq!(
-        c.qconf(&["-ah", "node1"]).stderr,
-        "administrative host \"node1\" already exists\n"
+        (out.code, out.stderr.as_str()),
+        (1, "adminhost \"node1\" already exists\n")
+    );
+    let out = c.qconf(&["-ah", "bad/name"]);
+    assert_eq!(
+        (out.code, out.stderr.as_str()),
+        (1, "can't resolve hostname \"bad/name\"\n")
     );
     assert_eq!(c.qconf(&["-sh"]).stdout, "head\nnode1\n");
     let out = on_node1("qconf", &["-am", "mallory"]);
@@ -165,10 +252,16 @@ fn root_on_a_compute_host_is_no_manager_until_its_host_is_an_admin_host() {
         out.stdout, "root@node1 added \"mallory\" to manager list\n",
         "{out:?}"
     );
+    let out = on_node1("qdel", &[&id]);
+    assert_eq!(out.code, 0, "{out:?}");
     let out = c.qconf(&["-dh", "node1"]);
     assert_eq!(
-        out.stdout,
-        "root@head removed \"node1\" from administrative host list\n"
+        (out.code, out.stdout.as_str(), out.stderr.as_str()),
+        (
+            0,
+            "",
+            "root@head removed \"node1\" from administrative host list\n"
+        )
     );
     let out = c.qconf(&["-dh", "node1"]);
     assert_eq!(
@@ -176,7 +269,13 @@ fn root_on_a_compute_host_is_no_manager_until_its_host_is_an_admin_host() {
         (1, "denied: administrative host \"node1\" does not exist\n")
     );
     let out = c.qconf(&["-dh", "head"]);
-    assert_ne!(out.code, 0);
+    assert_eq!(
+        (out.code, out.stderr.as_str()),
+        (
+            1,
+            "denied: can't delete master host \"head\" from admin host list\n"
+        )
+    );
     assert_eq!(
         on_node1("qconf", &["-dm", "mallory"]).stderr,
         "denied: host \"node1\" is no admin host\n"
