@@ -81,12 +81,17 @@ execd)
     if [ ! -e "$HOME_DIR/host.pem" ]; then
         [ -n "$TOKEN_FILE" ] || { echo "install.sh: execd needs --token-file FILE (or - for standard input)" >&2; exit 1; }
         if [ "$TOKEN_FILE" = - ]; then
-            read -r TOKEN
+            read -r TOKEN || true
         else
             TOKEN=$(cat "$TOKEN_FILE")
         fi
+        [ -n "$TOKEN" ] || { echo "install.sh: no join token in $([ "$TOKEN_FILE" = - ] && echo 'standard input' || echo "$TOKEN_FILE")" >&2; exit 1; }
     fi
+    # The file holds the token: readable by root only, also when it existed before
+    # (a redirection into an existing file keeps that file's mode).
     umask 077
+    touch /etc/default/gantry-execd
+    chmod 0600 /etc/default/gantry-execd
     {
         echo "GANTRY_MASTER=$MASTER"
         echo "GANTRY_EXECD_HOME=$HOME_DIR"
