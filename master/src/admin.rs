@@ -87,7 +87,12 @@ impl ClusterState {
             ToMaster::ShowObjectList { kind } => Ok(Reply::Answer(FromMaster::Names(match kind {
                 ObjectKind::Queue => self.queues.keys().cloned().collect(),
                 ObjectKind::ExecHost => self.exechosts.keys().cloned().collect(),
-                ObjectKind::AdminHost => self.admin_hosts(),
+                ObjectKind::AdminHost => {
+                    // Sorted by name, as SGE's qconf -sh lists them.
+                    let mut hosts = self.admin_hosts();
+                    hosts.sort();
+                    hosts
+                }
                 ObjectKind::Pe => self.pes.keys().cloned().collect(),
                 ObjectKind::Project => self.projects.keys().cloned().collect(),
                 ObjectKind::Rqs => self.quota_sets.keys().cloned().collect(),

@@ -1375,12 +1375,14 @@ mod tests {
         );
         assert_eq!(list(&s), vec!["head".to_string()]);
         assert_eq!(
-            run(&mut s, &on("head"), add("node2 node3")),
+            run(&mut s, &on("head"), add("node3 alpha")),
             vec![
-                "node2 added to administrative host list",
-                "node3 added to administrative host list"
+                "node3 added to administrative host list",
+                "alpha added to administrative host list"
             ]
         );
+        // -sh lists them sorted by name, as SGE does.
+        assert_eq!(list(&s), vec!["alpha", "head", "node3"]);
     }
 
     /// Who gets which refusal for a manager command, and for another user's job: the
