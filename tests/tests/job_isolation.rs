@@ -117,6 +117,8 @@ fn planted_paths_never_lead_to_a_chown_or_an_error_state() {
              for id in 1 2 3 4 5; do ln -s {v} {s}/$id.1.all.q; done"
         ),
     );
+    // Unique to this run: another checkout's tests may use the same user at once.
+    let iso_out = format!("{home}/iso-{}.out", std::process::id());
     let out = c.as_user(
         "gtuser1",
         "qsub",
@@ -126,7 +128,7 @@ fn planted_paths_never_lead_to_a_chown_or_an_error_state() {
             "-wd",
             &home,
             "-o",
-            &format!("{home}/iso.out"),
+            &iso_out,
             "-j",
             "y",
             "-b",
@@ -138,7 +140,7 @@ fn planted_paths_never_lead_to_a_chown_or_an_error_state() {
     );
     assert_eq!(out.code, 0, "{out:?}");
     let id = out.stdout.split_whitespace().nth(2).unwrap().to_string();
-    let text = std::fs::read_to_string(format!("{home}/iso.out")).unwrap();
+    let text = std::fs::read_to_string(&iso_out).unwrap();
     let tmpdir = scratch.join(format!("gantry.node1.2/{id}.1.all.q"));
     assert!(
         text.contains(&format!("tmpdir={}\n", tmpdir.display())),
@@ -213,7 +215,7 @@ fn a_job_cannot_kill_its_shepherd() {
     }
     let (_, home) = ensure_user("gtuser1");
     let c = Cluster::one_host();
-    let out_file = PathBuf::from(format!("{home}/killer.out"));
+    let out_file = PathBuf::from(format!("{home}/killer-{}.out", std::process::id()));
     // Unique to this run, so that nothing else on the machine matches.
     let sleep = format!("sleep 3017.{}", std::process::id());
     let _ = std::fs::remove_file(&out_file);
@@ -261,7 +263,7 @@ fn a_killed_shepherd_leaves_no_process_and_is_accounted() {
     }
     let (_, home) = ensure_user("gtuser1");
     let c = Cluster::one_host();
-    let out_file = PathBuf::from(format!("{home}/orphan.out"));
+    let out_file = PathBuf::from(format!("{home}/orphan-{}.out", std::process::id()));
     let (in_group, escaped) = (
         format!("sleep 3029.{}", std::process::id()),
         format!("sleep 3023.{}", std::process::id()),

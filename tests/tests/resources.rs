@@ -599,7 +599,7 @@ fn a_parallel_job_spans_hosts_by_its_allocation_rule_and_reads_its_pe_hostfile()
         "#!/bin/sh\ncat \"$PE_HOSTFILE\"\necho \"NSLOTS=$NSLOTS NHOSTS=$NHOSTS NQUEUES=$NQUEUES PE=$PE\"\n",
     )
     .unwrap();
-    let out_file = format!("{home}/pe.out");
+    let out_file = format!("{home}/pe-{}.out", std::process::id());
     let _ = std::fs::remove_file(&out_file);
     let out = c.as_user(
         "gtuser1",
