@@ -71,13 +71,36 @@ impl Handler<CheckpointSpool> for Cluster {
 
     fn handle(&mut self, _: CheckpointSpool, ctx: &mut Self::Context) {
         // A moment later: requests that arrived while the change that made it due was
-        // being applied (a 200,000-attribute complex takes some 80 ms) go first.
+        // being applied (a 200,000-attribute complex takes some 80 ms) go first. The
+        // database's transaction then runs on a thread of its own.
         ctx.run_later(CHECKPOINT_DELAY, |act, _| {
-            act.checkpoint_queued = false;
-            if act.store.checkpoint_due() {
-                act.store.checkpoint_now();
-            }
+            let me = act.me.clone();
+            let started = act.store.checkpoint_due()
+                && act.store.start_checkpoint(move || {
+                    if let Some(me) = me {
+                        me.do_send(CheckpointDone);
+                    }
+                });
+            // Until it is done, no other is queued.
+            act.checkpoint_queued = started;
         });
+    }
+}
+
+/// The spool checkpoint's thread has ended its transaction.
+#[derive(Message)]
+#[rtype(result = "()")]
+struct CheckpointDone;
+
+impl Handler<CheckpointDone> for Cluster {
+    type Result = ();
+
+    fn handle(&mut self, _: CheckpointDone, _: &mut Self::Context) {
+        if let Err(e) = self.store.finish_checkpoint() {
+            warn!("spool checkpoint failed (the journal keeps the changes): {e}");
+        }
+        self.checkpoint_queued = false;
+        self.queue_checkpoint();
     }
 }
 
@@ -220,6 +243,17 @@ impl Cluster {
         Some(start)
     }
 
+    /// A due checkpoint waits for a turn of its own: the request that made it due is
+    /// answered first, and requests already waiting go before it.
+    fn queue_checkpoint(&mut self) {
+        if self.store.checkpoint_due() && !self.checkpoint_queued {
+            if let Some(me) = &self.me {
+                self.checkpoint_queued = true;
+                me.do_send(CheckpointSpool);
+            }
+        }
+    }
+
     /// Persist, then apply, then act on what changed.
     fn commit(&mut self, ops: &[Op]) -> Result<(), Refusal> {
         let started = Instant::now();
@@ -237,14 +271,7 @@ impl Cluster {
             });
         }
         self.state.apply_all(ops);
-        // A checkpoint waits for a turn of its own: the request that made it due is
-        // answered first, and requests already waiting go before it.
-        if self.store.checkpoint_due() && !self.checkpoint_queued {
-            if let Some(me) = &self.me {
-                self.checkpoint_queued = true;
-                me.do_send(CheckpointSpool);
-            }
-        }
+        self.queue_checkpoint();
         for op in ops {
             if let Some(id) = match op {
                 Op::Delete(key) => crate::state::job_of_key(key),

@@ -355,6 +355,15 @@ impl Journal {
         self.header
     }
 
+    /// The database holds the records up to some sequence number as of checkpoint
+    /// `generation`, and later ones follow: the header says so, the records stay (those
+    /// the database holds are skipped when the journal is read).
+    pub fn set_generation(&mut self, generation: u64) -> std::io::Result<()> {
+        self.header.generation = generation;
+        self.file.write_all_at(&encode_header(self.header), 0)?;
+        self.file.sync_data()
+    }
+
     /// The database now holds every record, as of checkpoint `generation`: the header
     /// says so, and the next record goes to the start again.
     pub fn restart(&mut self, generation: u64) -> std::io::Result<()> {

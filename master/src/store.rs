@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use redb::{Builder, Database, ReadableDatabase, ReadableTable, TableDefinition};
 
@@ -22,9 +23,10 @@ const ACCOUNTING: TableDefinition<(u64, u32), &[u8]> = TableDefinition::new("acc
 pub const SCHEMA_VERSION: u32 = 4;
 
 /// A checkpoint is taken once this many changes or this many journal bytes are waiting.
-/// The owner takes it in a turn of its own ([`Store::checkpoint_due`]), so that a large
-/// change is not followed by a checkpoint in the same breath; past four times as much,
-/// [`Store::commit`] takes it itself.
+/// The owner starts it in a turn of its own ([`Store::checkpoint_due`],
+/// [`Store::start_checkpoint`]) and the database's transaction runs on a thread of its
+/// own, so that neither a large change nor the checkpoint after it holds up the owner's
+/// next request; past four times as much, [`Store::commit`] takes it itself.
 const CHECKPOINT_OPS: usize = 1024;
 const CHECKPOINT_BYTES: u64 = 4 << 20;
 const FORCED_CHECKPOINT: usize = 4;
@@ -67,22 +69,34 @@ pub enum StoreError {
 }
 
 pub struct Store {
-    db: Database,
+    db: Arc<Database>,
     journal: Journal,
     journal_path: PathBuf,
-    /// Changes in the journal and not yet in the database.
+    /// Changes in the journal, not yet in the database and not in a checkpoint.
     unapplied: Unapplied,
+    /// The checkpoint under way on a thread of its own, if one is.
+    in_flight: Option<InFlight>,
+}
+
+/// A checkpoint running on its own thread: the changes it moves into the database stay
+/// readable here until it is finished ([`Store::finish_checkpoint`]).
+struct InFlight {
+    batch: Arc<Unapplied>,
+    generation: u64,
+    thread: std::thread::JoinHandle<Result<(), StoreError>>,
 }
 
 /// Changes in the journal and not yet in the database, oldest first, kept as the journal
 /// holds them: encoded, a job is a fraction of its size in memory (the master holds up
 /// to `CHECKPOINT_OPS` of them). The accounting records among them are kept beside them
 /// too (read on every job report and by qacct); the rest is decoded when checkpointed.
-#[derive(Default)]
+#[derive(Default, Clone)]
 struct Unapplied {
     /// (journal sequence number, encoded `Vec<Op>`)
     records: Vec<(u64, Vec<u8>)>,
     changes: usize,
+    /// The journal bytes of the records.
+    bytes: u64,
     /// The accounting records among the changes, by task.
     accounts: BTreeMap<(u64, u32), gantry_proto::AccountingRecord>,
     /// The last `NextJobId` among the changes.
@@ -101,7 +115,18 @@ impl Unapplied {
             }
         }
         self.changes += ops.len();
+        self.bytes += payload.len() as u64;
         self.records.push((seq, payload));
+    }
+
+    /// `self` followed by `later`.
+    fn then(mut self, later: Unapplied) -> Unapplied {
+        self.records.extend(later.records);
+        self.changes += later.changes;
+        self.bytes += later.bytes;
+        self.accounts.extend(later.accounts);
+        self.next_job_id = later.next_job_id.or(self.next_job_id);
+        self
     }
 
     /// How many changes.
@@ -153,6 +178,26 @@ fn write_ops(txn: &redb::WriteTransaction, ops: &[Op]) -> Result<(), StoreError>
             }
         }
     }
+    Ok(())
+}
+
+/// One checkpoint's transaction: `batch` into the database, which then holds the journal
+/// up to `last_seq`, as checkpoint `generation`.
+fn write_checkpoint(
+    db: &Database,
+    batch: &Unapplied,
+    last_seq: u64,
+    generation: u64,
+) -> Result<(), StoreError> {
+    let ops = batch.ops()?;
+    let txn = db.begin_write()?;
+    write_ops(&txn, &ops)?;
+    {
+        let mut meta = txn.open_table(META)?;
+        meta.insert("journal_seq", last_seq.to_be_bytes().as_slice())?;
+        meta.insert("generation", generation.to_be_bytes().as_slice())?;
+    }
+    txn.commit()?;
     Ok(())
 }
 
@@ -235,10 +280,11 @@ impl Store {
                 source,
             })?;
         Ok(Store {
-            db,
+            db: Arc::new(db),
             journal,
             journal_path,
             unapplied: Unapplied::default(),
+            in_flight: None,
         })
     }
 
@@ -393,10 +439,11 @@ impl Store {
         )
         .map_err(io)?;
         let mut store = Store {
-            db,
+            db: Arc::new(db),
             journal,
             journal_path,
             unapplied,
+            in_flight: None,
         };
         if !records.is_empty() {
             tracing::info!(
@@ -455,31 +502,102 @@ impl Store {
     }
 
     /// Move every journaled change into the database in one durable transaction, as the
-    /// next generation; the journal then starts over under that generation.
+    /// next generation, here and now (after the checkpoint under way, if one is); the
+    /// journal then starts over under that generation.
     pub fn checkpoint(&mut self) -> Result<(), StoreError> {
+        self.finish_checkpoint()?;
         if self.unapplied.is_empty() {
             return Ok(());
         }
-        let ops = self.unapplied.ops()?;
         let generation = self.journal.header().generation + 1;
-        let txn = self.db.begin_write()?;
-        write_ops(&txn, &ops)?;
-        {
-            let mut meta = txn.open_table(META)?;
-            meta.insert(
-                "journal_seq",
-                self.journal.last_seq().to_be_bytes().as_slice(),
-            )?;
-            meta.insert("generation", generation.to_be_bytes().as_slice())?;
-        }
-        txn.commit()?;
+        write_checkpoint(
+            &self.db,
+            &self.unapplied,
+            self.journal.last_seq(),
+            generation,
+        )?;
         self.unapplied = Unapplied::default();
         self.journal
             .restart(generation)
-            .map_err(|source| StoreError::Journal {
+            .map_err(|source| self.journal_error(source))
+    }
+
+    fn journal_error(&self, source: std::io::Error) -> StoreError {
+        StoreError::Journal {
+            path: self.journal_path.clone(),
+            source,
+        }
+    }
+
+    /// Start a checkpoint of the changes waiting, on a thread of its own, unless one is
+    /// under way or nothing waits; `done` is called on that thread when its transaction
+    /// has ended, and the owner then calls [`Store::finish_checkpoint`]. Meanwhile
+    /// changes are committed and read as before. Returns whether one was started.
+    pub fn start_checkpoint(&mut self, done: impl FnOnce() + Send + 'static) -> bool {
+        if self.in_flight.is_some() || self.unapplied.is_empty() {
+            return false;
+        }
+        let batch = Arc::new(std::mem::take(&mut self.unapplied));
+        let last_seq = self.journal.last_seq();
+        let generation = self.journal.header().generation + 1;
+        let (db, theirs) = (Arc::clone(&self.db), Arc::clone(&batch));
+        let spawned = std::thread::Builder::new()
+            .name("spool-checkpoint".into())
+            .spawn(move || {
+                let result = write_checkpoint(&db, &theirs, last_seq, generation);
+                drop((db, theirs));
+                done();
+                result
+            });
+        match spawned {
+            Ok(thread) => {
+                self.in_flight = Some(InFlight {
+                    batch,
+                    generation,
+                    thread,
+                });
+                true
+            }
+            Err(e) => {
+                tracing::warn!("spool checkpoint not started (the journal keeps the changes): {e}");
+                self.unapplied = Arc::unwrap_or_clone(batch);
+                false
+            }
+        }
+    }
+
+    /// End the checkpoint under way (waiting for its thread if it has not ended): the
+    /// journal's header names the new generation, and the journal starts over if no
+    /// change came meanwhile (else its records stay where they are, those the database
+    /// holds now skipped when read, until a checkpoint finds it empty or it grows past
+    /// [`FORCED_CHECKPOINT`] checkpoints' bytes). A failed checkpoint's changes wait for
+    /// the next one. Nothing happens if no checkpoint is under way.
+    pub fn finish_checkpoint(&mut self) -> Result<(), StoreError> {
+        let Some(flight) = self.in_flight.take() else {
+            return Ok(());
+        };
+        let result = flight.thread.join().unwrap_or_else(|_| {
+            Err(StoreError::Journal {
                 path: self.journal_path.clone(),
-                source,
-            })?;
+                source: std::io::Error::other("the checkpoint's thread panicked"),
+            })
+        });
+        if let Err(e) = result {
+            let batch = Arc::unwrap_or_clone(flight.batch);
+            self.unapplied = batch.then(std::mem::take(&mut self.unapplied));
+            return Err(e);
+        }
+        if self.unapplied.is_empty() {
+            self.journal.restart(flight.generation)
+        } else {
+            self.journal.set_generation(flight.generation)
+        }
+        .map_err(|source| self.journal_error(source))?;
+        if self.journal.len() >= CHECKPOINT_BYTES * FORCED_CHECKPOINT as u64 {
+            // Changes kept coming during every checkpoint: these few go now, and the
+            // journal starts over.
+            self.checkpoint()?;
+        }
         Ok(())
     }
 
@@ -497,7 +615,11 @@ impl Store {
                 })?;
             out.insert(k.value().to_string(), obj);
         }
-        for op in &self.unapplied.ops()? {
+        let mut waiting = Vec::new();
+        for batch in self.batches() {
+            waiting.extend(batch.ops()?);
+        }
+        for op in &waiting {
             match op {
                 Op::Put(o) => {
                     out.insert(o.key(), o.clone());
@@ -513,7 +635,7 @@ impl Store {
 
     /// The next job id recorded in the spool.
     pub fn next_job_id(&self) -> Result<u64, StoreError> {
-        if let Some(n) = self.unapplied.next_job_id {
+        if let Some(n) = self.batches().filter_map(|b| b.next_job_id).last() {
             return Ok(n);
         }
         let txn = self.db.begin_read()?;
@@ -526,7 +648,10 @@ impl Store {
 
     /// Is there an accounting record for this task?
     pub fn has_accounting(&self, job_id: u64, task_id: u32) -> Result<bool, StoreError> {
-        if self.unapplied.accounts.contains_key(&(job_id, task_id)) {
+        if self
+            .batches()
+            .any(|b| b.accounts.contains_key(&(job_id, task_id)))
+        {
             return Ok(true);
         }
         let txn = self.db.begin_read()?;
@@ -553,7 +678,7 @@ impl Store {
                 out.insert(k.value(), r);
             }
         }
-        for (key, r) in &self.unapplied.accounts {
+        for (key, r) in self.batches().flat_map(|b| &b.accounts) {
             if keep(r) {
                 out.insert(*key, r.clone());
             }
@@ -575,18 +700,31 @@ impl Store {
                 source,
             })?;
         self.unapplied.push(seq, payload, ops);
-        let forced = FORCED_CHECKPOINT as u64;
         if self.unapplied.len() >= CHECKPOINT_OPS * FORCED_CHECKPOINT
-            || self.journal.len() >= CHECKPOINT_BYTES * forced
+            || self.unapplied.bytes >= CHECKPOINT_BYTES * FORCED_CHECKPOINT as u64
         {
             self.checkpoint_now();
         }
         Ok(())
     }
 
+    /// The changes not yet in the database, oldest first: the checkpoint's under way,
+    /// then those waiting.
+    fn batches(&self) -> impl Iterator<Item = &Unapplied> {
+        self.in_flight
+            .iter()
+            .map(|f| f.batch.as_ref())
+            .chain(std::iter::once(&self.unapplied))
+    }
+
     /// Enough changes wait in the journal for a checkpoint.
     pub fn checkpoint_due(&self) -> bool {
-        self.unapplied.len() >= CHECKPOINT_OPS || self.journal.len() >= CHECKPOINT_BYTES
+        self.unapplied.len() >= CHECKPOINT_OPS || self.unapplied.bytes >= CHECKPOINT_BYTES
+    }
+
+    /// Is a checkpoint under way on its thread?
+    pub fn checkpoint_running(&self) -> bool {
+        self.in_flight.is_some()
     }
 
     /// Checkpoint; the changes are durable already, so a failure only means the
@@ -724,6 +862,115 @@ mod tests {
         let all = accounted(&store);
         assert_eq!(all.len(), CHECKPOINT_OPS + 10);
         assert_eq!(all.last(), Some(&(CHECKPOINT_OPS as u64 + 10, None)));
+    }
+
+    /// Start a checkpoint on its thread; the receiver hears when its transaction ended.
+    fn start(store: &mut Store) -> std::sync::mpsc::Receiver<()> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        assert!(store.start_checkpoint(move || {
+            let _ = tx.send(());
+        }));
+        rx
+    }
+
+    #[test]
+    fn a_checkpoint_on_its_thread_leaves_every_change_readable() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("spool.redb");
+        {
+            let mut store = Store::create(&path, &[]).unwrap();
+            store.commit(&[host("n1"), Op::NextJobId(4)]).unwrap();
+            store.commit(&[record(1, None), host("n2")]).unwrap();
+            let done = start(&mut store);
+            // One at a time.
+            assert!(!store.start_checkpoint(|| {}));
+            // Changes go on while it runs, and reads see both.
+            store
+                .commit(&[Op::Delete("exechost/n1".into()), record(2, Some(3))])
+                .unwrap();
+            store.commit(&[Op::NextJobId(9)]).unwrap();
+            let check = |store: &Store| {
+                assert_eq!(keys(store), ["exechost/n2"]);
+                assert_eq!(accounted(store), [(1, None), (2, Some(3))]);
+                assert!(store.has_accounting(1, 0).unwrap());
+                assert!(store.has_accounting(2, 3).unwrap());
+                assert_eq!(store.next_job_id().unwrap(), 9);
+            };
+            check(&store);
+            done.recv().unwrap();
+            // Done but not yet finished: the database holds the first changes twice over.
+            check(&store);
+            store.finish_checkpoint().unwrap();
+            check(&store);
+            // Changes came meanwhile: the journal names the new generation, keeps its
+            // records, and the two later changes wait for the next checkpoint.
+            assert_eq!(store.journal.header().generation, 2);
+            assert_eq!(store.unapplied.len(), 3);
+            assert!(store.journal.len() > 0);
+            drop(store); // kill -9
+            let mut store = Store::open(&path, false).unwrap();
+            check(&store);
+            // Nothing waits: a checkpoint finished with nothing new restarts the journal.
+            store.commit(&[host("n3")]).unwrap();
+            let done = start(&mut store);
+            done.recv().unwrap();
+            store.finish_checkpoint().unwrap();
+            assert_eq!(store.journal.len(), 0);
+            assert!(!store.checkpoint_running());
+        }
+        let store = Store::open(&path, false).unwrap();
+        assert_eq!(keys(&store), ["exechost/n2", "exechost/n3"]);
+        assert_eq!(accounted(&store), [(1, None), (2, Some(3))]);
+    }
+
+    #[test]
+    fn a_crash_after_the_checkpoints_transaction_replays_only_what_came_after() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("spool.redb");
+        {
+            let mut store = Store::create(&path, &[]).unwrap();
+            store.commit(&[record(1, None), host("n1")]).unwrap();
+            let done = start(&mut store);
+            store.commit(&[record(2, None)]).unwrap();
+            done.recv().unwrap();
+            // The transaction is durable, the journal's header not yet rewritten.
+            let flight = store.in_flight.take().unwrap();
+            flight.thread.join().unwrap().unwrap();
+            assert_eq!(store.journal.header().generation, 1);
+        }
+        let store = Store::open(&path, false).unwrap();
+        assert_eq!(accounted(&store), [(1, None), (2, None)]);
+        assert_eq!(keys(&store), ["exechost/n1"]);
+    }
+
+    #[test]
+    fn the_journal_starts_over_although_changes_come_during_every_checkpoint() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("spool.redb");
+        let big = |job_id: u64| {
+            let mut op = record(job_id, None);
+            if let Op::Account(r) = &mut op {
+                r.job_name = "x".repeat(1 << 20);
+            }
+            op
+        };
+        let mut store = Store::create(&path, &[]).unwrap();
+        let mut most = 0;
+        for i in 0..40 {
+            store.commit(&[big(2 * i + 1)]).unwrap();
+            let done = start(&mut store);
+            store.commit(&[big(2 * i + 2)]).unwrap();
+            done.recv().unwrap();
+            store.finish_checkpoint().unwrap();
+            most = most.max(store.journal.len());
+        }
+        assert!(
+            most < CHECKPOINT_BYTES * FORCED_CHECKPOINT as u64 + (2 << 20),
+            "the journal grew to {most} bytes"
+        );
+        drop(store);
+        let store = Store::open(&path, false).unwrap();
+        assert_eq!(accounted(&store).len(), 80);
     }
 
     #[test]
