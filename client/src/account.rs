@@ -29,7 +29,17 @@ fn env(keys: &[&str]) -> Option<String> {
 
 fn own_entry() -> Option<(String, String)> {
     let text = std::fs::read_to_string("/etc/passwd").ok()?;
-    passwd_entry(&text, nix::unistd::getuid().as_raw())
+    passwd_entry(&text, real_uid()?)
+}
+
+/// This process's real user id, as the kernel reports it in `/proc/self/status`.
+fn real_uid() -> Option<u32> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))
+        .and_then(|ids| ids.split_whitespace().next())
+        .and_then(|id| id.parse().ok())
 }
 
 /// The login name and home directory of `uid` in a password file's text.

@@ -1,6 +1,7 @@
-//! Gantry's domain, pure and synchronous where it can be: complex values and their
-//! types, the object file formats `qconf` shows and reads, the cell's layout and join
-//! tokens, load value formatting, and the TLS/QUIC helpers both daemons share.
+//! Gantry's domain, pure and synchronous: complex values and their types, the object
+//! file formats `qconf` shows and reads, the resource quota set language, load value
+//! formatting, and where a client finds its cell. No network, no async runtime: the
+//! daemons' TLS, QUIC framing, keys and tokens are `gantry-net`'s.
 
 pub mod cell;
 pub mod complex;
@@ -16,7 +17,5 @@ pub mod queue;
 pub mod recent;
 pub mod rqs;
 pub mod schedconf;
-pub mod tls;
-pub mod transport;
 pub mod userset;
 pub mod value;

@@ -5,10 +5,10 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
 
-use gantry_common::cell::{write_file_atomic, ExecdPaths, JoinToken};
 use gantry_common::conf::parse_entries;
-use gantry_common::tls::{generate_host_key, join_client_config, MASTER_SERVER_NAME};
-use gantry_common::transport::{expect_hello_reply, read_frame, write_frame};
+use gantry_net::cell::{write_file_atomic, ExecdPaths, JoinToken};
+use gantry_net::tls::{generate_host_key, join_client_config, MASTER_SERVER_NAME};
+use gantry_net::transport::{expect_hello_reply, read_frame, write_frame};
 use gantry_proto::{FromExecd, Hello, PeerRole, ToExecd, PROTOCOL_VERSION};
 
 /// What an execd needs to connect with mutual TLS.

@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use gantry_common::cell::write_file_atomic;
 use gantry_common::recent::{Recent, NAME_SERVICE_TTL};
+use gantry_net::cell::write_file_atomic;
 use gantry_proto::{JobReport, JobScript, JobStart};
 use nix::sys::signal::{kill, killpg, Signal};
 use nix::unistd::{Gid, Pid, Uid, User};
@@ -419,7 +419,7 @@ async fn end_orphaned_task(
             );
         }
     }
-    let now = gantry_common::cell::unix_now() as i64;
+    let now = gantry_net::cell::unix_now() as i64;
     let (utime_us, stime_us) = match cpu {
         Some(c) => (c.user_us, c.system_us),
         None => sampled,
@@ -491,7 +491,7 @@ fn lookup_account(uid: u32, gid: u32) -> Option<Account> {
 }
 
 fn failed_report(start: &JobStart, host: &str, why: String) -> JobReport {
-    let now = gantry_common::cell::unix_now() as i64;
+    let now = gantry_net::cell::unix_now() as i64;
     JobReport {
         job_id: start.job_id,
         task_id: start.task_id,

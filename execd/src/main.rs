@@ -7,11 +7,12 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
-use gantry_common::cell::{local_hostname, ExecdPaths};
+use gantry_common::cell::local_hostname;
 use gantry_execd::identity::{self, JoinError};
 use gantry_execd::relay;
 use gantry_execd::sensor::Sensor;
 use gantry_execd::session::{self, Backoff};
+use gantry_net::cell::ExecdPaths;
 use tracing::{error, info};
 
 #[derive(Parser)]

@@ -2,7 +2,7 @@
 //! their requests to the master, vouching for the caller the kernel names.
 
 use gantry_common::recent::{Recent, NAME_SERVICE_TTL};
-use gantry_common::transport::{
+use gantry_net::transport::{
     answer_accepted, local_caller, read_frame, read_hello, write_frame, TransportError,
 };
 use gantry_proto::{Caller, FromMaster, Refusal, RefusalKind, Relayed, ToMaster, PROTOCOL_VERSION};

@@ -4,8 +4,8 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use gantry_common::tls::{host_client_config, MASTER_SERVER_NAME};
-use gantry_common::transport::{expect_hello_reply, read_frame, write_frame, TransportError};
+use gantry_net::tls::{host_client_config, MASTER_SERVER_NAME};
+use gantry_net::transport::{expect_hello_reply, read_frame, write_frame, TransportError};
 use gantry_proto::{FromExecd, Hello, PeerRole, ToExecd, PROTOCOL_VERSION};
 use tokio::sync::watch;
 use tracing::{error, info, warn};

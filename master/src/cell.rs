@@ -3,10 +3,11 @@
 
 use std::path::{Path, PathBuf};
 
-use gantry_common::cell::{local_hostname, unix_now, write_file_atomic, JoinToken, MasterPaths};
+use gantry_common::cell::local_hostname;
 use gantry_common::conf::parse_entries;
 use gantry_common::exechost::valid_hostname;
-use gantry_common::tls::{fingerprint, generate_ca, Ca, TlsError};
+use gantry_net::cell::{unix_now, write_file_atomic, JoinToken, MasterPaths};
+use gantry_net::tls::{fingerprint, generate_ca, Ca, TlsError};
 
 use crate::state::initial_objects;
 use crate::store::{Store, StoreError};
@@ -212,7 +213,7 @@ pub fn read_token(paths: &MasterPaths) -> Result<JoinToken, CellError> {
 /// Replace the join token; execds holding the old one can no longer join.
 pub fn rotate_token(paths: &MasterPaths, ttl_secs: u64) -> Result<JoinToken, CellError> {
     let ca_pem = std::fs::read_to_string(paths.ca_cert()).map_err(io(&paths.ca_cert()))?;
-    let ca_der = gantry_common::tls::certs_from_pem(&ca_pem)?
+    let ca_der = gantry_net::tls::certs_from_pem(&ca_pem)?
         .into_iter()
         .next()
         .ok_or(CellError::Tls(TlsError::NoCertificate))?;

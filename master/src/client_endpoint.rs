@@ -3,7 +3,7 @@
 
 use actix::Addr;
 use gantry_common::recent::{Recent, NAME_SERVICE_TTL};
-use gantry_common::transport::{
+use gantry_net::transport::{
     answer_accepted, local_caller, read_frame, read_hello, TransportError,
 };
 use gantry_proto::{Caller, FromMaster, Refusal, RefusalKind, ToMaster, PROTOCOL_VERSION};

@@ -7,9 +7,9 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use actix::prelude::*;
-use gantry_common::cell::{unix_now, JoinToken, MasterPaths};
 use gantry_common::exechost::valid_hostname;
-use gantry_common::tls::{certs_from_pem, fingerprint, Ca};
+use gantry_net::cell::{unix_now, JoinToken, MasterPaths};
+use gantry_net::tls::{certs_from_pem, fingerprint, Ca};
 use gantry_proto::{
     Caller, FromMaster, JobScript, LoadValue, Refusal, RefusalKind, ToExecd, ToMaster,
 };

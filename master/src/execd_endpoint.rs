@@ -5,8 +5,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use actix::Addr;
-use gantry_common::tls::fingerprint;
-use gantry_common::transport::{
+use gantry_net::tls::fingerprint;
+use gantry_net::transport::{
     accept_hello, peer_certificates, read_frame, write_frame, TransportError,
 };
 use gantry_proto::{FromExecd, Relayed, ToExecd, PROTOCOL_VERSION};

@@ -6,12 +6,13 @@ use std::process::ExitCode;
 
 use actix::Actor;
 use clap::{Parser, Subcommand};
-use gantry_common::cell::{parse_duration, MasterPaths, DEFAULT_PORT};
-use gantry_common::tls::{master_endpoint_config, master_server_config, Ca};
+use gantry_common::cell::DEFAULT_PORT;
 use gantry_master::cell::{self, InitOptions};
 use gantry_master::cluster::{Cluster, Shutdown};
 use gantry_master::store::Store;
 use gantry_master::{client_endpoint, execd_endpoint};
+use gantry_net::cell::{parse_duration, MasterPaths};
+use gantry_net::tls::{master_endpoint_config, master_server_config, Ca};
 use gantry_proto::PROTOCOL_VERSION;
 use tracing::{error, info};
 

@@ -207,10 +207,10 @@ fn bad_wrong_ca_and_expired_tokens_are_refused() {
 
     // The same token once expired.
     wait_until("the token to expire", Duration::from_secs(10), || {
-        gantry_common::cell::JoinToken::parse(&token)
+        gantry_net::cell::JoinToken::parse(&token)
             .unwrap()
             .expires_at
-            < gantry_common::cell::unix_now()
+            < gantry_net::cell::unix_now()
     });
     let i = c.start_execd("late", LOCAL, Some(&token), None);
     let status = c.execds[i]

@@ -306,7 +306,7 @@ fn a_killed_shepherd_leaves_no_process_and_is_accounted() {
     // Let the task run at least two seconds, then root kills the shepherd from outside.
     let started: u64 = task_note(&c, &id, "start").unwrap().parse().unwrap();
     wait_until("two seconds of run time", Duration::from_secs(10), || {
-        gantry_common::cell::unix_now() >= started + 2
+        gantry_net::cell::unix_now() >= started + 2
     });
     let shepherd: i32 = task_note(&c, &id, "shepherd").unwrap().parse().unwrap();
     nix::sys::signal::kill(

@@ -192,7 +192,7 @@ pub fn peer_certificates(
 pub fn local_caller(
     stream: &tokio::net::UnixStream,
     host: &str,
-    names: &mut crate::recent::Recent<u32, String>,
+    names: &mut gantry_common::recent::Recent<u32, String>,
 ) -> Result<gantry_proto::Caller, String> {
     let cred = stream
         .peer_cred()

@@ -3,10 +3,10 @@
 
 #![allow(clippy::unwrap_used)]
 
-use gantry_common::tls::{
+use gantry_net::tls::{
     fingerprint, generate_ca, join_client_config, master_server_config, Ca, MASTER_SERVER_NAME,
 };
-use gantry_common::transport::{accept_hello, expect_hello_reply, negotiated_alpn, write_frame};
+use gantry_net::transport::{accept_hello, expect_hello_reply, negotiated_alpn, write_frame};
 use gantry_proto::{Hello, PeerRole, ALPN_VERSION_PROBE};
 
 async fn mismatch(server_version: u32, client_version: u32) -> (String, String, Option<Vec<u8>>) {

@@ -1,0 +1,3 @@
+//! Gantry's scheduler, without I/O: its input is plain data the master keeps and one
+//! typed time value, its output the decisions of a cycle. It depends on the protocol's
+//! types only (no async runtime, no network, no storage), which `.ci/run` checks.
