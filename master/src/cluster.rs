@@ -1287,7 +1287,7 @@ impl Handler<ClientCall> for Cluster {
                             message: format!("Following jobs do not exist: \n{id}"),
                         }));
                     };
-                    let group = job.group_name();
+                    let group = crate::jobs::group_name(job);
                     details.push(gantry_proto::JobDetail {
                         job_id: job.id,
                         spec: job.spec.clone(),

@@ -16,4 +16,4 @@ pub mod scripts;
 pub mod state;
 pub mod store;
 pub mod synthetic;
-pub mod tasks;
+pub use gantry_common::tasks;

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::jobs::TaskState;
+use crate::job::TaskState;
 
 /// Pending task ids: disjoint runs `first..=last` in ascending order, each holding
 /// `first, first + step, ..., last`. Every id is one of the array's (`origin` plus a
@@ -381,8 +381,8 @@ mod tests {
                 model.iter().partition(|t| (lo..=hi).contains(*t));
             prop_assert_eq!(gone.iter().collect::<Vec<_>>(), inside.clone());
             prop_assert_eq!(p.iter().collect::<Vec<_>>(), outside.clone());
-            prop_assert_eq!(gone.ranges_text(), crate::jobs::task_ranges(&inside, step));
-            prop_assert_eq!(p.ranges_text(), crate::jobs::task_ranges(&outside, step));
+            prop_assert_eq!(gone.ranges_text(), crate::job::task_ranges(&inside, step));
+            prop_assert_eq!(p.ranges_text(), crate::job::task_ranges(&outside, step));
         }
 
         /// Any sequence of removals and insertions of an array's ids keeps the set
@@ -413,7 +413,7 @@ mod tests {
                     prop_assert!(w[0].1 + step < w[1].0);
                 }
                 let ids: Vec<u32> = model.iter().copied().collect();
-                prop_assert_eq!(p.ranges_text(), crate::jobs::task_ranges(&ids, step));
+                prop_assert_eq!(p.ranges_text(), crate::job::task_ranges(&ids, step));
                 for t in 0..140 {
                     prop_assert_eq!(p.contains(t), model.contains(&t));
                 }

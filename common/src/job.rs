@@ -1,0 +1,116 @@
+//! A job as the master keeps it and the scheduler reads it: its specification, its
+//! owner, and where each of its unfinished tasks is in its life.
+
+use gantry_proto::{Grant, JobOwner, JobSpec};
+use serde::{Deserialize, Serialize};
+
+/// Where a task is in its life.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TaskState {
+    Pending,
+    /// Sent to an execd (`t` until it says it started, then `r`).
+    Running {
+        /// The master queue instance (where the job script runs).
+        host: String,
+        queue: String,
+        start_time: i64,
+        /// Every queue instance the task holds slots in, the master queue first.
+        grants: Vec<Grant>,
+        /// The parallel environment granted (a `-pe` request may name several).
+        pe: Option<String>,
+    },
+    /// `qdel` of a running task: killed, waiting for its report (`dr`).
+    Deleting {
+        host: String,
+        queue: String,
+        start_time: i64,
+        grants: Vec<Grant>,
+        pe: Option<String>,
+    },
+    /// The task could not be started (its shepherd failed before the job ran): it waits
+    /// in error state (`Eqw`) until `qmod -cj` clears it or `qdel` removes it.
+    Error {
+        reason: String,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Job {
+    pub id: u64,
+    pub spec: JobSpec,
+    pub owner: JobOwner,
+    pub submit_time: i64,
+    /// Tasks not yet finished (a plain job has task 1).
+    pub tasks: crate::tasks::Tasks,
+    /// Running tasks suspended with `qmod -sj` (state `s`).
+    pub suspended: std::collections::BTreeSet<u32>,
+}
+
+impl Job {
+    /// Jobs in an advance reservation are neither limited nor counted by resource
+    /// quota sets (`sge_resource_quota(5)`).
+    pub fn quota_exempt(&self) -> bool {
+        self.spec.ar.is_some()
+    }
+
+    pub fn is_array(&self) -> bool {
+        self.spec.array.is_some()
+    }
+
+    /// The slots a running task holds (1 for a task without a parallel environment).
+    pub fn task_slots(&self, task: u32) -> u32 {
+        match self.tasks.get(task) {
+            Some(TaskState::Running { grants, .. } | TaskState::Deleting { grants, .. }) => {
+                grants.iter().map(|g| g.slots).sum::<u32>().max(1)
+            }
+            _ => self.requested_slots(),
+        }
+    }
+
+    /// The smallest slot count the job asks for (`-pe name 4-8`: 4).
+    pub fn requested_slots(&self) -> u32 {
+        self.spec
+            .pe
+            .as_ref()
+            .and_then(|(_, r)| crate::pe::parse_slot_range(r))
+            .map_or(1, |(lo, _)| lo)
+    }
+}
+
+/// Grid Engine's simple wildcards in queue names (`*`, `?`).
+pub fn wildcard(pattern: &str, name: &str) -> bool {
+    fn go(p: &[u8], n: &[u8]) -> bool {
+        match (p.first(), n.first()) {
+            (None, None) => true,
+            (Some(b'*'), _) => go(&p[1..], n) || (!n.is_empty() && go(p, &n[1..])),
+            (Some(b'?'), Some(_)) => go(&p[1..], &n[1..]),
+            (Some(a), Some(b)) if a == b => go(&p[1..], &n[1..]),
+            _ => false,
+        }
+    }
+    if !pattern.contains(['*', '?']) {
+        return pattern == name;
+    }
+    go(pattern.as_bytes(), name.as_bytes())
+}
+
+/// `1-3:1,5-9:2`-style ranges of task ids.
+pub fn task_ranges(ids: &[u32], step: u32) -> String {
+    let mut parts = Vec::new();
+    let mut i = 0;
+    while i < ids.len() {
+        let start = ids[i];
+        let mut end = start;
+        while i + 1 < ids.len() && ids[i + 1] == end + step {
+            end = ids[i + 1];
+            i += 1;
+        }
+        if start == end {
+            parts.push(format!("{start}"));
+        } else {
+            parts.push(format!("{start}-{end}:{step}"));
+        }
+        i += 1;
+    }
+    parts.join(",")
+}
