@@ -335,6 +335,11 @@ impl Cluster {
             // that grows with the pending jobs (paid after every submission).
             return;
         }
+        if !self.state.jobs.values().any(|j| j.tasks.has_pending()) {
+            // Nothing waits: a cycle (its snapshot of every queue instance included)
+            // could decide nothing. Load reports and the one-second timer come here.
+            return;
+        }
         let connected: HashSet<String> = self.sessions.keys().cloned().collect();
         let decisions = self
             .state
