@@ -4,7 +4,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use gantry_common::{complex, conf, queue, value};
+use gantry_common::{complex, queue, value};
 use gantry_proto::{
     AccountingRecord, Caller, JobOwner, JobReport, JobScript, JobSpec, JobStart, JobView, Refusal,
     RefusalKind, ValueType,
@@ -292,13 +292,7 @@ impl ClusterState {
 
     /// Is a job id or name still in the system (for `-hold_jid`)?
     pub(crate) fn predecessor_active(&self, reference: &str) -> bool {
-        match reference.parse::<u64>() {
-            Ok(id) => self.jobs.contains_key(&id),
-            Err(_) => self
-                .jobs
-                .values()
-                .any(|j| wildcard(reference, &j.spec.name)),
-        }
+        self.view().predecessor_active(reference)
     }
 
     /// Queue settings a task runs under on a host (limits, shell, tmpdir, notify).
@@ -496,18 +490,7 @@ pub fn parse_job_ref(text: &str) -> Option<(u64, Option<(u32, u32)>)> {
 impl ClusterState {
     /// The hosts a queue's host list names, host groups resolved.
     pub fn queue_hosts_of(&self, q: &gantry_proto::ClusterQueue) -> Vec<String> {
-        let Some(list) = q.attr("hostlist") else {
-            return Vec::new();
-        };
-        let mut hosts = Vec::new();
-        for item in conf::split_list(&list.default) {
-            if item.starts_with('@') {
-                hosts.extend(self.resolve_group(&item, 0));
-            } else {
-                hosts.push(item);
-            }
-        }
-        hosts
+        self.view().queue_hosts_of(q)
     }
 }
 

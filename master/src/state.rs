@@ -115,13 +115,7 @@ pub struct Change {
     pub messages: Vec<String>,
 }
 
-/// What the master knows about a host at run time (not durable: execds report it).
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct HostRuntime {
-    pub load_values: Vec<LoadValue>,
-    /// When the last load report arrived (seconds, the master's clock).
-    pub last_heard: Option<f64>,
-}
+pub use crate::sched::HostRuntime;
 
 #[derive(Debug, Clone, Default)]
 pub struct ClusterState {
@@ -403,38 +397,17 @@ impl ClusterState {
 
     /// Is the host's execd heard from recently enough (within `max_unheard`)?
     pub fn is_reachable(&self, host: &str, now: f64) -> bool {
-        self.runtime
-            .get(host)
-            .and_then(|r| r.last_heard)
-            .is_some_and(|t| now - t <= self.max_unheard() as f64)
+        self.view().is_reachable(host, now)
     }
 
     /// The host groups (with nesting resolved) a host belongs to.
     pub fn groups_of(&self, host: &str) -> Vec<&str> {
-        self.hostgroups
-            .keys()
-            .filter(|g| self.resolve_group(g, 0).iter().any(|h| h == host))
-            .map(String::as_str)
-            .collect()
+        self.view().groups_of(host)
     }
 
     /// The hosts in a group, nested groups expanded (cycles and depth bounded).
     pub fn resolve_group(&self, name: &str, depth: usize) -> Vec<String> {
-        let Some(g) = self.hostgroups.get(name) else {
-            return Vec::new();
-        };
-        if depth > 16 {
-            return Vec::new();
-        }
-        let mut out = Vec::new();
-        for m in &g.hostlist {
-            if m.starts_with('@') {
-                out.extend(self.resolve_group(m, depth + 1));
-            } else {
-                out.push(m.clone());
-            }
-        }
-        out
+        self.view().resolve_group(name, depth)
     }
 
     /// A host as `qhost` shows it; `used_slots` is [`ClusterState::used_slots`], counted

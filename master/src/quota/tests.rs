@@ -3,6 +3,8 @@
 use std::collections::BTreeMap;
 
 use super::*;
+use crate::jobs::TaskState;
+use crate::sched::Demand;
 use crate::state::{Object, Op};
 use crate::synthetic::{add_host, cluster, connected, job, set_queue, submit};
 use gantry_proto::{Grant, HostGroup, UserSet};

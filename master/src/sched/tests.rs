@@ -1,7 +1,9 @@
 #![allow(clippy::unwrap_used)]
 
 use super::*;
+use crate::jobs::TaskState;
 use crate::synthetic::{add_host, cluster, connected, job, set_queue, start, submit};
+use gantry_common::value::Value;
 
 const LOAD: &[(&str, &str)] = &[
     ("arch", "lx-amd64"),

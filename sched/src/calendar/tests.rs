@@ -20,6 +20,18 @@ struct Model {
 }
 
 impl Model {
+    /// Past every booking's start and end and any query's length: nothing changes any
+    /// more from here on.
+    fn horizon(&self) -> i64 {
+        let last = self
+            .bookings
+            .iter()
+            .map(|b| b.4.unwrap_or(b.3).max(b.3))
+            .max()
+            .unwrap_or(0);
+        last.max(HORIZON) + 30
+    }
+
     fn used_at(&self, r: usize, at: i64) -> f64 {
         self.bookings
             .iter()
@@ -32,7 +44,7 @@ impl Model {
         let end = match until {
             Some(u) if u > from => u,
             Some(_) => from + 1,
-            None => HORIZON * 3,
+            None => self.horizon() * 2,
         };
         (from..end)
             .map(|x| self.used_at(r, x))
@@ -40,7 +52,7 @@ impl Model {
     }
 
     fn earliest_fit(&self, r: usize, amount: f64, from: i64, length: Option<i64>) -> Option<i64> {
-        (from..HORIZON * 2)
+        (from..self.horizon())
             .find(|&x| self.peak_over(r, x, length.map(|l| x + l)) + amount <= self.capacity[r])
     }
 }
@@ -185,7 +197,7 @@ proptest! {
             parts.dedup_by_key(|p| p.0);
             let asks: Vec<(ResourceId, f64)> = parts.iter().map(|&(r, a)| (res[r], a)).collect();
             let span = length.map(Span::from_millis);
-            let joint = (from..HORIZON * 2).find(|&x| {
+            let joint = (from..model.horizon()).find(|&x| {
                 parts.iter().all(|&(r, a)| {
                     model.peak_over(r, x, length.map(|l| x + l)) + a <= capacity[r]
                 })
@@ -203,7 +215,7 @@ proptest! {
                 model.bookings.push((id, r, a, start.millis(), until));
             }
             for (r, &c) in capacity.iter().enumerate() {
-                for x in 0..HORIZON * 3 {
+                for x in 0..model.horizon() {
                     prop_assert!(model.used_at(r, x) <= c, "{} over {} at {}", r, c, x);
                 }
             }

@@ -1,0 +1,911 @@
+//! The dispatch cycle and its explanations, over a [`ClusterView`].
+//!
+//! Jobs with the same requests form a category: their static match (everything but
+//! consumables) is computed once per cycle, and a category nothing can run any more is
+//! skipped for the rest of the cycle.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use gantry_common::job::{Job, TaskState};
+use gantry_common::value::{self, Value};
+use gantry_common::{conf, queue, schedconf};
+use gantry_proto::Grant;
+
+use crate::matching::*;
+use crate::model::*;
+use crate::view::ClusterView;
+
+/// What `suspend_thresholds` call for: tasks to stop and to continue (job, task, host),
+/// and the queue instances acted on.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ThresholdActions {
+    pub suspend: Vec<(u64, u32, String)>,
+    pub resume: Vec<(u64, u32, String)>,
+    pub acted: Vec<(String, String)>,
+}
+
+/// A decision of the scheduler: start this task in this queue instance.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Dispatch {
+    pub job_id: u64,
+    pub task_id: u32,
+    /// The master queue instance.
+    pub queue: String,
+    pub host: String,
+    /// Every queue instance granted, the master queue first.
+    pub grants: Vec<Grant>,
+    /// The parallel environment chosen for a `-pe` request.
+    pub pe: Option<String>,
+}
+
+/// The scheduler's own settings (`qconf -ssconf`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SchedConf {
+    pub sort: SortMethod,
+    /// `load_formula`: (weight, load value) terms, summed.
+    pub load_formula: Vec<(f64, String)>,
+    /// `job_load_adjustments`: (load value, amount per started job slot as written).
+    pub load_adjustments: Vec<(String, String)>,
+    /// `load_adjustment_decay_time` in seconds.
+    pub decay_secs: f64,
+}
+
+impl Default for SchedConf {
+    fn default() -> Self {
+        SchedConf {
+            sort: SortMethod::Load,
+            load_formula: vec![(1.0, "np_load_avg".into())],
+            load_adjustments: vec![("np_load_avg".into(), "0.50".into())],
+            decay_secs: 450.0,
+        }
+    }
+}
+
+pub(crate) fn list_value(
+    a: Option<&gantry_proto::QueueAttr>,
+    host: &str,
+    groups: &[&str],
+) -> Vec<String> {
+    a.map(|a| conf::split_list(queue::value_on_host(a, host, groups)))
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|s| !s.eq_ignore_ascii_case("NONE"))
+        .collect()
+}
+
+/// The queue attributes that are complex attributes of the queue layer.
+pub(crate) const QUEUE_VALUES: &[&str] = &[
+    "qname",
+    "seq_no",
+    "rerun",
+    "tmpdir",
+    "calendar",
+    "min_cpu_interval",
+    "s_rt",
+    "h_rt",
+    "s_cpu",
+    "h_cpu",
+    "s_fsize",
+    "h_fsize",
+    "s_data",
+    "h_data",
+    "s_stack",
+    "h_stack",
+    "s_core",
+    "h_core",
+    "s_rss",
+    "h_rss",
+    "s_vmem",
+    "h_vmem",
+    "slots",
+];
+
+/// A queue instance's values on a host (the queue's defaults when `host` is empty), and
+/// its load thresholds; the caller fills in the host and the state.
+pub(crate) fn instance_values(
+    catalog: &Catalog,
+    q: &gantry_proto::ClusterQueue,
+    host: &str,
+    groups: &[&str],
+) -> (Instance, Vec<(String, String)>) {
+    let on_host = |key: &str| q.attr(key).map(|a| queue::value_on_host(a, host, groups));
+    let mut layer = Layer::default();
+    for key in QUEUE_VALUES {
+        let (Some(id), Some(text)) = (catalog.id(key), on_host(key)) else {
+            continue;
+        };
+        let text = if *key == "qname" {
+            q.name.as_str()
+        } else {
+            text
+        };
+        if let Some(v) = catalog.parse(id, text) {
+            layer.set_fixed(id, v);
+        }
+    }
+    let pairs = |key: &str| {
+        on_host(key)
+            .and_then(|v| conf::split_pairs(v, 0, key).ok())
+            .unwrap_or_default()
+    };
+    for (k, v) in pairs("complex_values") {
+        if let Some(id) = catalog.id(&k) {
+            if let Some(v) = catalog.parse(id, &v) {
+                layer.set_fixed(id, v);
+            }
+        }
+    }
+    let inst = Instance {
+        queue: q.name.clone(),
+        host: 0,
+        layer,
+        seq_no: on_host("seq_no").and_then(|v| v.parse().ok()).unwrap_or(0),
+        batch: on_host("qtype").is_none_or(|t| {
+            t.split_whitespace()
+                .any(|w| w.eq_ignore_ascii_case("BATCH"))
+        }),
+        user_lists: list_value(q.attr("user_lists"), host, groups),
+        xuser_lists: list_value(q.attr("xuser_lists"), host, groups),
+        projects: list_value(q.attr("projects"), host, groups),
+        xprojects: list_value(q.attr("xprojects"), host, groups),
+        pe_list: list_value(q.attr("pe_list"), host, groups),
+        thresholds: pairs("load_thresholds"),
+        suspend_thresholds: pairs("suspend_thresholds"),
+        unusable: None,
+    };
+    let thresholds = inst.thresholds.clone();
+    (inst, thresholds)
+}
+
+impl<'a> ClusterView<'a> {
+    /// Is a queue instance in load alarm (state `a`): which of its `load_thresholds` the
+    /// host's reported values exceed, as the scheduler words it.
+    pub fn load_alarm(&self, q: &gantry_proto::ClusterQueue, host: &str) -> Option<String> {
+        self.threshold_alarm(q, host, "load_thresholds")
+    }
+
+    /// Is a queue instance in suspend alarm (state `A`): which of its
+    /// `suspend_thresholds` the host's reported values exceed.
+    pub fn suspend_alarm(&self, q: &gantry_proto::ClusterQueue, host: &str) -> Option<String> {
+        self.threshold_alarm(q, host, "suspend_thresholds")
+    }
+
+    pub(crate) fn threshold_alarm(
+        &self,
+        q: &gantry_proto::ClusterQueue,
+        host: &str,
+        key: &str,
+    ) -> Option<String> {
+        let groups = self.groups_of(host);
+        let thresholds = q
+            .attr(key)
+            .map(|a| queue::value_on_host(a, host, &groups))
+            .filter(|v| !v.eq_ignore_ascii_case("NONE"))
+            .and_then(|v| conf::split_pairs(v, 0, key).ok())
+            .unwrap_or_default();
+        if thresholds.is_empty() {
+            return None;
+        }
+        let catalog = Catalog::new(self.complexes);
+        let mut layer = Layer::default();
+        for lv in self.runtime.get(host).map_or(&[][..], |r| &r.load_values) {
+            if let Some(id) = catalog.id(&lv.name) {
+                if let Some(v) = catalog.parse(id, &lv.value) {
+                    layer.set_load(id, v);
+                }
+            }
+        }
+        let h = Host {
+            name: host.to_string(),
+            layer,
+            groups: Vec::new(),
+            user_lists: Vec::new(),
+            xuser_lists: Vec::new(),
+            projects: Vec::new(),
+            xprojects: Vec::new(),
+            load: 0.0,
+            nproc: 1.0,
+            weight: 0.0,
+            reported: Vec::new(),
+            instances: Vec::new(),
+        };
+        overload_message(&catalog, &h, &[], &thresholds)
+    }
+
+    /// What the queues' `suspend_thresholds` call for at `now`: on an instance over its
+    /// thresholds, stop `nsuspend` more of its running jobs (the latest started first)
+    /// every `suspend_interval`; on one back under them, continue `nsuspend` of those it
+    /// stopped per interval. `last` is when each instance was last acted on.
+    pub fn threshold_actions(
+        &self,
+        now: i64,
+        clock: f64,
+        last: &HashMap<(String, String), i64>,
+    ) -> ThresholdActions {
+        let mut out = ThresholdActions::default();
+        for q in self.queues.values() {
+            for host in self.queue_hosts_of(q) {
+                if !self.is_reachable(&host, clock) {
+                    continue;
+                }
+                let groups = self.groups_of(&host);
+                let on_host = |k: &str| q.attr(k).map(|a| queue::value_on_host(a, &host, &groups));
+                let interval = on_host("suspend_interval")
+                    .and_then(|v| value::parse_time(v).ok())
+                    .unwrap_or(300.0) as i64;
+                let nsuspend: usize = on_host("nsuspend")
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(1);
+                let key = (q.name.clone(), host.clone());
+                if last.get(&key).is_some_and(|t| now - t < interval) || nsuspend == 0 {
+                    continue;
+                }
+                let mut tasks: Vec<(i64, u64, u32)> = Vec::new();
+                for job in self.jobs.values() {
+                    for (task, t) in job.tasks.placed() {
+                        if let TaskState::Running {
+                            host: h,
+                            queue,
+                            start_time,
+                            ..
+                        } = t
+                        {
+                            if *h == host && *queue == q.name && !job.suspended.contains(&task) {
+                                tasks.push((*start_time, job.id, task));
+                            }
+                        }
+                    }
+                }
+                let stopped = |t: &(i64, u64, u32)| self.threshold_suspended.contains(&(t.1, t.2));
+                if self.suspend_alarm(q, &host).is_some() {
+                    tasks.sort_by(|a, b| b.cmp(a));
+                    let pick: Vec<(u64, u32)> = tasks
+                        .iter()
+                        .filter(|t| !stopped(t))
+                        .take(nsuspend)
+                        .map(|t| (t.1, t.2))
+                        .collect();
+                    if !pick.is_empty() {
+                        out.suspend
+                            .extend(pick.into_iter().map(|(j, t)| (j, t, host.clone())));
+                        out.acted.push(key);
+                    }
+                } else {
+                    tasks.sort();
+                    let pick: Vec<(u64, u32)> = tasks
+                        .iter()
+                        .filter(|t| stopped(t))
+                        .take(nsuspend)
+                        .map(|t| (t.1, t.2))
+                        .collect();
+                    if !pick.is_empty() {
+                        out.resume
+                            .extend(pick.into_iter().map(|(j, t)| (j, t, host.clone())));
+                        out.acted.push(key);
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// The scheduler's settings from the configuration.
+    pub fn sched_conf(&self) -> SchedConf {
+        let mut c = SchedConf::default();
+        let Some(conf) = &self.sched else {
+            return c;
+        };
+        if conf
+            .get("queue_sort_method")
+            .is_some_and(|v| v.eq_ignore_ascii_case("seqno"))
+        {
+            c.sort = SortMethod::SeqNo;
+        }
+        if let Some(f) = conf
+            .get("load_formula")
+            .and_then(|f| schedconf::parse_load_formula(f).ok())
+        {
+            c.load_formula = f;
+        }
+        if let Some(a) = conf.get("job_load_adjustments") {
+            c.load_adjustments = if a.eq_ignore_ascii_case("none") {
+                Vec::new()
+            } else {
+                conf::split_pairs(a, 0, "job_load_adjustments").unwrap_or_default()
+            };
+        }
+        if let Some(t) = conf.get("load_adjustment_decay_time") {
+            c.decay_secs = value::parse_time(t).unwrap_or(0.0);
+        }
+        c
+    }
+
+    /// Build the snapshot a cycle works on: every layer's values, and what the running
+    /// jobs hold of every consumable.
+    pub fn snapshot(&self, connected: &HashSet<String>, clock: f64) -> Snapshot {
+        self.snapshot_at(connected, clock, None)
+    }
+
+    /// The snapshot with the load of jobs started less than `load_adjustment_decay_time`
+    /// before `now` (Unix seconds) added to their hosts' load values, as the scheduler
+    /// sees them (`None`: the load values as reported).
+    pub fn snapshot_at(
+        &self,
+        connected: &HashSet<String>,
+        clock: f64,
+        now: Option<i64>,
+    ) -> Snapshot {
+        let catalog = Catalog::new(self.complexes);
+        let sconf = self.sched_conf();
+        let adjustments: Vec<(usize, f64, String)> = sconf
+            .load_adjustments
+            .iter()
+            .filter_map(|(name, amount)| {
+                let id = catalog.id(name)?;
+                Some((id, value::parse_double(amount).ok()?, amount.clone()))
+            })
+            .collect();
+        // Recently started job slots per host, each weighted by the decay time left.
+        let mut weights: HashMap<&str, f64> = HashMap::new();
+        if let Some(now) = now.filter(|_| sconf.decay_secs > 0.0 && !adjustments.is_empty()) {
+            for job in self.jobs.values() {
+                for t in job.tasks.placed_states() {
+                    if let TaskState::Running {
+                        grants, start_time, ..
+                    } = t
+                    {
+                        let age = (now - start_time).max(0) as f64;
+                        if age < sconf.decay_secs {
+                            let w = 1.0 - age / sconf.decay_secs;
+                            for g in grants {
+                                *weights.entry(g.host.as_str()).or_insert(0.0) +=
+                                    w * g.slots as f64;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        let mut global = Layer::default();
+        if let Some(g) = self.global_host.as_ref() {
+            for (name, v) in &g.complex_values {
+                if let Some(id) = catalog.id(name) {
+                    if let Some(v) = catalog.parse(id, v) {
+                        global.set_fixed(id, v);
+                    }
+                }
+            }
+        }
+        let mut memberships: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for g in self.hostgroups.keys() {
+            for h in self.resolve_group(g, 0) {
+                memberships.entry(h).or_default().push(g.clone());
+            }
+        }
+        let hostname = catalog.id("hostname");
+        let mut hosts = Vec::new();
+        let mut host_index = HashMap::new();
+        for (name, h) in self.exechosts {
+            let mut layer = Layer::default();
+            let loads = self
+                .runtime
+                .get(name)
+                .map(|r| r.load_values.as_slice())
+                .unwrap_or(&[]);
+            for lv in loads {
+                if let Some(id) = catalog.id(&lv.name) {
+                    if let Some(v) = catalog.parse(id, &lv.value) {
+                        layer.set_load(id, v);
+                    }
+                }
+            }
+            if let Some(id) = hostname {
+                layer.set_fixed(id, Value::Text(name.clone()));
+            }
+            for (k, v) in &h.complex_values {
+                if let Some(id) = catalog.id(k) {
+                    if let Some(v) = catalog.parse(id, v) {
+                        layer.set_fixed(id, v);
+                    }
+                }
+            }
+            let nproc = catalog
+                .id("num_proc")
+                .and_then(|id| layer.get(id))
+                .and_then(|o| match &o.load {
+                    Some(Value::Num(n)) if *n > 0.0 => Some(*n),
+                    _ => None,
+                })
+                .unwrap_or(1.0);
+            let reported: Vec<(usize, f64)> = adjustments
+                .iter()
+                .filter_map(
+                    |(id, _, _)| match layer.get(*id).and_then(|o| o.load.as_ref()) {
+                        Some(Value::Num(v)) => Some((*id, *v)),
+                        _ => None,
+                    },
+                )
+                .collect();
+            let weight = weights.get(name.as_str()).copied().unwrap_or(0.0);
+            adjust(&catalog, &adjustments, &mut layer, &reported, weight, nproc);
+            let load = sconf
+                .load_formula
+                .iter()
+                .map(|(w, n)| {
+                    if n.is_empty() {
+                        return *w;
+                    }
+                    let v = catalog
+                        .id(n)
+                        .and_then(|id| layer.get(id))
+                        .and_then(|o| o.load.clone().or(o.fixed.clone()));
+                    match v {
+                        Some(Value::Num(x)) => w * x,
+                        _ => 0.0,
+                    }
+                })
+                .sum();
+            host_index.insert(name.clone(), hosts.len());
+            hosts.push(Host {
+                name: name.clone(),
+                layer,
+                groups: memberships.get(name).cloned().unwrap_or_default(),
+                user_lists: h.user_lists.clone(),
+                xuser_lists: h.xuser_lists.clone(),
+                projects: h.projects.clone(),
+                xprojects: h.xprojects.clone(),
+                load,
+                nproc,
+                weight,
+                reported,
+                instances: Vec::new(),
+            });
+        }
+        let mut instances = Vec::new();
+        for q in self.queues.values() {
+            // Most hosts take a queue's default values: those are parsed once.
+            let mut defaults: Option<(Instance, Vec<(String, String)>)> = None;
+            for hname in self.queue_hosts_of(q) {
+                let Some(&hi) = host_index.get(&hname) else {
+                    continue;
+                };
+                let groups: Vec<&str> = hosts[hi].groups.iter().map(String::as_str).collect();
+                let overridden = q.attrs.iter().any(|(_, a)| {
+                    a.overrides
+                        .iter()
+                        .any(|(h, _)| *h == hname || groups.contains(&h.as_str()))
+                });
+                let (mut inst, thresholds) = if overridden {
+                    instance_values(&catalog, q, &hname, &groups)
+                } else {
+                    defaults
+                        .get_or_insert_with(|| instance_values(&catalog, q, "", &[]))
+                        .clone()
+                };
+                inst.host = hi;
+                let key = (q.name.clone(), hname.clone());
+                inst.unusable = if self.disabled.contains(&key) {
+                    Some(Unusable::Disabled)
+                } else if self.errored.contains(&key) {
+                    Some(Unusable::Error)
+                } else if self.suspended_queues.contains(&key) {
+                    Some(Unusable::Suspended)
+                } else if let Some(why) = (!inst.suspend_thresholds.is_empty())
+                    .then(|| self.suspend_alarm(q, &hname))
+                    .flatten()
+                {
+                    Some(Unusable::SuspendAlarm(why))
+                } else if !connected.contains(&hname) || !self.is_reachable(&hname, clock) {
+                    Some(Unusable::Unreachable)
+                } else {
+                    overload_message(&catalog, &hosts[hi], &adjustments, &thresholds)
+                        .map(Unusable::Overloaded)
+                };
+                hosts[hi].instances.push(instances.len());
+                instances.push(inst);
+            }
+        }
+        let mut order: Vec<usize> = (0..instances.len()).collect();
+        order.sort_by(|&a, &b| {
+            let (ia, ib) = (&instances[a], &instances[b]);
+            let (la, lb) = (hosts[ia.host].load, hosts[ib.host].load);
+            let first = match sconf.sort {
+                SortMethod::SeqNo => ia.seq_no.cmp(&ib.seq_no).then(la.total_cmp(&lb)),
+                SortMethod::Load => la.total_cmp(&lb).then(ia.seq_no.cmp(&ib.seq_no)),
+            };
+            first
+                .then(hosts[ia.host].name.cmp(&hosts[ib.host].name))
+                .then(ia.queue.cmp(&ib.queue))
+        });
+        let usersets = self
+            .usersets
+            .values()
+            .map(|u| (u.name.clone(), u.entries.clone()))
+            .collect();
+        let mut snap = Snapshot {
+            catalog,
+            global,
+            hosts,
+            instances,
+            usersets,
+            order,
+            pes: self.pes.clone(),
+            pe_used: HashMap::new(),
+            adjustments,
+            quota: None,
+        };
+        // What running jobs hold.
+        let index: HashMap<(&str, &str), usize> = snap
+            .instances
+            .iter()
+            .enumerate()
+            .map(|(n, i)| ((i.queue.as_str(), snap.hosts[i.host].name.as_str()), n))
+            .collect();
+        // (what the job asks, the instances and slots it holds, its PE)
+        type Hold = (Demand, Vec<(usize, u32)>, Option<String>);
+        let mut holds: Vec<Hold> = Vec::new();
+        for job in self.jobs.values() {
+            let mut d = None;
+            for t in job.tasks.placed_states() {
+                if let TaskState::Running { grants, pe, .. }
+                | TaskState::Deleting { grants, pe, .. } = t
+                {
+                    let granted: Vec<(usize, u32)> = grants
+                        .iter()
+                        .filter_map(|g| {
+                            index
+                                .get(&(g.queue.as_str(), g.host.as_str()))
+                                .map(|&i| (i, g.slots))
+                        })
+                        .collect();
+                    let d = d.get_or_insert_with(|| {
+                        demand(&snap.catalog, job).unwrap_or_else(|_| Demand {
+                            hard: Vec::new(),
+                            soft: Vec::new(),
+                            queues: Vec::new(),
+                            user: String::new(),
+                            groups: Vec::new(),
+                            project: None,
+                            slots: 1,
+                            pe: None,
+                            part: Part::Whole,
+                            granted_pe: None,
+                            category: 0,
+                            quota_exempt: true,
+                        })
+                    });
+                    holds.push((d.clone(), granted, pe.clone()));
+                }
+            }
+        }
+        for (d, granted, pe) in holds {
+            if let Some(pe) = pe {
+                *snap.pe_used.entry(pe).or_insert(0) += grants_total(&granted);
+            }
+            snap.debit(&d, &granted, 1.0);
+        }
+        // The quota counters already hold what the running jobs use.
+        snap.quota = self.quota_book.cycle();
+        snap
+    }
+
+    /// One scheduling cycle: pending tasks by priority, then submission order, each to
+    /// the first candidate queue instance of its category that has what it asks for.
+    pub fn schedule(&self, now: i64, connected: &HashSet<String>, clock: f64) -> Vec<Dispatch> {
+        let mut snap = self.snapshot_at(connected, clock, Some(now));
+        self.dispatch(&mut snap, now)
+    }
+
+    /// The dispatch part of a cycle, on a prepared snapshot.
+    pub fn dispatch(&self, snap: &mut Snapshot, now: i64) -> Vec<Dispatch> {
+        struct Category {
+            demand: Demand,
+            /// Candidate instances, best first.
+            candidates: Vec<usize>,
+            /// Candidates before this one cannot take another job of the category.
+            cursor: usize,
+        }
+        /// What makes jobs alike: the same requests by the same user and project (and
+        /// advance reservation, which exempts from quotas).
+        type Key<'j> = (
+            &'j [(String, String)],
+            &'j [(String, String)],
+            &'j [String],
+            &'j str,
+            Option<&'j str>,
+            Option<&'j (String, String)>,
+            Option<u64>,
+        );
+        let max_aj_instances = self.max_aj_instances;
+        let mut order: Vec<&Job> = self
+            .jobs
+            .values()
+            .filter(|j| j.tasks.has_pending())
+            .collect();
+        order.sort_by(|a, b| b.spec.priority.cmp(&a.spec.priority).then(a.id.cmp(&b.id)));
+        let mut categories: HashMap<Key, Option<Category>> = HashMap::new();
+        let mut out = Vec::new();
+        for job in order {
+            if job.spec.hold || job.spec.start_after.is_some_and(|t| t > now) {
+                continue;
+            }
+            if job
+                .spec
+                .hold_jids
+                .iter()
+                .any(|r| self.predecessor_active(r))
+            {
+                continue;
+            }
+            let key: Key = (
+                &job.spec.hard_resources,
+                &job.spec.soft_resources,
+                &job.spec.queues,
+                &job.owner.user,
+                job.spec.project.as_deref(),
+                job.spec.pe.as_ref(),
+                job.spec.ar,
+            );
+            let next_category = categories.len() + 1;
+            let entry = categories.entry(key).or_insert_with(|| {
+                let mut d = demand(&snap.catalog, job).ok()?;
+                d.category = next_category;
+                let mut scored: Vec<(usize, usize)> = snap
+                    .static_candidates(&d)
+                    .into_iter()
+                    .map(|i| (snap.soft_violations(&d, i), i))
+                    .collect();
+                // Stable: instances with fewer soft violations first, else sort order.
+                scored.sort_by_key(|(v, _)| *v);
+                Some(Category {
+                    demand: d,
+                    candidates: scored.into_iter().map(|(_, i)| i).collect(),
+                    cursor: 0,
+                })
+            });
+            let Some(cat) = entry.as_mut() else {
+                continue; // requests the complex no longer has
+            };
+            if cat.cursor >= cat.candidates.len() {
+                continue; // nothing left for this category in this cycle
+            }
+            let d = &cat.demand;
+            // Lowest task first; the ids are produced as they are taken, so a cycle costs
+            // what it dispatches, not the size of the array. `running` counts the tasks
+            // that hold slots, those dispatched in this cycle included.
+            let already = job.tasks.holding_slots() as u32;
+            for (running, task_id) in (already..).zip(job.tasks.pending().iter()) {
+                if job.spec.max_running_tasks.is_some_and(|tc| running >= tc)
+                    || (job.is_array() && max_aj_instances.is_some_and(|m| running >= m))
+                {
+                    break;
+                }
+                let (grants, pe) = if let Some(per) = &d.pe {
+                    match snap.allocate_pe(d, per, &cat.candidates) {
+                        Some((pe, grants)) => (grants, Some(pe)),
+                        None => {
+                            // Resources only shrink during a cycle: the rest of the
+                            // category cannot be placed either.
+                            cat.cursor = cat.candidates.len();
+                            break;
+                        }
+                    }
+                } else {
+                    while cat.cursor < cat.candidates.len() {
+                        match snap.check(
+                            d,
+                            cat.candidates[cat.cursor],
+                            Pass::Consumables(d.slots),
+                            false,
+                        ) {
+                            Ok(()) => break,
+                            // Full under a rule that decides everywhere: so is every
+                            // other instance.
+                            Err(Misfit::QuotaEverywhere) => cat.cursor = cat.candidates.len(),
+                            Err(_) => cat.cursor += 1,
+                        }
+                    }
+                    let Some(&inst) = cat.candidates.get(cat.cursor) else {
+                        break; // nothing left for this category in this cycle
+                    };
+                    snap.debit(d, &[(inst, d.slots)], 1.0);
+                    (vec![(inst, d.slots)], None)
+                };
+                snap.started(&grants);
+                let grants: Vec<Grant> = grants
+                    .iter()
+                    .map(|&(inst, slots)| Grant {
+                        queue: snap.instances[inst].queue.clone(),
+                        host: snap.hosts[snap.instances[inst].host].name.clone(),
+                        slots,
+                    })
+                    .collect();
+                out.push(Dispatch {
+                    job_id: job.id,
+                    task_id,
+                    queue: grants[0].queue.clone(),
+                    host: grants[0].host.clone(),
+                    grants,
+                    pe,
+                });
+            }
+        }
+        out
+    }
+
+    /// Could any queue instance ever run this job (its requests against the instances'
+    /// configured and last reported values, with nothing running)?
+    pub fn could_ever_run(&self, job: &Job) -> Result<(), Vec<String>> {
+        let all: HashSet<String> = self.exechosts.keys().cloned().collect();
+        let mut snap = self.snapshot(&all, f64::MAX);
+        for i in &mut snap.instances {
+            i.unusable = None;
+        }
+        // Nothing running: every consumable at its full capacity.
+        for layer in std::iter::once(&mut snap.global)
+            .chain(snap.hosts.iter_mut().map(|h| &mut h.layer))
+            .chain(snap.instances.iter_mut().map(|i| &mut i.layer))
+        {
+            for (_, o) in layer.entries.iter_mut() {
+                o.used = 0.0;
+            }
+        }
+        if let Some(q) = &snap.quota {
+            q.borrow_mut().usage = crate::quota::Usage::default();
+        }
+        let d = demand(&snap.catalog, job).map_err(|e| vec![e])?;
+        let mut reasons = Vec::new();
+        for &inst in &snap.order {
+            match snap.matches(&d, inst, Pass::All(d.slots)) {
+                Ok(()) => return Ok(()),
+                Err(m) => {
+                    let i = &snap.instances[inst];
+                    reasons.push(m.message(&i.queue, &snap.hosts[i.host].name));
+                }
+            }
+        }
+        Err(reasons)
+    }
+
+    /// `qstat -j` without a job: the pending jobs (not held, not waiting) that some
+    /// queue instance would take but for a resource quota rule, and that no instance
+    /// takes now.
+    pub fn quota_blocked_jobs(
+        &self,
+        connected: &HashSet<String>,
+        clock: f64,
+        now: i64,
+    ) -> Vec<u64> {
+        let snap = self.snapshot_at(connected, clock, Some(now));
+        if snap.quota.is_none() {
+            return Vec::new();
+        }
+        let mut out = Vec::new();
+        for job in self.jobs.values() {
+            if !job.tasks.has_pending()
+                || job.spec.hold
+                || job.spec.start_after.is_some_and(|t| t > now)
+                || job
+                    .spec
+                    .hold_jids
+                    .iter()
+                    .any(|r| self.predecessor_active(r))
+            {
+                continue;
+            }
+            let Ok(d) = demand(&snap.catalog, job) else {
+                continue;
+            };
+            let mut denied = false;
+            let mut runnable = false;
+            for &inst in &snap.order {
+                if !snap.fits(&d, inst, Pass::Static) {
+                    continue;
+                }
+                match snap.check(&d, inst, Pass::Consumables(d.slots), true) {
+                    Ok(()) => runnable = true,
+                    Err(Misfit::Quota(_)) => denied = true,
+                    Err(_) => {}
+                }
+            }
+            if denied && !runnable {
+                out.push(job.id);
+            }
+        }
+        out
+    }
+
+    /// Why a job's pending tasks are not dispatched, in SGE's words.
+    pub fn explain(
+        &self,
+        job: &Job,
+        connected: &HashSet<String>,
+        clock: f64,
+        now: i64,
+    ) -> Vec<String> {
+        let mut reasons = Vec::new();
+        if !job.tasks.has_pending() {
+            return reasons;
+        }
+        if job.spec.hold {
+            reasons.push("Job is in user hold state".to_string());
+        }
+        let waiting: Vec<&str> = job
+            .spec
+            .hold_jids
+            .iter()
+            .filter(|r| self.predecessor_active(r))
+            .map(String::as_str)
+            .collect();
+        if !waiting.is_empty() {
+            reasons.push(format!(
+                "Job is waiting for the predecessor jobs {}",
+                waiting.join(",")
+            ));
+        }
+        if let Some(t) = job.spec.start_after.filter(|t| *t > now) {
+            reasons.push(format!("Job has a start time in the future ({t})"));
+        }
+        let snap = self.snapshot_at(connected, clock, Some(now));
+        let d = match demand(&snap.catalog, job) {
+            Ok(d) => d,
+            Err(e) => {
+                reasons.push(e);
+                return reasons;
+            }
+        };
+        let mut dropped_for_load_or_full = 0;
+        for &inst in &snap.order {
+            let i = &snap.instances[inst];
+            let host = &snap.hosts[i.host].name;
+            match snap.matches(&d, inst, Pass::All(d.slots)) {
+                Ok(()) => {}
+                Err(m) => {
+                    if matches!(m, Misfit::Unusable(Unusable::Overloaded(_)))
+                        || slots_exhausted(&snap, &m)
+                    {
+                        dropped_for_load_or_full += 1;
+                    }
+                    if matches!(m, Misfit::Quota(_)) {
+                        let text = m.message(&i.queue, host);
+                        if !reasons.contains(&text) {
+                            reasons.push(text);
+                        }
+                        continue;
+                    }
+                    let text = if slots_exhausted(&snap, &m) {
+                        format!(
+                            "queue instance \"{}@{host}\" dropped because it is full",
+                            i.queue
+                        )
+                    } else {
+                        m.message(&i.queue, host)
+                    };
+                    reasons.push(text);
+                }
+            }
+        }
+        if !snap.order.is_empty() && dropped_for_load_or_full == snap.order.len() {
+            reasons.push("All queues dropped because of overload or full".to_string());
+        }
+        if let Some(per) = &d.pe {
+            let mut trial = snap.clone();
+            let candidates = trial.static_candidates(&d);
+            if trial.allocate_pe(&d, per, &candidates).is_none() {
+                let mut trial = snap.clone();
+                let any = PeRequest {
+                    min: 1,
+                    ..per.clone()
+                };
+                let offered = trial
+                    .allocate_pe(&d, &any, &candidates)
+                    .map_or(0, |(_, g)| grants_total(&g));
+                reasons.push(format!(
+                    "cannot run in PE \"{}\" because it only offers {offered} slots",
+                    per.pattern
+                ));
+            }
+        }
+        reasons
+    }
+}

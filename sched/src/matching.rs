@@ -1,0 +1,965 @@
+//! Matching a demand against the snapshot: a job's requests are matched layer by layer,
+//! global -> host -> queue, and the first layer that does not satisfy a request decides;
+//! then the allocation of slots, parallel environments included, and the debits of what
+//! is placed.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use gantry_common::job::wildcard;
+use gantry_common::value::{self, Value};
+use gantry_proto::Consumable;
+
+use crate::model::*;
+use crate::quota::Gate;
+
+/// Which checks a match makes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pass {
+    /// Everything that does not change while a cycle dispatches jobs.
+    Static,
+    /// Consumables only, for this many slots on the instance.
+    Consumables(u32),
+    /// Both (for `qstat -j` and `-w e`).
+    All(u32),
+}
+
+impl Snapshot {
+    /// The layers of a queue instance, in matching order.
+    pub(crate) fn layers(&self, inst: usize) -> [(Level, &Layer); 3] {
+        let i = &self.instances[inst];
+        [
+            (Level::Global, &self.global),
+            (Level::Host, &self.hosts[i.host].layer),
+            (Level::Queue, &i.layer),
+        ]
+    }
+
+    /// A number a dynamic quota limit uses on an instance's host: the host's value
+    /// (reported or configured), else the global host's.
+    pub(crate) fn host_number(&self, host: usize, attr: usize) -> Option<f64> {
+        let a = &self.catalog.attrs[attr];
+        [&self.hosts[host].layer, &self.global]
+            .into_iter()
+            .find_map(
+                |layer| match layer.get(attr).and_then(|o| effective(a, o)) {
+                    Some((Value::Num(n), _)) => Some(*n),
+                    _ => None,
+                },
+            )
+    }
+
+    /// A demand's quota plan and its id among the distinct plans of the cycle: once
+    /// per category (and part); a parallel job's, for the PE being tried, anew (no id).
+    pub(crate) fn quota_plan(
+        &self,
+        q: &mut QuotaCycle,
+        d: &Demand,
+    ) -> (Option<u32>, Arc<crate::quota::Plan>) {
+        let cacheable = d.category != 0 && d.granted_pe.is_none();
+        if let Some((id, p)) = q.plans.get(&(d.category, d.part)).filter(|_| cacheable) {
+            return (Some(*id), p.clone());
+        }
+        let pe = d
+            .granted_pe
+            .as_deref()
+            .or(d.pe.as_ref().map(|p| p.pattern.as_str()));
+        let quotas = q.quotas.clone();
+        let build = |q: &mut QuotaCycle| {
+            let consumer = crate::quota::Consumer::of(d, pe);
+            Arc::new(quotas.plan(&self.catalog, d, &consumer, &mut q.usage, true))
+        };
+        if !cacheable {
+            return (None, build(q));
+        }
+        // Categories that differ in nothing the quotas look at (owner, project, PE and
+        // the requests of limited resources) share a plan, and what is known about
+        // where it is denied.
+        let key: PlanKey = (
+            d.user.clone(),
+            d.groups.clone(),
+            d.project.clone(),
+            pe.map(str::to_string),
+            d.part,
+            d.hard
+                .iter()
+                .filter(|r| quotas.is_limited(r.attr))
+                .map(|r| (r.attr, r.text.clone()))
+                .collect(),
+        );
+        let id = match q.keys.get(&key) {
+            Some(&id) => id,
+            None => {
+                let plan = build(q);
+                q.distinct.push(plan);
+                let id = (q.distinct.len() - 1) as u32;
+                q.keys.insert(key, id);
+                id
+            }
+        };
+        let plan = q.distinct[id as usize].clone();
+        q.plans.insert((d.category, d.part), (id, plan.clone()));
+        (Some(id), plan)
+    }
+
+    /// The quota gates a demand meets on an instance: in every set of its plan the
+    /// effective rule there, and its counters (once per distinct plan and instance).
+    /// With `check` (slots, master queue) the walk stops at the first gate that does
+    /// not let such a placement by, which is remembered for the rest of the cycle: what
+    /// is used only grows (until a placement is given back).
+    pub(crate) fn quota_gates(
+        &self,
+        q: &mut QuotaCycle,
+        d: &Demand,
+        inst: usize,
+        check: Option<(u32, bool)>,
+    ) -> Result<Arc<[Gate]>, Gate> {
+        let (id, plan) = self.quota_plan(q, d);
+        let memo = id.map(|id| (id, d.part, inst as u32));
+        if let Some(m) = memo {
+            if let Some(g) = q.gates.get(&m) {
+                return Ok(g.clone());
+            }
+            if let Some(g) = check.and_then(|c| q.denied.get(&(m, c.0)).copied()) {
+                return Err(g);
+            }
+        }
+        let quotas = q.quotas.clone();
+        let i = &self.instances[inst];
+        let host = &self.hosts[i.host];
+        let place = crate::quota::Place {
+            queue: &i.queue,
+            host: &host.name,
+            host_groups: &host.groups,
+        };
+        let mut ids: Option<[u32; 2]> = None;
+        // A scratch buffer: a walk that ends in a denial allocates nothing.
+        let mut gates = std::mem::take(&mut q.scratch);
+        gates.clear();
+        for sp in &plan.sets {
+            // Whether a rule's queues and hosts filters take an instance is the same
+            // for every job, and for every rule with the same filters: worked out once
+            // per cycle and distinct filters. The effective rule is the first of the
+            // plan's candidates that takes it.
+            let takes_place = |q: &mut QuotaCycle, set: u32, rule: u32| -> bool {
+                let id = quotas.place_id(set, rule);
+                let table = &mut q.takes[id as usize];
+                if table.is_empty() {
+                    table.resize(self.instances.len(), 0);
+                }
+                if table[inst] == 0 {
+                    table[inst] = if quotas.place_filter_takes(id, &place) {
+                        1
+                    } else {
+                        2
+                    };
+                }
+                table[inst] == 1
+            };
+            let mut chosen = None;
+            for (k, rp) in sp.rules.iter().enumerate() {
+                if rp.anywhere || takes_place(q, sp.set, rp.rule) {
+                    chosen = Some((k, rp));
+                    break;
+                }
+            }
+            let Some((k, rp)) = chosen else {
+                continue;
+            };
+            let everywhere = k == 0 && rp.anywhere;
+            let start = gates.len();
+            match &rp.fixed {
+                Some(fixed) => gates.extend(fixed.iter().map(|g| g.everywhere(everywhere))),
+                None => {
+                    let place_ids = *ids.get_or_insert_with(|| {
+                        [q.usage.name_id(&i.queue), q.usage.name_id(&host.name)]
+                    });
+                    quotas.rule_gates(
+                        sp.set,
+                        rp,
+                        place_ids,
+                        everywhere,
+                        &mut q.usage,
+                        &|attr| self.host_number(i.host, attr),
+                        &mut gates,
+                    );
+                }
+            }
+            if let Some((n, master)) = check {
+                if let Some(&g) = gates[start..]
+                    .iter()
+                    .find(|g| !g.allows(&q.usage, n, master))
+                {
+                    if let Some(m) = memo {
+                        q.denied.insert((m, n), g);
+                    }
+                    q.scratch = gates;
+                    return Err(g);
+                }
+            }
+        }
+        let found: Arc<[Gate]> = Arc::from(gates.as_slice());
+        q.scratch = gates;
+        let gates = found;
+        if let Some(m) = memo {
+            q.gates.insert(m, gates.clone());
+        }
+        Ok(gates)
+    }
+
+    /// How many slots a placement of a demand's part counts, and whether on the job's
+    /// master queue.
+    pub(crate) fn quota_amounts(d: &Demand, slots: u32) -> (u32, bool) {
+        match d.part {
+            Part::Whole => (slots, true),
+            Part::PerSlot => (slots, false),
+            Part::PerJob => (0, true),
+        }
+    }
+
+    /// The quota rule a placement of `slots` slots on an instance would break (in set
+    /// order), if any; `detail` builds the reason.
+    pub(crate) fn quota_check(
+        &self,
+        d: &Demand,
+        inst: usize,
+        slots: u32,
+        detail: bool,
+    ) -> Result<(), Misfit> {
+        let Some(cell) = &self.quota else {
+            return Ok(());
+        };
+        if d.quota_exempt {
+            return Ok(());
+        }
+        let mut q = cell.borrow_mut();
+        let (n, master) = Self::quota_amounts(d, slots);
+        let gate = match self.quota_gates(&mut q, d, inst, Some((n, master))) {
+            Ok(gates) => match gates.iter().find(|g| !g.allows(&q.usage, n, master)) {
+                Some(&g) => g,
+                None => return Ok(()),
+            },
+            Err(g) => g,
+        };
+        Err(if detail {
+            Misfit::Quota(q.quotas.denial(&gate, &q.usage))
+        } else if gate.is_everywhere() {
+            Misfit::QuotaEverywhere
+        } else {
+            Misfit::Unexplained
+        })
+    }
+
+    /// Was a demand with the same quota plan already denied here this cycle?
+    pub(crate) fn quota_known_denied(&self, d: &Demand, inst: usize, slots: u32) -> bool {
+        let Some(cell) = &self.quota else {
+            return false;
+        };
+        if d.quota_exempt || d.category == 0 || d.granted_pe.is_some() {
+            return false;
+        }
+        let q = cell.borrow();
+        let Some((id, _)) = q.plans.get(&(d.category, d.part)) else {
+            return false;
+        };
+        let (n, _) = Self::quota_amounts(d, slots);
+        q.denied.contains_key(&((*id, d.part, inst as u32), n))
+    }
+
+    /// Debit (or credit) a placement on the quota counters.
+    pub(crate) fn quota_debit(&self, d: &Demand, grants: &[(usize, u32)], sign: f64) {
+        let Some(cell) = &self.quota else {
+            return;
+        };
+        if d.quota_exempt {
+            return;
+        }
+        let mut q = cell.borrow_mut();
+        if sign < 0.0 {
+            q.denied.clear();
+        }
+        for &(inst, slots) in grants {
+            let (n, master) = Self::quota_amounts(d, slots);
+            if let Ok(gates) = self.quota_gates(&mut q, d, inst, None) {
+                crate::quota::Quotas::debit(&gates, &mut q.usage, n, master, sign);
+            }
+        }
+    }
+
+    /// Is the job's owner in one of these usersets (by name or by Unix group)?
+    pub(crate) fn in_userset(&self, d: &Demand, lists: &[String]) -> bool {
+        lists.iter().any(|l| {
+            self.usersets.get(l).is_some_and(|entries| {
+                gantry_common::userset::entries_contain(entries, &d.user, &d.groups)
+            })
+        })
+    }
+
+    /// Does one request hold on one layer? `None` if the layer does not define it.
+    pub(crate) fn holds_on(
+        &self,
+        layer: &Layer,
+        r: &Request,
+        slots: u32,
+        pass: Pass,
+    ) -> Option<bool> {
+        let a = &self.catalog.attrs[r.attr];
+        let o = layer.get(r.attr)?;
+        let consumable = a.consumable != Consumable::No;
+        let wanted = match pass {
+            Pass::Static => !consumable,
+            Pass::Consumables(_) => consumable,
+            Pass::All(_) => true,
+        };
+        if !wanted {
+            return Some(true);
+        }
+        if consumable {
+            let Value::Num(amount) = r.value else {
+                return Some(true);
+            };
+            let need = match a.consumable {
+                // Per job: once, on the job's master queue (the only one checked).
+                Consumable::Job => amount,
+                _ => amount * slots as f64,
+            };
+            let (left, _) = available(o)?;
+            return Some(need <= left + 1e-9);
+        }
+        let (offered, _) = effective(a, o)?;
+        Some(value::satisfies(a.value_type, a.relop, offered, &r.value))
+    }
+
+    /// The reason a request does not hold on a layer, as SGE words it.
+    pub(crate) fn request_misfit(&self, level: Level, layer: &Layer, r: &Request) -> Misfit {
+        let a = &self.catalog.attrs[r.attr];
+        let shown = layer.get(r.attr).and_then(|o| {
+            if a.consumable != Consumable::No {
+                available(o).map(|(left, source)| {
+                    (display(a.value_type, &Value::Num(left.max(0.0))), source)
+                })
+            } else {
+                effective(a, o).map(|(v, source)| (display(a.value_type, v), source))
+            }
+        });
+        let (value, source) = shown.unwrap_or_default();
+        Misfit::Request {
+            level,
+            name: a.name.clone(),
+            requested: r.text.clone(),
+            offered: format!("{}{source}:{}={value}", level.letter(), a.name),
+        }
+    }
+
+    /// Match a job against a queue instance: layer by layer, global -> host -> queue,
+    /// stopping at the first layer that does not satisfy a request.
+    pub fn matches(&self, d: &Demand, inst: usize, pass: Pass) -> Result<(), Misfit> {
+        self.check(d, inst, pass, true)
+    }
+
+    /// [`Self::matches`] without building the reason (the scheduling cycle's path).
+    pub fn fits(&self, d: &Demand, inst: usize, pass: Pass) -> bool {
+        self.check(d, inst, pass, false).is_ok()
+    }
+
+    pub fn check(&self, d: &Demand, inst: usize, pass: Pass, detail: bool) -> Result<(), Misfit> {
+        self.check_from(d, inst, pass, detail, Level::Global)
+    }
+
+    /// [`Self::check`] from a layer on: the layers above `from` (and the host's access
+    /// lists, with `from` at the queue) are known to be satisfied.
+    pub(crate) fn check_from(
+        &self,
+        d: &Demand,
+        inst: usize,
+        pass: Pass,
+        detail: bool,
+        from: Level,
+    ) -> Result<(), Misfit> {
+        let i = &self.instances[inst];
+        let host = &self.hosts[i.host];
+        let host_checked = from == Level::Queue;
+        if let (Pass::Consumables(_), Some(u)) = (pass, &i.unusable) {
+            // Overloaded by the jobs placed earlier in this cycle.
+            return Err(Misfit::Unusable(u.clone()));
+        }
+        if matches!(pass, Pass::Static | Pass::All(_)) {
+            if !d.queues.is_empty() && !d.queues.iter().any(|q| self.wants(q, inst)) {
+                return Err(Misfit::NotInQueueList);
+            }
+            if let Some(u) = &i.unusable {
+                return Err(Misfit::Unusable(u.clone()));
+            }
+            if !i.batch {
+                return Err(Misfit::NotBatch);
+            }
+            if let Some(per) = &d.pe {
+                if !i
+                    .pe_list
+                    .iter()
+                    .any(|p| wildcard(&per.pattern, p) && self.pes.contains_key(p))
+                {
+                    return Err(if detail {
+                        Misfit::NoPe(per.pattern.clone())
+                    } else {
+                        Misfit::Unexplained
+                    });
+                }
+            }
+            for (n, (allow, deny)) in [
+                (&host.user_lists, &host.xuser_lists),
+                (&i.user_lists, &i.xuser_lists),
+            ]
+            .into_iter()
+            .enumerate()
+            {
+                if n == 0 && host_checked {
+                    continue;
+                }
+                if (!allow.is_empty() && !self.in_userset(d, allow)) || self.in_userset(d, deny) {
+                    return Err(if detail {
+                        Misfit::NoAccess(d.user.clone())
+                    } else {
+                        Misfit::Unexplained
+                    });
+                }
+            }
+            for (n, (allow, deny)) in [
+                (&host.projects, &host.xprojects),
+                (&i.projects, &i.xprojects),
+            ]
+            .into_iter()
+            .enumerate()
+            {
+                if n == 0 && host_checked {
+                    continue;
+                }
+                match &d.project {
+                    Some(p) if deny.contains(p) => {
+                        return Err(Misfit::Project(format!(
+                            "the job's project \"{p}\" is excluded"
+                        )))
+                    }
+                    Some(p) if !allow.is_empty() && !allow.contains(p) => {
+                        return Err(Misfit::Project(format!(
+                            "the job's project \"{p}\" is not in its project list"
+                        )))
+                    }
+                    None if !allow.is_empty() => {
+                        return Err(Misfit::Project("the job has no project".into()))
+                    }
+                    _ => {}
+                }
+            }
+        }
+        let slots = match pass {
+            Pass::Consumables(n) | Pass::All(n) => n,
+            Pass::Static => d.slots,
+        };
+        // Resource quotas come before the global, host and queue layers; a denial
+        // stops there (the reason qstat -j gives). The cycle only needs to know whether
+        // all hold, and checks the cheap layers first.
+        if matches!(pass, Pass::All(_)) {
+            self.quota_check(d, inst, slots, detail)?;
+        }
+        if matches!(pass, Pass::Consumables(_)) && self.quota_known_denied(d, inst, slots) {
+            // A category like this one was already turned away here this cycle.
+            return Err(Misfit::Unexplained);
+        }
+        let layers = self.layers(inst);
+        for (level, layer) in layers {
+            if (level == Level::Global && from != Level::Global)
+                || (level == Level::Host && host_checked)
+            {
+                continue;
+            }
+            for r in &d.hard {
+                if self.holds_on(layer, r, slots, pass) == Some(false) {
+                    return Err(if detail {
+                        self.request_misfit(level, layer, r)
+                    } else {
+                        Misfit::Unexplained
+                    });
+                }
+            }
+        }
+        if matches!(pass, Pass::Consumables(_)) {
+            self.quota_check(d, inst, slots, detail)?;
+        }
+        if matches!(pass, Pass::Static | Pass::All(_)) {
+            // A request no layer defines cannot be satisfied.
+            for r in d.hard.iter().filter(|r| !r.implicit) {
+                if !layers.iter().any(|(_, l)| l.get(r.attr).is_some()) {
+                    if !detail {
+                        return Err(Misfit::Unexplained);
+                    }
+                    return Err(Misfit::UnknownResource {
+                        name: self.catalog.attrs[r.attr].name.clone(),
+                        requested: r.text.clone(),
+                    });
+                }
+            }
+            // A FORCED attribute an instance offers takes only jobs that ask for it.
+            for &attr in &self.catalog.forced {
+                let offered = layers
+                    .iter()
+                    .any(|(_, l)| l.get(attr).is_some_and(|o| o.fixed.is_some()));
+                if offered && !d.hard.iter().any(|r| r.attr == attr && !r.implicit) {
+                    return Err(Misfit::Forced(self.catalog.attrs[attr].name.clone()));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// What every queue instance offers, as `qstat -F` prints it, by (queue, host):
+    /// global values, the host's load values (in report order) and its own values, then
+    /// the queue's in SGE's order. Consumables show what is left (`qc:slots=2`).
+    pub fn resources(&self) -> HashMap<(String, String), Vec<(String, String)>> {
+        const QUEUE_ORDER: &[&str] = &[
+            "qname",
+            "hostname",
+            "slots",
+            "tmpdir",
+            "seq_no",
+            "rerun",
+            "calendar",
+            "s_rt",
+            "h_rt",
+            "s_cpu",
+            "h_cpu",
+            "s_fsize",
+            "h_fsize",
+            "s_data",
+            "h_data",
+            "s_stack",
+            "h_stack",
+            "s_core",
+            "h_core",
+            "s_rss",
+            "h_rss",
+            "s_vmem",
+            "h_vmem",
+            "min_cpu_interval",
+        ];
+        let shown = |level: Level, attr: usize, o: &Offer| -> Option<(String, String)> {
+            let a = &self.catalog.attrs[attr];
+            let (v, source) = if a.consumable != Consumable::No && o.fixed.is_some() {
+                available(o).map(|(left, src)| (Value::Num(left.max(0.0)), src))?
+            } else {
+                effective(a, o).map(|(v, src)| (v.clone(), src))?
+            };
+            Some((
+                format!("{}{source}:{}", level.letter(), a.name),
+                display(a.value_type, &v),
+            ))
+        };
+        let global: Vec<(String, String)> = self
+            .global
+            .iter()
+            .filter_map(|(attr, o)| shown(Level::Global, *attr, o))
+            .collect();
+        let hostname = self.catalog.id("hostname");
+        let mut out = HashMap::new();
+        for i in &self.instances {
+            let host = &self.hosts[i.host];
+            let mut list = global.clone();
+            // Load values first, in the order the execd reported them, then the host's
+            // own values.
+            let (loads, own): (Vec<_>, Vec<_>) = host
+                .layer
+                .iter()
+                .filter(|(attr, _)| Some(*attr) != hostname)
+                .partition(|(_, o)| o.load.is_some());
+            for (attr, o) in loads.into_iter().chain(own) {
+                list.extend(shown(Level::Host, *attr, o));
+            }
+            for key in QUEUE_ORDER {
+                if *key == "hostname" {
+                    list.push(("qf:hostname".into(), host.name.clone()));
+                    continue;
+                }
+                if let Some(id) = self.catalog.id(key) {
+                    if let Some(o) = i.layer.get(id) {
+                        list.extend(shown(Level::Queue, id, o));
+                    }
+                }
+            }
+            for (attr, o) in i.layer.iter() {
+                if !QUEUE_ORDER.contains(&self.catalog.attrs[*attr].name.as_str()) {
+                    list.extend(shown(Level::Queue, *attr, o));
+                }
+            }
+            out.insert((i.queue.clone(), host.name.clone()), list);
+        }
+        out
+    }
+
+    /// The instances a category's jobs could run in, ignoring consumables, in sort order:
+    /// the global layer is matched once, each host once, each queue instance on top.
+    pub(crate) fn static_candidates(&self, d: &Demand) -> Vec<usize> {
+        let layer_ok = |layer: &Layer| {
+            d.hard
+                .iter()
+                .all(|r| self.holds_on(layer, r, d.slots, Pass::Static) != Some(false))
+        };
+        if !layer_ok(&self.global) {
+            return Vec::new();
+        }
+        let lists_ok = |allow: &[String], deny: &[String], projects: (&[String], &[String])| {
+            (allow.is_empty() || self.in_userset(d, allow))
+                && !self.in_userset(d, deny)
+                && match &d.project {
+                    Some(p) => {
+                        !projects.1.contains(p) && (projects.0.is_empty() || projects.0.contains(p))
+                    }
+                    None => projects.0.is_empty(),
+                }
+        };
+        let mut host_ok: Vec<Option<bool>> = vec![None; self.hosts.len()];
+        self.order
+            .iter()
+            .copied()
+            .filter(|&inst| {
+                let h = self.instances[inst].host;
+                let ok = *host_ok[h].get_or_insert_with(|| {
+                    let host = &self.hosts[h];
+                    lists_ok(
+                        &host.user_lists,
+                        &host.xuser_lists,
+                        (&host.projects, &host.xprojects),
+                    ) && layer_ok(&host.layer)
+                });
+                ok && self
+                    .check_from(d, inst, Pass::Static, false, Level::Queue)
+                    .is_ok()
+            })
+            .collect()
+    }
+
+    /// Jobs just placed raise their hosts' adjusted load at once (a full weight per
+    /// slot), which may put queue instances there over their load thresholds for the
+    /// rest of the cycle.
+    pub(crate) fn started(&mut self, grants: &[(usize, u32)]) {
+        if self.adjustments.is_empty() {
+            return;
+        }
+        for &(inst, slots) in grants {
+            let h = self.instances[inst].host;
+            let host = &mut self.hosts[h];
+            host.weight += slots as f64;
+            adjust(
+                &self.catalog,
+                &self.adjustments,
+                &mut host.layer,
+                &host.reported,
+                host.weight,
+                host.nproc,
+            );
+            for i in self.hosts[h].instances.clone() {
+                if self.instances[i].unusable.is_none() {
+                    self.instances[i].unusable = overload_message(
+                        &self.catalog,
+                        &self.hosts[h],
+                        &self.adjustments,
+                        &self.instances[i].thresholds,
+                    )
+                    .map(Unusable::Overloaded);
+                }
+            }
+        }
+    }
+
+    /// Place a parallel job: the first parallel environment matching the request (in
+    /// name order) whose allocation rule can give it at least `min` slots on the
+    /// candidates (as many as possible up to `max`). Consumables are debited as slots
+    /// are taken; a failed attempt gives everything back.
+    pub fn allocate_pe(
+        &mut self,
+        d: &Demand,
+        per: &PeRequest,
+        candidates: &[usize],
+    ) -> Option<(String, Vec<(usize, u32)>)> {
+        let (mut per_slot, mut per_job) = d.split(&self.catalog);
+        let names: Vec<String> = self
+            .pes
+            .keys()
+            .filter(|n| wildcard(&per.pattern, n))
+            .cloned()
+            .collect();
+        for name in names {
+            let pe = &self.pes[&name];
+            if (!pe.user_lists.is_empty() && !self.in_userset(d, &pe.user_lists))
+                || self.in_userset(d, &pe.xuser_lists)
+            {
+                continue;
+            }
+            let free = pe
+                .slots
+                .saturating_sub(self.pe_used.get(&name).copied().unwrap_or(0));
+            let max = per.max.min(free);
+            if max < per.min {
+                continue;
+            }
+            let rule = pe.allocation_rule;
+            per_slot.granted_pe = Some(name.clone());
+            per_job.granted_pe = Some(name.clone());
+            let offering: Vec<usize> = candidates
+                .iter()
+                .copied()
+                .filter(|&i| self.instances[i].pe_list.contains(&name))
+                .collect();
+            let mut grants = self.allocate(&per_slot, rule, &offering, per.min, max);
+            let total = grants_total(&grants);
+            let master = grants.first().map(|g| g.0);
+            let fits_job = master.is_some_and(|m| self.fits(&per_job, m, Pass::Consumables(total)));
+            if total >= per.min && fits_job {
+                if let Some(m) = master {
+                    self.debit(&per_job, &[(m, total)], 1.0);
+                }
+                *self.pe_used.entry(name.clone()).or_insert(0) += total;
+                return Some((name, grants));
+            }
+            self.debit(&per_slot, &grants, -1.0);
+            grants.clear();
+        }
+        None
+    }
+
+    /// Take slots one by one by an allocation rule; the grants in the order first taken.
+    pub(crate) fn allocate(
+        &mut self,
+        d: &Demand,
+        rule: gantry_common::pe::AllocationRule,
+        offering: &[usize],
+        min: u32,
+        max: u32,
+    ) -> Vec<(usize, u32)> {
+        use gantry_common::pe::AllocationRule;
+        let mut hosts: Vec<usize> = Vec::new();
+        for &i in offering {
+            let h = self.instances[i].host;
+            if !hosts.contains(&h) {
+                hosts.push(h);
+            }
+        }
+        let mut grants: Vec<(usize, u32)> = Vec::new();
+        // Up to `want` more slots on host `h`, instance by instance.
+        let take = |snap: &mut Snapshot, grants: &mut Vec<(usize, u32)>, h: usize, want: u32| {
+            let mut got = 0;
+            let on_host: Vec<usize> = offering
+                .iter()
+                .copied()
+                .filter(|&i| snap.instances[i].host == h)
+                .collect();
+            for i in on_host {
+                while got < want && snap.fits(d, i, Pass::Consumables(1)) {
+                    snap.debit(d, &[(i, 1)], 1.0);
+                    match grants.iter_mut().find(|g| g.0 == i) {
+                        Some(g) => g.1 += 1,
+                        None => grants.push((i, 1)),
+                    }
+                    got += 1;
+                }
+            }
+            got
+        };
+        match rule {
+            AllocationRule::PeSlots => {
+                for &h in &hosts {
+                    let mut here = Vec::new();
+                    let got = take(self, &mut here, h, max);
+                    if got >= min {
+                        return here;
+                    }
+                    self.debit(d, &here, -1.0);
+                }
+            }
+            AllocationRule::FillUp => {
+                for &h in &hosts {
+                    let total = grants_total(&grants);
+                    if total >= max {
+                        break;
+                    }
+                    take(self, &mut grants, h, max - total);
+                }
+            }
+            AllocationRule::RoundRobin => loop {
+                let mut progress = false;
+                for &h in &hosts {
+                    if grants_total(&grants) >= max {
+                        break;
+                    }
+                    progress |= take(self, &mut grants, h, 1) == 1;
+                }
+                if !progress || grants_total(&grants) >= max {
+                    break;
+                }
+            },
+            AllocationRule::PerHost(n) => {
+                for &h in &hosts {
+                    if grants_total(&grants) + n > max {
+                        break;
+                    }
+                    let mut here = Vec::new();
+                    if take(self, &mut here, h, n) == n {
+                        grants.extend(here);
+                    } else {
+                        self.debit(d, &here, -1.0);
+                    }
+                }
+            }
+        }
+        grants
+    }
+
+    /// How many soft requests an instance violates.
+    pub(crate) fn soft_violations(&self, d: &Demand, inst: usize) -> usize {
+        let layers = self.layers(inst);
+        d.soft
+            .iter()
+            .filter(|r| {
+                let mut defined = false;
+                for (_, layer) in layers {
+                    match self.holds_on(layer, r, 1, Pass::All(1)) {
+                        Some(false) => return true,
+                        Some(true) => defined = true,
+                        None => {}
+                    }
+                }
+                !defined
+            })
+            .count()
+    }
+
+    /// Does a `-q` entry (`queue`, `queue@host`, `queue@@hostgroup`, wildcards) name
+    /// this instance?
+    pub(crate) fn wants(&self, pattern: &str, inst: usize) -> bool {
+        let i = &self.instances[inst];
+        let host = &self.hosts[i.host];
+        match pattern.split_once('@') {
+            None => wildcard(pattern, &i.queue),
+            Some((cq, h)) => {
+                let cq = if cq.is_empty() { "*" } else { cq };
+                wildcard(cq, &i.queue)
+                    && if h.starts_with('@') {
+                        host.groups.iter().any(|g| wildcard(h, g))
+                    } else {
+                        wildcard(h, &host.name)
+                    }
+            }
+        }
+    }
+
+    /// Debit (or with a negative sign, credit) a job's consumables on the layers of the
+    /// queue instances it was granted.
+    pub fn debit(&mut self, d: &Demand, grants: &[(usize, u32)], sign: f64) {
+        self.quota_debit(d, grants, sign);
+        let total: u32 = grants.iter().map(|(_, n)| n).sum();
+        let consumables: Vec<(usize, f64, Consumable)> = d.consumables(&self.catalog).collect();
+        for (attr, amount, kind) in consumables {
+            let per_slot = kind != Consumable::Job;
+            let global = if per_slot {
+                amount * total as f64
+            } else {
+                amount
+            };
+            self.global.debit(attr, sign * global);
+            for (n, (inst, slots)) in grants.iter().enumerate() {
+                let here = match (per_slot, n) {
+                    (true, _) => amount * *slots as f64,
+                    (false, 0) => amount,
+                    (false, _) => 0.0,
+                };
+                let host = self.instances[*inst].host;
+                self.hosts[host].layer.debit(attr, sign * here);
+                self.instances[*inst].layer.debit(attr, sign * here);
+            }
+        }
+    }
+}
+
+pub(crate) fn grants_total(grants: &[(usize, u32)]) -> u32 {
+    grants.iter().map(|(_, n)| n).sum()
+}
+
+/// Is this misfit "no slot left in the queue instance"?
+pub(crate) fn slots_exhausted(snap: &Snapshot, m: &Misfit) -> bool {
+    let _ = snap;
+    matches!(m, Misfit::Request { level: Level::Queue, name, .. } if name == "slots")
+}
+
+/// Add the load of recently started jobs to a host's adjusted load values: `amount *
+/// weight`, divided by the host's processors for the `np_*` values.
+pub(crate) fn adjust(
+    catalog: &Catalog,
+    adjustments: &[(usize, f64, String)],
+    layer: &mut Layer,
+    reported: &[(usize, f64)],
+    weight: f64,
+    nproc: f64,
+) {
+    for (id, amount, _) in adjustments {
+        let Some((_, base)) = reported.iter().find(|(r, _)| r == id) else {
+            continue;
+        };
+        let per_proc = if catalog.attrs[*id].name.starts_with("np_") {
+            nproc
+        } else {
+            1.0
+        };
+        layer.set_load(*id, Value::Num(base + amount * weight / per_proc));
+    }
+}
+
+/// Is a host over one of a queue's `load_thresholds` (`np_load_avg=1.75,mem_free=1G`)?
+/// The message says which, as SGE prints it: `np_load_avg=1.888018 (= 0.155518 + 0.50
+/// * 6.930000 with nproc=2) >= 1.75`.
+pub(crate) fn overload_message(
+    catalog: &Catalog,
+    host: &Host,
+    adjustments: &[(usize, f64, String)],
+    thresholds: &[(String, String)],
+) -> Option<String> {
+    for (name, limit) in thresholds {
+        let Some(id) = catalog.id(name) else {
+            continue;
+        };
+        let a = &catalog.attrs[id];
+        let (Some(limit_v), Some(o)) = (catalog.parse(id, limit), host.layer.get(id)) else {
+            continue;
+        };
+        let Some((current, _)) = effective(a, o) else {
+            continue;
+        };
+        // Alarm when the value stands in the attribute's relation to the threshold
+        // (np_load_avg >= 1.75, mem_free <= 1G).
+        if value::satisfies(a.value_type, a.relop, &limit_v, current) {
+            let adjusted = adjustments.iter().find(|(aid, _, _)| *aid == id);
+            let base = host.reported.iter().find(|(r, _)| *r == id);
+            let how = match (adjusted, base) {
+                (Some((_, _, amount)), Some((_, base))) if host.weight > 0.0 => {
+                    let nproc = if a.name.starts_with("np_") {
+                        format!(" with nproc={}", host.nproc)
+                    } else {
+                        String::new()
+                    };
+                    format!(
+                        "(= {} + {amount} * {}{nproc})",
+                        value::format_f6(*base),
+                        value::format_f6(host.weight)
+                    )
+                }
+                _ => "(no load adjustment)".to_string(),
+            };
+            return Some(format!(
+                "{}={} {how} {} {}",
+                a.name,
+                display(a.value_type, current),
+                value::relop_str(a.relop),
+                limit
+            ));
+        }
+    }
+    None
+}

@@ -1,0 +1,591 @@
+//! The resource model of one cycle.
+//!
+//! A [`Snapshot`] holds the three layers of the complex specification: the global host,
+//! every exec host (its `complex_values` and the load values its execd reported) and every
+//! queue instance (the queue's limits, `slots`, `complex_values` and names), each with what
+//! running jobs consume of every consumable. A job's requests resolve against the
+//! complex into a [`Demand`].
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use gantry_common::job::Job;
+use gantry_common::value::{self, Value};
+use gantry_proto::{ComplexAttr, Consumable, Relop, Requestable, ValueType};
+
+use crate::quota::Gate;
+
+/// The layer a value is on, as SGE prints it (`g`, `h`, `q` in `hl:mem_free=...`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Level {
+    Global,
+    Host,
+    Queue,
+}
+
+impl Level {
+    pub(crate) fn letter(self) -> char {
+        match self {
+            Level::Global => 'g',
+            Level::Host => 'h',
+            Level::Queue => 'q',
+        }
+    }
+}
+
+/// An attribute's value on one layer.
+#[derive(Debug, Clone, Default)]
+pub struct Offer {
+    /// Configured: `complex_values`, or a queue's own attribute.
+    pub fixed: Option<Value>,
+    /// Reported by the execd.
+    pub load: Option<Value>,
+    /// What running jobs consume (consumables only).
+    pub used: f64,
+}
+
+/// The attributes one layer defines, with a direct index by attribute.
+#[derive(Debug, Clone, Default)]
+pub struct Layer {
+    pub(crate) entries: Vec<(usize, Offer)>,
+    /// Attribute -> position in `entries` + 1 (0: not defined here).
+    pub(crate) index: Vec<u32>,
+}
+
+impl Layer {
+    pub fn get(&self, attr: usize) -> Option<&Offer> {
+        match self.index.get(attr) {
+            Some(&n) if n > 0 => Some(&self.entries[n as usize - 1].1),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn entry(&mut self, attr: usize) -> &mut Offer {
+        if attr >= self.index.len() {
+            self.index.resize(attr + 1, 0);
+        }
+        if self.index[attr] == 0 {
+            self.entries.push((attr, Offer::default()));
+            self.index[attr] = self.entries.len() as u32;
+        }
+        let n = self.index[attr] as usize - 1;
+        &mut self.entries[n].1
+    }
+
+    pub fn set_fixed(&mut self, attr: usize, v: Value) {
+        self.entry(attr).fixed = Some(v);
+    }
+
+    pub fn set_load(&mut self, attr: usize, v: Value) {
+        self.entry(attr).load = Some(v);
+    }
+
+    pub(crate) fn debit(&mut self, attr: usize, amount: f64) {
+        if let Some(&n) = self.index.get(attr) {
+            if n > 0 {
+                self.entries[n as usize - 1].1.used += amount;
+            }
+        }
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &(usize, Offer)> {
+        self.entries.iter()
+    }
+}
+
+/// The complex, indexed by name and shortcut.
+#[derive(Debug, Clone)]
+pub struct Catalog {
+    pub attrs: Vec<ComplexAttr>,
+    pub(crate) by_name: HashMap<String, usize>,
+    /// Consumables with a default other than zero: (attribute, amount).
+    pub(crate) defaults: Vec<(usize, f64)>,
+    /// FORCED attributes.
+    pub(crate) forced: Vec<usize>,
+}
+
+impl Catalog {
+    pub fn new(list: &[ComplexAttr]) -> Catalog {
+        let mut by_name = HashMap::new();
+        for (i, a) in list.iter().enumerate() {
+            by_name.insert(a.shortcut.clone(), i);
+        }
+        // Full names win over another attribute's shortcut.
+        for (i, a) in list.iter().enumerate() {
+            by_name.insert(a.name.clone(), i);
+        }
+        let defaults = list
+            .iter()
+            .enumerate()
+            .filter(|(_, a)| a.consumable != Consumable::No)
+            .filter_map(
+                |(i, a)| match value::parse_value(a.value_type, &a.default) {
+                    Ok(Value::Num(n)) if n != 0.0 => Some((i, n)),
+                    _ => None,
+                },
+            )
+            .collect();
+        let forced = list
+            .iter()
+            .enumerate()
+            .filter(|(_, a)| a.requestable == Requestable::Forced)
+            .map(|(i, _)| i)
+            .collect();
+        Catalog {
+            attrs: list.to_vec(),
+            by_name,
+            defaults,
+            forced,
+        }
+    }
+
+    pub fn id(&self, name: &str) -> Option<usize> {
+        self.by_name.get(name).copied()
+    }
+
+    pub(crate) fn parse(&self, attr: usize, text: &str) -> Option<Value> {
+        value::parse_value(self.attrs[attr].value_type, text).ok()
+    }
+}
+
+/// One request of a job (`-l name=value`, or a consumable's default).
+#[derive(Debug, Clone)]
+pub struct Request {
+    pub attr: usize,
+    pub value: Value,
+    pub text: String,
+    /// A consumable's default the job did not ask for: debited where the consumable
+    /// exists, never a reason not to run where it does not.
+    pub implicit: bool,
+}
+
+/// What a job asks of the cluster, resolved against the complex.
+#[derive(Debug, Clone)]
+pub struct Demand {
+    pub hard: Vec<Request>,
+    pub soft: Vec<Request>,
+    pub queues: Vec<String>,
+    pub user: String,
+    /// The owner's Unix groups, for `@group` userset entries.
+    pub groups: Vec<String>,
+    pub project: Option<String>,
+    pub slots: u32,
+    /// `-pe pattern min-max`
+    pub pe: Option<PeRequest>,
+    /// Which part of the job this demand is (a parallel job's slots and its per-job
+    /// consumables are placed apart).
+    pub part: Part,
+    /// The parallel environment being tried or granted (for quota rules' `pes`).
+    pub granted_pe: Option<String>,
+    /// The job category within a cycle (0: none), for the quota gate cache.
+    pub category: usize,
+    /// Jobs in an advance reservation are neither limited nor counted by quotas.
+    pub quota_exempt: bool,
+}
+
+/// A whole job, or one of the two parts a parallel job is placed in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Part {
+    #[default]
+    Whole,
+    /// Slots and per-slot consumables, instance by instance.
+    PerSlot,
+    /// `JOB` consumables, once on the master queue.
+    PerJob,
+}
+
+/// A parallel environment request: a name (wildcards allowed) and a slot range.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PeRequest {
+    pub pattern: String,
+    pub min: u32,
+    pub max: u32,
+}
+
+impl Demand {
+    /// The same demand with only its per-slot part (`JOB` consumables left out), or only
+    /// its per-job part.
+    pub(crate) fn split(&self, catalog: &Catalog) -> (Demand, Demand) {
+        let per_job = |r: &Request| catalog.attrs[r.attr].consumable == Consumable::Job;
+        let mut slot = self.clone();
+        slot.hard.retain(|r| !per_job(r));
+        slot.part = Part::PerSlot;
+        let mut job = self.clone();
+        job.hard.retain(per_job);
+        job.soft.clear();
+        job.part = Part::PerJob;
+        (slot, job)
+    }
+
+    /// The requests of consumables: (attribute, amount per slot or per job, kind).
+    pub(crate) fn consumables<'a>(
+        &'a self,
+        catalog: &'a Catalog,
+    ) -> impl Iterator<Item = (usize, f64, Consumable)> + 'a {
+        self.hard.iter().filter_map(move |r| {
+            let a = &catalog.attrs[r.attr];
+            match (&r.value, a.consumable) {
+                (_, Consumable::No) => None,
+                (Value::Num(n), kind) => Some((r.attr, *n, kind)),
+                _ => None,
+            }
+        })
+    }
+}
+
+/// Resolve a job's requests. An attribute the complex no longer has is the job's error.
+pub fn demand(catalog: &Catalog, job: &Job) -> Result<Demand, String> {
+    let resolve = |list: &[(String, String)]| -> Result<Vec<Request>, String> {
+        list.iter()
+            .map(|(name, text)| {
+                let attr = catalog
+                    .id(name)
+                    .ok_or_else(|| format!("job requests unknown resource \"{name}\""))?;
+                let value = catalog
+                    .parse(attr, text)
+                    .ok_or_else(|| format!("job requests an invalid value \"{name}={text}\""))?;
+                Ok(Request {
+                    attr,
+                    value,
+                    text: text.clone(),
+                    implicit: false,
+                })
+            })
+            .collect()
+    };
+    let mut hard = resolve(&job.spec.hard_resources)?;
+    let soft = resolve(&job.spec.soft_resources)?;
+    // Consumables with a default are requested by every job that does not say otherwise.
+    for &(i, n) in &catalog.defaults {
+        if !hard.iter().any(|r| r.attr == i) {
+            hard.push(Request {
+                attr: i,
+                value: Value::Num(n),
+                text: catalog.attrs[i].default.clone(),
+                implicit: true,
+            });
+        }
+    }
+    Ok(Demand {
+        hard,
+        soft,
+        queues: job.spec.queues.clone(),
+        user: job.owner.user.clone(),
+        groups: job.owner.groups.clone(),
+        project: job.spec.project.clone(),
+        slots: 1,
+        pe: match &job.spec.pe {
+            None => None,
+            Some((pattern, range)) => {
+                let (min, max) = gantry_common::pe::parse_slot_range(range)
+                    .ok_or_else(|| format!("job requests an invalid slot range \"{range}\""))?;
+                Some(PeRequest {
+                    pattern: pattern.clone(),
+                    min,
+                    max,
+                })
+            }
+        },
+        part: Part::Whole,
+        granted_pe: None,
+        category: 0,
+        quota_exempt: job.quota_exempt(),
+    })
+}
+
+/// An exec host in the snapshot.
+#[derive(Debug, Clone)]
+pub struct Host {
+    pub name: String,
+    pub layer: Layer,
+    pub groups: Vec<String>,
+    pub user_lists: Vec<String>,
+    pub xuser_lists: Vec<String>,
+    pub projects: Vec<String>,
+    pub xprojects: Vec<String>,
+    /// The value of the load formula, for `queue_sort_method load`.
+    pub load: f64,
+    /// `num_proc`, which divides the adjustment of `np_*` load values.
+    pub nproc: f64,
+    /// Recently started job slots, each weighted by how much of
+    /// `load_adjustment_decay_time` is left (1 when just started).
+    pub weight: f64,
+    /// The reported values of the adjusted load values (attribute, value).
+    pub reported: Vec<(usize, f64)>,
+    /// The queue instances on this host.
+    pub instances: Vec<usize>,
+}
+
+/// Why a queue instance takes no jobs at all this cycle.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Unusable {
+    Disabled,
+    Unreachable,
+    Suspended,
+    /// `load_thresholds` exceeded: the message says which.
+    Overloaded(String),
+    /// `suspend_thresholds` exceeded (state `A`).
+    SuspendAlarm(String),
+    Error,
+}
+
+/// A queue instance in the snapshot.
+#[derive(Debug, Clone)]
+pub struct Instance {
+    pub queue: String,
+    pub host: usize,
+    pub layer: Layer,
+    pub seq_no: i64,
+    pub batch: bool,
+    pub user_lists: Vec<String>,
+    pub xuser_lists: Vec<String>,
+    pub projects: Vec<String>,
+    pub xprojects: Vec<String>,
+    /// Parallel environments the instance offers (`pe_list`).
+    pub pe_list: Vec<String>,
+    /// `load_thresholds`
+    pub thresholds: Vec<(String, String)>,
+    /// `suspend_thresholds`
+    pub suspend_thresholds: Vec<(String, String)>,
+    pub unusable: Option<Unusable>,
+}
+
+/// How candidate queue instances are ordered (`queue_sort_method`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SortMethod {
+    #[default]
+    Load,
+    SeqNo,
+}
+
+/// The scheduler's view of the cluster for one cycle.
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    pub catalog: Catalog,
+    pub global: Layer,
+    pub hosts: Vec<Host>,
+    pub instances: Vec<Instance>,
+    /// Userset name -> entries.
+    pub usersets: HashMap<String, Vec<String>>,
+    /// Instance indexes in the order candidates are tried.
+    pub order: Vec<usize>,
+    /// Parallel environments, and the slots running jobs hold in each.
+    pub pes: BTreeMap<String, gantry_common::pe::Pe>,
+    pub pe_used: HashMap<String, u32>,
+    /// `job_load_adjustments`: (load value, amount per job slot, the amount as written).
+    pub adjustments: Vec<(usize, f64, String)>,
+    /// The enabled resource quota sets and their usage (none: no sets).
+    pub quota: Option<std::cell::RefCell<QuotaCycle>>,
+}
+
+/// What a quota plan depends on: owner, groups, project, PE, part, and the requests of
+/// resources some rule limits.
+pub(crate) type PlanKey = (
+    String,
+    Vec<String>,
+    Option<String>,
+    Option<String>,
+    Part,
+    Vec<(usize, String)>,
+);
+
+/// The resource quota sets during one cycle: what running jobs and the jobs placed so
+/// far use, and each category's gates per queue instance (they depend only on the
+/// category and the instance, so they are worked out once).
+#[derive(Debug, Clone)]
+pub struct QuotaCycle {
+    pub quotas: Arc<crate::quota::Quotas>,
+    pub usage: crate::quota::Usage,
+    /// (category, part) -> the id and plan of what its jobs meet in every set.
+    pub(crate) plans: crate::quota::SmallMap<(usize, Part), (u32, Arc<crate::quota::Plan>)>,
+    /// The distinct plans of the cycle, by id.
+    pub(crate) distinct: Vec<Arc<crate::quota::Plan>>,
+    /// What a plan depends on -> its id.
+    pub(crate) keys: HashMap<PlanKey, u32>,
+    /// Reused while gates are worked out.
+    pub(crate) scratch: Vec<Gate>,
+    /// Where the number of counters this cycle used is left for the next.
+    pub(crate) counters_hint: Arc<std::sync::atomic::AtomicUsize>,
+    /// (plan, part, instance) -> the gates there.
+    pub(crate) gates: crate::quota::SmallMap<(u32, Part, u32), Arc<[Gate]>>,
+    /// ((plan, part, instance), slots) -> the gate that denied such a placement there.
+    pub(crate) denied: crate::quota::SmallMap<((u32, Part, u32), u32), Gate>,
+    /// Per distinct (queues, hosts) filters of the rules, per instance: 0 not known
+    /// yet, 1 they take the instance, 2 they do not.
+    pub(crate) takes: Vec<Vec<u8>>,
+}
+
+impl QuotaCycle {
+    pub fn new(
+        quotas: Arc<crate::quota::Quotas>,
+        usage: crate::quota::Usage,
+        counters_hint: Arc<std::sync::atomic::AtomicUsize>,
+    ) -> QuotaCycle {
+        QuotaCycle {
+            counters_hint,
+            takes: vec![Vec::new(); quotas.place_count()],
+            quotas,
+            usage,
+            plans: Default::default(),
+            distinct: Vec::new(),
+            keys: HashMap::new(),
+            gates: Default::default(),
+            denied: Default::default(),
+            scratch: Vec::new(),
+        }
+    }
+}
+
+impl Drop for QuotaCycle {
+    fn drop(&mut self) {
+        // The largest a cycle needed (a qstat -j or -w v snapshot needs fewer).
+        self.counters_hint
+            .fetch_max(self.usage.len(), std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// Why a job cannot run in a queue instance.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Misfit {
+    NotInQueueList,
+    NotBatch,
+    Unusable(Unusable),
+    NoAccess(String),
+    Project(String),
+    /// A request the first failing layer does not satisfy: (level, name, requested,
+    /// what the layer offers as SGE prints it).
+    Request {
+        level: Level,
+        name: String,
+        requested: String,
+        offered: String,
+    },
+    UnknownResource {
+        name: String,
+        requested: String,
+    },
+    Forced(String),
+    /// Not worked out (the scheduling cycle only needs to know that it does not fit).
+    Unexplained,
+    /// The instance offers no parallel environment the job asks for.
+    NoPe(String),
+    /// A resource quota rule is full for the job here.
+    Quota(crate::quota::Denial),
+    /// A resource quota rule that decides for the job on every queue instance is full
+    /// (the cycle's path: the job's category can run nowhere else either).
+    QuotaEverywhere,
+}
+
+impl Misfit {
+    /// The reason as `qstat -j` shows it in "scheduling info".
+    pub fn message(&self, queue: &str, host: &str) -> String {
+        let qi = format!("{queue}@{host}");
+        match self {
+            Misfit::NotInQueueList => format!(
+                "queue instance \"{qi}\" dropped because it is not contained in the job's queue list"
+            ),
+            Misfit::NotBatch => {
+                format!("queue instance \"{qi}\" dropped because it is not of type batch")
+            }
+            Misfit::Unusable(Unusable::Disabled) => {
+                format!("queue instance \"{qi}\" dropped because it is disabled")
+            }
+            Misfit::Unusable(Unusable::Unreachable) => {
+                format!("queue instance \"{qi}\" dropped because it is temporarily not available")
+            }
+            Misfit::Unusable(Unusable::Suspended) => {
+                format!("queue instance \"{qi}\" dropped because it is suspended")
+            }
+            Misfit::Unusable(Unusable::Error) => {
+                format!("queue instance \"{qi}\" dropped because it is in error state")
+            }
+            Misfit::Unusable(Unusable::SuspendAlarm(why)) => {
+                format!("queue instance \"{qi}\" dropped because it is in suspend alarm: {why}")
+            }
+            Misfit::Unusable(Unusable::Overloaded(why)) => {
+                format!("queue instance \"{qi}\" dropped because it is overloaded: {why}")
+            }
+            Misfit::NoAccess(user) => format!(
+                "queue instance \"{qi}\" dropped because user \"{user}\" has no access to it"
+            ),
+            Misfit::Project(why) => format!("queue instance \"{qi}\" dropped because {why}"),
+            Misfit::Request {
+                level,
+                name,
+                requested,
+                offered,
+            } => {
+                let place = match level {
+                    Level::Global => "globally".to_string(),
+                    Level::Host => format!("at host \"{host}\""),
+                    Level::Queue => format!("in queue instance \"{qi}\""),
+                };
+                format!("(-l {name}={requested}) cannot run {place} because it offers only {offered}")
+            }
+            Misfit::UnknownResource { name, requested } => format!(
+                "(-l {name}={requested}) cannot run in queue instance \"{qi}\" because job requests unknown resource ({name})"
+            ),
+            Misfit::Unexplained => format!("queue instance \"{qi}\" dropped"),
+            Misfit::NoPe(pe) => {
+                format!("cannot run in queue instance \"{qi}\" because PE \"{pe}\" is not in pe_list")
+            }
+            Misfit::Quota(denial) => denial.message(),
+            Misfit::QuotaEverywhere => format!("queue instance \"{qi}\" dropped"),
+            Misfit::Forced(name) => format!(
+                "queue instance \"{qi}\" dropped because it requires the forced resource \"{name}\" to be requested"
+            ),
+        }
+    }
+}
+
+/// A value as `qstat -F` and the scheduler's messages print it.
+pub fn display(ty: ValueType, v: &Value) -> String {
+    match (ty, v) {
+        (ValueType::Memory | ValueType::Double, Value::Num(n)) if n.is_infinite() => {
+            "infinity".into()
+        }
+        (ValueType::Memory, Value::Num(n)) => value::format_memory_3(*n),
+        (ValueType::Time, Value::Num(n)) if n.is_infinite() => "infinity".into(),
+        (ValueType::Time, Value::Num(n)) => value::format_time_hms(*n),
+        (ValueType::Int, Value::Num(n)) if n.is_infinite() => "infinity".into(),
+        (ValueType::Int, Value::Num(n)) => format!("{}", *n as i64),
+        (_, Value::Num(n)) => value::format_f6(*n),
+        (_, Value::Text(s)) => s.clone(),
+    }
+}
+
+/// The value a non-consumable attribute has on a layer: a configured value overrides a
+/// load value of `==`/`!=` attributes; of ordered ones the more restrictive counts
+/// (section 3: `mem_free` configured 1G, reported 4G -> 1G; reported 0.9G -> 0.9G).
+pub(crate) fn effective<'a>(attr: &ComplexAttr, o: &'a Offer) -> Option<(&'a Value, char)> {
+    match (&o.fixed, &o.load) {
+        (Some(f @ Value::Num(fv)), Some(l @ Value::Num(lv))) => {
+            let load_wins = match attr.relop {
+                Relop::Le | Relop::Lt => lv < fv,
+                Relop::Ge | Relop::Gt => lv > fv,
+                _ => false,
+            };
+            Some(if load_wins { (l, 'l') } else { (f, 'f') })
+        }
+        (Some(f), _) => Some((f, 'f')),
+        (None, Some(l)) => Some((l, 'l')),
+        (None, None) => None,
+    }
+}
+
+/// What is left of a consumable on a layer: its capacity less what is used, bounded by
+/// a load value reported for it.
+pub fn available(o: &Offer) -> Option<(f64, char)> {
+    let capacity = match &o.fixed {
+        Some(Value::Num(c)) => Some((c - o.used, 'c')),
+        _ => None,
+    };
+    let load = match &o.load {
+        Some(Value::Num(l)) => Some((*l, 'l')),
+        _ => None,
+    };
+    match (capacity, load) {
+        (Some(c), Some(l)) => Some(if l.0 < c.0 { l } else { c }),
+        (c, l) => c.or(l),
+    }
+}

@@ -1,0 +1,1131 @@
+//! Resource quota sets as the scheduler applies them (`sge_resource_quota(5)`), pure.
+//!
+//! Every enabled set applies to every job: inside a set the first rule whose filters
+//! match the job *and* the queue instance decides (firewall style), so a set yields at
+//! most one effective rule per request; across sets the most restrictive wins. A plain
+//! filter list limits its members together, an expanded one (`{...}`) each member on its
+//! own: the members a job is counted under form the rule's *consumer key*, written as
+//! SGE writes it in its messages, `user/project/pe/queue/host/` with only the expanded
+//! filters filled in (`user1/////`, `////vm/`).
+//!
+//! Usage is kept per (set, rule, consumer key, resource) in a [`Usage`] table that the
+//! cluster state updates as tasks start and end; the scheduler copies it once per cycle
+//! and debits what it places. A job exempt from quotas (one in an advance reservation)
+//! is neither limited nor counted.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use gantry_common::rqs::{parse_dynamic, Filter, QuotaSet};
+use gantry_common::userset::entries_contain;
+use gantry_common::value::{self, Value};
+use gantry_proto::{Consumable, QuotaLimit, QuotaQuery, QuotaRow, ValueType};
+
+use gantry_common::job::{wildcard, Job, TaskState};
+
+use crate::model::{display, Catalog, Demand, QuotaCycle};
+use crate::view::ClusterView;
+
+/// The value a dynamic limit uses for a complex its host does not report or define.
+/// The man page: "a large value is used for it to suggest an overloaded condition";
+/// SGE's own constant for an unknown load value is 9999.
+pub const MISSING_VALUE: f64 = 9999.0;
+
+/// Who asks, as a rule's job-side filters see it.
+#[derive(Debug, Clone, Copy)]
+pub struct Consumer<'a> {
+    pub user: &'a str,
+    /// The owner's Unix groups (`@group` entries of usersets).
+    pub groups: &'a [String],
+    pub project: Option<&'a str>,
+    /// The parallel environment granted (or being tried).
+    pub pe: Option<&'a str>,
+}
+
+impl<'a> Consumer<'a> {
+    pub fn of(d: &'a Demand, pe: Option<&'a str>) -> Consumer<'a> {
+        Consumer {
+            user: &d.user,
+            groups: &d.groups,
+            project: d.project.as_deref(),
+            pe,
+        }
+    }
+}
+
+/// Where: a queue instance.
+#[derive(Debug, Clone, Copy)]
+pub struct Place<'a> {
+    pub queue: &'a str,
+    pub host: &'a str,
+    /// The host groups the host belongs to (nested groups resolved), with their `@`.
+    pub host_groups: &'a [String],
+}
+
+/// A limit's value, resolved against the complex.
+#[derive(Debug, Clone)]
+pub enum LimitValue {
+    Fixed(Value),
+    /// `{w|$complex[*w]}[{+|-}...]`: (weight, attribute or none for a constant).
+    Dynamic(Vec<(f64, Option<usize>)>),
+}
+
+/// One limit of a rule: the attribute, its value, its type, and the text as written.
+#[derive(Debug, Clone)]
+pub struct RuleLimit {
+    pub attr: usize,
+    pub value: LimitValue,
+    pub text: String,
+}
+
+/// The sets, compiled against the complex for one configuration.
+#[derive(Debug, Clone, Default)]
+pub struct Quotas {
+    /// Every set, enabled or not, in SGE's order (usage is kept for all of them so that
+    /// enabling a set finds it exact).
+    pub sets: Vec<QuotaSet>,
+    /// `[set][rule]`: the rule's limits.
+    limits: Vec<Vec<Vec<RuleLimit>>>,
+    /// Userset name -> entries (`@acl` in `users` filters).
+    usersets: HashMap<String, Vec<String>>,
+    /// Every attribute's type and relation, by attribute.
+    value_types: Vec<(ValueType, gantry_proto::Relop)>,
+    /// `[set][rule]`: the id of the rule's (queues, hosts) filters among the distinct
+    /// ones of all sets (sets often repeat them: the same host groups and queues).
+    place_ids: Vec<Vec<u32>>,
+    /// The distinct (queues, hosts) filters, by id.
+    places: Vec<(Option<Filter>, Option<Filter>)>,
+    /// By attribute: does some rule limit it?
+    limited: Vec<bool>,
+}
+
+/// One counter of usage: a rule of a set, a consumer (the members of the rule's
+/// expanded filters, as name ids; 0 where a filter is not expanded), a resource.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct UsageKey {
+    pub set: u32,
+    pub rule: u32,
+    /// user, project, pe, queue, host
+    pub members: [u32; 5],
+    pub attr: u32,
+}
+
+impl std::hash::Hash for UsageKey {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        let m = &self.members;
+        let pair = |a: u32, b: u32| (u64::from(a) << 32) | u64::from(b);
+        state.write_u64(pair(self.set, self.rule));
+        state.write_u64(pair(m[0], m[1]));
+        state.write_u64(pair(m[2], m[3]));
+        state.write_u64(pair(m[4], self.attr));
+    }
+}
+
+/// A quick hasher for small fixed keys (the counters are looked up in the hot path).
+#[derive(Default, Clone, Copy)]
+pub struct SmallHasher(u64);
+
+impl std::hash::Hasher for SmallHasher {
+    fn finish(&self) -> u64 {
+        // MurmurHash3's final mix: every input bit reaches the low bits the table
+        // indexes by (the multiply-rotate steps alone leave them to the last word).
+        let mut h = self.0;
+        h ^= h >> 33;
+        h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+        h ^= h >> 33;
+        h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+        h ^ (h >> 33)
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.write_u64(u64::from(*b));
+        }
+    }
+
+    fn write_u32(&mut self, n: u32) {
+        self.write_u64(u64::from(n));
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
+    }
+}
+
+pub type SmallMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<SmallHasher>>;
+
+/// What running jobs use under every rule. Counters are interned so that a cycle
+/// checks them by index; consumer names (users, projects, PEs, queues, hosts) by id.
+#[derive(Debug, Clone, Default)]
+pub struct Usage {
+    names: HashMap<String, u32>,
+    name_list: Vec<String>,
+    index: SmallMap<UsageKey, usize>,
+    keys: Vec<UsageKey>,
+    used: Vec<f64>,
+}
+
+impl Usage {
+    /// Room for this many counters without growing (a cycle interns the counters of
+    /// every rule it checks: as many as the cycle before, as a rule).
+    pub fn reserve(&mut self, counters: usize) {
+        let more = counters.saturating_sub(self.keys.len());
+        self.index.reserve(more);
+        self.keys.reserve(more);
+        self.used.reserve(more);
+    }
+
+    /// How many counters there are.
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
+
+    /// The id of a consumer name (from 1).
+    pub fn name_id(&mut self, name: &str) -> u32 {
+        if let Some(&n) = self.names.get(name) {
+            return n;
+        }
+        self.name_list.push(name.to_string());
+        let id = self.name_list.len() as u32;
+        self.names.insert(name.to_string(), id);
+        id
+    }
+
+    fn name(&self, id: u32) -> &str {
+        match id {
+            0 => "",
+            n => self
+                .name_list
+                .get(n as usize - 1)
+                .map_or("", String::as_str),
+        }
+    }
+
+    /// The consumer as SGE writes it: `user1/////`, `////vm/`.
+    pub fn consumer_text(&self, key: &UsageKey) -> String {
+        key.members
+            .iter()
+            .map(|&m| format!("{}/", self.name(m)))
+            .collect()
+    }
+
+    /// The counter of a key, created at zero.
+    pub fn slot(&mut self, key: UsageKey) -> usize {
+        if let Some(&n) = self.index.get(&key) {
+            return n;
+        }
+        self.keys.push(key);
+        self.used.push(0.0);
+        self.index.insert(key, self.used.len() - 1);
+        self.used.len() - 1
+    }
+
+    pub fn get(&self, key: &UsageKey) -> f64 {
+        self.index.get(key).map_or(0.0, |&n| self.used[n])
+    }
+
+    pub fn at(&self, slot: usize) -> f64 {
+        self.used[slot]
+    }
+
+    pub fn key(&self, slot: usize) -> &UsageKey {
+        &self.keys[slot]
+    }
+
+    /// Every counter above zero.
+    pub fn nonzero(&self) -> impl Iterator<Item = (&UsageKey, f64)> {
+        self.keys
+            .iter()
+            .zip(self.used.iter().copied())
+            .filter(|(_, u)| *u > 1e-9)
+    }
+
+    /// Every counter above zero as (set, rule, consumer text, attribute, amount), for
+    /// comparing books whose name ids differ.
+    pub fn readable(&self) -> std::collections::BTreeMap<(u32, u32, String, u32), f64> {
+        self.nonzero()
+            .map(|(k, v)| ((k.set, k.rule, self.consumer_text(k), k.attr), v))
+            .collect()
+    }
+}
+
+/// How much of a limited resource a job needs where it is placed.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Need {
+    /// `slots`: the slots placed.
+    Slots,
+    /// A per-slot consumable: this much per slot.
+    PerSlot(f64),
+    /// A per-job consumable (`JOB`): this much, on the job's master queue only.
+    PerJob(f64),
+}
+
+impl Need {
+    pub fn amount(self, slots: u32, master: bool) -> f64 {
+        match self {
+            Need::Slots => slots as f64,
+            Need::PerSlot(a) => a * slots as f64,
+            Need::PerJob(a) if master => a,
+            Need::PerJob(_) => 0.0,
+        }
+    }
+}
+
+/// What one effective rule asks of a placement.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Gate {
+    /// Usage counter `slot` plus the need must stay within `limit`.
+    Counter {
+        set: u32,
+        rule: u32,
+        slot: usize,
+        need: Need,
+        limit: f64,
+        /// The rule decides for the consumer on every queue instance, under one
+        /// counter: once it is full, the consumer can run nowhere this cycle.
+        everywhere: bool,
+    },
+    /// A fixed, non-consumable limit the job's request does not satisfy
+    /// (`arch=lx-amd64` against `-l arch=sol-sparc64`): never here.
+    Never { set: u32, rule: u32, key: UsageKey },
+}
+
+/// What a consumer's request asks of one limit.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Ask {
+    /// A consumable (or `slots`) to count.
+    Need(Need),
+    /// A fixed attribute the job requests: the limit must satisfy the request.
+    Satisfy(Value),
+}
+
+/// A rule of a set whose job-side filters take a consumer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RulePlan {
+    pub rule: u32,
+    /// The consumer's user, project and PE ids where those filters are expanded.
+    pub members: [u32; 3],
+    /// (attribute, what the consumer asks of the rule's limit on it)
+    pub asks: Vec<(usize, Ask)>,
+    /// No queues or hosts filter: the rule takes the consumer everywhere.
+    pub anywhere: bool,
+    /// The gates when they do not depend on the place (no expanded queues or hosts
+    /// filter, no dynamic limit): worked out once.
+    pub fixed: Option<Vec<Gate>>,
+}
+
+/// The rules of one set that may decide for a consumer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SetPlan {
+    pub set: u32,
+    pub rules: Vec<RulePlan>,
+}
+
+/// A consumer's [`Quotas::plan`].
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Plan {
+    pub sets: Vec<SetPlan>,
+}
+
+impl Gate {
+    /// The gate, saying whether its rule decides everywhere.
+    pub fn everywhere(mut self, yes: bool) -> Gate {
+        if let Gate::Counter { everywhere, .. } = &mut self {
+            *everywhere = yes;
+        }
+        self
+    }
+
+    /// Does the gate let a placement of `slots` slots (on the master queue or not) by?
+    pub fn allows(&self, usage: &Usage, slots: u32, master: bool) -> bool {
+        match self {
+            Gate::Counter {
+                slot, need, limit, ..
+            } => usage.at(*slot) + need.amount(slots, master) <= limit + 1e-9,
+            Gate::Never { .. } => false,
+        }
+    }
+
+    pub fn is_everywhere(&self) -> bool {
+        matches!(
+            self,
+            Gate::Counter {
+                everywhere: true,
+                ..
+            }
+        )
+    }
+}
+
+/// Why a quota keeps a job out, as SGE's scheduler says it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Denial {
+    /// `max_u_slots/1`, `per_group/testers`
+    pub rule: String,
+    /// `user1/////`
+    pub key: String,
+}
+
+impl Denial {
+    pub fn message(&self) -> String {
+        format!(
+            "cannot run because it exceeds limit \"{}\" in rule \"{}\"",
+            self.key, self.rule
+        )
+    }
+}
+
+/// The filters of a rule, in key order: users, projects, pes, queues, hosts.
+fn filters(r: &gantry_common::rqs::Rule) -> [Option<&Filter>; 5] {
+    [
+        r.users.as_ref(),
+        r.projects.as_ref(),
+        r.pes.as_ref(),
+        r.queues.as_ref(),
+        r.hosts.as_ref(),
+    ]
+}
+
+impl Quotas {
+    /// Compile the sets (in SGE's order) against the complex. A limit the complex no
+    /// longer understands is left out (the complex refuses to lose an attribute a set
+    /// uses, so this is only a safeguard).
+    pub fn new(
+        sets: Vec<QuotaSet>,
+        catalog: &Catalog,
+        usersets: HashMap<String, Vec<String>>,
+    ) -> Quotas {
+        let limits: Vec<Vec<Vec<RuleLimit>>> = sets
+            .iter()
+            .map(|s| {
+                s.rules
+                    .iter()
+                    .map(|r| {
+                        r.limits
+                            .iter()
+                            .filter_map(|l| {
+                                let attr = catalog.id(&l.resource)?;
+                                let value = if l.is_dynamic() {
+                                    let terms = parse_dynamic(&l.value)?;
+                                    LimitValue::Dynamic(
+                                        terms
+                                            .into_iter()
+                                            .map(|(w, c)| (w, c.and_then(|c| catalog.id(&c))))
+                                            .collect(),
+                                    )
+                                } else {
+                                    LimitValue::Fixed(catalog.parse(attr, &l.value)?)
+                                };
+                                Some(RuleLimit {
+                                    attr,
+                                    value,
+                                    text: l.value.clone(),
+                                })
+                            })
+                            .collect()
+                    })
+                    .collect()
+            })
+            .collect();
+        let mut places: Vec<(Option<Filter>, Option<Filter>)> = Vec::new();
+        let place_ids = sets
+            .iter()
+            .map(|s| {
+                s.rules
+                    .iter()
+                    .map(|r| {
+                        let pair = (r.queues.clone(), r.hosts.clone());
+                        let id = match places.iter().position(|p| *p == pair) {
+                            Some(n) => n,
+                            None => {
+                                places.push(pair);
+                                places.len() - 1
+                            }
+                        };
+                        id as u32
+                    })
+                    .collect()
+            })
+            .collect();
+        let mut limited = vec![false; catalog.attrs.len()];
+        for l in limits.iter().flatten().flatten() {
+            limited[l.attr] = true;
+        }
+        Quotas {
+            limited,
+            place_ids,
+            places,
+            sets,
+            limits,
+            usersets,
+            value_types: catalog
+                .attrs
+                .iter()
+                .map(|a| (a.value_type, a.relop))
+                .collect(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.sets.is_empty()
+    }
+
+    /// Do a rule's queues and hosts filters take this place?
+    pub fn place_takes(&self, set: u32, rule: u32, p: &Place) -> bool {
+        self.place_filter_takes(self.place_id(set, rule), p)
+    }
+
+    /// Does some rule limit this attribute?
+    pub fn is_limited(&self, attr: usize) -> bool {
+        self.limited.get(attr).copied().unwrap_or(false)
+    }
+
+    /// The id of a rule's (queues, hosts) filters among the distinct ones.
+    pub fn place_id(&self, set: u32, rule: u32) -> u32 {
+        self.place_ids[set as usize][rule as usize]
+    }
+
+    /// How many distinct (queues, hosts) filters the sets have.
+    pub fn place_count(&self) -> usize {
+        self.places.len()
+    }
+
+    /// Do the (queues, hosts) filters with this id take this place?
+    pub fn place_filter_takes(&self, id: u32, p: &Place) -> bool {
+        let none = Consumer {
+            user: "",
+            groups: &[],
+            project: None,
+            pe: None,
+        };
+        let (queues, hosts) = &self.places[id as usize];
+        [(3, queues), (4, hosts)]
+            .into_iter()
+            .all(|(n, f)| f.as_ref().is_none_or(|f| self.filter_takes(n, f, &none, p)))
+    }
+
+    /// `set/name`, or `set/N` (from 1) for a rule without a name.
+    pub fn rule_name(&self, set: u32, rule: u32) -> String {
+        let s = &self.sets[set as usize];
+        match &s.rules[rule as usize].name {
+            Some(n) => format!("{}/{n}", s.name),
+            None => format!("{}/{}", s.name, rule + 1),
+        }
+    }
+
+    pub fn limits(&self, set: u32, rule: u32) -> &[RuleLimit] {
+        &self.limits[set as usize][rule as usize]
+    }
+
+    fn user_item(&self, name: &str, c: &Consumer) -> bool {
+        match name.strip_prefix('@') {
+            Some(acl) => self
+                .usersets
+                .get(acl)
+                .is_some_and(|e| entries_contain(e, c.user, c.groups)),
+            None => wildcard(name, c.user),
+        }
+    }
+
+    /// Does one filter take this job in this place? `n` is the filter's position
+    /// (users, projects, pes, queues, hosts). Excluded names win; a list of exclusions
+    /// alone takes everyone else.
+    fn filter_takes(&self, n: usize, f: &Filter, c: &Consumer, p: &Place) -> bool {
+        let item = |name: &str| -> bool {
+            match n {
+                0 => self.user_item(name, c),
+                1 => c.project.is_some_and(|v| wildcard(name, v)),
+                2 => c.pe.is_some_and(|v| wildcard(name, v)),
+                3 => wildcard(name, p.queue),
+                _ => match name.strip_prefix('@') {
+                    Some(_) => p.host_groups.iter().any(|g| wildcard(name, g)),
+                    None => wildcard(name, p.host),
+                },
+            }
+        };
+        if f.items.iter().any(|i| i.negated && item(&i.name)) {
+            return false;
+        }
+        let mut positives = f.items.iter().filter(|i| !i.negated).peekable();
+        positives.peek().is_none() || positives.any(|i| item(&i.name))
+    }
+
+    /// Does filter `n` take this one name (a user without groups, a project, a PE, a
+    /// queue, or a host in these host groups)?
+    fn filter_takes_name(&self, n: usize, f: &Filter, name: &str, host_groups: &[String]) -> bool {
+        let c = Consumer {
+            user: name,
+            groups: &[],
+            project: Some(name),
+            pe: Some(name),
+        };
+        let p = Place {
+            queue: name,
+            host: name,
+            host_groups,
+        };
+        self.filter_takes(n, f, &c, &p)
+    }
+
+    /// What a limit allows on a host: a fixed value as it is, a dynamic one from the
+    /// host's values (`host_value`), a missing value counting as [`MISSING_VALUE`].
+    pub fn limit_on_host(l: &RuleLimit, host_value: &dyn Fn(usize) -> Option<f64>) -> Value {
+        match &l.value {
+            LimitValue::Fixed(v) => v.clone(),
+            LimitValue::Dynamic(terms) => Value::Num(
+                terms
+                    .iter()
+                    .map(|(w, attr)| match attr {
+                        None => *w,
+                        Some(a) => w * host_value(*a).unwrap_or(MISSING_VALUE),
+                    })
+                    .sum(),
+            ),
+        }
+    }
+
+    /// What a consumer meets in every set, whatever the place: the rules whose users,
+    /// projects and PEs filters take it (in order), and what each asks of it. Worked out
+    /// once per job category; [`Self::gates_at`] finishes it for a queue instance.
+    pub fn plan(
+        &self,
+        catalog: &Catalog,
+        d: &Demand,
+        c: &Consumer,
+        usage: &mut Usage,
+        enabled_only: bool,
+    ) -> Plan {
+        let nowhere = Place {
+            queue: "",
+            host: "",
+            host_groups: &[],
+        };
+        let mut sets = Vec::new();
+        for (set, s) in self.sets.iter().enumerate() {
+            if enabled_only && !s.enabled {
+                continue;
+            }
+            let mut rules = Vec::new();
+            for (r, rule) in s.rules.iter().enumerate() {
+                let fs = filters(rule);
+                if !fs[..3]
+                    .iter()
+                    .enumerate()
+                    .all(|(n, f)| f.is_none_or(|f| self.filter_takes(n, f, c, &nowhere)))
+                {
+                    continue;
+                }
+                let mut members = [0u32; 3];
+                for (n, member) in [Some(c.user), c.project, c.pe].into_iter().enumerate() {
+                    if let (Some(m), true) = (member, fs[n].is_some_and(|f| f.expand)) {
+                        members[n] = usage.name_id(m);
+                    }
+                }
+                let mut asks = Vec::new();
+                for l in self.limits(set as u32, r as u32) {
+                    let a = &catalog.attrs[l.attr];
+                    let request = d.hard.iter().find(|q| q.attr == l.attr);
+                    let ask = if a.name == "slots" {
+                        Ask::Need(Need::Slots)
+                    } else {
+                        match (a.consumable, request.map(|q| &q.value)) {
+                            (Consumable::No, Some(requested)) => Ask::Satisfy(requested.clone()),
+                            (Consumable::Yes, Some(Value::Num(n))) => Ask::Need(Need::PerSlot(*n)),
+                            (Consumable::Job, Some(Value::Num(n))) => Ask::Need(Need::PerJob(*n)),
+                            _ => continue,
+                        }
+                    };
+                    asks.push((l.attr, ask));
+                }
+                let mut plan = RulePlan {
+                    rule: r as u32,
+                    members,
+                    asks,
+                    anywhere: rule.queues.is_none() && rule.hosts.is_none(),
+                    fixed: None,
+                };
+                let placeless = [&rule.queues, &rule.hosts]
+                    .iter()
+                    .all(|f| f.as_ref().is_none_or(|f| !f.expand))
+                    && self
+                        .limits(set as u32, r as u32)
+                        .iter()
+                        .all(|l| matches!(l.value, LimitValue::Fixed(_)));
+                if placeless {
+                    let mut gates = Vec::new();
+                    self.rule_gates(
+                        set as u32,
+                        &plan,
+                        [0, 0],
+                        false,
+                        usage,
+                        &|_| None,
+                        &mut gates,
+                    );
+                    plan.fixed = Some(gates);
+                }
+                rules.push(plan);
+            }
+            if !rules.is_empty() {
+                sets.push(SetPlan {
+                    set: set as u32,
+                    rules,
+                });
+            }
+        }
+        Plan { sets }
+    }
+
+    /// The gates a consumer meets in a place: for every set of its plan the effective
+    /// rule there, and for every limit of that rule on a resource it uses, the counter
+    /// to check (the limit evaluated for the place's host).
+    pub fn gates_at(
+        &self,
+        plan: &Plan,
+        p: &Place,
+        usage: &mut Usage,
+        host_value: &dyn Fn(usize) -> Option<f64>,
+    ) -> Vec<Gate> {
+        let mut out = Vec::with_capacity(plan.sets.len());
+        let mut place_ids: Option<[u32; 2]> = None;
+        for sp in &plan.sets {
+            let Some((first, rp)) = sp
+                .rules
+                .iter()
+                .enumerate()
+                .find(|(_, rp)| rp.anywhere || self.place_takes(sp.set, rp.rule, p))
+            else {
+                continue;
+            };
+            if let Some(fixed) = &rp.fixed {
+                out.extend(
+                    fixed
+                        .iter()
+                        .map(|g| g.everywhere(first == 0 && rp.anywhere)),
+                );
+                continue;
+            }
+            let ids =
+                *place_ids.get_or_insert_with(|| [usage.name_id(p.queue), usage.name_id(p.host)]);
+            self.rule_gates(
+                sp.set,
+                rp,
+                ids,
+                first == 0 && rp.anywhere,
+                usage,
+                host_value,
+                &mut out,
+            );
+        }
+        out
+    }
+
+    /// The gates of one rule for a consumer (its plan) at a place (queue and host ids).
+    #[allow(clippy::too_many_arguments)]
+    pub fn rule_gates(
+        &self,
+        set: u32,
+        rp: &RulePlan,
+        place_ids: [u32; 2],
+        everywhere: bool,
+        usage: &mut Usage,
+        host_value: &dyn Fn(usize) -> Option<f64>,
+        out: &mut Vec<Gate>,
+    ) {
+        let rule = &self.sets[set as usize].rules[rp.rule as usize];
+        let mut members = [rp.members[0], rp.members[1], rp.members[2], 0, 0];
+        for (n, f) in [(3, &rule.queues), (4, &rule.hosts)] {
+            if f.as_ref().is_some_and(|f| f.expand) {
+                members[n] = place_ids[n - 3];
+            }
+        }
+        let limits = self.limits(set, rp.rule);
+        for (attr, ask) in &rp.asks {
+            let Some(l) = limits.iter().find(|l| l.attr == *attr) else {
+                continue;
+            };
+            let key = UsageKey {
+                set,
+                rule: rp.rule,
+                members,
+                attr: l.attr as u32,
+            };
+            match ask {
+                Ask::Satisfy(requested) => {
+                    let (ty, relop) = self.value_types[l.attr];
+                    let allowed = Self::limit_on_host(l, host_value);
+                    if !value::satisfies(ty, relop, &allowed, requested) {
+                        out.push(Gate::Never {
+                            set,
+                            rule: rp.rule,
+                            key,
+                        });
+                    }
+                }
+                Ask::Need(need) => {
+                    let Value::Num(limit) = Self::limit_on_host(l, host_value) else {
+                        continue;
+                    };
+                    out.push(Gate::Counter {
+                        set,
+                        rule: rp.rule,
+                        slot: usage.slot(key),
+                        need: *need,
+                        limit,
+                        everywhere,
+                    });
+                }
+            }
+        }
+    }
+
+    /// The reason a gate gives, as `qstat -j` prints it.
+    pub fn denial(&self, gate: &Gate, usage: &Usage) -> Denial {
+        match gate {
+            Gate::Counter {
+                set, rule, slot, ..
+            } => Denial {
+                rule: self.rule_name(*set, *rule),
+                key: usage.consumer_text(usage.key(*slot)),
+            },
+            Gate::Never { set, rule, key } => Denial {
+                rule: self.rule_name(*set, *rule),
+                key: usage.consumer_text(key),
+            },
+        }
+    }
+
+    /// Debit (or with `sign` -1 credit) a placement on every counter of its gates.
+    pub fn debit(gates: &[Gate], usage: &mut Usage, slots: u32, master: bool, sign: f64) {
+        for g in gates {
+            if let Gate::Counter { slot, need, .. } = g {
+                usage.used[*slot] += sign * need.amount(slots, master);
+                if usage.used[*slot].abs() < 1e-9 {
+                    usage.used[*slot] = 0.0;
+                }
+            }
+        }
+    }
+
+    /// A value as `qquota` prints a limit or a usage of this attribute.
+    pub fn show(catalog: &Catalog, attr: usize, v: f64) -> String {
+        let ty = catalog.attrs[attr].value_type;
+        match ty {
+            ValueType::Int => format!("{}", v.round() as i64),
+            ValueType::Double => {
+                if v.fract() == 0.0 {
+                    format!("{}", v as i64)
+                } else {
+                    value::format_f6(v)
+                }
+            }
+            _ => display(ty, &Value::Num(v)),
+        }
+    }
+}
+
+/// The quota sets compiled for the current configuration, and what running jobs use
+/// under them: kept by the cluster state, task start by task end.
+#[derive(Debug, Clone, Default)]
+pub struct QuotaBook {
+    pub quotas: Arc<Quotas>,
+    pub usage: Usage,
+    pub catalog: Option<Catalog>,
+    /// Host -> the host groups it belongs to.
+    memberships: HashMap<String, Vec<String>>,
+    /// The configuration changed (sets, usersets, host groups, complex): rebuild.
+    stale: bool,
+    /// A catalog of the complex built ahead, off the thread that answers clients (a
+    /// `qconf -Mc` of a long list); used by the rebuild if it is of the complex then.
+    prepared: Option<Catalog>,
+    /// How many counters the last scheduling cycle used (to size the next one's).
+    cycle_counters: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl QuotaBook {
+    /// Something quota matching depends on changed: the book is rebuilt when the
+    /// change is settled.
+    pub fn mark_stale(&mut self) {
+        self.stale = true;
+    }
+
+    pub fn is_stale(&self) -> bool {
+        self.stale
+    }
+
+    /// Offer a catalog built ahead for the next rebuild.
+    pub fn prepare_catalog(&mut self, catalog: Catalog) {
+        self.prepared = Some(catalog);
+    }
+
+    /// Rebuild the book if the configuration changed: compile the sets (in SGE's order),
+    /// then count every running task once. `memberships` is host -> its host groups.
+    pub fn settle(
+        &mut self,
+        complexes: &[gantry_proto::ComplexAttr],
+        sets: Vec<QuotaSet>,
+        usersets: HashMap<String, Vec<String>>,
+        memberships: HashMap<String, Vec<String>>,
+        jobs: &std::collections::BTreeMap<u64, Job>,
+    ) {
+        if !self.stale {
+            return;
+        }
+        let catalog = match self.prepared.take() {
+            Some(c) if c.attrs == complexes => c,
+            _ => Catalog::new(complexes),
+        };
+        *self = QuotaBook {
+            quotas: Arc::new(Quotas::new(sets, &catalog, usersets)),
+            usage: Usage::default(),
+            catalog: Some(catalog),
+            memberships,
+            stale: false,
+            prepared: None,
+            cycle_counters: self.cycle_counters.clone(),
+        };
+        if self.quotas.is_empty() {
+            return;
+        }
+        for job in jobs.values() {
+            self.count(job, 1.0);
+        }
+    }
+
+    /// Count (or with `sign` -1 uncount) what a job's running tasks use under every
+    /// set's effective rule, grant by grant.
+    pub fn count(&mut self, job: &Job, sign: f64) {
+        if self.stale || self.quotas.is_empty() || job.quota_exempt() {
+            return;
+        }
+        let Some(catalog) = &self.catalog else {
+            return;
+        };
+        let mut d = None;
+        for t in job.tasks.placed_states() {
+            let (TaskState::Running { grants, pe, .. } | TaskState::Deleting { grants, pe, .. }) =
+                t
+            else {
+                continue;
+            };
+            let Some(d) = d
+                .get_or_insert_with(|| crate::model::demand(catalog, job).ok())
+                .as_ref()
+            else {
+                return;
+            };
+            let consumer = Consumer::of(d, pe.as_deref());
+            let plan = self
+                .quotas
+                .plan(catalog, d, &consumer, &mut self.usage, false);
+            for (n, g) in grants.iter().enumerate() {
+                let place = Place {
+                    queue: &g.queue,
+                    host: &g.host,
+                    host_groups: self.memberships.get(&g.host).map_or(&[][..], Vec::as_slice),
+                };
+                let gates = self
+                    .quotas
+                    .gates_at(&plan, &place, &mut self.usage, &|_| None);
+                Quotas::debit(&gates, &mut self.usage, g.slots, n == 0, sign);
+            }
+        }
+    }
+
+    /// The quota state a scheduling cycle starts from (none without an enabled set).
+    pub fn cycle(&self) -> Option<RefCell<QuotaCycle>> {
+        if !self.quotas.sets.iter().any(|s| s.enabled) {
+            return None;
+        }
+        let mut usage = self.usage.clone();
+        let hint = &self.cycle_counters;
+        usage.reserve(hint.load(std::sync::atomic::Ordering::Relaxed));
+        Some(RefCell::new(QuotaCycle::new(
+            self.quotas.clone(),
+            usage,
+            hint.clone(),
+        )))
+    }
+}
+
+impl<'a> ClusterView<'a> {
+    /// A number a dynamic limit uses on a host: its reported load value, else its
+    /// `complex_values`, else the global host's.
+    pub fn host_number(&self, catalog: &Catalog, host: &str, attr: usize) -> Option<f64> {
+        let a = &catalog.attrs[attr];
+        let num = |text: &str| match catalog.parse(attr, text) {
+            Some(Value::Num(n)) => Some(n),
+            _ => None,
+        };
+        let reported = self
+            .runtime
+            .get(host)
+            .and_then(|r| r.load_values.iter().find(|l| l.name == a.name))
+            .and_then(|l| num(&l.value));
+        let configured = |h: Option<&gantry_proto::ExecHost>| {
+            h.and_then(|h| {
+                h.complex_values
+                    .iter()
+                    .find(|(k, _)| catalog.id(k) == Some(attr))
+                    .and_then(|(_, v)| num(v))
+            })
+        };
+        reported
+            .or_else(|| configured(self.exechosts.get(host)))
+            .or_else(|| configured(self.global_host.as_ref()))
+    }
+
+    /// `qquota`: every enabled rule with usage, for the consumers the query names
+    /// (`groups_of` gives a user's Unix groups, for `@group` userset entries).
+    pub fn quota_rows(
+        &self,
+        query: &QuotaQuery,
+        caller: &str,
+        groups_of: &dyn Fn(&str) -> Vec<String>,
+    ) -> Vec<QuotaRow> {
+        let book = &self.quota_book;
+        let Some(catalog) = &book.catalog else {
+            return Vec::new();
+        };
+        let quotas = &book.quotas;
+        // (set, rule, consumer text, members), in set, rule and consumer order.
+        let mut consumers: Vec<(u32, u32, String, [u32; 5])> = book
+            .usage
+            .nonzero()
+            .filter(|(k, _)| quotas.sets[k.set as usize].enabled)
+            .map(|(k, _)| (k.set, k.rule, book.usage.consumer_text(k), k.members))
+            .collect();
+        consumers.sort();
+        consumers.dedup();
+        let users: Vec<String> = if query.users.is_empty() {
+            vec![caller.to_string()]
+        } else {
+            query.users.clone()
+        };
+        let all_users = users.iter().any(|u| u == "*");
+        let user_groups: Vec<(String, Vec<String>)> = users
+            .iter()
+            .filter(|u| *u != "*")
+            .map(|u| (u.clone(), groups_of(u)))
+            .collect();
+        let wanted_attr = |attr: usize| {
+            query.resources.is_empty()
+                || query.resources.iter().any(|r| catalog.id(r) == Some(attr))
+        };
+        let mut rows = Vec::new();
+        for (set, rule, key, ids) in consumers {
+            let r = &quotas.sets[set as usize].rules[rule as usize];
+            let members: Vec<&str> = key.split('/').collect();
+            let member = |n: usize| members.get(n).copied().unwrap_or("");
+            let fs = filters(r);
+            // Does filter `n` take one of these names (all when none are given)?
+            let takes = |n: usize, names: &[String]| {
+                names.is_empty()
+                    || names.iter().any(|name| match fs[n] {
+                        None => true,
+                        Some(f) if f.expand => wildcard(name, member(n)),
+                        Some(f) => {
+                            let groups = book.memberships.get(name.as_str());
+                            quotas.filter_takes_name(n, f, name, groups.map_or(&[][..], |g| g))
+                        }
+                    })
+            };
+            let user_ok = all_users
+                || user_groups.iter().any(|(u, g)| match fs[0] {
+                    None => true,
+                    Some(f) if f.expand => member(0) == u,
+                    Some(f) => quotas.filter_takes(
+                        0,
+                        f,
+                        &Consumer {
+                            user: u,
+                            groups: g,
+                            project: None,
+                            pe: None,
+                        },
+                        &Place {
+                            queue: "",
+                            host: "",
+                            host_groups: &[],
+                        },
+                    ),
+                });
+            let host_ok = takes(4, &query.hosts);
+            let queue_ok = takes(3, &query.queues);
+            let project_ok = takes(1, &query.projects);
+            let pe_ok = takes(2, &query.pes);
+            if !(user_ok && host_ok && queue_ok && project_ok && pe_ok) {
+                continue;
+            }
+            let limits: Vec<QuotaLimit> = quotas
+                .limits(set, rule)
+                .iter()
+                .filter(|l| wanted_attr(l.attr))
+                .map(|l| {
+                    let a = &catalog.attrs[l.attr];
+                    let limit = match &l.value {
+                        LimitValue::Fixed(_) => l.text.clone(),
+                        LimitValue::Dynamic(_) => {
+                            match Quotas::limit_on_host(l, &|attr| {
+                                self.host_number(catalog, member(4), attr)
+                            }) {
+                                Value::Num(n) => Quotas::show(catalog, l.attr, n),
+                                Value::Text(t) => t,
+                            }
+                        }
+                    };
+                    let counted = a.name == "slots" || a.consumable != Consumable::No;
+                    QuotaLimit {
+                        resource: a.name.clone(),
+                        limit,
+                        used: counted.then(|| {
+                            let used = book.usage.get(&UsageKey {
+                                set,
+                                rule,
+                                members: ids,
+                                attr: l.attr as u32,
+                            });
+                            Quotas::show(catalog, l.attr, used)
+                        }),
+                    }
+                })
+                .collect();
+            if limits.is_empty() {
+                continue;
+            }
+            let names = ["users", "projects", "pes", "queues", "hosts"];
+            let filters = fs
+                .iter()
+                .enumerate()
+                .filter_map(|(n, f)| {
+                    let f = (*f)?;
+                    let shown = if f.expand {
+                        member(n).to_string()
+                    } else {
+                        f.items
+                            .iter()
+                            .map(|i| format!("{}{}", if i.negated { "!" } else { "" }, i.name))
+                            .collect::<Vec<_>>()
+                            .join(",")
+                    };
+                    Some((names[n].to_string(), shown))
+                })
+                .collect();
+            rows.push(QuotaRow {
+                rule: quotas.rule_name(set, rule),
+                filters,
+                limits,
+            });
+        }
+        rows
+    }
+}

@@ -1,0 +1,115 @@
+//! The scheduler's input: the cluster as the master keeps it, borrowed as plain data.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+
+use gantry_common::conf;
+use gantry_common::job::{wildcard, Job};
+use gantry_common::pe::Pe;
+use gantry_proto::{ClusterQueue, ComplexAttr, Config, ExecHost, HostGroup, LoadValue, UserSet};
+
+use crate::quota::QuotaBook;
+
+/// What the master knows of a host from its reports.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct HostRuntime {
+    pub load_values: Vec<LoadValue>,
+    /// When the last load report arrived (seconds, the master's clock).
+    pub last_heard: Option<f64>,
+}
+
+/// Everything a cycle, an explanation or a threshold check reads, borrowed from the
+/// master's state for the length of one call.
+#[derive(Debug, Clone, Copy)]
+pub struct ClusterView<'a> {
+    pub complexes: &'a [ComplexAttr],
+    pub exechosts: &'a BTreeMap<String, ExecHost>,
+    /// The global host: cluster-wide `complex_values`.
+    pub global_host: &'a Option<ExecHost>,
+    pub hostgroups: &'a BTreeMap<String, HostGroup>,
+    pub queues: &'a BTreeMap<String, ClusterQueue>,
+    pub usersets: &'a BTreeMap<String, UserSet>,
+    pub pes: &'a BTreeMap<String, Pe>,
+    /// The scheduler configuration (`qconf -ssconf`).
+    pub sched: &'a Option<Config>,
+    pub jobs: &'a BTreeMap<u64, Job>,
+    pub runtime: &'a HashMap<String, HostRuntime>,
+    /// Disabled queue instances (`qmod -d`): (queue, host).
+    pub disabled: &'a HashSet<(String, String)>,
+    /// Queue instances in error state (`E`).
+    pub errored: &'a HashSet<(String, String)>,
+    /// Suspended queue instances (`s`).
+    pub suspended_queues: &'a HashSet<(String, String)>,
+    /// Tasks stopped by their queue's `suspend_thresholds`.
+    pub threshold_suspended: &'a BTreeSet<(u64, u32)>,
+    /// The compiled resource quota sets and what running jobs use under them.
+    pub quota_book: &'a QuotaBook,
+    /// `max_unheard` in seconds: a host not heard from for longer is unreachable.
+    pub max_unheard: u64,
+    /// `max_aj_instances`: at most so many tasks of one array job run at once.
+    pub max_aj_instances: Option<u32>,
+}
+
+impl<'a> ClusterView<'a> {
+    /// Has the host reported within `max_unheard` of `now` (the master's clock)?
+    pub fn is_reachable(&self, host: &str, now: f64) -> bool {
+        self.runtime
+            .get(host)
+            .and_then(|r| r.last_heard)
+            .is_some_and(|t| now - t <= self.max_unheard as f64)
+    }
+
+    /// The host groups (with nesting resolved) a host belongs to.
+    pub fn groups_of(&self, host: &str) -> Vec<&'a str> {
+        self.hostgroups
+            .keys()
+            .filter(|g| self.resolve_group(g, 0).iter().any(|h| h == host))
+            .map(String::as_str)
+            .collect()
+    }
+
+    /// The hosts in a group, nested groups expanded (cycles and depth bounded).
+    pub fn resolve_group(&self, name: &str, depth: usize) -> Vec<String> {
+        let Some(g) = self.hostgroups.get(name) else {
+            return Vec::new();
+        };
+        if depth > 16 {
+            return Vec::new();
+        }
+        let mut out = Vec::new();
+        for m in &g.hostlist {
+            if m.starts_with('@') {
+                out.extend(self.resolve_group(m, depth + 1));
+            } else {
+                out.push(m.clone());
+            }
+        }
+        out
+    }
+
+    /// The hosts a queue's host list names, host groups resolved.
+    pub fn queue_hosts_of(&self, q: &ClusterQueue) -> Vec<String> {
+        let Some(list) = q.attr("hostlist") else {
+            return Vec::new();
+        };
+        let mut hosts = Vec::new();
+        for item in conf::split_list(&list.default) {
+            if item.starts_with('@') {
+                hosts.extend(self.resolve_group(&item, 0));
+            } else {
+                hosts.push(item);
+            }
+        }
+        hosts
+    }
+
+    /// Is a job id or name still in the system (for `-hold_jid`)?
+    pub fn predecessor_active(&self, reference: &str) -> bool {
+        match reference.parse::<u64>() {
+            Ok(id) => self.jobs.contains_key(&id),
+            Err(_) => self
+                .jobs
+                .values()
+                .any(|j| wildcard(reference, &j.spec.name)),
+        }
+    }
+}
