@@ -10,6 +10,7 @@
 //! Run: `cargo bench -p gantry-master --bench schedule`
 
 use criterion::{criterion_group, criterion_main, Criterion};
+use gantry_master::sched::Time;
 use gantry_master::state::{Object, Op};
 use gantry_master::synthetic::{add_host, cluster, connected, job, set_queue, submit};
 
@@ -200,23 +201,25 @@ fn bench(c: &mut Criterion) {
     if let Ok(kind) = std::env::var("GANTRY_CYCLES") {
         let s = if kind == "quota" { with_quotas(s) } else { s };
         for _ in 0..5 {
-            std::hint::black_box(s.schedule(0, &hosts, 0.0));
+            std::hint::black_box(s.schedule(Time::from_secs(0), &hosts).dispatches);
         }
         std::process::exit(0);
     }
-    let dispatched = s.schedule(0, &hosts, 0.0).len();
+    let dispatched = s.schedule(Time::from_secs(0), &hosts).dispatches.len();
     eprintln!("one cycle dispatches {dispatched} of {JOBS} jobs");
     let q = with_quotas(s.clone());
-    let limited = q.schedule(0, &hosts, 0.0).len();
+    let limited = q.schedule(Time::from_secs(0), &hosts).dispatches.len();
     eprintln!("with 100 quota sets of 10 rules: {limited} of {JOBS} jobs");
     let mut g = c.benchmark_group("scheduler");
     g.sample_size(10);
     g.bench_function("cycle_10k_jobs_100_categories_1000_hosts_2_queues", |b| {
-        b.iter(|| s.schedule(0, &hosts, 0.0))
+        b.iter(|| s.schedule(Time::from_secs(0), &hosts).dispatches)
     });
-    g.bench_function("snapshot_only", |b| b.iter(|| s.snapshot(&hosts, 0.0)));
+    g.bench_function("snapshot_only", |b| {
+        b.iter(|| s.snapshot(&hosts, Time::from_secs(0)))
+    });
     g.bench_function("cycle_with_100_quota_sets_of_10_rules", |b| {
-        b.iter(|| q.schedule(0, &hosts, 0.0))
+        b.iter(|| q.schedule(Time::from_secs(0), &hosts).dispatches)
     });
     g.finish();
 }

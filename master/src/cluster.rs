@@ -17,6 +17,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use tracing::{error, info, warn};
 
 use crate::jobs::TaskState;
+use crate::sched::{Decisions, Time};
 use crate::state::{ClusterState, HostRuntime, Object, Op, Reply};
 use crate::store::Store;
 
@@ -32,7 +33,6 @@ pub struct Cluster {
     store: Store,
     paths: MasterPaths,
     ca: Ca,
-    clock: Instant,
     sessions: HashMap<String, Session>,
     /// Hosts already logged as unreachable (so the log says it once).
     unreachable: HashSet<String>,
@@ -188,7 +188,7 @@ impl Cluster {
             store,
             paths,
             ca,
-            clock: Instant::now(),
+
             sessions: HashMap::new(),
             unreachable: HashSet::new(),
             started: HashSet::new(),
@@ -205,8 +205,13 @@ impl Cluster {
         })
     }
 
-    fn now(&self) -> f64 {
-        self.clock.elapsed().as_secs_f64()
+    /// The master's one clock for the scheduler and for host liveness: the time of day,
+    /// as SGE's qmaster keeps it.
+    fn now(&self) -> Time {
+        let ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+        Time::from_millis(ms)
     }
 
     /// An execd reported a task of job `id`: a job id the spool may have lost (a damaged
@@ -341,9 +346,11 @@ impl Cluster {
             return;
         }
         let connected: HashSet<String> = self.sessions.keys().cloned().collect();
-        let decisions = self
-            .state
-            .schedule(Self::unix_now(), &connected, self.now());
+        let Decisions {
+            dispatches: decisions,
+            quota_counters,
+        } = self.state.schedule(self.now(), &connected);
+        self.state.quota_book.note_cycle_counters(quota_counters);
         if decisions.is_empty() {
             return;
         }
@@ -762,10 +769,9 @@ impl Cluster {
 
     /// Stop or continue jobs as their queues' `suspend_thresholds` say (once a second).
     fn apply_suspend_thresholds(&mut self) {
-        let now = Self::unix_now();
-        let actions = self
-            .state
-            .threshold_actions(now, self.now(), &self.threshold_acted);
+        let at = self.now();
+        let now = at.secs();
+        let actions = self.state.threshold_actions(at, &self.threshold_acted);
         if actions.suspend.is_empty() && actions.resume.is_empty() {
             return;
         }
@@ -1299,9 +1305,7 @@ impl Handler<ClientCall> for Cluster {
                         owner: job.owner.clone(),
                         group,
                         submit_time: job.submit_time,
-                        reasons: self
-                            .state
-                            .explain(job, &connected, self.now(), Self::unix_now()),
+                        reasons: self.state.explain(job, &connected, self.now()),
                         errors: job
                             .tasks
                             .placed()
@@ -1322,9 +1326,7 @@ impl Handler<ClientCall> for Cluster {
             }
             ToMaster::SchedulingSummary => {
                 let connected: HashSet<String> = self.sessions.keys().cloned().collect();
-                let blocked =
-                    self.state
-                        .quota_blocked_jobs(&connected, self.now(), Self::unix_now());
+                let blocked = self.state.quota_blocked_jobs(&connected, self.now());
                 let summary = if blocked.is_empty() {
                     Vec::new()
                 } else {

@@ -7,9 +7,10 @@ use std::collections::{HashMap, HashSet};
 use crate::jobs::Job;
 use crate::state::ClusterState;
 
-pub use gantry_sched::cycle::{Dispatch, SchedConf, ThresholdActions};
+pub use gantry_sched::cycle::{Decisions, Dispatch, SchedConf, ThresholdActions};
 pub use gantry_sched::matching::*;
 pub use gantry_sched::model::*;
+pub use gantry_sched::time::{Span, Time};
 pub use gantry_sched::view::{ClusterView, HostRuntime};
 
 impl ClusterState {
@@ -53,11 +54,10 @@ impl ClusterState {
     /// See [`ClusterView::threshold_actions`].
     pub fn threshold_actions(
         &self,
-        now: i64,
-        clock: f64,
+        now: Time,
         last: &HashMap<(String, String), i64>,
     ) -> ThresholdActions {
-        self.view().threshold_actions(now, clock, last)
+        self.view().threshold_actions(now, last)
     }
 
     /// See [`ClusterView::sched_conf`].
@@ -66,27 +66,22 @@ impl ClusterState {
     }
 
     /// See [`ClusterView::snapshot`].
-    pub fn snapshot(&self, connected: &HashSet<String>, clock: f64) -> Snapshot {
-        self.view().snapshot(connected, clock)
+    pub fn snapshot(&self, connected: &HashSet<String>, now: Time) -> Snapshot {
+        self.view().snapshot(connected, now)
     }
 
     /// See [`ClusterView::snapshot_at`].
-    pub fn snapshot_at(
-        &self,
-        connected: &HashSet<String>,
-        clock: f64,
-        now: Option<i64>,
-    ) -> Snapshot {
-        self.view().snapshot_at(connected, clock, now)
+    pub fn snapshot_at(&self, connected: &HashSet<String>, now: Time, adjusted: bool) -> Snapshot {
+        self.view().snapshot_at(connected, now, adjusted)
     }
 
     /// See [`ClusterView::schedule`].
-    pub fn schedule(&self, now: i64, connected: &HashSet<String>, clock: f64) -> Vec<Dispatch> {
-        self.view().schedule(now, connected, clock)
+    pub fn schedule(&self, now: Time, connected: &HashSet<String>) -> Decisions {
+        self.view().schedule(now, connected)
     }
 
     /// See [`ClusterView::dispatch`].
-    pub fn dispatch(&self, snap: &mut Snapshot, now: i64) -> Vec<Dispatch> {
+    pub fn dispatch(&self, snap: &mut Snapshot, now: Time) -> Vec<Dispatch> {
         self.view().dispatch(snap, now)
     }
 
@@ -96,24 +91,13 @@ impl ClusterState {
     }
 
     /// See [`ClusterView::quota_blocked_jobs`].
-    pub fn quota_blocked_jobs(
-        &self,
-        connected: &HashSet<String>,
-        clock: f64,
-        now: i64,
-    ) -> Vec<u64> {
-        self.view().quota_blocked_jobs(connected, clock, now)
+    pub fn quota_blocked_jobs(&self, connected: &HashSet<String>, now: Time) -> Vec<u64> {
+        self.view().quota_blocked_jobs(connected, now)
     }
 
     /// See [`ClusterView::explain`].
-    pub fn explain(
-        &self,
-        job: &Job,
-        connected: &HashSet<String>,
-        clock: f64,
-        now: i64,
-    ) -> Vec<String> {
-        self.view().explain(job, connected, clock, now)
+    pub fn explain(&self, job: &Job, connected: &HashSet<String>, now: Time) -> Vec<String> {
+        self.view().explain(job, connected, now)
     }
 }
 

@@ -396,7 +396,7 @@ impl ClusterState {
     }
 
     /// Is the host's execd heard from recently enough (within `max_unheard`)?
-    pub fn is_reachable(&self, host: &str, now: f64) -> bool {
+    pub fn is_reachable(&self, host: &str, now: crate::sched::Time) -> bool {
         self.view().is_reachable(host, now)
     }
 
@@ -415,7 +415,7 @@ impl ClusterState {
     pub(crate) fn host_view(
         &self,
         name: &str,
-        now: f64,
+        now: crate::sched::Time,
         used_slots: &HashMap<(String, String), u32>,
     ) -> HostView {
         let reachable = self.is_reachable(name, now);
@@ -510,7 +510,12 @@ impl ClusterState {
         }
     }
 
-    pub fn handle(&self, caller: &Caller, req: &ToMaster, now: f64) -> Result<Reply, Refusal> {
+    pub fn handle(
+        &self,
+        caller: &Caller,
+        req: &ToMaster,
+        now: crate::sched::Time,
+    ) -> Result<Reply, Refusal> {
         let who = format!("{}@{}", caller.user, caller.host);
         let manager_only = || self.manager_check(caller);
         match req {
@@ -1260,7 +1265,9 @@ mod tests {
         let add_manager = ToMaster::AddManagers {
             users: vec!["user9".into()],
         };
-        let err = s.handle(&on("node1"), &add_manager, 0.0).unwrap_err();
+        let err = s
+            .handle(&on("node1"), &add_manager, crate::sched::Time::from_secs(0))
+            .unwrap_err();
         assert_eq!(
             (err.kind, err.message.as_str()),
             (
@@ -1270,7 +1277,13 @@ mod tests {
         );
         assert!(!s.acts_as_manager(&on("node1")));
         // Reading stays open to every host.
-        assert!(s.handle(&on("node1"), &ToMaster::ShowManagers, 0.0).is_ok());
+        assert!(s
+            .handle(
+                &on("node1"),
+                &ToMaster::ShowManagers,
+                crate::sched::Time::from_secs(0)
+            )
+            .is_ok());
         // Only the master's host at first; a manager there adds node1.
         let list = |s: &ClusterState| match s
             .handle(
@@ -1278,7 +1291,7 @@ mod tests {
                 &ToMaster::ShowObjectList {
                     kind: gantry_proto::ObjectKind::AdminHost,
                 },
-                0.0,
+                crate::sched::Time::from_secs(0),
             )
             .unwrap()
         {
@@ -1290,14 +1303,20 @@ mod tests {
             kind: gantry_proto::ObjectKind::AdminHost,
             text: h.into(),
         };
-        assert!(s.handle(&on("node1"), &add("node1"), 0.0).is_err());
+        assert!(s
+            .handle(
+                &on("node1"),
+                &add("node1"),
+                crate::sched::Time::from_secs(0)
+            )
+            .is_err());
         assert_eq!(
             run(&mut s, &on("head"), add("node1")),
             vec!["node1 added to administrative host list"]
         );
         assert_eq!(list(&s), vec!["head".to_string(), "node1".to_string()]);
         assert_eq!(
-            s.handle(&on("head"), &add("node1"), 0.0)
+            s.handle(&on("head"), &add("node1"), crate::sched::Time::from_secs(0))
                 .unwrap_err()
                 .message,
             "adminhost \"node1\" already exists"
@@ -1312,13 +1331,13 @@ mod tests {
             names: vec![h.into()],
         };
         assert_eq!(
-            s.handle(&on("head"), &del("head"), 0.0)
+            s.handle(&on("head"), &del("head"), crate::sched::Time::from_secs(0))
                 .unwrap_err()
                 .message,
             "denied: can't delete master host \"head\" from admin host list"
         );
         assert_eq!(
-            s.handle(&on("head"), &del("node7"), 0.0)
+            s.handle(&on("head"), &del("node7"), crate::sched::Time::from_secs(0))
                 .unwrap_err()
                 .message,
             "denied: administrative host \"node7\" does not exist"
@@ -1328,7 +1347,10 @@ mod tests {
             vec!["root@head removed \"node1\" from administrative host list"]
         );
         assert!(!s.is_admin_host("node1"));
-        let err = |s: &ClusterState, req: &ToMaster| s.handle(&on("head"), req, 0.0).unwrap_err();
+        let err = |s: &ClusterState, req: &ToMaster| {
+            s.handle(&on("head"), req, crate::sched::Time::from_secs(0))
+                .unwrap_err()
+        };
         assert_eq!(err(&s, &add(" , ")).message, "no host given");
         assert_eq!(
             err(
@@ -1448,7 +1470,7 @@ mod tests {
     }
 
     fn run(s: &mut ClusterState, c: &Caller, req: ToMaster) -> Vec<String> {
-        let r = s.handle(c, &req, 0.0);
+        let r = s.handle(c, &req, crate::sched::Time::from_secs(0));
         commit(s, r)
     }
 
@@ -1486,7 +1508,9 @@ mod tests {
                 users: vec!["admin".into()],
             },
         ] {
-            let err = s.handle(&u, &req, 0.0).unwrap_err();
+            let err = s
+                .handle(&u, &req, crate::sched::Time::from_secs(0))
+                .unwrap_err();
             assert_eq!(err.kind, RefusalKind::Denied);
             assert_eq!(
                 err.message,
@@ -1513,7 +1537,7 @@ mod tests {
                 &ToMaster::AddExecHost {
                     text: "hostname n1\n".into(),
                 },
-                0.0,
+                crate::sched::Time::from_secs(0),
             )
             .unwrap_err();
         assert_eq!(err.message, "exechost \"n1\" already exists");
@@ -1523,7 +1547,7 @@ mod tests {
                 &ToMaster::DeleteExecHosts {
                     hosts: vec!["n1".into(), "nope".into()],
                 },
-                0.0,
+                crate::sched::Time::from_secs(0),
             )
             .unwrap_err();
         assert_eq!(err.message, "denied: \"nope\" is not an execution host");
@@ -1594,16 +1618,17 @@ mod tests {
         for op in s.join("n1", "aa").ops {
             s.apply(&op);
         }
-        assert!(!s.is_reachable("n1", 0.0), "never heard");
+        let at = |secs: i64| crate::sched::Time::from_secs(secs);
+        assert!(!s.is_reachable("n1", at(0)), "never heard");
         s.runtime.insert(
             "n1".into(),
             HostRuntime {
                 load_values: vec![],
-                last_heard: Some(100.0),
+                last_heard: Some(at(100)),
             },
         );
-        assert!(s.is_reachable("n1", 100.0 + 300.0));
-        assert!(!s.is_reachable("n1", 100.0 + 301.0));
+        assert!(s.is_reachable("n1", at(100 + 300)));
+        assert!(!s.is_reachable("n1", at(100 + 301)));
     }
 
     #[test]
@@ -1624,7 +1649,7 @@ mod tests {
                 &ToMaster::AddManagers {
                     users: vec!["bob".into()]
                 },
-                0.0
+                crate::sched::Time::from_secs(0)
             )
             .unwrap_err()
             .message,
@@ -1636,7 +1661,7 @@ mod tests {
                 &ToMaster::DeleteManagers {
                     users: vec!["zed".into()]
                 },
-                0.0
+                crate::sched::Time::from_secs(0)
             )
             .unwrap_err()
             .message,
@@ -1648,7 +1673,7 @@ mod tests {
                 &ToMaster::DeleteManagers {
                     users: vec!["root".into()]
                 },
-                0.0
+                crate::sched::Time::from_secs(0)
             )
             .unwrap_err()
             .kind,
@@ -1675,7 +1700,7 @@ mod tests {
                     name: "global".into(),
                     text: "load_report_time soon\n".into(),
                 },
-                0.0,
+                crate::sched::Time::from_secs(0),
             )
             .unwrap_err();
         assert_eq!(err.kind, RefusalKind::Invalid);

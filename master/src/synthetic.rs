@@ -60,7 +60,7 @@ pub fn add_host(s: &mut ClusterState, name: &str, complex_values: &str, load: &[
                     value: v.to_string(),
                 })
                 .collect(),
-            last_heard: Some(0.0),
+            last_heard: Some(crate::sched::Time::from_secs(0)),
         },
     );
 }

@@ -13,6 +13,7 @@ use gantry_proto::Grant;
 
 use crate::matching::*;
 use crate::model::*;
+use crate::time::Time;
 use crate::view::ClusterView;
 
 /// What `suspend_thresholds` call for: tasks to stop and to continue (job, task, host),
@@ -22,6 +23,16 @@ pub struct ThresholdActions {
     pub suspend: Vec<(u64, u32, String)>,
     pub resume: Vec<(u64, u32, String)>,
     pub acted: Vec<(String, String)>,
+}
+
+/// What one cycle decided.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Decisions {
+    /// The tasks to start, in the order they were placed.
+    pub dispatches: Vec<Dispatch>,
+    /// How many quota usage counters the cycle used: the caller keeps it for the next
+    /// cycle's first allocation ([`crate::quota::QuotaBook::note_cycle_counters`]).
+    pub quota_counters: usize,
 }
 
 /// A decision of the scheduler: start this task in this queue instance.
@@ -218,14 +229,14 @@ impl<'a> ClusterView<'a> {
     /// stopped per interval. `last` is when each instance was last acted on.
     pub fn threshold_actions(
         &self,
-        now: i64,
-        clock: f64,
+        at: Time,
         last: &HashMap<(String, String), i64>,
     ) -> ThresholdActions {
+        let now = at.secs();
         let mut out = ThresholdActions::default();
         for q in self.queues.values() {
             for host in self.queue_hosts_of(q) {
-                if !self.is_reachable(&host, clock) {
+                if !self.is_reachable(&host, at) {
                     continue;
                 }
                 let groups = self.groups_of(&host);
@@ -320,21 +331,16 @@ impl<'a> ClusterView<'a> {
         c
     }
 
-    /// Build the snapshot a cycle works on: every layer's values, and what the running
-    /// jobs hold of every consumable.
-    pub fn snapshot(&self, connected: &HashSet<String>, clock: f64) -> Snapshot {
-        self.snapshot_at(connected, clock, None)
+    /// Build the snapshot a cycle works on at `now`: every layer's values, and what the
+    /// running jobs hold of every consumable; the load values as reported.
+    pub fn snapshot(&self, connected: &HashSet<String>, now: Time) -> Snapshot {
+        self.snapshot_at(connected, now, false)
     }
 
-    /// The snapshot with the load of jobs started less than `load_adjustment_decay_time`
-    /// before `now` (Unix seconds) added to their hosts' load values, as the scheduler
-    /// sees them (`None`: the load values as reported).
-    pub fn snapshot_at(
-        &self,
-        connected: &HashSet<String>,
-        clock: f64,
-        now: Option<i64>,
-    ) -> Snapshot {
+    /// The snapshot, with (`adjusted`) the load of jobs started less than
+    /// `load_adjustment_decay_time` before `now` added to their hosts' load values, as
+    /// the scheduler sees them.
+    pub fn snapshot_at(&self, connected: &HashSet<String>, now: Time, adjusted: bool) -> Snapshot {
         let catalog = Catalog::new(self.complexes);
         let sconf = self.sched_conf();
         let adjustments: Vec<(usize, f64, String)> = sconf
@@ -347,7 +353,8 @@ impl<'a> ClusterView<'a> {
             .collect();
         // Recently started job slots per host, each weighted by the decay time left.
         let mut weights: HashMap<&str, f64> = HashMap::new();
-        if let Some(now) = now.filter(|_| sconf.decay_secs > 0.0 && !adjustments.is_empty()) {
+        if adjusted && sconf.decay_secs > 0.0 && !adjustments.is_empty() {
+            let now = now.secs();
             for job in self.jobs.values() {
                 for t in job.tasks.placed_states() {
                     if let TaskState::Running {
@@ -495,7 +502,7 @@ impl<'a> ClusterView<'a> {
                     .flatten()
                 {
                     Some(Unusable::SuspendAlarm(why))
-                } else if !connected.contains(&hname) || !self.is_reachable(&hname, clock) {
+                } else if !connected.contains(&hname) || !self.is_reachable(&hname, now) {
                     Some(Unusable::Unreachable)
                 } else {
                     overload_message(&catalog, &hosts[hi], &adjustments, &thresholds)
@@ -591,13 +598,18 @@ impl<'a> ClusterView<'a> {
 
     /// One scheduling cycle: pending tasks by priority, then submission order, each to
     /// the first candidate queue instance of its category that has what it asks for.
-    pub fn schedule(&self, now: i64, connected: &HashSet<String>, clock: f64) -> Vec<Dispatch> {
-        let mut snap = self.snapshot_at(connected, clock, Some(now));
-        self.dispatch(&mut snap, now)
+    pub fn schedule(&self, now: Time, connected: &HashSet<String>) -> Decisions {
+        let mut snap = self.snapshot_at(connected, now, true);
+        let dispatches = self.dispatch(&mut snap, now);
+        Decisions {
+            dispatches,
+            quota_counters: snap.quota.as_ref().map_or(0, |q| q.borrow().usage.len()),
+        }
     }
 
     /// The dispatch part of a cycle, on a prepared snapshot.
-    pub fn dispatch(&self, snap: &mut Snapshot, now: i64) -> Vec<Dispatch> {
+    pub fn dispatch(&self, snap: &mut Snapshot, at: Time) -> Vec<Dispatch> {
+        let now = at.secs();
         struct Category {
             demand: Demand,
             /// Candidate instances, best first.
@@ -737,7 +749,8 @@ impl<'a> ClusterView<'a> {
     /// configured and last reported values, with nothing running)?
     pub fn could_ever_run(&self, job: &Job) -> Result<(), Vec<String>> {
         let all: HashSet<String> = self.exechosts.keys().cloned().collect();
-        let mut snap = self.snapshot(&all, f64::MAX);
+        // Every host counts, however long ago it reported.
+        let mut snap = self.snapshot(&all, Time::MAX);
         for i in &mut snap.instances {
             i.unusable = None;
         }
@@ -770,13 +783,9 @@ impl<'a> ClusterView<'a> {
     /// `qstat -j` without a job: the pending jobs (not held, not waiting) that some
     /// queue instance would take but for a resource quota rule, and that no instance
     /// takes now.
-    pub fn quota_blocked_jobs(
-        &self,
-        connected: &HashSet<String>,
-        clock: f64,
-        now: i64,
-    ) -> Vec<u64> {
-        let snap = self.snapshot_at(connected, clock, Some(now));
+    pub fn quota_blocked_jobs(&self, connected: &HashSet<String>, at: Time) -> Vec<u64> {
+        let now = at.secs();
+        let snap = self.snapshot_at(connected, at, true);
         if snap.quota.is_none() {
             return Vec::new();
         }
@@ -816,13 +825,8 @@ impl<'a> ClusterView<'a> {
     }
 
     /// Why a job's pending tasks are not dispatched, in SGE's words.
-    pub fn explain(
-        &self,
-        job: &Job,
-        connected: &HashSet<String>,
-        clock: f64,
-        now: i64,
-    ) -> Vec<String> {
+    pub fn explain(&self, job: &Job, connected: &HashSet<String>, at: Time) -> Vec<String> {
+        let now = at.secs();
         let mut reasons = Vec::new();
         if !job.tasks.has_pending() {
             return reasons;
@@ -846,7 +850,7 @@ impl<'a> ClusterView<'a> {
         if let Some(t) = job.spec.start_after.filter(|t| *t > now) {
             reasons.push(format!("Job has a start time in the future ({t})"));
         }
-        let snap = self.snapshot_at(connected, clock, Some(now));
+        let snap = self.snapshot_at(connected, at, true);
         let d = match demand(&snap.catalog, job) {
             Ok(d) => d,
             Err(e) => {

@@ -18,7 +18,7 @@ pub mod time;
 pub mod view;
 
 pub use calendar::{BookingId, Calendar, CalendarError, ResourceId};
-pub use cycle::{Dispatch, SchedConf, ThresholdActions};
+pub use cycle::{Decisions, Dispatch, SchedConf, ThresholdActions};
 pub use model::*;
 pub use time::{Span, Time};
 pub use view::{ClusterView, HostRuntime};

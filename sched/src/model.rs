@@ -404,8 +404,6 @@ pub struct QuotaCycle {
     pub(crate) keys: HashMap<PlanKey, u32>,
     /// Reused while gates are worked out.
     pub(crate) scratch: Vec<Gate>,
-    /// Where the number of counters this cycle used is left for the next.
-    pub(crate) counters_hint: Arc<std::sync::atomic::AtomicUsize>,
     /// (plan, part, instance) -> the gates there.
     pub(crate) gates: crate::quota::SmallMap<(u32, Part, u32), Arc<[Gate]>>,
     /// ((plan, part, instance), slots) -> the gate that denied such a placement there.
@@ -416,13 +414,8 @@ pub struct QuotaCycle {
 }
 
 impl QuotaCycle {
-    pub fn new(
-        quotas: Arc<crate::quota::Quotas>,
-        usage: crate::quota::Usage,
-        counters_hint: Arc<std::sync::atomic::AtomicUsize>,
-    ) -> QuotaCycle {
+    pub fn new(quotas: Arc<crate::quota::Quotas>, usage: crate::quota::Usage) -> QuotaCycle {
         QuotaCycle {
-            counters_hint,
             takes: vec![Vec::new(); quotas.place_count()],
             quotas,
             usage,
@@ -433,14 +426,6 @@ impl QuotaCycle {
             denied: Default::default(),
             scratch: Vec::new(),
         }
-    }
-}
-
-impl Drop for QuotaCycle {
-    fn drop(&mut self) {
-        // The largest a cycle needed (a qstat -j or -w v snapshot needs fewer).
-        self.counters_hint
-            .fetch_max(self.usage.len(), std::sync::atomic::Ordering::Relaxed);
     }
 }
 

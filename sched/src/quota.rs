@@ -848,7 +848,7 @@ pub struct QuotaBook {
     /// `qconf -Mc` of a long list); used by the rebuild if it is of the complex then.
     prepared: Option<Catalog>,
     /// How many counters the last scheduling cycle used (to size the next one's).
-    cycle_counters: Arc<std::sync::atomic::AtomicUsize>,
+    cycle_counters: usize,
 }
 
 impl QuotaBook {
@@ -891,7 +891,7 @@ impl QuotaBook {
             memberships,
             stale: false,
             prepared: None,
-            cycle_counters: self.cycle_counters.clone(),
+            cycle_counters: self.cycle_counters,
         };
         if self.quotas.is_empty() {
             return;
@@ -947,13 +947,14 @@ impl QuotaBook {
             return None;
         }
         let mut usage = self.usage.clone();
-        let hint = &self.cycle_counters;
-        usage.reserve(hint.load(std::sync::atomic::Ordering::Relaxed));
-        Some(RefCell::new(QuotaCycle::new(
-            self.quotas.clone(),
-            usage,
-            hint.clone(),
-        )))
+        usage.reserve(self.cycle_counters);
+        Some(RefCell::new(QuotaCycle::new(self.quotas.clone(), usage)))
+    }
+
+    /// A cycle used so many counters: the next one starts with room for as many (the
+    /// largest seen; a `qstat -j` or `-w v` snapshot needs fewer).
+    pub fn note_cycle_counters(&mut self, counters: usize) {
+        self.cycle_counters = self.cycle_counters.max(counters);
     }
 }
 

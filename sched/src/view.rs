@@ -8,13 +8,14 @@ use gantry_common::pe::Pe;
 use gantry_proto::{ClusterQueue, ComplexAttr, Config, ExecHost, HostGroup, LoadValue, UserSet};
 
 use crate::quota::QuotaBook;
+use crate::time::{Span, Time};
 
 /// What the master knows of a host from its reports.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct HostRuntime {
     pub load_values: Vec<LoadValue>,
-    /// When the last load report arrived (seconds, the master's clock).
-    pub last_heard: Option<f64>,
+    /// When the last load report arrived.
+    pub last_heard: Option<Time>,
 }
 
 /// Everything a cycle, an explanation or a threshold check reads, borrowed from the
@@ -50,12 +51,13 @@ pub struct ClusterView<'a> {
 }
 
 impl<'a> ClusterView<'a> {
-    /// Has the host reported within `max_unheard` of `now` (the master's clock)?
-    pub fn is_reachable(&self, host: &str, now: f64) -> bool {
+    /// Has the host reported within `max_unheard` of `now`?
+    pub fn is_reachable(&self, host: &str, now: Time) -> bool {
+        let limit = Span::from_secs(self.max_unheard.min(i64::MAX as u64) as i64);
         self.runtime
             .get(host)
             .and_then(|r| r.last_heard)
-            .is_some_and(|t| now - t <= self.max_unheard as f64)
+            .is_some_and(|t| now.since(t) <= limit)
     }
 
     /// The host groups (with nesting resolved) a host belongs to.

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use super::*;
 use crate::jobs::TaskState;
-use crate::sched::Demand;
+use crate::sched::{Demand, Time};
 use crate::state::{Object, Op};
 use crate::synthetic::{add_host, cluster, connected, job, set_queue, submit};
 use gantry_proto::{Grant, HostGroup, UserSet};
@@ -89,7 +89,7 @@ fn jobs(
 /// Cluster actor commits it). Returns the running tasks per (user, host).
 fn settle(s: &mut ClusterState) -> BTreeMap<(String, String), u32> {
     loop {
-        let decisions = s.schedule(0, &connected(s), 0.0);
+        let decisions = s.schedule(Time::from_secs(0), &connected(s)).dispatches;
         if decisions.is_empty() {
             break;
         }
@@ -402,7 +402,7 @@ fn memory_limits_are_debited_per_slot_defaults_included() {
     settle(&mut s);
     assert_eq!(per_user(&s), map(&[("u1", 5), ("u2", 2)]));
     let j = s.jobs.get(&6).unwrap();
-    let why = s.explain(j, &connected(&s), 0.0, 0);
+    let why = s.explain(j, &connected(&s), Time::from_secs(0));
     assert_eq!(
         why,
         vec!["cannot run because it exceeds limit \"u1/////\" in rule \"mem/1\"".to_string()]
@@ -641,7 +641,7 @@ fn qstat_j_names_the_first_blocking_rule_in_set_order() {
     jobs(&mut s, 1, 5, "user1", &[], None);
     jobs(&mut s, 6, 2, "user2", &[], None);
     settle(&mut s);
-    let why = |id: u64| s.explain(&s.jobs[&id], &connected(&s), 0.0, 0);
+    let why = |id: u64| s.explain(&s.jobs[&id], &connected(&s), Time::from_secs(0));
     assert_eq!(
         why(5),
         vec![
@@ -656,7 +656,7 @@ fn qstat_j_names_the_first_blocking_rule_in_set_order() {
         ]
     );
     assert_eq!(
-        s.quota_blocked_jobs(&connected(&s), 0.0, 0),
+        s.quota_blocked_jobs(&connected(&s), Time::from_secs(0)),
         vec![3, 4, 5, 6, 7]
     );
 }
@@ -1033,7 +1033,9 @@ fn an_attribute_a_quota_set_uses_cannot_leave_the_complex() {
             kind: gantry_proto::ObjectKind::Complex,
             text: without(attr),
         };
-        let refused = s.handle(&root, &req, 0.0).unwrap_err();
+        let refused = s
+            .handle(&root, &req, crate::sched::Time::from_secs(0))
+            .unwrap_err();
         assert_eq!(refused.message, want);
     }
 }

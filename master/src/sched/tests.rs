@@ -13,7 +13,8 @@ const LOAD: &[(&str, &str)] = &[
 ];
 
 fn cycle(s: &ClusterState) -> Vec<(u64, String)> {
-    s.schedule(0, &connected(s), 0.0)
+    s.schedule(Time::from_secs(0), &connected(s))
+        .dispatches
         .into_iter()
         .map(|d| (d.job_id, format!("{}@{}", d.queue, d.host)))
         .collect()
@@ -22,7 +23,7 @@ fn cycle(s: &ClusterState) -> Vec<(u64, String)> {
 /// The first reason `qstat -j` gives for a job on a queue instance.
 fn why(s: &ClusterState, id: u64, qi: &str) -> String {
     let j = s.jobs.get(&id).unwrap();
-    s.explain(j, &connected(s), 0.0, 0)
+    s.explain(j, &connected(s), Time::from_secs(0))
         .into_iter()
         .find(|r| r.contains(&format!("\"{qi}\"")) || r.contains(qi.split('@').nth(1).unwrap()))
         .unwrap_or_default()
@@ -57,7 +58,7 @@ fn e1_a_fixed_value_is_required_by_every_slot_and_never_consumed() {
     set_queue(&mut s, "all.q", "slots", "5");
     set_queue(&mut s, "all.q", "complex_values", "t01=20");
     submit(&mut s, job(1, "u1", &[("t01", "10")], &[]));
-    let mut snap = s.snapshot(&connected(&s), 0.0);
+    let mut snap = s.snapshot(&connected(&s), Time::from_secs(0));
     let d = demand_of(&s, &snap, 1, 4);
     let q1 = instance(&snap, "all.q@n1");
     assert_eq!(snap.matches(&d, q1, Pass::All(4)), Ok(()));
@@ -86,7 +87,7 @@ fn e2_a_consumable_is_debited_per_slot_on_every_queue_it_is_granted_on() {
     set_queue(&mut s, "all.q", "slots", "5,[h3=1],[h4=3]");
     set_queue(&mut s, "all.q", "complex_values", "t02=40");
     submit(&mut s, job(2, "u1", &[("t02", "20")], &[]));
-    let mut snap = s.snapshot(&connected(&s), 0.0);
+    let mut snap = s.snapshot(&connected(&s), Time::from_secs(0));
     let d = demand_of(&s, &snap, 2, 4);
     let (q2, q3, q4) = (
         instance(&snap, "all.q@h2"),
@@ -123,7 +124,7 @@ fn a_per_job_consumable_is_debited_once_on_the_master_queue() {
         }),
     );
     submit(&mut s, job(1, "u1", &[("lic", "2")], &[]));
-    let mut snap = s.snapshot(&connected(&s), 0.0);
+    let mut snap = s.snapshot(&connected(&s), Time::from_secs(0));
     let d = demand_of(&s, &snap, 1, 4);
     let (a, b) = (instance(&snap, "all.q@h1"), instance(&snap, "all.q@h2"));
     snap.debit(&d, &[(a, 3), (b, 1)], 1.0);
@@ -213,7 +214,7 @@ fn matching_stops_at_the_first_failing_layer() {
     g.hostname = "global".into();
     s.global_host = Some(g);
     submit(&mut s, job(1, "u1", &[("lic", "1")], &[]));
-    let reasons = s.explain(s.jobs.get(&1).unwrap(), &connected(&s), 0.0, 0);
+    let reasons = s.explain(s.jobs.get(&1).unwrap(), &connected(&s), Time::from_secs(0));
     assert_eq!(
         reasons,
         vec!["(-l lic=1) cannot run globally because it offers only gc:lic=0".to_string()]
@@ -344,7 +345,7 @@ fn load_thresholds_put_an_instance_in_alarm() {
     );
     submit(&mut s, job(1, "u1", &[], &[]));
     assert!(cycle(&s).is_empty());
-    let reasons = s.explain(s.jobs.get(&1).unwrap(), &connected(&s), 0.0, 0);
+    let reasons = s.explain(s.jobs.get(&1).unwrap(), &connected(&s), Time::from_secs(0));
     assert_eq!(
         reasons,
         vec![
@@ -353,11 +354,21 @@ fn load_thresholds_put_an_instance_in_alarm() {
         ]
     );
     // qhost -q and qstat -f show the instance in alarm state.
-    let view = s.host_view("busy", 0.0, &Default::default());
+    let view = s.host_view(
+        "busy",
+        crate::sched::Time::from_secs(0),
+        &Default::default(),
+    );
     assert_eq!(view.queues[0].states, "a");
     set_queue(&mut s, "all.q", "load_thresholds", "NONE");
     assert_eq!(
-        s.host_view("busy", 0.0, &Default::default()).queues[0].states,
+        s.host_view(
+            "busy",
+            crate::sched::Time::from_secs(0),
+            &Default::default()
+        )
+        .queues[0]
+            .states,
         ""
     );
     assert_eq!(cycle(&s).len(), 1);
@@ -456,7 +467,7 @@ mod properties {
             for (n, r) in requests.iter().enumerate() {
                 submit(&mut s, job(n as u64 + 1, "u1", &[("gpu", &r.to_string())], &[]));
             }
-            let placed = s.schedule(0, &connected(&s), 0.0);
+            let placed = s.schedule(Time::from_secs(0), &connected(&s)).dispatches;
             for (n, c) in caps.iter().enumerate() {
                 let host = format!("h{n}");
                 let here: Vec<_> = placed.iter().filter(|d| d.host == host).collect();
@@ -481,7 +492,8 @@ mod parallel {
     type Placed = (u64, Option<String>, Vec<(String, u32)>);
 
     fn grants(s: &ClusterState) -> Vec<Placed> {
-        s.schedule(0, &connected(s), 0.0)
+        s.schedule(Time::from_secs(0), &connected(s))
+            .dispatches
             .into_iter()
             .map(|d| {
                 (
@@ -538,7 +550,7 @@ mod parallel {
         let mut s = three_hosts("4");
         submit(&mut s, pe_job(1, "smp", "6", &[]));
         assert!(grants(&s).is_empty());
-        let reasons = s.explain(s.jobs.get(&1).unwrap(), &connected(&s), 0.0, 0);
+        let reasons = s.explain(s.jobs.get(&1).unwrap(), &connected(&s), Time::from_secs(0));
         assert_eq!(
             reasons.last().unwrap(),
             "cannot run in PE \"smp\" because it only offers 4 slots"
@@ -586,11 +598,14 @@ mod parallel {
             )]
         );
         // Running, it holds exactly that: h2 has 3 slots and t02=0 left.
-        let d = s.schedule(0, &connected(&s), 0.0).remove(0);
+        let d = s
+            .schedule(Time::from_secs(0), &connected(&s))
+            .dispatches
+            .remove(0);
         let mut job = s.jobs.get(&2).unwrap().clone();
         job.tasks.insert(1, crate::synthetic::running(&d));
         submit(&mut s, job);
-        let snap = s.snapshot(&connected(&s), 0.0);
+        let snap = s.snapshot(&connected(&s), Time::from_secs(0));
         assert_eq!(left(&snap, "all.q@h2", "slots"), 3.0);
         assert_eq!(left(&snap, "all.q@h2", "t02"), 0.0);
         assert_eq!(left(&snap, "all.q@h3", "t02"), 20.0);
@@ -613,7 +628,7 @@ mod parallel {
         // Job 1 wants more than the PE has; job 2 takes the one license (once, not per
         // slot); job 3 would fit the PE but finds no license left.
         assert_eq!(placed, vec![(2, Some("mpi".into()), g(&[("all.q@a", 2)]))]);
-        let reasons = s.explain(s.jobs.get(&1).unwrap(), &connected(&s), 0.0, 0);
+        let reasons = s.explain(s.jobs.get(&1).unwrap(), &connected(&s), Time::from_secs(0));
         assert_eq!(
             reasons.last().unwrap(),
             "cannot run in PE \"mpi\" because it only offers 3 slots"
@@ -666,7 +681,7 @@ fn qstat_f_resources_are_printed_as_sge_prints_them() {
     let mut s = cluster(&[]);
     add_host(&mut s, "vm", "", reported);
     set_queue(&mut s, "all.q", "slots", "1,[vm=2]");
-    let snap = s.snapshot(&connected(&s), 0.0);
+    let snap = s.snapshot(&connected(&s), Time::from_secs(0));
     let lines: String = snap.resources()[&("all.q".to_string(), "vm".to_string())]
         .iter()
         .map(|(k, v)| format!("\t{k}={v}\n"))
@@ -698,7 +713,14 @@ fn load_adjustments_throttle_dispatch_as_sge_does() {
         submit(&mut s, job(id, "user1", &[], &[]));
     }
     let now = 1_000;
-    let placed = s.schedule(now, &connected(&s), 0.0);
+    // The host reports as time goes on (it is unreachable once `max_unheard` passes).
+    let heard = |s: &mut ClusterState, at: i64| {
+        for r in s.runtime.values_mut() {
+            r.last_heard = Some(Time::from_secs(at));
+        }
+    };
+    heard(&mut s, now);
+    let placed = s.schedule(Time::from_secs(now), &connected(&s)).dispatches;
     assert_eq!(placed.len(), 7);
     // Started 5 and 4 seconds ago, the seven hold the host over its threshold.
     for (n, d) in placed.iter().enumerate() {
@@ -709,8 +731,15 @@ fn load_adjustments_throttle_dispatch_as_sge_does() {
         }
         submit(&mut s, j);
     }
-    assert!(s.schedule(now, &connected(&s), 0.0).is_empty());
-    let reasons = s.explain(s.jobs.get(&12).unwrap(), &connected(&s), 0.0, now);
+    assert!(s
+        .schedule(Time::from_secs(now), &connected(&s))
+        .dispatches
+        .is_empty());
+    let reasons = s.explain(
+        s.jobs.get(&12).unwrap(),
+        &connected(&s),
+        Time::from_secs(now),
+    );
     assert_eq!(
         reasons,
         vec![
@@ -719,11 +748,22 @@ fn load_adjustments_throttle_dispatch_as_sge_does() {
         ]
     );
     // Once the decay time has passed, the adjustment is gone.
-    assert_eq!(s.schedule(now + 450, &connected(&s), 0.0).len(), 1);
+    heard(&mut s, now + 450);
+    assert_eq!(
+        s.schedule(Time::from_secs(now + 450), &connected(&s))
+            .dispatches
+            .len(),
+        1
+    );
     // Without adjustments, all eight slots fill at once.
     s.sched =
         Some(gantry_common::schedconf::parse_schedconf("job_load_adjustments NONE\n").unwrap());
-    assert_eq!(s.schedule(now, &connected(&s), 0.0).len(), 1);
+    assert_eq!(
+        s.schedule(Time::from_secs(now), &connected(&s))
+            .dispatches
+            .len(),
+        1
+    );
 }
 
 #[test]
@@ -751,22 +791,24 @@ fn suspend_thresholds_stop_and_continue_jobs_one_interval_at_a_time() {
     let key = ("all.q".to_string(), "n1".to_string());
     let mut last = HashMap::new();
     // Over the threshold: the latest started job first, then one per interval.
-    let a = s.threshold_actions(100, 0.0, &last);
+    let a = s.threshold_actions(Time::from_secs(100), &last);
     assert_eq!(a.suspend, vec![(2, 1, "n1".to_string())]);
     assert_eq!(a.acted, vec![key.clone()]);
     s.threshold_suspended.insert((2, 1));
     last.insert(key.clone(), 100);
     assert_eq!(
-        s.threshold_actions(130, 0.0, &last),
+        s.threshold_actions(Time::from_secs(130), &last),
         ThresholdActions::default()
     );
     assert_eq!(
-        s.threshold_actions(160, 0.0, &last).suspend,
+        s.threshold_actions(Time::from_secs(160), &last).suspend,
         vec![(3, 1, "n1".to_string())]
     );
     // The instance is in suspend alarm: A, and nothing new starts there.
     assert_eq!(
-        s.host_view("n1", 0.0, &Default::default()).queues[0].states,
+        s.host_view("n1", crate::sched::Time::from_secs(0), &Default::default())
+            .queues[0]
+            .states,
         "A"
     );
     submit(&mut s, job(9, "u1", &[], &[]));
@@ -777,14 +819,14 @@ fn suspend_thresholds_stop_and_continue_jobs_one_interval_at_a_time() {
     ), "{w}");
     // Back under the threshold: the stopped jobs continue, one per interval.
     s.runtime.get_mut("n1").unwrap().load_values[0].value = "0.100000".into();
-    let a = s.threshold_actions(160, 0.0, &last);
+    let a = s.threshold_actions(Time::from_secs(160), &last);
     assert_eq!(a.resume, vec![(2, 1, "n1".to_string())]);
     assert!(a.suspend.is_empty());
     // No thresholds at all: the same.
     s.runtime.get_mut("n1").unwrap().load_values[0].value = "2.000000".into();
     set_queue(&mut s, "all.q", "suspend_thresholds", "NONE");
     assert_eq!(
-        s.threshold_actions(160, 0.0, &last).resume,
+        s.threshold_actions(Time::from_secs(160), &last).resume,
         vec![(2, 1, "n1".to_string())]
     );
 }
