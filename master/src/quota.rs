@@ -2,13 +2,12 @@
 //! rebuilt when the configuration it depends on changes and counted as tasks start and
 //! end. The engine itself is `gantry_sched::quota`.
 
-use std::cell::RefCell;
 use std::collections::HashMap;
 
 use gantry_proto::{QuotaQuery, QuotaRow};
 
 use crate::jobs::Job;
-use crate::sched::{Catalog, QuotaCycle};
+use crate::sched::Catalog;
 use crate::state::ClusterState;
 
 pub use gantry_sched::quota::*;
@@ -57,7 +56,7 @@ impl ClusterState {
     }
 
     /// The quota state a scheduling cycle starts from (none without an enabled set).
-    pub fn quota_cycle(&self) -> Option<RefCell<QuotaCycle>> {
+    pub fn quota_cycle(&self) -> Option<QuotaCycle> {
         self.quota_book.cycle()
     }
 

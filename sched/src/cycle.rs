@@ -539,7 +539,7 @@ impl<'a> ClusterView<'a> {
             pes: self.pes.clone(),
             pe_used: HashMap::new(),
             adjustments,
-            quota: None,
+            gates: Default::default(),
         };
         // What running jobs hold.
         let index: HashMap<(&str, &str), usize> = snap
@@ -592,7 +592,7 @@ impl<'a> ClusterView<'a> {
             snap.debit(&d, &granted, 1.0);
         }
         // The quota counters already hold what the running jobs use.
-        snap.quota = self.quota_book.cycle();
+        snap.gates.get_mut().quota = self.quota_book.cycle();
         snap
     }
 
@@ -601,9 +601,10 @@ impl<'a> ClusterView<'a> {
     pub fn schedule(&self, now: Time, connected: &HashSet<String>) -> Decisions {
         let mut snap = self.snapshot_at(connected, now, true);
         let dispatches = self.dispatch(&mut snap, now);
+        let gates = snap.gates.into_inner();
         Decisions {
             dispatches,
-            quota_counters: snap.quota.as_ref().map_or(0, |q| q.borrow().usage.len()),
+            quota_counters: gates.quota.map_or(0, |q| q.usage.len()),
         }
     }
 
@@ -763,8 +764,8 @@ impl<'a> ClusterView<'a> {
                 o.used = 0.0;
             }
         }
-        if let Some(q) = &snap.quota {
-            q.borrow_mut().usage = crate::quota::Usage::default();
+        for gate in snap.gates.get_mut().each_mut() {
+            gate.forget_bookings();
         }
         let d = demand(&snap.catalog, job).map_err(|e| vec![e])?;
         let mut reasons = Vec::new();
@@ -786,7 +787,7 @@ impl<'a> ClusterView<'a> {
     pub fn quota_blocked_jobs(&self, connected: &HashSet<String>, at: Time) -> Vec<u64> {
         let now = at.secs();
         let snap = self.snapshot_at(connected, at, true);
-        if snap.quota.is_none() {
+        if snap.gates.borrow().quota.is_none() {
             return Vec::new();
         }
         let mut out = Vec::new();

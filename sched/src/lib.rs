@@ -5,10 +5,12 @@
 //!
 //! - [`model`]: the resource model of one cycle (layers, offers, demands, the snapshot);
 //! - [`matching`]: a demand against the snapshot, slot and PE allocation, debits;
+//! - [`admit`]: the admit stage's gates;
 //! - [`quota`]: the resource quota sets (rule matching, the usage book, the cycle cache);
 //! - [`cycle`]: the dispatch cycle, its explanations and the threshold actions;
 //! - [`calendar`]: capacities booked over time; [`time`]: the scheduler's clock.
 
+pub mod admit;
 pub mod calendar;
 pub mod cycle;
 pub mod matching;

@@ -4,14 +4,12 @@
 //! is placed.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 
 use gantry_common::job::wildcard;
 use gantry_common::value::{self, Value};
 use gantry_proto::Consumable;
 
 use crate::model::*;
-use crate::quota::Gate;
 
 /// Which checks a match makes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,243 +45,6 @@ impl Snapshot {
                     _ => None,
                 },
             )
-    }
-
-    /// A demand's quota plan and its id among the distinct plans of the cycle: once
-    /// per category (and part); a parallel job's, for the PE being tried, anew (no id).
-    pub(crate) fn quota_plan(
-        &self,
-        q: &mut QuotaCycle,
-        d: &Demand,
-    ) -> (Option<u32>, Arc<crate::quota::Plan>) {
-        let cacheable = d.category != 0 && d.granted_pe.is_none();
-        if let Some((id, p)) = q.plans.get(&(d.category, d.part)).filter(|_| cacheable) {
-            return (Some(*id), p.clone());
-        }
-        let pe = d
-            .granted_pe
-            .as_deref()
-            .or(d.pe.as_ref().map(|p| p.pattern.as_str()));
-        let quotas = q.quotas.clone();
-        let build = |q: &mut QuotaCycle| {
-            let consumer = crate::quota::Consumer::of(d, pe);
-            Arc::new(quotas.plan(&self.catalog, d, &consumer, &mut q.usage, true))
-        };
-        if !cacheable {
-            return (None, build(q));
-        }
-        // Categories that differ in nothing the quotas look at (owner, project, PE and
-        // the requests of limited resources) share a plan, and what is known about
-        // where it is denied.
-        let key: PlanKey = (
-            d.user.clone(),
-            d.groups.clone(),
-            d.project.clone(),
-            pe.map(str::to_string),
-            d.part,
-            d.hard
-                .iter()
-                .filter(|r| quotas.is_limited(r.attr))
-                .map(|r| (r.attr, r.text.clone()))
-                .collect(),
-        );
-        let id = match q.keys.get(&key) {
-            Some(&id) => id,
-            None => {
-                let plan = build(q);
-                q.distinct.push(plan);
-                let id = (q.distinct.len() - 1) as u32;
-                q.keys.insert(key, id);
-                id
-            }
-        };
-        let plan = q.distinct[id as usize].clone();
-        q.plans.insert((d.category, d.part), (id, plan.clone()));
-        (Some(id), plan)
-    }
-
-    /// The quota gates a demand meets on an instance: in every set of its plan the
-    /// effective rule there, and its counters (once per distinct plan and instance).
-    /// With `check` (slots, master queue) the walk stops at the first gate that does
-    /// not let such a placement by, which is remembered for the rest of the cycle: what
-    /// is used only grows (until a placement is given back).
-    pub(crate) fn quota_gates(
-        &self,
-        q: &mut QuotaCycle,
-        d: &Demand,
-        inst: usize,
-        check: Option<(u32, bool)>,
-    ) -> Result<Arc<[Gate]>, Gate> {
-        let (id, plan) = self.quota_plan(q, d);
-        let memo = id.map(|id| (id, d.part, inst as u32));
-        if let Some(m) = memo {
-            if let Some(g) = q.gates.get(&m) {
-                return Ok(g.clone());
-            }
-            if let Some(g) = check.and_then(|c| q.denied.get(&(m, c.0)).copied()) {
-                return Err(g);
-            }
-        }
-        let quotas = q.quotas.clone();
-        let i = &self.instances[inst];
-        let host = &self.hosts[i.host];
-        let place = crate::quota::Place {
-            queue: &i.queue,
-            host: &host.name,
-            host_groups: &host.groups,
-        };
-        let mut ids: Option<[u32; 2]> = None;
-        // A scratch buffer: a walk that ends in a denial allocates nothing.
-        let mut gates = std::mem::take(&mut q.scratch);
-        gates.clear();
-        for sp in &plan.sets {
-            // Whether a rule's queues and hosts filters take an instance is the same
-            // for every job, and for every rule with the same filters: worked out once
-            // per cycle and distinct filters. The effective rule is the first of the
-            // plan's candidates that takes it.
-            let takes_place = |q: &mut QuotaCycle, set: u32, rule: u32| -> bool {
-                let id = quotas.place_id(set, rule);
-                let table = &mut q.takes[id as usize];
-                if table.is_empty() {
-                    table.resize(self.instances.len(), 0);
-                }
-                if table[inst] == 0 {
-                    table[inst] = if quotas.place_filter_takes(id, &place) {
-                        1
-                    } else {
-                        2
-                    };
-                }
-                table[inst] == 1
-            };
-            let mut chosen = None;
-            for (k, rp) in sp.rules.iter().enumerate() {
-                if rp.anywhere || takes_place(q, sp.set, rp.rule) {
-                    chosen = Some((k, rp));
-                    break;
-                }
-            }
-            let Some((k, rp)) = chosen else {
-                continue;
-            };
-            let everywhere = k == 0 && rp.anywhere;
-            let start = gates.len();
-            match &rp.fixed {
-                Some(fixed) => gates.extend(fixed.iter().map(|g| g.everywhere(everywhere))),
-                None => {
-                    let place_ids = *ids.get_or_insert_with(|| {
-                        [q.usage.name_id(&i.queue), q.usage.name_id(&host.name)]
-                    });
-                    quotas.rule_gates(
-                        sp.set,
-                        rp,
-                        place_ids,
-                        everywhere,
-                        &mut q.usage,
-                        &|attr| self.host_number(i.host, attr),
-                        &mut gates,
-                    );
-                }
-            }
-            if let Some((n, master)) = check {
-                if let Some(&g) = gates[start..]
-                    .iter()
-                    .find(|g| !g.allows(&q.usage, n, master))
-                {
-                    if let Some(m) = memo {
-                        q.denied.insert((m, n), g);
-                    }
-                    q.scratch = gates;
-                    return Err(g);
-                }
-            }
-        }
-        let found: Arc<[Gate]> = Arc::from(gates.as_slice());
-        q.scratch = gates;
-        let gates = found;
-        if let Some(m) = memo {
-            q.gates.insert(m, gates.clone());
-        }
-        Ok(gates)
-    }
-
-    /// How many slots a placement of a demand's part counts, and whether on the job's
-    /// master queue.
-    pub(crate) fn quota_amounts(d: &Demand, slots: u32) -> (u32, bool) {
-        match d.part {
-            Part::Whole => (slots, true),
-            Part::PerSlot => (slots, false),
-            Part::PerJob => (0, true),
-        }
-    }
-
-    /// The quota rule a placement of `slots` slots on an instance would break (in set
-    /// order), if any; `detail` builds the reason.
-    pub(crate) fn quota_check(
-        &self,
-        d: &Demand,
-        inst: usize,
-        slots: u32,
-        detail: bool,
-    ) -> Result<(), Misfit> {
-        let Some(cell) = &self.quota else {
-            return Ok(());
-        };
-        if d.quota_exempt {
-            return Ok(());
-        }
-        let mut q = cell.borrow_mut();
-        let (n, master) = Self::quota_amounts(d, slots);
-        let gate = match self.quota_gates(&mut q, d, inst, Some((n, master))) {
-            Ok(gates) => match gates.iter().find(|g| !g.allows(&q.usage, n, master)) {
-                Some(&g) => g,
-                None => return Ok(()),
-            },
-            Err(g) => g,
-        };
-        Err(if detail {
-            Misfit::Quota(q.quotas.denial(&gate, &q.usage))
-        } else if gate.is_everywhere() {
-            Misfit::QuotaEverywhere
-        } else {
-            Misfit::Unexplained
-        })
-    }
-
-    /// Was a demand with the same quota plan already denied here this cycle?
-    pub(crate) fn quota_known_denied(&self, d: &Demand, inst: usize, slots: u32) -> bool {
-        let Some(cell) = &self.quota else {
-            return false;
-        };
-        if d.quota_exempt || d.category == 0 || d.granted_pe.is_some() {
-            return false;
-        }
-        let q = cell.borrow();
-        let Some((id, _)) = q.plans.get(&(d.category, d.part)) else {
-            return false;
-        };
-        let (n, _) = Self::quota_amounts(d, slots);
-        q.denied.contains_key(&((*id, d.part, inst as u32), n))
-    }
-
-    /// Debit (or credit) a placement on the quota counters.
-    pub(crate) fn quota_debit(&self, d: &Demand, grants: &[(usize, u32)], sign: f64) {
-        let Some(cell) = &self.quota else {
-            return;
-        };
-        if d.quota_exempt {
-            return;
-        }
-        let mut q = cell.borrow_mut();
-        if sign < 0.0 {
-            q.denied.clear();
-        }
-        for &(inst, slots) in grants {
-            let (n, master) = Self::quota_amounts(d, slots);
-            if let Ok(gates) = self.quota_gates(&mut q, d, inst, None) {
-                crate::quota::Quotas::debit(&gates, &mut q.usage, n, master, sign);
-            }
-        }
     }
 
     /// Is the job's owner in one of these usersets (by name or by Unix group)?
@@ -460,9 +221,9 @@ impl Snapshot {
         // stops there (the reason qstat -j gives). The cycle only needs to know whether
         // all hold, and checks the cheap layers first.
         if matches!(pass, Pass::All(_)) {
-            self.quota_check(d, inst, slots, detail)?;
+            self.admit(d, inst, slots, detail)?;
         }
-        if matches!(pass, Pass::Consumables(_)) && self.quota_known_denied(d, inst, slots) {
+        if matches!(pass, Pass::Consumables(_)) && self.known_refused(d, inst, slots) {
             // A category like this one was already turned away here this cycle.
             return Err(Misfit::Unexplained);
         }
@@ -484,7 +245,7 @@ impl Snapshot {
             }
         }
         if matches!(pass, Pass::Consumables(_)) {
-            self.quota_check(d, inst, slots, detail)?;
+            self.admit(d, inst, slots, detail)?;
         }
         if matches!(pass, Pass::Static | Pass::All(_)) {
             // A request no layer defines cannot be satisfied.
@@ -854,7 +615,7 @@ impl Snapshot {
     /// Debit (or with a negative sign, credit) a job's consumables on the layers of the
     /// queue instances it was granted.
     pub fn debit(&mut self, d: &Demand, grants: &[(usize, u32)], sign: f64) {
-        self.quota_debit(d, grants, sign);
+        self.book_gates(d, grants, sign);
         let total: u32 = grants.iter().map(|(_, n)| n).sum();
         let consumables: Vec<(usize, f64, Consumable)> = d.consumables(&self.catalog).collect();
         for (attr, amount, kind) in consumables {

@@ -7,13 +7,10 @@
 //! complex into a [`Demand`].
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
 
 use gantry_common::job::Job;
 use gantry_common::value::{self, Value};
 use gantry_proto::{ComplexAttr, Consumable, Relop, Requestable, ValueType};
-
-use crate::quota::Gate;
 
 /// The layer a value is on, as SGE prints it (`g`, `h`, `q` in `hl:mem_free=...`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -374,59 +371,9 @@ pub struct Snapshot {
     pub pe_used: HashMap<String, u32>,
     /// `job_load_adjustments`: (load value, amount per job slot, the amount as written).
     pub adjustments: Vec<(usize, f64, String)>,
-    /// The enabled resource quota sets and their usage (none: no sets).
-    pub quota: Option<std::cell::RefCell<QuotaCycle>>,
-}
-
-/// What a quota plan depends on: owner, groups, project, PE, part, and the requests of
-/// resources some rule limits.
-pub(crate) type PlanKey = (
-    String,
-    Vec<String>,
-    Option<String>,
-    Option<String>,
-    Part,
-    Vec<(usize, String)>,
-);
-
-/// The resource quota sets during one cycle: what running jobs and the jobs placed so
-/// far use, and each category's gates per queue instance (they depend only on the
-/// category and the instance, so they are worked out once).
-#[derive(Debug, Clone)]
-pub struct QuotaCycle {
-    pub quotas: Arc<crate::quota::Quotas>,
-    pub usage: crate::quota::Usage,
-    /// (category, part) -> the id and plan of what its jobs meet in every set.
-    pub(crate) plans: crate::quota::SmallMap<(usize, Part), (u32, Arc<crate::quota::Plan>)>,
-    /// The distinct plans of the cycle, by id.
-    pub(crate) distinct: Vec<Arc<crate::quota::Plan>>,
-    /// What a plan depends on -> its id.
-    pub(crate) keys: HashMap<PlanKey, u32>,
-    /// Reused while gates are worked out.
-    pub(crate) scratch: Vec<Gate>,
-    /// (plan, part, instance) -> the gates there.
-    pub(crate) gates: crate::quota::SmallMap<(u32, Part, u32), Arc<[Gate]>>,
-    /// ((plan, part, instance), slots) -> the gate that denied such a placement there.
-    pub(crate) denied: crate::quota::SmallMap<((u32, Part, u32), u32), Gate>,
-    /// Per distinct (queues, hosts) filters of the rules, per instance: 0 not known
-    /// yet, 1 they take the instance, 2 they do not.
-    pub(crate) takes: Vec<Vec<u8>>,
-}
-
-impl QuotaCycle {
-    pub fn new(quotas: Arc<crate::quota::Quotas>, usage: crate::quota::Usage) -> QuotaCycle {
-        QuotaCycle {
-            takes: vec![Vec::new(); quotas.place_count()],
-            quotas,
-            usage,
-            plans: Default::default(),
-            distinct: Vec::new(),
-            keys: HashMap::new(),
-            gates: Default::default(),
-            denied: Default::default(),
-            scratch: Vec::new(),
-        }
-    }
+    /// The admit stage's gates (the resource quota sets first), with what this cycle
+    /// has booked under them.
+    pub gates: std::cell::RefCell<crate::admit::Gates>,
 }
 
 /// Why a job cannot run in a queue instance.

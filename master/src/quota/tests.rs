@@ -987,8 +987,8 @@ fn filter_matching_table() {
         let plan = quotas.plan(&catalog, &d, &c, &mut usage, false);
         let gates = quotas.gates_at(&plan, &p, &mut usage, &|_| None);
         let got = gates.first().map(|g| match g {
-            Gate::Counter { slot, .. } => usage.consumer_text(usage.key(*slot)),
-            Gate::Never { key, .. } => usage.consumer_text(key),
+            RuleCheck::Counter { slot, .. } => usage.consumer_text(usage.key(*slot)),
+            RuleCheck::Never { key, .. } => usage.consumer_text(key),
         });
         assert_eq!(got.as_deref(), *want, "{rule} for {user}");
     }
