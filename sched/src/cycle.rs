@@ -13,6 +13,8 @@ use gantry_proto::Grant;
 
 use crate::matching::*;
 use crate::model::*;
+use crate::order::{JobOrder, PriorityThenSubmission};
+use crate::place::{category_key, grants_total, Category, CategoryKey};
 use crate::time::Time;
 use crate::view::ClusterView;
 
@@ -608,81 +610,34 @@ impl<'a> ClusterView<'a> {
         }
     }
 
-    /// The dispatch part of a cycle, on a prepared snapshot.
+    /// The dispatch part of a cycle, on a prepared snapshot, in SGE's default order.
     pub fn dispatch(&self, snap: &mut Snapshot, at: Time) -> Vec<Dispatch> {
-        let now = at.secs();
-        struct Category {
-            demand: Demand,
-            /// Candidate instances, best first.
-            candidates: Vec<usize>,
-            /// Candidates before this one cannot take another job of the category.
-            cursor: usize,
-        }
-        /// What makes jobs alike: the same requests by the same user and project (and
-        /// advance reservation, which exempts from quotas).
-        type Key<'j> = (
-            &'j [(String, String)],
-            &'j [(String, String)],
-            &'j [String],
-            &'j str,
-            Option<&'j str>,
-            Option<&'j (String, String)>,
-            Option<u64>,
-        );
+        self.dispatch_in(snap, at, &PriorityThenSubmission)
+    }
+
+    /// The dispatch part of a cycle, its stages in turn: *order* the eligible pending
+    /// jobs; per job, its category's candidates; per task, *place* it (the layers and
+    /// the *admit* stage's gates decide where) and *book* what it takes.
+    pub fn dispatch_in(
+        &self,
+        snap: &mut Snapshot,
+        at: Time,
+        order: &dyn JobOrder,
+    ) -> Vec<Dispatch> {
         let max_aj_instances = self.max_aj_instances;
-        let mut order: Vec<&Job> = self
-            .jobs
-            .values()
-            .filter(|j| j.tasks.has_pending())
-            .collect();
-        order.sort_by(|a, b| b.spec.priority.cmp(&a.spec.priority).then(a.id.cmp(&b.id)));
-        let mut categories: HashMap<Key, Option<Category>> = HashMap::new();
+        let mut categories: HashMap<CategoryKey, Option<Category>> = HashMap::new();
         let mut out = Vec::new();
-        for job in order {
-            if job.spec.hold || job.spec.start_after.is_some_and(|t| t > now) {
-                continue;
-            }
-            if job
-                .spec
-                .hold_jids
-                .iter()
-                .any(|r| self.predecessor_active(r))
-            {
-                continue;
-            }
-            let key: Key = (
-                &job.spec.hard_resources,
-                &job.spec.soft_resources,
-                &job.spec.queues,
-                &job.owner.user,
-                job.spec.project.as_deref(),
-                job.spec.pe.as_ref(),
-                job.spec.ar,
-            );
+        for job in self.pending_in_order(at, order) {
             let next_category = categories.len() + 1;
-            let entry = categories.entry(key).or_insert_with(|| {
-                let mut d = demand(&snap.catalog, job).ok()?;
-                d.category = next_category;
-                let mut scored: Vec<(usize, usize)> = snap
-                    .static_candidates(&d)
-                    .into_iter()
-                    .map(|i| (snap.soft_violations(&d, i), i))
-                    .collect();
-                // Stable: instances with fewer soft violations first, else sort order.
-                scored.sort_by_key(|(v, _)| *v);
-                Some(Category {
-                    demand: d,
-                    candidates: scored.into_iter().map(|(_, i)| i).collect(),
-                    cursor: 0,
-                })
-            });
+            let entry = categories
+                .entry(category_key(job))
+                .or_insert_with(|| snap.category(job, next_category));
             let Some(cat) = entry.as_mut() else {
                 continue; // requests the complex no longer has
             };
-            if cat.cursor >= cat.candidates.len() {
-                continue; // nothing left for this category in this cycle
+            if cat.exhausted() {
+                continue;
             }
-            let d = &cat.demand;
             // Lowest task first; the ids are produced as they are taken, so a cycle costs
             // what it dispatches, not the size of the array. `running` counts the tasks
             // that hold slots, those dispatched in this cycle included.
@@ -693,39 +648,12 @@ impl<'a> ClusterView<'a> {
                 {
                     break;
                 }
-                let (grants, pe) = if let Some(per) = &d.pe {
-                    match snap.allocate_pe(d, per, &cat.candidates) {
-                        Some((pe, grants)) => (grants, Some(pe)),
-                        None => {
-                            // Resources only shrink during a cycle: the rest of the
-                            // category cannot be placed either.
-                            cat.cursor = cat.candidates.len();
-                            break;
-                        }
-                    }
-                } else {
-                    while cat.cursor < cat.candidates.len() {
-                        match snap.check(
-                            d,
-                            cat.candidates[cat.cursor],
-                            Pass::Consumables(d.slots),
-                            false,
-                        ) {
-                            Ok(()) => break,
-                            // Full under a rule that decides everywhere: so is every
-                            // other instance.
-                            Err(Misfit::QuotaEverywhere) => cat.cursor = cat.candidates.len(),
-                            Err(_) => cat.cursor += 1,
-                        }
-                    }
-                    let Some(&inst) = cat.candidates.get(cat.cursor) else {
-                        break; // nothing left for this category in this cycle
-                    };
-                    snap.debit(d, &[(inst, d.slots)], 1.0);
-                    (vec![(inst, d.slots)], None)
+                let Some(placed) = snap.place_task(cat) else {
+                    break; // nothing left for this category in this cycle
                 };
-                snap.started(&grants);
-                let grants: Vec<Grant> = grants
+                snap.book(&cat.demand, &placed);
+                let grants: Vec<Grant> = placed
+                    .grants
                     .iter()
                     .map(|&(inst, slots)| Grant {
                         queue: snap.instances[inst].queue.clone(),
@@ -739,7 +667,7 @@ impl<'a> ClusterView<'a> {
                     queue: grants[0].queue.clone(),
                     host: grants[0].host.clone(),
                     grants,
-                    pe,
+                    pe: placed.pe,
                 });
             }
         }
@@ -785,22 +713,13 @@ impl<'a> ClusterView<'a> {
     /// queue instance would take but for a resource quota rule, and that no instance
     /// takes now.
     pub fn quota_blocked_jobs(&self, connected: &HashSet<String>, at: Time) -> Vec<u64> {
-        let now = at.secs();
         let snap = self.snapshot_at(connected, at, true);
         if snap.gates.borrow().quota.is_none() {
             return Vec::new();
         }
         let mut out = Vec::new();
         for job in self.jobs.values() {
-            if !job.tasks.has_pending()
-                || job.spec.hold
-                || job.spec.start_after.is_some_and(|t| t > now)
-                || job
-                    .spec
-                    .hold_jids
-                    .iter()
-                    .any(|r| self.predecessor_active(r))
-            {
+            if !job.tasks.has_pending() || !self.eligible(job, at) {
                 continue;
             }
             let Ok(d) = demand(&snap.catalog, job) else {

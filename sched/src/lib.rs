@@ -4,17 +4,22 @@
 //! network, no storage), which `.ci/run` checks.
 //!
 //! - [`model`]: the resource model of one cycle (layers, offers, demands, the snapshot);
-//! - [`matching`]: a demand against the snapshot, slot and PE allocation, debits;
-//! - [`admit`]: the admit stage's gates;
+//! - [`matching`]: a demand against the snapshot, layer by layer;
 //! - [`quota`]: the resource quota sets (rule matching, the usage book, the cycle cache);
-//! - [`cycle`]: the dispatch cycle, its explanations and the threshold actions;
+//! - the cycle's stages: [`order`] (which job next), [`admit`] (gates such as the
+//!   quota sets), [`place`] (where its tasks go), [`book`] (what a placement takes);
+//! - [`cycle`]: the dispatch cycle over the stages, its explanations and the threshold
+//!   actions;
 //! - [`calendar`]: capacities booked over time; [`time`]: the scheduler's clock.
 
 pub mod admit;
+pub mod book;
 pub mod calendar;
 pub mod cycle;
 pub mod matching;
 pub mod model;
+pub mod order;
+pub mod place;
 pub mod quota;
 pub mod time;
 pub mod view;

@@ -830,3 +830,30 @@ fn suspend_thresholds_stop_and_continue_jobs_one_interval_at_a_time() {
         vec![(2, 1, "n1".to_string())]
     );
 }
+
+#[test]
+fn the_order_stage_serves_priority_first_then_submission() {
+    use gantry_sched::order::{JobOrder, PriorityThenSubmission};
+    // (job id, priority) as submitted -> the ids in the order served.
+    type Case = (&'static [(u64, i32)], &'static [u64]);
+    let table: &[Case] = &[
+        (&[(1, 0), (2, 0), (3, 0)], &[1, 2, 3]),
+        (&[(3, 0), (1, 0), (2, 0)], &[1, 2, 3]),
+        (&[(1, 0), (2, 10), (3, -5)], &[2, 1, 3]),
+        (&[(5, -1), (4, -1), (9, 1023)], &[9, 4, 5]),
+    ];
+    for (jobs, want) in table {
+        let jobs: Vec<Job> = jobs
+            .iter()
+            .map(|&(id, p)| {
+                let mut j = job(id, "user1", &[], &[]);
+                j.spec.priority = p;
+                j
+            })
+            .collect();
+        let mut refs: Vec<&Job> = jobs.iter().collect();
+        PriorityThenSubmission.sort(&mut refs);
+        let got: Vec<u64> = refs.iter().map(|j| j.id).collect();
+        assert_eq!(&got, want);
+    }
+}

@@ -1,0 +1,330 @@
+//! The place stage: where a job's tasks go. The candidates of a category (every
+//! instance whose static values fit, fewest soft-request violations first, then in
+//! `queue_sort_method` order) and, per task, the first candidate with room, or for a
+//! parallel job an allocation by its parallel environment's rule.
+
+use gantry_common::job::{wildcard, Job};
+
+use crate::matching::*;
+use crate::model::*;
+
+/// What makes jobs alike: the same requests by the same user and project (and advance
+/// reservation, which exempts from quotas). Jobs alike share a [`Category`].
+pub type CategoryKey<'j> = (
+    &'j [(String, String)],
+    &'j [(String, String)],
+    &'j [String],
+    &'j str,
+    Option<&'j str>,
+    Option<&'j (String, String)>,
+    Option<u64>,
+);
+
+pub fn category_key(job: &Job) -> CategoryKey<'_> {
+    (
+        &job.spec.hard_resources,
+        &job.spec.soft_resources,
+        &job.spec.queues,
+        &job.owner.user,
+        job.spec.project.as_deref(),
+        job.spec.pe.as_ref(),
+        job.spec.ar,
+    )
+}
+
+/// Jobs alike within one cycle: their demand, and where they may go.
+#[derive(Debug, Clone)]
+pub struct Category {
+    pub demand: Demand,
+    /// Candidate instances, best first.
+    pub candidates: Vec<usize>,
+    /// Candidates before this one cannot take another job of the category.
+    pub cursor: usize,
+}
+
+impl Category {
+    /// Nothing left for the category in this cycle: resources only shrink while a
+    /// cycle places jobs.
+    pub fn exhausted(&self) -> bool {
+        self.cursor >= self.candidates.len()
+    }
+}
+
+/// Where one task goes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Placement {
+    /// (instance, slots), the master queue first.
+    pub grants: Vec<(usize, u32)>,
+    /// The parallel environment chosen for a `-pe` request.
+    pub pe: Option<String>,
+    /// Already booked: a parallel allocation books slot by slot as it takes them.
+    pub booked: bool,
+}
+
+impl Snapshot {
+    /// The category of a job, numbered `id` within the cycle (None: the job requests
+    /// what the complex no longer has).
+    pub fn category(&self, job: &Job, id: usize) -> Option<Category> {
+        let mut d = demand(&self.catalog, job).ok()?;
+        d.category = id;
+        let mut scored: Vec<(usize, usize)> = self
+            .static_candidates(&d)
+            .into_iter()
+            .map(|i| (self.soft_violations(&d, i), i))
+            .collect();
+        // Stable: instances with fewer soft violations first, else sort order.
+        scored.sort_by_key(|(v, _)| *v);
+        Some(Category {
+            demand: d,
+            candidates: scored.into_iter().map(|(_, i)| i).collect(),
+            cursor: 0,
+        })
+    }
+
+    /// Place one task of a category: a parallel job by its environment's allocation
+    /// rule, any other on the first candidate with room that every gate admits. None
+    /// when nothing is left for the category in this cycle (its cursor then says so).
+    pub fn place_task(&mut self, cat: &mut Category) -> Option<Placement> {
+        let d = &cat.demand;
+        if let Some(per) = &d.pe {
+            return match self.allocate_pe(d, per, &cat.candidates) {
+                Some((pe, grants)) => Some(Placement {
+                    grants,
+                    pe: Some(pe),
+                    booked: true,
+                }),
+                None => {
+                    cat.cursor = cat.candidates.len();
+                    None
+                }
+            };
+        }
+        while cat.cursor < cat.candidates.len() {
+            match self.check(
+                d,
+                cat.candidates[cat.cursor],
+                Pass::Consumables(d.slots),
+                false,
+            ) {
+                Ok(()) => break,
+                // Full under a rule that decides everywhere: so is every other instance.
+                Err(Misfit::QuotaEverywhere) => cat.cursor = cat.candidates.len(),
+                Err(_) => cat.cursor += 1,
+            }
+        }
+        let &inst = cat.candidates.get(cat.cursor)?;
+        Some(Placement {
+            grants: vec![(inst, d.slots)],
+            pe: None,
+            booked: false,
+        })
+    }
+
+    /// The instances a category's jobs could run in, ignoring consumables, in sort order:
+    /// the global layer is matched once, each host once, each queue instance on top.
+    pub(crate) fn static_candidates(&self, d: &Demand) -> Vec<usize> {
+        let layer_ok = |layer: &Layer| {
+            d.hard
+                .iter()
+                .all(|r| self.holds_on(layer, r, d.slots, Pass::Static) != Some(false))
+        };
+        if !layer_ok(&self.global) {
+            return Vec::new();
+        }
+        let lists_ok = |allow: &[String], deny: &[String], projects: (&[String], &[String])| {
+            (allow.is_empty() || self.in_userset(d, allow))
+                && !self.in_userset(d, deny)
+                && match &d.project {
+                    Some(p) => {
+                        !projects.1.contains(p) && (projects.0.is_empty() || projects.0.contains(p))
+                    }
+                    None => projects.0.is_empty(),
+                }
+        };
+        let mut host_ok: Vec<Option<bool>> = vec![None; self.hosts.len()];
+        self.order
+            .iter()
+            .copied()
+            .filter(|&inst| {
+                let h = self.instances[inst].host;
+                let ok = *host_ok[h].get_or_insert_with(|| {
+                    let host = &self.hosts[h];
+                    lists_ok(
+                        &host.user_lists,
+                        &host.xuser_lists,
+                        (&host.projects, &host.xprojects),
+                    ) && layer_ok(&host.layer)
+                });
+                ok && self
+                    .check_from(d, inst, Pass::Static, false, Level::Queue)
+                    .is_ok()
+            })
+            .collect()
+    }
+
+    /// Place a parallel job: the first parallel environment matching the request (in
+    /// name order) whose allocation rule can give it at least `min` slots on the
+    /// candidates (as many as possible up to `max`). Consumables are debited as slots
+    /// are taken; a failed attempt gives everything back.
+    pub fn allocate_pe(
+        &mut self,
+        d: &Demand,
+        per: &PeRequest,
+        candidates: &[usize],
+    ) -> Option<(String, Vec<(usize, u32)>)> {
+        let (mut per_slot, mut per_job) = d.split(&self.catalog);
+        let names: Vec<String> = self
+            .pes
+            .keys()
+            .filter(|n| wildcard(&per.pattern, n))
+            .cloned()
+            .collect();
+        for name in names {
+            let pe = &self.pes[&name];
+            if (!pe.user_lists.is_empty() && !self.in_userset(d, &pe.user_lists))
+                || self.in_userset(d, &pe.xuser_lists)
+            {
+                continue;
+            }
+            let free = pe
+                .slots
+                .saturating_sub(self.pe_used.get(&name).copied().unwrap_or(0));
+            let max = per.max.min(free);
+            if max < per.min {
+                continue;
+            }
+            let rule = pe.allocation_rule;
+            per_slot.granted_pe = Some(name.clone());
+            per_job.granted_pe = Some(name.clone());
+            let offering: Vec<usize> = candidates
+                .iter()
+                .copied()
+                .filter(|&i| self.instances[i].pe_list.contains(&name))
+                .collect();
+            let mut grants = self.allocate(&per_slot, rule, &offering, per.min, max);
+            let total = grants_total(&grants);
+            let master = grants.first().map(|g| g.0);
+            let fits_job = master.is_some_and(|m| self.fits(&per_job, m, Pass::Consumables(total)));
+            if total >= per.min && fits_job {
+                if let Some(m) = master {
+                    self.debit(&per_job, &[(m, total)], 1.0);
+                }
+                *self.pe_used.entry(name.clone()).or_insert(0) += total;
+                return Some((name, grants));
+            }
+            self.debit(&per_slot, &grants, -1.0);
+            grants.clear();
+        }
+        None
+    }
+
+    /// Take slots one by one by an allocation rule; the grants in the order first taken.
+    pub(crate) fn allocate(
+        &mut self,
+        d: &Demand,
+        rule: gantry_common::pe::AllocationRule,
+        offering: &[usize],
+        min: u32,
+        max: u32,
+    ) -> Vec<(usize, u32)> {
+        use gantry_common::pe::AllocationRule;
+        let mut hosts: Vec<usize> = Vec::new();
+        for &i in offering {
+            let h = self.instances[i].host;
+            if !hosts.contains(&h) {
+                hosts.push(h);
+            }
+        }
+        let mut grants: Vec<(usize, u32)> = Vec::new();
+        // Up to `want` more slots on host `h`, instance by instance.
+        let take = |snap: &mut Snapshot, grants: &mut Vec<(usize, u32)>, h: usize, want: u32| {
+            let mut got = 0;
+            let on_host: Vec<usize> = offering
+                .iter()
+                .copied()
+                .filter(|&i| snap.instances[i].host == h)
+                .collect();
+            for i in on_host {
+                while got < want && snap.fits(d, i, Pass::Consumables(1)) {
+                    snap.debit(d, &[(i, 1)], 1.0);
+                    match grants.iter_mut().find(|g| g.0 == i) {
+                        Some(g) => g.1 += 1,
+                        None => grants.push((i, 1)),
+                    }
+                    got += 1;
+                }
+            }
+            got
+        };
+        match rule {
+            AllocationRule::PeSlots => {
+                for &h in &hosts {
+                    let mut here = Vec::new();
+                    let got = take(self, &mut here, h, max);
+                    if got >= min {
+                        return here;
+                    }
+                    self.debit(d, &here, -1.0);
+                }
+            }
+            AllocationRule::FillUp => {
+                for &h in &hosts {
+                    let total = grants_total(&grants);
+                    if total >= max {
+                        break;
+                    }
+                    take(self, &mut grants, h, max - total);
+                }
+            }
+            AllocationRule::RoundRobin => loop {
+                let mut progress = false;
+                for &h in &hosts {
+                    if grants_total(&grants) >= max {
+                        break;
+                    }
+                    progress |= take(self, &mut grants, h, 1) == 1;
+                }
+                if !progress || grants_total(&grants) >= max {
+                    break;
+                }
+            },
+            AllocationRule::PerHost(n) => {
+                for &h in &hosts {
+                    if grants_total(&grants) + n > max {
+                        break;
+                    }
+                    let mut here = Vec::new();
+                    if take(self, &mut here, h, n) == n {
+                        grants.extend(here);
+                    } else {
+                        self.debit(d, &here, -1.0);
+                    }
+                }
+            }
+        }
+        grants
+    }
+
+    /// How many soft requests an instance violates.
+    pub(crate) fn soft_violations(&self, d: &Demand, inst: usize) -> usize {
+        let layers = self.layers(inst);
+        d.soft
+            .iter()
+            .filter(|r| {
+                let mut defined = false;
+                for (_, layer) in layers {
+                    match self.holds_on(layer, r, 1, Pass::All(1)) {
+                        Some(false) => return true,
+                        Some(true) => defined = true,
+                        None => {}
+                    }
+                }
+                !defined
+            })
+            .count()
+    }
+}
+
+pub(crate) fn grants_total(grants: &[(usize, u32)]) -> u32 {
+    grants.iter().map(|(_, n)| n).sum()
+}
