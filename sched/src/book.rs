@@ -5,6 +5,7 @@ use gantry_proto::Consumable;
 
 use crate::matching::*;
 use crate::model::*;
+use crate::time::Time;
 
 impl Snapshot {
     /// Book a placement: its consumables on every layer and under every gate (unless
@@ -50,9 +51,23 @@ impl Snapshot {
     }
 
     /// Debit (or with a negative sign, credit) a job's consumables on the layers of the
-    /// queue instances it was granted.
+    /// queue instances it was granted: booked from now for its run time.
     pub fn debit(&mut self, d: &Demand, grants: &[(usize, u32)], sign: f64) {
         self.book_gates(d, grants, sign);
+        let from = self.now;
+        self.hold(d, grants, sign, from, d.until(from));
+    }
+
+    /// Book a job's consumables on the layers of its grants over `[from, until)` (a
+    /// credit is a negative booking of the same interval).
+    pub fn hold(
+        &mut self,
+        d: &Demand,
+        grants: &[(usize, u32)],
+        sign: f64,
+        from: Time,
+        until: Option<Time>,
+    ) {
         let total: u32 = grants.iter().map(|(_, n)| n).sum();
         let consumables: Vec<(usize, f64, Consumable)> = d.consumables(&self.catalog).collect();
         for (attr, amount, kind) in consumables {
@@ -62,7 +77,8 @@ impl Snapshot {
             } else {
                 amount
             };
-            self.global.debit(attr, sign * global);
+            self.global
+                .book(&mut self.calendar, attr, sign * global, from, until);
             for (n, (inst, slots)) in grants.iter().enumerate() {
                 let here = match (per_slot, n) {
                     (true, _) => amount * *slots as f64,
@@ -70,8 +86,16 @@ impl Snapshot {
                     (false, _) => 0.0,
                 };
                 let host = self.instances[*inst].host;
-                self.hosts[host].layer.debit(attr, sign * here);
-                self.instances[*inst].layer.debit(attr, sign * here);
+                self.hosts[host]
+                    .layer
+                    .book(&mut self.calendar, attr, sign * here, from, until);
+                self.instances[*inst].layer.book(
+                    &mut self.calendar,
+                    attr,
+                    sign * here,
+                    from,
+                    until,
+                );
             }
         }
     }

@@ -254,7 +254,8 @@ impl Calendar {
         if res.settled_at(from) {
             return Ok(res.total);
         }
-        let until = until.filter(|&u| u > from);
+        // An empty interval is the instant `from`: the millisecond from it.
+        let until = until.map(|u| u.max(from + Span::from_millis(1)));
         let mut level = 0.0;
         // (time, change): ends sort before starts at the same instant (half-open).
         let mut events: Vec<(Time, f64)> = Vec::new();

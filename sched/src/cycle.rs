@@ -11,11 +11,12 @@ use gantry_common::value::{self, Value};
 use gantry_common::{conf, queue, schedconf};
 use gantry_proto::Grant;
 
+use crate::calendar::Calendar;
 use crate::matching::*;
 use crate::model::*;
 use crate::order::{JobOrder, PriorityThenSubmission};
 use crate::place::{category_key, grants_total, Category, CategoryKey};
-use crate::time::Time;
+use crate::time::{Span, Time};
 use crate::view::ClusterView;
 
 /// What `suspend_thresholds` call for: tasks to stop and to continue (job, task, host),
@@ -541,6 +542,8 @@ impl<'a> ClusterView<'a> {
             pes: self.pes.clone(),
             pe_used: HashMap::new(),
             adjustments,
+            now,
+            calendar: Calendar::new(),
             gates: Default::default(),
         };
         // What running jobs hold.
@@ -550,14 +553,24 @@ impl<'a> ClusterView<'a> {
             .enumerate()
             .map(|(n, i)| ((i.queue.as_str(), snap.hosts[i.host].name.as_str()), n))
             .collect();
-        // (what the job asks, the instances and slots it holds, its PE)
-        type Hold = (Demand, Vec<(usize, u32)>, Option<String>);
+        // (what the job asks, the instances and slots it holds, its PE, its start)
+        type Hold = (Demand, Vec<(usize, u32)>, Option<String>, i64);
         let mut holds: Vec<Hold> = Vec::new();
         for job in self.jobs.values() {
             let mut d = None;
             for t in job.tasks.placed_states() {
-                if let TaskState::Running { grants, pe, .. }
-                | TaskState::Deleting { grants, pe, .. } = t
+                if let TaskState::Running {
+                    grants,
+                    pe,
+                    start_time,
+                    ..
+                }
+                | TaskState::Deleting {
+                    grants,
+                    pe,
+                    start_time,
+                    ..
+                } = t
                 {
                     let granted: Vec<(usize, u32)> = grants
                         .iter()
@@ -581,17 +594,22 @@ impl<'a> ClusterView<'a> {
                             granted_pe: None,
                             category: 0,
                             quota_exempt: true,
+                            run_time: None,
                         })
                     });
-                    holds.push((d.clone(), granted, pe.clone()));
+                    holds.push((d.clone(), granted, pe.clone(), *start_time));
                 }
             }
         }
-        for (d, granted, pe) in holds {
+        for (d, granted, pe, start) in holds {
             if let Some(pe) = pe {
                 *snap.pe_used.entry(pe).or_insert(0) += grants_total(&granted);
             }
-            snap.debit(&d, &granted, 1.0);
+            // From its start until its run time is over; a task still running past it
+            // holds what it has for as long as it runs.
+            let from = Time::from_secs(start).min(now);
+            let until = d.until(from).map(|end| end.max(now + Span::from_millis(1)));
+            snap.hold(&d, &granted, 1.0, from, until);
         }
         // The quota counters already hold what the running jobs use.
         snap.gates.get_mut().quota = self.quota_book.cycle();
@@ -688,10 +706,9 @@ impl<'a> ClusterView<'a> {
             .chain(snap.hosts.iter_mut().map(|h| &mut h.layer))
             .chain(snap.instances.iter_mut().map(|i| &mut i.layer))
         {
-            for (_, o) in layer.entries.iter_mut() {
-                o.used = 0.0;
-            }
+            layer.unbook_all();
         }
+        snap.calendar = Calendar::new();
         for gate in snap.gates.get_mut().each_mut() {
             gate.forget_bookings();
         }

@@ -10,6 +10,7 @@ use gantry_common::value::{self, Value};
 use gantry_proto::Consumable;
 
 use crate::model::*;
+use crate::time::Time;
 
 /// Which checks a match makes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,6 +24,14 @@ pub enum Pass {
 }
 
 impl Snapshot {
+    /// The most of an offer booked over `[now, until)` (None: from now on; `until` at
+    /// or before now: at this instant).
+    pub fn used(&self, o: &Offer, until: Option<Time>) -> f64 {
+        o.resource.map_or(0.0, |r| {
+            self.calendar.peak_over(r, self.now, until).unwrap_or(0.0)
+        })
+    }
+
     /// The layers of a queue instance, in matching order.
     pub(crate) fn layers(&self, inst: usize) -> [(Level, &Layer); 3] {
         let i = &self.instances[inst];
@@ -63,6 +72,7 @@ impl Snapshot {
         r: &Request,
         slots: u32,
         pass: Pass,
+        until: Option<Time>,
     ) -> Option<bool> {
         let a = &self.catalog.attrs[r.attr];
         let o = layer.get(r.attr)?;
@@ -84,7 +94,7 @@ impl Snapshot {
                 Consumable::Job => amount,
                 _ => amount * slots as f64,
             };
-            let (left, _) = available(o)?;
+            let (left, _) = available(o, self.used(o, until))?;
             return Some(need <= left + 1e-9);
         }
         let (offered, _) = effective(a, o)?;
@@ -92,11 +102,17 @@ impl Snapshot {
     }
 
     /// The reason a request does not hold on a layer, as SGE words it.
-    pub(crate) fn request_misfit(&self, level: Level, layer: &Layer, r: &Request) -> Misfit {
+    pub(crate) fn request_misfit(
+        &self,
+        level: Level,
+        layer: &Layer,
+        r: &Request,
+        until: Option<Time>,
+    ) -> Misfit {
         let a = &self.catalog.attrs[r.attr];
         let shown = layer.get(r.attr).and_then(|o| {
             if a.consumable != Consumable::No {
-                available(o).map(|(left, source)| {
+                available(o, self.used(o, until)).map(|(left, source)| {
                     (display(a.value_type, &Value::Num(left.max(0.0))), source)
                 })
             } else {
@@ -228,6 +244,8 @@ impl Snapshot {
             return Err(Misfit::Unexplained);
         }
         let layers = self.layers(inst);
+        // A task placed now holds what it takes until its run time is over.
+        let until = d.until(self.now);
         for (level, layer) in layers {
             if (level == Level::Global && from != Level::Global)
                 || (level == Level::Host && host_checked)
@@ -235,9 +253,9 @@ impl Snapshot {
                 continue;
             }
             for r in &d.hard {
-                if self.holds_on(layer, r, slots, pass) == Some(false) {
+                if self.holds_on(layer, r, slots, pass, until) == Some(false) {
                     return Err(if detail {
-                        self.request_misfit(level, layer, r)
+                        self.request_misfit(level, layer, r, until)
                     } else {
                         Misfit::Unexplained
                     });
@@ -306,7 +324,9 @@ impl Snapshot {
         let shown = |level: Level, attr: usize, o: &Offer| -> Option<(String, String)> {
             let a = &self.catalog.attrs[attr];
             let (v, source) = if a.consumable != Consumable::No && o.fixed.is_some() {
-                available(o).map(|(left, src)| (Value::Num(left.max(0.0)), src))?
+                // What is free at this instant.
+                available(o, self.used(o, Some(self.now)))
+                    .map(|(left, src)| (Value::Num(left.max(0.0)), src))?
             } else {
                 effective(a, o).map(|(v, src)| (v.clone(), src))?
             };

@@ -8,6 +8,8 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use crate::calendar::{Calendar, ResourceId};
+use crate::time::{Span, Time};
 use gantry_common::job::Job;
 use gantry_common::value::{self, Value};
 use gantry_proto::{ComplexAttr, Consumable, Relop, Requestable, ValueType};
@@ -37,8 +39,9 @@ pub struct Offer {
     pub fixed: Option<Value>,
     /// Reported by the execd.
     pub load: Option<Value>,
-    /// What running jobs consume (consumables only).
-    pub used: f64,
+    /// Where what jobs consume of it is booked (consumables only; none until the
+    /// first booking).
+    pub resource: Option<ResourceId>,
 }
 
 /// The attributes one layer defines, with a direct index by attribute.
@@ -77,11 +80,38 @@ impl Layer {
         self.entry(attr).load = Some(v);
     }
 
-    pub(crate) fn debit(&mut self, attr: usize, amount: f64) {
-        if let Some(&n) = self.index.get(attr) {
-            if n > 0 {
-                self.entries[n as usize - 1].1.used += amount;
-            }
+    /// Book `amount` of an attribute this layer defines over `[from, until)` (nothing
+    /// where it does not define it).
+    pub(crate) fn book(
+        &mut self,
+        calendar: &mut Calendar,
+        attr: usize,
+        amount: f64,
+        from: Time,
+        until: Option<Time>,
+    ) {
+        let Some(&n) = self.index.get(attr) else {
+            return;
+        };
+        if n == 0 {
+            return;
+        }
+        let offer = &mut self.entries[n as usize - 1].1;
+        let capacity = match &offer.fixed {
+            Some(Value::Num(c)) => *c,
+            _ => f64::INFINITY,
+        };
+        let resource = *offer
+            .resource
+            .get_or_insert_with(|| calendar.add_resource(capacity));
+        // The resource was made by this calendar: booking on it cannot fail.
+        let _ = calendar.book(resource, amount, from, until);
+    }
+
+    /// Forget every booking (the calendar they were on is gone).
+    pub(crate) fn unbook_all(&mut self) {
+        for (_, o) in &mut self.entries {
+            o.resource = None;
         }
     }
 
@@ -178,6 +208,9 @@ pub struct Demand {
     pub category: usize,
     /// Jobs in an advance reservation are neither limited nor counted by quotas.
     pub quota_exempt: bool,
+    /// How long a task runs at most: its `h_rt` request, else its `s_rt`; None: not
+    /// known (it holds what it takes from its start on).
+    pub run_time: Option<Span>,
 }
 
 /// A whole job, or one of the two parts a parallel job is placed in.
@@ -200,6 +233,11 @@ pub struct PeRequest {
 }
 
 impl Demand {
+    /// When a task placed at `from` ends at the latest (None: not known).
+    pub fn until(&self, from: Time) -> Option<Time> {
+        self.run_time.map(|r| from + r)
+    }
+
     /// The same demand with only its per-slot part (`JOB` consumables left out), or only
     /// its per-job part.
     pub(crate) fn split(&self, catalog: &Catalog) -> (Demand, Demand) {
@@ -263,6 +301,7 @@ pub fn demand(catalog: &Catalog, job: &Job) -> Result<Demand, String> {
             });
         }
     }
+    let run_time = run_time(catalog, &hard);
     Ok(Demand {
         hard,
         soft,
@@ -287,6 +326,23 @@ pub fn demand(catalog: &Catalog, job: &Job) -> Result<Demand, String> {
         granted_pe: None,
         category: 0,
         quota_exempt: job.quota_exempt(),
+        run_time,
+    })
+}
+
+/// A demand's run time: its `h_rt` request, else its `s_rt` (both TIME values, in
+/// seconds).
+fn run_time(catalog: &Catalog, hard: &[Request]) -> Option<Span> {
+    ["h_rt", "s_rt"].iter().find_map(|name| {
+        let attr = catalog.id(name)?;
+        hard.iter()
+            .find(|r| r.attr == attr && !r.implicit)
+            .and_then(|r| match r.value {
+                Value::Num(secs) if secs.is_finite() && secs >= 0.0 => {
+                    Some(Span::from_millis((secs * 1000.0).round() as i64))
+                }
+                _ => None,
+            })
     })
 }
 
@@ -371,6 +427,11 @@ pub struct Snapshot {
     pub pe_used: HashMap<String, u32>,
     /// `job_load_adjustments`: (load value, amount per job slot, the amount as written).
     pub adjustments: Vec<(usize, f64, String)>,
+    /// The time the snapshot is taken at: "now" for every question it answers.
+    pub now: Time,
+    /// What running tasks, and the tasks this cycle places, hold of every consumable
+    /// on every layer, over time.
+    pub calendar: Calendar,
     /// The admit stage's gates (the resource quota sets first), with what this cycle
     /// has booked under them.
     pub gates: std::cell::RefCell<crate::admit::Gates>,
@@ -507,9 +568,11 @@ pub(crate) fn effective<'a>(attr: &ComplexAttr, o: &'a Offer) -> Option<(&'a Val
 
 /// What is left of a consumable on a layer: its capacity less what is used, bounded by
 /// a load value reported for it.
-pub fn available(o: &Offer) -> Option<(f64, char)> {
+/// What is left of an offer with `used` of it booked: the capacity less what is used,
+/// or the reported load value where that is less (and the source, `c` or `l`).
+pub fn available(o: &Offer, used: f64) -> Option<(f64, char)> {
     let capacity = match &o.fixed {
-        Some(Value::Num(c)) => Some((c - o.used, 'c')),
+        Some(Value::Num(c)) => Some((c - used, 'c')),
         _ => None,
     };
     let load = match &o.load {

@@ -126,7 +126,7 @@ impl Snapshot {
         let layer_ok = |layer: &Layer| {
             d.hard
                 .iter()
-                .all(|r| self.holds_on(layer, r, d.slots, Pass::Static) != Some(false))
+                .all(|r| self.holds_on(layer, r, d.slots, Pass::Static, None) != Some(false))
         };
         if !layer_ok(&self.global) {
             return Vec::new();
@@ -313,7 +313,7 @@ impl Snapshot {
             .filter(|r| {
                 let mut defined = false;
                 for (_, layer) in layers {
-                    match self.holds_on(layer, r, 1, Pass::All(1)) {
+                    match self.holds_on(layer, r, 1, Pass::All(1), d.until(self.now)) {
                         Some(false) => return true,
                         Some(true) => defined = true,
                         None => {}

@@ -982,6 +982,7 @@ fn filter_matching_table() {
             granted_pe: None,
             category: 0,
             quota_exempt: false,
+            run_time: None,
         };
         let mut usage = Usage::default();
         let plan = quotas.plan(&catalog, &d, &c, &mut usage, false);

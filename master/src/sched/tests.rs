@@ -45,9 +45,9 @@ fn instance(snap: &Snapshot, qi: &str) -> usize {
 fn left(snap: &Snapshot, qi: &str, attr: &str) -> f64 {
     let inst = instance(snap, qi);
     let id = snap.catalog.id(attr).unwrap();
-    available(snap.instances[inst].layer.get(id).unwrap())
-        .unwrap()
-        .0
+    let o = snap.instances[inst].layer.get(id).unwrap();
+    // What is left at this instant.
+    available(o, snap.used(o, Some(snap.now))).unwrap().0
 }
 
 #[test]
@@ -68,7 +68,7 @@ fn e1_a_fixed_value_is_required_by_every_slot_and_never_consumed() {
     let t01 = snap.catalog.id("t01").unwrap();
     let o = snap.instances[q1].layer.get(t01).unwrap();
     assert_eq!(o.fixed, Some(Value::Num(20.0)));
-    assert_eq!(o.used, 0.0);
+    assert_eq!(snap.used(o, None), 0.0);
     // A request above the fixed value never fits, whatever is free.
     submit(&mut s, job(2, "u1", &[("t01", "30")], &[]));
     assert_eq!(
@@ -129,23 +129,11 @@ fn a_per_job_consumable_is_debited_once_on_the_master_queue() {
     let (a, b) = (instance(&snap, "all.q@h1"), instance(&snap, "all.q@h2"));
     snap.debit(&d, &[(a, 3), (b, 1)], 1.0);
     let lic = snap.catalog.id("lic").unwrap();
-    assert_eq!(snap.global.get(lic).unwrap().used, 2.0);
-    assert_eq!(
-        snap.hosts[snap.instances[a].host]
-            .layer
-            .get(lic)
-            .unwrap()
-            .used,
-        2.0
-    );
-    assert_eq!(
-        snap.hosts[snap.instances[b].host]
-            .layer
-            .get(lic)
-            .unwrap()
-            .used,
-        0.0
-    );
+    let used = |o: Option<&Offer>| snap.used(o.unwrap(), None);
+    assert_eq!(used(snap.global.get(lic)), 2.0);
+    let host = |i: usize| &snap.hosts[snap.instances[i].host].layer;
+    assert_eq!(used(host(a).get(lic)), 2.0);
+    assert_eq!(used(host(b).get(lic)), 0.0);
 }
 
 use gantry_common::exechost;
@@ -856,4 +844,76 @@ fn the_order_stage_serves_priority_first_then_submission() {
         let got: Vec<u64> = refs.iter().map(|j| j.id).collect();
         assert_eq!(&got, want);
     }
+}
+
+#[test]
+fn a_demand_runs_for_its_h_rt_else_its_s_rt_else_unknown() {
+    // (hard requests, run time in seconds)
+    type Case = (&'static [(&'static str, &'static str)], Option<i64>);
+    let table: &[Case] = &[
+        (&[], None),
+        (&[("h_rt", "1:00:00")], Some(3600)),
+        (&[("s_rt", "600")], Some(600)),
+        (&[("s_rt", "600"), ("h_rt", "0:30:0")], Some(1800)),
+        (&[("arch", "lx-amd64")], None),
+    ];
+    let s = cluster(&[]);
+    let catalog = Catalog::new(&s.complexes);
+    for (hard, want) in table {
+        let d = demand(&catalog, &job(1, "u1", hard, &[])).unwrap();
+        assert_eq!(d.run_time, want.map(Span::from_secs), "{hard:?}");
+    }
+}
+
+/// A booking in the future (an advance reservation, later) keeps out exactly the jobs
+/// whose run time would overlap it; with none, the calendar reads as "free now".
+#[test]
+fn a_future_booking_admits_jobs_that_end_before_it_and_no_others() {
+    let mut s = cluster(&[]);
+    add_host(&mut s, "n1", "", LOAD);
+    set_queue(&mut s, "all.q", "slots", "4");
+    submit(&mut s, job(1, "u1", &[("h_rt", "1800")], &[]));
+    submit(&mut s, job(2, "u1", &[("h_rt", "7200")], &[]));
+    submit(&mut s, job(3, "u1", &[], &[]));
+    // The host reported at 0 and is reachable until max_unheard has passed.
+    let now = Time::from_secs(100);
+    let mut snap = s.snapshot(&connected(&s), now);
+    let q = instance(&snap, "all.q@n1");
+    let fits = |snap: &Snapshot, id: u64| {
+        let d = demand_of(&s, snap, id, 1);
+        snap.fits(&d, q, Pass::Consumables(1))
+    };
+    for id in 1..=3 {
+        assert!(fits(&snap, id), "job {id} with nothing booked");
+    }
+    // All four slots from an hour from now, for an hour.
+    let reserved = demand_of(&s, &snap, 3, 4);
+    let from = now + Span::from_secs(3600);
+    snap.hold(
+        &reserved,
+        &[(q, 4)],
+        1.0,
+        from,
+        Some(from + Span::from_secs(3600)),
+    );
+    assert_eq!(
+        left(&snap, "all.q@n1", "slots"),
+        4.0,
+        "free now is unchanged"
+    );
+    assert!(fits(&snap, 1), "half an hour ends before the booking");
+    assert!(!fits(&snap, 2), "two hours overlap it");
+    assert!(
+        !fits(&snap, 3),
+        "no run time: it would hold the slot for ever"
+    );
+    assert_eq!(
+        snap.matches(&demand_of(&s, &snap, 2, 1), q, Pass::All(1)),
+        Err(Misfit::Request {
+            level: Level::Queue,
+            name: "slots".into(),
+            requested: "1".into(),
+            offered: "qc:slots=0".into(),
+        })
+    );
 }

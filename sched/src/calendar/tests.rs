@@ -88,7 +88,8 @@ fn query() -> impl Strategy<Value = (usize, u8, i64, Option<i64>)> {
         0..3usize,
         1..6u8,
         0..HORIZON,
-        proptest::option::of(1..25i64),
+        // Length 0: the instant.
+        proptest::option::of(0..25i64),
     )
 }
 
