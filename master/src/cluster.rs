@@ -17,7 +17,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use tracing::{error, info, warn};
 
 use crate::jobs::TaskState;
-use crate::sched::{Decisions, Time};
+use crate::sched::{Decisions, Time, Trigger};
 use crate::state::{ClusterState, HostRuntime, Object, Op, Reply};
 use crate::store::Store;
 
@@ -43,6 +43,8 @@ pub struct Cluster {
     /// A scheduling pass is queued behind the messages already waiting, so that a burst
     /// of submissions or completions is scheduled (and its dispatches committed) at once.
     schedule_queued: bool,
+    /// What changed since the last cycle: whether one is due.
+    trigger: Trigger,
     /// Task reports waiting to be recorded together (one commit per burst).
     pending_reports: Vec<(String, gantry_proto::JobReport)>,
     flush_queued: bool,
@@ -194,6 +196,7 @@ impl Cluster {
             started: HashSet::new(),
             waiters: HashMap::new(),
             schedule_queued: false,
+            trigger: Trigger::default(),
             pending_reports: Vec::new(),
             flush_queued: false,
             finished: std::collections::VecDeque::new(),
@@ -276,6 +279,7 @@ impl Cluster {
             });
         }
         self.state.apply_all(ops);
+        self.trigger.state_changed = true;
         self.queue_checkpoint();
         for op in ops {
             if let Some(id) = match op {
@@ -323,33 +327,50 @@ impl Cluster {
         unix_now() as i64
     }
 
-    /// Schedule after the messages already queued have been handled: answers go out
-    /// first, and a burst is scheduled in one pass.
-    fn request_schedule(&mut self, ctx: &mut Context<Self>) {
+    /// The cluster state changed: schedule after the messages already queued have been
+    /// handled, so that answers go out first and a burst is scheduled in one pass. Every
+    /// trigger of a cycle comes through here or through the timer, and the cycle runs
+    /// only if [`gantry_sched::ClusterView::cycle_due`] says so.
+    fn request_schedule(&mut self, _ctx: &mut Context<Self>) {
+        self.state_changed();
+    }
+
+    /// [`Cluster::request_schedule`] from where no context is at hand.
+    fn state_changed(&mut self) {
+        self.trigger.state_changed = true;
+        self.queue_cycle();
+    }
+
+    fn queue_cycle(&mut self) {
         if !self.schedule_queued {
-            self.schedule_queued = true;
-            // Through the mailbox (ctx.notify would not wake the actor by itself).
-            ctx.address().do_send(RunSchedule);
+            if let Some(me) = &self.me {
+                self.schedule_queued = true;
+                // Through the mailbox (ctx.notify would not wake the actor by itself).
+                me.do_send(RunSchedule);
+            }
         }
     }
 
-    /// Run the scheduler and dispatch what it decides: persisted first, then sent.
+    /// Run the scheduler if a cycle is due, and dispatch what it decides: persisted
+    /// first, then sent.
     fn schedule(&mut self) {
         if self.sessions.is_empty() {
             // No execd to start anything on: a cycle could only find nothing, at a cost
             // that grows with the pending jobs (paid after every submission).
             return;
         }
-        if !self.state.jobs.values().any(|j| j.tasks.has_pending()) {
-            // Nothing waits: a cycle (its snapshot of every queue instance included)
-            // could decide nothing. Load reports and the one-second timer come here.
+        let at = self.now();
+        if !self.state.view().cycle_due(&self.trigger, at) {
+            // Nothing waits, or nothing a cycle reads has changed since the last one:
+            // it could only decide what the last one did.
             return;
         }
+        self.trigger = Trigger::ran(at);
         let connected: HashSet<String> = self.sessions.keys().cloned().collect();
         let Decisions {
             dispatches: decisions,
             quota_counters,
-        } = self.state.schedule(self.now(), &connected);
+        } = self.state.schedule(at, &connected);
         self.state.quota_book.note_cycle_counters(quota_counters);
         if decisions.is_empty() {
             return;
@@ -379,6 +400,8 @@ impl Cluster {
         if self.commit(&ops).is_err() {
             return;
         }
+        // The cycle decided these changes itself: they do not call for another.
+        self.trigger = Trigger::ran(at);
         tracing::debug!(n = decisions.len(), "dispatching");
         for d in &decisions {
             if let (Some(start), Some(session)) = (self.job_start(d), self.sessions.get(&d.host)) {
@@ -663,7 +686,7 @@ impl Cluster {
                 let _ = s.to_execd.send(ToExecd::KillJob { job_id, task_id });
             }
         }
-        self.schedule();
+        self.state_changed();
         if failed && ops.is_empty() {
             FromMaster::Refused(Refusal {
                 kind: RefusalKind::NotFound,
@@ -1202,8 +1225,11 @@ impl Cluster {
                 continue;
             }
             if self.state.is_reachable(&host, now) {
-                self.unreachable.remove(&host);
+                if self.unreachable.remove(&host) {
+                    self.trigger.loads_changed = true;
+                }
             } else if self.unreachable.insert(host.clone()) {
+                self.trigger.loads_changed = true;
                 warn!(
                     host = %host,
                     "execd unreachable: no load report for more than max_unheard ({} s)",
@@ -1228,7 +1254,7 @@ impl Actor for Cluster {
         ctx.run_interval(Duration::from_secs(1), |act, _| {
             act.check_reachability();
             act.apply_suspend_thresholds();
-            act.schedule();
+            act.queue_cycle();
         });
         info!(
             hosts = self.state.exechosts.len(),
@@ -1559,7 +1585,8 @@ impl Handler<Load> for Cluster {
         if was_unreachable {
             info!(host = %msg.host, "execd reachable again");
         }
-        self.schedule();
+        // No cycle from here: the timer runs one when it is due.
+        self.trigger.loads_changed = true;
     }
 }
 
@@ -1857,7 +1884,7 @@ impl Handler<ExecdJobs> for Cluster {
                         let _ = s.to_execd.send(ToExecd::StartJob(Box::new(start)));
                     }
                 }
-                self.schedule();
+                self.state_changed();
             }
         }
     }

@@ -7,7 +7,7 @@ use std::collections::{HashMap, HashSet};
 use crate::jobs::Job;
 use crate::state::ClusterState;
 
-pub use gantry_sched::cycle::{Decisions, Dispatch, SchedConf, ThresholdActions};
+pub use gantry_sched::cycle::{Decisions, Dispatch, SchedConf, ThresholdActions, Trigger};
 pub use gantry_sched::matching::*;
 pub use gantry_sched::model::*;
 pub use gantry_sched::time::{Span, Time};

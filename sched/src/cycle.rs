@@ -28,6 +28,28 @@ pub struct ThresholdActions {
     pub acted: Vec<(String, String)>,
 }
 
+/// What the master notes between cycles, for [`ClusterView::cycle_due`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Trigger {
+    /// The cluster state changed: a submission, a task's end, a deletion, a
+    /// configuration change, an execd connecting or leaving.
+    pub state_changed: bool,
+    /// A load report arrived, or a host's reachability changed.
+    pub loads_changed: bool,
+    /// When the last cycle ran (none yet: one is due as soon as work is pending).
+    pub last_cycle: Option<Time>,
+}
+
+impl Trigger {
+    /// A cycle ran at `now`: nothing has changed since.
+    pub fn ran(now: Time) -> Trigger {
+        Trigger {
+            last_cycle: Some(now),
+            ..Trigger::default()
+        }
+    }
+}
+
 /// What one cycle decided.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Decisions {
@@ -62,6 +84,8 @@ pub struct SchedConf {
     pub load_adjustments: Vec<(String, String)>,
     /// `load_adjustment_decay_time` in seconds.
     pub decay_secs: f64,
+    /// `schedule_interval`: load values alone start a cycle at most this often.
+    pub interval: Span,
 }
 
 impl Default for SchedConf {
@@ -71,6 +95,7 @@ impl Default for SchedConf {
             load_formula: vec![(1.0, "np_load_avg".into())],
             load_adjustments: vec![("np_load_avg".into(), "0.50".into())],
             decay_secs: 450.0,
+            interval: Span::from_secs(1),
         }
     }
 }
@@ -331,7 +356,44 @@ impl<'a> ClusterView<'a> {
         if let Some(t) = conf.get("load_adjustment_decay_time") {
             c.decay_secs = value::parse_time(t).unwrap_or(0.0);
         }
+        if let Some(t) = conf
+            .get("schedule_interval")
+            .and_then(|t| value::parse_time(t).ok())
+        {
+            c.interval = Span::from_millis((t * 1000.0).round() as i64);
+        }
         c
+    }
+
+    /// Is a cycle due at `now`? Only with pending work, and only when something a cycle
+    /// reads has changed since the last one: the cluster state (at once), the load
+    /// values or the hosts' reachability (at most once per `schedule_interval`), or time
+    /// itself (a job's start time has come; a recent start's load adjustment decays).
+    pub fn cycle_due(&self, trigger: &Trigger, now: Time) -> bool {
+        let pending = || self.jobs.values().any(|j| j.tasks.has_pending());
+        let Some(last) = trigger.last_cycle else {
+            return pending();
+        };
+        if trigger.state_changed {
+            return pending();
+        }
+        let conf = self.sched_conf();
+        if now.since(last) < conf.interval {
+            return false;
+        }
+        let (last_s, now_s) = (last.secs(), now.secs());
+        let start_time_came = self.jobs.values().any(|j| {
+            j.tasks.has_pending() && j.spec.start_after.is_some_and(|t| t > last_s && t <= now_s)
+        });
+        let decaying = !conf.load_adjustments.is_empty()
+            && conf.decay_secs > 0.0
+            && self.jobs.values().any(|j| {
+                j.tasks.placed_states().any(|t| {
+                    matches!(t, TaskState::Running { start_time, .. }
+                        if ((now_s - start_time) as f64) < conf.decay_secs + 1.0)
+                })
+            });
+        (trigger.loads_changed || start_time_came || decaying) && pending()
     }
 
     /// Build the snapshot a cycle works on at `now`: every layer's values, and what the

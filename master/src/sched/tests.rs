@@ -917,3 +917,64 @@ fn a_future_booking_admits_jobs_that_end_before_it_and_no_others() {
         })
     );
 }
+
+/// A cycle runs only with pending work and only when something it reads changed.
+#[test]
+fn a_cycle_is_due_only_when_something_it_reads_changed() {
+    let at = |ms: i64| Time::from_millis(ms);
+    let t = |state_changed, loads_changed, last: Option<i64>| Trigger {
+        state_changed,
+        loads_changed,
+        last_cycle: last.map(at),
+    };
+    let mut s = cluster(&[]);
+    add_host(&mut s, "n1", "", LOAD);
+    s.sched =
+        Some(gantry_common::schedconf::parse_schedconf("job_load_adjustments NONE\n").unwrap());
+    // Nothing pending: never.
+    assert!(!s.view().cycle_due(&t(true, true, None), at(0)));
+    submit(&mut s, job(1, "u1", &[], &[]));
+    // (trigger, now in ms, due?)
+    let table = [
+        (t(false, false, None), 0, true),
+        (t(true, false, Some(10_000)), 10_100, true),
+        (t(false, true, Some(10_000)), 10_500, false),
+        (t(false, true, Some(10_000)), 11_000, true),
+        (t(false, false, Some(10_000)), 60_000, false),
+    ];
+    for (trigger, now, due) in table {
+        assert_eq!(
+            s.view().cycle_due(&trigger, at(now)),
+            due,
+            "{trigger:?} at {now}"
+        );
+    }
+    // A start time that has come since the last cycle; one still ahead.
+    let mut later = job(2, "u1", &[], &[]);
+    later.spec.start_after = Some(30);
+    submit(&mut s, later);
+    assert!(s
+        .view()
+        .cycle_due(&t(false, false, Some(20_000)), at(30_000)));
+    assert!(!s
+        .view()
+        .cycle_due(&t(false, false, Some(30_000)), at(31_000)));
+    assert!(!s
+        .view()
+        .cycle_due(&t(false, false, Some(10_000)), at(29_000)));
+    // A task started within load_adjustment_decay_time: its adjustment decays.
+    start(&mut s, 1, 1, "all.q", "n1");
+    assert!(!s
+        .view()
+        .cycle_due(&t(false, false, Some(40_000)), at(50_000)));
+    s.sched = None;
+    assert!(s
+        .view()
+        .cycle_due(&t(false, false, Some(40_000)), at(50_000)));
+    assert!(!s
+        .view()
+        .cycle_due(&t(false, false, Some(40_000)), at(40_500)));
+    assert!(!s
+        .view()
+        .cycle_due(&t(false, false, Some(500_000)), at(501_000)));
+}
