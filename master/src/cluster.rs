@@ -18,7 +18,7 @@ use tracing::{error, info, warn};
 
 use crate::jobs::TaskState;
 use crate::sched::{Decisions, Time, Trigger};
-use crate::state::{ClusterState, HostRuntime, Object, Op, Reply};
+use crate::state::{ClusterState, Object, Op, Reply};
 use crate::store::Store;
 
 /// A connected execd.
@@ -1575,13 +1575,7 @@ impl Handler<Load> for Cluster {
             }
         }
         let was_unreachable = self.unreachable.remove(&msg.host);
-        self.state.runtime.insert(
-            msg.host.clone(),
-            HostRuntime {
-                load_values: msg.values,
-                last_heard: Some(now),
-            },
-        );
+        self.state.record_load(&msg.host, msg.values, now);
         if was_unreachable {
             info!(host = %msg.host, "execd reachable again");
         }

@@ -1180,14 +1180,28 @@ impl ClusterState {
     /// The first load report of a host tells its `num_proc`: give the host its slots in
     /// `all.q` (`slots 1,[host=num_proc]`) as SGE's installation does, unless the
     /// administrator already set a value for it.
+    /// A load report from a host: its values as the scheduler will read them, and when
+    /// it was heard (it is reachable again if it was not).
+    pub fn record_load(&mut self, host: &str, values: Vec<LoadValue>, now: crate::sched::Time) {
+        self.runtime.insert(
+            host.to_string(),
+            HostRuntime {
+                load_values: values,
+                last_heard: Some(now),
+            },
+        );
+    }
+
     pub fn slots_for_new_host(&self, hostname: &str, values: &[LoadValue]) -> Option<Change> {
-        let num_proc = load::get(values, "num_proc")?.parse::<u32>().ok()?;
         let q = self.queues.get("all.q")?;
-        if !self.queue_hosts_of(q).iter().any(|h| h == hostname) {
+        let slots = q.attr("slots")?;
+        // Every report of a host after its first ends here, before the host list is
+        // resolved.
+        if slots.overrides.iter().any(|(h, _)| h == hostname) {
             return None;
         }
-        let slots = q.attr("slots")?;
-        if slots.overrides.iter().any(|(h, _)| h == hostname) {
+        let num_proc = load::get(values, "num_proc")?.parse::<u32>().ok()?;
+        if !self.queue_hosts_of(q).iter().any(|h| h == hostname) {
             return None;
         }
         let mut q = q.clone();
