@@ -83,6 +83,9 @@ impl Snapshot {
     /// Ask every gate whether `slots` slots of `d` may go on `inst`: the first refusal.
     pub fn admit(&self, d: &Demand, inst: usize, slots: u32, detail: bool) -> Result<(), Misfit> {
         let mut gates = self.gates.borrow_mut();
+        if gates.is_empty() {
+            return Ok(());
+        }
         for gate in gates.each_mut() {
             gate.admit(self, d, inst, slots, detail)?;
         }
@@ -91,15 +94,16 @@ impl Snapshot {
 
     /// Does a gate already know it refuses this?
     pub fn known_refused(&self, d: &Demand, inst: usize, slots: u32) -> bool {
-        self.gates
-            .borrow()
-            .each()
-            .any(|g| g.known_refused(d, inst, slots))
+        let gates = self.gates.borrow();
+        !gates.is_empty() && gates.each().any(|g| g.known_refused(d, inst, slots))
     }
 
     /// Tell every gate of a placement taken (`sign` 1) or given back (-1).
     pub fn book_gates(&self, d: &Demand, grants: &[(usize, u32)], sign: f64) {
         let mut gates = self.gates.borrow_mut();
+        if gates.is_empty() {
+            return;
+        }
         for gate in gates.each_mut() {
             gate.book(self, d, grants, sign);
         }

@@ -52,13 +52,19 @@ struct Summary {
     latest_start: Time,
     /// The earliest end of its bookings (`Time::MAX` with none, or all open-ended).
     earliest_end: Time,
+    /// Some booking holds a negative amount (more given back than added): its end
+    /// raises the level, so the total is not the peak.
+    negative: bool,
 }
 
+/// An amount below this is negative (not a rounding error of a give-back).
+const NEGATIVE: f64 = -1e-9;
+
 impl Summary {
-    /// Everything has begun by `t` and nothing has ended: the total holds from `t` until
-    /// the first end, and can only fall after it.
+    /// Everything has begun by `t`, nothing has ended and nothing is negative: the total
+    /// holds from `t` until the first end, and can only fall after it.
     fn settled_at(&self, t: Time) -> bool {
-        self.latest_start <= t && self.earliest_end > t
+        self.latest_start <= t && self.earliest_end > t && !self.negative
     }
 }
 
@@ -66,8 +72,10 @@ impl Summary {
 fn bounds(list: &[u32], bookings: &[Booking], s: &mut Summary) {
     s.latest_start = Time::MIN;
     s.earliest_end = Time::MAX;
+    s.negative = false;
     for &b in list {
         let b = &bookings[b as usize];
+        s.negative |= b.amount < NEGATIVE;
         s.latest_start = s.latest_start.max(b.from);
         if let Some(u) = b.until {
             s.earliest_end = s.earliest_end.min(u);
@@ -99,6 +107,7 @@ impl Calendar {
             total: 0.0,
             latest_start: Time::MIN,
             earliest_end: Time::MAX,
+            negative: false,
         });
         self.lists.push(Vec::new());
         ResourceId(self.summaries.len() as u32 - 1)
@@ -177,11 +186,37 @@ impl Calendar {
         self.lists[r.0 as usize].push(id);
         let res = &mut self.summaries[r.0 as usize];
         res.total += amount;
+        res.negative |= amount < NEGATIVE;
         res.latest_start = res.latest_start.max(from);
         if let Some(u) = until {
             res.earliest_end = res.earliest_end.min(u);
         }
         Ok(BookingId(id))
+    }
+
+    /// Add `amount` over `[from, until)` without a booking of its own to release: it
+    /// joins the resource's latest booking when that has the same interval (a cycle
+    /// books every task it places from now for its run time), and a negative amount
+    /// gives back what such an addition took.
+    pub fn add(
+        &mut self,
+        r: ResourceId,
+        amount: f64,
+        from: Time,
+        until: Option<Time>,
+    ) -> Result<(), CalendarError> {
+        self.resource(r)?;
+        if let Some(&last) = self.lists[r.0 as usize].last() {
+            let b = &mut self.bookings[last as usize];
+            if b.from == from && b.until == until {
+                b.amount += amount;
+                let res = &mut self.summaries[r.0 as usize];
+                res.total += amount;
+                res.negative |= b.amount < NEGATIVE;
+                return Ok(());
+            }
+        }
+        self.book(r, amount, from, until).map(|_| ())
     }
 
     /// Take a booking back (its task ended, its reservation was deleted).
@@ -244,6 +279,7 @@ impl Calendar {
 
     /// The most booked at any instant of `[from, until)` (`until` None: from `from` on;
     /// an empty interval is the instant `from`).
+    #[inline]
     pub fn peak_over(
         &self,
         r: ResourceId,
@@ -254,6 +290,13 @@ impl Calendar {
         if res.settled_at(from) {
             return Ok(res.total);
         }
+        Ok(self.sweep(r, from, until))
+    }
+
+    /// [`Calendar::peak_over`] the long way: the bookings that overlap the interval,
+    /// start by start and end by end.
+    #[inline(never)]
+    fn sweep(&self, r: ResourceId, from: Time, until: Option<Time>) -> f64 {
         // An empty interval is the instant `from`: the millisecond from it.
         let until = until.map(|u| u.max(from + Span::from_millis(1)));
         let mut level = 0.0;
@@ -283,7 +326,7 @@ impl Calendar {
             level += change;
             peak = peak.max(level);
         }
-        Ok(peak)
+        peak
     }
 
     /// What is free over `[from, until)`: the capacity less the peak booked in it.

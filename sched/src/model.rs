@@ -105,7 +105,7 @@ impl Layer {
             .resource
             .get_or_insert_with(|| calendar.add_resource(capacity));
         // The resource was made by this calendar: booking on it cannot fail.
-        let _ = calendar.book(resource, amount, from, until);
+        let _ = calendar.add(resource, amount, from, until);
     }
 
     /// Forget every booking (the calendar they were on is gone).

@@ -224,6 +224,39 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    /// Additions (merged into the latest booking of the same interval, negative ones
+    /// giving back) read as the same bookings made one by one.
+    #[test]
+    fn additions_agree_with_the_model(
+        adds in proptest::collection::vec(
+            (0..2usize, -2..5i8, 0..4i64, proptest::option::of(1..3i64)),
+            1..40,
+        ),
+        queries in proptest::collection::vec(query(), 1..12),
+    ) {
+        let mut cal = Calendar::new();
+        let res: Vec<ResourceId> = (0..3).map(|_| cal.add_resource(8.0)).collect();
+        let mut model = Model { capacity: vec![8.0; 3], ..Model::default() };
+        for (r, amount, from, length) in adds {
+            // Few distinct intervals, so that additions merge.
+            let (from, until) = (from * 10, length.map(|l| from * 10 + l * 10));
+            cal.add(res[r], amount as f64, t(from), until.map(t)).unwrap();
+            model.bookings.push((BookingId(u32::MAX), r, amount as f64, from, until));
+        }
+        for &(r, _, from, length) in &queries {
+            let until = length.map(|l| from + l);
+            prop_assert_eq!(cal.used_at(res[r], t(from)).unwrap(), model.used_at(r, from));
+            prop_assert_eq!(
+                cal.peak_over(res[r], t(from), until.map(t)).unwrap(),
+                model.peak_over(r, from, until)
+            );
+        }
+    }
+}
+
 #[test]
 fn unknown_ids_are_errors() {
     let mut cal = Calendar::new();
