@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use gantry_common::recent::{Recent, NAME_SERVICE_TTL};
 use gantry_net::cell::write_file_atomic;
-use gantry_proto::{JobReport, JobScript, JobStart};
+use gantry_proto::{JobReport, JobScript, JobStart, ShepherdFailure};
 use nix::sys::signal::{kill, killpg, Signal};
 use nix::unistd::{Gid, Pid, Uid, User};
 use std::process::ExitStatus;
@@ -431,7 +431,7 @@ async fn end_orphaned_task(
         queue: start.queue.clone(),
         exit_status: 128 + Signal::SIGKILL as i32,
         signal: Some(Signal::SIGKILL as i32),
-        failed: 100,
+        failed: ShepherdFailure::AfterJob.code(),
         failure: format!("the job's shepherd {how}; the execd killed what was left of the task"),
         start_time: record.start.unwrap_or(now),
         end_time: now,
@@ -499,7 +499,7 @@ fn failed_report(start: &JobStart, host: &str, why: String) -> JobReport {
         queue: start.queue.clone(),
         exit_status: 1,
         signal: None,
-        failed: 100,
+        failed: ShepherdFailure::AfterJob.code(),
         failure: why,
         start_time: now,
         end_time: now,

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use gantry_common::value::{parse_memory, parse_time};
-use gantry_proto::{JobReport, JobScript, JobStart};
+use gantry_proto::{JobReport, JobScript, JobStart, ShepherdFailure};
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::{Gid, Pid, Uid};
 
@@ -155,11 +155,11 @@ pub fn output_path(start: &JobStart, cwd: &Path, home: &str, letter: char) -> Pa
 }
 
 struct Failure {
-    code: u32,
+    code: ShepherdFailure,
     reason: String,
 }
 
-fn fail(code: u32, reason: impl Into<String>) -> Failure {
+fn fail(code: ShepherdFailure, reason: impl Into<String>) -> Failure {
     Failure {
         code,
         reason: reason.into(),
@@ -282,7 +282,7 @@ pub fn run(dir: &Path) -> i32 {
     };
     let mut held = Held::default();
     if let Err(f) = supervise(dir, &order, &mut report, &mut notes, &mut held) {
-        report.failed = f.code;
+        report.failed = f.code.code();
         report.failure = f.reason;
         report.exit_status = 1;
     }
@@ -349,7 +349,7 @@ fn create_tmpdir(start: &JobStart, notes: &mut TaskNotes) -> Result<PathBuf, Fai
             ),
         );
     })
-    .map_err(|e| fail(1, format!("cannot create TMPDIR in {}: {e}", parent.display())))?;
+    .map_err(|e| fail(ShepherdFailure::BeforeJob, format!("cannot create TMPDIR in {}: {e}", parent.display())))?;
     let name = format!(
         "{}.{}.{}",
         start.job_id,
@@ -367,7 +367,7 @@ fn create_tmpdir(start: &JobStart, notes: &mut TaskNotes) -> Result<PathBuf, Fai
         })
         .map_err(|e| {
             fail(
-                1,
+                ShepherdFailure::BeforeJob,
                 format!(
                     "cannot create TMPDIR {}: {e}",
                     base.path().join(&name).display()
@@ -387,7 +387,7 @@ fn supervise(
     let start = &order.start;
     let user = order.account.clone().ok_or_else(|| {
         fail(
-            1,
+            ShepherdFailure::BeforeJob,
             format!(
                 "can't get password entry for user \"{}\" (uid {})",
                 start.owner.user, start.owner.uid
@@ -414,13 +414,13 @@ fn supervise(
     let (out_path, err_path, stdout, stderr) = {
         let _owner = ActingAsOwner::enter(uid, gid, &user.groups).map_err(|e| {
             fail(
-                26,
+                ShepherdFailure::OpenOutput,
                 format!("cannot take the identity of the job owner: {e}"),
             )
         })?;
         if !cwd.is_dir() {
             return Err(fail(
-                26,
+                ShepherdFailure::NoCwd,
                 format!(
                     "error: can't chdir to {}: No such file or directory",
                     cwd.display()
@@ -441,16 +441,19 @@ fn supervise(
                 .open(p)
                 .map_err(|e| {
                     fail(
-                        26,
+                        ShepherdFailure::OpenOutput,
                         format!("can't open output file \"{}\": {e}", p.display()),
                     )
                 })
         };
         let stdout = open(&out_path)?;
         let stderr = if start.spec.merge_output {
-            stdout
-                .try_clone()
-                .map_err(|e| fail(26, format!("can't duplicate output: {e}")))?
+            stdout.try_clone().map_err(|e| {
+                fail(
+                    ShepherdFailure::OpenOutput,
+                    format!("can't duplicate output: {e}"),
+                )
+            })?
         } else {
             open(&err_path)?
         };
@@ -466,7 +469,12 @@ fn supervise(
         JobScript::Script { .. } => shell.clone(),
         JobScript::Binary { command } => command.clone(),
     };
-    let cant_start = |e: std::io::Error| fail(27, format!("can't start \"{what}\": {e}"));
+    let cant_start = |e: std::io::Error| {
+        fail(
+            ShepherdFailure::NoShell,
+            format!("can't start \"{what}\": {e}"),
+        )
+    };
     let env = job_environment(
         start, &user, &home, &tmpdir, &shell, &cwd, &out_path, &err_path,
     );
@@ -482,10 +490,12 @@ fn supervise(
     args.extend(start.spec.args.iter().cloned());
     let (group, group_procs) = match &held.group {
         Some(g) => (
-            Some(
-                spawn::open_group_dir(&g.path)
-                    .map_err(|e| fail(1, format!("cannot open the task's control group: {e}")))?,
-            ),
+            Some(spawn::open_group_dir(&g.path).map_err(|e| {
+                fail(
+                    ShepherdFailure::BeforeJob,
+                    format!("cannot open the task's control group: {e}"),
+                )
+            })?),
             g.procs_for_joining().ok(),
         ),
         None => (None, None),
@@ -517,9 +527,10 @@ fn supervise(
     };
     let child = spawn::spawn(&job).map_err(|e| match e.raw_os_error() {
         // The working directory, entered with the owner's rights, is not theirs.
-        Some(nix::libc::EACCES | nix::libc::ENOTDIR) if !cwd_is_ok(&cwd, &job) => {
-            fail(26, format!("error: can't chdir to {}: {e}", cwd.display()))
-        }
+        Some(nix::libc::EACCES | nix::libc::ENOTDIR) if !cwd_is_ok(&cwd, &job) => fail(
+            ShepherdFailure::NoCwd,
+            format!("error: can't chdir to {}: {e}", cwd.display()),
+        ),
         _ => cant_start(e),
     })?;
     drop(job);
@@ -547,7 +558,12 @@ fn supervise(
         match nix::sys::wait::waitpid(pgid, None) {
             Ok(status) => break status,
             Err(nix::errno::Errno::EINTR) => continue,
-            Err(e) => return Err(fail(27, format!("waiting for the job failed: {e}"))),
+            Err(e) => {
+                return Err(fail(
+                    ShepherdFailure::NoShell,
+                    format!("waiting for the job failed: {e}"),
+                ))
+            }
         }
     };
     // Whatever the job left goes with it: its process group, its control group, and

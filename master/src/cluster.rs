@@ -11,7 +11,8 @@ use gantry_common::exechost::valid_hostname;
 use gantry_net::cell::{unix_now, JoinToken, MasterPaths};
 use gantry_net::tls::{certs_from_pem, fingerprint, Ca};
 use gantry_proto::{
-    Caller, FromMaster, JobScript, LoadValue, Refusal, RefusalKind, ToExecd, ToMaster,
+    Caller, FromMaster, JobScript, LoadValue, Refusal, RefusalKind, ShepherdFailure, ToExecd,
+    ToMaster,
 };
 use tokio::sync::mpsc::UnboundedSender;
 use tracing::{error, info, warn};
@@ -1035,7 +1036,7 @@ impl Cluster {
                     job_id: id,
                     exit_status: 0,
                     signal: None,
-                    failed: 1,
+                    failed: ShepherdFailure::BeforeJob.code(),
                 });
             }
         }
@@ -1115,7 +1116,8 @@ impl Cluster {
             // file, no shell) waits in error state, as SGE's Eqw, unless it was deleted.
             // The host could not start it (unknown user there, no TMPDIR): the queue
             // instance goes into error state `E` and the task back to pending, as SGE.
-            if report.failed == 1 {
+            let failure = report.shepherd_failure();
+            if failure == Some(ShepherdFailure::BeforeJob) {
                 if let Some(TaskState::Running { host, queue, .. }) = job.tasks.get(key.1) {
                     warn!(
                         job = key.0,
@@ -1135,7 +1137,7 @@ impl Cluster {
                     continue;
                 }
             }
-            let setup_failure = matches!(report.failed, 26 | 27);
+            let setup_failure = failure.is_some_and(ShepherdFailure::is_job_error);
             if setup_failure && matches!(job.tasks.get(key.1), Some(TaskState::Running { .. })) {
                 info!(
                     job = key.0,

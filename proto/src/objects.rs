@@ -294,6 +294,61 @@ pub struct Grant {
     pub slots: u32,
 }
 
+/// SGE's failure codes (`failed` in `qacct`, the shepherd's state) that Gantry reports:
+/// stated by the shepherd and the execd, acted on by the master. A report carries the
+/// number, 0 when the task could be started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ShepherdFailure {
+    /// 1, "assumedly before job": the host could not set the task up (the owner unknown
+    /// there, no TMPDIR, no control group). The queue instance goes into error state
+    /// and the task back to pending.
+    BeforeJob,
+    /// 26, "opening input/output file" (or taking the owner's identity to open them).
+    OpenOutput,
+    /// 27, "searching requested shell": the job's command could not be started, or not
+    /// waited for.
+    NoShell,
+    /// 28, "changing into working directory".
+    NoCwd,
+    /// 100, "assumedly after job": the shepherd ended without a report.
+    AfterJob,
+}
+
+impl ShepherdFailure {
+    pub const ALL: [ShepherdFailure; 5] = [
+        ShepherdFailure::BeforeJob,
+        ShepherdFailure::OpenOutput,
+        ShepherdFailure::NoShell,
+        ShepherdFailure::NoCwd,
+        ShepherdFailure::AfterJob,
+    ];
+
+    /// The number in reports and accounting records.
+    pub const fn code(self) -> u32 {
+        match self {
+            ShepherdFailure::BeforeJob => 1,
+            ShepherdFailure::OpenOutput => 26,
+            ShepherdFailure::NoShell => 27,
+            ShepherdFailure::NoCwd => 28,
+            ShepherdFailure::AfterJob => 100,
+        }
+    }
+
+    /// The failure a report's number states (None: 0, or a code Gantry does not give).
+    pub fn from_code(code: u32) -> Option<ShepherdFailure> {
+        ShepherdFailure::ALL.into_iter().find(|f| f.code() == code)
+    }
+
+    /// The job itself could not be started (its output files, its command, its working
+    /// directory): it waits in error state (`Eqw`); the queue instance is not at fault.
+    pub fn is_job_error(self) -> bool {
+        matches!(
+            self,
+            ShepherdFailure::OpenOutput | ShepherdFailure::NoShell | ShepherdFailure::NoCwd
+        )
+    }
+}
+
 /// How a task ended, as its supervisor recorded it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct JobReport {
@@ -305,7 +360,8 @@ pub struct JobReport {
     pub exit_status: i32,
     /// The signal that ended the job, if one did.
     pub signal: Option<i32>,
-    /// 0 when the job could be started; otherwise SGE's failure code and why.
+    /// 0 when the job could be started; otherwise SGE's failure code
+    /// ([`ShepherdFailure::code`]) and why.
     pub failed: u32,
     pub failure: String,
     pub start_time: i64,
@@ -315,6 +371,13 @@ pub struct JobReport {
     pub stime_us: u64,
     /// Kilobytes.
     pub maxrss_kb: u64,
+}
+
+impl JobReport {
+    /// The failure the report states, if it is one Gantry gives.
+    pub fn shepherd_failure(&self) -> Option<ShepherdFailure> {
+        ShepherdFailure::from_code(self.failed)
+    }
 }
 
 /// One finished task's accounting record (`qacct`).
@@ -391,4 +454,29 @@ pub struct UserSet {
     pub fshare: u32,
     pub oticket: u32,
     pub entries: Vec<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// SGE's numbers (`sge_shepherd`'s states), and which failures leave the queue
+    /// instance alone.
+    #[test]
+    fn shepherd_failures_carry_sge_numbers() {
+        let table = [
+            (ShepherdFailure::BeforeJob, 1, false),
+            (ShepherdFailure::OpenOutput, 26, true),
+            (ShepherdFailure::NoShell, 27, true),
+            (ShepherdFailure::NoCwd, 28, true),
+            (ShepherdFailure::AfterJob, 100, false),
+        ];
+        for (failure, code, job_error) in table {
+            assert_eq!(failure.code(), code);
+            assert_eq!(ShepherdFailure::from_code(code), Some(failure));
+            assert_eq!(failure.is_job_error(), job_error);
+        }
+        assert_eq!(ShepherdFailure::from_code(0), None);
+        assert_eq!(ShepherdFailure::from_code(17), None);
+    }
 }
