@@ -7,7 +7,9 @@ use std::collections::{HashMap, HashSet};
 use crate::jobs::Job;
 use crate::state::ClusterState;
 
-pub use gantry_sched::cycle::{Decisions, Dispatch, SchedConf, ThresholdActions, Trigger};
+pub use gantry_sched::cycle::{
+    CannotRun, Decisions, Dispatch, SchedConf, ThresholdActions, Trigger,
+};
 pub use gantry_sched::matching::*;
 pub use gantry_sched::model::*;
 pub use gantry_sched::time::{Span, Time};
@@ -86,7 +88,7 @@ impl ClusterState {
     }
 
     /// See [`ClusterView::could_ever_run`].
-    pub fn could_ever_run(&self, job: &Job) -> Result<(), Vec<String>> {
+    pub fn could_ever_run(&self, job: &Job) -> Result<(), CannotRun> {
         self.view().could_ever_run(job)
     }
 

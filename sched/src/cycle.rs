@@ -28,6 +28,26 @@ pub struct ThresholdActions {
     pub acted: Vec<(String, String)>,
 }
 
+/// Why no queue instance could ever run a job (`qsub -w e|v`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CannotRun {
+    /// Its requests do not resolve against the complex.
+    Demand(DemandError),
+    /// Every queue instance turns it away, each for the reason given (in SGE's words,
+    /// one per instance).
+    Nowhere(Vec<String>),
+}
+
+impl CannotRun {
+    /// The reasons, one line each.
+    pub fn reasons(&self) -> Vec<String> {
+        match self {
+            CannotRun::Demand(e) => vec![e.to_string()],
+            CannotRun::Nowhere(reasons) => reasons.clone(),
+        }
+    }
+}
+
 /// What the master notes between cycles, for [`ClusterView::cycle_due`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Trigger {
@@ -756,7 +776,7 @@ impl<'a> ClusterView<'a> {
 
     /// Could any queue instance ever run this job (its requests against the instances'
     /// configured and last reported values, with nothing running)?
-    pub fn could_ever_run(&self, job: &Job) -> Result<(), Vec<String>> {
+    pub fn could_ever_run(&self, job: &Job) -> Result<(), CannotRun> {
         let all: HashSet<String> = self.exechosts.keys().cloned().collect();
         // Every host counts, however long ago it reported.
         let mut snap = self.snapshot(&all, Time::MAX);
@@ -774,7 +794,7 @@ impl<'a> ClusterView<'a> {
         for gate in snap.gates.get_mut().each_mut() {
             gate.forget_bookings();
         }
-        let d = demand(&snap.catalog, job).map_err(|e| vec![e])?;
+        let d = demand(&snap.catalog, job).map_err(CannotRun::Demand)?;
         let mut reasons = Vec::new();
         for &inst in &snap.order {
             match snap.matches(&d, inst, Pass::All(d.slots)) {
@@ -785,7 +805,7 @@ impl<'a> ClusterView<'a> {
                 }
             }
         }
-        Err(reasons)
+        Err(CannotRun::Nowhere(reasons))
     }
 
     /// `qstat -j` without a job: the pending jobs (not held, not waiting) that some
@@ -853,7 +873,7 @@ impl<'a> ClusterView<'a> {
         let d = match demand(&snap.catalog, job) {
             Ok(d) => d,
             Err(e) => {
-                reasons.push(e);
+                reasons.push(e.to_string());
                 return reasons;
             }
         };

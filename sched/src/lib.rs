@@ -25,7 +25,7 @@ pub mod time;
 pub mod view;
 
 pub use calendar::{BookingId, Calendar, CalendarError, ResourceId};
-pub use cycle::{Decisions, Dispatch, SchedConf, ThresholdActions, Trigger};
+pub use cycle::{CannotRun, Decisions, Dispatch, SchedConf, ThresholdActions, Trigger};
 pub use model::*;
 pub use time::{Span, Time};
 pub use view::{ClusterView, HostRuntime};

@@ -268,17 +268,35 @@ impl Demand {
     }
 }
 
+/// Why a job's requests do not resolve against the complex: the job's error, as
+/// `qstat -j` words it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DemandError {
+    /// An attribute the complex no longer has.
+    #[error("job requests unknown resource \"{0}\"")]
+    UnknownResource(String),
+    /// A value the attribute's type does not take.
+    #[error("job requests an invalid value \"{name}={value}\"")]
+    InvalidValue { name: String, value: String },
+    /// A `-pe` slot range that is no range.
+    #[error("job requests an invalid slot range \"{0}\"")]
+    InvalidSlotRange(String),
+}
+
 /// Resolve a job's requests. An attribute the complex no longer has is the job's error.
-pub fn demand(catalog: &Catalog, job: &Job) -> Result<Demand, String> {
-    let resolve = |list: &[(String, String)]| -> Result<Vec<Request>, String> {
+pub fn demand(catalog: &Catalog, job: &Job) -> Result<Demand, DemandError> {
+    let resolve = |list: &[(String, String)]| -> Result<Vec<Request>, DemandError> {
         list.iter()
             .map(|(name, text)| {
                 let attr = catalog
                     .id(name)
-                    .ok_or_else(|| format!("job requests unknown resource \"{name}\""))?;
+                    .ok_or_else(|| DemandError::UnknownResource(name.clone()))?;
                 let value = catalog
                     .parse(attr, text)
-                    .ok_or_else(|| format!("job requests an invalid value \"{name}={text}\""))?;
+                    .ok_or_else(|| DemandError::InvalidValue {
+                        name: name.clone(),
+                        value: text.clone(),
+                    })?;
                 Ok(Request {
                     attr,
                     value,
@@ -314,7 +332,7 @@ pub fn demand(catalog: &Catalog, job: &Job) -> Result<Demand, String> {
             None => None,
             Some((pattern, range)) => {
                 let (min, max) = gantry_common::pe::parse_slot_range(range)
-                    .ok_or_else(|| format!("job requests an invalid slot range \"{range}\""))?;
+                    .ok_or_else(|| DemandError::InvalidSlotRange(range.clone()))?;
                 Some(PeRequest {
                     pattern: pattern.clone(),
                     min,

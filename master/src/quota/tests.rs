@@ -519,7 +519,7 @@ fn could_ever_run_sees_a_limit_no_job_fits_under() {
         "{\n name drain\n enabled true\n limit to slots=0\n}\n",
     );
     let j = job(1, "u1", &[], &[]);
-    let why = s.could_ever_run(&j).unwrap_err();
+    let why = s.could_ever_run(&j).unwrap_err().reasons();
     assert_eq!(
         why,
         vec!["cannot run because it exceeds limit \"/////\" in rule \"drain/1\"".to_string()]

@@ -978,3 +978,37 @@ fn a_cycle_is_due_only_when_something_it_reads_changed() {
         .view()
         .cycle_due(&t(false, false, Some(500_000)), at(501_000)));
 }
+
+#[test]
+fn requests_that_do_not_resolve_are_typed_errors_in_sge_words() {
+    let s = cluster(&[]);
+    let catalog = Catalog::new(&s.complexes);
+    let mut bad_range = job(3, "u1", &[], &[]);
+    bad_range.spec.pe = Some(("mpi".into(), "4-2x".into()));
+    let table = [
+        (
+            job(1, "u1", &[("nosuch", "1")], &[]),
+            DemandError::UnknownResource("nosuch".into()),
+            "job requests unknown resource \"nosuch\"",
+        ),
+        (
+            job(2, "u1", &[("h_rt", "soon")], &[]),
+            DemandError::InvalidValue {
+                name: "h_rt".into(),
+                value: "soon".into(),
+            },
+            "job requests an invalid value \"h_rt=soon\"",
+        ),
+        (
+            bad_range,
+            DemandError::InvalidSlotRange("4-2x".into()),
+            "job requests an invalid slot range \"4-2x\"",
+        ),
+    ];
+    for (j, want, text) in table {
+        let err = demand(&catalog, &j).unwrap_err();
+        assert_eq!(err, want);
+        assert_eq!(err.to_string(), text);
+        assert_eq!(s.could_ever_run(&j), Err(CannotRun::Demand(want)));
+    }
+}
