@@ -1,6 +1,18 @@
 //! Grid Engine's date_time format, `[[CC]YY]MMDDhhmm[.SS]`, in local time (`qsub -a`,
 //! `qacct -b/-e`, `qrsub -a/-e`).
 
+/// A Unix time in the local time zone, in a `strftime` format (the number itself if
+/// it is no time).
+pub fn local_time(ts: i64, fmt: &str) -> String {
+    jiff::Timestamp::from_second(ts)
+        .map(|t| {
+            t.to_zoned(jiff::tz::TimeZone::system())
+                .strftime(fmt)
+                .to_string()
+        })
+        .unwrap_or_else(|_| ts.to_string())
+}
+
 /// Parse a date_time; missing century/year means the current one.
 pub fn parse_date_time(text: &str, now: jiff::Zoned) -> Option<i64> {
     let (main, secs) = match text.split_once('.') {

@@ -6,11 +6,13 @@ pub mod alter;
 pub mod conn;
 pub mod dates;
 pub mod exit;
-pub mod jobs_cmds;
 pub mod opts;
+pub mod qacct;
 pub mod qconf;
+pub mod qdel;
 pub mod qhost;
 pub mod qquota;
+pub mod qstat;
 pub mod qsub;
 pub mod xml;
 

@@ -1,2 +1,2 @@
 #![cfg_attr(not(test), no_main)]
-gantry_client::command_main!(gantry_client::jobs_cmds::qacct);
+gantry_client::command_main!(gantry_client::qacct::qacct);

@@ -1,2 +1,2 @@
 #![cfg_attr(not(test), no_main)]
-gantry_client::command_main!(gantry_client::jobs_cmds::qdel);
+gantry_client::command_main!(gantry_client::qdel::qdel);

@@ -1,0 +1,65 @@
+//! `qdel`: delete jobs.
+
+use gantry_proto::{FromMaster, ToMaster};
+
+use crate::opts::{opt, Arity, OptSpec};
+use crate::{exit, Output};
+
+const QDEL_SPECS: &[OptSpec] = &[
+    opt("-help", Arity::None),
+    opt("-u", Arity::One),
+    opt("-f", Arity::None),
+];
+
+pub fn qdel_usage() -> String {
+    format!(
+        "Gantry {}\nusage: qdel [options] job_task_list\n   [-f]                                     force action\n   [-help]                                  print this help\n   [-u user_list]                           delete all jobs of users specified in list\n\njob_task_list            job_tasks[,job_tasks,...]\njob_tasks                job_id['.'task_id_range]\n",
+        env!("CARGO_PKG_VERSION")
+    )
+}
+
+pub fn qdel(args: &[String]) -> Output {
+    let p = match crate::parse_args(args, QDEL_SPECS, true, qdel_usage) {
+        Ok(p) => p,
+        Err(out) => return out,
+    };
+    let ids: Vec<String> = p
+        .operands
+        .iter()
+        .flat_map(|o| o.split(','))
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect();
+    let users: Vec<String> = p
+        .arg("-u")
+        .map(|u| u.split(',').map(str::to_string).collect())
+        .unwrap_or_default();
+    if ids.is_empty() && users.is_empty() {
+        return Output::usage_error("error: no job id given", &qdel_usage());
+    }
+    let req = ToMaster::DeleteJobs {
+        ids,
+        users,
+        force: p.has("-f"),
+    };
+    match crate::conn::request(&req) {
+        Ok(FromMaster::Done { messages }) => {
+            let failed = messages.iter().any(|m| {
+                m.starts_with("denied:") || m.contains("do not have the necessary privileges")
+            });
+            Output {
+                stdout: messages.iter().map(|m| format!("{m}\n")).collect(),
+                stderr: String::new(),
+                code: if failed { exit::FAILURE } else { exit::SUCCESS },
+            }
+        }
+        // qdel reports refusals on stdout, as SGE does.
+        Ok(FromMaster::Refused(r)) => Output {
+            stdout: format!("{}\n", r.message),
+            stderr: String::new(),
+            code: exit::for_refusal(r.kind),
+        },
+        Ok(other) => Output::fail(format!("error: unexpected answer {other:?}"), exit::FAILURE),
+        Err(e) => Output::fail(e.to_string(), exit::FAILURE),
+    }
+}
