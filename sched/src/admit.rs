@@ -80,6 +80,11 @@ impl Gates {
 }
 
 impl Snapshot {
+    /// Add a gate, asked after those the snapshot has (the quota sets first).
+    pub fn add_gate(&mut self, gate: Box<dyn Gate>) {
+        self.gates.get_mut().more.push(gate);
+    }
+
     /// Ask every gate whether `slots` slots of `d` may go on `inst`: the first refusal.
     pub fn admit(&self, d: &Demand, inst: usize, slots: u32, detail: bool) -> Result<(), Misfit> {
         let mut gates = self.gates.borrow_mut();

@@ -336,11 +336,7 @@ impl Calendar {
         from: Time,
         until: Option<Time>,
     ) -> Result<f64, CalendarError> {
-        let res = self.resource(r)?;
-        if res.settled_at(from) {
-            return Ok(res.capacity - res.total);
-        }
-        Ok(res.capacity - self.peak_over(r, from, until)?)
+        Ok(self.resource(r)?.capacity - self.peak_over(r, from, until)?)
     }
 
     /// The earliest time at or after `from` when `amount` fits for `length` (None: from

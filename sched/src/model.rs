@@ -451,8 +451,10 @@ pub struct Snapshot {
     /// on every layer, over time.
     pub calendar: Calendar,
     /// The admit stage's gates (the resource quota sets first), with what this cycle
-    /// has booked under them.
-    pub gates: std::cell::RefCell<crate::admit::Gates>,
+    /// has booked under them. Matching reads the snapshot while a gate counts, so the
+    /// gates sit in a cell of their own; it never leaves the crate (callers add gates
+    /// with [`Snapshot::add_gate`]).
+    pub(crate) gates: std::cell::RefCell<crate::admit::Gates>,
 }
 
 /// Why a job cannot run in a queue instance.

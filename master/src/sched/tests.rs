@@ -1012,3 +1012,71 @@ fn requests_that_do_not_resolve_are_typed_errors_in_sge_words() {
         assert_eq!(s.could_ever_run(&j), Err(CannotRun::Demand(want)));
     }
 }
+
+/// A gate from outside the crate plugs into the admit stage: it is asked where jobs may
+/// go, its refusal is the reason `-w v` and `qstat -j` give, and it is told of every
+/// placement.
+#[test]
+fn a_new_gate_plugs_into_the_admit_stage() {
+    use gantry_sched::admit::Gate;
+    #[derive(Debug, Clone, Default)]
+    struct NotOn {
+        host: String,
+        booked: u32,
+    }
+    impl Gate for NotOn {
+        fn name(&self) -> &'static str {
+            "not on one host"
+        }
+        fn admit(
+            &mut self,
+            snap: &Snapshot,
+            _d: &Demand,
+            inst: usize,
+            _slots: u32,
+            detail: bool,
+        ) -> Result<(), Misfit> {
+            if snap.hosts[snap.instances[inst].host].name != self.host {
+                return Ok(());
+            }
+            Err(if detail {
+                Misfit::Unusable(Unusable::Disabled)
+            } else {
+                Misfit::Unexplained
+            })
+        }
+        fn book(&mut self, _: &Snapshot, _: &Demand, grants: &[(usize, u32)], sign: f64) {
+            let n: u32 = grants.iter().map(|g| g.1).sum();
+            if sign > 0.0 {
+                self.booked += n;
+            }
+        }
+        fn forget_bookings(&mut self) {
+            self.booked = 0;
+        }
+        fn clone_box(&self) -> Box<dyn Gate> {
+            Box::new(self.clone())
+        }
+    }
+    let mut s = cluster(&[]);
+    add_host(&mut s, "n1", "", LOAD);
+    add_host(&mut s, "n2", "", LOAD);
+    set_queue(&mut s, "all.q", "slots", "2");
+    for id in 1..=6 {
+        submit(&mut s, job(id, "u1", &[], &[]));
+    }
+    let mut snap = s.snapshot_at(&connected(&s), Time::from_secs(0), true);
+    snap.add_gate(Box::new(NotOn {
+        host: "n1".into(),
+        booked: 0,
+    }));
+    let d = demand_of(&s, &snap, 1, 1);
+    let n1 = instance(&snap, "all.q@n1");
+    assert_eq!(
+        snap.matches(&d, n1, Pass::All(1)),
+        Err(Misfit::Unusable(Unusable::Disabled))
+    );
+    let placed = s.dispatch(&mut snap, Time::from_secs(0));
+    let hosts: Vec<&str> = placed.iter().map(|p| p.host.as_str()).collect();
+    assert_eq!(hosts, ["n2", "n2"], "only n2, and only its two slots");
+}
