@@ -127,11 +127,11 @@ impl Handler<FlushReports> for Cluster {
                 ctx.address().do_send(FlushReports);
             });
         }
-        self.request_schedule(ctx);
+        self.state_changed();
     }
 }
 
-/// Run a scheduling pass (queued by [`Cluster::request_schedule`]).
+/// Run a scheduling pass (queued by [`Cluster::state_changed`] and the timer).
 #[derive(Message)]
 #[rtype(result = "()")]
 struct RunSchedule;
@@ -332,11 +332,6 @@ impl Cluster {
     /// handled, so that answers go out first and a burst is scheduled in one pass. Every
     /// trigger of a cycle comes through here or through the timer, and the cycle runs
     /// only if [`gantry_sched::ClusterView::cycle_due`] says so.
-    fn request_schedule(&mut self, _ctx: &mut Context<Self>) {
-        self.state_changed();
-    }
-
-    /// [`Cluster::request_schedule`] from where no context is at hand.
     fn state_changed(&mut self) {
         self.trigger.state_changed = true;
         self.queue_cycle();
@@ -1291,13 +1286,13 @@ pub struct ClientCall {
 impl Handler<ClientCall> for Cluster {
     type Result = MessageResult<ClientCall>;
 
-    fn handle(&mut self, msg: ClientCall, ctx: &mut Self::Context) -> Self::Result {
+    fn handle(&mut self, msg: ClientCall, _: &mut Self::Context) -> Self::Result {
         // A submission is taken by value: its script (megabytes, maybe) is moved to the
         // spool, never copied.
         let msg = match msg.request {
             ToMaster::Submit { spec, verify } => {
                 let reply = self.submit(&msg.caller, *spec, verify);
-                self.request_schedule(ctx);
+                self.state_changed();
                 return MessageResult(reply);
             }
             request => ClientCall {
@@ -1383,17 +1378,17 @@ impl Handler<ClientCall> for Cluster {
             {
                 let suspend = *change == gantry_proto::QueueChange::Suspend;
                 let reply = self.suspend_queues(&msg.caller, targets, suspend);
-                self.request_schedule(ctx);
+                self.state_changed();
                 return MessageResult(reply);
             }
             ToMaster::ClearJobErrors { ids } => {
                 let reply = self.clear_job_errors(&msg.caller, ids);
-                self.request_schedule(ctx);
+                self.state_changed();
                 return MessageResult(reply);
             }
             ToMaster::AlterJobs { ids, changes } => {
                 let reply = self.alter_jobs(&msg.caller, ids, changes);
-                self.request_schedule(ctx);
+                self.state_changed();
                 return MessageResult(reply);
             }
             ToMaster::DeleteJobs { ids, users, force } => {
@@ -1419,24 +1414,19 @@ impl Handler<ClientCall> for Cluster {
         }
         let now = self.now();
         let decided = self.state.handle(&msg.caller, &msg.request, now);
-        MessageResult(self.decided(&msg.caller, decided, ctx))
+        MessageResult(self.decided(&msg.caller, decided))
     }
 }
 
 impl Cluster {
     /// Answer a decided request: commit a change (and log what it did), or pass on an
     /// answer or a refusal.
-    fn decided(
-        &mut self,
-        caller: &Caller,
-        decided: Result<Reply, Refusal>,
-        ctx: &mut Context<Self>,
-    ) -> FromMaster {
+    fn decided(&mut self, caller: &Caller, decided: Result<Reply, Refusal>) -> FromMaster {
         match decided {
             Ok(Reply::Answer(a)) => a,
             Ok(Reply::Change(change)) => match self.commit(&change.ops) {
                 Ok(()) => {
-                    self.request_schedule(ctx);
+                    self.state_changed();
                     // A list of 200,000 attributes changes 200,000 things: the log
                     // names the first few and counts the rest.
                     const LOGGED: usize = 10;
@@ -1764,7 +1754,7 @@ struct ReplaceComplexes {
 impl Handler<ReplaceComplexes> for Cluster {
     type Result = MessageResult<ReplaceComplexes>;
 
-    fn handle(&mut self, msg: ReplaceComplexes, ctx: &mut Self::Context) -> Self::Result {
+    fn handle(&mut self, msg: ReplaceComplexes, _: &mut Self::Context) -> Self::Result {
         let ReplaceComplexes {
             caller,
             list,
@@ -1784,7 +1774,7 @@ impl Handler<ReplaceComplexes> for Cluster {
                 self.state.replace_complexes(&who, list)
             }
         });
-        MessageResult(self.decided(&caller, decided, ctx))
+        MessageResult(self.decided(&caller, decided))
     }
 }
 

@@ -292,7 +292,7 @@ impl ClusterState {
 
     /// Is a job id or name still in the system (for `-hold_jid`)?
     pub(crate) fn predecessor_active(&self, reference: &str) -> bool {
-        self.view().predecessor_active(reference)
+        gantry_sched::view::predecessor_active(&self.jobs, reference)
     }
 
     /// Queue settings a task runs under on a host (limits, shell, tmpdir, notify).
@@ -490,7 +490,7 @@ pub fn parse_job_ref(text: &str) -> Option<(u64, Option<(u32, u32)>)> {
 impl ClusterState {
     /// The hosts a queue's host list names, host groups resolved.
     pub fn queue_hosts_of(&self, q: &gantry_proto::ClusterQueue) -> Vec<String> {
-        self.view().queue_hosts_of(q)
+        gantry_sched::view::queue_hosts_of(&self.hostgroups, q)
     }
 }
 

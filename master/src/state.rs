@@ -402,12 +402,12 @@ impl ClusterState {
 
     /// The host groups (with nesting resolved) a host belongs to.
     pub fn groups_of(&self, host: &str) -> Vec<&str> {
-        self.view().groups_of(host)
+        gantry_sched::view::groups_of(&self.hostgroups, host)
     }
 
     /// The hosts in a group, nested groups expanded (cycles and depth bounded).
     pub fn resolve_group(&self, name: &str, depth: usize) -> Vec<String> {
-        self.view().resolve_group(name, depth)
+        gantry_sched::view::resolve_group(&self.hostgroups, name, depth)
     }
 
     /// A host as `qhost` shows it; `used_slots` is [`ClusterState::used_slots`], counted

@@ -62,56 +62,80 @@ impl<'a> ClusterView<'a> {
 
     /// The host groups (with nesting resolved) a host belongs to.
     pub fn groups_of(&self, host: &str) -> Vec<&'a str> {
-        self.hostgroups
-            .keys()
-            .filter(|g| self.resolve_group(g, 0).iter().any(|h| h == host))
-            .map(String::as_str)
-            .collect()
+        groups_of(self.hostgroups, host)
     }
 
     /// The hosts in a group, nested groups expanded (cycles and depth bounded).
     pub fn resolve_group(&self, name: &str, depth: usize) -> Vec<String> {
-        let Some(g) = self.hostgroups.get(name) else {
-            return Vec::new();
-        };
-        if depth > 16 {
-            return Vec::new();
-        }
-        let mut out = Vec::new();
-        for m in &g.hostlist {
-            if m.starts_with('@') {
-                out.extend(self.resolve_group(m, depth + 1));
-            } else {
-                out.push(m.clone());
-            }
-        }
-        out
+        resolve_group(self.hostgroups, name, depth)
     }
 
     /// The hosts a queue's host list names, host groups resolved.
     pub fn queue_hosts_of(&self, q: &ClusterQueue) -> Vec<String> {
-        let Some(list) = q.attr("hostlist") else {
-            return Vec::new();
-        };
-        let mut hosts = Vec::new();
-        for item in conf::split_list(&list.default) {
-            if item.starts_with('@') {
-                hosts.extend(self.resolve_group(&item, 0));
-            } else {
-                hosts.push(item);
-            }
-        }
-        hosts
+        queue_hosts_of(self.hostgroups, q)
     }
 
     /// Is a job id or name still in the system (for `-hold_jid`)?
     pub fn predecessor_active(&self, reference: &str) -> bool {
-        match reference.parse::<u64>() {
-            Ok(id) => self.jobs.contains_key(&id),
-            Err(_) => self
-                .jobs
-                .values()
-                .any(|j| wildcard(reference, &j.spec.name)),
+        predecessor_active(self.jobs, reference)
+    }
+}
+
+// What the view's questions need of the state, for a caller that has the maps and no
+// view (building one reads the configuration).
+
+/// The host groups (with nesting resolved) a host belongs to.
+pub fn groups_of<'g>(hostgroups: &'g BTreeMap<String, HostGroup>, host: &str) -> Vec<&'g str> {
+    hostgroups
+        .keys()
+        .filter(|g| resolve_group(hostgroups, g, 0).iter().any(|h| h == host))
+        .map(String::as_str)
+        .collect()
+}
+
+/// The hosts in a group, nested groups expanded (cycles and depth bounded).
+pub fn resolve_group(
+    hostgroups: &BTreeMap<String, HostGroup>,
+    name: &str,
+    depth: usize,
+) -> Vec<String> {
+    let Some(g) = hostgroups.get(name) else {
+        return Vec::new();
+    };
+    if depth > 16 {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for m in &g.hostlist {
+        if m.starts_with('@') {
+            out.extend(resolve_group(hostgroups, m, depth + 1));
+        } else {
+            out.push(m.clone());
         }
+    }
+    out
+}
+
+/// The hosts a queue's host list names, host groups resolved.
+pub fn queue_hosts_of(hostgroups: &BTreeMap<String, HostGroup>, q: &ClusterQueue) -> Vec<String> {
+    let Some(list) = q.attr("hostlist") else {
+        return Vec::new();
+    };
+    let mut hosts = Vec::new();
+    for item in conf::split_list(&list.default) {
+        if item.starts_with('@') {
+            hosts.extend(resolve_group(hostgroups, &item, 0));
+        } else {
+            hosts.push(item);
+        }
+    }
+    hosts
+}
+
+/// Is a job id or name still in the system (for `-hold_jid`)?
+pub fn predecessor_active(jobs: &BTreeMap<u64, Job>, reference: &str) -> bool {
+    match reference.parse::<u64>() {
+        Ok(id) => jobs.contains_key(&id),
+        Err(_) => jobs.values().any(|j| wildcard(reference, &j.spec.name)),
     }
 }
