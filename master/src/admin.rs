@@ -59,7 +59,7 @@ pub(crate) fn complex_changes(
 impl ClusterState {
     /// The global host: cluster-wide `complex_values`.
     pub fn global_exechost(&self) -> ExecHost {
-        self.global_host
+        (*self.global_host)
             .clone()
             .unwrap_or_else(|| ExecHost::new("global"))
     }
@@ -144,7 +144,7 @@ impl ClusterState {
             ObjectKind::Rqs => return self.show_quota_sets(name),
             ObjectKind::Complex => complex::print_complexes(&self.complexes),
             ObjectKind::SchedConf => schedconf::print_schedconf(
-                self.sched
+                (*self.sched)
                     .as_ref()
                     .unwrap_or(&schedconf::default_schedconf()),
             ),

@@ -4,6 +4,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use actix::prelude::*;
@@ -46,6 +47,11 @@ pub struct Cluster {
     schedule_queued: bool,
     /// What changed since the last cycle: whether one is due.
     trigger: Trigger,
+    /// The scheduler's thread (none until the actor has started, or if it could not be
+    /// started: then cycles run on the actor's thread).
+    cycle_thread: Option<crate::cycle_thread::CycleThread>,
+    /// A cycle runs on the scheduler's thread; its decisions come back as [`CycleDone`].
+    cycle_in_flight: bool,
     /// Task reports waiting to be recorded together (one commit per burst).
     pending_reports: Vec<(String, gantry_proto::JobReport)>,
     flush_queued: bool,
@@ -146,6 +152,19 @@ impl Handler<RunSchedule> for Cluster {
     }
 }
 
+/// A cycle ended on the scheduler's thread.
+#[derive(Message)]
+#[rtype(result = "()")]
+struct CycleDone(crate::cycle_thread::CycleOutcome);
+
+impl Handler<CycleDone> for Cluster {
+    type Result = ();
+
+    fn handle(&mut self, msg: CycleDone, _: &mut Self::Context) {
+        self.cycle_done(msg.0);
+    }
+}
+
 impl Cluster {
     pub fn new(
         store: Store,
@@ -171,7 +190,8 @@ impl Cluster {
         scripts.remove_partial_writes();
         // A job spooled with its script inside (a cell from before job_scripts): the
         // script moves out, so that memory holds none.
-        for job in state.jobs.values_mut() {
+        for job in Arc::make_mut(&mut state.jobs).values_mut() {
+            let job = Arc::make_mut(job);
             if let JobScript::Script { contents, .. } = &mut job.spec.script {
                 if !contents.is_empty() {
                     scripts
@@ -198,6 +218,8 @@ impl Cluster {
             waiters: HashMap::new(),
             schedule_queued: false,
             trigger: Trigger::default(),
+            cycle_thread: None,
+            cycle_in_flight: false,
             pending_reports: Vec::new(),
             flush_queued: false,
             finished: std::collections::VecDeque::new(),
@@ -319,7 +341,7 @@ impl Cluster {
                 info!(host = %host, "exec host deleted: closing its execd's connection");
                 s.conn.close(CLOSE_DELETED.into(), b"exec host deleted");
             }
-            self.state.runtime.remove(&host);
+            Arc::make_mut(&mut self.state.runtime).remove(&host);
         }
         Ok(())
     }
@@ -347,9 +369,14 @@ impl Cluster {
         }
     }
 
-    /// Run the scheduler if a cycle is due, and dispatch what it decides: persisted
-    /// first, then sent.
+    /// Run the scheduler if a cycle is due: on the scheduler's thread, on an image of
+    /// the state, while this actor goes on answering; [`Cluster::cycle_done`] commits
+    /// what it decides.
     fn schedule(&mut self) {
+        if self.cycle_in_flight {
+            // The trigger keeps what changes meanwhile; the end of that cycle looks.
+            return;
+        }
         if self.sessions.is_empty() {
             // No execd to start anything on: a cycle could only find nothing, at a cost
             // that grows with the pending jobs (paid after every submission).
@@ -362,22 +389,78 @@ impl Cluster {
             return;
         }
         self.trigger = Trigger::ran(at);
+        let request = crate::cycle_thread::CycleRequest {
+            image: self.state.image(),
+            generation: self.state.config_generation,
+            connected: self.sessions.keys().cloned().collect(),
+            at,
+        };
+        let request = match &self.cycle_thread {
+            Some(thread) => match thread.run(request) {
+                Ok(()) => {
+                    self.cycle_in_flight = true;
+                    return;
+                }
+                Err(request) => {
+                    error!("the scheduler's thread is gone: cycles run on the master's thread");
+                    self.cycle_thread = None;
+                    *request
+                }
+            },
+            None => request,
+        };
+        self.cycle_done(request.run());
+    }
+
+    /// A cycle's decisions: checked against the state now, persisted, then sent.
+    fn cycle_done(&mut self, outcome: crate::cycle_thread::CycleOutcome) {
+        self.cycle_in_flight = false;
+        let crate::cycle_thread::CycleOutcome {
+            request,
+            decisions:
+                Decisions {
+                    dispatches,
+                    quota_counters,
+                },
+            took,
+        } = outcome;
         let connected: HashSet<String> = self.sessions.keys().cloned().collect();
-        let Decisions {
-            dispatches: decisions,
-            quota_counters,
-        } = self.state.schedule(at, &connected);
-        self.state.quota_book.note_cycle_counters(quota_counters);
-        if decisions.is_empty() {
-            return;
+        let checked =
+            self.state
+                .revalidate(&request.image, request.generation, dispatches, &connected);
+        // The image no longer holds the state's parts: changing them costs no copy.
+        drop(request);
+        Arc::make_mut(&mut self.state.quota_book).note_cycle_counters(quota_counters);
+        tracing::debug!(
+            micros = took.as_micros() as u64,
+            kept = checked.kept.len(),
+            dropped = checked.dropped,
+            "cycle done"
+        );
+        if checked.dropped > 0 {
+            // The jobs it dropped are decided again on the state as it is now.
+            self.trigger.state_changed = true;
         }
+        let decisions = checked.kept;
+        if !decisions.is_empty() {
+            self.dispatch(&decisions);
+        }
+        if self.trigger.state_changed || self.trigger.loads_changed {
+            self.queue_cycle();
+        }
+    }
+
+    /// Commit the dispatches, then send them to their execds.
+    fn dispatch(&mut self, decisions: &[crate::sched::Dispatch]) {
         let now = Self::unix_now();
         let mut changed: HashMap<u64, crate::jobs::Job> = HashMap::new();
-        for d in &decisions {
+        for d in decisions {
             let Some(job) = self.state.jobs.get(&d.job_id) else {
                 continue;
             };
-            let job = changed.entry(d.job_id).or_insert_with(|| job.clone());
+            let job = changed
+                .entry(d.job_id)
+                .or_insert_with(|| crate::jobs::Job::clone(job));
             job.tasks.insert(
                 d.task_id,
                 TaskState::Running {
@@ -393,13 +476,14 @@ impl Cluster {
             .into_values()
             .map(|j| Op::Put(Object::Job(j)))
             .collect();
+        // The cycle decided these changes itself: they do not call for another.
+        let changed_meanwhile = self.trigger.state_changed;
         if self.commit(&ops).is_err() {
             return;
         }
-        // The cycle decided these changes itself: they do not call for another.
-        self.trigger = Trigger::ran(at);
+        self.trigger.state_changed = changed_meanwhile;
         tracing::debug!(n = decisions.len(), "dispatching");
-        for d in &decisions {
+        for d in decisions {
             if let (Some(start), Some(session)) = (self.job_start(d), self.sessions.get(&d.host)) {
                 let _ = session.to_execd.send(ToExecd::StartJob(Box::new(start)));
             }
@@ -559,7 +643,7 @@ impl Cluster {
                 failed = true;
                 continue;
             }
-            let mut job = job.clone();
+            let mut job = crate::jobs::Job::clone(job);
             // Pending tasks go at once, as ranges (an array may have many).
             let (lo, hi) = range.unwrap_or((0, u32::MAX));
             let mut deleted_tasks = job.tasks.pending_mut().remove_within(lo, hi);
@@ -745,7 +829,7 @@ impl Cluster {
                     format!("denied: job \"{id}\" has no pending tasks; only pending jobs can be changed"),
                 );
             }
-            let mut job = job.clone();
+            let mut job = crate::jobs::Job::clone(job);
             let spec = &mut job.spec;
             if let Some(h) = changes.hold {
                 spec.hold = h;
@@ -794,7 +878,7 @@ impl Cluster {
         if actions.suspend.is_empty() && actions.resume.is_empty() {
             return;
         }
-        let mut set = self.state.threshold_suspended.clone();
+        let mut set = (*self.state.threshold_suspended).clone();
         // Forget tasks that ended.
         set.retain(|(j, t)| {
             self.state
@@ -846,7 +930,7 @@ impl Cluster {
             Ok(i) => i,
             Err(r) => return FromMaster::Refused(r),
         };
-        let mut set = self.state.suspended_queues.clone();
+        let mut set = (*self.state.suspended_queues).clone();
         let mut messages = Vec::new();
         for key in &instances {
             let changed = if suspend {
@@ -931,7 +1015,7 @@ impl Cluster {
                     ),
                 });
             }
-            let mut job = job.clone();
+            let mut job = crate::jobs::Job::clone(job);
             let mut any = false;
             for (task, t) in job.tasks.placed() {
                 if let TaskState::Running { host, .. } = t {
@@ -1009,7 +1093,7 @@ impl Cluster {
                     ),
                 });
             }
-            let mut job = job.clone();
+            let mut job = crate::jobs::Job::clone(job);
             job.tasks.clear_errors();
             messages.push(format!(
                 "{} has cleared the error state of job {id}",
@@ -1078,7 +1162,7 @@ impl Cluster {
             }
             let known = changed
                 .get(&key.0)
-                .or_else(|| self.state.jobs.get(&key.0))
+                .or_else(|| self.state.jobs.get(&key.0).map(|j| &**j))
                 .and_then(|j| j.tasks.get(key.1))
                 .is_some_and(|t| {
                     matches!(t, TaskState::Running { .. } | TaskState::Deleting { .. })
@@ -1106,7 +1190,9 @@ impl Cluster {
             let Some(current) = self.state.jobs.get(&key.0) else {
                 continue;
             };
-            let job = changed.entry(key.0).or_insert_with(|| current.clone());
+            let job = changed
+                .entry(key.0)
+                .or_insert_with(|| crate::jobs::Job::clone(current));
             // A job that could not even be started (no working directory, no output
             // file, no shell) waits in error state, as SGE's Eqw, unless it was deleted.
             // The host could not start it (unknown user there, no TMPDIR): the queue
@@ -1124,7 +1210,7 @@ impl Cluster {
                     );
                     let mut errored = errored_now
                         .take()
-                        .unwrap_or_else(|| self.state.errored.clone());
+                        .unwrap_or_else(|| (*self.state.errored).clone());
                     errored.insert((queue.clone(), host.clone()));
                     errored_now = Some(errored);
                     job.tasks.insert(key.1, TaskState::Pending);
@@ -1248,6 +1334,14 @@ impl Actor for Cluster {
 
     fn started(&mut self, ctx: &mut Self::Context) {
         self.me = Some(ctx.address());
+        let me = ctx.address();
+        match crate::cycle_thread::CycleThread::start(move |outcome| me.do_send(CycleDone(outcome)))
+        {
+            Ok(thread) => self.cycle_thread = Some(thread),
+            Err(e) => error!(
+                "cannot start the scheduler's thread ({e}): cycles run on the master's thread"
+            ),
+        }
         ctx.run_interval(Duration::from_secs(1), |act, _| {
             act.check_reachability();
             act.apply_suspend_thresholds();
@@ -1734,7 +1828,7 @@ impl Handler<ComplexForEdit> for Cluster {
 
     fn handle(&mut self, msg: ComplexForEdit, _: &mut Self::Context) -> Self::Result {
         self.state.manager_check(&msg.caller)?;
-        Ok(self.state.complexes.clone())
+        Ok((*self.state.complexes).clone())
     }
 }
 
@@ -1763,7 +1857,7 @@ impl Handler<ReplaceComplexes> for Cluster {
             checked_against,
         } = msg;
         let decided = self.state.manager_check(&caller).and_then(|()| {
-            if self.state.complexes == checked_against {
+            if *self.state.complexes == checked_against {
                 self.state.prepare_catalog(catalog);
                 self.state.replace_complexes_saying(list, messages)
             } else {

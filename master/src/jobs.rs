@@ -551,7 +551,7 @@ mod tests {
             submit(&s, Some("chem"), None),
             Err("job rejected: user \"u1\" has no access to project \"chem\"".into())
         );
-        if let Some(u) = s.usersets.get_mut("arusers") {
+        if let Some(u) = std::sync::Arc::make_mut(&mut s.usersets).get_mut("arusers") {
             u.entries.push("u1".into());
         }
         assert_eq!(submit(&s, Some("chem"), None), Ok(()));

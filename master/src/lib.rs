@@ -6,6 +6,7 @@ pub mod admin;
 pub mod cell;
 pub mod client_endpoint;
 pub mod cluster;
+pub mod cycle_thread;
 pub mod execd_endpoint;
 pub mod jobs;
 mod journal;

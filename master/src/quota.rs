@@ -3,6 +3,7 @@
 //! end. The engine itself is `gantry_sched::quota`.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use gantry_proto::{QuotaQuery, QuotaRow};
 
@@ -16,12 +17,12 @@ impl ClusterState {
     /// Something quota matching depends on changed: the book is rebuilt when the
     /// change is settled.
     pub(crate) fn quotas_changed(&mut self) {
-        self.quota_book.mark_stale();
+        Arc::make_mut(&mut self.quota_book).mark_stale();
     }
 
     /// Offer a catalog built ahead for the next rebuild (see [`QuotaBook`]).
     pub(crate) fn prepare_catalog(&mut self, catalog: Catalog) {
-        self.quota_book.prepare_catalog(catalog);
+        Arc::make_mut(&mut self.quota_book).prepare_catalog(catalog);
     }
 
     /// Rebuild the book if the configuration changed: compile the sets, then count
@@ -45,14 +46,19 @@ impl ClusterState {
                 }
             }
         }
-        self.quota_book
-            .settle(&self.complexes, sets, usersets, memberships, &self.jobs);
+        Arc::make_mut(&mut self.quota_book).settle(
+            &self.complexes,
+            sets,
+            usersets,
+            memberships,
+            &self.jobs,
+        );
     }
 
     /// Count (or with `sign` -1 uncount) what a job's running tasks use under every
     /// set's effective rule, grant by grant.
     pub(crate) fn count_quota_usage(&mut self, job: &Job, sign: f64) {
-        self.quota_book.count(job, sign);
+        Arc::make_mut(&mut self.quota_book).count(job, sign);
     }
 
     /// The quota state a scheduling cycle starts from (none without an enabled set).

@@ -3,6 +3,7 @@
 //! the `gantry-sched` crate; what the master's callers and tests name is re-exported here.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use crate::jobs::Job;
 use crate::state::ClusterState;
@@ -13,7 +14,16 @@ pub use gantry_sched::cycle::{
 pub use gantry_sched::matching::*;
 pub use gantry_sched::model::*;
 pub use gantry_sched::time::{Span, Time};
-pub use gantry_sched::view::{ClusterView, HostRuntime};
+pub use gantry_sched::view::{ClusterImage, ClusterView, HostRuntime, JobTable, RuntimeTable};
+
+/// A cycle's dispatches after [`ClusterState::revalidate`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Revalidated {
+    /// Still valid: to commit and send.
+    pub kept: Vec<Dispatch>,
+    /// How many were dropped.
+    pub dropped: usize,
+}
 
 impl ClusterState {
     /// The state as the scheduler reads it.
@@ -35,11 +45,83 @@ impl ClusterState {
             threshold_suspended: &self.threshold_suspended,
             quota_book: &self.quota_book,
             max_unheard: self.max_unheard(),
-            max_aj_instances: self
-                .global()
-                .get("max_aj_instances")
-                .and_then(|v| v.parse::<u32>().ok())
-                .filter(|n| *n > 0),
+            max_aj_instances: self.max_aj_instances(),
+        }
+    }
+
+    /// `max_aj_instances`: at most so many tasks of one array job run at once.
+    fn max_aj_instances(&self) -> Option<u32> {
+        self.global()
+            .get("max_aj_instances")
+            .and_then(|v| v.parse::<u32>().ok())
+            .filter(|n| *n > 0)
+    }
+
+    /// The state as a cycle on another thread reads it: the parts shared, not copied
+    /// (see [`ClusterImage`]).
+    pub fn image(&self) -> ClusterImage {
+        ClusterImage {
+            complexes: Arc::clone(&self.complexes),
+            exechosts: Arc::clone(&self.exechosts),
+            global_host: Arc::clone(&self.global_host),
+            hostgroups: Arc::clone(&self.hostgroups),
+            queues: Arc::clone(&self.queues),
+            usersets: Arc::clone(&self.usersets),
+            pes: Arc::clone(&self.pes),
+            sched: Arc::clone(&self.sched),
+            jobs: Arc::clone(&self.jobs),
+            runtime: Arc::clone(&self.runtime),
+            disabled: Arc::clone(&self.disabled),
+            errored: Arc::clone(&self.errored),
+            suspended_queues: Arc::clone(&self.suspended_queues),
+            threshold_suspended: Arc::clone(&self.threshold_suspended),
+            quota_book: Arc::clone(&self.quota_book),
+            max_unheard: self.max_unheard(),
+            max_aj_instances: self.max_aj_instances(),
+        }
+    }
+
+    /// A cycle's dispatches, decided on an image taken at configuration generation
+    /// `generation`, checked against the state now, before they are committed. The
+    /// master changed its state meanwhile; what may make a decision wrong:
+    /// - the configuration or a queue instance's state changed (a queue disabled, a
+    ///   host deleted, a quota set or a complex edited): every dispatch is dropped;
+    /// - the job changed or went (deleted, held, altered, another task of it ended in
+    ///   error): its dispatches are dropped;
+    /// - the host's execd is gone: its dispatches are dropped.
+    ///
+    /// Nothing else can take what a dispatch was given: only a cycle starts tasks, one
+    /// cycle runs at a time, and tasks that end or leave only free resources. Load values
+    /// reported meanwhile are read by the next cycle, as SGE's scheduler reads the loads
+    /// of the moment its cycle began. A dropped job is considered again by the next
+    /// cycle.
+    pub fn revalidate(
+        &self,
+        image: &ClusterImage,
+        generation: u64,
+        dispatches: Vec<Dispatch>,
+        connected: &HashSet<String>,
+    ) -> Revalidated {
+        if generation != self.config_generation {
+            return Revalidated {
+                dropped: dispatches.len(),
+                kept: Vec::new(),
+            };
+        }
+        let total = dispatches.len();
+        let kept: Vec<Dispatch> = dispatches
+            .into_iter()
+            .filter(|d| {
+                let unchanged = match (image.jobs.get(&d.job_id), self.jobs.get(&d.job_id)) {
+                    (Some(then), Some(now)) => Arc::ptr_eq(then, now),
+                    _ => false,
+                };
+                unchanged && connected.contains(&d.host)
+            })
+            .collect();
+        Revalidated {
+            dropped: total - kept.len(),
+            kept,
         }
     }
 

@@ -7,7 +7,8 @@
 //! change at all, so nothing is ever half-applied.
 
 use std::borrow::Cow;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
 
 use gantry_common::{complex, config, exechost, load, queue};
 use gantry_proto::{
@@ -115,15 +116,15 @@ pub struct Change {
     pub messages: Vec<String>,
 }
 
-pub use crate::sched::HostRuntime;
+pub use crate::sched::{HostRuntime, JobTable, RuntimeTable};
 
 #[derive(Debug, Clone, Default)]
 pub struct ClusterState {
     pub global: Option<Config>,
-    pub complexes: Vec<ComplexAttr>,
-    pub exechosts: BTreeMap<String, ExecHost>,
-    pub hostgroups: BTreeMap<String, HostGroup>,
-    pub queues: BTreeMap<String, ClusterQueue>,
+    pub complexes: Arc<Vec<ComplexAttr>>,
+    pub exechosts: Arc<BTreeMap<String, ExecHost>>,
+    pub hostgroups: Arc<BTreeMap<String, HostGroup>>,
+    pub queues: Arc<BTreeMap<String, ClusterQueue>>,
     pub managers: Vec<String>,
     /// The administrative hosts; a cell created before they existed has none spooled,
     /// and then the master's own host is the one.
@@ -135,31 +136,35 @@ pub struct ClusterState {
     pub forced_away: BTreeMap<(u64, u32), gantry_proto::AccountingRecord>,
     /// Certificate fingerprint (hex) -> host.
     pub host_certs: HashMap<String, String>,
-    pub runtime: HashMap<String, HostRuntime>,
-    pub jobs: BTreeMap<u64, crate::jobs::Job>,
+    pub runtime: Arc<RuntimeTable>,
+    pub jobs: Arc<JobTable>,
     pub next_job_id: u64,
     /// Disabled queue instances (`qmod -d`): (queue, host).
-    pub disabled: std::collections::HashSet<(String, String)>,
-    pub usersets: BTreeMap<String, gantry_proto::UserSet>,
+    pub disabled: Arc<HashSet<(String, String)>>,
+    pub usersets: Arc<BTreeMap<String, gantry_proto::UserSet>>,
     /// The global host (`qconf -se global`): cluster-wide `complex_values`.
-    pub global_host: Option<ExecHost>,
+    pub global_host: Arc<Option<ExecHost>>,
     /// The scheduler configuration (`qconf -ssconf`).
-    pub sched: Option<Config>,
+    pub sched: Arc<Option<Config>>,
     /// Parallel environments (`qconf -sp`).
-    pub pes: BTreeMap<String, gantry_common::pe::Pe>,
+    pub pes: Arc<BTreeMap<String, gantry_common::pe::Pe>>,
     /// Projects (`qconf -sprj`).
     pub projects: BTreeMap<String, gantry_common::project::Project>,
     /// Queue instances in error state (`E`).
-    pub errored: std::collections::HashSet<(String, String)>,
+    pub errored: Arc<HashSet<(String, String)>>,
     /// Suspended queue instances (`s`).
-    pub suspended_queues: std::collections::HashSet<(String, String)>,
+    pub suspended_queues: Arc<HashSet<(String, String)>>,
     /// Tasks stopped by their queue's `suspend_thresholds` (shown `S`).
-    pub threshold_suspended: std::collections::BTreeSet<(u64, u32)>,
+    pub threshold_suspended: Arc<BTreeSet<(u64, u32)>>,
     /// Resource quota sets by name, with their place in SGE's order.
     pub quota_sets: BTreeMap<String, (u64, gantry_common::rqs::QuotaSet)>,
     /// The sets compiled, and what running jobs use under them (derived; kept as tasks
     /// start and end, rebuilt when the configuration it depends on changes).
-    pub quota_book: crate::quota::QuotaBook,
+    pub quota_book: Arc<crate::quota::QuotaBook>,
+    /// Counts the changes to anything a cycle reads but the jobs and the hosts' reports
+    /// (configuration, queue instance states): a cycle's decisions made before such a
+    /// change are not committed.
+    pub config_generation: u64,
 }
 
 /// A refusal, its message bounded (a value quoted in it is cut to a short line).
@@ -229,25 +234,38 @@ impl ClusterState {
         {
             self.quotas_changed();
         }
+        let touches_config = match op {
+            Op::Put(Object::Job(_) | Object::ForcedAway(_) | Object::HostCert { .. }) => false,
+            Op::Account(_) | Op::NextJobId(_) => false,
+            Op::Delete(key) => !["job/", "forced/", "hostcert/"]
+                .iter()
+                .any(|p| key.starts_with(p)),
+            Op::Put(_) => true,
+        };
+        if touches_config {
+            self.config_generation += 1;
+        }
         match op {
             Op::Put(obj) => match obj.clone() {
                 Object::Config(c) => {
                     if c.name == "global" {
                         self.global = Some(c);
                     } else if c.name == "sched" {
-                        self.sched = Some(c);
+                        self.sched = Arc::new(Some(c));
                     }
                 }
-                Object::Complexes(list) => self.complexes = list,
-                Object::ExecHost(h) if h.hostname == "global" => self.global_host = Some(h),
+                Object::Complexes(list) => self.complexes = Arc::new(list),
+                Object::ExecHost(h) if h.hostname == "global" => {
+                    self.global_host = Arc::new(Some(h))
+                }
                 Object::ExecHost(h) => {
-                    self.exechosts.insert(h.hostname.clone(), h);
+                    Arc::make_mut(&mut self.exechosts).insert(h.hostname.clone(), h);
                 }
                 Object::HostGroup(g) => {
-                    self.hostgroups.insert(g.name.clone(), g);
+                    Arc::make_mut(&mut self.hostgroups).insert(g.name.clone(), g);
                 }
                 Object::Queue(q) => {
-                    self.queues.insert(q.name.clone(), q);
+                    Arc::make_mut(&mut self.queues).insert(q.name.clone(), q);
                 }
                 Object::Managers(m) => self.managers = m,
                 Object::AdminHosts(h) => self.admin_hosts = Some(h),
@@ -261,26 +279,30 @@ impl ClusterState {
                     self.host_certs.insert(fingerprint, hostname);
                 }
                 Object::Job(j) => {
-                    if let Some(old) = self.jobs.remove(&j.id) {
+                    if let Some(old) = Arc::make_mut(&mut self.jobs).remove(&j.id) {
                         self.count_quota_usage(&old, -1.0);
                     }
                     self.count_quota_usage(&j, 1.0);
-                    self.jobs.insert(j.id, j);
+                    Arc::make_mut(&mut self.jobs).insert(j.id, Arc::new(j));
                 }
-                Object::DisabledQueues(list) => self.disabled = list.into_iter().collect(),
+                Object::DisabledQueues(list) => {
+                    self.disabled = Arc::new(list.into_iter().collect())
+                }
                 Object::UserSet(u) => {
-                    self.usersets.insert(u.name.clone(), u);
+                    Arc::make_mut(&mut self.usersets).insert(u.name.clone(), u);
                 }
                 Object::Pe(p) => {
-                    self.pes.insert(p.name.clone(), p);
+                    Arc::make_mut(&mut self.pes).insert(p.name.clone(), p);
                 }
                 Object::Project(p) => {
                     self.projects.insert(p.name.clone(), p);
                 }
-                Object::ErrorQueues(list) => self.errored = list.into_iter().collect(),
-                Object::SuspendedQueues(list) => self.suspended_queues = list.into_iter().collect(),
+                Object::ErrorQueues(list) => self.errored = Arc::new(list.into_iter().collect()),
+                Object::SuspendedQueues(list) => {
+                    self.suspended_queues = Arc::new(list.into_iter().collect())
+                }
                 Object::ThresholdSuspended(list) => {
-                    self.threshold_suspended = list.into_iter().collect()
+                    self.threshold_suspended = Arc::new(list.into_iter().collect())
                 }
                 Object::QuotaSet { seq, set } => {
                     self.quota_sets.insert(set.name.clone(), (seq, set));
@@ -290,19 +312,19 @@ impl ClusterState {
             Op::NextJobId(n) => self.next_job_id = *n,
             Op::Delete(key) => {
                 if let Some(name) = key.strip_prefix("exechost/") {
-                    self.exechosts.remove(name);
+                    Arc::make_mut(&mut self.exechosts).remove(name);
                 } else if let Some(name) = key.strip_prefix("hostgroup/") {
-                    self.hostgroups.remove(name);
+                    Arc::make_mut(&mut self.hostgroups).remove(name);
                 } else if let Some(name) = key.strip_prefix("queue/") {
-                    self.queues.remove(name);
+                    Arc::make_mut(&mut self.queues).remove(name);
                 } else if let Some(name) = key.strip_prefix("rqs/") {
                     self.quota_sets.remove(name);
                 } else if let Some(name) = key.strip_prefix("project/") {
                     self.projects.remove(name);
                 } else if let Some(name) = key.strip_prefix("pe/") {
-                    self.pes.remove(name);
+                    Arc::make_mut(&mut self.pes).remove(name);
                 } else if let Some(name) = key.strip_prefix("userset/") {
-                    self.usersets.remove(name);
+                    Arc::make_mut(&mut self.usersets).remove(name);
                 } else if let Some(task) = key.strip_prefix("forced/") {
                     if let Some((job, task)) = task.split_once('.') {
                         if let (Ok(job), Ok(task)) = (job.parse(), task.parse()) {
@@ -313,7 +335,7 @@ impl ClusterState {
                     self.host_certs.remove(fp);
                 } else if let Some(id) = key.strip_prefix("job/") {
                     if let Ok(id) = id.parse::<u64>() {
-                        if let Some(old) = self.jobs.remove(&id) {
+                        if let Some(old) = Arc::make_mut(&mut self.jobs).remove(&id) {
                             self.count_quota_usage(&old, -1.0);
                         }
                     }
@@ -548,7 +570,7 @@ impl ClusterState {
                 }
                 Ok(Reply::Answer(FromMaster::Hosts(HostReport {
                     hosts,
-                    complexes: self.complexes.clone(),
+                    complexes: (*self.complexes).clone(),
                 })))
             }
             ToMaster::ShowExecHostList => Ok(Reply::Answer(FromMaster::Names(
@@ -731,9 +753,9 @@ impl ClusterState {
                     messages,
                 }))
             }
-            ToMaster::ShowComplexes => {
-                Ok(Reply::Answer(FromMaster::Complexes(self.complexes.clone())))
-            }
+            ToMaster::ShowComplexes => Ok(Reply::Answer(FromMaster::Complexes(
+                (*self.complexes).clone(),
+            ))),
             ToMaster::ShowQueueList => Ok(Reply::Answer(FromMaster::Names(
                 self.queues.keys().cloned().collect(),
             ))),
@@ -996,7 +1018,7 @@ impl ClusterState {
             }
             ToMaster::SetQueueState { targets, disable } => {
                 manager_only()?;
-                let mut disabled = self.disabled.clone();
+                let mut disabled = (*self.disabled).clone();
                 let mut messages = Vec::new();
                 for key in self.queue_instances_named(targets)? {
                     messages.push(format!(
@@ -1023,7 +1045,7 @@ impl ClusterState {
                 change: gantry_proto::QueueChange::ClearError,
             } => {
                 manager_only()?;
-                let mut errored = self.errored.clone();
+                let mut errored = (*self.errored).clone();
                 let mut messages = Vec::new();
                 for key in self.queue_instances_named(targets)? {
                     messages.push(format!(
@@ -1183,12 +1205,12 @@ impl ClusterState {
     /// A load report from a host: its values as the scheduler will read them, and when
     /// it was heard (it is reachable again if it was not).
     pub fn record_load(&mut self, host: &str, values: Vec<LoadValue>, now: crate::sched::Time) {
-        self.runtime.insert(
+        Arc::make_mut(&mut self.runtime).insert(
             host.to_string(),
-            HostRuntime {
+            Arc::new(HostRuntime {
                 load_values: values,
                 last_heard: Some(now),
-            },
+            }),
         );
     }
 
@@ -1634,13 +1656,7 @@ mod tests {
         }
         let at = |secs: i64| crate::sched::Time::from_secs(secs);
         assert!(!s.is_reachable("n1", at(0)), "never heard");
-        s.runtime.insert(
-            "n1".into(),
-            HostRuntime {
-                load_values: vec![],
-                last_heard: Some(at(100)),
-            },
-        );
+        s.record_load("n1", vec![], at(100));
         assert!(s.is_reachable("n1", at(100 + 300)));
         assert!(!s.is_reachable("n1", at(100 + 301)));
     }

@@ -20,7 +20,7 @@ pub fn cluster(extra: &[&str]) -> ClusterState {
     for o in initial_objects(&["root".into()]) {
         s.apply(&Op::Put(o));
     }
-    let mut complexes = s.complexes.clone();
+    let mut complexes = (*s.complexes).clone();
     for line in extra {
         let f: Vec<&str> = line.split_whitespace().collect();
         let text = format!(
@@ -50,9 +50,9 @@ pub fn add_host(s: &mut ClusterState, name: &str, complex_values: &str, load: &[
         g.hostlist.push(name.to_string());
         s.apply(&Op::Put(Object::HostGroup(g)));
     }
-    s.runtime.insert(
+    std::sync::Arc::make_mut(&mut s.runtime).insert(
         name.to_string(),
-        HostRuntime {
+        std::sync::Arc::new(HostRuntime {
             load_values: load
                 .iter()
                 .map(|(k, v)| gantry_proto::LoadValue {
@@ -61,7 +61,7 @@ pub fn add_host(s: &mut ClusterState, name: &str, complex_values: &str, load: &[
                 })
                 .collect(),
             last_heard: Some(crate::sched::Time::from_secs(0)),
-        },
+        }),
     );
 }
 
@@ -136,7 +136,7 @@ pub fn running(d: &crate::sched::Dispatch) -> TaskState {
 
 /// Mark a task running in `queue@host` (as a dispatch would).
 pub fn start(s: &mut ClusterState, job_id: u64, task: u32, queue: &str, host: &str) {
-    if let Some(mut j) = s.jobs.get(&job_id).cloned() {
+    if let Some(mut j) = s.jobs.get(&job_id).map(|j| Job::clone(j)) {
         j.tasks.insert(
             task,
             TaskState::Running {

@@ -49,6 +49,7 @@ impl<'a> ClusterView<'a> {
         let mut jobs: Vec<&'a Job> = self
             .jobs
             .values()
+            .map(|j| &**j)
             .filter(|j| j.tasks.has_pending() && self.eligible(j, now))
             .collect();
         order.sort(&mut jobs);

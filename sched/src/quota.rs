@@ -1164,7 +1164,7 @@ impl QuotaBook {
         sets: Vec<QuotaSet>,
         usersets: HashMap<String, Vec<String>>,
         memberships: HashMap<String, Vec<String>>,
-        jobs: &std::collections::BTreeMap<u64, Job>,
+        jobs: &crate::view::JobTable,
     ) {
         if !self.stale {
             return;

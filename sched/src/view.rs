@@ -1,6 +1,7 @@
 //! The scheduler's input: the cluster as the master keeps it, borrowed as plain data.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
 
 use gantry_common::conf;
 use gantry_common::job::{wildcard, Job};
@@ -18,6 +19,13 @@ pub struct HostRuntime {
     pub last_heard: Option<Time>,
 }
 
+/// The jobs by id. Each job is shared, so that a copy of the table for a cycle on
+/// another thread costs a reference per job, not a copy of it.
+pub type JobTable = BTreeMap<u64, Arc<Job>>;
+
+/// The hosts' reports by host, each shared like the jobs.
+pub type RuntimeTable = HashMap<String, Arc<HostRuntime>>;
+
 /// Everything a cycle, an explanation or a threshold check reads, borrowed from the
 /// master's state for the length of one call.
 #[derive(Debug, Clone, Copy)]
@@ -32,8 +40,8 @@ pub struct ClusterView<'a> {
     pub pes: &'a BTreeMap<String, Pe>,
     /// The scheduler configuration (`qconf -ssconf`).
     pub sched: &'a Option<Config>,
-    pub jobs: &'a BTreeMap<u64, Job>,
-    pub runtime: &'a HashMap<String, HostRuntime>,
+    pub jobs: &'a JobTable,
+    pub runtime: &'a RuntimeTable,
     /// Disabled queue instances (`qmod -d`): (queue, host).
     pub disabled: &'a HashSet<(String, String)>,
     /// Queue instances in error state (`E`).
@@ -48,6 +56,56 @@ pub struct ClusterView<'a> {
     pub max_unheard: u64,
     /// `max_aj_instances`: at most so many tasks of one array job run at once.
     pub max_aj_instances: Option<u32>,
+}
+
+/// The same input owned: every part the master keeps behind an `Arc` and changes
+/// copy-on-write, so that taking an image costs a reference count per part and a cycle
+/// can run on it on a thread of its own while the master goes on changing its state.
+/// A part the master changed since shows as a different `Arc`.
+#[derive(Debug, Clone, Default)]
+pub struct ClusterImage {
+    pub complexes: Arc<Vec<ComplexAttr>>,
+    pub exechosts: Arc<BTreeMap<String, ExecHost>>,
+    pub global_host: Arc<Option<ExecHost>>,
+    pub hostgroups: Arc<BTreeMap<String, HostGroup>>,
+    pub queues: Arc<BTreeMap<String, ClusterQueue>>,
+    pub usersets: Arc<BTreeMap<String, UserSet>>,
+    pub pes: Arc<BTreeMap<String, Pe>>,
+    pub sched: Arc<Option<Config>>,
+    pub jobs: Arc<JobTable>,
+    pub runtime: Arc<RuntimeTable>,
+    pub disabled: Arc<HashSet<(String, String)>>,
+    pub errored: Arc<HashSet<(String, String)>>,
+    pub suspended_queues: Arc<HashSet<(String, String)>>,
+    pub threshold_suspended: Arc<BTreeSet<(u64, u32)>>,
+    pub quota_book: Arc<QuotaBook>,
+    pub max_unheard: u64,
+    pub max_aj_instances: Option<u32>,
+}
+
+impl ClusterImage {
+    /// The image read as a view.
+    pub fn view(&self) -> ClusterView<'_> {
+        ClusterView {
+            complexes: &self.complexes,
+            exechosts: &self.exechosts,
+            global_host: &self.global_host,
+            hostgroups: &self.hostgroups,
+            queues: &self.queues,
+            usersets: &self.usersets,
+            pes: &self.pes,
+            sched: &self.sched,
+            jobs: &self.jobs,
+            runtime: &self.runtime,
+            disabled: &self.disabled,
+            errored: &self.errored,
+            suspended_queues: &self.suspended_queues,
+            threshold_suspended: &self.threshold_suspended,
+            quota_book: &self.quota_book,
+            max_unheard: self.max_unheard,
+            max_aj_instances: self.max_aj_instances,
+        }
+    }
 }
 
 impl<'a> ClusterView<'a> {
@@ -133,7 +191,7 @@ pub fn queue_hosts_of(hostgroups: &BTreeMap<String, HostGroup>, q: &ClusterQueue
 }
 
 /// Is a job id or name still in the system (for `-hold_jid`)?
-pub fn predecessor_active(jobs: &BTreeMap<u64, Job>, reference: &str) -> bool {
+pub fn predecessor_active(jobs: &JobTable, reference: &str) -> bool {
     match reference.parse::<u64>() {
         Ok(id) => jobs.contains_key(&id),
         Err(_) => jobs.values().any(|j| wildcard(reference, &j.spec.name)),

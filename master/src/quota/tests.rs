@@ -3,11 +3,12 @@
 use std::collections::BTreeMap;
 
 use super::*;
-use crate::jobs::TaskState;
+use crate::jobs::{Job, TaskState};
 use crate::sched::{Demand, Time};
 use crate::state::{Object, Op};
 use crate::synthetic::{add_host, cluster, connected, job, set_queue, submit};
 use gantry_proto::{Grant, HostGroup, UserSet};
+use std::sync::Arc;
 
 /// A cluster of hosts (each with `num_proc` as given) whose `all.q` has room for 100
 /// jobs per host, with no load adjustments to get in the way.
@@ -41,8 +42,7 @@ fn add_sets(s: &mut ClusterState, text: &str) {
 
 /// The global host's `complex_values`.
 fn global_values(s: &mut ClusterState, values: &[(&str, &str)]) {
-    let mut g = s
-        .global_host
+    let mut g = (*s.global_host)
         .clone()
         .unwrap_or_else(|| gantry_proto::ExecHost::new("global"));
     g.complex_values = values
@@ -96,7 +96,7 @@ fn settle(s: &mut ClusterState) -> BTreeMap<(String, String), u32> {
         let ops: Vec<Op> = decisions
             .iter()
             .map(|d| {
-                let mut j = s.jobs[&d.job_id].clone();
+                let mut j = Job::clone(&s.jobs[&d.job_id]);
                 j.tasks.insert(d.task_id, crate::synthetic::running(d));
                 Op::Put(Object::Job(j))
             })
@@ -327,14 +327,13 @@ fn dynamic_limits_follow_each_hosts_num_proc() {
     settle(&mut s);
     assert_eq!(per_host(&s), map(&[("big", 32), ("small", 4)]));
     // A new report of num_proc changes the limit at the next cycle.
-    s.runtime.get_mut("small").unwrap().load_values[1].value = "4".into();
+    Arc::make_mut(Arc::make_mut(&mut s.runtime).get_mut("small").unwrap()).load_values[1].value =
+        "4".into();
     settle(&mut s);
     assert_eq!(per_host(&s)["small"], 8);
     // A host that has not reported num_proc counts a large value (the man page).
     let mut s = hosts(&[], &[("quiet", "2")]);
-    s.runtime
-        .get_mut("quiet")
-        .unwrap()
+    Arc::make_mut(Arc::make_mut(&mut s.runtime).get_mut("quiet").unwrap())
         .load_values
         .retain(|l| l.name != "num_proc");
     add_sets(
@@ -465,7 +464,7 @@ fn usage_stays_exact_as_jobs_end_are_deleted_or_change() {
     );
     // A running task becomes a deleting one (qdel), then goes away.
     let id = ids[2];
-    let mut j = s.jobs[&id].clone();
+    let mut j = Job::clone(&s.jobs[&id]);
     if let Some(TaskState::Running {
         host,
         queue,

@@ -1,9 +1,20 @@
 #![allow(clippy::unwrap_used)]
 
 use super::*;
-use crate::jobs::TaskState;
+use crate::jobs::{Job, TaskState};
+use crate::state::{Object, Op};
 use crate::synthetic::{add_host, cluster, connected, job, set_queue, start, submit};
 use gantry_common::value::Value;
+use std::sync::Arc;
+
+/// A host's reports, to change in place.
+fn host_runtime<'a>(s: &'a mut ClusterState, host: &str) -> &'a mut HostRuntime {
+    Arc::make_mut(
+        Arc::make_mut(&mut s.runtime)
+            .get_mut(host)
+            .expect("a host of the test"),
+    )
+}
 
 const LOAD: &[(&str, &str)] = &[
     ("arch", "lx-amd64"),
@@ -116,13 +127,13 @@ fn a_per_job_consumable_is_debited_once_on_the_master_queue() {
     add_host(&mut s, "h1", "lic=3", LOAD);
     add_host(&mut s, "h2", "lic=3", LOAD);
     set_queue(&mut s, "all.q", "slots", "4");
-    s.global_host = Some(
+    s.global_host = Arc::new(Some(
         exechost::parse_exechost("hostname global\ncomplex_values lic=5\n").unwrap_or_else(|_| {
             let mut h = exechost::parse_exechost("hostname h0\ncomplex_values lic=5\n").unwrap();
             h.hostname = "global".into();
             h
         }),
-    );
+    ));
     submit(&mut s, job(1, "u1", &[("lic", "2")], &[]));
     let mut snap = s.snapshot(&connected(&s), Time::from_secs(0));
     let d = demand_of(&s, &snap, 1, 4);
@@ -200,7 +211,7 @@ fn matching_stops_at_the_first_failing_layer() {
     add_host(&mut s, "n1", "lic=4", LOAD);
     let mut g = exechost::parse_exechost("hostname x\ncomplex_values lic=0\n").unwrap();
     g.hostname = "global".into();
-    s.global_host = Some(g);
+    s.global_host = Arc::new(Some(g));
     submit(&mut s, job(1, "u1", &[("lic", "1")], &[]));
     let reasons = s.explain(s.jobs.get(&1).unwrap(), &connected(&s), Time::from_secs(0));
     assert_eq!(
@@ -235,7 +246,7 @@ fn string_types_match_as_section_5_says() {
         submit(&mut s, job(n as u64 + 1, "u1", &[(name, value)], &[]));
         assert_eq!(!cycle(&s).is_empty(), *fits, "-l {name}={value}");
     }
-    s.jobs.clear();
+    Arc::make_mut(&mut s.jobs).clear();
 }
 
 #[test]
@@ -272,7 +283,7 @@ fn a_resource_only_one_host_has_keeps_jobs_there_and_never_goes_negative() {
         why(&s, 3, "all.q@gpu1"),
         "(-l gpu=1) cannot run at host \"gpu1\" because it offers only hc:gpu=0"
     );
-    s.jobs.remove(&1);
+    Arc::make_mut(&mut s.jobs).remove(&1);
     assert_eq!(cycle(&s)[0], (3, "all.q@gpu1".to_string()));
 }
 
@@ -374,7 +385,9 @@ fn queue_sort_method_orders_candidates() {
     submit(&mut s, job(1, "u1", &[], &[]));
     // load: the least loaded host first.
     assert_eq!(cycle(&s), vec![(1, "all.q@b".to_string())]);
-    s.sched = Some(gantry_common::schedconf::parse_schedconf("queue_sort_method seqno\n").unwrap());
+    s.sched = Arc::new(Some(
+        gantry_common::schedconf::parse_schedconf("queue_sort_method seqno\n").unwrap(),
+    ));
     assert_eq!(cycle(&s), vec![(1, "low.q@a".to_string())]);
 }
 
@@ -382,7 +395,7 @@ fn queue_sort_method_orders_candidates() {
 fn access_lists_and_queue_lists() {
     let mut s = cluster(&[]);
     add_host(&mut s, "a", "", LOAD);
-    s.usersets.insert(
+    Arc::make_mut(&mut s.usersets).insert(
         "staff".into(),
         gantry_proto::UserSet {
             name: "staff".into(),
@@ -401,12 +414,12 @@ fn access_lists_and_queue_lists() {
         "queue instance \"all.q@a\" dropped because user \"u2\" has no access to it"
     );
     // `@group` entries admit the members of a Unix group.
-    s.usersets
+    Arc::make_mut(&mut s.usersets)
         .get_mut("staff")
         .unwrap()
         .entries
         .push("@physics".into());
-    s.jobs.clear();
+    Arc::make_mut(&mut s.jobs).clear();
     let mut j = job(4, "u4", &[], &[]);
     j.owner.groups = vec!["u4".into(), "physics".into()];
     submit(&mut s, j);
@@ -543,7 +556,7 @@ mod parallel {
             reasons.last().unwrap(),
             "cannot run in PE \"smp\" because it only offers 4 slots"
         );
-        s.jobs.clear();
+        Arc::make_mut(&mut s.jobs).clear();
         submit(&mut s, pe_job(2, "smp", "2-6", &[]));
         assert_eq!(
             grants(&s),
@@ -590,7 +603,7 @@ mod parallel {
             .schedule(Time::from_secs(0), &connected(&s))
             .dispatches
             .remove(0);
-        let mut job = s.jobs.get(&2).unwrap().clone();
+        let mut job = Job::clone(&s.jobs[&2]);
         job.tasks.insert(1, crate::synthetic::running(&d));
         submit(&mut s, job);
         let snap = s.snapshot(&connected(&s), Time::from_secs(0));
@@ -611,7 +624,7 @@ mod parallel {
         submit(&mut s, pe_job(3, "mp?", "1", &[("lic", "1")]));
         let mut g0 = exechost::parse_exechost("hostname x\ncomplex_values lic=1\n").unwrap();
         g0.hostname = "global".into();
-        s.global_host = Some(g0);
+        s.global_host = Arc::new(Some(g0));
         let placed = grants(&s);
         // Job 1 wants more than the PE has; job 2 takes the one license (once, not per
         // slot); job 3 would fit the PE but finds no license left.
@@ -703,8 +716,8 @@ fn load_adjustments_throttle_dispatch_as_sge_does() {
     let now = 1_000;
     // The host reports as time goes on (it is unreachable once `max_unheard` passes).
     let heard = |s: &mut ClusterState, at: i64| {
-        for r in s.runtime.values_mut() {
-            r.last_heard = Some(Time::from_secs(at));
+        for r in Arc::make_mut(&mut s.runtime).values_mut() {
+            Arc::make_mut(r).last_heard = Some(Time::from_secs(at));
         }
     };
     heard(&mut s, now);
@@ -713,7 +726,7 @@ fn load_adjustments_throttle_dispatch_as_sge_does() {
     // Started 5 and 4 seconds ago, the seven hold the host over its threshold.
     for (n, d) in placed.iter().enumerate() {
         start(&mut s, d.job_id, 1, &d.queue, &d.host);
-        let mut j = s.jobs.get(&d.job_id).unwrap().clone();
+        let mut j = Job::clone(&s.jobs[&d.job_id]);
         if let Some(TaskState::Running { start_time, .. }) = j.tasks.get_mut(1) {
             *start_time = now - if n < 3 { 5 } else { 4 };
         }
@@ -744,8 +757,9 @@ fn load_adjustments_throttle_dispatch_as_sge_does() {
         1
     );
     // Without adjustments, all eight slots fill at once.
-    s.sched =
-        Some(gantry_common::schedconf::parse_schedconf("job_load_adjustments NONE\n").unwrap());
+    s.sched = Arc::new(Some(
+        gantry_common::schedconf::parse_schedconf("job_load_adjustments NONE\n").unwrap(),
+    ));
     assert_eq!(
         s.schedule(Time::from_secs(now), &connected(&s))
             .dispatches
@@ -770,7 +784,7 @@ fn suspend_thresholds_stop_and_continue_jobs_one_interval_at_a_time() {
     for (id, started) in [(1, 10), (2, 30), (3, 20)] {
         submit(&mut s, job(id, "u1", &[], &[]));
         start(&mut s, id, 1, "all.q", "n1");
-        let mut j = s.jobs.get(&id).unwrap().clone();
+        let mut j = Job::clone(&s.jobs[&id]);
         if let Some(TaskState::Running { start_time, .. }) = j.tasks.get_mut(1) {
             *start_time = started;
         }
@@ -782,7 +796,7 @@ fn suspend_thresholds_stop_and_continue_jobs_one_interval_at_a_time() {
     let a = s.threshold_actions(Time::from_secs(100), &last);
     assert_eq!(a.suspend, vec![(2, 1, "n1".to_string())]);
     assert_eq!(a.acted, vec![key.clone()]);
-    s.threshold_suspended.insert((2, 1));
+    Arc::make_mut(&mut s.threshold_suspended).insert((2, 1));
     last.insert(key.clone(), 100);
     assert_eq!(
         s.threshold_actions(Time::from_secs(130), &last),
@@ -806,12 +820,12 @@ fn suspend_thresholds_stop_and_continue_jobs_one_interval_at_a_time() {
         "dropped because it is in suspend alarm: np_load_avg=2.000000 (no load adjustment) >= 1.5"
     ), "{w}");
     // Back under the threshold: the stopped jobs continue, one per interval.
-    s.runtime.get_mut("n1").unwrap().load_values[0].value = "0.100000".into();
+    host_runtime(&mut s, "n1").load_values[0].value = "0.100000".into();
     let a = s.threshold_actions(Time::from_secs(160), &last);
     assert_eq!(a.resume, vec![(2, 1, "n1".to_string())]);
     assert!(a.suspend.is_empty());
     // No thresholds at all: the same.
-    s.runtime.get_mut("n1").unwrap().load_values[0].value = "2.000000".into();
+    host_runtime(&mut s, "n1").load_values[0].value = "2.000000".into();
     set_queue(&mut s, "all.q", "suspend_thresholds", "NONE");
     assert_eq!(
         s.threshold_actions(Time::from_secs(160), &last).resume,
@@ -929,8 +943,9 @@ fn a_cycle_is_due_only_when_something_it_reads_changed() {
     };
     let mut s = cluster(&[]);
     add_host(&mut s, "n1", "", LOAD);
-    s.sched =
-        Some(gantry_common::schedconf::parse_schedconf("job_load_adjustments NONE\n").unwrap());
+    s.sched = Arc::new(Some(
+        gantry_common::schedconf::parse_schedconf("job_load_adjustments NONE\n").unwrap(),
+    ));
     // Nothing pending: never.
     assert!(!s.view().cycle_due(&t(true, true, None), at(0)));
     submit(&mut s, job(1, "u1", &[], &[]));
@@ -967,7 +982,7 @@ fn a_cycle_is_due_only_when_something_it_reads_changed() {
     assert!(!s
         .view()
         .cycle_due(&t(false, false, Some(40_000)), at(50_000)));
-    s.sched = None;
+    s.sched = Arc::new(None);
     assert!(s
         .view()
         .cycle_due(&t(false, false, Some(40_000)), at(50_000)));
@@ -1079,4 +1094,127 @@ fn a_new_gate_plugs_into_the_admit_stage() {
     let placed = s.dispatch(&mut snap, Time::from_secs(0));
     let hosts: Vec<&str> = placed.iter().map(|p| p.host.as_str()).collect();
     assert_eq!(hosts, ["n2", "n2"], "only n2, and only its two slots");
+}
+
+/// A cluster of two hosts with two slots each and four jobs, and a cycle's decisions
+/// taken on an image of it, as the scheduler's thread takes them.
+fn decided_on_an_image() -> (ClusterState, ClusterImage, u64, Vec<Dispatch>) {
+    let mut s = cluster(&[]);
+    add_host(&mut s, "n1", "", LOAD);
+    add_host(&mut s, "n2", "", LOAD);
+    set_queue(&mut s, "all.q", "slots", "2");
+    for id in 1..=4 {
+        submit(&mut s, job(id, "u1", &[], &[]));
+    }
+    let image = s.image();
+    let generation = s.config_generation;
+    let decisions = image
+        .view()
+        .schedule(Time::from_secs(0), &connected(&s))
+        .dispatches;
+    assert_eq!(decisions.len(), 4);
+    (s, image, generation, decisions)
+}
+
+fn jobs_of(dispatches: &[Dispatch]) -> Vec<u64> {
+    let mut ids: Vec<u64> = dispatches.iter().map(|d| d.job_id).collect();
+    ids.sort();
+    ids
+}
+
+#[test]
+fn an_image_decides_what_the_state_decides_and_keeps_it_while_the_state_changes() {
+    let (mut s, image, _, decisions) = decided_on_an_image();
+    assert_eq!(
+        cycle(&s),
+        decisions
+            .iter()
+            .map(|d| (d.job_id, format!("{}@{}", d.queue, d.host)))
+            .collect::<Vec<_>>()
+    );
+    // The state changes after the image was taken: the image does not.
+    Arc::make_mut(&mut s.jobs).remove(&1);
+    submit(&mut s, job(9, "u1", &[], &[]));
+    set_queue(&mut s, "all.q", "slots", "1");
+    assert!(image.jobs.contains_key(&1) && !image.jobs.contains_key(&9));
+    assert_eq!(
+        image
+            .view()
+            .schedule(Time::from_secs(0), &connected(&s))
+            .dispatches,
+        decisions
+    );
+    assert!(!s.jobs.contains_key(&1) && s.jobs.contains_key(&9));
+}
+
+#[test]
+fn decisions_on_an_unchanged_state_are_all_committed() {
+    let (s, image, generation, decisions) = decided_on_an_image();
+    let checked = s.revalidate(&image, generation, decisions.clone(), &connected(&s));
+    assert_eq!((checked.kept, checked.dropped), (decisions, 0));
+}
+
+#[test]
+fn a_job_deleted_held_or_altered_meanwhile_loses_its_dispatch_and_only_it() {
+    let (mut s, image, generation, decisions) = decided_on_an_image();
+    // Job 1 deleted, job 2 held (a new version of the job), a new job 5 submitted.
+    s.apply(&Op::Delete(crate::state::job_key(1)));
+    let mut held = Job::clone(&s.jobs[&2]);
+    held.spec.hold = true;
+    submit(&mut s, held);
+    submit(&mut s, job(5, "u1", &[], &[]));
+    let checked = s.revalidate(&image, generation, decisions, &connected(&s));
+    assert_eq!(jobs_of(&checked.kept), [3, 4]);
+    assert_eq!(checked.dropped, 2);
+}
+
+#[test]
+fn a_configuration_change_meanwhile_drops_every_dispatch() {
+    type Change = fn(&mut ClusterState);
+    let cases: [(&str, Change); 4] = [
+        ("queue slots lowered", |s| {
+            set_queue(s, "all.q", "slots", "1")
+        }),
+        ("queue instance disabled", |s| {
+            s.apply(&Op::Put(Object::DisabledQueues(vec![(
+                "all.q".into(),
+                "n1".into(),
+            )])))
+        }),
+        ("host deleted", |s| {
+            s.apply(&Op::Delete("exechost/n2".into()))
+        }),
+        ("scheduler configuration", |s| {
+            s.apply(&Op::Put(Object::Config(
+                gantry_common::schedconf::parse_schedconf("job_load_adjustments NONE\n").unwrap(),
+            )))
+        }),
+    ];
+    for (what, change) in cases {
+        let (mut s, image, generation, decisions) = decided_on_an_image();
+        change(&mut s);
+        let checked = s.revalidate(&image, generation, decisions, &connected(&s));
+        assert_eq!((checked.kept.len(), checked.dropped), (0, 4), "{what}");
+    }
+}
+
+#[test]
+fn what_cannot_take_a_dispatchs_resources_keeps_it() {
+    let (mut s, image, generation, decisions) = decided_on_an_image();
+    // A load report, a new submission, a job id handed out: none takes what the
+    // dispatches were given.
+    s.record_load("n1", Vec::new(), Time::from_secs(1));
+    submit(&mut s, job(7, "u2", &[], &[]));
+    s.apply(&Op::NextJobId(100));
+    let checked = s.revalidate(&image, generation, decisions.clone(), &connected(&s));
+    assert_eq!((checked.kept, checked.dropped), (decisions, 0));
+}
+
+#[test]
+fn a_host_whose_execd_left_meanwhile_loses_its_dispatches() {
+    let (s, image, generation, decisions) = decided_on_an_image();
+    let only_n1: HashSet<String> = ["n1".to_string()].into();
+    let checked = s.revalidate(&image, generation, decisions, &only_n1);
+    assert!(checked.kept.iter().all(|d| d.host == "n1"));
+    assert_eq!((checked.kept.len(), checked.dropped), (2, 2));
 }
