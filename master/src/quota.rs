@@ -58,7 +58,9 @@ impl ClusterState {
     /// Count (or with `sign` -1 uncount) what a job's running tasks use under every
     /// set's effective rule, grant by grant.
     pub(crate) fn count_quota_usage(&mut self, job: &Job, sign: f64) {
-        Arc::make_mut(&mut self.quota_book).count(job, sign);
+        if self.quota_book.counts(job) {
+            Arc::make_mut(&mut self.quota_book).count(job, sign);
+        }
     }
 
     /// The quota state a scheduling cycle starts from (none without an enabled set).

@@ -1138,7 +1138,23 @@ pub struct QuotaBook {
     prepared: Option<Catalog>,
     /// How many counters the last scheduling cycle used (to size the next one's).
     cycle_counters: usize,
+    /// The plans of the consumers counted since the last rebuild, by what decides them
+    /// (a commit of many dispatches counts many tasks of few kinds).
+    plans: HashMap<CountedKey, Arc<Plan>>,
 }
+
+/// What decides a counted task's plan: its owner, the owner's groups, its project, the
+/// parallel environment it was granted and its hard requests.
+type CountedKey = (
+    String,
+    Vec<String>,
+    Option<String>,
+    Option<String>,
+    Vec<(String, String)>,
+);
+
+/// The plans a book keeps at most; more distinct consumers start the memo over.
+const MAX_PLANS: usize = 4096;
 
 impl QuotaBook {
     /// Something quota matching depends on changed: the book is rebuilt when the
@@ -1181,6 +1197,7 @@ impl QuotaBook {
             stale: false,
             prepared: None,
             cycle_counters: self.cycle_counters,
+            plans: HashMap::new(),
         };
         if self.quotas.is_empty() {
             return;
@@ -1190,10 +1207,17 @@ impl QuotaBook {
         }
     }
 
+    /// Would [`QuotaBook::count`] change anything for this job (it has tasks placed and
+    /// sets to count them under)? A caller sharing the book asks before it copies it.
+    pub fn counts(&self, job: &Job) -> bool {
+        !(self.stale || self.quotas.is_empty() || job.quota_exempt())
+            && job.tasks.placed_states().next().is_some()
+    }
+
     /// Count (or with `sign` -1 uncount) what a job's running tasks use under every
     /// set's effective rule, grant by grant.
     pub fn count(&mut self, job: &Job, sign: f64) {
-        if self.stale || self.quotas.is_empty() || job.quota_exempt() {
+        if !self.counts(job) {
             return;
         }
         let Some(catalog) = &self.catalog else {
@@ -1206,16 +1230,35 @@ impl QuotaBook {
             else {
                 continue;
             };
-            let Some(d) = d
-                .get_or_insert_with(|| crate::model::demand(catalog, job).ok())
-                .as_ref()
-            else {
-                return;
+            let key: CountedKey = (
+                job.owner.user.clone(),
+                job.owner.groups.clone(),
+                job.spec.project.clone(),
+                pe.clone(),
+                job.spec.hard_resources.clone(),
+            );
+            let plan = match self.plans.get(&key) {
+                Some(plan) => plan.clone(),
+                None => {
+                    let Some(d) = d
+                        .get_or_insert_with(|| crate::model::demand(catalog, job).ok())
+                        .as_ref()
+                    else {
+                        return;
+                    };
+                    let consumer = Consumer::of(d, pe.as_deref());
+                    let plan =
+                        Arc::new(
+                            self.quotas
+                                .plan(catalog, d, &consumer, &mut self.usage, false),
+                        );
+                    if self.plans.len() >= MAX_PLANS {
+                        self.plans.clear();
+                    }
+                    self.plans.insert(key, plan.clone());
+                    plan
+                }
             };
-            let consumer = Consumer::of(d, pe.as_deref());
-            let plan = self
-                .quotas
-                .plan(catalog, d, &consumer, &mut self.usage, false);
             for (n, g) in grants.iter().enumerate() {
                 let place = Place {
                     queue: &g.queue,
