@@ -1,0 +1,404 @@
+//! Client requests: the router that sends each kind where it is decided, `qsub -sync
+//! y`'s wait, and the large complex edit read off the actor's thread.
+
+use std::collections::HashSet;
+
+use actix::prelude::*;
+use gantry_proto::{Caller, FromMaster, Refusal, RefusalKind, ToMaster};
+use tracing::info;
+
+use crate::jobs::TaskState;
+
+use super::*;
+
+/// `qstat -u`'s user list with `$user`, SGE's placeholder for the current user, replaced
+/// by the caller's name.
+fn users_with_caller(users: &[String], caller: &str) -> Vec<String> {
+    users
+        .iter()
+        .map(|u| {
+            if u == "$user" {
+                caller.to_string()
+            } else {
+                u.clone()
+            }
+        })
+        .collect()
+}
+
+/// A client request with the caller established by the endpoint.
+#[derive(Message)]
+#[rtype(result = "FromMaster")]
+pub struct ClientCall {
+    pub caller: Caller,
+    pub request: ToMaster,
+}
+
+impl Handler<ClientCall> for Cluster {
+    type Result = MessageResult<ClientCall>;
+
+    fn handle(&mut self, msg: ClientCall, _: &mut Self::Context) -> Self::Result {
+        MessageResult(self.route(&msg.caller, msg.request))
+    }
+}
+
+impl Cluster {
+    /// The router: every kind of request, and where it is answered. The job requests
+    /// are answered here (they read the execds' sessions, the spool's accounting or the
+    /// finished jobs, or send to execds); the configuration, hosts and queue instances
+    /// are decided by the pure functions of [`crate::state`] and committed by
+    /// [`Cluster::decided`]. The match names every kind: a new one does not compile
+    /// until it has a place.
+    fn route(&mut self, caller: &Caller, request: ToMaster) -> FromMaster {
+        match request {
+            // A submission is taken by value: its script (megabytes, maybe) is moved to
+            // the spool, never copied.
+            ToMaster::Submit { spec, verify } => {
+                let reply = self.submit(caller, *spec, verify);
+                self.state_changed();
+                reply
+            }
+            ToMaster::ShowJobs { users } => {
+                let users = users_with_caller(&users, &caller.user);
+                FromMaster::Jobs(self.state.job_views(&users, &self.started))
+            }
+            ToMaster::JobDetails { ids } => {
+                let connected: HashSet<String> = self.sessions.keys().cloned().collect();
+                let wanted: Vec<u64> = ids
+                    .iter()
+                    .filter_map(|t| crate::jobs::parse_job_ref(t).map(|r| r.0))
+                    .collect();
+                let mut details = Vec::new();
+                for id in &wanted {
+                    let Some(job) = self.state.jobs.get(id) else {
+                        return FromMaster::Refused(Refusal {
+                            kind: RefusalKind::NotFound,
+                            message: format!("Following jobs do not exist: \n{id}"),
+                        });
+                    };
+                    let group = crate::jobs::group_name(job);
+                    details.push(gantry_proto::JobDetail {
+                        job_id: job.id,
+                        spec: job.spec.clone(),
+                        owner: job.owner.clone(),
+                        group,
+                        submit_time: job.submit_time,
+                        reasons: self.state.explain(job, &connected, self.now()),
+                        errors: job
+                            .tasks
+                            .placed()
+                            .filter_map(|(t, s)| match s {
+                                TaskState::Error { reason } => Some((t, reason.clone())),
+                                _ => None,
+                            })
+                            .collect(),
+                    });
+                }
+                FromMaster::JobDetails(details)
+            }
+            ToMaster::ShowQuotas(query) => {
+                let rows = self
+                    .state
+                    .quota_rows(&query, &caller.user, &|user| self.unix_groups.of_name(user));
+                FromMaster::Quotas(rows)
+            }
+            ToMaster::SchedulingSummary => {
+                let connected: HashSet<String> = self.sessions.keys().cloned().collect();
+                let blocked = self.state.quota_blocked_jobs(&connected, self.now());
+                let summary = if blocked.is_empty() {
+                    Vec::new()
+                } else {
+                    vec![(
+                        "Jobs dropped because of exceeding limit in rule".to_string(),
+                        blocked,
+                    )]
+                };
+                FromMaster::SchedulingSummary(summary)
+            }
+            ToMaster::ShowFinishedJobs { users } => {
+                let users = users_with_caller(&users, &caller.user);
+                let views = self
+                    .finished
+                    .iter()
+                    .filter(|v| users.is_empty() || users.iter().any(|u| u == "*" || u == &v.owner))
+                    .cloned()
+                    .collect();
+                FromMaster::Jobs(views)
+            }
+            ToMaster::SuspendJobs { ids, suspend } => self.suspend_jobs(caller, &ids, suspend),
+            ToMaster::ChangeQueueInstances { targets, change }
+                if change != gantry_proto::QueueChange::ClearError =>
+            {
+                let suspend = change == gantry_proto::QueueChange::Suspend;
+                let reply = self.suspend_queues(caller, &targets, suspend);
+                self.state_changed();
+                reply
+            }
+            ToMaster::ClearJobErrors { ids } => {
+                let reply = self.clear_job_errors(caller, &ids);
+                self.state_changed();
+                reply
+            }
+            ToMaster::AlterJobs { ids, changes } => {
+                let reply = self.alter_jobs(caller, &ids, &changes);
+                self.state_changed();
+                reply
+            }
+            ToMaster::DeleteJobs { ids, users, force } => {
+                self.delete_jobs(caller, &ids, &users, force)
+            }
+            ToMaster::Accounting { job } => {
+                let keep = |r: &gantry_proto::AccountingRecord| match &job {
+                    None => true,
+                    Some(j) => match j.parse::<u64>() {
+                        Ok(id) => r.job_id == id,
+                        Err(_) => &r.job_name == j,
+                    },
+                };
+                match self.store.accounting(keep) {
+                    Ok(records) => FromMaster::Accounting(records),
+                    Err(e) => FromMaster::Refused(Refusal {
+                        kind: RefusalKind::Internal,
+                        message: format!("error: reading the accounting: {e}"),
+                    }),
+                }
+            }
+            // `call` waits for the job's end before a wait reaches the actor.
+            ToMaster::WaitJob { .. } => FromMaster::Refused(Refusal {
+                kind: RefusalKind::Internal,
+                message: "error: a wait for a job reached the master without its caller".into(),
+            }),
+            request @ (ToMaster::HostInfo
+            | ToMaster::ShowExecHostList
+            | ToMaster::ShowExecHost { .. }
+            | ToMaster::AddExecHost { .. }
+            | ToMaster::DeleteExecHosts { .. }
+            | ToMaster::ShowConfig { .. }
+            | ToMaster::ModifyConfig { .. }
+            | ToMaster::ShowManagers
+            | ToMaster::AddManagers { .. }
+            | ToMaster::DeleteManagers { .. }
+            | ToMaster::ShowComplexes
+            | ToMaster::ShowQueueList
+            | ToMaster::ShowQueue { .. }
+            | ToMaster::ShowHostGroupList
+            | ToMaster::ShowHostGroup { .. }
+            | ToMaster::SetQueueState { .. }
+            | ToMaster::ModifyAttribute { .. }
+            | ToMaster::AddHostGroup { .. }
+            | ToMaster::ModifyHostGroup { .. }
+            | ToMaster::DeleteHostGroup { .. }
+            | ToMaster::ShowUserSetList
+            | ToMaster::ShowUserSets { .. }
+            | ToMaster::AddUsersToSets { .. }
+            | ToMaster::DeleteUsersFromSets { .. }
+            | ToMaster::DeleteUserSets { .. }
+            | ToMaster::AddUserSet { .. }
+            | ToMaster::ModifyUserSet { .. }
+            | ToMaster::ShowObject { .. }
+            | ToMaster::ShowObjectList { .. }
+            | ToMaster::AddObject { .. }
+            | ToMaster::ModifyObject { .. }
+            | ToMaster::DeleteObjects { .. }
+            | ToMaster::EditAttribute { .. }
+            | ToMaster::ChangeQueueInstances { .. }
+            | ToMaster::ReplaceObjects { .. }) => {
+                let now = self.now();
+                let decided = self.state.handle(caller, &request, now);
+                self.decided(caller, decided)
+            }
+        }
+    }
+}
+
+impl Cluster {
+    /// Answer a decided request: commit a change (and log what it did), or pass on an
+    /// answer or a refusal.
+    fn decided(&mut self, caller: &Caller, decided: Result<Reply, Refusal>) -> FromMaster {
+        match decided {
+            Ok(Reply::Answer(a)) => a,
+            Ok(Reply::Change(change)) => match self.commit(&change.ops) {
+                Ok(()) => {
+                    self.state_changed();
+                    // A list of 200,000 attributes changes 200,000 things: the log
+                    // names the first few and counts the rest.
+                    const LOGGED: usize = 10;
+                    let mut logged =
+                        change.messages[..change.messages.len().min(LOGGED)].join("; ");
+                    if change.messages.len() > LOGGED {
+                        logged.push_str(&format!(
+                            "; and {} more changes",
+                            change.messages.len() - LOGGED
+                        ));
+                    }
+                    info!(user = %caller.user, host = %caller.host, "{logged}");
+                    FromMaster::Done {
+                        messages: change.messages,
+                    }
+                }
+                Err(r) => FromMaster::Refused(r),
+            },
+            Err(r) => FromMaster::Refused(r),
+        }
+    }
+}
+
+/// `qsub -sync y`: answer now if the job has ended, else when it does.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct WaitJob {
+    pub job_id: u64,
+    pub reply: tokio::sync::oneshot::Sender<FromMaster>,
+}
+
+impl Handler<WaitJob> for Cluster {
+    type Result = ();
+
+    fn handle(&mut self, msg: WaitJob, _: &mut Self::Context) {
+        if self.state.jobs.contains_key(&msg.job_id) {
+            self.waiters.entry(msg.job_id).or_default().push(msg.reply);
+            return;
+        }
+        let answer = self.job_outcome(msg.job_id).unwrap_or_else(|| {
+            FromMaster::Refused(Refusal {
+                kind: RefusalKind::NotFound,
+                message: format!("denied: job \"{}\" does not exist", msg.job_id),
+            })
+        });
+        let _ = msg.reply.send(answer);
+    }
+}
+
+/// A client request, whatever its kind: waits are answered when the job ends.
+pub async fn call(cluster: &Addr<Cluster>, caller: Caller, request: ToMaster) -> FromMaster {
+    let gone = || {
+        FromMaster::Refused(Refusal {
+            kind: RefusalKind::Internal,
+            message: "error: the master is shutting down".into(),
+        })
+    };
+    if let ToMaster::WaitJob { job_id } = request {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        if cluster.send(WaitJob { job_id, reply: tx }).await.is_err() {
+            return gone();
+        }
+        return rx.await.unwrap_or_else(|_| gone());
+    }
+    let request = match request {
+        ToMaster::ModifyObject {
+            kind: gantry_proto::ObjectKind::Complex,
+            text,
+        } if text.len() > LARGE_EDIT => {
+            return replace_complexes_off_thread(cluster, caller, text)
+                .await
+                .unwrap_or_else(gone)
+        }
+        other => other,
+    };
+    cluster
+        .send(ClientCall { caller, request })
+        .await
+        .unwrap_or_else(|_| gone())
+}
+
+/// A complex file larger than this is read and checked on a blocking thread, so that
+/// the thread answering clients (and the Cluster actor) is not held by it.
+const LARGE_EDIT: usize = 256 << 10;
+
+/// `qconf -Mc` with a large file: read and check the list off the actor's thread, then
+/// let the actor check what depends on its state (attributes in use) and commit.
+async fn replace_complexes_off_thread(
+    cluster: &Addr<Cluster>,
+    caller: Caller,
+    text: String,
+) -> Option<FromMaster> {
+    let current = match cluster
+        .send(ComplexForEdit {
+            caller: caller.clone(),
+        })
+        .await
+        .ok()?
+    {
+        Ok(c) => c,
+        Err(r) => return Some(FromMaster::Refused(r)),
+    };
+    let who = format!("{}@{}", caller.user, caller.host);
+    let checked = tokio::task::spawn_blocking(move || {
+        let list = gantry_common::complex::parse_complexes(&text).map_err(|e| e.to_string())?;
+        gantry_common::complex::check_complexes(&list, &current)?;
+        let messages = crate::admin::complex_changes(&who, &current, &list);
+        let catalog = crate::sched::Catalog::new(&list);
+        Ok::<_, String>(ReplaceComplexes {
+            caller,
+            list,
+            messages,
+            catalog,
+            checked_against: current,
+        })
+    })
+    .await
+    .ok()?;
+    match checked {
+        Ok(prepared) => cluster.send(prepared).await.ok(),
+        Err(message) => Some(FromMaster::Refused(crate::state::refuse(
+            RefusalKind::Invalid,
+            message,
+        ))),
+    }
+}
+
+/// The complex as it is, for a manager who replaces it.
+#[derive(Message)]
+#[rtype(result = "Result<Vec<gantry_proto::ComplexAttr>, Refusal>")]
+struct ComplexForEdit {
+    caller: Caller,
+}
+
+impl Handler<ComplexForEdit> for Cluster {
+    type Result = Result<Vec<gantry_proto::ComplexAttr>, Refusal>;
+
+    fn handle(&mut self, msg: ComplexForEdit, _: &mut Self::Context) -> Self::Result {
+        self.state.manager_check(&msg.caller)?;
+        Ok((*self.state.complexes).clone())
+    }
+}
+
+/// A complex list read and checked (against `checked_against`) off this thread.
+#[derive(Message)]
+#[rtype(result = "FromMaster")]
+struct ReplaceComplexes {
+    caller: Caller,
+    list: Vec<gantry_proto::ComplexAttr>,
+    /// What replacing `checked_against` with `list` does.
+    messages: Vec<String>,
+    /// The catalog of `list`, for the quota book's rebuild.
+    catalog: crate::sched::Catalog,
+    checked_against: Vec<gantry_proto::ComplexAttr>,
+}
+
+impl Handler<ReplaceComplexes> for Cluster {
+    type Result = MessageResult<ReplaceComplexes>;
+
+    fn handle(&mut self, msg: ReplaceComplexes, _: &mut Self::Context) -> Self::Result {
+        let ReplaceComplexes {
+            caller,
+            list,
+            messages,
+            catalog,
+            checked_against,
+        } = msg;
+        let decided = self.state.manager_check(&caller).and_then(|()| {
+            if *self.state.complexes == checked_against {
+                self.state.prepare_catalog(catalog);
+                self.state.replace_complexes_saying(list, messages)
+            } else {
+                // Someone changed the complex in the meantime: check against it here.
+                gantry_common::complex::check_complexes(&list, &self.state.complexes)
+                    .map_err(|m| crate::state::refuse(RefusalKind::Invalid, m))?;
+                let who = format!("{}@{}", caller.user, caller.host);
+                self.state.replace_complexes(&who, list)
+            }
+        });
+        MessageResult(self.decided(&caller, decided))
+    }
+}

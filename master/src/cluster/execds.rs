@@ -1,0 +1,482 @@
+//! The execds: joining, sessions, load reports, task reports and what the master does
+//! when a host goes quiet.
+
+use std::collections::{HashMap, HashSet};
+use std::net::SocketAddr;
+
+use actix::prelude::*;
+use gantry_common::exechost::valid_hostname;
+use gantry_net::cell::{unix_now, JoinToken};
+use gantry_net::tls::{certs_from_pem, fingerprint};
+use gantry_proto::{FromMaster, LoadValue, ShepherdFailure, ToExecd};
+use tokio::sync::mpsc::UnboundedSender;
+use tracing::{info, warn};
+
+use crate::jobs::TaskState;
+
+use super::*;
+
+impl Cluster {
+    /// A job left without running (deleted while pending): wake `-sync` waiters.
+    pub(super) fn job_ended_without_report(&mut self, id: u64) {
+        if let Some(waiters) = self.waiters.remove(&id) {
+            for w in waiters {
+                let _ = w.send(FromMaster::JobEnded {
+                    job_id: id,
+                    exit_status: 0,
+                    signal: None,
+                    failed: ShepherdFailure::BeforeJob.code(),
+                });
+            }
+        }
+    }
+
+    /// The outcome of a finished job for `-sync y`, from its accounting records.
+    pub(super) fn job_outcome(&self, id: u64) -> Option<FromMaster> {
+        let records = self.store.accounting(|r| r.job_id == id).ok()?;
+        let worst = records.iter().max_by_key(|r| {
+            (
+                r.report.failed,
+                r.report.signal.is_some(),
+                r.report.exit_status,
+            )
+        })?;
+        Some(FromMaster::JobEnded {
+            job_id: id,
+            exit_status: worst.report.exit_status,
+            signal: worst.report.signal,
+            failed: worst.report.failed,
+        })
+    }
+
+    /// Record a batch of task reports in one spool commit, then acknowledge them. A
+    /// report for a task already accounted (repeated after a reconnect) is only
+    /// acknowledged.
+    pub(super) fn finish_batch(
+        &mut self,
+        batch: Vec<(String, gantry_proto::JobReport)>,
+    ) -> Result<(), Vec<(String, gantry_proto::JobReport)>> {
+        let kept = batch.clone();
+        let mut ops = Vec::new();
+        let mut changed: HashMap<u64, crate::jobs::Job> = HashMap::new();
+        let mut acks: Vec<(String, u64, u32)> = Vec::new();
+        let mut recorded: Vec<(u64, u32)> = Vec::new();
+        let mut seen: HashSet<(u64, u32)> = HashSet::new();
+        let mut errored_now: Option<HashSet<(String, String)>> = None;
+        for (host, report) in batch {
+            let key = (report.job_id, report.task_id);
+            tracing::debug!(job = key.0, task = key.1, host = %host, "task report");
+            acks.push((host.clone(), key.0, key.1));
+            if !seen.insert(key) {
+                continue;
+            }
+            let known = changed
+                .get(&key.0)
+                .or_else(|| self.state.jobs.get(&key.0).map(|j| &**j))
+                .and_then(|j| j.tasks.get(key.1))
+                .is_some_and(|t| {
+                    matches!(t, TaskState::Running { .. } | TaskState::Deleting { .. })
+                });
+            if !known {
+                // Removed with qdel -f while the host was away: accounted now.
+                if let Some(waiting) = self.state.forced_away.get(&key) {
+                    let mut record = waiting.clone();
+                    record.report = report.clone();
+                    ops.push(Op::Account(Box::new(record)));
+                    ops.push(Op::Delete(crate::state::forced_key(key.0, key.1)));
+                    recorded.push(key);
+                    continue;
+                }
+                let task = if self.state.jobs.get(&key.0).is_some_and(|j| j.is_array()) {
+                    key.1
+                } else {
+                    0
+                };
+                if !matches!(self.store.has_accounting(key.0, task), Ok(true)) {
+                    warn!(job = key.0, task = key.1, host = %host, "report for a task the master does not know; acknowledged");
+                }
+                continue;
+            }
+            let Some(current) = self.state.jobs.get(&key.0) else {
+                continue;
+            };
+            let job = changed
+                .entry(key.0)
+                .or_insert_with(|| crate::jobs::Job::clone(current));
+            // A job that could not even be started (no working directory, no output
+            // file, no shell) waits in error state, as SGE's Eqw, unless it was deleted.
+            // The host could not start it (unknown user there, no TMPDIR): the queue
+            // instance goes into error state `E` and the task back to pending, as SGE.
+            let failure = report.shepherd_failure();
+            if failure == Some(ShepherdFailure::BeforeJob) {
+                if let Some(TaskState::Running { host, queue, .. }) = job.tasks.get(key.1) {
+                    warn!(
+                        job = key.0,
+                        task = key.1,
+                        queue = %queue,
+                        host = %host,
+                        "queue instance set to error state: {}",
+                        report.failure
+                    );
+                    let mut errored = errored_now
+                        .take()
+                        .unwrap_or_else(|| (*self.state.errored).clone());
+                    errored.insert((queue.clone(), host.clone()));
+                    errored_now = Some(errored);
+                    job.tasks.insert(key.1, TaskState::Pending);
+                    recorded.push(key);
+                    continue;
+                }
+            }
+            let setup_failure = failure.is_some_and(ShepherdFailure::is_job_error);
+            if setup_failure && matches!(job.tasks.get(key.1), Some(TaskState::Running { .. })) {
+                info!(
+                    job = key.0,
+                    task = key.1,
+                    "task could not be started: {}",
+                    report.failure
+                );
+                job.tasks.insert(
+                    key.1,
+                    TaskState::Error {
+                        reason: report.failure.clone(),
+                    },
+                );
+                recorded.push(key);
+                continue;
+            }
+            let Some(record) = self.state.accounting_record(&report) else {
+                continue;
+            };
+            ops.push(Op::Account(Box::new(record)));
+            job.tasks.remove(key.1);
+            recorded.push(key);
+        }
+        if let Some(errored) = errored_now {
+            let mut list: Vec<(String, String)> = errored.into_iter().collect();
+            list.sort();
+            ops.push(Op::Put(Object::ErrorQueues(list)));
+        }
+        let mut done_jobs = Vec::new();
+        let mut zombies = Vec::new();
+        for (id, job) in changed {
+            if job.tasks.is_empty() {
+                ops.push(Op::Delete(crate::state::job_key(id)));
+                done_jobs.push(id);
+                zombies.push(crate::jobs::zombie_view(&job, Self::unix_now()));
+            } else {
+                ops.push(Op::Put(Object::Job(job)));
+            }
+        }
+        if self.commit(&ops).is_err() {
+            return Err(kept); // not acknowledged: tried again
+        }
+        for key in recorded {
+            self.started.remove(&key);
+        }
+        let keep: usize = self
+            .state
+            .global()
+            .get("finished_jobs")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(100);
+        for z in zombies {
+            self.finished.push_back(z);
+        }
+        while self.finished.len() > keep {
+            self.finished.pop_front();
+        }
+        for (host, job_id, task_id) in acks {
+            if let Some(s) = self.sessions.get(&host) {
+                let _ = s.to_execd.send(ToExecd::ReportAck { job_id, task_id });
+            }
+        }
+        for id in done_jobs {
+            if let Some(waiters) = self.waiters.remove(&id) {
+                let outcome = self.job_outcome(id);
+                for w in waiters {
+                    if let Some(o) = outcome.clone() {
+                        let _ = w.send(o);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    pub(super) fn check_reachability(&mut self) {
+        let now = self.now();
+        let hosts: Vec<String> = self.state.exechosts.keys().cloned().collect();
+        for host in hosts {
+            let heard = self
+                .state
+                .runtime
+                .get(&host)
+                .and_then(|r| r.last_heard)
+                .is_some();
+            if !heard {
+                continue;
+            }
+            if self.state.is_reachable(&host, now) {
+                if self.unreachable.remove(&host) {
+                    self.trigger.loads_changed = true;
+                }
+            } else if self.unreachable.insert(host.clone()) {
+                self.trigger.loads_changed = true;
+                warn!(
+                    host = %host,
+                    "execd unreachable: no load report for more than max_unheard ({} s)",
+                    self.state.max_unheard()
+                );
+            }
+        }
+    }
+}
+
+/// An execd asks to join with a token.
+#[derive(Message)]
+#[rtype(result = "Result<ToExecd, String>")]
+pub struct Join {
+    pub token: String,
+    pub hostname: String,
+    pub public_key: Vec<u8>,
+    pub peer: SocketAddr,
+    /// The join came from one of the master's own addresses.
+    pub from_masters_machine: bool,
+}
+
+impl Handler<Join> for Cluster {
+    type Result = Result<ToExecd, String>;
+
+    fn handle(&mut self, msg: Join, _: &mut Self::Context) -> Self::Result {
+        let presented = JoinToken::parse(&msg.token).map_err(|e| e.to_string())?;
+        let current = crate::cell::read_token(&self.paths)
+            .map_err(|e| format!("the master cannot read its join token: {e}"))?;
+        if !current.matches(&presented) {
+            return Err("the join token is not valid (wrong or rotated)".into());
+        }
+        if current.expires_at <= unix_now() {
+            return Err("the join token has expired (rotate it with gantry-master token)".into());
+        }
+        if !valid_hostname(&msg.hostname) {
+            return Err(format!("invalid host name \"{}\"", msg.hostname));
+        }
+        // Before a certificate is issued: a name holds one certificate, and the master's
+        // own name is claimed only from its own machine.
+        if let Err(reason) = self
+            .state
+            .join_check(&msg.hostname, msg.from_masters_machine)
+        {
+            warn!(host = %msg.hostname, peer = %msg.peer, "join refused: {reason}");
+            return Err(reason);
+        }
+        let cert_pem = self
+            .ca
+            .issue_host(&msg.hostname, &msg.public_key)
+            .map_err(|e| e.to_string())?;
+        let der = certs_from_pem(&cert_pem)
+            .map_err(|e| e.to_string())?
+            .into_iter()
+            .next()
+            .ok_or("no certificate issued")?;
+        let fp = hex::encode(fingerprint(der.as_ref()));
+        let change = self.state.join(&msg.hostname, &fp);
+        self.commit(&change.ops).map_err(|r| r.message)?;
+        info!(host = %msg.hostname, peer = %msg.peer, "execd joined the cell; host certificate issued");
+        Ok(ToExecd::Joined {
+            hostname: msg.hostname,
+            host_cert_pem: cert_pem,
+            ca_cert_pem: self.ca.cert_pem.clone(),
+        })
+    }
+}
+
+/// An execd with a host certificate connected.
+#[derive(Message)]
+#[rtype(result = "Result<(String, u64), String>")]
+pub struct Register {
+    pub fingerprint: String,
+    pub claimed_hostname: String,
+    pub session_id: u64,
+    pub conn: quinn::Connection,
+    pub to_execd: UnboundedSender<ToExecd>,
+}
+
+impl Handler<Register> for Cluster {
+    type Result = Result<(String, u64), String>;
+
+    fn handle(&mut self, msg: Register, _: &mut Self::Context) -> Self::Result {
+        let Some(host) = self.state.host_certs.get(&msg.fingerprint).cloned() else {
+            return Err("unknown host certificate (the host was deleted or its certificate replaced); join again with a token".into());
+        };
+        if host != msg.claimed_hostname {
+            warn!(host = %host, claimed = %msg.claimed_hostname, "execd claims another host name than its certificate's; using the certificate's");
+        }
+        if let Some(old) = self.sessions.insert(
+            host.clone(),
+            Session {
+                id: msg.session_id,
+                conn: msg.conn,
+                to_execd: msg.to_execd,
+            },
+        ) {
+            old.conn
+                .close(CLOSE_REPLACED.into(), b"replaced by a new connection");
+        }
+        info!(host = %host, "execd connected");
+        Ok((host, self.state.load_report_time()))
+    }
+}
+
+/// A load report from a connected execd.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Load {
+    pub host: String,
+    pub values: Vec<LoadValue>,
+}
+
+impl Handler<Load> for Cluster {
+    type Result = ();
+
+    fn handle(&mut self, msg: Load, _: &mut Self::Context) {
+        if !self.state.exechosts.contains_key(&msg.host) {
+            return;
+        }
+        let now = self.now();
+        if let Some(change) = self.state.slots_for_new_host(&msg.host, &msg.values) {
+            if self.commit(&change.ops).is_err() {
+                return;
+            }
+        }
+        let was_unreachable = self.unreachable.remove(&msg.host);
+        self.state.record_load(&msg.host, msg.values, now);
+        if was_unreachable {
+            info!(host = %msg.host, "execd reachable again");
+        }
+        // No cycle from here: the timer runs one when it is due.
+        self.trigger.loads_changed = true;
+    }
+}
+
+/// An execd's connection ended.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct SessionEnded {
+    pub host: String,
+    pub session_id: u64,
+    pub reason: String,
+}
+
+impl Handler<SessionEnded> for Cluster {
+    type Result = ();
+
+    fn handle(&mut self, msg: SessionEnded, _: &mut Self::Context) {
+        if self
+            .sessions
+            .get(&msg.host)
+            .is_some_and(|s| s.id == msg.session_id)
+        {
+            self.sessions.remove(&msg.host);
+            info!(host = %msg.host, "execd disconnected: {}", msg.reason);
+        }
+    }
+}
+
+/// Messages about jobs from a connected execd.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub enum ExecdJobs {
+    Started {
+        host: String,
+        job_id: u64,
+        task_id: u32,
+    },
+    Finished {
+        host: String,
+        report: gantry_proto::JobReport,
+    },
+    Running {
+        host: String,
+        tasks: Vec<(u64, u32)>,
+    },
+}
+
+impl Handler<ExecdJobs> for Cluster {
+    type Result = ();
+
+    fn handle(&mut self, msg: ExecdJobs, ctx: &mut Self::Context) {
+        match msg {
+            ExecdJobs::Started {
+                job_id, task_id, ..
+            } => {
+                self.started.insert((job_id, task_id));
+            }
+            ExecdJobs::Finished { host, report } => {
+                self.job_id_seen(report.job_id);
+                self.pending_reports.push((host, report));
+                if !self.flush_queued {
+                    self.flush_queued = true;
+                    ctx.address().do_send(FlushReports);
+                }
+            }
+            ExecdJobs::Running { host, tasks } => {
+                if let Some(highest) = tasks.iter().map(|(j, _)| *j).max() {
+                    self.job_id_seen(highest);
+                }
+                let running: HashSet<(u64, u32)> = tasks.into_iter().collect();
+                // Tasks the master no longer has (deleted with qdel -f while the execd was
+                // away) are killed now.
+                for (job_id, task_id) in &running {
+                    let known = self
+                        .state
+                        .jobs
+                        .get(job_id)
+                        .is_some_and(|j| j.tasks.contains(*task_id));
+                    if !known {
+                        info!(job = job_id, task = task_id, host = %host, "killing a task the master no longer has");
+                        if let Some(s) = self.sessions.get(&host) {
+                            let _ = s.to_execd.send(ToExecd::KillJob {
+                                job_id: *job_id,
+                                task_id: *task_id,
+                            });
+                        }
+                    }
+                }
+                self.started.extend(running.iter().copied());
+                // Orders lost in a crash or a cut are sent again; the execd ignores a
+                // task it already has (finished ones report themselves next).
+                let mut resend = Vec::new();
+                for job in self.state.jobs.values() {
+                    for (task, t) in job.tasks.placed() {
+                        if let TaskState::Running {
+                            host: h,
+                            queue,
+                            grants,
+                            pe,
+                            ..
+                        } = t
+                        {
+                            if h == &host && !running.contains(&(job.id, task)) {
+                                resend.push(crate::sched::Dispatch {
+                                    job_id: job.id,
+                                    task_id: task,
+                                    queue: queue.clone(),
+                                    host: h.clone(),
+                                    grants: grants.clone(),
+                                    pe: pe.clone(),
+                                });
+                            }
+                        }
+                    }
+                }
+                for d in resend {
+                    if let (Some(start), Some(s)) = (self.job_start(&d), self.sessions.get(&host)) {
+                        let _ = s.to_execd.send(ToExecd::StartJob(Box::new(start)));
+                    }
+                }
+                self.state_changed();
+            }
+        }
+    }
+}
