@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use actix::prelude::*;
-use gantry_net::cell::{unix_now, MasterPaths};
+use gantry_net::cell::MasterPaths;
 use gantry_net::tls::Ca;
 use gantry_proto::{FromMaster, JobScript, Refusal, RefusalKind, ToExecd};
 use tokio::sync::mpsc::UnboundedSender;
@@ -28,8 +28,56 @@ pub use execds::{ExecdJobs, Join, Load, Register, SessionEnded};
 /// A connected execd.
 struct Session {
     id: u64,
-    conn: quinn::Connection,
+    /// The QUIC connection, to close it (none for an execd in the same process).
+    conn: Option<quinn::Connection>,
     to_execd: UnboundedSender<ToExecd>,
+}
+
+impl Session {
+    fn close(&self, code: u32, reason: &[u8]) {
+        if let Some(conn) = &self.conn {
+            conn.close(code.into(), reason);
+        }
+    }
+}
+
+/// The master's one clock: the time of day, or a time a test sets.
+#[derive(Debug, Clone, Default)]
+pub struct Clock {
+    manual: Option<Arc<std::sync::atomic::AtomicI64>>,
+}
+
+impl Clock {
+    /// The time of day, as SGE's qmaster keeps it.
+    pub fn system() -> Clock {
+        Clock::default()
+    }
+
+    /// A clock that stands at `at` until it is set.
+    pub fn manual(at: Time) -> Clock {
+        Clock {
+            manual: Some(Arc::new(std::sync::atomic::AtomicI64::new(at.millis()))),
+        }
+    }
+
+    /// Move a manual clock (a system clock ignores it).
+    pub fn set(&self, at: Time) {
+        if let Some(ms) = &self.manual {
+            ms.store(at.millis(), std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+
+    pub fn now(&self) -> Time {
+        match &self.manual {
+            Some(ms) => Time::from_millis(ms.load(std::sync::atomic::Ordering::Relaxed)),
+            None => {
+                let ms = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+                Time::from_millis(ms)
+            }
+        }
+    }
 }
 
 pub struct Cluster {
@@ -67,6 +115,7 @@ pub struct Cluster {
     checkpoint_queued: bool,
     /// Job scripts, in the spool beside the database (jobs hold none in memory).
     scripts: crate::scripts::JobScripts,
+    clock: Clock,
 }
 
 /// How long a due checkpoint waits (the journal is durable meanwhile).
@@ -230,16 +279,20 @@ impl Cluster {
             me: None,
             checkpoint_queued: false,
             scripts,
+            clock: Clock::system(),
         })
+    }
+
+    /// The same master on another clock (a test's).
+    pub fn with_clock(mut self, clock: Clock) -> Cluster {
+        self.clock = clock;
+        self
     }
 
     /// The master's one clock for the scheduler and for host liveness: the time of day,
     /// as SGE's qmaster keeps it.
     fn now(&self) -> Time {
-        let ms = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
-        Time::from_millis(ms)
+        self.clock.now()
     }
 
     /// An execd reported a task of job `id`: a job id the spool may have lost (a damaged
@@ -341,15 +394,16 @@ impl Cluster {
         for host in gone {
             if let Some(s) = self.sessions.remove(&host) {
                 info!(host = %host, "exec host deleted: closing its execd's connection");
-                s.conn.close(CLOSE_DELETED.into(), b"exec host deleted");
+                s.close(CLOSE_DELETED, b"exec host deleted");
             }
             Arc::make_mut(&mut self.state.runtime).remove(&host);
         }
         Ok(())
     }
 
-    fn unix_now() -> i64 {
-        unix_now() as i64
+    /// The clock's time in Unix seconds (start and end times of jobs).
+    fn unix_now(&self) -> i64 {
+        self.now().secs()
     }
 
     /// The cluster state changed: schedule after the messages already queued have been
@@ -454,7 +508,7 @@ impl Cluster {
 
     /// Commit the dispatches, then send them to their execds.
     fn dispatch(&mut self, decisions: &[crate::sched::Dispatch]) {
-        let now = Self::unix_now();
+        let now = self.unix_now();
         let mut changed: HashMap<u64, crate::jobs::Job> = HashMap::new();
         for d in decisions {
             let Some(job) = self.state.jobs.get(&d.job_id) else {
@@ -534,7 +588,7 @@ impl Handler<Shutdown> for Cluster {
 
     fn handle(&mut self, _: Shutdown, _: &mut Self::Context) {
         for (_, s) in self.sessions.drain() {
-            s.conn.close(CLOSE_SHUTDOWN.into(), b"master shutting down");
+            s.close(CLOSE_SHUTDOWN, b"master shutting down");
         }
         if let Err(e) = self.store.close() {
             warn!("spool checkpoint at shutdown failed (the journal keeps the changes): {e}");

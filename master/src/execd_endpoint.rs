@@ -126,7 +126,7 @@ async fn handle(incoming: quinn::Incoming, cluster: Addr<Cluster>) -> Result<(),
             fingerprint: fp,
             claimed_hostname: claimed,
             session_id,
-            conn: conn.clone(),
+            conn: Some(conn.clone()),
             to_execd: tx,
         })
         .await

@@ -163,7 +163,7 @@ impl Cluster {
             if job.tasks.is_empty() {
                 ops.push(Op::Delete(crate::state::job_key(id)));
                 done_jobs.push(id);
-                zombies.push(crate::jobs::zombie_view(&job, Self::unix_now()));
+                zombies.push(crate::jobs::zombie_view(&job, self.unix_now()));
             } else {
                 ops.push(Op::Put(Object::Job(job)));
             }
@@ -298,7 +298,8 @@ pub struct Register {
     pub fingerprint: String,
     pub claimed_hostname: String,
     pub session_id: u64,
-    pub conn: quinn::Connection,
+    /// None for an execd in the same process (tests).
+    pub conn: Option<quinn::Connection>,
     pub to_execd: UnboundedSender<ToExecd>,
 }
 
@@ -320,8 +321,7 @@ impl Handler<Register> for Cluster {
                 to_execd: msg.to_execd,
             },
         ) {
-            old.conn
-                .close(CLOSE_REPLACED.into(), b"replaced by a new connection");
+            old.close(CLOSE_REPLACED, b"replaced by a new connection");
         }
         info!(host = %host, "execd connected");
         Ok((host, self.state.load_report_time()))

@@ -34,7 +34,7 @@ impl Cluster {
             &self.unix_groups.of(&caller.user, caller.gid),
             &spec,
             id,
-            Self::unix_now(),
+            self.unix_now(),
         ) {
             Ok(j) => j,
             Err(r) => return FromMaster::Refused(r),
