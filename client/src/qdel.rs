@@ -43,16 +43,15 @@ pub fn qdel(args: &[String]) -> Output {
         force: p.has("-f"),
     };
     match crate::conn::request(&req) {
-        Ok(FromMaster::Done { messages }) => {
-            let failed = messages.iter().any(|m| {
-                m.starts_with("denied:") || m.contains("do not have the necessary privileges")
-            });
-            Output {
-                stdout: messages.iter().map(|m| format!("{m}\n")).collect(),
-                stderr: String::new(),
-                code: if failed { exit::FAILURE } else { exit::SUCCESS },
-            }
-        }
+        Ok(FromMaster::Items(items)) => Output {
+            stdout: items.iter().map(|i| format!("{}\n", i.message)).collect(),
+            stderr: String::new(),
+            code: if items.iter().any(|i| i.refused) {
+                exit::FAILURE
+            } else {
+                exit::SUCCESS
+            },
+        },
         // qdel reports refusals on stdout, as SGE does.
         Ok(FromMaster::Refused(r)) => Output {
             stdout: format!("{}\n", r.message),

@@ -1,6 +1,6 @@
 //! `qstat`: the jobs and the queue instances, as SGE prints them.
 
-use gantry_proto::{FromMaster, JobView, ToMaster};
+use gantry_proto::{FromMaster, JobState, JobView, ToMaster};
 
 use crate::dates::local_time;
 use crate::opts::{opt, Arity, OptSpec};
@@ -54,7 +54,7 @@ fn job_line(j: &JobView, with_queue: bool) -> String {
         prior(j.priority),
         j.name,
         j.owner,
-        j.state,
+        j.state.letters(),
         when,
         queue,
         j.slots,
@@ -212,7 +212,7 @@ fn xml_job(x: &mut crate::xml::Xml, indent: usize, j: &JobView, with_queue: bool
     x.element(i, "JAT_prio", &[], &prior(j.priority));
     x.element(i, "JB_name", &[], &j.name);
     x.element(i, "JB_owner", &[], &j.owner);
-    x.element(i, "state", &[], &j.state);
+    x.element(i, "state", &[], j.state.letters());
     let iso = |t: i64| local_time(t, "%Y-%m-%dT%H:%M:%S");
     match j.start_time {
         Some(t) => x.element(i, "JAT_start_time", &[], &iso(t)),
@@ -464,10 +464,10 @@ pub fn qstat(args: &[String]) -> Output {
     if let Some(s) = p.arg("-s") {
         jobs.retain(|j| {
             s.chars().any(|c| match c {
-                'p' => j.state.ends_with("qw"),
-                'r' => j.state.contains('r') || j.state == "t",
-                'h' => j.state.starts_with('h'),
-                'z' => j.state == "z",
+                'p' => j.state.is_pending(),
+                'r' => j.state.is_running(),
+                'h' => j.state.is_held(),
+                'z' => j.state == JobState::Zombie,
                 _ => false,
             })
         });
@@ -478,7 +478,7 @@ pub fn qstat(args: &[String]) -> Output {
             "name": j.name,
             "owner": j.owner,
             "priority": j.priority,
-            "state": j.state,
+            "state": j.state.letters(),
             "submit_time": j.submit_time,
             "start_time": j.start_time,
             "queue": j.queue,
@@ -596,13 +596,13 @@ mod tests {
         assert_eq!(render_qstat(&[]), "");
     }
 
-    fn job(id: u64, state: &str, queue: Option<&str>, tasks: &str) -> JobView {
+    fn job(id: u64, state: JobState, queue: Option<&str>, tasks: &str) -> JobView {
         JobView {
             job_id: id,
             name: "sleep".into(),
             owner: "user1".into(),
             priority: 0,
-            state: state.into(),
+            state,
             submit_time: 0,
             start_time: queue.map(|_| 0),
             queue: queue.map(str::to_string),
@@ -661,8 +661,8 @@ mod tests {
     #[test]
     fn job_lines_have_sges_columns() {
         let out = render_qstat(&[
-            job(28, "r", Some("all.q@vm"), ""),
-            job(36, "qw", None, "2-5:1"),
+            job(28, JobState::Running, Some("all.q@vm"), ""),
+            job(36, JobState::Pending { held: false }, None, "2-5:1"),
         ]);
         let lines: Vec<&str> = out.lines().collect();
         assert_eq!(lines[0].len(), 114);
@@ -682,7 +682,12 @@ mod tests {
             "{}",
             lines[3]
         );
-        let f = render_qstat_f(&idle_host(), &[job(36, "qw", None, "")], false, None);
+        let f = render_qstat_f(
+            &idle_host(),
+            &[job(36, JobState::Pending { held: false }, None, "")],
+            false,
+            None,
+        );
         assert!(f.contains(PENDING_BANNER), "{f}");
     }
 }

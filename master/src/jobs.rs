@@ -6,8 +6,8 @@ use std::collections::{HashMap, HashSet};
 
 use gantry_common::{complex, queue, value};
 use gantry_proto::{
-    AccountingRecord, Caller, JobOwner, JobReport, JobScript, JobSpec, JobStart, JobView, Refusal,
-    RefusalKind, ValueType,
+    AccountingRecord, Caller, JobOwner, JobReport, JobScript, JobSpec, JobStart, JobState, JobView,
+    Refusal, RefusalKind, ValueType,
 };
 
 use crate::state::{refuse, ClusterState};
@@ -360,7 +360,7 @@ impl ClusterState {
             if !users.is_empty() && !users.iter().any(|u| u == "*" || u == &job.owner.user) {
                 continue;
             }
-            let base = |state: String, tasks: String| JobView {
+            let base = |state: JobState, tasks: String| JobView {
                 job_id: job.id,
                 name: job.spec.name.clone(),
                 owner: job.owner.user.clone(),
@@ -394,21 +394,21 @@ impl ClusterState {
                         grants,
                         ..
                     } => {
-                        let letters = match t {
-                            TaskState::Deleting { .. } => "dr",
-                            _ if job.suspended.contains(&task) => "s",
+                        let state = match t {
+                            TaskState::Deleting { .. } => JobState::Deleting,
+                            _ if job.suspended.contains(&task) => JobState::Suspended,
                             _ if self
                                 .suspended_queues
                                 .contains(&(queue.clone(), host.clone()))
                                 || self.threshold_suspended.contains(&(job.id, task)) =>
                             {
-                                "S"
+                                JobState::QueueSuspended
                             }
-                            _ if started.contains(&(job.id, task)) => "r",
-                            _ => "t",
+                            _ if started.contains(&(job.id, task)) => JobState::Running,
+                            _ => JobState::Transferring,
                         };
                         let mut v = base(
-                            letters.to_string(),
+                            state,
                             if job.is_array() {
                                 task.to_string()
                             } else {
@@ -434,7 +434,7 @@ impl ClusterState {
                 } else {
                     String::new()
                 };
-                pending.push(base(if held { "hqw".into() } else { "qw".into() }, tasks));
+                pending.push(base(JobState::Pending { held }, tasks));
             }
             if !failed.is_empty() {
                 let tasks = if job.is_array() {
@@ -442,7 +442,7 @@ impl ClusterState {
                 } else {
                     String::new()
                 };
-                pending.push(base("Eqw".into(), tasks));
+                pending.push(base(JobState::Error, tasks));
             }
         }
         running.extend(pending);
@@ -457,7 +457,7 @@ pub fn zombie_view(job: &Job, end_time: i64) -> JobView {
         name: job.spec.name.clone(),
         owner: job.owner.user.clone(),
         priority: job.spec.priority,
-        state: "z".into(),
+        state: JobState::Zombie,
         submit_time: job.submit_time,
         start_time: Some(end_time),
         queue: None,

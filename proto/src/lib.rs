@@ -18,7 +18,7 @@ pub use objects::*;
 
 /// The protocol version. Both daemons and every client speak exactly one version; peers
 /// with another version are refused with a message naming both.
-pub const PROTOCOL_VERSION: u32 = 2;
+pub const PROTOCOL_VERSION: u32 = 3;
 
 /// Magic bytes at the start of every [`Hello`]: "GNTY".
 pub const HELLO_MAGIC: [u8; 4] = *b"GNTY";
@@ -347,6 +347,8 @@ pub enum FromMaster {
     Quotas(Vec<QuotaRow>),
     /// `qstat -j` without a job: (reason as SGE words it, the jobs it holds back).
     SchedulingSummary(Vec<(String, Vec<u64>)>),
+    /// A request naming several items (`qdel`): what became of each, in order.
+    Items(Vec<ItemResult>),
 }
 
 /// Why a request was refused. The kind decides the exit status (one table, in the

@@ -396,6 +396,78 @@ pub struct AccountingRecord {
     pub report: JobReport,
 }
 
+/// The state of a `qstat` row; [`JobState::letters`] prints it as SGE does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum JobState {
+    /// Waiting to be scheduled: `qw`, or `hqw` when held (`-h`, or a `-hold_jid`
+    /// predecessor still in the system).
+    Pending { held: bool },
+    /// Could not be started and waits for `qmod -cj`: `Eqw`.
+    Error,
+    /// Dispatched, not yet confirmed by its execd: `t`.
+    Transferring,
+    /// Running: `r`.
+    Running,
+    /// Suspended with `qmod -sj`: `s`.
+    Suspended,
+    /// Suspended by its queue instance (`qmod -s`, `suspend_thresholds`): `S`.
+    QueueSuspended,
+    /// Deletion registered, the task still running: `dr`.
+    Deleting,
+    /// Finished (`qstat -s z`): `z`.
+    Zombie,
+}
+
+impl JobState {
+    /// SGE's state letters.
+    pub fn letters(self) -> &'static str {
+        match self {
+            JobState::Pending { held: false } => "qw",
+            JobState::Pending { held: true } => "hqw",
+            JobState::Error => "Eqw",
+            JobState::Transferring => "t",
+            JobState::Running => "r",
+            JobState::Suspended => "s",
+            JobState::QueueSuspended => "S",
+            JobState::Deleting => "dr",
+            JobState::Zombie => "z",
+        }
+    }
+
+    /// Shown by `qstat -s p`: waiting, held or in error.
+    pub fn is_pending(self) -> bool {
+        matches!(self, JobState::Pending { .. } | JobState::Error)
+    }
+
+    /// Shown by `qstat -s r`: on an execd and not suspended (`r`, `t`, `dr`).
+    pub fn is_running(self) -> bool {
+        matches!(
+            self,
+            JobState::Running | JobState::Transferring | JobState::Deleting
+        )
+    }
+
+    /// Shown by `qstat -s h`.
+    pub fn is_held(self) -> bool {
+        self == JobState::Pending { held: true }
+    }
+}
+
+impl std::fmt::Display for JobState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.letters())
+    }
+}
+
+/// What became of one item of a request that names several (`qdel`'s jobs and tasks).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ItemResult {
+    /// What SGE prints for it.
+    pub message: String,
+    /// The item was refused (it does not exist, or the caller may not touch it).
+    pub refused: bool,
+}
+
 /// A job task as `qstat` shows it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct JobView {
@@ -403,8 +475,7 @@ pub struct JobView {
     pub name: String,
     pub owner: String,
     pub priority: i32,
-    /// SGE state letters: `qw`, `hqw`, `r`, `t`, `dr`, `Eqw`, ...
-    pub state: String,
+    pub state: JobState,
     pub submit_time: i64,
     /// Running tasks: when they started.
     pub start_time: Option<i64>,

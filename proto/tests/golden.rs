@@ -64,19 +64,33 @@ fn samples() -> Vec<(&'static str, Vec<u8>)> {
             }))
             .unwrap(),
         ),
+        (
+            "job_state",
+            encode(&JobState::Pending { held: true }).unwrap(),
+        ),
+        (
+            "items",
+            encode(&FromMaster::Items(vec![ItemResult {
+                message: "x".into(),
+                refused: true,
+            }]))
+            .unwrap(),
+        ),
     ]
 }
 
 #[test]
 fn encodings_are_pinned() {
     let want = [
-        ("hello", "474e5459020105302e312e30"),
+        ("hello", "474e5459030105302e312e30"),
         ("hello_reply", "0001"),
         ("load_report", "0201086e756d5f70726f630132"),
         ("settings", "0128"),
         ("show_exec_host", "0202766d"),
         ("relayed", "027531e807e807026e3107"),
         ("refused", "0800026e6f"),
+        ("job_state", "0001"),
+        ("items", "1301017801"),
     ];
     let got = samples();
     for ((name, bytes), (wname, whex)) in got.iter().zip(want.iter()) {
@@ -87,8 +101,9 @@ fn encodings_are_pinned() {
             "encoding of {name} changed: bump PROTOCOL_VERSION"
         );
     }
-    assert_eq!(PROTOCOL_VERSION, 2);
-    assert_eq!(alpn_current(), b"gantry/2");
+    assert_eq!(got.len(), want.len());
+    assert_eq!(PROTOCOL_VERSION, 3);
+    assert_eq!(alpn_current(), b"gantry/3");
 }
 
 #[test]
@@ -108,4 +123,29 @@ fn oversized_frames_are_refused() {
         frame::payload_len(((frame::MAX_FRAME + 1) as u32).to_be_bytes()),
         Err(ProtoError::FrameTooLarge(..))
     ));
+}
+
+#[test]
+fn job_states_print_and_filter_as_sge_does() {
+    // (state, letters, qstat -s p, -s r, -s h)
+    let table = [
+        (JobState::Pending { held: false }, "qw", true, false, false),
+        (JobState::Pending { held: true }, "hqw", true, false, true),
+        (JobState::Error, "Eqw", true, false, false),
+        (JobState::Transferring, "t", false, true, false),
+        (JobState::Running, "r", false, true, false),
+        (JobState::Suspended, "s", false, false, false),
+        (JobState::QueueSuspended, "S", false, false, false),
+        (JobState::Deleting, "dr", false, true, false),
+        (JobState::Zombie, "z", false, false, false),
+    ];
+    for (state, letters, p, r, h) in table {
+        assert_eq!(state.letters(), letters);
+        assert_eq!(state.to_string(), letters);
+        assert_eq!(
+            (state.is_pending(), state.is_running(), state.is_held()),
+            (p, r, h),
+            "{letters}"
+        );
+    }
 }

@@ -2,7 +2,7 @@
 //! list of finished jobs, or send to execds): submission, deletion, alteration,
 //! suspension, error clearing, and the suspend thresholds' actions.
 
-use gantry_proto::{Caller, FromMaster, JobScript, Refusal, RefusalKind, ToExecd};
+use gantry_proto::{Caller, FromMaster, ItemResult, JobScript, Refusal, RefusalKind, ToExecd};
 use tracing::{error, info};
 
 use crate::jobs::TaskState;
@@ -142,25 +142,30 @@ impl Cluster {
         }
         targets.sort();
         targets.dedup();
-        let mut messages = Vec::new();
+        let mut results: Vec<ItemResult> = Vec::new();
+        let done = |message: String| ItemResult {
+            message,
+            refused: false,
+        };
+        let refused = |message: String| ItemResult {
+            message,
+            refused: true,
+        };
         let mut ops = Vec::new();
         let mut kills = Vec::new();
-        let mut failed = false;
         for (id, range) in targets {
             let Some(job) = self.state.jobs.get(&id) else {
-                messages.push(format!("denied: job \"{id}\" does not exist"));
-                failed = true;
+                results.push(refused(format!("denied: job \"{id}\" does not exist")));
                 continue;
             };
             if job.owner.user != caller.user && !manager {
-                messages.push(self.state.others_job_refusal(
+                results.push(refused(self.state.others_job_refusal(
                     caller,
                     format!(
                         "{} - you do not have the necessary privileges to delete the job \"{id}\"",
                         caller.user
                     ),
-                ));
-                failed = true;
+                )));
                 continue;
             }
             let mut job = crate::jobs::Job::clone(job);
@@ -251,25 +256,25 @@ impl Cluster {
                 match (deleted_tasks.len(), deleted_tasks.first()) {
                     (0, _) | (_, None) => {}
                     (1, Some(t)) => {
-                        messages.push(format!("{user} has deleted job-array task {id}.{t}"))
+                        results.push(done(format!("{user} has deleted job-array task {id}.{t}")))
                     }
-                    _ => messages.push(format!(
+                    _ => results.push(done(format!(
                         "{user} has deleted job-array tasks {} of job {id}",
                         deleted_tasks.ranges_text()
-                    )),
+                    ))),
                 }
                 for t in &registered_tasks {
-                    messages.push(format!(
+                    results.push(done(format!(
                         "{user} has registered the job-array task {id}.{t} for deletion"
-                    ));
+                    )));
                 }
             } else if !registered_tasks.is_empty() {
-                messages.push(format!(
+                results.push(done(format!(
                     "{} has registered the job {id} for deletion",
                     caller.user
-                ));
+                )));
             } else {
-                messages.push(format!("{} has deleted job {id}", caller.user));
+                results.push(done(format!("{} has deleted job {id}", caller.user)));
             }
             if job.tasks.is_empty() {
                 ops.push(Op::Delete(crate::state::job_key(id)));
@@ -287,13 +292,14 @@ impl Cluster {
             }
         }
         self.state_changed();
-        if failed && ops.is_empty() {
+        if ops.is_empty() && results.iter().any(|r| r.refused) {
+            let lines: Vec<String> = results.into_iter().map(|r| r.message).collect();
             FromMaster::Refused(Refusal {
                 kind: RefusalKind::NotFound,
-                message: messages.join("\n"),
+                message: lines.join("\n"),
             })
         } else {
-            FromMaster::Done { messages }
+            FromMaster::Items(results)
         }
     }
 
