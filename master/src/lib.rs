@@ -7,6 +7,7 @@ pub mod cell;
 pub mod client_endpoint;
 pub mod cluster;
 pub mod cycle_thread;
+pub mod decide;
 pub mod execd_endpoint;
 pub mod jobs;
 mod journal;

@@ -125,27 +125,28 @@ impl Cluster {
                     .collect();
                 FromMaster::Jobs(views)
             }
-            ToMaster::SuspendJobs { ids, suspend } => self.suspend_jobs(caller, &ids, suspend),
+            ToMaster::SuspendJobs { ids, suspend } => {
+                let d = self.state.decide_suspend_jobs(caller, &ids, suspend);
+                self.carry_out(d)
+            }
             ToMaster::ChangeQueueInstances { targets, change }
                 if change != gantry_proto::QueueChange::ClearError =>
             {
                 let suspend = change == gantry_proto::QueueChange::Suspend;
-                let reply = self.suspend_queues(caller, &targets, suspend);
-                self.state_changed();
-                reply
+                let d = self.state.decide_suspend_queues(caller, &targets, suspend);
+                self.carry_out(d)
             }
             ToMaster::ClearJobErrors { ids } => {
-                let reply = self.clear_job_errors(caller, &ids);
-                self.state_changed();
-                reply
+                let d = self.state.decide_clear_job_errors(caller, &ids);
+                self.carry_out(d)
             }
             ToMaster::AlterJobs { ids, changes } => {
-                let reply = self.alter_jobs(caller, &ids, &changes);
-                self.state_changed();
-                reply
+                let d = self.state.decide_alter_jobs(caller, &ids, &changes);
+                self.carry_out(d)
             }
             ToMaster::DeleteJobs { ids, users, force } => {
-                self.delete_jobs(caller, &ids, &users, force)
+                let d = self.state.decide_delete_jobs(caller, &ids, &users, force);
+                self.carry_out(d)
             }
             ToMaster::Accounting { job } => {
                 let keep = |r: &gantry_proto::AccountingRecord| match &job {

@@ -1,0 +1,565 @@
+//! The job requests the actor answers, decided as pure functions of the state: each
+//! returns a [`Decision`], the spool writes to commit, what to do once they are durable
+//! ([`Effect`]: orders to execds, waiters to wake) and the reply. The Cluster actor
+//! commits, then carries out the effects, then answers; a refused request writes
+//! nothing and has no effect.
+
+use gantry_proto::{Caller, FromMaster, ItemResult, Refusal, RefusalKind, ToExecd};
+
+use crate::jobs::TaskState;
+use crate::state::{ClusterState, Object, Op};
+
+/// What a decided request does.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decision {
+    /// Spool writes, committed before anything else happens.
+    pub ops: Vec<Op>,
+    /// What the master does once they are durable.
+    pub effects: Vec<Effect>,
+    /// The answer, once both are done.
+    pub reply: FromMaster,
+}
+
+impl Decision {
+    /// A refusal: nothing written, nothing done.
+    pub fn refused(refusal: Refusal) -> Decision {
+        Decision {
+            ops: Vec::new(),
+            effects: Vec::new(),
+            reply: FromMaster::Refused(refusal),
+        }
+    }
+}
+
+/// What the master does after a decision's writes are durable.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Effect {
+    /// An order to the execd of a host, if it is connected (one that is not gets its
+    /// orders from the state when it comes back).
+    Send { host: String, order: ToExecd },
+    /// A job left without running (deleted while pending): its `qsub -sync y` waiters
+    /// are answered.
+    JobLeft(u64),
+    /// A task was removed without its report (`qdel -f`): its execd's confirmation of
+    /// the start no longer counts.
+    Forget { job: u64, task: u32 },
+}
+
+fn kill(host: String, job_id: u64, task_id: u32) -> Effect {
+    Effect::Send {
+        host,
+        order: ToExecd::KillJob { job_id, task_id },
+    }
+}
+
+/// Signal numbers sent to execds (Linux values, as the execds run Linux).
+pub(crate) mod libc_signal {
+    pub const SIGSTOP: i32 = nix::sys::signal::Signal::SIGSTOP as i32;
+    pub const SIGCONT: i32 = nix::sys::signal::Signal::SIGCONT as i32;
+}
+
+impl ClusterState {
+    pub fn decide_delete_jobs(
+        &self,
+        caller: &Caller,
+        ids: &[String],
+        users: &[String],
+        force: bool,
+    ) -> Decision {
+        let manager = self.acts_as_manager(caller);
+        // With -f a running task is removed at once, without waiting for its report; it
+        // is killed now if its execd is there, else when the execd registers again (a
+        // late report is acknowledged without a record).
+        let mut targets: Vec<(u64, Option<(u32, u32)>)> = Vec::new();
+        // Job names and patterns (`'*'`): the jobs of the users given with -u, else the
+        // caller's own.
+        let mut patterns: Vec<&str> = Vec::new();
+        for text in ids {
+            match crate::jobs::parse_job_ref(text) {
+                Some(t) => targets.push(t),
+                None if !text.is_empty() && !text.contains(['/', ' ']) => patterns.push(text),
+                None => {
+                    return Decision::refused(Refusal {
+                        kind: RefusalKind::Invalid,
+                        message: format!("denied: job \"{text}\" does not exist"),
+                    })
+                }
+            }
+        }
+        let owned_by = |job: &crate::jobs::Job| {
+            if users.is_empty() {
+                job.owner.user == caller.user
+            } else {
+                users.iter().any(|u| u == "*" || *u == job.owner.user)
+            }
+        };
+        for pattern in &patterns {
+            let before = targets.len();
+            for job in self.jobs.values() {
+                if owned_by(job) && crate::jobs::wildcard(pattern, &job.spec.name) {
+                    targets.push((job.id, None));
+                }
+            }
+            if targets.len() == before && *pattern != "*" {
+                return Decision::refused(Refusal {
+                    kind: RefusalKind::NotFound,
+                    message: format!("denied: job \"{pattern}\" does not exist"),
+                });
+            }
+        }
+        if patterns.is_empty() {
+            for job in self.jobs.values() {
+                if !users.is_empty() && owned_by(job) {
+                    targets.push((job.id, None));
+                }
+            }
+        }
+        targets.sort();
+        targets.dedup();
+        let mut results: Vec<ItemResult> = Vec::new();
+        let done = |message: String| ItemResult {
+            message,
+            refused: false,
+        };
+        let refused = |message: String| ItemResult {
+            message,
+            refused: true,
+        };
+        let mut ops = Vec::new();
+        let mut effects = Vec::new();
+        for (id, range) in targets {
+            let Some(job) = self.jobs.get(&id) else {
+                results.push(refused(format!("denied: job \"{id}\" does not exist")));
+                continue;
+            };
+            if job.owner.user != caller.user && !manager {
+                results.push(refused(self.others_job_refusal(
+                    caller,
+                    format!(
+                        "{} - you do not have the necessary privileges to delete the job \"{id}\"",
+                        caller.user
+                    ),
+                )));
+                continue;
+            }
+            let mut job = crate::jobs::Job::clone(job);
+            // Pending tasks go at once, as ranges (an array may have many).
+            let (lo, hi) = range.unwrap_or((0, u32::MAX));
+            let mut deleted_tasks = job.tasks.pending_mut().remove_within(lo, hi);
+            let mut registered_tasks = Vec::new();
+            // The others (running, being deleted, in error) one by one.
+            let selected: Vec<(u32, TaskState)> = job
+                .tasks
+                .placed()
+                .filter(|(t, _)| (lo..=hi).contains(t))
+                .map(|(t, state)| (t, state.clone()))
+                .collect();
+            for (t, state) in selected {
+                match state {
+                    TaskState::Pending | TaskState::Error { .. } => {
+                        job.tasks.remove(t);
+                        deleted_tasks.insert(t);
+                    }
+                    TaskState::Running {
+                        host,
+                        queue,
+                        start_time,
+                        ..
+                    }
+                    | TaskState::Deleting {
+                        host,
+                        queue,
+                        start_time,
+                        ..
+                    } if force => {
+                        // Accounted when its host reports the end (SGE accounts it too);
+                        // until then, its record waits in the spool.
+                        let waiting = gantry_proto::JobReport {
+                            job_id: id,
+                            task_id: t,
+                            host: host.clone(),
+                            queue: format!("{queue}@{host}"),
+                            exit_status: 0,
+                            signal: None,
+                            failed: 0,
+                            failure: String::new(),
+                            start_time,
+                            end_time: start_time,
+                            utime_us: 0,
+                            stime_us: 0,
+                            maxrss_kb: 0,
+                        };
+                        if let Some(record) = self.accounting_record(&waiting) {
+                            ops.push(Op::Put(Object::ForcedAway(Box::new(record))));
+                        }
+                        job.tasks.remove(t);
+                        effects.push(Effect::Forget { job: id, task: t });
+                        effects.push(kill(host, id, t));
+                        deleted_tasks.insert(t);
+                    }
+                    TaskState::Running {
+                        host,
+                        queue,
+                        start_time,
+                        grants,
+                        pe,
+                    } => {
+                        job.tasks.insert(
+                            t,
+                            TaskState::Deleting {
+                                host: host.clone(),
+                                queue,
+                                start_time,
+                                grants,
+                                pe,
+                            },
+                        );
+                        effects.push(kill(host, id, t));
+                        registered_tasks.push(t);
+                    }
+                    TaskState::Deleting { host, .. } => {
+                        effects.push(kill(host, id, t));
+                        registered_tasks.push(t);
+                    }
+                }
+            }
+            let named_tasks = range.is_some() && job.is_array();
+            if named_tasks && !(deleted_tasks.is_empty() && registered_tasks.is_empty()) {
+                // `qdel 7.2-5`: SGE names the tasks, not the job.
+                let user = &caller.user;
+                match (deleted_tasks.len(), deleted_tasks.first()) {
+                    (0, _) | (_, None) => {}
+                    (1, Some(t)) => {
+                        results.push(done(format!("{user} has deleted job-array task {id}.{t}")))
+                    }
+                    _ => results.push(done(format!(
+                        "{user} has deleted job-array tasks {} of job {id}",
+                        deleted_tasks.ranges_text()
+                    ))),
+                }
+                for t in &registered_tasks {
+                    results.push(done(format!(
+                        "{user} has registered the job-array task {id}.{t} for deletion"
+                    )));
+                }
+            } else if !registered_tasks.is_empty() {
+                results.push(done(format!(
+                    "{} has registered the job {id} for deletion",
+                    caller.user
+                )));
+            } else {
+                results.push(done(format!("{} has deleted job {id}", caller.user)));
+            }
+            if job.tasks.is_empty() {
+                ops.push(Op::Delete(crate::state::job_key(id)));
+                effects.push(Effect::JobLeft(id));
+            } else {
+                ops.push(Op::Put(Object::Job(job)));
+            }
+        }
+        if ops.is_empty() && results.iter().any(|r| r.refused) {
+            let lines: Vec<String> = results.into_iter().map(|r| r.message).collect();
+            return Decision::refused(Refusal {
+                kind: RefusalKind::NotFound,
+                message: lines.join("\n"),
+            });
+        }
+        Decision {
+            ops,
+            effects,
+            reply: FromMaster::Items(results),
+        }
+    }
+    pub fn decide_alter_jobs(
+        &self,
+        caller: &Caller,
+        ids: &[String],
+        changes: &gantry_proto::JobChanges,
+    ) -> Decision {
+        let refused = |kind, message: String| Decision::refused(Refusal { kind, message });
+        let mut changes = changes.clone();
+        if let Some(list) = changes.hard_resources.as_mut() {
+            if let Err(r) = crate::jobs::check_resources(self, list) {
+                return Decision::refused(r);
+            }
+        }
+        if let Some(q) = &changes.queues {
+            if let Err(r) = crate::jobs::check_queues(self, q) {
+                return Decision::refused(r);
+            }
+        }
+        let manager = self.acts_as_manager(caller);
+        let mut ops = Vec::new();
+        let mut messages = Vec::new();
+        for text in ids {
+            let Some((id, _)) = crate::jobs::parse_job_ref(text) else {
+                return refused(
+                    RefusalKind::Invalid,
+                    format!("denied: job \"{text}\" does not exist"),
+                );
+            };
+            let Some(job) = self.jobs.get(&id) else {
+                return refused(
+                    RefusalKind::NotFound,
+                    format!("denied: job \"{id}\" does not exist"),
+                );
+            };
+            if job.owner.user != caller.user && !manager {
+                return refused(
+                    RefusalKind::Denied,
+                    self.others_job_refusal(
+                        caller,
+                        format!(
+                            "{} - you do not have the necessary privileges to modify the job \"{id}\"",
+                            caller.user
+                        ),
+                    ),
+                );
+            }
+            if !job.tasks.has_pending() {
+                return refused(
+                    RefusalKind::Invalid,
+                    format!("denied: job \"{id}\" has no pending tasks; only pending jobs can be changed"),
+                );
+            }
+            let mut job = crate::jobs::Job::clone(job);
+            let spec = &mut job.spec;
+            if let Some(h) = changes.hold {
+                spec.hold = h;
+                messages.push(format!("modified hold of job {id}"));
+            }
+            if let Some(n) = &changes.name {
+                if let Err(e) = gantry_common::names::verify_job_name(n) {
+                    return refused(RefusalKind::Invalid, e);
+                }
+                spec.name = n.clone();
+                messages.push(format!("modified job name of job {id}"));
+            }
+            if let Some(p) = changes.priority {
+                spec.priority = p;
+                messages.push(format!("modified priority of job {id}"));
+            }
+            if let Some(r) = &changes.hard_resources {
+                spec.hard_resources = r.clone();
+                messages.push(format!("modified hard resource list of job {id}"));
+            }
+            if let Some(q) = &changes.queues {
+                spec.queues = q.clone();
+                messages.push(format!("modified hard queue list of job {id}"));
+            }
+            if let Some(h) = &changes.hold_jids {
+                spec.hold_jids = h.clone();
+                messages.push(format!("modified job predecessor list of job {id}"));
+            }
+            if let Some(a) = changes.start_after {
+                spec.start_after = a;
+                messages.push(format!("modified start time of job {id}"));
+            }
+            ops.push(Op::Put(Object::Job(job)));
+        }
+        Decision {
+            ops,
+            effects: Vec::new(),
+            reply: FromMaster::Done { messages },
+        }
+    }
+    /// `qmod -s` / `-us` on queue instances: no new jobs start there, and the jobs
+    /// running there are stopped (state `S`) or continued (unless suspended themselves).
+    pub fn decide_suspend_queues(
+        &self,
+        caller: &Caller,
+        targets: &[String],
+        suspend: bool,
+    ) -> Decision {
+        if let Err(r) = self.manager_check(caller) {
+            return Decision::refused(r);
+        }
+        let instances = match self.queue_instances_named(targets) {
+            Ok(i) => i,
+            Err(r) => return Decision::refused(r),
+        };
+        let mut set = (*self.suspended_queues).clone();
+        let mut messages = Vec::new();
+        for key in &instances {
+            let changed = if suspend {
+                set.insert(key.clone())
+            } else {
+                set.remove(key)
+            };
+            messages.push(if changed {
+                format!(
+                    "{}@{} changed state of \"{}@{}\" ({})",
+                    caller.user,
+                    caller.host,
+                    key.0,
+                    key.1,
+                    if suspend { "suspended" } else { "unsuspended" }
+                )
+            } else {
+                format!(
+                    "Queue instance \"{}@{}\" is already in the specified state: {}",
+                    key.0,
+                    key.1,
+                    if suspend { "suspended" } else { "unsuspended" }
+                )
+            });
+        }
+        let mut list: Vec<(String, String)> = set.into_iter().collect();
+        list.sort();
+
+        let signal = if suspend {
+            libc_signal::SIGSTOP
+        } else {
+            libc_signal::SIGCONT
+        };
+        let mut effects = Vec::new();
+        for job in self.jobs.values() {
+            for (task, t) in job.tasks.placed() {
+                let TaskState::Running { host, queue, .. } = t else {
+                    continue;
+                };
+                // A job suspended on its own stays stopped when its queue resumes.
+                if !instances.contains(&(queue.clone(), host.clone()))
+                    || (!suspend && job.suspended.contains(&task))
+                {
+                    continue;
+                }
+                effects.push(Effect::Send {
+                    host: host.clone(),
+                    order: ToExecd::SignalJob {
+                        job_id: job.id,
+                        task_id: task,
+                        signal,
+                    },
+                });
+            }
+        }
+        Decision {
+            ops: vec![Op::Put(Object::SuspendedQueues(list))],
+            effects,
+            reply: FromMaster::Done { messages },
+        }
+    }
+    pub fn decide_suspend_jobs(&self, caller: &Caller, ids: &[String], suspend: bool) -> Decision {
+        let manager = self.acts_as_manager(caller);
+        let mut ops = Vec::new();
+        let mut messages = Vec::new();
+        let mut signals = Vec::new();
+        for text in ids {
+            let found = crate::jobs::parse_job_ref(text).and_then(|(id, _)| self.jobs.get(&id));
+            let Some(job) = found else {
+                return Decision::refused(Refusal {
+                    kind: RefusalKind::NotFound,
+                    message: format!("denied: job \"{text}\" does not exist"),
+                });
+            };
+            if job.owner.user != caller.user && !manager {
+                return Decision::refused(Refusal {
+                    kind: RefusalKind::Denied,
+                    message: self.others_job_refusal(
+                        caller,
+                        format!(
+                            "{} - you do not have the necessary privileges to modify the job \"{}\"",
+                            caller.user, job.id
+                        ),
+                    ),
+                });
+            }
+            let mut job = crate::jobs::Job::clone(job);
+            let mut any = false;
+            for (task, t) in job.tasks.placed() {
+                if let TaskState::Running { host, .. } = t {
+                    any = true;
+                    signals.push((host.clone(), job.id, task));
+                }
+            }
+            if !any {
+                return Decision::refused(Refusal {
+                    kind: RefusalKind::Invalid,
+                    message: format!("denied: job \"{}\" is not running", job.id),
+                });
+            }
+            for (_, _, task) in signals.iter().filter(|(_, j, _)| *j == job.id) {
+                if suspend {
+                    job.suspended.insert(*task);
+                } else {
+                    job.suspended.remove(task);
+                }
+            }
+            messages.push(format!(
+                "{} - {} job {}",
+                caller.user,
+                if suspend { "suspended" } else { "unsuspended" },
+                job.id
+            ));
+            ops.push(Op::Put(Object::Job(job)));
+        }
+        let signal = if suspend {
+            libc_signal::SIGSTOP
+        } else {
+            libc_signal::SIGCONT
+        };
+        let effects = signals
+            .into_iter()
+            .map(|(host, job_id, task_id)| Effect::Send {
+                host,
+                order: ToExecd::SignalJob {
+                    job_id,
+                    task_id,
+                    signal,
+                },
+            })
+            .collect();
+        Decision {
+            ops,
+            effects,
+            reply: FromMaster::Done { messages },
+        }
+    }
+    pub fn decide_clear_job_errors(&self, caller: &Caller, ids: &[String]) -> Decision {
+        let manager = self.acts_as_manager(caller);
+        let mut ops = Vec::new();
+        let mut messages = Vec::new();
+        for text in ids {
+            let Some((id, _)) = crate::jobs::parse_job_ref(text) else {
+                return Decision::refused(Refusal {
+                    kind: RefusalKind::Invalid,
+                    message: format!("denied: job \"{text}\" does not exist"),
+                });
+            };
+            let Some(job) = self.jobs.get(&id) else {
+                return Decision::refused(Refusal {
+                    kind: RefusalKind::NotFound,
+                    message: format!("denied: job \"{id}\" does not exist"),
+                });
+            };
+            if job.owner.user != caller.user && !manager {
+                return Decision::refused(Refusal {
+                    kind: RefusalKind::Denied,
+                    message: self.others_job_refusal(
+                        caller,
+                        format!(
+                            "{} - you do not have the necessary privileges to modify the job \"{id}\"",
+                            caller.user
+                        ),
+                    ),
+                });
+            }
+            let mut job = crate::jobs::Job::clone(job);
+            job.tasks.clear_errors();
+            messages.push(format!(
+                "{} has cleared the error state of job {id}",
+                caller.user
+            ));
+            ops.push(Op::Put(Object::Job(job)));
+        }
+        Decision {
+            ops,
+            effects: Vec::new(),
+            reply: FromMaster::Done { messages },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

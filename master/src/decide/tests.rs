@@ -1,0 +1,188 @@
+#![allow(clippy::unwrap_used)]
+
+use super::*;
+use crate::synthetic::{add_host, cluster, job, start, submit};
+
+const LOAD: &[(&str, &str)] = &[("num_proc", "2"), ("np_load_avg", "0.10")];
+
+fn caller(user: &str, host: &str) -> Caller {
+    Caller {
+        user: user.into(),
+        uid: 2000,
+        gid: 2000,
+        host: host.into(),
+    }
+}
+
+/// Job 1 of u1 pending, job 2 of u1 running on all.q@n1, job 3 of u2 running on
+/// all.q@n2.
+fn state() -> ClusterState {
+    let mut s = cluster(&[]);
+    add_host(&mut s, "n1", "", LOAD);
+    add_host(&mut s, "n2", "", LOAD);
+    submit(&mut s, job(1, "u1", &[], &[]));
+    submit(&mut s, job(2, "u1", &[], &[]));
+    submit(&mut s, job(3, "u2", &[], &[]));
+    start(&mut s, 2, 1, "all.q", "n1");
+    start(&mut s, 3, 1, "all.q", "n2");
+    s
+}
+
+fn messages(reply: &FromMaster) -> Vec<(String, bool)> {
+    match reply {
+        FromMaster::Items(items) => items
+            .iter()
+            .map(|i| (i.message.clone(), i.refused))
+            .collect(),
+        FromMaster::Done { messages } => messages.iter().map(|m| (m.clone(), false)).collect(),
+        FromMaster::Refused(r) => vec![(r.message.clone(), true)],
+        other => panic!("unexpected reply {other:?}"),
+    }
+}
+
+fn kill(host: &str, job_id: u64) -> Effect {
+    Effect::Send {
+        host: host.into(),
+        order: ToExecd::KillJob { job_id, task_id: 1 },
+    }
+}
+
+#[test]
+fn qdel_decides_writes_effects_and_reply_per_job() {
+    let s = state();
+    let u1 = caller("u1", "head");
+    // A pending job goes at once; its -sync waiters are answered once that is durable.
+    let d = s.decide_delete_jobs(&u1, &["1".into()], &[], false);
+    assert_eq!(d.ops, vec![Op::Delete(crate::state::job_key(1))]);
+    assert_eq!(d.effects, vec![Effect::JobLeft(1)]);
+    assert_eq!(messages(&d.reply), [("u1 has deleted job 1".into(), false)]);
+    // A running one is registered for deletion and its execd told to kill it.
+    let d = s.decide_delete_jobs(&u1, &["2".into()], &[], false);
+    let [Op::Put(Object::Job(j))] = &d.ops[..] else {
+        panic!("{:?}", d.ops);
+    };
+    assert!(matches!(j.tasks.get(1), Some(TaskState::Deleting { .. })));
+    assert_eq!(d.effects, vec![kill("n1", 2)]);
+    assert_eq!(
+        messages(&d.reply),
+        [("u1 has registered the job 2 for deletion".into(), false)]
+    );
+    // With -f it goes at once: its record waits for the host's report, and the
+    // execd's confirmation of the start no longer counts.
+    let d = s.decide_delete_jobs(&u1, &["2".into()], &[], true);
+    assert!(
+        matches!(&d.ops[..], [Op::Put(Object::ForcedAway(_)), Op::Delete(k)] if *k == crate::state::job_key(2))
+    );
+    assert_eq!(
+        d.effects,
+        vec![
+            Effect::Forget { job: 2, task: 1 },
+            kill("n1", 2),
+            Effect::JobLeft(2)
+        ]
+    );
+}
+
+#[test]
+fn qdel_refuses_item_by_item_and_writes_nothing_for_the_refused() {
+    let s = state();
+    let u1 = caller("u1", "head");
+    // Another user's job and a job that does not exist, beside one of the caller's.
+    let d = s.decide_delete_jobs(&u1, &["1".into(), "3".into(), "9".into()], &[], false);
+    assert_eq!(d.ops, vec![Op::Delete(crate::state::job_key(1))]);
+    assert_eq!(
+        messages(&d.reply),
+        [
+            ("u1 has deleted job 1".into(), false),
+            (
+                "u1 - you do not have the necessary privileges to delete the job \"3\"".into(),
+                true
+            ),
+            ("denied: job \"9\" does not exist".into(), true),
+        ]
+    );
+    // Nothing the caller may delete: a refusal, no write, no effect.
+    let d = s.decide_delete_jobs(&u1, &["3".into()], &[], false);
+    assert_eq!((d.ops.len(), d.effects.len()), (0, 0));
+    assert!(matches!(d.reply, FromMaster::Refused(_)));
+    // The manager may, from an administrative host only.
+    let d = s.decide_delete_jobs(&caller("root", "head"), &["3".into()], &[], false);
+    assert_eq!(d.effects, vec![kill("n2", 3)]);
+    let d = s.decide_delete_jobs(&caller("root", "n1"), &["3".into()], &[], false);
+    assert_eq!(
+        messages(&d.reply),
+        [("denied: host \"n1\" is no admin host".into(), true)]
+    );
+}
+
+#[test]
+fn suspension_signals_the_running_tasks_after_the_write() {
+    let s = state();
+    let d = s.decide_suspend_jobs(&caller("u1", "head"), &["2".into()], true);
+    let [Op::Put(Object::Job(j))] = &d.ops[..] else {
+        panic!("{:?}", d.ops);
+    };
+    assert!(j.suspended.contains(&1));
+    assert_eq!(
+        d.effects,
+        vec![Effect::Send {
+            host: "n1".into(),
+            order: ToExecd::SignalJob {
+                job_id: 2,
+                task_id: 1,
+                signal: libc_signal::SIGSTOP
+            }
+        }]
+    );
+    // A pending job cannot be suspended.
+    let d = s.decide_suspend_jobs(&caller("u1", "head"), &["1".into()], true);
+    assert_eq!(
+        messages(&d.reply),
+        [("denied: job \"1\" is not running".into(), true)]
+    );
+    assert!(d.ops.is_empty() && d.effects.is_empty());
+    // A queue instance suspended by the manager stops the tasks in it, and only those.
+    let d = s.decide_suspend_queues(&caller("root", "head"), &["all.q@n2".into()], true);
+    assert_eq!(
+        d.ops,
+        vec![Op::Put(Object::SuspendedQueues(vec![(
+            "all.q".into(),
+            "n2".into()
+        )]))]
+    );
+    assert_eq!(
+        d.effects,
+        vec![Effect::Send {
+            host: "n2".into(),
+            order: ToExecd::SignalJob {
+                job_id: 3,
+                task_id: 1,
+                signal: libc_signal::SIGSTOP
+            }
+        }]
+    );
+}
+
+#[test]
+fn qalter_changes_pending_jobs_only_and_has_no_effect() {
+    let s = state();
+    let changes = gantry_proto::JobChanges {
+        priority: Some(-5),
+        ..Default::default()
+    };
+    let d = s.decide_alter_jobs(&caller("u1", "head"), &["1".into()], &changes);
+    let [Op::Put(Object::Job(j))] = &d.ops[..] else {
+        panic!("{:?}", d.ops);
+    };
+    assert_eq!(j.spec.priority, -5);
+    assert!(d.effects.is_empty());
+    let d = s.decide_alter_jobs(&caller("u1", "head"), &["2".into()], &changes);
+    assert!(d.ops.is_empty());
+    assert_eq!(
+        messages(&d.reply),
+        [(
+            "denied: job \"2\" has no pending tasks; only pending jobs can be changed".into(),
+            true
+        )]
+    );
+}
