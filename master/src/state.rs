@@ -17,6 +17,13 @@ use gantry_proto::{
 };
 use serde::{Deserialize, Serialize};
 
+mod exechosts;
+mod global_config;
+mod hostgroups;
+mod managers;
+mod queues;
+mod usersets;
+
 /// One durable object of the cell, as stored in the spool.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[allow(clippy::large_enum_variant)] // decoded once per object; boxing buys nothing
@@ -396,27 +403,6 @@ impl ClusterState {
         }
     }
 
-    /// May an execd that presented a valid join token join under `hostname`? Decided
-    /// before a certificate is issued. A name that holds a certificate is taken: a
-    /// second join would take over the host's identity and lock the real host out. The
-    /// master's own name is an administrative host from `init`, so it may only be
-    /// claimed from the master's own machine (`from_masters_machine`: the join came from
-    /// one of the master's addresses); else any holder of the token could join under it
-    /// and manage the cluster from its own host.
-    pub fn join_check(&self, hostname: &str, from_masters_machine: bool) -> Result<(), String> {
-        if self.host_certs.values().any(|h| h == hostname) {
-            return Err(format!(
-                "host \"{hostname}\" already joined; delete it with qconf -de first"
-            ));
-        }
-        if hostname == self.master_host && !from_masters_machine {
-            return Err(format!(
-                "host \"{hostname}\" is the master's host; an execd joins under that name only on the master's machine"
-            ));
-        }
-        Ok(())
-    }
-
     /// Is the host's execd heard from recently enough (within `max_unheard`)?
     pub fn is_reachable(&self, host: &str, now: crate::sched::Time) -> bool {
         self.view().is_reachable(host, now)
@@ -430,86 +416,6 @@ impl ClusterState {
     /// The hosts in a group, nested groups expanded (cycles and depth bounded).
     pub fn resolve_group(&self, name: &str, depth: usize) -> Vec<String> {
         gantry_sched::view::resolve_group(&self.hostgroups, name, depth)
-    }
-
-    /// A host as `qhost` shows it; `used_slots` is [`ClusterState::used_slots`], counted
-    /// once for all hosts of a report.
-    pub(crate) fn host_view(
-        &self,
-        name: &str,
-        now: crate::sched::Time,
-        used_slots: &HashMap<(String, String), u32>,
-    ) -> HostView {
-        let reachable = self.is_reachable(name, now);
-        let mut load_values = self
-            .runtime
-            .get(name)
-            .map(|r| r.load_values.clone())
-            .unwrap_or_default();
-        if !reachable {
-            load_values.retain(|l| load::STATIC_VALUES.contains(&l.name.as_str()));
-        }
-        let groups = self.groups_of(name);
-        let queues = self
-            .queues
-            .values()
-            .filter(|q| self.queue_hosts_of(q).iter().any(|h| h == name))
-            .map(|q| {
-                let total = q
-                    .attr("slots")
-                    .map(|a| queue::value_on_host(a, name, &groups))
-                    .and_then(|v| v.parse::<u32>().ok())
-                    .unwrap_or(0);
-                let qtype = q.attr("qtype").map_or("", |a| a.default.as_str());
-                let pe_list = q.attr("pe_list").map_or("NONE", |a| a.default.as_str());
-                let used = used_slots
-                    .get(&(q.name.clone(), name.to_string()))
-                    .copied()
-                    .unwrap_or(0);
-                QueueInstanceView {
-                    queue: q.name.clone(),
-                    qtype: qtype_letters(qtype, pe_list),
-                    reserved: 0,
-                    used,
-                    total,
-                    states: {
-                        let mut st = String::new();
-                        if reachable && self.load_alarm(q, name).is_some() {
-                            st.push('a');
-                        }
-                        let key = (q.name.clone(), name.to_string());
-                        if self.disabled.contains(&key) {
-                            st.push('d');
-                        }
-                        if reachable && self.suspend_alarm(q, name).is_some() {
-                            st.push('A');
-                        }
-                        if self.suspended_queues.contains(&key) {
-                            st.push('s');
-                        }
-                        if !reachable {
-                            st.push('u');
-                        }
-                        if self.errored.contains(&key) {
-                            st.push('E');
-                        }
-                        st
-                    },
-                    resources: Vec::new(),
-                }
-            })
-            .collect();
-        HostView {
-            name: name.to_string(),
-            reachable,
-            load_values,
-            complex_values: self
-                .exechosts
-                .get(name)
-                .map(|h| h.complex_values.clone())
-                .unwrap_or_default(),
-            queues,
-        }
     }
 
     /// Answer a read-only request, or decide a change. `now` is the master's clock in
@@ -532,6 +438,10 @@ impl ClusterState {
         }
     }
 
+    /// The router of the requests decided here (configuration, hosts, queue instance
+    /// states): one line per kind, the decisions in the files of `state/` by object kind
+    /// and in `admin.rs`. The job requests are decided in [`crate::decide`] and never come
+    /// here.
     pub fn handle(
         &self,
         caller: &Caller,
@@ -549,210 +459,21 @@ impl ClusterState {
             | ToMaster::EditAttribute { .. }
             | ToMaster::ModifyAttribute { .. }
             | ToMaster::ReplaceObjects { .. } => self.handle_object(&who, manager_only(), req),
-            ToMaster::HostInfo => {
-                let used = self.used_slots();
-                let mut hosts: Vec<HostView> = self
-                    .exechosts
-                    .keys()
-                    .map(|h| self.host_view(h, now, &used))
-                    .collect();
-                // What each queue instance offers (`qstat -F`), from the scheduler's view.
-                let all: std::collections::HashSet<String> =
-                    self.exechosts.keys().cloned().collect();
-                let snap = self.snapshot(&all, now);
-                let mut offered = snap.resources();
-                for h in &mut hosts {
-                    for q in &mut h.queues {
-                        q.resources = offered
-                            .remove(&(q.queue.clone(), h.name.clone()))
-                            .unwrap_or_default();
-                    }
-                }
-                Ok(Reply::Answer(FromMaster::Hosts(HostReport {
-                    hosts,
-                    complexes: (*self.complexes).clone(),
-                })))
-            }
+            ToMaster::HostInfo => self.host_info(now),
             ToMaster::ShowExecHostList => Ok(Reply::Answer(FromMaster::Names(
                 self.exechosts.keys().cloned().collect(),
             ))),
             ToMaster::ShowExecHost { host } if host == "global" => {
                 Ok(Reply::Answer(FromMaster::ExecHost(self.global_exechost())))
             }
-            ToMaster::ShowExecHost { host } => {
-                let Some(h) = self.exechosts.get(host) else {
-                    return Err(refuse(
-                        RefusalKind::NotFound,
-                        format!("\"{host}\" is not an execution host"),
-                    ));
-                };
-                let mut h = h.clone();
-                let view = self.host_view(host, now, &self.used_slots());
-                h.processors = load::get(&view.load_values, "num_proc")
-                    .and_then(|v| v.parse().ok())
-                    .unwrap_or(0);
-                h.load_values = view.load_values;
-                Ok(Reply::Answer(FromMaster::ExecHost(h)))
-            }
-            ToMaster::AddExecHost { text } => {
-                manager_only()?;
-                let host = exechost::parse_exechost(text)
-                    .map_err(|e| refuse(RefusalKind::Invalid, e.to_string()))?;
-                if self.exechosts.contains_key(&host.hostname) {
-                    return Err(refuse(
-                        RefusalKind::AlreadyExists,
-                        format!("exechost \"{}\" already exists", host.hostname),
-                    ));
-                }
-                exechost::check_exechost(&host, &self.complexes)
-                    .map_err(|e| refuse(RefusalKind::Invalid, e))?;
-                let name = host.hostname.clone();
-                Ok(Reply::Change(Change {
-                    ops: vec![Op::Put(Object::ExecHost(host))],
-                    messages: vec![format!("{who} added \"{name}\" to exechost list")],
-                }))
-            }
-            ToMaster::DeleteExecHosts { hosts } => {
-                manager_only()?;
-                let mut change = Change::default();
-                // Check every host before changing any: all or nothing.
-                for host in hosts {
-                    if !self.exechosts.contains_key(host) {
-                        return Err(refuse(
-                            RefusalKind::NotFound,
-                            format!("denied: \"{host}\" is not an execution host"),
-                        ));
-                    }
-                    let busy = self.jobs.values().find(|j| {
-                        j.tasks.placed_states().any(|t| match t {
-                            crate::jobs::TaskState::Running { grants, .. }
-                            | crate::jobs::TaskState::Deleting { grants, .. } => {
-                                grants.iter().any(|g| g.host == *host)
-                            }
-                            _ => false,
-                        })
-                    });
-                    if let Some(j) = busy {
-                        return Err(refuse(
-                            RefusalKind::Denied,
-                            format!(
-                                "denied: host \"{host}\" has running jobs (job {} and maybe more)",
-                                j.id
-                            ),
-                        ));
-                    }
-                }
-                let mut groups: BTreeMap<String, HostGroup> = BTreeMap::new();
-                for host in hosts {
-                    change.ops.push(Op::Delete(format!("exechost/{host}")));
-                    for (fp, h) in &self.host_certs {
-                        if h == host {
-                            change.ops.push(Op::Delete(format!("hostcert/{fp}")));
-                        }
-                    }
-                    for g in self.hostgroups.values() {
-                        if g.hostlist.iter().any(|m| m == host) {
-                            let entry = groups.entry(g.name.clone()).or_insert_with(|| g.clone());
-                            entry.hostlist.retain(|m| m != host);
-                        }
-                    }
-                    for q in self.queues.values() {
-                        if let Some(slots) = q.attr("slots") {
-                            if slots.overrides.iter().any(|(h, _)| h == host) {
-                                let mut q = q.clone();
-                                if let Some(s) = q.attr_mut("slots") {
-                                    s.overrides.retain(|(h, _)| h != host);
-                                }
-                                change.ops.push(Op::Put(Object::Queue(q)));
-                            }
-                        }
-                    }
-                    change
-                        .messages
-                        .push(format!("{who} removed \"{host}\" from exechost list"));
-                }
-                for g in groups.into_values() {
-                    change.ops.push(Op::Put(Object::HostGroup(g)));
-                }
-                Ok(Reply::Change(change))
-            }
-            ToMaster::ShowConfig { name } => {
-                if name != "global" {
-                    return Err(refuse(
-                        RefusalKind::NotFound,
-                        format!("configuration {name} not defined"),
-                    ));
-                }
-                Ok(Reply::Answer(FromMaster::Config(
-                    self.global().into_owned(),
-                )))
-            }
-            ToMaster::ModifyConfig { name, text } => {
-                manager_only()?;
-                if name != "global" {
-                    return Err(refuse(
-                        RefusalKind::NotFound,
-                        format!("configuration {name} not defined (only \"global\" exists)"),
-                    ));
-                }
-                let conf = config::parse_config(name, text)
-                    .map_err(|e| refuse(RefusalKind::Invalid, e.to_string()))?;
-                Ok(Reply::Change(Change {
-                    ops: vec![Op::Put(Object::Config(conf))],
-                    messages: vec![format!("{who} modified \"{name}\" in configuration list")],
-                }))
-            }
+            ToMaster::ShowExecHost { host } => self.show_exec_host(host, now),
+            ToMaster::AddExecHost { text } => self.add_exec_host(caller, text),
+            ToMaster::DeleteExecHosts { hosts } => self.delete_exec_hosts(caller, hosts),
+            ToMaster::ShowConfig { name } => self.show_config(name),
+            ToMaster::ModifyConfig { name, text } => self.modify_config(caller, name, text),
             ToMaster::ShowManagers => Ok(Reply::Answer(FromMaster::Names(self.managers.clone()))),
-            ToMaster::AddManagers { users } => {
-                manager_only()?;
-                let mut managers = self.managers.clone();
-                let mut messages = Vec::new();
-                for u in users {
-                    if !valid_user_name(u) {
-                        return Err(refuse(
-                            RefusalKind::Invalid,
-                            format!("invalid user name \"{u}\""),
-                        ));
-                    }
-                    if managers.contains(u) {
-                        return Err(refuse(
-                            RefusalKind::AlreadyExists,
-                            format!("manager \"{u}\" already exists"),
-                        ));
-                    }
-                    managers.push(u.clone());
-                    messages.push(format!("{who} added \"{u}\" to manager list"));
-                }
-                Ok(Reply::Change(Change {
-                    ops: vec![Op::Put(Object::Managers(managers))],
-                    messages,
-                }))
-            }
-            ToMaster::DeleteManagers { users } => {
-                manager_only()?;
-                let mut managers = self.managers.clone();
-                let mut messages = Vec::new();
-                for u in users {
-                    if u == "root" {
-                        return Err(refuse(
-                            RefusalKind::Denied,
-                            "denied: \"root\" cannot be removed from the manager list",
-                        ));
-                    }
-                    if !managers.contains(u) {
-                        return Err(refuse(
-                            RefusalKind::NotFound,
-                            format!("denied: manager \"{u}\" does not exist"),
-                        ));
-                    }
-                    managers.retain(|m| m != u);
-                    messages.push(format!("{who} removed \"{u}\" from manager list"));
-                }
-                Ok(Reply::Change(Change {
-                    ops: vec![Op::Put(Object::Managers(managers))],
-                    messages,
-                }))
-            }
+            ToMaster::AddManagers { users } => self.add_managers(caller, users),
+            ToMaster::DeleteManagers { users } => self.delete_managers(caller, users),
             ToMaster::ShowComplexes => Ok(Reply::Answer(FromMaster::Complexes(
                 (*self.complexes).clone(),
             ))),
@@ -772,295 +493,27 @@ impl ClusterState {
             ToMaster::ShowHostGroupList => Ok(Reply::Answer(FromMaster::Names(
                 self.hostgroups.keys().cloned().collect(),
             ))),
-            ToMaster::AddHostGroup { text } | ToMaster::ModifyHostGroup { text } => {
-                manager_only()?;
-                let adding = matches!(req, ToMaster::AddHostGroup { .. });
-                let g = gantry_common::hostgroup::parse_hostgroup(text)
-                    .map_err(|e| refuse(RefusalKind::Invalid, e.to_string()))?;
-                let exists = self.hostgroups.contains_key(&g.name);
-                if adding && exists {
-                    return Err(refuse(
-                        RefusalKind::AlreadyExists,
-                        format!("host group \"{}\" already exists", g.name),
-                    ));
-                }
-                if !adding && !exists {
-                    return Err(refuse(
-                        RefusalKind::NotFound,
-                        format!("denied: host group \"{}\" does not exist", g.name),
-                    ));
-                }
-                self.check_hostgroup(&g)?;
-                let verb = if adding { "added" } else { "modified" };
-                let prep = if adding { "to" } else { "in" };
-                let name = g.name.clone();
-                Ok(Reply::Change(Change {
-                    ops: vec![Op::Put(Object::HostGroup(g))],
-                    messages: vec![format!("{who} {verb} \"{name}\" {prep} host group list")],
-                }))
-            }
-            ToMaster::DeleteHostGroup { name } => {
-                manager_only()?;
-                if !self.hostgroups.contains_key(name) {
-                    return Err(refuse(
-                        RefusalKind::NotFound,
-                        format!("denied: host group \"{name}\" does not exist"),
-                    ));
-                }
-                if let Some(g) = self
-                    .hostgroups
-                    .values()
-                    .find(|g| g.hostlist.iter().any(|m| m == name))
-                {
-                    return Err(refuse(
-                        RefusalKind::Invalid,
-                        format!("denied: host group \"{name}\" is still referenced in host group \"{}\"", g.name),
-                    ));
-                }
-                for q in self.queues.values() {
-                    let in_hostlist = q.attr("hostlist").is_some_and(|a| {
-                        gantry_common::conf::split_list(&a.default)
-                            .iter()
-                            .any(|h| h == name)
-                    });
-                    let in_overrides = q
-                        .attrs
-                        .iter()
-                        .any(|(_, a)| a.overrides.iter().any(|(h, _)| h == name));
-                    if in_hostlist || in_overrides {
-                        return Err(refuse(
-                            RefusalKind::Invalid,
-                            format!("denied: host group \"{name}\" is still referenced in cluster queue \"{}\"", q.name),
-                        ));
-                    }
-                }
-                Ok(Reply::Change(Change {
-                    ops: vec![Op::Delete(format!("hostgroup/{name}"))],
-                    messages: vec![format!("{who} removed \"{name}\" from host group list")],
-                }))
-            }
+            ToMaster::AddHostGroup { text } => self.put_hostgroup(caller, text, true),
+            ToMaster::ModifyHostGroup { text } => self.put_hostgroup(caller, text, false),
+            ToMaster::DeleteHostGroup { name } => self.delete_hostgroup(caller, name),
             ToMaster::ShowUserSetList => Ok(Reply::Answer(FromMaster::Names(
                 self.usersets.keys().cloned().collect(),
             ))),
-            ToMaster::ShowUserSets { names } => {
-                let mut out = Vec::new();
-                for n in names {
-                    match self.usersets.get(n) {
-                        Some(u) => out.push(u.clone()),
-                        None => {
-                            return Err(refuse(
-                                RefusalKind::NotFound,
-                                format!("access list \"{n}\" does not exist"),
-                            ))
-                        }
-                    }
-                }
-                Ok(Reply::Answer(FromMaster::UserSets(out)))
-            }
-            ToMaster::AddUsersToSets { users, sets } => {
-                manager_only()?;
-                let mut change = Change::default();
-                for set in sets {
-                    let mut u = self
-                        .usersets
-                        .get(set)
-                        .cloned()
-                        .unwrap_or_else(|| gantry_common::userset::new_userset(set, "ACL"));
-                    for user in users {
-                        if !valid_user_name(user.trim_start_matches('@')) {
-                            return Err(refuse(
-                                RefusalKind::Invalid,
-                                format!("invalid user name \"{user}\""),
-                            ));
-                        }
-                        if u.entries.contains(user) {
-                            return Err(refuse(
-                                RefusalKind::AlreadyExists,
-                                format!("\"{user}\" is already in access list \"{set}\""),
-                            ));
-                        }
-                        u.entries.push(user.clone());
-                        change
-                            .messages
-                            .push(format!("added \"{user}\" to access list \"{set}\""));
-                    }
-                    change.ops.push(Op::Put(Object::UserSet(u)));
-                }
-                Ok(Reply::Change(change))
-            }
+            ToMaster::ShowUserSets { names } => self.show_usersets(names),
+            ToMaster::AddUsersToSets { users, sets } => self.add_users_to_sets(caller, users, sets),
             ToMaster::DeleteUsersFromSets { users, sets } => {
-                manager_only()?;
-                let mut change = Change::default();
-                for set in sets {
-                    let Some(u) = self.usersets.get(set) else {
-                        return Err(refuse(
-                            RefusalKind::NotFound,
-                            format!("access list \"{set}\" does not exist"),
-                        ));
-                    };
-                    let mut u = u.clone();
-                    for user in users {
-                        if !u.entries.contains(user) {
-                            return Err(refuse(
-                                RefusalKind::NotFound,
-                                format!("user \"{user}\" is not in access list \"{set}\""),
-                            ));
-                        }
-                        u.entries.retain(|e| e != user);
-                        change.messages.push(format!(
-                            "deleted user \"{user}\" from access list \"{set}\""
-                        ));
-                    }
-                    change.ops.push(Op::Put(Object::UserSet(u)));
-                }
-                Ok(Reply::Change(change))
+                self.delete_users_from_sets(caller, users, sets)
             }
-            ToMaster::DeleteUserSets { names } => {
-                manager_only()?;
-                let mut change = Change::default();
-                for n in names {
-                    if !self.usersets.contains_key(n) {
-                        return Err(refuse(
-                            RefusalKind::NotFound,
-                            format!("access list \"{n}\" does not exist"),
-                        ));
-                    }
-                    if matches!(
-                        n.as_str(),
-                        "arusers" | "deadlineusers" | "defaultdepartment"
-                    ) {
-                        return Err(refuse(
-                            RefusalKind::Denied,
-                            format!("denied: userset \"{n}\" is built in and cannot be deleted"),
-                        ));
-                    }
-                    let referenced_by_queue = self.queues.values().find(|q| {
-                        ["user_lists", "xuser_lists"].iter().any(|k| {
-                            q.attr(k).is_some_and(|a| {
-                                std::iter::once(&a.default)
-                                    .chain(a.overrides.iter().map(|(_, v)| v))
-                                    .any(|v| {
-                                        gantry_common::conf::split_list(v).iter().any(|x| x == n)
-                                    })
-                            })
-                        })
-                    });
-                    if let Some(q) = referenced_by_queue {
-                        return Err(refuse(
-                            RefusalKind::Invalid,
-                            format!("denied: userset \"{n}\" is still referenced in cluster queue \"{}\"", q.name),
-                        ));
-                    }
-                    if let Some(h) = self
-                        .exechosts
-                        .values()
-                        .find(|h| h.user_lists.contains(n) || h.xuser_lists.contains(n))
-                    {
-                        return Err(refuse(
-                            RefusalKind::Invalid,
-                            format!(
-                                "denied: userset \"{n}\" is still referenced in exec host \"{}\"",
-                                h.hostname
-                            ),
-                        ));
-                    }
-                    let by_pe = self
-                        .pes
-                        .values()
-                        .find(|p| p.user_lists.contains(n) || p.xuser_lists.contains(n))
-                        .map(|p| format!("parallel environment \"{}\"", p.name));
-                    let by_project = self
-                        .projects
-                        .values()
-                        .find(|p| p.acl.contains(n) || p.xacl.contains(n))
-                        .map(|p| format!("project \"{}\"", p.name));
-                    if let Some(place) = by_pe.or(by_project) {
-                        return Err(refuse(
-                            RefusalKind::Invalid,
-                            format!("denied: userset \"{n}\" is still referenced in {place}"),
-                        ));
-                    }
-                    change.ops.push(Op::Delete(format!("userset/{n}")));
-                    change
-                        .messages
-                        .push(format!("{who} removed \"{n}\" from userset list"));
-                }
-                Ok(Reply::Change(change))
-            }
-            ToMaster::AddUserSet { text } | ToMaster::ModifyUserSet { text } => {
-                manager_only()?;
-                let adding = matches!(req, ToMaster::AddUserSet { .. });
-                let u = gantry_common::userset::parse_userset(text)
-                    .map_err(|e| refuse(RefusalKind::Invalid, e.to_string()))?;
-                let exists = self.usersets.contains_key(&u.name);
-                if adding && exists {
-                    return Err(refuse(
-                        RefusalKind::AlreadyExists,
-                        format!("userset \"{}\" already exists", u.name),
-                    ));
-                }
-                if !adding && !exists {
-                    return Err(refuse(
-                        RefusalKind::NotFound,
-                        format!("access list \"{}\" does not exist", u.name),
-                    ));
-                }
-                let name = u.name.clone();
-                let (verb, prep) = if adding {
-                    ("added", "to")
-                } else {
-                    ("modified", "in")
-                };
-                Ok(Reply::Change(Change {
-                    ops: vec![Op::Put(Object::UserSet(u))],
-                    messages: vec![format!("{who} {verb} \"{name}\" {prep} userset list")],
-                }))
-            }
+            ToMaster::DeleteUserSets { names } => self.delete_usersets(caller, names),
+            ToMaster::AddUserSet { text } => self.put_userset(caller, text, true),
+            ToMaster::ModifyUserSet { text } => self.put_userset(caller, text, false),
             ToMaster::SetQueueState { targets, disable } => {
-                manager_only()?;
-                let mut disabled = (*self.disabled).clone();
-                let mut messages = Vec::new();
-                for key in self.queue_instances_named(targets)? {
-                    messages.push(format!(
-                        "{who} changed state of \"{}@{}\" ({})",
-                        key.0,
-                        key.1,
-                        if *disable { "disabled" } else { "enabled" }
-                    ));
-                    if *disable {
-                        disabled.insert(key);
-                    } else {
-                        disabled.remove(&key);
-                    }
-                }
-                let mut list: Vec<(String, String)> = disabled.into_iter().collect();
-                list.sort();
-                Ok(Reply::Change(Change {
-                    ops: vec![Op::Put(Object::DisabledQueues(list))],
-                    messages,
-                }))
+                self.set_queue_state(caller, targets, disable)
             }
             ToMaster::ChangeQueueInstances {
                 targets,
                 change: gantry_proto::QueueChange::ClearError,
-            } => {
-                manager_only()?;
-                let mut errored = (*self.errored).clone();
-                let mut messages = Vec::new();
-                for key in self.queue_instances_named(targets)? {
-                    messages.push(format!(
-                        "{who} changed state of \"{}@{}\" (no error)",
-                        key.0, key.1
-                    ));
-                    errored.remove(&key);
-                }
-                let mut list: Vec<(String, String)> = errored.into_iter().collect();
-                list.sort();
-                Ok(Reply::Change(Change {
-                    ops: vec![Op::Put(Object::ErrorQueues(list))],
-                    messages,
-                }))
-            }
+            } => self.clear_queue_errors(caller, targets),
             ToMaster::Submit { .. }
             | ToMaster::AlterJobs { .. }
             | ToMaster::JobDetails { .. }
@@ -1088,152 +541,6 @@ impl ClusterState {
                     )
                 }),
         }
-    }
-
-    /// A host group's members must be valid host names or existing groups, and groups
-    /// must not contain themselves, directly or through others.
-    /// The queue instances a `qmod` list names (`queue`, `queue@host`, `@host`, with
-    /// wildcards); an entry naming none is refused.
-    pub fn queue_instances_named(
-        &self,
-        targets: &[String],
-    ) -> Result<Vec<(String, String)>, Refusal> {
-        let mut out = Vec::new();
-        for target in targets {
-            let (qpat, hpat) = match target.split_once('@') {
-                Some((q, h)) => (if q.is_empty() { "*" } else { q }, h),
-                None => (target.as_str(), "*"),
-            };
-            let before = out.len();
-            for q in self.queues.values() {
-                if !crate::jobs::wildcard(qpat, &q.name) {
-                    continue;
-                }
-                for host in self.queue_hosts_of(q) {
-                    if crate::jobs::wildcard(hpat, &host) {
-                        out.push((q.name.clone(), host));
-                    }
-                }
-            }
-            if out.len() == before {
-                return Err(refuse(
-                    RefusalKind::NotFound,
-                    format!("invalid queue \"{target}\""),
-                ));
-            }
-        }
-        Ok(out)
-    }
-
-    pub(crate) fn check_hostgroup(&self, g: &HostGroup) -> Result<(), Refusal> {
-        for m in &g.hostlist {
-            if let Some(sub) = m.strip_prefix('@') {
-                if !self.hostgroups.contains_key(m) || sub.is_empty() {
-                    return Err(refuse(
-                        RefusalKind::Invalid,
-                        format!("denied: host group \"{m}\" does not exist"),
-                    ));
-                }
-            } else if !exechost::valid_hostname(m) {
-                return Err(refuse(
-                    RefusalKind::Invalid,
-                    format!("invalid host name \"{m}\""),
-                ));
-            }
-        }
-        // Cycle check: walk the groups this one contains, with it as changed.
-        let mut stack: Vec<&str> = g
-            .hostlist
-            .iter()
-            .filter(|m| m.starts_with('@'))
-            .map(String::as_str)
-            .collect();
-        let mut seen = std::collections::HashSet::new();
-        while let Some(name) = stack.pop() {
-            if name == g.name {
-                return Err(refuse(
-                    RefusalKind::Invalid,
-                    format!("denied: host group \"{}\" would contain itself", g.name),
-                ));
-            }
-            if !seen.insert(name) {
-                continue;
-            }
-            if let Some(sub) = self.hostgroups.get(name) {
-                stack.extend(
-                    sub.hostlist
-                        .iter()
-                        .filter(|m| m.starts_with('@'))
-                        .map(String::as_str),
-                );
-            }
-        }
-        Ok(())
-    }
-
-    /// An execd joined with a valid token: register its certificate, and make it an exec
-    /// host in `@allhosts` if it is not one yet (what SGE's execd installation does).
-    pub fn join(&self, hostname: &str, fingerprint: &str) -> Change {
-        let mut ops = Vec::new();
-        for (fp, h) in &self.host_certs {
-            if h == hostname {
-                ops.push(Op::Delete(format!("hostcert/{fp}")));
-            }
-        }
-        ops.push(Op::Put(Object::HostCert {
-            fingerprint: fingerprint.to_string(),
-            hostname: hostname.to_string(),
-        }));
-        let mut messages = Vec::new();
-        if !self.exechosts.contains_key(hostname) {
-            ops.push(Op::Put(Object::ExecHost(ExecHost::new(hostname))));
-            messages.push(format!("added \"{hostname}\" to exechost list"));
-        }
-        if let Some(g) = self.hostgroups.get("@allhosts") {
-            if !g.hostlist.iter().any(|h| h == hostname) {
-                let mut g = g.clone();
-                g.hostlist.push(hostname.to_string());
-                ops.push(Op::Put(Object::HostGroup(g)));
-            }
-        }
-        Change { ops, messages }
-    }
-
-    /// The first load report of a host tells its `num_proc`: give the host its slots in
-    /// `all.q` (`slots 1,[host=num_proc]`) as SGE's installation does, unless the
-    /// administrator already set a value for it.
-    /// A load report from a host: its values as the scheduler will read them, and when
-    /// it was heard (it is reachable again if it was not).
-    pub fn record_load(&mut self, host: &str, values: Vec<LoadValue>, now: crate::sched::Time) {
-        Arc::make_mut(&mut self.runtime).insert(
-            host.to_string(),
-            Arc::new(HostRuntime {
-                load_values: values,
-                last_heard: Some(now),
-            }),
-        );
-    }
-
-    pub fn slots_for_new_host(&self, hostname: &str, values: &[LoadValue]) -> Option<Change> {
-        let q = self.queues.get("all.q")?;
-        let slots = q.attr("slots")?;
-        // Every report of a host after its first ends here, before the host list is
-        // resolved.
-        if slots.overrides.iter().any(|(h, _)| h == hostname) {
-            return None;
-        }
-        let num_proc = load::get(values, "num_proc")?.parse::<u32>().ok()?;
-        if !self.queue_hosts_of(q).iter().any(|h| h == hostname) {
-            return None;
-        }
-        let mut q = q.clone();
-        q.attr_mut("slots")?
-            .overrides
-            .push((hostname.to_string(), num_proc.to_string()));
-        Some(Change {
-            ops: vec![Op::Put(Object::Queue(q))],
-            messages: vec![],
-        })
     }
 }
 

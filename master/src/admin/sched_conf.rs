@@ -1,0 +1,14 @@
+//! The scheduler configuration: `qconf -msconf`.
+
+use super::*;
+
+impl ClusterState {
+    /// `qconf -msconf/-Msconf`.
+    pub(super) fn modify_schedconf(&self, who: &str, text: &str) -> Result<Reply, Refusal> {
+        let conf = schedconf::parse_schedconf(text).map_err(|e| invalid(e.to_string()))?;
+        Ok(change(
+            Op::Put(Object::Config(conf)),
+            format!("{who} modified scheduler configuration"),
+        ))
+    }
+}

@@ -1,0 +1,96 @@
+//! Queue instance states: `qmod -d/-e/-c`.
+
+use super::*;
+
+impl ClusterState {
+    /// `qmod -d/-e`.
+    pub(crate) fn set_queue_state(
+        &self,
+        caller: &Caller,
+        targets: &[String],
+        disable: &bool,
+    ) -> Result<Reply, Refusal> {
+        let who = format!("{}@{}", caller.user, caller.host);
+        self.manager_check(caller)?;
+        let mut disabled = (*self.disabled).clone();
+        let mut messages = Vec::new();
+        for key in self.queue_instances_named(targets)? {
+            messages.push(format!(
+                "{who} changed state of \"{}@{}\" ({})",
+                key.0,
+                key.1,
+                if *disable { "disabled" } else { "enabled" }
+            ));
+            if *disable {
+                disabled.insert(key);
+            } else {
+                disabled.remove(&key);
+            }
+        }
+        let mut list: Vec<(String, String)> = disabled.into_iter().collect();
+        list.sort();
+        Ok(Reply::Change(Change {
+            ops: vec![Op::Put(Object::DisabledQueues(list))],
+            messages,
+        }))
+    }
+
+    /// `qmod -c`: queue instances out of error state.
+    pub(crate) fn clear_queue_errors(
+        &self,
+        caller: &Caller,
+        targets: &[String],
+    ) -> Result<Reply, Refusal> {
+        let who = format!("{}@{}", caller.user, caller.host);
+        self.manager_check(caller)?;
+        let mut errored = (*self.errored).clone();
+        let mut messages = Vec::new();
+        for key in self.queue_instances_named(targets)? {
+            messages.push(format!(
+                "{who} changed state of \"{}@{}\" (no error)",
+                key.0, key.1
+            ));
+            errored.remove(&key);
+        }
+        let mut list: Vec<(String, String)> = errored.into_iter().collect();
+        list.sort();
+        Ok(Reply::Change(Change {
+            ops: vec![Op::Put(Object::ErrorQueues(list))],
+            messages,
+        }))
+    }
+    /// A host group's members must be valid host names or existing groups, and groups
+    /// must not contain themselves, directly or through others.
+    /// The queue instances a `qmod` list names (`queue`, `queue@host`, `@host`, with
+    /// wildcards); an entry naming none is refused.
+    pub fn queue_instances_named(
+        &self,
+        targets: &[String],
+    ) -> Result<Vec<(String, String)>, Refusal> {
+        let mut out = Vec::new();
+        for target in targets {
+            let (qpat, hpat) = match target.split_once('@') {
+                Some((q, h)) => (if q.is_empty() { "*" } else { q }, h),
+                None => (target.as_str(), "*"),
+            };
+            let before = out.len();
+            for q in self.queues.values() {
+                if !crate::jobs::wildcard(qpat, &q.name) {
+                    continue;
+                }
+                for host in self.queue_hosts_of(q) {
+                    if crate::jobs::wildcard(hpat, &host) {
+                        out.push((q.name.clone(), host));
+                    }
+                }
+            }
+            if out.len() == before {
+                return Err(refuse(
+                    RefusalKind::NotFound,
+                    format!("invalid queue \"{target}\""),
+                ));
+            }
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,210 @@
+//! Usersets (access lists): `qconf -su/-au/-du/-dul/-Au/-mu`.
+
+use super::*;
+
+impl ClusterState {
+    /// `qconf -su`.
+    pub(crate) fn show_usersets(&self, names: &[String]) -> Result<Reply, Refusal> {
+        let mut out = Vec::new();
+        for n in names {
+            match self.usersets.get(n) {
+                Some(u) => out.push(u.clone()),
+                None => {
+                    return Err(refuse(
+                        RefusalKind::NotFound,
+                        format!("access list \"{n}\" does not exist"),
+                    ))
+                }
+            }
+        }
+        Ok(Reply::Answer(FromMaster::UserSets(out)))
+    }
+
+    /// `qconf -au`.
+    pub(crate) fn add_users_to_sets(
+        &self,
+        caller: &Caller,
+        users: &[String],
+        sets: &[String],
+    ) -> Result<Reply, Refusal> {
+        self.manager_check(caller)?;
+        let mut change = Change::default();
+        for set in sets {
+            let mut u = self
+                .usersets
+                .get(set)
+                .cloned()
+                .unwrap_or_else(|| gantry_common::userset::new_userset(set, "ACL"));
+            for user in users {
+                if !valid_user_name(user.trim_start_matches('@')) {
+                    return Err(refuse(
+                        RefusalKind::Invalid,
+                        format!("invalid user name \"{user}\""),
+                    ));
+                }
+                if u.entries.contains(user) {
+                    return Err(refuse(
+                        RefusalKind::AlreadyExists,
+                        format!("\"{user}\" is already in access list \"{set}\""),
+                    ));
+                }
+                u.entries.push(user.clone());
+                change
+                    .messages
+                    .push(format!("added \"{user}\" to access list \"{set}\""));
+            }
+            change.ops.push(Op::Put(Object::UserSet(u)));
+        }
+        Ok(Reply::Change(change))
+    }
+
+    /// `qconf -du`.
+    pub(crate) fn delete_users_from_sets(
+        &self,
+        caller: &Caller,
+        users: &[String],
+        sets: &[String],
+    ) -> Result<Reply, Refusal> {
+        self.manager_check(caller)?;
+        let mut change = Change::default();
+        for set in sets {
+            let Some(u) = self.usersets.get(set) else {
+                return Err(refuse(
+                    RefusalKind::NotFound,
+                    format!("access list \"{set}\" does not exist"),
+                ));
+            };
+            let mut u = u.clone();
+            for user in users {
+                if !u.entries.contains(user) {
+                    return Err(refuse(
+                        RefusalKind::NotFound,
+                        format!("user \"{user}\" is not in access list \"{set}\""),
+                    ));
+                }
+                u.entries.retain(|e| e != user);
+                change.messages.push(format!(
+                    "deleted user \"{user}\" from access list \"{set}\""
+                ));
+            }
+            change.ops.push(Op::Put(Object::UserSet(u)));
+        }
+        Ok(Reply::Change(change))
+    }
+
+    /// `qconf -dul`: refused for the built-in sets and while a queue, host, PE or project names it.
+    pub(crate) fn delete_usersets(
+        &self,
+        caller: &Caller,
+        names: &[String],
+    ) -> Result<Reply, Refusal> {
+        let who = format!("{}@{}", caller.user, caller.host);
+        self.manager_check(caller)?;
+        let mut change = Change::default();
+        for n in names {
+            if !self.usersets.contains_key(n) {
+                return Err(refuse(
+                    RefusalKind::NotFound,
+                    format!("access list \"{n}\" does not exist"),
+                ));
+            }
+            if matches!(
+                n.as_str(),
+                "arusers" | "deadlineusers" | "defaultdepartment"
+            ) {
+                return Err(refuse(
+                    RefusalKind::Denied,
+                    format!("denied: userset \"{n}\" is built in and cannot be deleted"),
+                ));
+            }
+            let referenced_by_queue = self.queues.values().find(|q| {
+                ["user_lists", "xuser_lists"].iter().any(|k| {
+                    q.attr(k).is_some_and(|a| {
+                        std::iter::once(&a.default)
+                            .chain(a.overrides.iter().map(|(_, v)| v))
+                            .any(|v| gantry_common::conf::split_list(v).iter().any(|x| x == n))
+                    })
+                })
+            });
+            if let Some(q) = referenced_by_queue {
+                return Err(refuse(
+                    RefusalKind::Invalid,
+                    format!(
+                        "denied: userset \"{n}\" is still referenced in cluster queue \"{}\"",
+                        q.name
+                    ),
+                ));
+            }
+            if let Some(h) = self
+                .exechosts
+                .values()
+                .find(|h| h.user_lists.contains(n) || h.xuser_lists.contains(n))
+            {
+                return Err(refuse(
+                    RefusalKind::Invalid,
+                    format!(
+                        "denied: userset \"{n}\" is still referenced in exec host \"{}\"",
+                        h.hostname
+                    ),
+                ));
+            }
+            let by_pe = self
+                .pes
+                .values()
+                .find(|p| p.user_lists.contains(n) || p.xuser_lists.contains(n))
+                .map(|p| format!("parallel environment \"{}\"", p.name));
+            let by_project = self
+                .projects
+                .values()
+                .find(|p| p.acl.contains(n) || p.xacl.contains(n))
+                .map(|p| format!("project \"{}\"", p.name));
+            if let Some(place) = by_pe.or(by_project) {
+                return Err(refuse(
+                    RefusalKind::Invalid,
+                    format!("denied: userset \"{n}\" is still referenced in {place}"),
+                ));
+            }
+            change.ops.push(Op::Delete(format!("userset/{n}")));
+            change
+                .messages
+                .push(format!("{who} removed \"{n}\" from userset list"));
+        }
+        Ok(Reply::Change(change))
+    }
+
+    /// `qconf -Au` (`adding`) or `-mu/-Mu`.
+    pub(crate) fn put_userset(
+        &self,
+        caller: &Caller,
+        text: &str,
+        adding: bool,
+    ) -> Result<Reply, Refusal> {
+        let who = format!("{}@{}", caller.user, caller.host);
+        self.manager_check(caller)?;
+        let u = gantry_common::userset::parse_userset(text)
+            .map_err(|e| refuse(RefusalKind::Invalid, e.to_string()))?;
+        let exists = self.usersets.contains_key(&u.name);
+        if adding && exists {
+            return Err(refuse(
+                RefusalKind::AlreadyExists,
+                format!("userset \"{}\" already exists", u.name),
+            ));
+        }
+        if !adding && !exists {
+            return Err(refuse(
+                RefusalKind::NotFound,
+                format!("access list \"{}\" does not exist", u.name),
+            ));
+        }
+        let name = u.name.clone();
+        let (verb, prep) = if adding {
+            ("added", "to")
+        } else {
+            ("modified", "in")
+        };
+        Ok(Reply::Change(Change {
+            ops: vec![Op::Put(Object::UserSet(u))],
+            messages: vec![format!("{who} {verb} \"{name}\" {prep} userset list")],
+        }))
+    }
+}
