@@ -40,9 +40,24 @@ pub enum Effect {
     /// A job left without running (deleted while pending): its `qsub -sync y` waiters
     /// are answered.
     JobLeft(u64),
-    /// A task was removed without its report (`qdel -f`): its execd's confirmation of
-    /// the start no longer counts.
+    /// A task was removed or its report recorded: its execd's confirmation of the start
+    /// no longer counts.
     Forget { job: u64, task: u32 },
+    /// A job ended: `qstat -s z` shows it among the last `finished_jobs`.
+    Finished(Box<gantry_proto::JobView>),
+    /// A job ended with its tasks accounted: its `qsub -sync y` waiters get its outcome.
+    JobEnded(u64),
+}
+
+/// What a burst of task reports does.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReportsDecided {
+    pub ops: Vec<Op>,
+    /// Acknowledgements, forgotten confirmations, finished jobs, waiters to answer.
+    pub effects: Vec<Effect>,
+    /// Reports of tasks the state does not have (host, job, task as accounted):
+    /// acknowledged all the same; the master logs those it has no record of.
+    pub unknown: Vec<(String, u64, u32)>,
 }
 
 fn kill(host: String, job_id: u64, task_id: u32) -> Effect {
@@ -557,6 +572,151 @@ impl ClusterState {
             ops,
             effects: Vec::new(),
             reply: FromMaster::Done { messages },
+        }
+    }
+
+    /// A burst of task reports from execds, recorded in one commit: each finished task
+    /// accounted and removed from its job; a task that could not start waits in error
+    /// (`Eqw`), or goes back to pending and puts its queue instance in error (`E`) when
+    /// the host could not start it at all, as SGE does; a task removed with `qdel -f`
+    /// while its host was away is accounted from the record that waited for it. A
+    /// report that comes again (its acknowledgement was lost) is acknowledged again and
+    /// recorded once. `now` (Unix seconds) is when finished jobs are shown to end.
+    pub fn decide_reports(
+        &self,
+        batch: &[(String, gantry_proto::JobReport)],
+        now: i64,
+    ) -> ReportsDecided {
+        use crate::jobs::Job;
+        use gantry_proto::ShepherdFailure;
+        use std::collections::{HashMap, HashSet};
+        let mut ops = Vec::new();
+        let mut changed: HashMap<u64, Job> = HashMap::new();
+        let mut acks = Vec::new();
+        let mut recorded: Vec<(u64, u32)> = Vec::new();
+        let mut unknown = Vec::new();
+        let mut seen: HashSet<(u64, u32)> = HashSet::new();
+        let mut errored_now: Option<HashSet<(String, String)>> = None;
+        for (host, report) in batch {
+            let key = (report.job_id, report.task_id);
+            tracing::debug!(job = key.0, task = key.1, host = %host, "task report");
+            acks.push(Effect::Send {
+                host: host.clone(),
+                order: ToExecd::ReportAck {
+                    job_id: key.0,
+                    task_id: key.1,
+                },
+            });
+            if !seen.insert(key) {
+                continue;
+            }
+            let known = changed
+                .get(&key.0)
+                .or_else(|| self.jobs.get(&key.0).map(|j| &**j))
+                .and_then(|j| j.tasks.get(key.1))
+                .is_some_and(|t| {
+                    matches!(t, TaskState::Running { .. } | TaskState::Deleting { .. })
+                });
+            if !known {
+                // Removed with qdel -f while the host was away: accounted now.
+                if let Some(waiting) = self.forced_away.get(&key) {
+                    let mut record = waiting.clone();
+                    record.report = report.clone();
+                    ops.push(Op::Account(Box::new(record)));
+                    ops.push(Op::Delete(crate::state::forced_key(key.0, key.1)));
+                    recorded.push(key);
+                    continue;
+                }
+                let task = if self.jobs.get(&key.0).is_some_and(|j| j.is_array()) {
+                    key.1
+                } else {
+                    0
+                };
+                unknown.push((host.clone(), key.0, task));
+                continue;
+            }
+            let Some(current) = self.jobs.get(&key.0) else {
+                continue;
+            };
+            let job = changed.entry(key.0).or_insert_with(|| Job::clone(current));
+            // A job that could not even be started (no working directory, no output
+            // file, no shell) waits in error state, as SGE's Eqw, unless it was deleted.
+            // The host could not start it (unknown user there, no TMPDIR): the queue
+            // instance goes into error state `E` and the task back to pending, as SGE.
+            let failure = report.shepherd_failure();
+            if failure == Some(ShepherdFailure::BeforeJob) {
+                if let Some(TaskState::Running { host, queue, .. }) = job.tasks.get(key.1) {
+                    tracing::warn!(
+                        job = key.0,
+                        task = key.1,
+                        queue = %queue,
+                        host = %host,
+                        "queue instance set to error state: {}",
+                        report.failure
+                    );
+                    let mut errored = errored_now
+                        .take()
+                        .unwrap_or_else(|| (*self.errored).clone());
+                    errored.insert((queue.clone(), host.clone()));
+                    errored_now = Some(errored);
+                    job.tasks.insert(key.1, TaskState::Pending);
+                    recorded.push(key);
+                    continue;
+                }
+            }
+            let setup_failure = failure.is_some_and(ShepherdFailure::is_job_error);
+            if setup_failure && matches!(job.tasks.get(key.1), Some(TaskState::Running { .. })) {
+                tracing::info!(
+                    job = key.0,
+                    task = key.1,
+                    "task could not be started: {}",
+                    report.failure
+                );
+                job.tasks.insert(
+                    key.1,
+                    TaskState::Error {
+                        reason: report.failure.clone(),
+                    },
+                );
+                recorded.push(key);
+                continue;
+            }
+            let Some(record) = self.accounting_record(report) else {
+                continue;
+            };
+            ops.push(Op::Account(Box::new(record)));
+            job.tasks.remove(key.1);
+            recorded.push(key);
+        }
+        if let Some(errored) = errored_now {
+            let mut list: Vec<(String, String)> = errored.into_iter().collect();
+            list.sort();
+            ops.push(Op::Put(Object::ErrorQueues(list)));
+        }
+        let mut done_jobs = Vec::new();
+        let mut finished = Vec::new();
+        for (id, job) in changed {
+            if job.tasks.is_empty() {
+                ops.push(Op::Delete(crate::state::job_key(id)));
+                done_jobs.push(Effect::JobEnded(id));
+                finished.push(Effect::Finished(Box::new(crate::jobs::zombie_view(
+                    &job, now,
+                ))));
+            } else {
+                ops.push(Op::Put(Object::Job(job)));
+            }
+        }
+        let mut effects: Vec<Effect> = recorded
+            .into_iter()
+            .map(|(job, task)| Effect::Forget { job, task })
+            .collect();
+        effects.extend(finished);
+        effects.extend(acks);
+        effects.extend(done_jobs);
+        ReportsDecided {
+            ops,
+            effects,
+            unknown,
         }
     }
 }

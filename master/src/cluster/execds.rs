@@ -1,7 +1,7 @@
 //! The execds: joining, sessions, load reports, task reports and what the master does
 //! when a host goes quiet.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::net::SocketAddr;
 
 use actix::prelude::*;
@@ -49,158 +49,22 @@ impl Cluster {
         })
     }
 
-    /// Record a batch of task reports in one spool commit, then acknowledge them. A
-    /// report for a task already accounted (repeated after a reconnect) is only
-    /// acknowledged.
+    /// Record a burst of task reports in one commit, then acknowledge them; on a spool
+    /// error nothing is acknowledged and the batch comes back to be tried again.
     pub(super) fn finish_batch(
         &mut self,
         batch: Vec<(String, gantry_proto::JobReport)>,
     ) -> Result<(), Vec<(String, gantry_proto::JobReport)>> {
-        let kept = batch.clone();
-        let mut ops = Vec::new();
-        let mut changed: HashMap<u64, crate::jobs::Job> = HashMap::new();
-        let mut acks: Vec<(String, u64, u32)> = Vec::new();
-        let mut recorded: Vec<(u64, u32)> = Vec::new();
-        let mut seen: HashSet<(u64, u32)> = HashSet::new();
-        let mut errored_now: Option<HashSet<(String, String)>> = None;
-        for (host, report) in batch {
-            let key = (report.job_id, report.task_id);
-            tracing::debug!(job = key.0, task = key.1, host = %host, "task report");
-            acks.push((host.clone(), key.0, key.1));
-            if !seen.insert(key) {
-                continue;
-            }
-            let known = changed
-                .get(&key.0)
-                .or_else(|| self.state.jobs.get(&key.0).map(|j| &**j))
-                .and_then(|j| j.tasks.get(key.1))
-                .is_some_and(|t| {
-                    matches!(t, TaskState::Running { .. } | TaskState::Deleting { .. })
-                });
-            if !known {
-                // Removed with qdel -f while the host was away: accounted now.
-                if let Some(waiting) = self.state.forced_away.get(&key) {
-                    let mut record = waiting.clone();
-                    record.report = report.clone();
-                    ops.push(Op::Account(Box::new(record)));
-                    ops.push(Op::Delete(crate::state::forced_key(key.0, key.1)));
-                    recorded.push(key);
-                    continue;
-                }
-                let task = if self.state.jobs.get(&key.0).is_some_and(|j| j.is_array()) {
-                    key.1
-                } else {
-                    0
-                };
-                if !matches!(self.store.has_accounting(key.0, task), Ok(true)) {
-                    warn!(job = key.0, task = key.1, host = %host, "report for a task the master does not know; acknowledged");
-                }
-                continue;
-            }
-            let Some(current) = self.state.jobs.get(&key.0) else {
-                continue;
-            };
-            let job = changed
-                .entry(key.0)
-                .or_insert_with(|| crate::jobs::Job::clone(current));
-            // A job that could not even be started (no working directory, no output
-            // file, no shell) waits in error state, as SGE's Eqw, unless it was deleted.
-            // The host could not start it (unknown user there, no TMPDIR): the queue
-            // instance goes into error state `E` and the task back to pending, as SGE.
-            let failure = report.shepherd_failure();
-            if failure == Some(ShepherdFailure::BeforeJob) {
-                if let Some(TaskState::Running { host, queue, .. }) = job.tasks.get(key.1) {
-                    warn!(
-                        job = key.0,
-                        task = key.1,
-                        queue = %queue,
-                        host = %host,
-                        "queue instance set to error state: {}",
-                        report.failure
-                    );
-                    let mut errored = errored_now
-                        .take()
-                        .unwrap_or_else(|| (*self.state.errored).clone());
-                    errored.insert((queue.clone(), host.clone()));
-                    errored_now = Some(errored);
-                    job.tasks.insert(key.1, TaskState::Pending);
-                    recorded.push(key);
-                    continue;
-                }
-            }
-            let setup_failure = failure.is_some_and(ShepherdFailure::is_job_error);
-            if setup_failure && matches!(job.tasks.get(key.1), Some(TaskState::Running { .. })) {
-                info!(
-                    job = key.0,
-                    task = key.1,
-                    "task could not be started: {}",
-                    report.failure
-                );
-                job.tasks.insert(
-                    key.1,
-                    TaskState::Error {
-                        reason: report.failure.clone(),
-                    },
-                );
-                recorded.push(key);
-                continue;
-            }
-            let Some(record) = self.state.accounting_record(&report) else {
-                continue;
-            };
-            ops.push(Op::Account(Box::new(record)));
-            job.tasks.remove(key.1);
-            recorded.push(key);
-        }
-        if let Some(errored) = errored_now {
-            let mut list: Vec<(String, String)> = errored.into_iter().collect();
-            list.sort();
-            ops.push(Op::Put(Object::ErrorQueues(list)));
-        }
-        let mut done_jobs = Vec::new();
-        let mut zombies = Vec::new();
-        for (id, job) in changed {
-            if job.tasks.is_empty() {
-                ops.push(Op::Delete(crate::state::job_key(id)));
-                done_jobs.push(id);
-                zombies.push(crate::jobs::zombie_view(&job, self.unix_now()));
-            } else {
-                ops.push(Op::Put(Object::Job(job)));
+        let decided = self.state.decide_reports(&batch, self.unix_now());
+        for (host, job_id, task) in &decided.unknown {
+            if !matches!(self.store.has_accounting(*job_id, *task), Ok(true)) {
+                warn!(job = job_id, task = task, host = %host, "report for a task the master does not know; acknowledged");
             }
         }
-        if self.commit(&ops).is_err() {
-            return Err(kept); // not acknowledged: tried again
+        if self.commit(&decided.ops).is_err() {
+            return Err(batch); // not acknowledged: tried again
         }
-        for key in recorded {
-            self.started.remove(&key);
-        }
-        let keep: usize = self
-            .state
-            .global()
-            .get("finished_jobs")
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(100);
-        for z in zombies {
-            self.finished.push_back(z);
-        }
-        while self.finished.len() > keep {
-            self.finished.pop_front();
-        }
-        for (host, job_id, task_id) in acks {
-            if let Some(s) = self.sessions.get(&host) {
-                let _ = s.to_execd.send(ToExecd::ReportAck { job_id, task_id });
-            }
-        }
-        for id in done_jobs {
-            if let Some(waiters) = self.waiters.remove(&id) {
-                let outcome = self.job_outcome(id);
-                for w in waiters {
-                    if let Some(o) = outcome.clone() {
-                        let _ = w.send(o);
-                    }
-                }
-            }
-        }
+        self.carry_out_effects(decided.effects);
         Ok(())
     }
 

@@ -145,7 +145,6 @@ impl Cluster {
 
     /// Carry out a decision: its writes committed, then its effects, then its reply.
     pub(super) fn carry_out(&mut self, decision: crate::decide::Decision) -> FromMaster {
-        use crate::decide::Effect;
         let crate::decide::Decision {
             ops,
             effects,
@@ -157,6 +156,13 @@ impl Cluster {
             }
             self.state_changed();
         }
+        self.carry_out_effects(effects);
+        reply
+    }
+
+    /// What a decision does once its writes are durable, in order.
+    pub(super) fn carry_out_effects(&mut self, effects: Vec<crate::decide::Effect>) {
+        use crate::decide::Effect;
         for effect in effects {
             match effect {
                 Effect::Send { host, order } => {
@@ -168,8 +174,29 @@ impl Cluster {
                 Effect::Forget { job, task } => {
                     self.started.remove(&(job, task));
                 }
+                Effect::Finished(view) => {
+                    let keep: usize = self
+                        .state
+                        .global()
+                        .get("finished_jobs")
+                        .and_then(|v| v.parse().ok())
+                        .unwrap_or(100);
+                    self.finished.push_back(*view);
+                    while self.finished.len() > keep {
+                        self.finished.pop_front();
+                    }
+                }
+                Effect::JobEnded(id) => {
+                    if let Some(waiters) = self.waiters.remove(&id) {
+                        let outcome = self.job_outcome(id);
+                        for w in waiters {
+                            if let Some(o) = outcome.clone() {
+                                let _ = w.send(o);
+                            }
+                        }
+                    }
+                }
             }
         }
-        reply
     }
 }

@@ -186,3 +186,101 @@ fn qalter_changes_pending_jobs_only_and_has_no_effect() {
         )]
     );
 }
+
+fn report(job_id: u64, host: &str, failed: u32) -> gantry_proto::JobReport {
+    gantry_proto::JobReport {
+        job_id,
+        task_id: 1,
+        host: host.into(),
+        queue: "all.q".into(),
+        exit_status: 0,
+        signal: None,
+        failed,
+        failure: if failed == 0 {
+            String::new()
+        } else {
+            "failed".into()
+        },
+        start_time: 100,
+        end_time: 107,
+        utime_us: 0,
+        stime_us: 0,
+        maxrss_kb: 0,
+    }
+}
+
+fn ack(host: &str, job_id: u64) -> Effect {
+    Effect::Send {
+        host: host.into(),
+        order: ToExecd::ReportAck { job_id, task_id: 1 },
+    }
+}
+
+#[test]
+fn a_report_is_accounted_once_and_acknowledged_each_time_it_comes() {
+    let s = state();
+    // Job 2's report twice in one burst (sent again after a lost acknowledgement).
+    let batch = vec![
+        ("n1".to_string(), report(2, "n1", 0)),
+        ("n1".to_string(), report(2, "n1", 0)),
+    ];
+    let d = s.decide_reports(&batch, 500);
+    let accounted = d
+        .ops
+        .iter()
+        .filter(|o| matches!(o, Op::Account(r) if r.job_id == 2))
+        .count();
+    assert_eq!(accounted, 1);
+    assert!(d.ops.contains(&Op::Delete(crate::state::job_key(2))));
+    let Effect::Finished(view) = &d.effects[1] else {
+        panic!("{:?}", d.effects);
+    };
+    assert_eq!((view.job_id, view.start_time), (2, Some(500)));
+    assert_eq!(
+        [&d.effects[..1], &d.effects[2..]].concat(),
+        vec![
+            Effect::Forget { job: 2, task: 1 },
+            ack("n1", 2),
+            ack("n1", 2),
+            Effect::JobEnded(2)
+        ]
+    );
+    assert!(d.unknown.is_empty());
+}
+
+#[test]
+fn reports_of_tasks_that_could_not_start_or_are_unknown() {
+    let s = state();
+    // The host could not start job 2 at all: back to pending, its queue instance in
+    // error. Job 3's own setup failed: it waits in Eqw. Job 9 is not known: acknowledged.
+    let batch = vec![
+        (
+            "n1".to_string(),
+            report(2, "n1", gantry_proto::ShepherdFailure::BeforeJob.code()),
+        ),
+        (
+            "n2".to_string(),
+            report(3, "n2", gantry_proto::ShepherdFailure::NoCwd.code()),
+        ),
+        ("n2".to_string(), report(9, "n2", 0)),
+    ];
+    let d = s.decide_reports(&batch, 500);
+    assert!(d.ops.contains(&Op::Put(Object::ErrorQueues(vec![(
+        "all.q".into(),
+        "n1".into()
+    )]))));
+    let job = |id: u64| {
+        d.ops
+            .iter()
+            .find_map(|o| match o {
+                Op::Put(Object::Job(j)) if j.id == id => Some(j.clone()),
+                _ => None,
+            })
+            .unwrap()
+    };
+    assert!(job(2).tasks.has_pending());
+    assert!(matches!(job(3).tasks.get(1), Some(TaskState::Error { .. })));
+    assert!(!d.ops.iter().any(|o| matches!(o, Op::Account(_))));
+    assert_eq!(d.unknown, vec![("n2".to_string(), 9, 0)]);
+    assert!(d.effects.contains(&ack("n2", 9)));
+}
