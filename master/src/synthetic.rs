@@ -5,7 +5,7 @@
 use std::collections::HashSet;
 
 use gantry_common::exechost;
-use gantry_proto::{ComplexAttr, JobOwner, JobScript, JobSpec};
+use gantry_proto::ComplexAttr;
 
 use crate::jobs::{Job, TaskState};
 use crate::state::{initial_objects, ClusterState, HostRuntime, Object, Op};
@@ -70,68 +70,11 @@ pub fn connected(s: &ClusterState) -> HashSet<String> {
     s.exechosts.keys().cloned().collect()
 }
 
-/// A pending `qsub -b y /bin/true` job of `user` with hard and soft requests.
-pub fn job(id: u64, user: &str, hard: &[(&str, &str)], soft: &[(&str, &str)]) -> Job {
-    let pairs = |l: &[(&str, &str)]| {
-        l.iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    };
-    Job {
-        id,
-        spec: JobSpec {
-            name: "true".into(),
-            script: JobScript::Binary {
-                command: "/bin/true".into(),
-            },
-            args: vec![],
-            shell: None,
-            cwd: None,
-            stdout_path: None,
-            stderr_path: None,
-            merge_output: false,
-            env: vec![],
-            hard_resources: pairs(hard),
-            soft_resources: pairs(soft),
-            queues: vec![],
-            hold: false,
-            hold_jids: vec![],
-            start_after: None,
-            priority: 0,
-            array: None,
-            max_running_tasks: None,
-            account: "sge".into(),
-            project: None,
-            submit_host: "head".into(),
-            pe: None,
-            ar: None,
-        },
-        owner: JobOwner {
-            user: user.into(),
-            uid: 1000,
-            gid: 1000,
-            groups: vec![user.to_string()],
-        },
-        submit_time: 0,
-        tasks: crate::tasks::Tasks::single(),
-        suspended: Default::default(),
-    }
-}
+pub use gantry_sched::synthetic::{job, running};
 
 /// Queue a job.
 pub fn submit(s: &mut ClusterState, job: Job) {
     s.apply(&Op::Put(Object::Job(job)));
-}
-
-/// The state a dispatched task is in once the dispatch is committed (start time 0).
-pub fn running(d: &crate::sched::Dispatch) -> TaskState {
-    TaskState::Running {
-        host: d.host.clone(),
-        queue: d.queue.clone(),
-        start_time: 0,
-        grants: d.grants.clone(),
-        pe: d.pe.clone(),
-    }
 }
 
 /// Mark a task running in `queue@host` (as a dispatch would).

@@ -21,6 +21,7 @@ pub mod model;
 pub mod order;
 pub mod place;
 pub mod quota;
+pub mod synthetic;
 pub mod time;
 pub mod view;
 
@@ -29,3 +30,6 @@ pub use cycle::{CannotRun, Decisions, Dispatch, SchedConf, ThresholdActions, Tri
 pub use model::*;
 pub use time::{Span, Time};
 pub use view::{ClusterView, HostRuntime};
+
+#[cfg(test)]
+mod tests;

@@ -836,3 +836,6 @@ impl Quotas {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

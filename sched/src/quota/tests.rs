@@ -1,0 +1,995 @@
+//! The resource quota sets on synthetic clusters: the specification's rule sets,
+//! expanded and plain filters, projects, dynamic limits, the most restrictive set,
+//! memory per slot, usage kept exact as jobs start, end and change, advance
+//! reservation jobs, parallel jobs, `qquota`'s rows and `qstat -j`'s reasons.
+#![allow(clippy::unwrap_used)]
+
+use std::collections::BTreeMap;
+
+use gantry_common::job::{Job, TaskState};
+use gantry_proto::{Grant, HostGroup, QuotaQuery, UserSet};
+
+use super::*;
+use crate::model::Demand;
+use crate::synthetic::{job, Cluster};
+use crate::time::Time;
+
+/// A cluster of hosts (each with `num_proc` as given) whose `all.q` has room for 100
+/// jobs per host, with no load adjustments to get in the way.
+fn hosts(extra_complexes: &[&str], hosts: &[(&str, &str)]) -> Cluster {
+    let mut s = Cluster::new(extra_complexes);
+    for (name, nproc) in hosts {
+        s.add_host(
+            name,
+            "",
+            &[
+                ("arch", "lx-amd64"),
+                ("num_proc", nproc),
+                ("np_load_avg", "0.00"),
+            ],
+        );
+    }
+    s.set_queue("all.q", "slots", "100");
+    s.set_queue("all.q", "load_thresholds", "NONE");
+    s
+}
+
+/// Add resource quota sets from text, as `qconf -Arqs` would.
+fn add_sets(s: &mut Cluster, text: &str) {
+    let sets = gantry_common::rqs::parse_sets(text).unwrap();
+    for (seq, set) in (s.quota_sets.len() as u64 + 1..).zip(sets) {
+        gantry_common::rqs::check_set(&set, &s.complexes).unwrap();
+        s.put_quota_set(seq, set);
+    }
+}
+
+/// The global host's `complex_values`.
+fn global_values(s: &mut Cluster, values: &[(&str, &str)]) {
+    let mut g = s
+        .global_host
+        .clone()
+        .unwrap_or_else(|| gantry_proto::ExecHost::new("global"));
+    g.complex_values = values
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    s.global_host = Some(g);
+}
+
+fn userset(s: &mut Cluster, name: &str, entries: &[&str]) {
+    s.put_userset(UserSet {
+        name: name.into(),
+        types: vec!["ACL".into()],
+        fshare: 0,
+        oticket: 0,
+        entries: entries.iter().map(|e| e.to_string()).collect(),
+    });
+}
+
+fn hostgroup(s: &mut Cluster, name: &str, members: &[&str]) {
+    s.put_hostgroup(HostGroup {
+        name: name.into(),
+        hostlist: members.iter().map(|m| m.to_string()).collect(),
+    });
+}
+
+/// Submit `n` jobs of a user (requests and project as given), ids from `first`.
+fn jobs(
+    s: &mut Cluster,
+    first: u64,
+    n: u64,
+    user: &str,
+    hard: &[(&str, &str)],
+    project: Option<&str>,
+) {
+    for id in first..first + n {
+        let mut j = job(id, user, hard, &[]);
+        j.spec.project = project.map(str::to_string);
+        s.put_job(j);
+    }
+}
+
+/// Run scheduling cycles until nothing more starts, starting what they dispatch (as the
+/// Cluster actor commits it). Returns the running tasks per (user, host).
+fn settle(s: &mut Cluster) -> BTreeMap<(String, String), u32> {
+    loop {
+        let decisions = s
+            .view()
+            .schedule(Time::from_secs(0), &s.connected())
+            .dispatches;
+        if decisions.is_empty() {
+            break;
+        }
+        s.commit(&decisions);
+    }
+    running(s)
+}
+
+fn running(s: &Cluster) -> BTreeMap<(String, String), u32> {
+    let mut out = BTreeMap::new();
+    for j in s.jobs.values() {
+        for t in j.tasks.placed_states() {
+            if let TaskState::Running { host, .. } = t {
+                *out.entry((j.owner.user.clone(), host.clone())).or_insert(0) += 1;
+            }
+        }
+    }
+    out
+}
+
+fn per_user(s: &Cluster) -> BTreeMap<String, u32> {
+    let mut out = BTreeMap::new();
+    for ((u, _), n) in running(s) {
+        *out.entry(u).or_insert(0) += n;
+    }
+    out
+}
+
+fn per_host(s: &Cluster) -> BTreeMap<String, u32> {
+    let mut out = BTreeMap::new();
+    for ((_, h), n) in running(s) {
+        *out.entry(h).or_insert(0) += n;
+    }
+    out
+}
+
+fn map(pairs: &[(&str, u32)]) -> BTreeMap<String, u32> {
+    pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect()
+}
+
+/// The usage the book keeps, as it would be rebuilt from scratch.
+fn assert_usage_exact(s: &Cluster) {
+    let mut fresh = s.clone();
+    fresh.settle_quotas();
+    assert_eq!(
+        s.quota_book.usage.readable(),
+        fresh.quota_book.usage.readable()
+    );
+}
+
+fn finish(s: &mut Cluster, id: u64) {
+    s.remove_job(id);
+}
+
+#[test]
+fn expanded_users_limit_each_user_plain_users_limit_all_together() {
+    let mut s = hosts(&[], &[("n1", "2")]);
+    add_sets(
+        &mut s,
+        "{\n name per_user\n enabled true\n limit users {*} to slots=2\n}\n",
+    );
+    jobs(&mut s, 1, 5, "u1", &[], None);
+    jobs(&mut s, 11, 5, "u2", &[], None);
+    jobs(&mut s, 21, 5, "u3", &[], None);
+    settle(&mut s);
+    assert_eq!(per_user(&s), map(&[("u1", 2), ("u2", 2), ("u3", 2)]));
+    assert_usage_exact(&s);
+
+    let mut s = hosts(&[], &[("n1", "2")]);
+    add_sets(
+        &mut s,
+        "{\n name all_users\n enabled true\n limit users * to slots=2\n}\n",
+    );
+    jobs(&mut s, 1, 5, "u1", &[], None);
+    jobs(&mut s, 11, 5, "u2", &[], None);
+    settle(&mut s);
+    assert_eq!(per_user(&s), map(&[("u1", 2)]));
+}
+
+#[test]
+fn ruleset1_and_ruleset2_of_the_specification() {
+    // compiler_lic INT <= YES YES 0; ruleset1 gives roland 3, project jobs 2 in all,
+    // everyone else 1 in all; ruleset2 caps everyone at 20 together.
+    let mut s = hosts(&["compiler_lic INT <= YES YES 0"], &[("n1", "2")]);
+    global_values(&mut s, &[("compiler_lic", "100")]);
+    add_sets(
+        &mut s,
+        "{\n name ruleset1\n enabled true\n limit users roland to compiler_lic=3\n limit projects * to compiler_lic=2\n limit users * to compiler_lic=1\n}\n\
+         {\n name ruleset2\n enabled true\n limit users * to compiler_lic=20\n}\n",
+    );
+    let lic = &[("compiler_lic", "1")][..];
+    jobs(&mut s, 1, 5, "roland", lic, Some("p1")); // roland wins in any project
+    jobs(&mut s, 11, 5, "andre", lic, Some("p1"));
+    jobs(&mut s, 21, 5, "bob", lic, Some("p2"));
+    jobs(&mut s, 31, 5, "carl", lic, None);
+    jobs(&mut s, 41, 5, "dave", lic, None);
+    settle(&mut s);
+    // roland 3; andre and bob share the project rule's 2; carl and dave share 1.
+    let got = per_user(&s);
+    assert_eq!(got["roland"], 3);
+    assert_eq!(
+        got.get("andre").unwrap_or(&0) + got.get("bob").unwrap_or(&0),
+        2
+    );
+    assert_eq!(
+        got.get("carl").unwrap_or(&0) + got.get("dave").unwrap_or(&0),
+        1
+    );
+    // Jobs not asking for the licence are not limited by either set.
+    jobs(&mut s, 51, 4, "carl", &[], None);
+    settle(&mut s);
+    assert_eq!(per_user(&s)["carl"] - got.get("carl").unwrap_or(&0), 4);
+    assert_usage_exact(&s);
+
+    // ruleset2 denies once 20 are in use, though ruleset1 would allow more.
+    let mut s = hosts(&["compiler_lic INT <= YES YES 0"], &[("n1", "2")]);
+    global_values(&mut s, &[("compiler_lic", "100")]);
+    add_sets(
+        &mut s,
+        "{\n name ruleset1\n enabled true\n limit users {*} to compiler_lic=3\n}\n\
+         {\n name ruleset2\n enabled true\n limit users * to compiler_lic=20\n}\n",
+    );
+    for u in 0..10 {
+        jobs(&mut s, 100 + u * 10, 5, &format!("user{u}"), lic, None);
+    }
+    settle(&mut s);
+    assert_eq!(per_user(&s).values().sum::<u32>(), 20);
+    assert!(per_user(&s).values().all(|n| *n <= 3));
+}
+
+#[test]
+fn an_excluded_user_is_not_limited_even_when_listed() {
+    for filter in ["@staff,!roland", "@staff,!roland,roland"] {
+        let mut s = hosts(&[], &[("n1", "2")]);
+        userset(&mut s, "staff", &["roland", "andre"]);
+        add_sets(
+            &mut s,
+            &format!("{{\n name staff\n enabled true\n limit users {filter} to slots=1\n}}\n"),
+        );
+        jobs(&mut s, 1, 3, "roland", &[], None);
+        jobs(&mut s, 11, 3, "andre", &[], None);
+        jobs(&mut s, 21, 3, "zoe", &[], None);
+        settle(&mut s);
+        assert_eq!(
+            per_user(&s),
+            map(&[("andre", 1), ("roland", 3), ("zoe", 3)]),
+            "{filter}"
+        );
+    }
+}
+
+#[test]
+fn an_expanded_host_group_limits_each_member_host() {
+    let mut s = hosts(&[], &[("durin", "2"), ("carc", "2"), ("other", "2")]);
+    hostgroup(&mut s, "@lx_hosts", &["durin", "carc"]);
+    add_sets(
+        &mut s,
+        "{\n name lx\n enabled true\n limit users * hosts {@lx_hosts} to slots=2\n}\n",
+    );
+    jobs(&mut s, 1, 20, "u1", &[], None);
+    settle(&mut s);
+    let hosts = per_host(&s);
+    assert_eq!(hosts["durin"], 2);
+    assert_eq!(hosts["carc"], 2);
+    assert_eq!(hosts["other"], 16);
+
+    // The same group as a plain list: both hosts together.
+    let mut s = hosts_again();
+    add_sets(
+        &mut s,
+        "{\n name lx\n enabled true\n limit hosts @lx_hosts to slots=2\n}\n",
+    );
+    jobs(&mut s, 1, 20, "u1", &[], None);
+    settle(&mut s);
+    let hosts = per_host(&s);
+    assert_eq!(
+        hosts.get("durin").unwrap_or(&0) + hosts.get("carc").unwrap_or(&0),
+        2
+    );
+}
+
+fn hosts_again() -> Cluster {
+    let mut s = hosts(&[], &[("durin", "2"), ("carc", "2"), ("other", "2")]);
+    hostgroup(&mut s, "@lx_hosts", &["durin", "carc"]);
+    s
+}
+
+#[test]
+fn projects_absent_star_and_not_star() {
+    // (filter, jobs with a project may run, jobs without may run)
+    let cases = [
+        ("", 1, 1),             // no filter: all jobs together
+        ("projects *", 1, 10),  // only jobs with a project
+        ("projects !*", 10, 1), // only jobs without one
+        ("projects p1", 1, 10),
+        ("projects !p1", 10, 1), // all but p1's jobs, those without a project too
+    ];
+    for (filter, with, without) in cases {
+        let mut s = hosts(&[], &[("n1", "2")]);
+        add_sets(
+            &mut s,
+            &format!("{{\n name p\n enabled true\n limit {filter} to slots=1\n}}\n"),
+        );
+        jobs(&mut s, 1, 10, "withp", &[], Some("p1"));
+        jobs(&mut s, 11, 10, "nop", &[], None);
+        settle(&mut s);
+        let got = per_user(&s);
+        let total = if filter.is_empty() { 1 } else { with + without };
+        if filter.is_empty() {
+            assert_eq!(got.values().sum::<u32>(), total, "{filter}");
+        } else {
+            assert_eq!(got.get("withp").copied().unwrap_or(0), with, "{filter}");
+            assert_eq!(got.get("nop").copied().unwrap_or(0), without, "{filter}");
+        }
+    }
+}
+
+#[test]
+fn dynamic_limits_follow_each_hosts_num_proc() {
+    let mut s = hosts(&[], &[("small", "2"), ("big", "16")]);
+    add_sets(
+        &mut s,
+        "{\n name per_host\n enabled true\n limit hosts {*} to slots=$num_proc*2\n}\n",
+    );
+    jobs(&mut s, 1, 100, "u1", &[], None);
+    settle(&mut s);
+    assert_eq!(per_host(&s), map(&[("big", 32), ("small", 4)]));
+    // A new report of num_proc changes the limit at the next cycle.
+    s.host_runtime("small").load_values[1].value = "4".into();
+    settle(&mut s);
+    assert_eq!(per_host(&s)["small"], 8);
+    // A host that has not reported num_proc counts a large value (the man page).
+    let mut s = hosts(&[], &[("quiet", "2")]);
+    s.host_runtime("quiet")
+        .load_values
+        .retain(|l| l.name != "num_proc");
+    add_sets(
+        &mut s,
+        "{\n name per_host\n enabled true\n limit hosts {*} to slots=$num_proc*1+1\n}\n",
+    );
+    jobs(&mut s, 1, 50, "u1", &[], None);
+    settle(&mut s);
+    assert_eq!(per_host(&s)["quiet"], 50);
+}
+
+#[test]
+fn inside_a_set_the_first_matching_rule_decides() {
+    let mut s = hosts(&[], &[("n1", "2")]);
+    add_sets(
+        &mut s,
+        "{\n name firewall\n enabled true\n limit users u1 to slots=5\n limit users * to slots=1\n}\n",
+    );
+    jobs(&mut s, 1, 10, "u1", &[], None);
+    jobs(&mut s, 11, 10, "u2", &[], None);
+    settle(&mut s);
+    assert_eq!(per_user(&s), map(&[("u1", 5), ("u2", 1)]));
+    // A rule that matches but does not limit the resource ends the search all the same.
+    let mut s = hosts(&["lic INT <= YES YES 0"], &[("n1", "2")]);
+    add_sets(
+        &mut s,
+        "{\n name first\n enabled true\n limit users u1 to lic=1\n limit users * to slots=1\n}\n",
+    );
+    jobs(&mut s, 1, 4, "u1", &[], None);
+    settle(&mut s);
+    assert_eq!(per_user(&s), map(&[("u1", 4)]));
+}
+
+#[test]
+fn the_most_restrictive_set_wins_and_disabled_sets_do_not_count() {
+    let mut s = hosts(&[], &[("n1", "2")]);
+    add_sets(
+        &mut s,
+        "{\n name a\n enabled true\n limit users {*} to slots=3\n}\n\
+         {\n name b\n enabled true\n limit hosts {*} to slots=2\n}\n\
+         {\n name c\n enabled false\n limit to slots=0\n}\n",
+    );
+    jobs(&mut s, 1, 10, "u1", &[], None);
+    settle(&mut s);
+    assert_eq!(per_user(&s), map(&[("u1", 2)]));
+    // Usage is kept for the disabled set too: enabling it finds it exact.
+    assert_usage_exact(&s);
+}
+
+#[test]
+fn memory_limits_are_debited_per_slot_defaults_included() {
+    let mut s = hosts(
+        &["virtual_free2 MEMORY <= YES YES 1G", "lic INT <= YES JOB 0"],
+        &[("n1", "2")],
+    );
+    global_values(&mut s, &[("virtual_free2", "100G"), ("lic", "10")]);
+    add_sets(
+        &mut s,
+        "{\n name mem\n enabled true\n limit users {*} to virtual_free2=5G,lic=2\n}\n",
+    );
+    // Each job takes the default 1G: five fit, the sixth does not.
+    jobs(&mut s, 1, 7, "u1", &[], None);
+    // 2G each: two fit.
+    jobs(&mut s, 11, 4, "u2", &[("virtual_free2", "2G")], None);
+    settle(&mut s);
+    assert_eq!(per_user(&s), map(&[("u1", 5), ("u2", 2)]));
+    let j = s.jobs.get(&6).unwrap();
+    let why = s.view().explain(j, &s.connected(), Time::from_secs(0));
+    assert_eq!(
+        why,
+        vec!["cannot run because it exceeds limit \"u1/////\" in rule \"mem/1\"".to_string()]
+    );
+    assert_usage_exact(&s);
+}
+
+#[test]
+fn usage_stays_exact_as_jobs_end_are_deleted_or_change() {
+    let mut s = hosts(&[], &[("n1", "2"), ("n2", "2")]);
+    userset(&mut s, "testusers", &["u1", "u2"]);
+    add_sets(
+        &mut s,
+        "{\n name max_u_slots\n enabled true\n limit users {*} to slots=2\n}\n\
+         {\n name host_slots\n enabled true\n limit hosts {*} to slots=$num_proc*1\n}\n\
+         {\n name per_group\n enabled true\n limit name testers users @testusers hosts @allhosts to slots=3\n limit name others users * to slots=1\n}\n",
+    );
+    jobs(&mut s, 1, 5, "u1", &[], None);
+    jobs(&mut s, 11, 5, "u2", &[], None);
+    jobs(&mut s, 21, 5, "u3", &[], None);
+    settle(&mut s);
+    assert_usage_exact(&s);
+    // testers: 3 in all for u1 and u2; u3 one (others).
+    let got = per_user(&s);
+    assert_eq!(got["u1"] + got["u2"], 3);
+    assert_eq!(got["u3"], 1);
+    // Jobs end: their usage goes; the next cycle fills up again to the same limits.
+    let ids: Vec<u64> = s
+        .jobs
+        .values()
+        .filter(|j| {
+            j.tasks
+                .placed_states()
+                .any(|t| matches!(t, TaskState::Running { .. }))
+        })
+        .map(|j| j.id)
+        .collect();
+    for id in &ids[..2] {
+        finish(&mut s, *id);
+    }
+    assert_usage_exact(&s);
+    settle(&mut s);
+    let got = per_user(&s);
+    assert_eq!(got["u1"] + got["u2"], 3);
+    assert_usage_exact(&s);
+    // A set changes: usage is recounted under the new rules.
+    add_sets(
+        &mut s,
+        "{\n name extra\n enabled true\n limit users u3 to slots=10\n}\n",
+    );
+    assert_usage_exact(&s);
+    assert_eq!(
+        s.quota_book.usage.readable()[&(
+            3,
+            0,
+            "/////".to_string(),
+            s.quota_book.catalog.as_ref().unwrap().id("slots").unwrap() as u32
+        )],
+        1.0
+    );
+    // A running task becomes a deleting one (qdel), then goes away.
+    let id = ids[2];
+    let mut j = Job::clone(&s.jobs[&id]);
+    if let Some(TaskState::Running {
+        host,
+        queue,
+        start_time,
+        grants,
+        pe,
+    }) = j.tasks.get(1).cloned()
+    {
+        j.tasks.insert(
+            1,
+            TaskState::Deleting {
+                host,
+                queue,
+                start_time,
+                grants,
+                pe,
+            },
+        );
+    }
+    s.put_job(j);
+    assert_usage_exact(&s);
+    finish(&mut s, id);
+    assert_usage_exact(&s);
+}
+
+#[test]
+fn advance_reservation_jobs_are_neither_limited_nor_counted() {
+    let mut s = hosts(&[], &[("n1", "2")]);
+    add_sets(
+        &mut s,
+        "{\n name none\n enabled true\n limit to slots=0\n}\n",
+    );
+    let mut j = job(1, "u1", &[], &[]);
+    j.spec.ar = Some(7);
+    s.put_job(j);
+    jobs(&mut s, 2, 1, "u1", &[], None);
+    settle(&mut s);
+    assert_eq!(per_user(&s), map(&[("u1", 1)]));
+    assert!(matches!(
+        s.jobs[&1].tasks.get(1).unwrap(),
+        TaskState::Running { .. }
+    ));
+    assert_eq!(s.quota_book.usage.nonzero().count(), 0);
+}
+
+#[test]
+fn could_ever_run_sees_a_limit_no_job_fits_under() {
+    let mut s = hosts(&[], &[("n1", "2")]);
+    add_sets(
+        &mut s,
+        "{\n name drain\n enabled true\n limit to slots=0\n}\n",
+    );
+    let j = job(1, "u1", &[], &[]);
+    let why = s.view().could_ever_run(&j).unwrap_err().reasons();
+    assert_eq!(
+        why,
+        vec!["cannot run because it exceeds limit \"/////\" in rule \"drain/1\"".to_string()]
+    );
+}
+
+#[test]
+fn a_parallel_job_is_limited_and_counted_slot_by_slot_per_host() {
+    let mut s = hosts(&[], &[("n1", "2"), ("n2", "2")]);
+    s.set_queue("all.q", "pe_list", "make");
+    add_sets(
+        &mut s,
+        "{\n name pe_hosts\n enabled true\n limit pes make hosts {*} to slots=3\n}\n",
+    );
+    let mut j = job(1, "u1", &[], &[]);
+    j.spec.pe = Some(("make".into(), "5".into()));
+    s.put_job(j);
+    settle(&mut s);
+    let TaskState::Running { grants, .. } = &s.jobs[&1].tasks.get(1).unwrap() else {
+        panic!("the PE job does not run: {:?}", s.jobs[&1].tasks);
+    };
+    let total: u32 = grants.iter().map(|g: &Grant| g.slots).sum();
+    assert_eq!(total, 5);
+    assert!(grants.iter().all(|g| g.slots <= 3), "{grants:?}");
+    assert_usage_exact(&s);
+    // A second one cannot get 5 more (1 left per host).
+    let mut j = job(2, "u1", &[], &[]);
+    j.spec.pe = Some(("make".into(), "5".into()));
+    s.put_job(j);
+    settle(&mut s);
+    assert!(matches!(
+        s.jobs[&2].tasks.get(1).unwrap(),
+        TaskState::Pending
+    ));
+}
+
+#[test]
+fn qquota_rows_are_the_callers_rules_with_usage() {
+    let mut s = hosts(&[], &[("vm", "2")]);
+    userset(&mut s, "testusers", &["user1", "user2", "user3"]);
+    add_sets(
+        &mut s,
+        "{\n name max_u_slots\n enabled true\n limit users {*} to slots=2\n}\n\
+         {\n name host_slots\n enabled true\n limit hosts {*} to slots=$num_proc*1\n}\n\
+         {\n name per_group\n enabled true\n limit name testers users @testusers hosts @allhosts to slots=3\n limit name others users * to slots=1\n}\n",
+    );
+    jobs(&mut s, 1, 5, "user1", &[], None);
+    jobs(&mut s, 6, 2, "user2", &[], None);
+    settle(&mut s);
+    let show = |s: &Cluster, who: &str, users: &[&str]| -> Vec<String> {
+        let q = QuotaQuery {
+            users: users.iter().map(|u| u.to_string()).collect(),
+            ..Default::default()
+        };
+        s.view()
+            .quota_rows(&q, who, &|_| Vec::new())
+            .into_iter()
+            .map(|r| {
+                let l = &r.limits[0];
+                let f: Vec<String> = r.filters.iter().map(|(k, v)| format!("{k} {v}")).collect();
+                format!(
+                    "{} {}={}/{} {}",
+                    r.rule,
+                    l.resource,
+                    l.used.clone().unwrap_or_default(),
+                    l.limit,
+                    f.join(" ")
+                )
+            })
+            .collect()
+    };
+    let everything = vec![
+        "max_u_slots/1 slots=2/2 users user1".to_string(),
+        "host_slots/1 slots=2/2 hosts vm".to_string(),
+        "per_group/testers slots=2/3 users @testusers hosts @allhosts".to_string(),
+    ];
+    assert_eq!(show(&s, "user1", &[]), everything);
+    assert_eq!(show(&s, "user2", &[]), everything[1..].to_vec());
+    assert_eq!(show(&s, "root", &[]), everything[1..2].to_vec());
+    assert_eq!(show(&s, "root", &["*"]), everything);
+    assert_eq!(show(&s, "root", &["user1"]), everything);
+    // -h, -q, -l narrow the rows.
+    let q = QuotaQuery {
+        users: vec!["*".into()],
+        hosts: vec!["other".into()],
+        ..Default::default()
+    };
+    let rows: Vec<String> = s
+        .view()
+        .quota_rows(&q, "root", &|_| Vec::new())
+        .into_iter()
+        .map(|r| r.rule)
+        .collect();
+    assert_eq!(rows, vec!["max_u_slots/1".to_string()]);
+    let q = QuotaQuery {
+        users: vec!["*".into()],
+        resources: vec!["h_vmem".into()],
+        ..Default::default()
+    };
+    assert!(s.view().quota_rows(&q, "root", &|_| Vec::new()).is_empty());
+    // A disabled set shows nothing.
+    let mut set = s.quota_sets["host_slots"].clone();
+    set.1.enabled = false;
+    s.put_quota_set(set.0, set.1);
+    assert!(!show(&s, "root", &["*"])
+        .iter()
+        .any(|r| r.starts_with("host_slots")));
+}
+
+#[test]
+fn qstat_j_names_the_first_blocking_rule_in_set_order() {
+    let mut s = hosts(&[], &[("vm", "2")]);
+    add_sets(
+        &mut s,
+        "{\n name max_u_slots\n enabled true\n limit users {*} to slots=2\n}\n\
+         {\n name host_slots\n enabled true\n limit hosts {*} to slots=$num_proc*1\n}\n",
+    );
+    jobs(&mut s, 1, 5, "user1", &[], None);
+    jobs(&mut s, 6, 2, "user2", &[], None);
+    settle(&mut s);
+    let why = |id: u64| {
+        s.view()
+            .explain(&s.jobs[&id], &s.connected(), Time::from_secs(0))
+    };
+    assert_eq!(
+        why(5),
+        vec![
+            "cannot run because it exceeds limit \"user1/////\" in rule \"max_u_slots/1\""
+                .to_string()
+        ]
+    );
+    assert_eq!(
+        why(7),
+        vec![
+            "cannot run because it exceeds limit \"////vm/\" in rule \"host_slots/1\"".to_string()
+        ]
+    );
+    assert_eq!(
+        s.view()
+            .quota_blocked_jobs(&s.connected(), Time::from_secs(0)),
+        vec![3, 4, 5, 6, 7]
+    );
+}
+
+/// Filters match by the pure function alone, table-driven.
+#[test]
+fn filter_matching_table() {
+    let catalog = Catalog::new(&gantry_common::complex::default_complexes());
+    let usersets: HashMap<String, Vec<String>> = [
+        (
+            "staff".to_string(),
+            vec!["roland".to_string(), "andre".to_string()],
+        ),
+        ("chem".to_string(), vec!["@chemists".to_string()]),
+    ]
+    .into();
+    // (rule, user, user's groups, project, pe, queue, host, host groups) -> key
+    type Case<'a> = (
+        &'a str,
+        &'a str,
+        &'a [&'a str],
+        Option<&'a str>,
+        Option<&'a str>,
+        &'a str,
+        &'a str,
+        &'a [&'a str],
+        Option<&'a str>,
+    );
+    let cases: &[Case] = &[
+        (
+            "to slots=1",
+            "u",
+            &[],
+            None,
+            None,
+            "all.q",
+            "h",
+            &[],
+            Some("/////"),
+        ),
+        (
+            "users {*} to slots=1",
+            "u",
+            &[],
+            None,
+            None,
+            "all.q",
+            "h",
+            &[],
+            Some("u/////"),
+        ),
+        (
+            "users * to slots=1",
+            "u",
+            &[],
+            None,
+            None,
+            "all.q",
+            "h",
+            &[],
+            Some("/////"),
+        ),
+        (
+            "users {@staff} to slots=1",
+            "andre",
+            &[],
+            None,
+            None,
+            "q",
+            "h",
+            &[],
+            Some("andre/////"),
+        ),
+        (
+            "users {@staff} to slots=1",
+            "zoe",
+            &[],
+            None,
+            None,
+            "q",
+            "h",
+            &[],
+            None,
+        ),
+        (
+            "users {!@staff} to slots=1",
+            "zoe",
+            &[],
+            None,
+            None,
+            "q",
+            "h",
+            &[],
+            Some("zoe/////"),
+        ),
+        (
+            "users {!@staff} to slots=1",
+            "roland",
+            &[],
+            None,
+            None,
+            "q",
+            "h",
+            &[],
+            None,
+        ),
+        (
+            "users @chem to slots=1",
+            "x",
+            &["chemists"],
+            None,
+            None,
+            "q",
+            "h",
+            &[],
+            Some("/////"),
+        ),
+        (
+            "users @nosuchacl to slots=1",
+            "x",
+            &[],
+            None,
+            None,
+            "q",
+            "h",
+            &[],
+            None,
+        ),
+        (
+            "users !roland to slots=1",
+            "andre",
+            &[],
+            None,
+            None,
+            "q",
+            "h",
+            &[],
+            Some("/////"),
+        ),
+        (
+            "users !roland to slots=1",
+            "roland",
+            &[],
+            None,
+            None,
+            "q",
+            "h",
+            &[],
+            None,
+        ),
+        (
+            "projects {*} to slots=1",
+            "u",
+            &[],
+            Some("p1"),
+            None,
+            "q",
+            "h",
+            &[],
+            Some("/p1////"),
+        ),
+        (
+            "projects * to slots=1",
+            "u",
+            &[],
+            None,
+            None,
+            "q",
+            "h",
+            &[],
+            None,
+        ),
+        (
+            "projects !* to slots=1",
+            "u",
+            &[],
+            None,
+            None,
+            "q",
+            "h",
+            &[],
+            Some("/////"),
+        ),
+        (
+            "projects !* to slots=1",
+            "u",
+            &[],
+            Some("p1"),
+            None,
+            "q",
+            "h",
+            &[],
+            None,
+        ),
+        (
+            "pes {mpi,smp} to slots=1",
+            "u",
+            &[],
+            None,
+            Some("smp"),
+            "q",
+            "h",
+            &[],
+            Some("//smp///"),
+        ),
+        (
+            "pes * to slots=1",
+            "u",
+            &[],
+            None,
+            None,
+            "q",
+            "h",
+            &[],
+            None,
+        ),
+        (
+            "queues {all.q} to slots=1",
+            "u",
+            &[],
+            None,
+            None,
+            "all.q",
+            "h",
+            &[],
+            Some("///all.q//"),
+        ),
+        (
+            "queues !all.q to slots=1",
+            "u",
+            &[],
+            None,
+            None,
+            "all.q",
+            "h",
+            &[],
+            None,
+        ),
+        (
+            "hosts {@lx_hosts} to slots=1",
+            "u",
+            &[],
+            None,
+            None,
+            "q",
+            "durin",
+            &["@lx_hosts"],
+            Some("////durin/"),
+        ),
+        (
+            "hosts {@lx_hosts} to slots=1",
+            "u",
+            &[],
+            None,
+            None,
+            "q",
+            "other",
+            &[],
+            None,
+        ),
+        (
+            "hosts {!@lx_hosts} to slots=1",
+            "u",
+            &[],
+            None,
+            None,
+            "q",
+            "other",
+            &[],
+            Some("////other/"),
+        ),
+        (
+            "hosts n* to slots=1",
+            "u",
+            &[],
+            None,
+            None,
+            "q",
+            "n07",
+            &[],
+            Some("/////"),
+        ),
+        (
+            "users {*} hosts {*} to slots=1",
+            "u",
+            &[],
+            None,
+            None,
+            "q",
+            "h",
+            &[],
+            Some("u////h/"),
+        ),
+    ];
+    for (rule, user, groups, project, pe, queue, host, hgroups, want) in cases {
+        let text = format!("{{\n name s\n limit {rule}\n}}\n");
+        let set = gantry_common::rqs::parse_sets(&text).unwrap().remove(0);
+        let quotas = Quotas::new(vec![set], &catalog, usersets.clone());
+        let groups: Vec<String> = groups.iter().map(|g| g.to_string()).collect();
+        let hgroups: Vec<String> = hgroups.iter().map(|g| g.to_string()).collect();
+        let c = Consumer {
+            user,
+            groups: &groups,
+            project: *project,
+            pe: *pe,
+        };
+        let p = Place {
+            queue,
+            host,
+            host_groups: &hgroups,
+        };
+        // The scheduler's own path: the consumer's plan, finished for the place.
+        let d = Demand {
+            hard: Vec::new(),
+            soft: Vec::new(),
+            queues: Vec::new(),
+            user: user.to_string(),
+            groups: groups.clone(),
+            project: project.map(str::to_string),
+            slots: 1,
+            pe: None,
+            part: crate::model::Part::Whole,
+            granted_pe: None,
+            category: 0,
+            quota_exempt: false,
+            run_time: None,
+        };
+        let mut usage = Usage::default();
+        let plan = quotas.plan(&catalog, &d, &c, &mut usage, false);
+        let gates = quotas.gates_at(&plan, &p, &mut usage, &|_| None);
+        let got = gates.first().map(|g| match g {
+            RuleCheck::Counter { slot, .. } => usage.consumer_text(usage.key(*slot)),
+            RuleCheck::Never { key, .. } => usage.consumer_text(key),
+        });
+        assert_eq!(got.as_deref(), *want, "{rule} for {user}");
+    }
+}
