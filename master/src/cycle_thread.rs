@@ -53,12 +53,44 @@ pub struct CycleThread {
 impl CycleThread {
     /// Start the thread; `done` gets each outcome, on that thread.
     pub fn start(done: impl Fn(CycleOutcome) + Send + 'static) -> std::io::Result<CycleThread> {
+        CycleThread::start_with(
+            |r: &CycleRequest| r.image.view().schedule(r.at, &r.connected),
+            done,
+        )
+    }
+
+    /// The same with another cycle (a test's). A cycle that panics (a bug) decides
+    /// nothing: the error is logged and its outcome still comes back, so the master
+    /// goes on answering and tries again at the next change, instead of waiting for
+    /// the outcome forever.
+    pub fn start_with(
+        cycle: impl Fn(&CycleRequest) -> Decisions + Send + 'static,
+        done: impl Fn(CycleOutcome) + Send + 'static,
+    ) -> std::io::Result<CycleThread> {
         let (to_thread, requests) = mpsc::channel::<CycleRequest>();
         std::thread::Builder::new()
             .name("scheduler".into())
             .spawn(move || {
                 for request in requests {
-                    done(request.run());
+                    let started = Instant::now();
+                    let decisions =
+                        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| cycle(&request)))
+                            .unwrap_or_else(|panic| {
+                                let why = panic
+                                    .downcast_ref::<&str>()
+                                    .map(|s| s.to_string())
+                                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                                    .unwrap_or_default();
+                                tracing::error!(
+                                    "the scheduling cycle failed ({why}); nothing dispatched"
+                                );
+                                Decisions::default()
+                            });
+                    done(CycleOutcome {
+                        took: started.elapsed(),
+                        request,
+                        decisions,
+                    });
                 }
             })?;
         Ok(CycleThread { to_thread })
@@ -69,5 +101,44 @@ impl CycleThread {
         self.to_thread
             .send(request)
             .map_err(|mpsc::SendError(r)| Box::new(r))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request() -> CycleRequest {
+        CycleRequest {
+            image: ClusterImage::default(),
+            generation: 7,
+            connected: HashSet::new(),
+            at: Time::from_secs(1),
+        }
+    }
+
+    #[test]
+    fn a_cycle_that_panics_still_comes_back_with_nothing_decided() {
+        let (tx, rx) = mpsc::channel();
+        let thread = CycleThread::start_with(
+            |r: &CycleRequest| {
+                if r.generation == 7 {
+                    panic!("a bug");
+                }
+                Decisions::default()
+            },
+            move |o| tx.send(o).unwrap(),
+        )
+        .unwrap();
+        thread.run(request()).unwrap();
+        let outcome = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        assert_eq!(outcome.request.generation, 7);
+        assert!(outcome.decisions.dispatches.is_empty());
+        // The thread is still there for the next cycle.
+        let mut next = request();
+        next.generation = 8;
+        thread.run(next).unwrap();
+        let outcome = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        assert_eq!(outcome.request.generation, 8);
     }
 }
