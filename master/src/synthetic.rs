@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use gantry_common::exechost;
 use gantry_proto::ComplexAttr;
 
-use crate::jobs::{Job, TaskState};
+use crate::jobs::Job;
 use crate::state::{initial_objects, ClusterState, HostRuntime, Object, Op};
 
 /// A fresh cell's state with extra complex attributes (`name type relop requestable
@@ -70,7 +70,7 @@ pub fn connected(s: &ClusterState) -> HashSet<String> {
     s.exechosts.keys().cloned().collect()
 }
 
-pub use gantry_sched::synthetic::{job, running};
+pub use gantry_sched::synthetic::{job, running, running_on};
 
 /// Queue a job.
 pub fn submit(s: &mut ClusterState, job: Job) {
@@ -80,20 +80,7 @@ pub fn submit(s: &mut ClusterState, job: Job) {
 /// Mark a task running in `queue@host` (as a dispatch would).
 pub fn start(s: &mut ClusterState, job_id: u64, task: u32, queue: &str, host: &str) {
     if let Some(mut j) = s.jobs.get(&job_id).map(|j| Job::clone(j)) {
-        j.tasks.insert(
-            task,
-            TaskState::Running {
-                host: host.into(),
-                queue: queue.into(),
-                start_time: 0,
-                grants: vec![gantry_proto::Grant {
-                    queue: queue.into(),
-                    host: host.into(),
-                    slots: 1,
-                }],
-                pe: None,
-            },
-        );
+        j.tasks.insert(task, running_on(queue, host));
         s.apply(&Op::Put(Object::Job(j)));
     }
 }

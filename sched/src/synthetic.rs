@@ -256,20 +256,7 @@ impl Cluster {
     /// Mark a task running with one slot in `queue@host` (as a dispatch would).
     pub fn start(&mut self, job_id: u64, task: u32, queue: &str, host: &str) {
         if let Some(mut j) = self.jobs.get(&job_id).map(|j| Job::clone(j)) {
-            j.tasks.insert(
-                task,
-                TaskState::Running {
-                    host: host.into(),
-                    queue: queue.into(),
-                    start_time: 0,
-                    grants: vec![gantry_proto::Grant {
-                        queue: queue.into(),
-                        host: host.into(),
-                        slots: 1,
-                    }],
-                    pe: None,
-                },
-            );
+            j.tasks.insert(task, running_on(queue, host));
             self.put_job(j);
         }
     }
@@ -341,5 +328,20 @@ pub fn running(d: &Dispatch) -> TaskState {
         start_time: 0,
         grants: d.grants.clone(),
         pe: d.pe.clone(),
+    }
+}
+
+/// A task running with one slot in `queue@host` since time 0.
+pub fn running_on(queue: &str, host: &str) -> TaskState {
+    TaskState::Running {
+        host: host.into(),
+        queue: queue.into(),
+        start_time: 0,
+        grants: vec![gantry_proto::Grant {
+            queue: queue.into(),
+            host: host.into(),
+            slots: 1,
+        }],
+        pe: None,
     }
 }
