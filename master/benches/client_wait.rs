@@ -25,10 +25,10 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use gantry_master::cycle_thread::{CycleOutcome, CycleRequest, CycleThread};
-use gantry_master::jobs::{Job, TaskState};
+use gantry_master::jobs::Job;
 use gantry_master::sched::Time;
 use gantry_master::state::{job_key, ClusterState, Object, Op};
-use gantry_master::synthetic::{connected, job, submit};
+use gantry_master::synthetic::{connected, job, running, submit};
 
 mod common;
 use common::{build, with_quotas};
@@ -77,16 +77,7 @@ fn dispatch(s: &mut ClusterState, outcome: CycleOutcome) -> usize {
         .iter()
         .map(|d| {
             let mut j = Job::clone(&s.jobs[&d.job_id]);
-            j.tasks.insert(
-                d.task_id,
-                TaskState::Running {
-                    host: d.host.clone(),
-                    queue: d.queue.clone(),
-                    start_time: 0,
-                    grants: d.grants.clone(),
-                    pe: d.pe.clone(),
-                },
-            );
+            j.tasks.insert(d.task_id, running(d));
             Op::Put(Object::Job(j))
         })
         .collect();

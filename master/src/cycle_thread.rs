@@ -30,11 +30,32 @@ pub struct CycleOutcome {
     pub took: Duration,
 }
 
+/// The scheduler's cycle on a request's image.
+fn schedule(r: &CycleRequest) -> Decisions {
+    r.image.view().schedule(r.at, &r.connected)
+}
+
 impl CycleRequest {
     /// Run the cycle here.
     pub fn run(self) -> CycleOutcome {
+        self.run_with(&schedule)
+    }
+
+    /// Run `cycle` here. A cycle that panics (a bug) decides nothing: the error is
+    /// logged and the outcome still comes back, so the master goes on answering and
+    /// tries again at the next change instead of waiting for the outcome forever.
+    fn run_with(self, cycle: &dyn Fn(&CycleRequest) -> Decisions) -> CycleOutcome {
         let started = Instant::now();
-        let decisions = self.image.view().schedule(self.at, &self.connected);
+        let decisions = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| cycle(&self)))
+            .unwrap_or_else(|panic| {
+                let why = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_default();
+                tracing::error!("the scheduling cycle failed ({why}); nothing dispatched");
+                Decisions::default()
+            });
         CycleOutcome {
             took: started.elapsed(),
             request: self,
@@ -53,16 +74,11 @@ pub struct CycleThread {
 impl CycleThread {
     /// Start the thread; `done` gets each outcome, on that thread.
     pub fn start(done: impl Fn(CycleOutcome) + Send + 'static) -> std::io::Result<CycleThread> {
-        CycleThread::start_with(
-            |r: &CycleRequest| r.image.view().schedule(r.at, &r.connected),
-            done,
-        )
+        CycleThread::start_with(schedule, done)
     }
 
-    /// The same with another cycle (a test's). A cycle that panics (a bug) decides
-    /// nothing: the error is logged and its outcome still comes back, so the master
-    /// goes on answering and tries again at the next change, instead of waiting for
-    /// the outcome forever.
+    /// The same with another cycle (a test's); see [`CycleRequest::run`] for a cycle
+    /// that panics.
     pub fn start_with(
         cycle: impl Fn(&CycleRequest) -> Decisions + Send + 'static,
         done: impl Fn(CycleOutcome) + Send + 'static,
@@ -72,25 +88,7 @@ impl CycleThread {
             .name("scheduler".into())
             .spawn(move || {
                 for request in requests {
-                    let started = Instant::now();
-                    let decisions =
-                        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| cycle(&request)))
-                            .unwrap_or_else(|panic| {
-                                let why = panic
-                                    .downcast_ref::<&str>()
-                                    .map(|s| s.to_string())
-                                    .or_else(|| panic.downcast_ref::<String>().cloned())
-                                    .unwrap_or_default();
-                                tracing::error!(
-                                    "the scheduling cycle failed ({why}); nothing dispatched"
-                                );
-                                Decisions::default()
-                            });
-                    done(CycleOutcome {
-                        took: started.elapsed(),
-                        request,
-                        decisions,
-                    });
+                    done(request.run_with(&cycle));
                 }
             })?;
         Ok(CycleThread { to_thread })

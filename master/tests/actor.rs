@@ -18,9 +18,7 @@ use gantry_master::sched::Time;
 use gantry_master::store::Store;
 use gantry_net::cell::MasterPaths;
 use gantry_net::tls::{certs_from_pem, fingerprint, generate_host_key, Ca};
-use gantry_proto::{
-    Caller, FromMaster, JobReport, JobScript, JobSpec, LoadValue, ToExecd, ToMaster, Verify,
-};
+use gantry_proto::{Caller, FromMaster, JobReport, LoadValue, ToExecd, ToMaster, Verify};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
 
 /// When the test's clock starts: 2026-11-25 00:00:00 UTC.
@@ -91,33 +89,10 @@ async fn ask(cluster: &Addr<Cluster>, request: ToMaster) -> FromMaster {
 }
 
 async fn submit(cluster: &Addr<Cluster>) -> u64 {
-    let spec = JobSpec {
-        name: "true".into(),
-        script: JobScript::Binary {
-            command: "/bin/true".into(),
-        },
-        args: Vec::new(),
-        shell: None,
-        cwd: Some("/".into()),
-        stdout_path: None,
-        stderr_path: None,
-        merge_output: false,
-        env: Vec::new(),
-        hard_resources: Vec::new(),
-        soft_resources: Vec::new(),
-        queues: Vec::new(),
-        hold: false,
-        hold_jids: Vec::new(),
-        start_after: None,
-        priority: 0,
-        array: None,
-        max_running_tasks: None,
-        account: "sge".into(),
-        project: None,
-        submit_host: "master".into(),
-        pe: None,
-        ar: None,
-    };
+    // `qsub -b y /bin/true`, from /.
+    let mut spec = gantry_master::synthetic::job(0, "nobody", &[], &[]).spec;
+    spec.cwd = Some("/".into());
+    spec.submit_host = "master".into();
     let reply = ask_as(
         cluster,
         nobody(),

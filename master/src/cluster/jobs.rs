@@ -163,6 +163,8 @@ impl Cluster {
     /// What a decision does once its writes are durable, in order.
     pub(super) fn carry_out_effects(&mut self, effects: Vec<crate::decide::Effect>) {
         use crate::decide::Effect;
+        // `finished_jobs`, read once per burst.
+        let mut finished_jobs: Option<usize> = None;
         for effect in effects {
             match effect {
                 Effect::Send { host, order } => {
@@ -175,12 +177,13 @@ impl Cluster {
                     self.started.remove(&(job, task));
                 }
                 Effect::Finished(view) => {
-                    let keep: usize = self
-                        .state
-                        .global()
-                        .get("finished_jobs")
-                        .and_then(|v| v.parse().ok())
-                        .unwrap_or(100);
+                    let keep = *finished_jobs.get_or_insert_with(|| {
+                        self.state
+                            .global()
+                            .get("finished_jobs")
+                            .and_then(|v| v.parse().ok())
+                            .unwrap_or(100)
+                    });
                     self.finished.push_back(*view);
                     while self.finished.len() > keep {
                         self.finished.pop_front();
