@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use crate::sched::{ClusterImage, Decisions, Time};
+use crate::sched::{ClusterImage, Decisions, KeptSnapshot, Time};
 
 /// What one cycle reads.
 #[derive(Debug, Clone)]
@@ -30,21 +30,16 @@ pub struct CycleOutcome {
     pub took: Duration,
 }
 
-/// The scheduler's cycle on a request's image.
-fn schedule(r: &CycleRequest) -> Decisions {
-    r.image.view().schedule(r.at, &r.connected)
-}
-
 impl CycleRequest {
-    /// Run the cycle here.
+    /// Run the cycle here, on a snapshot built for it.
     pub fn run(self) -> CycleOutcome {
-        self.run_with(&schedule)
+        self.run_with(&mut |r: &CycleRequest| r.image.view().schedule(r.at, &r.connected))
     }
 
     /// Run `cycle` here. A cycle that panics (a bug) decides nothing: the error is
     /// logged and the outcome still comes back, so the master goes on answering and
     /// tries again at the next change instead of waiting for the outcome forever.
-    fn run_with(self, cycle: &dyn Fn(&CycleRequest) -> Decisions) -> CycleOutcome {
+    fn run_with(self, cycle: &mut dyn FnMut(&CycleRequest) -> Decisions) -> CycleOutcome {
         let started = Instant::now();
         let decisions = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| cycle(&self)))
             .unwrap_or_else(|panic| {
@@ -72,15 +67,22 @@ pub struct CycleThread {
 }
 
 impl CycleThread {
-    /// Start the thread; `done` gets each outcome, on that thread.
+    /// Start the thread; `done` gets each outcome, on that thread. The thread keeps
+    /// the snapshot of its last cycle and brings it up to date for the next (see
+    /// [`KeptSnapshot`]): a configuration change rebuilds it, a host's load report
+    /// that host's part.
     pub fn start(done: impl Fn(CycleOutcome) + Send + 'static) -> std::io::Result<CycleThread> {
-        CycleThread::start_with(schedule, done)
+        let mut kept = KeptSnapshot::default();
+        CycleThread::start_with(
+            move |r: &CycleRequest| kept.schedule(&r.image, r.at, &r.connected),
+            done,
+        )
     }
 
     /// The same with another cycle (a test's); see [`CycleRequest::run`] for a cycle
     /// that panics.
     pub fn start_with(
-        cycle: impl Fn(&CycleRequest) -> Decisions + Send + 'static,
+        mut cycle: impl FnMut(&CycleRequest) -> Decisions + Send + 'static,
         done: impl Fn(CycleOutcome) + Send + 'static,
     ) -> std::io::Result<CycleThread> {
         let (to_thread, requests) = mpsc::channel::<CycleRequest>();
@@ -88,7 +90,7 @@ impl CycleThread {
             .name("scheduler".into())
             .spawn(move || {
                 for request in requests {
-                    done(request.run_with(&cycle));
+                    done(request.run_with(&mut cycle));
                 }
             })?;
         Ok(CycleThread { to_thread })

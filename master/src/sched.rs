@@ -11,6 +11,7 @@ use crate::state::ClusterState;
 pub use gantry_sched::cycle::{
     CannotRun, Decisions, Dispatch, SchedConf, ThresholdActions, Trigger,
 };
+pub use gantry_sched::kept::{KeptCounters, KeptSnapshot};
 pub use gantry_sched::matching::*;
 pub use gantry_sched::model::*;
 pub use gantry_sched::time::{Span, Time};

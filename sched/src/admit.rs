@@ -9,8 +9,9 @@
 use crate::model::{Demand, Misfit, Snapshot};
 use crate::quota::QuotaCycle;
 
-/// One gate of the admit stage.
-pub trait Gate: std::fmt::Debug {
+/// One gate of the admit stage. A gate is plain data the cycle owns: `Send`, so that a
+/// snapshot with its gates can be kept on the scheduler's thread between cycles.
+pub trait Gate: std::fmt::Debug + Send {
     /// What the gate is (for diagnostics).
     fn name(&self) -> &'static str;
 

@@ -426,19 +426,195 @@ impl<'a> ClusterView<'a> {
     /// `load_adjustment_decay_time` before `now` added to their hosts' load values, as
     /// the scheduler sees them.
     pub fn snapshot_at(&self, connected: &HashSet<String>, now: Time, adjusted: bool) -> Snapshot {
-        let catalog = Catalog::new(self.complexes);
-        let sconf = self.sched_conf();
-        let adjustments: Vec<(usize, f64, String)> = sconf
+        let mut snap = self.snapshot_base();
+        self.finish_snapshot(&mut snap, connected, now, adjusted);
+        snap
+    }
+
+    /// `job_load_adjustments` against the complex: (load value, amount per job slot,
+    /// the amount as written).
+    fn load_adjustments(&self, catalog: &Catalog) -> Vec<(usize, f64, String)> {
+        self.sched_conf()
             .load_adjustments
             .iter()
             .filter_map(|(name, amount)| {
                 let id = catalog.id(name)?;
                 Some((id, value::parse_double(amount).ok()?, amount.clone()))
             })
+            .collect()
+    }
+
+    /// The part of a snapshot that only the configuration and the hosts' load reports
+    /// change: the catalog, every layer's configured and reported values, the queue
+    /// instances' own values. Nothing is booked and no queue instance judged yet (see
+    /// [`ClusterView::finish_snapshot`]).
+    pub(crate) fn snapshot_base(&self) -> Snapshot {
+        let catalog = Catalog::new(self.complexes);
+        let adjustments = self.load_adjustments(&catalog);
+        let mut global = Layer::default();
+        if let Some(g) = self.global_host.as_ref() {
+            for (name, v) in &g.complex_values {
+                if let Some(id) = catalog.id(name) {
+                    if let Some(v) = catalog.parse(id, v) {
+                        global.set_fixed(id, v);
+                    }
+                }
+            }
+        }
+        let mut memberships: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for g in self.hostgroups.keys() {
+            for h in self.resolve_group(g, 0) {
+                memberships.entry(h).or_default().push(g.clone());
+            }
+        }
+        let mut hosts = Vec::new();
+        let mut host_index = HashMap::new();
+        for (name, h) in self.exechosts {
+            let values = self.host_values(&catalog, &adjustments, name);
+            host_index.insert(name.clone(), hosts.len());
+            hosts.push(Host {
+                name: name.clone(),
+                layer: values.layer,
+                groups: memberships.get(name).cloned().unwrap_or_default(),
+                user_lists: h.user_lists.clone(),
+                xuser_lists: h.xuser_lists.clone(),
+                projects: h.projects.clone(),
+                xprojects: h.xprojects.clone(),
+                load: 0.0,
+                nproc: values.nproc,
+                weight: 0.0,
+                reported: values.reported,
+                instances: Vec::new(),
+            });
+        }
+        let mut instances = Vec::new();
+        for q in self.queues.values() {
+            // Most hosts take a queue's default values: those are parsed once.
+            let mut defaults: Option<Instance> = None;
+            for hname in self.queue_hosts_of(q) {
+                let Some(&hi) = host_index.get(&hname) else {
+                    continue;
+                };
+                let groups: Vec<&str> = hosts[hi].groups.iter().map(String::as_str).collect();
+                let overridden = q.attrs.iter().any(|(_, a)| {
+                    a.overrides
+                        .iter()
+                        .any(|(h, _)| *h == hname || groups.contains(&h.as_str()))
+                });
+                let mut inst = if overridden {
+                    instance_values(&catalog, q, &hname, &groups).0
+                } else {
+                    defaults
+                        .get_or_insert_with(|| instance_values(&catalog, q, "", &[]).0)
+                        .clone()
+                };
+                inst.host = hi;
+                hosts[hi].instances.push(instances.len());
+                instances.push(inst);
+            }
+        }
+        let usersets = self
+            .usersets
+            .values()
+            .map(|u| (u.name.clone(), u.entries.clone()))
             .collect();
+        Snapshot {
+            catalog,
+            global,
+            hosts,
+            instances,
+            usersets,
+            order: Vec::new(),
+            pes: self.pes.clone(),
+            pe_used: HashMap::new(),
+            adjustments,
+            now: Time::from_secs(0),
+            calendar: Calendar::new(),
+            gates: Default::default(),
+        }
+    }
+
+    /// What a host's configuration and its last load report give its layer, before
+    /// any adjustment for recent starts.
+    pub(crate) fn host_values(
+        &self,
+        catalog: &Catalog,
+        adjustments: &[(usize, f64, String)],
+        name: &str,
+    ) -> HostValues {
+        let mut layer = Layer::default();
+        let loads = self
+            .runtime
+            .get(name)
+            .map(|r| r.load_values.as_slice())
+            .unwrap_or(&[]);
+        for lv in loads {
+            if let Some(id) = catalog.id(&lv.name) {
+                if let Some(v) = catalog.parse(id, &lv.value) {
+                    layer.set_load(id, v);
+                }
+            }
+        }
+        if let Some(id) = catalog.id("hostname") {
+            layer.set_fixed(id, Value::Text(name.to_string()));
+        }
+        for (k, v) in self
+            .exechosts
+            .get(name)
+            .map_or(&[][..], |h| h.complex_values.as_slice())
+        {
+            if let Some(id) = catalog.id(k) {
+                if let Some(v) = catalog.parse(id, v) {
+                    layer.set_fixed(id, v);
+                }
+            }
+        }
+        let nproc = catalog
+            .id("num_proc")
+            .and_then(|id| layer.get(id))
+            .and_then(|o| match &o.load {
+                Some(Value::Num(n)) if *n > 0.0 => Some(*n),
+                _ => None,
+            })
+            .unwrap_or(1.0);
+        let reported = adjustments
+            .iter()
+            .filter_map(
+                |(id, _, _)| match layer.get(*id).and_then(|o| o.load.as_ref()) {
+                    Some(Value::Num(v)) => Some((*id, *v)),
+                    _ => None,
+                },
+            )
+            .collect();
+        HostValues {
+            layer,
+            nproc,
+            reported,
+        }
+    }
+
+    /// Make a snapshot's base ready for a cycle at `now`: forget what an earlier cycle
+    /// booked on it, add the load of recent starts to the hosts' values (`adjusted`),
+    /// judge every queue instance (disabled, unreachable, over a threshold), order the
+    /// candidates, and book what the running tasks hold. Whatever a cycle changes in a
+    /// snapshot is set afresh here, so a snapshot kept from the last cycle comes out as
+    /// a fresh one would.
+    pub(crate) fn finish_snapshot(
+        &self,
+        snap: &mut Snapshot,
+        connected: &HashSet<String>,
+        now: Time,
+        adjusted: bool,
+    ) {
+        let sconf = self.sched_conf();
+        snap.now = now;
+        snap.calendar = Calendar::new();
+        snap.global.unbook_all();
+        snap.pe_used.clear();
+        *snap.gates.get_mut() = Default::default();
         // Recently started job slots per host, each weighted by the decay time left.
         let mut weights: HashMap<&str, f64> = HashMap::new();
-        if adjusted && sconf.decay_secs > 0.0 && !adjustments.is_empty() {
+        if adjusted && sconf.decay_secs > 0.0 && !snap.adjustments.is_empty() {
             let now = now.secs();
             for job in self.jobs.values() {
                 for t in job.tasks.placed_states() {
@@ -458,69 +634,25 @@ impl<'a> ClusterView<'a> {
                 }
             }
         }
-        let mut global = Layer::default();
-        if let Some(g) = self.global_host.as_ref() {
-            for (name, v) in &g.complex_values {
-                if let Some(id) = catalog.id(name) {
-                    if let Some(v) = catalog.parse(id, v) {
-                        global.set_fixed(id, v);
-                    }
-                }
-            }
-        }
-        let mut memberships: BTreeMap<String, Vec<String>> = BTreeMap::new();
-        for g in self.hostgroups.keys() {
-            for h in self.resolve_group(g, 0) {
-                memberships.entry(h).or_default().push(g.clone());
-            }
-        }
-        let hostname = catalog.id("hostname");
-        let mut hosts = Vec::new();
-        let mut host_index = HashMap::new();
-        for (name, h) in self.exechosts {
-            let mut layer = Layer::default();
-            let loads = self
-                .runtime
-                .get(name)
-                .map(|r| r.load_values.as_slice())
-                .unwrap_or(&[]);
-            for lv in loads {
-                if let Some(id) = catalog.id(&lv.name) {
-                    if let Some(v) = catalog.parse(id, &lv.value) {
-                        layer.set_load(id, v);
-                    }
-                }
-            }
-            if let Some(id) = hostname {
-                layer.set_fixed(id, Value::Text(name.clone()));
-            }
-            for (k, v) in &h.complex_values {
-                if let Some(id) = catalog.id(k) {
-                    if let Some(v) = catalog.parse(id, v) {
-                        layer.set_fixed(id, v);
-                    }
-                }
-            }
-            let nproc = catalog
-                .id("num_proc")
-                .and_then(|id| layer.get(id))
-                .and_then(|o| match &o.load {
-                    Some(Value::Num(n)) if *n > 0.0 => Some(*n),
-                    _ => None,
-                })
-                .unwrap_or(1.0);
-            let reported: Vec<(usize, f64)> = adjustments
-                .iter()
-                .filter_map(
-                    |(id, _, _)| match layer.get(*id).and_then(|o| o.load.as_ref()) {
-                        Some(Value::Num(v)) => Some((*id, *v)),
-                        _ => None,
-                    },
-                )
-                .collect();
-            let weight = weights.get(name.as_str()).copied().unwrap_or(0.0);
-            adjust(&catalog, &adjustments, &mut layer, &reported, weight, nproc);
-            let load = sconf
+        let Snapshot {
+            catalog,
+            hosts,
+            instances,
+            adjustments,
+            ..
+        } = snap;
+        for host in hosts.iter_mut() {
+            host.layer.unbook_all();
+            host.weight = weights.get(host.name.as_str()).copied().unwrap_or(0.0);
+            adjust(
+                catalog,
+                adjustments,
+                &mut host.layer,
+                &host.reported,
+                host.weight,
+                host.nproc,
+            );
+            host.load = sconf
                 .load_formula
                 .iter()
                 .map(|(w, n)| {
@@ -529,7 +661,7 @@ impl<'a> ClusterView<'a> {
                     }
                     let v = catalog
                         .id(n)
-                        .and_then(|id| layer.get(id))
+                        .and_then(|id| host.layer.get(id))
                         .and_then(|o| o.load.clone().or(o.fixed.clone()));
                     match v {
                         Some(Value::Num(x)) => w * x,
@@ -537,65 +669,35 @@ impl<'a> ClusterView<'a> {
                     }
                 })
                 .sum();
-            host_index.insert(name.clone(), hosts.len());
-            hosts.push(Host {
-                name: name.clone(),
-                layer,
-                groups: memberships.get(name).cloned().unwrap_or_default(),
-                user_lists: h.user_lists.clone(),
-                xuser_lists: h.xuser_lists.clone(),
-                projects: h.projects.clone(),
-                xprojects: h.xprojects.clone(),
-                load,
-                nproc,
-                weight,
-                reported,
-                instances: Vec::new(),
-            });
         }
-        let mut instances = Vec::new();
-        for q in self.queues.values() {
-            // Most hosts take a queue's default values: those are parsed once.
-            let mut defaults: Option<(Instance, Vec<(String, String)>)> = None;
-            for hname in self.queue_hosts_of(q) {
-                let Some(&hi) = host_index.get(&hname) else {
-                    continue;
-                };
-                let groups: Vec<&str> = hosts[hi].groups.iter().map(String::as_str).collect();
-                let overridden = q.attrs.iter().any(|(_, a)| {
-                    a.overrides
-                        .iter()
-                        .any(|(h, _)| *h == hname || groups.contains(&h.as_str()))
-                });
-                let (mut inst, thresholds) = if overridden {
-                    instance_values(&catalog, q, &hname, &groups)
-                } else {
-                    defaults
-                        .get_or_insert_with(|| instance_values(&catalog, q, "", &[]))
-                        .clone()
-                };
-                inst.host = hi;
-                let key = (q.name.clone(), hname.clone());
-                inst.unusable = if self.disabled.contains(&key) {
-                    Some(Unusable::Disabled)
-                } else if self.errored.contains(&key) {
-                    Some(Unusable::Error)
-                } else if self.suspended_queues.contains(&key) {
-                    Some(Unusable::Suspended)
-                } else if let Some(why) = (!inst.suspend_thresholds.is_empty())
-                    .then(|| self.suspend_alarm(q, &hname))
-                    .flatten()
-                {
-                    Some(Unusable::SuspendAlarm(why))
-                } else if !connected.contains(&hname) || !self.is_reachable(&hname, now) {
-                    Some(Unusable::Unreachable)
-                } else {
-                    overload_message(&catalog, &hosts[hi], &adjustments, &thresholds)
-                        .map(Unusable::Overloaded)
-                };
-                hosts[hi].instances.push(instances.len());
-                instances.push(inst);
-            }
+        for inst in instances.iter_mut() {
+            inst.layer.unbook_all();
+            let host = &hosts[inst.host];
+            // Most clusters have no instance in these sets: no key is made for them.
+            let listed = |set: &HashSet<(String, String)>| {
+                !set.is_empty() && set.contains(&(inst.queue.clone(), host.name.clone()))
+            };
+            inst.unusable = if listed(self.disabled) {
+                Some(Unusable::Disabled)
+            } else if listed(self.errored) {
+                Some(Unusable::Error)
+            } else if listed(self.suspended_queues) {
+                Some(Unusable::Suspended)
+            } else if let Some(why) = (!inst.suspend_thresholds.is_empty())
+                .then(|| {
+                    self.queues
+                        .get(&inst.queue)
+                        .and_then(|q| self.suspend_alarm(q, &host.name))
+                })
+                .flatten()
+            {
+                Some(Unusable::SuspendAlarm(why))
+            } else if !connected.contains(&host.name) || !self.is_reachable(&host.name, now) {
+                Some(Unusable::Unreachable)
+            } else {
+                overload_message(catalog, host, adjustments, &inst.thresholds)
+                    .map(Unusable::Overloaded)
+            };
         }
         let mut order: Vec<usize> = (0..instances.len()).collect();
         order.sort_by(|&a, &b| {
@@ -609,26 +711,15 @@ impl<'a> ClusterView<'a> {
                 .then(hosts[ia.host].name.cmp(&hosts[ib.host].name))
                 .then(ia.queue.cmp(&ib.queue))
         });
-        let usersets = self
-            .usersets
-            .values()
-            .map(|u| (u.name.clone(), u.entries.clone()))
-            .collect();
-        let mut snap = Snapshot {
-            catalog,
-            global,
-            hosts,
-            instances,
-            usersets,
-            order,
-            pes: self.pes.clone(),
-            pe_used: HashMap::new(),
-            adjustments,
-            now,
-            calendar: Calendar::new(),
-            gates: Default::default(),
-        };
-        // What running jobs hold.
+        snap.order = order;
+        self.book_running(snap, now);
+        // The quota counters already hold what the running jobs use.
+        snap.gates.get_mut().quota = self.quota_book.cycle();
+    }
+
+    /// Book what the running tasks hold, on every layer and in their parallel
+    /// environments.
+    fn book_running(&self, snap: &mut Snapshot, now: Time) {
         let index: HashMap<(&str, &str), usize> = snap
             .instances
             .iter()
@@ -693,17 +784,20 @@ impl<'a> ClusterView<'a> {
             let until = d.until(from).map(|end| end.max(now + Span::from_millis(1)));
             snap.hold(&d, &granted, 1.0, from, until);
         }
-        // The quota counters already hold what the running jobs use.
-        snap.gates.get_mut().quota = self.quota_book.cycle();
-        snap
     }
 
     /// One scheduling cycle: pending tasks by priority, then submission order, each to
     /// the first candidate queue instance of its category that has what it asks for.
     pub fn schedule(&self, now: Time, connected: &HashSet<String>) -> Decisions {
         let mut snap = self.snapshot_at(connected, now, true);
-        let dispatches = self.dispatch(&mut snap, now);
-        let gates = snap.gates.into_inner();
+        self.decide_on(&mut snap, now)
+    }
+
+    /// The cycle's decisions on a finished snapshot (see
+    /// [`ClusterView::finish_snapshot`]).
+    pub(crate) fn decide_on(&self, snap: &mut Snapshot, now: Time) -> Decisions {
+        let dispatches = self.dispatch(snap, now);
+        let gates = std::mem::take(snap.gates.get_mut());
         Decisions {
             dispatches,
             quota_counters: gates.quota.map_or(0, |q| q.usage.len()),

@@ -10,12 +10,14 @@
 //!   quota sets), [`place`] (where its tasks go), [`book`] (what a placement takes);
 //! - [`cycle`]: the dispatch cycle over the stages, its explanations and the threshold
 //!   actions;
+//! - [`kept`]: the snapshot kept between cycles, brought up to date per host report;
 //! - [`calendar`]: capacities booked over time; [`time`]: the scheduler's clock.
 
 pub mod admit;
 pub mod book;
 pub mod calendar;
 pub mod cycle;
+pub mod kept;
 pub mod matching;
 pub mod model;
 pub mod order;
@@ -27,6 +29,7 @@ pub mod view;
 
 pub use calendar::{BookingId, Calendar, CalendarError, ResourceId};
 pub use cycle::{CannotRun, Decisions, Dispatch, SchedConf, ThresholdActions, Trigger};
+pub use kept::{KeptCounters, KeptSnapshot};
 pub use model::*;
 pub use time::{Span, Time};
 pub use view::{ClusterView, HostRuntime};

@@ -387,6 +387,17 @@ pub struct Host {
     pub instances: Vec<usize>,
 }
 
+/// What a host's configuration and last load report give its part of a snapshot.
+#[derive(Debug, Clone)]
+pub struct HostValues {
+    /// Its layer, before any adjustment for recent starts.
+    pub layer: Layer,
+    /// Its `num_proc`.
+    pub nproc: f64,
+    /// The reported values of the adjusted load values (attribute, value).
+    pub reported: Vec<(usize, f64)>,
+}
+
 /// Why a queue instance takes no jobs at all this cycle.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Unusable {

@@ -19,7 +19,7 @@ use gantry_proto::{
 use crate::cycle::Dispatch;
 use crate::quota::QuotaBook;
 use crate::time::Time;
-use crate::view::{resolve_group, ClusterView, HostRuntime, JobTable, RuntimeTable};
+use crate::view::{resolve_group, ClusterImage, ClusterView, HostRuntime, JobTable, RuntimeTable};
 
 /// A cluster's scheduling data, owned.
 #[derive(Debug, Clone)]
@@ -125,6 +125,39 @@ impl Cluster {
             suspended_queues: &self.suspended_queues,
             threshold_suspended: &self.threshold_suspended,
             quota_book: &self.quota_book,
+            max_unheard: self.max_unheard,
+            max_aj_instances: self.max_aj_instances,
+        }
+    }
+
+    /// The cluster as an image for a cycle on another thread. Each configuration part
+    /// that equals `before`'s is `before`'s own `Arc`, as the master's copy-on-write
+    /// keeps an unchanged part; a changed one is a new `Arc`. The hosts' reports are
+    /// shared with the cluster (changed through [`Cluster::host_runtime`], a shared one
+    /// becomes a new `Arc`).
+    pub fn image_after(&self, before: Option<&ClusterImage>) -> ClusterImage {
+        fn keep<T: Clone + PartialEq>(now: &T, before: Option<&Arc<T>>) -> Arc<T> {
+            match before {
+                Some(b) if **b == *now => b.clone(),
+                _ => Arc::new(now.clone()),
+            }
+        }
+        ClusterImage {
+            complexes: keep(&self.complexes, before.map(|b| &b.complexes)),
+            exechosts: keep(&self.exechosts, before.map(|b| &b.exechosts)),
+            global_host: keep(&self.global_host, before.map(|b| &b.global_host)),
+            hostgroups: keep(&self.hostgroups, before.map(|b| &b.hostgroups)),
+            queues: keep(&self.queues, before.map(|b| &b.queues)),
+            usersets: keep(&self.usersets, before.map(|b| &b.usersets)),
+            pes: keep(&self.pes, before.map(|b| &b.pes)),
+            sched: keep(&self.sched, before.map(|b| &b.sched)),
+            jobs: Arc::new(self.jobs.clone()),
+            runtime: Arc::new(self.runtime.clone()),
+            disabled: Arc::new(self.disabled.clone()),
+            errored: Arc::new(self.errored.clone()),
+            suspended_queues: Arc::new(self.suspended_queues.clone()),
+            threshold_suspended: Arc::new(self.threshold_suspended.clone()),
+            quota_book: Arc::new(self.quota_book.clone()),
             max_unheard: self.max_unheard,
             max_aj_instances: self.max_aj_instances,
         }

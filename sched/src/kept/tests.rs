@@ -1,0 +1,297 @@
+//! The kept snapshot against a fresh one: after any sequence of load reports,
+//! configuration changes, submissions, starts, ends and the passing of time, a cycle on
+//! the kept snapshot sees and decides what a cycle on a fresh snapshot does.
+#![allow(clippy::unwrap_used)]
+
+use std::collections::HashSet;
+
+use gantry_proto::LoadValue;
+use proptest::prelude::*;
+
+use super::*;
+use crate::synthetic::{job, Cluster};
+
+const HOSTS: usize = 5;
+
+fn host(n: usize) -> String {
+    format!("node{n}")
+}
+
+fn load(np_load_avg: f64) -> Vec<(&'static str, String)> {
+    vec![
+        ("arch", "lx-amd64".into()),
+        ("num_proc", "2".into()),
+        ("np_load_avg", format!("{np_load_avg:.2}")),
+        ("load_avg", format!("{:.2}", np_load_avg * 2.0)),
+        ("mem_free", "4G".into()),
+    ]
+}
+
+/// Two queues over five hosts, a host consumable and a global one, load thresholds
+/// that the load adjustments of recent starts can cross.
+fn cluster() -> Cluster {
+    let mut c = Cluster::new(&["lic INT <= YES YES 0", "scratch MEMORY <= YES YES 0"]);
+    for n in 0..HOSTS {
+        let l = load(0.1);
+        let l: Vec<(&str, &str)> = l.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        c.add_host(&host(n), "lic=3,scratch=10G", &l);
+    }
+    c.set_queue("all.q", "slots", "2");
+    c.set_queue("all.q", "load_thresholds", "np_load_avg=1.2");
+    let mut short = gantry_common::queue::new_queue("short.q", "@allhosts");
+    if let Some(a) = short.attr_mut("seq_no") {
+        *a = gantry_common::queue::parse_attr("1").unwrap();
+    }
+    c.put_queue(short);
+    c.set_queue("short.q", "slots", "1");
+    let mut global =
+        gantry_common::exechost::parse_exechost("hostname h0\ncomplex_values lic=8\n").unwrap();
+    global.hostname = "global".into();
+    c.global_host = Some(global);
+    c
+}
+
+#[derive(Debug, Clone)]
+enum Op {
+    /// A host reports a new `np_load_avg`.
+    Report(usize, u8),
+    /// A host reports the same values again (a new report, equal content).
+    Same(usize),
+    /// A host's `complex_values` change (configuration).
+    HostLicences(usize, u8),
+    /// A queue's slots change (configuration).
+    QueueSlots(u8),
+    /// `queue_sort_method` switches (configuration).
+    SortBySeqNo(bool),
+    /// A queue instance is disabled or enabled again.
+    Disable(usize, bool),
+    /// A host's execd leaves or comes back.
+    Connected(usize, bool),
+    /// A job is submitted: licences, scratch in G, h_rt in seconds or none.
+    Submit(u8, u8, Option<u16>),
+    /// The last cycle's decisions are committed.
+    Commit,
+    /// The oldest job ends.
+    End,
+    /// Time passes.
+    Advance(u16),
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        4 => (0..HOSTS, 0..30u8).prop_map(|(h, l)| Op::Report(h, l)),
+        2 => (0..HOSTS).prop_map(Op::Same),
+        1 => (0..HOSTS, 0..5u8).prop_map(|(h, l)| Op::HostLicences(h, l)),
+        1 => (1..4u8).prop_map(Op::QueueSlots),
+        1 => any::<bool>().prop_map(Op::SortBySeqNo),
+        1 => (0..HOSTS * 2, any::<bool>()).prop_map(|(i, d)| Op::Disable(i, d)),
+        1 => (0..HOSTS, any::<bool>()).prop_map(|(h, c)| Op::Connected(h, c)),
+        3 => (0..3u8, 0..6u8, proptest::option::of(1..900u16))
+            .prop_map(|(l, s, t)| Op::Submit(l, s, t)),
+        3 => Just(Op::Commit),
+        1 => Just(Op::End),
+        2 => (0..400u16).prop_map(Op::Advance),
+    ]
+}
+
+/// What a cycle reads of a snapshot, in a form that does not depend on hash order.
+fn seen(s: &Snapshot) -> String {
+    let mut pe_used: Vec<_> = s.pe_used.iter().collect();
+    pe_used.sort();
+    format!(
+        "{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}",
+        s.global, s.hosts, s.instances, s.order, s.calendar, pe_used, s.adjustments, s.now
+    )
+}
+
+struct World {
+    c: Cluster,
+    image: Option<ClusterImage>,
+    connected: HashSet<String>,
+    now: Time,
+    last: Vec<crate::cycle::Dispatch>,
+    next_id: u64,
+}
+
+impl World {
+    fn apply(&mut self, op: &Op) {
+        let c = &mut self.c;
+        match *op {
+            Op::Report(h, l) => {
+                let values = load(l as f64 / 10.0)
+                    .into_iter()
+                    .map(|(name, value)| LoadValue {
+                        name: name.into(),
+                        value,
+                    })
+                    .collect();
+                let r = c.host_runtime(&host(h));
+                r.load_values = values;
+                r.last_heard = Some(self.now);
+            }
+            Op::Same(h) => {
+                let r = c.host_runtime(&host(h));
+                r.last_heard = Some(self.now);
+            }
+            Op::HostLicences(h, l) => {
+                let e = c.exechosts.get_mut(&host(h)).unwrap();
+                e.complex_values = vec![("lic".into(), l.to_string())];
+            }
+            Op::QueueSlots(n) => c.set_queue("all.q", "slots", &n.to_string()),
+            Op::SortBySeqNo(seq) => {
+                if let Some(conf) = c.sched.as_mut() {
+                    let method = if seq { "seqno" } else { "load" };
+                    for (k, v) in &mut conf.entries {
+                        if k == "queue_sort_method" {
+                            *v = method.into();
+                        }
+                    }
+                }
+            }
+            Op::Disable(i, d) => {
+                let q = if i % 2 == 0 { "all.q" } else { "short.q" };
+                let key = (q.to_string(), host(i / 2));
+                if d {
+                    c.disabled.insert(key);
+                } else {
+                    c.disabled.remove(&key);
+                }
+            }
+            Op::Connected(h, on) => {
+                if on {
+                    self.connected.insert(host(h));
+                } else {
+                    self.connected.remove(&host(h));
+                }
+            }
+            Op::Submit(lic, scratch, h_rt) => {
+                let (lic, scratch) = (lic.to_string(), format!("{scratch}G"));
+                let h_rt = h_rt.map(|t| t.to_string());
+                let mut hard = vec![("lic", lic.as_str()), ("scratch", scratch.as_str())];
+                if let Some(t) = h_rt.as_deref() {
+                    hard.push(("h_rt", t));
+                }
+                self.next_id += 1;
+                let mut j = job(self.next_id, "alice", &hard, &[]);
+                j.submit_time = self.now.secs();
+                c.put_job(j);
+            }
+            Op::Commit => {
+                let now = self.now.secs();
+                for d in std::mem::take(&mut self.last) {
+                    if let Some(mut j) = c.jobs.get(&d.job_id).map(|j| Job::clone(j)) {
+                        let mut state = crate::synthetic::running(&d);
+                        if let TaskState::Running { start_time, .. } = &mut state {
+                            *start_time = now;
+                        }
+                        j.tasks.insert(d.task_id, state);
+                        c.put_job(j);
+                    }
+                }
+            }
+            Op::End => {
+                if let Some(&id) = c.jobs.keys().next() {
+                    c.remove_job(id);
+                }
+            }
+            Op::Advance(s) => self.now = self.now + crate::time::Span::from_secs(s as i64),
+        }
+    }
+}
+
+use gantry_common::job::{Job, TaskState};
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    #[test]
+    fn a_kept_snapshot_decides_what_a_fresh_one_does(ops in proptest::collection::vec(op(), 1..40)) {
+        let c = cluster();
+        let connected = c.connected();
+        let mut w = World { c, image: None, connected, now: Time::from_secs(0), last: Vec::new(), next_id: 0 };
+        let mut kept = KeptSnapshot::default();
+        for op in &ops {
+            w.apply(op);
+            let image = w.c.image_after(w.image.as_ref());
+            let fresh_snap = image.view().snapshot_at(&w.connected, w.now, true);
+            let kept_snap = seen(kept.snapshot(&image, &w.connected, w.now));
+            prop_assert_eq!(kept_snap, seen(&fresh_snap), "after {:?}", op);
+            let fresh = image.view().schedule(w.now, &w.connected);
+            let decided = kept.schedule(&image, w.now, &w.connected);
+            prop_assert_eq!(&decided, &fresh, "after {:?}", op);
+            w.last = decided.dispatches;
+            w.image = Some(image);
+        }
+    }
+}
+
+fn report(c: &mut Cluster, h: usize, np_load_avg: f64) {
+    c.host_runtime(&host(h)).load_values = load(np_load_avg)
+        .into_iter()
+        .map(|(name, value)| LoadValue {
+            name: name.into(),
+            value,
+        })
+        .collect();
+}
+
+#[test]
+fn a_report_rebuilds_its_host_only_and_a_configuration_change_everything() {
+    let mut c = cluster();
+    c.put_job(job(1, "alice", &[], &[]));
+    let connected = c.connected();
+    let at = Time::from_secs(0);
+    let mut kept = KeptSnapshot::default();
+    let first = c.image_after(None);
+    kept.schedule(&first, at, &connected);
+    assert_eq!(
+        kept.counters,
+        KeptCounters {
+            rebuilt: 1,
+            hosts_refreshed: 0
+        }
+    );
+
+    // Nothing changed: nothing is built again.
+    let same = c.image_after(Some(&first));
+    kept.schedule(&same, at, &connected);
+    assert_eq!(
+        kept.counters,
+        KeptCounters {
+            rebuilt: 1,
+            hosts_refreshed: 0
+        }
+    );
+
+    // Two hosts report: those two are built again.
+    report(&mut c, 1, 0.5);
+    report(&mut c, 3, 0.7);
+    let reported = c.image_after(Some(&same));
+    kept.schedule(&reported, at, &connected);
+    assert_eq!(
+        kept.counters,
+        KeptCounters {
+            rebuilt: 1,
+            hosts_refreshed: 2
+        }
+    );
+    let snap = kept.snapshot(&reported, &connected, at);
+    let np = snap.catalog.id("np_load_avg").unwrap();
+    let seen_load = |s: &Snapshot, h: usize| s.hosts[h].layer.get(np).unwrap().load.clone();
+    assert_eq!(
+        seen_load(snap, 3),
+        Some(gantry_common::value::Value::Num(0.7))
+    );
+
+    // A queue changes: the whole base is built again.
+    c.set_queue("all.q", "slots", "3");
+    let changed = c.image_after(Some(&reported));
+    kept.schedule(&changed, at, &connected);
+    assert_eq!(
+        kept.counters,
+        KeptCounters {
+            rebuilt: 2,
+            hosts_refreshed: 2
+        }
+    );
+}
