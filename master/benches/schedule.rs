@@ -19,9 +19,22 @@ use common::{build, with_quotas, JOBS};
 fn bench(c: &mut Criterion) {
     let s = build();
     let hosts = connected(&s);
-    // For profilers (perf, callgrind): `GANTRY_CYCLES=plain|quota` runs five cycles of
-    // one kind and nothing else.
+    // For profilers (perf, callgrind): `GANTRY_CYCLES=plain|quota|kept` runs five
+    // cycles of one kind and nothing else.
     if let Ok(kind) = std::env::var("GANTRY_CYCLES") {
+        if kind == "kept" {
+            // Five cycles on the kept snapshot, one host's load report before each.
+            let mut s = s;
+            let mut kept = KeptSnapshot::default();
+            let host = "node0500".to_string();
+            let report = s.runtime[&host].load_values.clone();
+            for _ in 0..5 {
+                s.record_load(&host, report.clone(), Time::from_secs(0));
+                let image = s.image();
+                std::hint::black_box(kept.schedule(&image, Time::from_secs(0), &hosts));
+            }
+            std::process::exit(0);
+        }
         let s = if kind == "quota" { with_quotas(s) } else { s };
         for _ in 0..5 {
             std::hint::black_box(s.schedule(Time::from_secs(0), &hosts).dispatches);
@@ -104,6 +117,12 @@ fn bench(c: &mut Criterion) {
     };
     g.bench_function("is_a_cycle_due", |b| {
         b.iter(|| s.view().cycle_due(&trigger, Time::from_secs(2)))
+    });
+    // The timer's once-a-second look at the queues' suspend_thresholds (none set here,
+    // as in SGE's default queue).
+    let acted = std::collections::HashMap::new();
+    g.bench_function("suspend_thresholds_check", |b| {
+        b.iter(|| s.threshold_actions(Time::from_secs(2), &acted))
     });
     g.finish();
 }

@@ -2,7 +2,6 @@
 //! rebuilt when the configuration it depends on changes and counted as tasks start and
 //! end. The engine itself is `gantry_sched::quota`.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use gantry_proto::{QuotaQuery, QuotaRow};
@@ -37,15 +36,7 @@ impl ClusterState {
             .values()
             .map(|u| (u.name.clone(), u.entries.clone()))
             .collect();
-        let mut memberships: HashMap<String, Vec<String>> = HashMap::new();
-        for g in self.hostgroups.keys() {
-            for h in self.resolve_group(g, 0) {
-                let list = memberships.entry(h).or_default();
-                if !list.contains(g) {
-                    list.push(g.clone());
-                }
-            }
-        }
+        let memberships = gantry_sched::view::memberships(&self.hostgroups);
         Arc::make_mut(&mut self.quota_book).settle(
             &self.complexes,
             sets,

@@ -4,7 +4,7 @@
 //! consumables) is computed once per cycle, and a category nothing can run any more is
 //! skipped for the rest of the cycle.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 
 use gantry_common::job::{Job, TaskState};
 use gantry_common::value::{self, Value};
@@ -275,6 +275,9 @@ impl<'a> ClusterView<'a> {
     /// thresholds, stop `nsuspend` more of its running jobs (the latest started first)
     /// every `suspend_interval`; on one back under them, continue `nsuspend` of those it
     /// stopped per interval. `last` is when each instance was last acted on.
+    ///
+    /// Only instances with thresholds, or with a task they stopped, are looked at, and
+    /// the jobs are read once for all of them: the master asks every second.
     pub fn threshold_actions(
         &self,
         at: Time,
@@ -282,12 +285,26 @@ impl<'a> ClusterView<'a> {
     ) -> ThresholdActions {
         let now = at.secs();
         let mut out = ThresholdActions::default();
+        // The instances holding a task their thresholds stopped: (queue, host).
+        let mut holding_stopped: HashSet<(&str, &str)> = HashSet::new();
+        for (j, t) in self.threshold_suspended {
+            if let Some(TaskState::Running { host, queue, .. }) =
+                self.jobs.get(j).and_then(|job| job.tasks.get(*t))
+            {
+                holding_stopped.insert((queue.as_str(), host.as_str()));
+            }
+        }
+        let memberships = crate::view::memberships(self.hostgroups);
+        // (queue, host, nsuspend, over its thresholds)
+        let mut due: Vec<(String, String, usize, bool)> = Vec::new();
         for q in self.queues.values() {
             for host in self.queue_hosts_of(q) {
                 if !self.is_reachable(&host, at) {
                     continue;
                 }
-                let groups = self.groups_of(&host);
+                let groups: Vec<&str> = memberships
+                    .get(&host)
+                    .map_or(Vec::new(), |g| g.iter().map(String::as_str).collect());
                 let on_host = |k: &str| q.attr(k).map(|a| queue::value_on_host(a, &host, &groups));
                 let interval = on_host("suspend_interval")
                     .and_then(|v| value::parse_time(v).ok())
@@ -299,51 +316,74 @@ impl<'a> ClusterView<'a> {
                 if last.get(&key).is_some_and(|t| now - t < interval) || nsuspend == 0 {
                     continue;
                 }
-                let mut tasks: Vec<(i64, u64, u32)> = Vec::new();
-                for job in self.jobs.values() {
-                    for (task, t) in job.tasks.placed() {
-                        if let TaskState::Running {
-                            host: h,
-                            queue,
-                            start_time,
-                            ..
-                        } = t
-                        {
-                            if *h == host && *queue == q.name && !job.suspended.contains(&task) {
-                                tasks.push((*start_time, job.id, task));
-                            }
+                let stopped_here = holding_stopped.contains(&(q.name.as_str(), host.as_str()));
+                let has_thresholds =
+                    on_host("suspend_thresholds").is_some_and(|v| !v.eq_ignore_ascii_case("NONE"));
+                if !has_thresholds && !stopped_here {
+                    continue;
+                }
+                let alarm = self.suspend_alarm(q, &host).is_some();
+                if alarm || stopped_here {
+                    due.push((q.name.clone(), host, nsuspend, alarm));
+                }
+            }
+        }
+        if due.is_empty() {
+            return out;
+        }
+        // Their running tasks, not suspended otherwise: (start time, job, task).
+        let index: HashMap<(&str, &str), usize> = due
+            .iter()
+            .enumerate()
+            .map(|(n, (q, h, _, _))| ((q.as_str(), h.as_str()), n))
+            .collect();
+        let mut tasks: Vec<Vec<(i64, u64, u32)>> = vec![Vec::new(); due.len()];
+        for job in self.jobs.values() {
+            for (task, t) in job.tasks.placed() {
+                if let TaskState::Running {
+                    host,
+                    queue,
+                    start_time,
+                    ..
+                } = t
+                {
+                    if let Some(&n) = index.get(&(queue.as_str(), host.as_str())) {
+                        if !job.suspended.contains(&task) {
+                            tasks[n].push((*start_time, job.id, task));
                         }
                     }
                 }
-                let stopped = |t: &(i64, u64, u32)| self.threshold_suspended.contains(&(t.1, t.2));
-                if self.suspend_alarm(q, &host).is_some() {
-                    tasks.sort_by(|a, b| b.cmp(a));
-                    let pick: Vec<(u64, u32)> = tasks
-                        .iter()
-                        .filter(|t| !stopped(t))
-                        .take(nsuspend)
-                        .map(|t| (t.1, t.2))
-                        .collect();
-                    if !pick.is_empty() {
-                        out.suspend
-                            .extend(pick.into_iter().map(|(j, t)| (j, t, host.clone())));
-                        out.acted.push(key);
-                    }
-                } else {
-                    tasks.sort();
-                    let pick: Vec<(u64, u32)> = tasks
-                        .iter()
-                        .filter(|t| stopped(t))
-                        .take(nsuspend)
-                        .map(|t| (t.1, t.2))
-                        .collect();
-                    if !pick.is_empty() {
-                        out.resume
-                            .extend(pick.into_iter().map(|(j, t)| (j, t, host.clone())));
-                        out.acted.push(key);
-                    }
-                }
             }
+        }
+        let stopped = |t: &(i64, u64, u32)| self.threshold_suspended.contains(&(t.1, t.2));
+        for ((queue, host, nsuspend, alarm), mut tasks) in due.into_iter().zip(tasks) {
+            let pick: Vec<(u64, u32)> = if alarm {
+                tasks.sort_by(|a, b| b.cmp(a));
+                tasks
+                    .iter()
+                    .filter(|t| !stopped(t))
+                    .take(nsuspend)
+                    .map(|t| (t.1, t.2))
+                    .collect()
+            } else {
+                tasks.sort();
+                tasks
+                    .iter()
+                    .filter(|t| stopped(t))
+                    .take(nsuspend)
+                    .map(|t| (t.1, t.2))
+                    .collect()
+            };
+            if pick.is_empty() {
+                continue;
+            }
+            let list = if alarm {
+                &mut out.suspend
+            } else {
+                &mut out.resume
+            };
+            list.extend(pick.into_iter().map(|(j, t)| (j, t, host.clone())));
+            out.acted.push((queue, host));
         }
         out
     }
@@ -461,12 +501,7 @@ impl<'a> ClusterView<'a> {
                 }
             }
         }
-        let mut memberships: BTreeMap<String, Vec<String>> = BTreeMap::new();
-        for g in self.hostgroups.keys() {
-            for h in self.resolve_group(g, 0) {
-                memberships.entry(h).or_default().push(g.clone());
-            }
-        }
+        let memberships = crate::view::memberships(self.hostgroups);
         let mut hosts = Vec::new();
         let mut host_index = HashMap::new();
         for (name, h) in self.exechosts {

@@ -5,7 +5,7 @@
 //! [`ClusterView`], owned here and changed by the helpers below, which keep the quota
 //! book up to date as the master's state does.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::sync::Arc;
 
 use gantry_common::job::{Job, TaskState};
@@ -19,7 +19,7 @@ use gantry_proto::{
 use crate::cycle::Dispatch;
 use crate::quota::QuotaBook;
 use crate::time::Time;
-use crate::view::{resolve_group, ClusterImage, ClusterView, HostRuntime, JobTable, RuntimeTable};
+use crate::view::{ClusterImage, ClusterView, HostRuntime, JobTable, RuntimeTable};
 
 /// A cluster's scheduling data, owned.
 #[derive(Debug, Clone)]
@@ -175,15 +175,7 @@ impl Cluster {
             .values()
             .map(|u| (u.name.clone(), u.entries.clone()))
             .collect();
-        let mut memberships: HashMap<String, Vec<String>> = HashMap::new();
-        for g in self.hostgroups.keys() {
-            for h in resolve_group(&self.hostgroups, g, 0) {
-                let list = memberships.entry(h).or_default();
-                if !list.contains(g) {
-                    list.push(g.clone());
-                }
-            }
-        }
+        let memberships = crate::view::memberships(&self.hostgroups);
         self.quota_book
             .settle(&self.complexes, sets, usersets, memberships, &self.jobs);
     }

@@ -1002,3 +1002,35 @@ fn a_new_gate_plugs_into_the_admit_stage() {
     let hosts: Vec<&str> = placed.iter().map(|p| p.host.as_str()).collect();
     assert_eq!(hosts, ["n2", "n2"], "only n2, and only its two slots");
 }
+
+#[test]
+fn memberships_answer_what_groups_of_answers_for_every_host() {
+    use gantry_proto::HostGroup;
+    let group = |name: &str, hosts: &[&str]| HostGroup {
+        name: name.into(),
+        hostlist: hosts.iter().map(|h| h.to_string()).collect(),
+    };
+    let mut groups = std::collections::BTreeMap::new();
+    for g in [
+        group("@a", &["h1", "h2", "h1"]),
+        group("@b", &["@a", "h3"]),
+        group("@c", &["@b", "@a", "h4"]),
+        // A cycle: bounded, not endless.
+        group("@x", &["@y", "h5"]),
+        group("@y", &["@x"]),
+        group("@empty", &[]),
+    ] {
+        groups.insert(g.name.clone(), g);
+    }
+    let all = crate::view::memberships(&groups);
+    for host in ["h1", "h2", "h3", "h4", "h5", "h6"] {
+        let one: Vec<String> = crate::view::groups_of(&groups, host)
+            .into_iter()
+            .map(String::from)
+            .collect();
+        assert_eq!(all.get(host).cloned().unwrap_or_default(), one, "{host}");
+    }
+    assert_eq!(all["h1"], ["@a", "@b", "@c"]);
+    assert_eq!(all["h5"], ["@x", "@y"]);
+    assert!(!all.contains_key("h6"));
+}

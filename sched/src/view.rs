@@ -146,9 +146,46 @@ impl<'a> ClusterView<'a> {
 pub fn groups_of<'g>(hostgroups: &'g BTreeMap<String, HostGroup>, host: &str) -> Vec<&'g str> {
     hostgroups
         .keys()
-        .filter(|g| resolve_group(hostgroups, g, 0).iter().any(|h| h == host))
+        .filter(|g| group_contains(hostgroups, g, host, 0))
         .map(String::as_str)
         .collect()
+}
+
+/// Does a group (nested groups expanded, cycles and depth bounded) hold the host? Asked
+/// without listing the group's hosts.
+fn group_contains(
+    hostgroups: &BTreeMap<String, HostGroup>,
+    name: &str,
+    host: &str,
+    depth: usize,
+) -> bool {
+    let Some(g) = hostgroups.get(name) else {
+        return false;
+    };
+    depth <= 16
+        && g.hostlist.iter().any(|m| {
+            if m.starts_with('@') {
+                group_contains(hostgroups, m, host, depth + 1)
+            } else {
+                m == host
+            }
+        })
+}
+
+/// Every host's host groups (nesting resolved), each once and in name order: what
+/// [`groups_of`] answers for one host, for all of them at the cost of resolving each
+/// group once.
+pub fn memberships(hostgroups: &BTreeMap<String, HostGroup>) -> HashMap<String, Vec<String>> {
+    let mut out: HashMap<String, Vec<String>> = HashMap::new();
+    for g in hostgroups.keys() {
+        for h in resolve_group(hostgroups, g, 0) {
+            let list = out.entry(h).or_default();
+            if list.last() != Some(g) {
+                list.push(g.clone());
+            }
+        }
+    }
+    out
 }
 
 /// The hosts in a group, nested groups expanded (cycles and depth bounded).
