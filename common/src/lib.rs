@@ -18,6 +18,7 @@ pub mod queue;
 pub mod recent;
 pub mod rqs;
 pub mod schedconf;
+pub mod strexpr;
 pub mod tasks;
 pub mod userset;
 pub mod value;

@@ -241,14 +241,10 @@ pub fn satisfies(ty: ValueType, relop: Relop, offered: &Value, requested: &Value
             Relop::Excl => o == r,
         },
         (Value::Text(o), Value::Text(r)) => {
-            let equal = match ty {
-                ValueType::Cstring => o.eq_ignore_ascii_case(r),
-                // Host names are caseless; a request may name several with wildcards
-                // (`-l h=node0*`), as Grid Engine users write them.
-                ValueType::Host => restring_match(&r.to_ascii_lowercase(), &o.to_ascii_lowercase()),
-                ValueType::Restring => restring_match(r, o),
-                _ => o == r,
-            };
+            // Every string type's request is an expression (`lx*&!lx-arm*`), caseless
+            // for CSTRING and HOST; a malformed one (refused at submission) matches
+            // nothing.
+            let equal = crate::strexpr::matches(ty, r, o).unwrap_or(false);
             match relop {
                 Relop::Ne => !equal,
                 _ => equal,
@@ -256,76 +252,6 @@ pub fn satisfies(ty: ValueType, relop: Relop, offered: &Value, requested: &Value
         }
         _ => false,
     }
-}
-
-/// RESTRING matching (complex specification, section 5): the requested `pattern` against
-/// an offered string. `*` matches any run of characters (also none), `?` exactly one, `.`
-/// only itself, `\` escapes the next character, `[..]` one character of a set or range
-/// (`[a-c]`), and `|` separates alternatives on the top level only (it cannot be escaped,
-/// and splits even inside brackets: `[linux|solaris]` is `[linux` or `solaris]`). A `[`
-/// without its `]` stands for itself.
-pub fn restring_match(pattern: &str, text: &str) -> bool {
-    let text: Vec<char> = text.chars().collect();
-    pattern.split('|').any(|alt| {
-        let alt: Vec<char> = alt.chars().collect();
-        glob(&alt, &text)
-    })
-}
-
-/// One character of a set (`[abc]`, `[a-z0-9]`): (set length including brackets, matches).
-fn in_set(p: &[char], c: char) -> Option<(usize, bool)> {
-    let end = p.iter().skip(1).position(|&x| x == ']')? + 1;
-    let body = &p[1..end];
-    let mut i = 0;
-    let mut hit = false;
-    while i < body.len() {
-        if i + 2 < body.len() && body[i + 1] == '-' {
-            hit |= body[i] <= c && c <= body[i + 2];
-            i += 3;
-        } else {
-            hit |= body[i] == c;
-            i += 1;
-        }
-    }
-    Some((end + 1, hit))
-}
-
-fn glob(p: &[char], t: &[char]) -> bool {
-    // Iterative matching with backtracking to the last `*` (linear in practice).
-    let (mut pi, mut ti) = (0, 0);
-    let mut star: Option<(usize, usize)> = None;
-    while ti < t.len() {
-        let step = match p.get(pi) {
-            Some('*') => {
-                star = Some((pi, ti));
-                pi += 1;
-                continue;
-            }
-            Some('?') => Some(1),
-            Some('\\') if pi + 1 < p.len() => (p[pi + 1] == t[ti]).then_some(2),
-            Some('[') => match in_set(&p[pi..], t[ti]) {
-                Some((len, hit)) => hit.then_some(len),
-                None => (t[ti] == '[').then_some(1),
-            },
-            Some(&c) => (c == t[ti]).then_some(1),
-            None => None,
-        };
-        match step {
-            Some(n) => {
-                pi += n;
-                ti += 1;
-            }
-            None => match star {
-                Some((sp, st)) => {
-                    pi = sp + 1;
-                    ti = st + 1;
-                    star = Some((sp, st + 1));
-                }
-                None => return false,
-            },
-        }
-    }
-    p[pi..].iter().all(|&c| c == '*')
 }
 
 /// `HH:MM:SS` with at least two digits per field (`00:05:00`), as SGE prints times in
@@ -409,7 +335,9 @@ mod tests {
             (r"a\*c", "abc", false),
             (r"a\?c", "a?c", true),
             (r"a\?c", "abc", false),
-            (r"a\\c", r"a\c", true),
+            // Without a wildcard the request is compared whole: `\` is only itself.
+            (r"a\\c", r"a\c", false),
+            (r"a\\c*", r"a\c", true),
             ("node[0-3]", "node2", true),
             ("node[0-3]", "node4", false),
             ("node[13]", "node3", true),
@@ -421,7 +349,11 @@ mod tests {
             ("", "x", false),
         ];
         for (pattern, text, want) in cases {
-            assert_eq!(restring_match(pattern, text), *want, "{pattern} ~ {text}");
+            assert_eq!(
+                crate::strexpr::matches(ValueType::Restring, pattern, text),
+                Ok(*want),
+                "{pattern} ~ {text}"
+            );
         }
     }
 

@@ -62,6 +62,16 @@ pub fn check_resources(state: &ClusterState, list: &mut [(String, String)]) -> R
                 ),
             ));
         }
+        // A request on a string type is an expression (`lx*&!lx-arm*`): refused here
+        // when malformed, as SGE does, rather than matching nothing forever.
+        if matches!(
+            attr.value_type,
+            ValueType::String | ValueType::Cstring | ValueType::Restring | ValueType::Host
+        ) {
+            if let Err(e) = gantry_common::strexpr::check(v) {
+                return Err(refuse(RefusalKind::Invalid, e.to_string()));
+            }
+        }
         *name = attr.name.clone();
         // TIME requests are kept in seconds, as SGE shows them (h_rt=600).
         if attr.value_type == ValueType::Time {

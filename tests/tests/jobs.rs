@@ -131,6 +131,7 @@ fn refused_submissions_queue_nothing() {
         (&["-l", "nosuch=1", "-b", "y", "/bin/true"], 1, "Unable to run job: unknown resource \"nosuch\"\nExiting.\n"),
         (&["-l", "h_rt=abc", "-b", "y", "/bin/true"], 1, "Unable to run job: attribute \"h_rt\" is not a time value\nExiting.\n"),
         (&["-q", "nosuch.q", "-b", "y", "/bin/true"], 1, "Unable to run job: Job was rejected because job requests unknown queue \"nosuch.q\"\nExiting.\n"),
+        (&["-l", "arch=lx*&", "-b", "y", "/bin/true"], 1, "Unable to run job: Parse error on position 4 of the expression \"lx*&\".\nExiting.\n"),
         (&["/nonexistent/script.sh"], 14, "Unable to read script file because of error: error opening /nonexistent/script.sh: No such file or directory\n"),
     ];
     for (args, code, stderr) in cases {
@@ -164,6 +165,81 @@ fn refused_submissions_queue_nothing() {
         &["-terse", "-wd", "/tmp", "-b", "y", "/bin/true"],
     );
     assert_eq!(ok.stdout, "1\n", "{ok:?}");
+}
+
+/// `-l arch=lx*`, the most common request in real job scripts: every string type's
+/// request is an expression in SGE 8.1.9 (`sge_types(1)`).
+#[test]
+fn string_requests_are_expressions() {
+    if !need_root("string_requests_are_expressions") {
+        return;
+    }
+    ensure_user("gtuser1");
+    let c = Cluster::one_host();
+    let arch = gantry_common::load::sge_arch();
+    let family = format!("{}*", &arch[..2]);
+    let ids: Vec<String> = [
+        format!("arch={family}"),
+        format!("arch={family}&!sol*"),
+        format!("arch=(sol*|{family})"),
+        "arch=!sol-*".to_string(),
+    ]
+    .iter()
+    .map(|request| {
+        let out = c.as_user(
+            "gtuser1",
+            "qsub",
+            &[
+                "-terse",
+                "-wd",
+                "/tmp",
+                "-l",
+                request,
+                "-b",
+                "y",
+                "/bin/true",
+            ],
+        );
+        assert_eq!(out.code, 0, "{request}: {out:?}");
+        out.stdout.trim().to_string()
+    })
+    .collect();
+    // Each runs and is accounted.
+    for id in &ids {
+        wait_until(&format!("job {id} to run"), Duration::from_secs(20), || {
+            c.client("qacct", &["-j", id]).code == 0
+        });
+        let acct = c.client("qacct", &["-j", id]).stdout;
+        assert!(acct.contains("exit_status  0"), "{acct}");
+    }
+    // An expression the host does not satisfy: the job waits, and says why.
+    let out = c.as_user(
+        "gtuser1",
+        "qsub",
+        &[
+            "-terse",
+            "-wd",
+            "/tmp",
+            "-l",
+            &format!("arch=!{family}"),
+            "-b",
+            "y",
+            "/bin/true",
+        ],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let id = out.stdout.trim().to_string();
+    let host = c.client("qconf", &["-sel"]).stdout.trim().to_string();
+    wait_until(
+        "the scheduler to explain the wait",
+        Duration::from_secs(20),
+        || {
+            c.client("qstat", &["-j", &id]).stdout.contains(&format!(
+            "(-l arch=!{family}) cannot run at host \"{host}\" because it offers only hl:arch={arch}"
+        ))
+        },
+    );
+    assert_eq!(c.client("qdel", &[&id]).code, 0);
 }
 
 #[test]
