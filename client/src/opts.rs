@@ -135,7 +135,9 @@ pub fn split_line(line: &str) -> Result<Vec<String>, String> {
                     quote = Some(c);
                     in_word = true;
                 }
-                '#' if !in_word => break,
+                // Outside quotes a `#` starts a comment, also glued to a value (`-j y#`
+                // is `-j y`), as SGE reads `#$` lines and defaults files.
+                '#' => break,
                 c if c.is_whitespace() => {
                     if in_word {
                         words.push(std::mem::take(&mut cur));
@@ -244,6 +246,8 @@ mod tests {
             vec!["-N", "my job", "-v", "A=x y"]
         );
         assert_eq!(split_line("-cwd # a comment").unwrap(), vec!["-cwd"]);
+        assert_eq!(split_line("-j y# merged").unwrap(), vec!["-j", "y"]);
+        assert_eq!(split_line("-N 'a#b'").unwrap(), vec!["-N", "a#b"]);
         assert_eq!(split_line("   ").unwrap(), Vec::<String>::new());
         assert!(split_line("-N 'open").is_err());
     }

@@ -37,8 +37,13 @@ fn not_a(ty: ValueType) -> &'static str {
     }
 }
 
-/// Check resource requests against the complex; names become the attributes' full names.
-pub fn check_resources(state: &ClusterState, list: &mut [(String, String)]) -> Result<(), Refusal> {
+/// Check resource requests against the complex; names become the attributes' full names,
+/// and a request repeated, under any of its names (`-l mf=4G -l mem_free=2G`), is one:
+/// the last.
+pub fn check_resources(
+    state: &ClusterState,
+    list: &mut Vec<(String, String)>,
+) -> Result<(), Refusal> {
     for (name, v) in list.iter_mut() {
         let Some(attr) = complex::find(&state.complexes, name) else {
             return Err(refuse(
@@ -82,6 +87,23 @@ pub fn check_resources(state: &ClusterState, list: &mut [(String, String)]) -> R
             }
         }
     }
+    // As SGE: slots come from a parallel environment, never from -l; a later request
+    // of an attribute replaces every earlier one.
+    if list.iter().any(|(name, _)| name == "slots") {
+        return Err(refuse(
+            RefusalKind::Invalid,
+            "\"job\" denied: use parallel environments instead of requesting slots explicitly"
+                .to_string(),
+        ));
+    }
+    let mut seen = std::collections::HashSet::new();
+    let mut last: Vec<(String, String)> = list
+        .drain(..)
+        .rev()
+        .filter(|(name, _)| seen.insert(name.clone()))
+        .collect();
+    last.reverse();
+    *list = last;
     Ok(())
 }
 
@@ -480,6 +502,30 @@ pub fn zombie_view(job: &Job, end_time: i64) -> JobView {
 }
 
 /// Resolve `qdel` arguments to the tasks they name: `id`, `id.task`, `id.first-last`.
+/// The jobs a list of job ids and names (wildcards allowed) names, each once, in the
+/// list's order (`qstat -j 12,myjob*`).
+pub fn jobs_named(jobs: &gantry_sched::view::JobTable, refs: &[String]) -> Vec<u64> {
+    let mut out: Vec<u64> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for r in refs {
+        match parse_job_ref(r) {
+            Some((id, _)) => {
+                if jobs.contains_key(&id) && seen.insert(id) {
+                    out.push(id);
+                }
+            }
+            None => {
+                for j in jobs.values() {
+                    if gantry_common::job::wildcard(r, &j.spec.name) && seen.insert(j.id) {
+                        out.push(j.id);
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
 pub fn parse_job_ref(text: &str) -> Option<(u64, Option<(u32, u32)>)> {
     match text.split_once('.') {
         None => Some((text.parse().ok()?, None)),
@@ -519,6 +565,48 @@ mod tests {
         ];
         for (params, want) in table {
             assert_eq!(max_script_size(params), want, "{params}");
+        }
+    }
+
+    #[test]
+    fn requests_are_checked_named_in_full_and_merged() {
+        let s = crate::synthetic::cluster(&[]);
+        let pairs = |l: &[(&str, &str)]| -> Vec<(String, String)> {
+            l.iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        type Requests<'a> = &'a [(&'a str, &'a str)];
+        let table: &[(Requests, Result<Requests, &str>)] = &[
+            (
+                &[("mf", "4G"), ("h_rt", "1:0:0"), ("mem_free", "2G")],
+                Ok(&[("h_rt", "3600"), ("mem_free", "2G")]),
+            ),
+            (
+                &[("a", "lx*"), ("mf", "1G"), ("arch", "sol*"), ("a", "x*")],
+                Ok(&[("mem_free", "1G"), ("arch", "x*")]),
+            ),
+            (
+                &[("s", "4")],
+                Err("\"job\" denied: use parallel environments instead of requesting slots explicitly"),
+            ),
+            (&[("a", "lx*"), ("arch", "sol*")], Ok(&[("arch", "sol*")])),
+            (
+                &[("arch", "lx*|")],
+                Err("Parse error on position 4 of the expression \"lx*|\"."),
+            ),
+            (&[("nosuch", "1")], Err("unknown resource \"nosuch\"")),
+            (
+                &[("h_rt", "soon")],
+                Err("attribute \"h_rt\" is not a time value"),
+            ),
+        ];
+        for (given, want) in table {
+            let mut list = pairs(given);
+            let got = check_resources(&s, &mut list)
+                .map(|_| list)
+                .map_err(|r| r.message);
+            assert_eq!(got, want.map(pairs).map_err(str::to_string), "{given:?}");
         }
     }
 

@@ -582,8 +582,39 @@ fn qstat_shows_why_a_job_waits_and_where_jobs_run() {
     assert!(x.contains("<state>qw</state>"), "{x}");
     let json = c.as_user("gtuser1", "qstat", &["-json"]).stdout;
     assert!(json.starts_with("{\"jobs\":["), "{json}");
-    let missing = c.as_user("gtuser1", "qstat", &["-j", "99999"]);
-    assert_eq!(missing.code, 1);
+    // Nothing found: SGE's message on stderr, exit 1; by name too.
+    let missing = c.as_user("gtuser1", "qstat", &["-j", "99999,nosuchjob"]);
+    assert_eq!(
+        (
+            missing.code,
+            missing.stdout.as_str(),
+            missing.stderr.as_str()
+        ),
+        (1, "", "Following jobs do not exist: \n99999, nosuchjob\n")
+    );
+    // Some found: those are shown, the others passed over.
+    let some = c.as_user("gtuser1", "qstat", &["-j", &format!("99999,{big}")]);
+    assert_eq!(some.code, 0, "{some:?}");
+    assert!(
+        some.stdout
+            .contains(&format!("job_number:                 {big}\n")),
+        "{some:?}"
+    );
+    // A job's name (wildcards allowed) names it.
+    let by_name = c.as_user("gtuser1", "qstat", &["-j", "slee*"]);
+    assert_eq!(by_name.code, 0, "{by_name:?}");
+    assert!(
+        by_name
+            .stdout
+            .contains(&format!("job_number:                 {runner}\n")),
+        "{by_name:?}"
+    );
+    assert!(
+        !by_name
+            .stdout
+            .contains(&format!("job_number:                 {big}\n")),
+        "{by_name:?}"
+    );
     c.as_user("gtuser1", "qdel", &[&runner, &big]);
 }
 

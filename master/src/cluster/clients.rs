@@ -64,17 +64,19 @@ impl Cluster {
             }
             ToMaster::JobDetails { ids } => {
                 let connected: HashSet<String> = self.sessions.keys().cloned().collect();
-                let wanted: Vec<u64> = ids
-                    .iter()
-                    .filter_map(|t| crate::jobs::parse_job_ref(t).map(|r| r.0))
-                    .collect();
+                let wanted = crate::jobs::jobs_named(&self.state.jobs, &ids);
+                // As SGE: the jobs found are shown; only when none is, the list is an
+                // error.
+                if wanted.is_empty() {
+                    return FromMaster::Refused(Refusal {
+                        kind: RefusalKind::NotFound,
+                        message: format!("Following jobs do not exist: \n{}", ids.join(", ")),
+                    });
+                }
                 let mut details = Vec::new();
                 for id in &wanted {
                     let Some(job) = self.state.jobs.get(id) else {
-                        return FromMaster::Refused(Refusal {
-                            kind: RefusalKind::NotFound,
-                            message: format!("Following jobs do not exist: \n{id}"),
-                        });
+                        continue;
                     };
                     let group = crate::jobs::group_name(job);
                     details.push(gantry_proto::JobDetail {
