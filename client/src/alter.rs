@@ -34,6 +34,9 @@ const QALTER_SPECS: &[OptSpec] = &[
     opt("-p", Arity::One),
     opt("-hold_jid", Arity::One),
     opt("-a", Arity::One),
+    opt("-m", Arity::One),
+    opt("-M", Arity::One),
+    opt("-R", Arity::One),
 ];
 
 pub fn qalter_usage() -> String {
@@ -46,9 +49,12 @@ pub fn qalter_usage() -> String {
             "define jobnet interdependencies",
         ),
         ("[-l resource_list]", "request the given resources"),
+        ("[-m mail_options]", "define mail notification events"),
+        ("[-M mail_list]", "notify these e-mail addresses"),
         ("[-N name]", "specify job name"),
         ("[-p priority]", "define job's relative priority"),
         ("[-q wc_queue_list]", "bind job to queue(s)"),
+        ("[-R y[es]|n[o]]", "reservation desired"),
     ];
     let mut s = format!(
         "Gantry {}\nusage: qalter [options] job_task_list\n",
@@ -107,6 +113,36 @@ pub fn qalter(args: &[String]) -> Output {
                 }
             }
             "-N" => changes.name = Some(arg),
+            "-m" => match gantry_common::mail::parse_options(&arg) {
+                Some(m) => changes.mail_options = Some(m),
+                None => {
+                    return Output::fail(
+                        format!(
+                        "ERROR! Wrong mail options list format \"{arg}\" specified to -m option"
+                    ),
+                        exit::FAILURE,
+                    )
+                }
+            },
+            "-M" => match gantry_common::mail::parse_list(&arg) {
+                Some(l) => changes.mail_list = Some(l),
+                None => {
+                    return Output::fail(
+                        format!("ERROR! Wrong mail list format \"{arg}\" specified to -M option"),
+                        exit::FAILURE,
+                    )
+                }
+            },
+            "-R" => match arg.as_str() {
+                "y" | "yes" => changes.reserve = Some(true),
+                "n" | "no" => changes.reserve = Some(false),
+                _ => {
+                    return Output::fail(
+                        format!("error: invalid argument \"{arg}\" for -R"),
+                        exit::FAILURE,
+                    )
+                }
+            },
             "-a" => match crate::dates::parse_date_time(&arg, jiff::Zoned::now()) {
                 Some(t) => changes.start_after = Some(Some(t)),
                 None => {

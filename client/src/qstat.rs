@@ -321,6 +321,9 @@ pub fn render_job_details(details: &[gantry_proto::JobDetail]) -> String {
                 .collect::<Vec<_>>()
                 .join(",")
         };
+        if spec.reserve {
+            row("reserve", "y".to_string());
+        }
         if !spec.hard_resources.is_empty() {
             row("hard resource_list", pairs(&spec.hard_resources));
         }
@@ -330,9 +333,13 @@ pub fn render_job_details(details: &[gantry_proto::JobDetail]) -> String {
         if !spec.queues.is_empty() {
             row("hard_queue_list", spec.queues.join(","));
         }
+        if !spec.mail_options.is_empty() {
+            row("mail_options", spec.mail_options.clone());
+        }
         row(
             "mail_list",
-            format!("{}@{}", d.owner.user, spec.submit_host),
+            gantry_common::mail::recipients(&spec.mail_list, &d.owner.user, &spec.submit_host)
+                .join(","),
         );
         row("notify", "FALSE".to_string());
         row("job_name", spec.name.clone());

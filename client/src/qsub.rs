@@ -40,6 +40,9 @@ const SPECS: &[OptSpec] = &[
     opt("-ar", Arity::One),
     opt("-pe", Arity::Two),
     opt("-w", Arity::One),
+    opt("-m", Arity::One),
+    opt("-M", Arity::One),
+    opt("-R", Arity::One),
 ];
 
 /// Exit status when the script cannot be read (SGE's).
@@ -63,6 +66,8 @@ pub fn usage() -> String {
         ),
         ("[-j y[es]|n[o]]", "merge stdout and stderr stream of job"),
         ("[-l resource_list]", "request the given resources"),
+        ("[-m mail_options]", "define mail notification events"),
+        ("[-M mail_list]", "notify these e-mail addresses"),
         ("[-N name]", "specify job name"),
         (
             "[-now y[es]|n[o]]",
@@ -76,6 +81,7 @@ pub fn usage() -> String {
             "request slot range for parallel jobs",
         ),
         ("[-q wc_queue_list]", "bind job to queue(s)"),
+        ("[-R y[es]|n[o]]", "reservation desired"),
         ("[-S path]", "command interpreter to be used"),
         ("[-soft]", "consider following requests as soft"),
         (
@@ -314,6 +320,22 @@ fn apply(
                 spec.pe = Some((name.to_string(), range.to_string()));
             }
             "-P" => spec.project = Some(arg),
+            "-m" => {
+                spec.mail_options = gantry_common::mail::parse_options(&arg).ok_or_else(|| {
+                    format!(
+                        "ERROR! Wrong mail options list format \"{arg}\" specified to -m option"
+                    )
+                })?
+            }
+            "-M" => {
+                spec.mail_list = gantry_common::mail::parse_list(&arg).ok_or_else(|| {
+                    format!("ERROR! Wrong mail list format \"{arg}\" specified to -M option")
+                })?
+            }
+            "-R" => {
+                spec.reserve =
+                    yes(&arg).ok_or_else(|| format!("invalid argument \"{arg}\" for -R"))?
+            }
             "-hard" => soft = false,
             "-soft" => soft = true,
             "-now" if yes(&arg) != Some(false) => {
@@ -385,6 +407,9 @@ pub fn run(args: &[String]) -> Output {
         submit_host: host,
         pe: None,
         ar: None,
+        mail_options: String::new(),
+        mail_list: Vec::new(),
+        reserve: false,
     };
     // Defaults files, then -@ files, decide -b before the script is read.
     let mut layers: Vec<Vec<String>> = Vec::new();

@@ -11,6 +11,7 @@ pub mod exechost;
 pub mod hostgroup;
 pub mod job;
 pub mod load;
+pub mod mail;
 pub mod names;
 pub mod pe;
 pub mod project;

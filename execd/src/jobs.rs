@@ -2,7 +2,7 @@
 //! reports kept on disk until the master acknowledges them, so that no completion is lost
 //! or counted twice across execd restarts, master restarts or network cuts.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::io::Write;
 use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
@@ -19,6 +19,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use tracing::{info, warn};
 
 use crate::cgroup::TaskGroup;
+use crate::mail::Plan;
 use crate::private_fs::{self, Dir};
 use crate::shepherd::{
     decode_report, Account, Order, TaskRecord, REPORT_FILE, SCRIPT_FILE, START_FILE,
@@ -47,6 +48,8 @@ struct Inner {
     running: Mutex<BTreeSet<TaskKey>>,
     /// Job owners' accounts, looked up once a minute at most.
     accounts: Mutex<Recent<(u32, u32), Account>>,
+    /// The mail plans of running tasks whose job asked for mail (`qsub -m`).
+    mail: Mutex<HashMap<TaskKey, Plan>>,
 }
 
 fn task_dir(base: &Path, key: TaskKey) -> PathBuf {
@@ -103,6 +106,7 @@ impl Jobs {
                 finished,
                 running: Mutex::new(BTreeSet::new()),
                 accounts: Mutex::new(Recent::new(NAME_SERVICE_TTL)),
+                mail: Mutex::new(HashMap::new()),
             }),
         })
     }
@@ -150,6 +154,7 @@ impl Jobs {
         let key = (start.job_id, start.task_id);
         let name = format!("{}.{}", key.0, key.1);
         let dir = task_dir(&self.inner.dir, key);
+        let account = self.account(start.owner.uid, start.owner.gid);
         let result = (|| -> std::io::Result<()> {
             // Created exclusively, in the execd's own directory: an existing one means
             // the task was started already (a repeated order after a reconnect).
@@ -167,7 +172,7 @@ impl Jobs {
                 )?;
             }
             let order = Order {
-                account: self.account(start.owner.uid, start.owner.gid),
+                account: account.clone(),
                 start: start.clone(),
                 cgroup_parent: self.inner.cgroup_parent.clone(),
             };
@@ -211,6 +216,10 @@ impl Jobs {
         match child {
             Ok(mut child) => {
                 self.mark_running(key, true);
+                if let Some(plan) = Plan::of(&start, account, crate::shepherd::now()) {
+                    plan.started();
+                    self.remember_mail(key, plan);
+                }
                 let jobs = self.clone();
                 tokio::spawn(async move {
                     let how = child.wait().await.ok();
@@ -290,6 +299,9 @@ impl Jobs {
             exit = report.exit_status,
             "job finished"
         );
+        if let Some(plan) = self.inner.mail.lock().ok().and_then(|mut m| m.remove(&key)) {
+            plan.ended(&report);
+        }
         let _ = self.inner.finished.send(report);
     }
 
@@ -316,8 +328,26 @@ impl Jobs {
         let record = TaskRecord::read(&task_dir(&self.inner.dir, key));
         if let Some(job) = record.job {
             if let Ok(sig) = Signal::try_from(signal) {
-                let _ = killpg(Pid::from_raw(job), sig);
+                if killpg(Pid::from_raw(job), sig).is_ok()
+                    && matches!(sig, Signal::SIGSTOP | Signal::SIGCONT)
+                {
+                    let plan = self
+                        .inner
+                        .mail
+                        .lock()
+                        .ok()
+                        .and_then(|m| m.get(&key).cloned());
+                    if let Some(plan) = plan {
+                        plan.suspension(sig == Signal::SIGSTOP);
+                    }
+                }
             }
+        }
+    }
+
+    fn remember_mail(&self, key: TaskKey, plan: Plan) {
+        if let Ok(mut m) = self.inner.mail.lock() {
+            m.insert(key, plan);
         }
     }
 
@@ -335,7 +365,18 @@ impl Jobs {
             if read_report(&dir).is_some() {
                 continue; // sent with the unacknowledged reports
             }
-            let shepherd = TaskRecord::read(&dir).shepherd;
+            // The mails still to send (not the start's: it was sent before).
+            let order = std::fs::read(dir.join(START_FILE))
+                .ok()
+                .and_then(|b| gantry_proto::decode::<Order>(&b).ok());
+            let record = TaskRecord::read(&dir);
+            if let Some(order) = order {
+                let started = record.start.unwrap_or(order.start.submit_time);
+                if let Some(plan) = Plan::of(&order.start, order.account, started) {
+                    self.remember_mail(key, plan);
+                }
+            }
+            let shepherd = record.shepherd;
             let alive = shepherd.is_some_and(|p| kill(Pid::from_raw(p), None).is_ok());
             self.mark_running(key, true);
             let jobs = self.clone();

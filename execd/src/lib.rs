@@ -4,6 +4,7 @@
 pub mod cgroup;
 pub mod identity;
 pub mod jobs;
+pub mod mail;
 pub mod private_fs;
 pub mod relay;
 pub mod sensor;

@@ -49,7 +49,7 @@ pub const SCRIPT_FILE: &str = "script";
 pub const PID_FILE: &str = "pids";
 pub const REPORT_FILE: &str = "report";
 
-fn now() -> i64 {
+pub fn now() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as i64)
@@ -814,6 +814,9 @@ mod tests {
                 submit_host: "head".into(),
                 pe: None,
                 ar: None,
+                mail_options: String::new(),
+                mail_list: Vec::new(),
+                reserve: false,
             },
             owner: JobOwner {
                 user: "u1".into(),

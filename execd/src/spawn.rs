@@ -11,6 +11,12 @@
 //!
 //! Between fork and exec the child makes only system calls on data prepared before the
 //! fork (no allocation, no lock), as a child of a multi-threaded process must.
+//!
+//! Only for the shepherd, which is single-threaded: a raw `clone3` bypasses the C
+//! library's fork handling, so in a child of a multi-threaded process the library's
+//! `setgroups`/`setresuid` (which wait for every thread of the parent to change its
+//! credentials too) would wait forever. The execd starts its helpers (the mailer) with
+//! the standard library's `Command`.
 
 use std::ffi::{CStr, CString};
 use std::fs::File;

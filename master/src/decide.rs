@@ -303,6 +303,12 @@ impl ClusterState {
                 return Decision::refused(r);
             }
         }
+        if let Err(e) = gantry_common::mail::check(
+            changes.mail_options.as_deref().unwrap_or(""),
+            changes.mail_list.as_deref().unwrap_or(&[]),
+        ) {
+            return refused(RefusalKind::Invalid, e);
+        }
         let manager = self.acts_as_manager(caller);
         let mut ops = Vec::new();
         let mut messages = Vec::new();
@@ -342,6 +348,18 @@ impl ClusterState {
             if let Some(h) = changes.hold {
                 spec.hold = h;
                 messages.push(format!("modified hold of job {id}"));
+            }
+            if let Some(m) = &changes.mail_options {
+                spec.mail_options = m.clone();
+                messages.push(format!("modified mail options of job {id}"));
+            }
+            if let Some(l) = &changes.mail_list {
+                spec.mail_list = l.clone();
+                messages.push(format!("modified mail list of job {id}"));
+            }
+            if let Some(r) = changes.reserve {
+                spec.reserve = r;
+                messages.push(format!("modified reservation behaviour of job {id}"));
             }
             if let Some(n) = &changes.name {
                 if let Err(e) = gantry_common::names::verify_job_name(n) {

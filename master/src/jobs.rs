@@ -198,6 +198,8 @@ pub fn validate_submission(
     if let JobScript::Script { contents, .. } = &spec.script {
         check_script_size(state, contents.len())?;
     }
+    gantry_common::mail::check(&spec.mail_options, &spec.mail_list)
+        .map_err(|e| refuse(RefusalKind::Invalid, e))?;
     let max_u_jobs = limit("max_u_jobs");
     if max_u_jobs > 0 {
         let current = state
@@ -350,6 +352,13 @@ impl ClusterState {
 
     pub fn job_start(&self, d: &crate::sched::Dispatch) -> Option<JobStart> {
         let job = self.jobs.get(&d.job_id)?;
+        let mut queue_settings = self.queue_settings(&d.queue, &d.host);
+        // The execd sends the job's mail through the cluster's mailer.
+        if !job.spec.mail_options.is_empty() && !job.spec.mail_options.contains('n') {
+            if let Some(mailer) = self.global().get("mailer") {
+                queue_settings.push(("mailer".to_string(), mailer.to_string()));
+            }
+        }
         Some(JobStart {
             job_id: job.id,
             task_id: d.task_id,
@@ -359,7 +368,7 @@ impl ClusterState {
             host: d.host.clone(),
             slots: d.grants.iter().map(|g| g.slots).sum::<u32>().max(1),
             submit_time: job.submit_time,
-            queue_settings: self.queue_settings(&d.queue, &d.host),
+            queue_settings,
             pe: d.pe.clone(),
             granted: d.grants.clone(),
         })

@@ -240,6 +240,13 @@ pub struct JobSpec {
     pub pe: Option<(String, String)>,
     /// `-ar id`
     pub ar: Option<u64>,
+    /// `-m`: when mail is sent, SGE's letters in its order (`a` abort, `b` beginning,
+    /// `e` end, `n` never, `s` suspension); empty when not given.
+    pub mail_options: String,
+    /// `-M`: who gets the mail (`user[@host]`); empty: the owner at the submit host.
+    pub mail_list: Vec<String>,
+    /// `-R y`: ask for a resource reservation.
+    pub reserve: bool,
 }
 
 /// `qsub -w`: how hard to check that a job could ever run.
@@ -277,7 +284,8 @@ pub struct JobStart {
     pub host: String,
     pub slots: u32,
     pub submit_time: i64,
-    /// Queue limits and settings the job runs under (`h_rt`, `shell`, `tmpdir`, ...).
+    /// Queue limits and settings the job runs under (`h_rt`, `shell`, `tmpdir`, ...), and
+    /// the global configuration's `mailer` when the job asks for mail.
     pub queue_settings: Vec<(String, String)>,
     /// The parallel environment the job was granted, if any.
     pub pe: Option<String>,
@@ -337,6 +345,18 @@ impl ShepherdFailure {
     /// The failure a report's number states (None: 0, or a code Gantry does not give).
     pub fn from_code(code: u32) -> Option<ShepherdFailure> {
         ShepherdFailure::ALL.into_iter().find(|f| f.code() == code)
+    }
+
+    /// How SGE describes the state the shepherd failed in (`failed ... because:` in
+    /// an abort mail).
+    pub fn description(self) -> &'static str {
+        match self {
+            ShepherdFailure::BeforeJob => "assumedly before job",
+            ShepherdFailure::OpenOutput => "opening input/output file",
+            ShepherdFailure::NoShell => "searching requested shell",
+            ShepherdFailure::NoCwd => "changing into working directory",
+            ShepherdFailure::AfterJob => "assumedly after job",
+        }
     }
 
     /// The job itself could not be started (its output files, its command, its working
@@ -500,6 +520,12 @@ pub struct JobChanges {
     pub queues: Option<Vec<String>>,
     pub hold_jids: Option<Vec<String>>,
     pub start_after: Option<Option<i64>>,
+    /// `-m`, as in [`JobSpec::mail_options`].
+    pub mail_options: Option<String>,
+    /// `-M`
+    pub mail_list: Option<Vec<String>>,
+    /// `-R y|n`
+    pub reserve: Option<bool>,
 }
 
 /// Everything `qstat -j` shows about a job.

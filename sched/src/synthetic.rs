@@ -332,6 +332,9 @@ pub fn job(id: u64, user: &str, hard: &[(&str, &str)], soft: &[(&str, &str)]) ->
             submit_host: "head".into(),
             pe: None,
             ar: None,
+            mail_options: String::new(),
+            mail_list: Vec::new(),
+            reserve: false,
         },
         owner: JobOwner {
             user: user.into(),

@@ -1323,3 +1323,158 @@ fn suspend_thresholds_stop_jobs_one_by_one_and_continue_them() {
     let out = c.client("qdel", &[&ids[0], &ids[1]]);
     assert_eq!(out.code, 0, "{out:?}");
 }
+
+/// `qsub -m -M -R` and `qalter` of them: shown by `qstat -j`; the execd sends the mail
+/// through the configured mailer, as the job's owner, once per recipient, in SGE's words.
+#[test]
+fn mail_goes_through_the_mailer_at_start_end_and_abort() {
+    if !need_root("mail_goes_through_the_mailer_at_start_end_and_abort") {
+        return;
+    }
+    let (uid, _) = ensure_user("gtuser1");
+    let c = Cluster::one_host();
+    // A mailer that records its arguments, its user and its input, one file per mail.
+    let dir = std::path::PathBuf::from(format!("/tmp/gantry-mail-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir(&dir).unwrap();
+    let mailer = dir.join("mailer.sh");
+    std::fs::write(
+        &mailer,
+        format!(
+            "#!/bin/sh\nout={}/mail.$$\n{{ id -u; printf '%s\\n' \"$@\"; echo ---; cat; }} > \"$out.tmp\" && mv \"$out.tmp\" \"$out\"\n",
+            dir.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&mailer, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let conf = dir.join("global");
+    std::fs::write(&conf, format!("mailer {}\n", mailer.display())).unwrap();
+    assert_eq!(c.qconf(&["-Mconf", conf.to_str().unwrap()]).code, 0);
+    let mails = || -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .flatten()
+            .filter(|e| {
+                let n = e.file_name().to_string_lossy().into_owned();
+                n.starts_with("mail.") && !n.ends_with(".tmp")
+            })
+            .map(|e| std::fs::read_to_string(e.path()).unwrap())
+            .collect();
+        v.sort();
+        v
+    };
+
+    // Held first: what qstat -j shows, and qalter.
+    let id = c.submit(
+        "gtuser1",
+        &[
+            "-h",
+            "-m",
+            "eb",
+            "-M",
+            "ops@example.org,gtuser1",
+            "-R",
+            "y",
+            "-wd",
+            "/tmp",
+            "-b",
+            "y",
+            "/bin/true",
+        ],
+    );
+    let j = c.as_user("gtuser1", "qstat", &["-j", &id]).stdout;
+    for line in [
+        "reserve:                    y\n",
+        "mail_options:               be\n",
+        "mail_list:                  ops@example.org,gtuser1\n",
+    ] {
+        assert!(j.contains(line), "{line}: {j}");
+    }
+    let out = c.as_user("gtuser1", "qalter", &["-m", "a", &id]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(
+        out.stdout
+            .contains(&format!("modified mail options of job {id}")),
+        "{out:?}"
+    );
+    let j = c.as_user("gtuser1", "qstat", &["-j", &id]).stdout;
+    assert!(j.contains("mail_options:               a\n"), "{j}");
+    let bad = c.as_user("gtuser1", "qalter", &["-m", "x", &id]);
+    assert_eq!(bad.code, 1, "{bad:?}");
+    assert!(
+        bad.stderr
+            .contains("ERROR! Wrong mail options list format \"x\" specified to -m option"),
+        "{bad:?}"
+    );
+    assert_eq!(c.as_user("gtuser1", "qalter", &["-m", "be", &id]).code, 0);
+    let bad = c.as_user(
+        "gtuser1",
+        "qsub",
+        &["-M", "-oQ/tmp/x", "-b", "y", "/bin/true"],
+    );
+    assert_eq!(bad.code, 1, "{bad:?}");
+    assert!(
+        bad.stderr
+            .contains("ERROR! Wrong mail list format \"-oQ/tmp/x\" specified to -M option"),
+        "{bad:?}"
+    );
+
+    // Released: a start and an end mail to each of the two.
+    assert_eq!(c.as_user("gtuser1", "qrls", &[&id]).code, 0);
+    wait_until("four mails", Duration::from_secs(30), || mails().len() == 4);
+    let all = mails();
+    let host = c.client("qconf", &["-sel"]).stdout.trim().to_string();
+    // The mail with this subject to this recipient, as the mailer recorded it.
+    let mail_to = |what: &str, to: &str| -> String {
+        all.iter()
+            .find(|m| m.contains(&format!("Job {id} (true) {what}\n{to}\n")))
+            .cloned()
+            .unwrap_or_else(|| panic!("no {what} mail to {to}: {all:?}"))
+    };
+    for to in ["ops@example.org", "gtuser1"] {
+        let started = mail_to("Started", to);
+        assert!(
+            started.starts_with(&format!("{uid}\n-s\nJob {id} (true) Started\n{to}\n---\n")),
+            "{started}"
+        );
+        assert!(
+            started.contains(&format!(
+                "---\nJob {id} (true) Started\n User       = gtuser1\n Queue      = all.q\n Host       = {host}\n Start Time = "
+            )),
+            "{started}"
+        );
+        let ended = mail_to("Complete", to);
+        assert!(
+            ended.contains(&format!("\n Queue            = all.q@{host}\n")),
+            "{ended}"
+        );
+        assert!(
+            ended.ends_with(" Max vmem         = NA\n Exit Status      = 0"),
+            "{ended}"
+        );
+    }
+
+    // A job that cannot start: the abort mail says why, and how to clear the error.
+    let nowhere = format!("/tmp/gantry-mail-nowhere-{}", std::process::id());
+    let failing = c.submit(
+        "gtuser1",
+        &["-m", "a", "-wd", &nowhere, "-b", "y", "/bin/true"],
+    );
+    wait_until("the abort mail", Duration::from_secs(30), || {
+        mails().len() == 5
+    });
+    let aborted = mails()
+        .into_iter()
+        .find(|m| m.contains(&format!("Job {failing} (true) Set in error state\n")))
+        .unwrap_or_else(|| panic!("{:?}", mails()));
+    assert!(
+        aborted.contains(&format!(
+            "failed changing into working directory because:\nerror: can't chdir to {nowhere}: No such file or directory\nUse \"qmod -c <jobid>\" to clear job error state\nonce the problem is fixed."
+        )),
+        "{aborted}"
+    );
+    assert_eq!(c.client("qdel", &[&failing]).code, 0);
+    let _ = std::fs::remove_dir_all(&dir);
+}
