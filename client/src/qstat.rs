@@ -321,17 +321,22 @@ pub fn render_job_details(details: &[gantry_proto::JobDetail]) -> String {
                 .collect::<Vec<_>>()
                 .join(",")
         };
+        // Output paths as SGE lists them: exec host, file host, path.
+        let path_list = |p: &str| format!("NONE:NONE:{p}");
+        if let Some(e) = &spec.stderr_path {
+            row("stderr_path_list", path_list(e));
+        }
         if spec.reserve {
             row("reserve", "y".to_string());
+        }
+        if spec.merge_output {
+            row("merge", "y".to_string());
         }
         if !spec.hard_resources.is_empty() {
             row("hard resource_list", pairs(&spec.hard_resources));
         }
         if !spec.soft_resources.is_empty() {
             row("soft resource_list", pairs(&spec.soft_resources));
-        }
-        if !spec.queues.is_empty() {
-            row("hard_queue_list", spec.queues.join(","));
         }
         if !spec.mail_options.is_empty() {
             row("mail_options", spec.mail_options.clone());
@@ -343,16 +348,22 @@ pub fn render_job_details(details: &[gantry_proto::JobDetail]) -> String {
         );
         row("notify", "FALSE".to_string());
         row("job_name", spec.name.clone());
+        if let Some(o) = &spec.stdout_path {
+            row("stdout_path_list", path_list(o));
+        }
         if spec.hold {
             row("hold_list", "u".to_string());
         }
         if spec.priority != 0 {
             row("priority", spec.priority.to_string());
         }
-        if !spec.hold_jids.is_empty() {
-            row("jid_predecessor_list (req)", spec.hold_jids.join(","));
-        }
         row("jobshare", "0".to_string());
+        if !spec.queues.is_empty() {
+            row("hard_queue_list", spec.queues.join(","));
+        }
+        if let Some(shell) = &spec.shell {
+            row("shell_list", format!("NONE:{shell}"));
+        }
         let user_env: Vec<(String, String)> = spec
             .env
             .iter()
@@ -369,6 +380,20 @@ pub fn render_job_details(details: &[gantry_proto::JobDetail]) -> String {
             gantry_proto::JobScript::Script { path, .. } => row("script_file", path.clone()),
             gantry_proto::JobScript::Binary { command } => row("script_file", command.clone()),
         }
+        // SGE prints this one with two blanks after the colon, not aligned.
+        let pe_line = spec
+            .pe
+            .as_ref()
+            .map(|(name, range)| format!("parallel environment:  {name} range: {range}\n"));
+        if !spec.hold_jids.is_empty() {
+            row("jid_predecessor_list (req)", spec.hold_jids.join(","));
+        }
+        if let Some(p) = &spec.project {
+            row("project", p.clone());
+        }
+        if let Some(ar) = spec.ar {
+            row("ar_id", ar.to_string());
+        }
         if let Some(r) = spec.array {
             row(
                 "job-array tasks",
@@ -379,8 +404,18 @@ pub fn render_job_details(details: &[gantry_proto::JobDetail]) -> String {
         if matches!(spec.script, gantry_proto::JobScript::Binary { .. }) {
             row("job_type", "binary".to_string());
         }
-        for (k, v) in rows {
+        let pe_after = rows
+            .iter()
+            .position(|(k, _)| k == "script_file")
+            .map_or(rows.len(), |n| n + 1);
+        for (n, (k, v)) in rows.iter().enumerate() {
+            if n == pe_after {
+                out.push_str(pe_line.as_deref().unwrap_or(""));
+            }
             out.push_str(&format!("{:<28}{v}\n", format!("{k}:")));
+        }
+        if pe_after == rows.len() {
+            out.push_str(pe_line.as_deref().unwrap_or(""));
         }
         for (task, reason) in &d.errors {
             out.push_str(&format!(
@@ -648,6 +683,99 @@ mod tests {
             fixture("qstat -j (two reasons)")
         );
         assert_eq!(render_scheduling_summary(&[]), "");
+    }
+
+    #[test]
+    fn job_details_list_what_sge_lists_in_its_order() {
+        let spec = gantry_proto::JobSpec {
+            name: "sim".into(),
+            script: gantry_proto::JobScript::Script {
+                path: "sim.sh".into(),
+                contents: Vec::new(),
+            },
+            args: vec![],
+            shell: Some("/bin/bash".into()),
+            cwd: Some("/work".into()),
+            stdout_path: Some("/work/out".into()),
+            stderr_path: Some("/work/err".into()),
+            merge_output: true,
+            env: vec![("SGE_O_HOST".into(), "head".into())],
+            hard_resources: vec![("h_rt".into(), "60".into())],
+            soft_resources: vec![],
+            queues: vec!["all.q".into()],
+            hold: false,
+            hold_jids: vec![],
+            start_after: None,
+            priority: 0,
+            array: None,
+            max_running_tasks: None,
+            account: "sge".into(),
+            project: Some("chem".into()),
+            submit_host: "head".into(),
+            pe: Some(("smp".into(), "8".into())),
+            ar: Some(3),
+            mail_options: "be".into(),
+            mail_list: vec![],
+            reserve: true,
+        };
+        let d = gantry_proto::JobDetail {
+            job_id: 5,
+            spec,
+            owner: gantry_proto::JobOwner {
+                user: "alice".into(),
+                uid: 1001,
+                gid: 1001,
+                groups: vec![],
+            },
+            group: "alice".into(),
+            submit_time: 0,
+            reasons: vec![],
+            errors: vec![],
+        };
+        let text = render_job_details(&[d]);
+        let keys: Vec<&str> = text
+            .lines()
+            .filter_map(|l| l.split(':').next())
+            .skip_while(|k| *k != "account")
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                "account",
+                "cwd",
+                "stderr_path_list",
+                "reserve",
+                "merge",
+                "hard resource_list",
+                "mail_options",
+                "mail_list",
+                "notify",
+                "job_name",
+                "stdout_path_list",
+                "jobshare",
+                "hard_queue_list",
+                "shell_list",
+                "script_file",
+                "parallel environment",
+                "project",
+                "ar_id",
+                "binding",
+            ],
+            "{text}"
+        );
+        for line in [
+            "stderr_path_list:           NONE:NONE:/work/err\n",
+            "reserve:                    y\n",
+            "merge:                      y\n",
+            "mail_options:               be\n",
+            "mail_list:                  alice@head\n",
+            "stdout_path_list:           NONE:NONE:/work/out\n",
+            "shell_list:                 NONE:/bin/bash\n",
+            "script_file:                sim.sh\nparallel environment:  smp range: 8\nproject:",
+            "ar_id:                      3\n",
+        ] {
+            assert!(text.contains(line), "{line}\n{text}");
+        }
     }
 
     #[test]
