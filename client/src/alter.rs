@@ -37,11 +37,16 @@ const QALTER_SPECS: &[OptSpec] = &[
     opt("-m", Arity::One),
     opt("-M", Arity::One),
     opt("-R", Arity::One),
+    opt("-ac", Arity::One),
+    opt("-dc", Arity::One),
+    opt("-sc", Arity::One),
 ];
 
 pub fn qalter_usage() -> String {
     let lines = [
         ("[-a date_time]", "request a start time"),
+        ("[-ac context_list]", "add context variable(s)"),
+        ("[-dc simple_context_list]", "delete context variable(s)"),
         ("[-h {u|n}]", "place (u) or remove (n) the user hold"),
         ("[-help]", "print this help"),
         (
@@ -55,6 +60,10 @@ pub fn qalter_usage() -> String {
         ("[-p priority]", "define job's relative priority"),
         ("[-q wc_queue_list]", "bind job to queue(s)"),
         ("[-R y[es]|n[o]]", "reservation desired"),
+        (
+            "[-sc context_list]",
+            "set job context (replaces old context)",
+        ),
     ];
     let mut s = format!(
         "Gantry {}\nusage: qalter [options] job_task_list\n",
@@ -64,6 +73,18 @@ pub fn qalter_usage() -> String {
         s.push_str(&format!("   {o:<40} {d}\n"));
     }
     s
+}
+
+/// `-ac`, `-dc` or `-sc` with its list, as a change; SGE's message for a bad list.
+pub fn context_change(option: &str, arg: &str) -> Result<gantry_proto::ContextChange, String> {
+    use gantry_common::context::{parse_names, parse_pairs};
+    use gantry_proto::ContextChange;
+    let change = match option {
+        "-dc" => parse_names(arg).map(ContextChange::Delete),
+        "-sc" => parse_pairs(arg).map(ContextChange::Set),
+        _ => parse_pairs(arg).map(ContextChange::Add),
+    };
+    change.ok_or_else(|| format!("ERROR! Wrong context list format {option} \"{arg}\""))
 }
 
 pub fn qalter(args: &[String]) -> Output {
@@ -132,6 +153,10 @@ pub fn qalter(args: &[String]) -> Output {
                         exit::FAILURE,
                     )
                 }
+            },
+            "-ac" | "-dc" | "-sc" => match context_change(g.name, &arg) {
+                Ok(change) => changes.context.push(change),
+                Err(e) => return Output::fail(e, exit::FAILURE),
             },
             "-R" => match arg.as_str() {
                 "y" | "yes" => changes.reserve = Some(true),

@@ -351,6 +351,9 @@ pub fn render_job_details(details: &[gantry_proto::JobDetail]) -> String {
         if let Some(o) = &spec.stdout_path {
             row("stdout_path_list", path_list(o));
         }
+        if let Some(i) = &spec.stdin_path {
+            row("stdin_path_list", path_list(i));
+        }
         if spec.hold {
             row("hold_list", "u".to_string());
         }
@@ -399,6 +402,9 @@ pub fn render_job_details(details: &[gantry_proto::JobDetail]) -> String {
                 "job-array tasks",
                 format!("{}-{}:{}", r.first, r.last, r.step),
             );
+        }
+        if !spec.context.is_empty() {
+            row("context", pairs(&spec.context));
         }
         row("binding", "NONE".to_string());
         if matches!(spec.script, gantry_proto::JobScript::Binary { .. }) {
@@ -717,6 +723,8 @@ mod tests {
             mail_options: "be".into(),
             mail_list: vec![],
             reserve: true,
+            context: Vec::new(),
+            stdin_path: None,
         };
         let d = gantry_proto::JobDetail {
             job_id: 5,

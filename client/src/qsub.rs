@@ -43,6 +43,10 @@ const SPECS: &[OptSpec] = &[
     opt("-m", Arity::One),
     opt("-M", Arity::One),
     opt("-R", Arity::One),
+    opt("-ac", Arity::One),
+    opt("-dc", Arity::One),
+    opt("-sc", Arity::One),
+    opt("-i", Arity::One),
 ];
 
 /// Exit status when the script cannot be read (SGE's).
@@ -52,10 +56,12 @@ pub fn usage() -> String {
     let lines = [
         ("[-@ file]", "read commandline input from file"),
         ("[-a date_time]", "request a start time"),
+        ("[-ac context_list]", "add context variable(s)"),
         ("[-A account_string]", "account string in accounting record"),
         ("[-ar ar_id]", "bind job to advance reservation"),
         ("[-b y[es]|n[o]]", "handle command as binary"),
         ("[-cwd]", "use current working directory"),
+        ("[-dc simple_context_list]", "delete context variable(s)"),
         ("[-e path]", "specify standard error stream path"),
         ("[-h]", "place user hold on job"),
         ("[-hard]", "consider following requests \"hard\""),
@@ -64,6 +70,7 @@ pub fn usage() -> String {
             "[-hold_jid job_identifier_list]",
             "define jobnet interdependencies",
         ),
+        ("[-i file]", "specify standard input stream file"),
         ("[-j y[es]|n[o]]", "merge stdout and stderr stream of job"),
         ("[-l resource_list]", "request the given resources"),
         ("[-m mail_options]", "define mail notification events"),
@@ -83,6 +90,10 @@ pub fn usage() -> String {
         ("[-q wc_queue_list]", "bind job to queue(s)"),
         ("[-R y[es]|n[o]]", "reservation desired"),
         ("[-S path]", "command interpreter to be used"),
+        (
+            "[-sc context_list]",
+            "set job context (replaces old context)",
+        ),
         ("[-soft]", "consider following requests as soft"),
         (
             "[-sync y[es]|n[o]]",
@@ -332,6 +343,11 @@ fn apply(
                     format!("ERROR! Wrong mail list format \"{arg}\" specified to -M option")
                 })?
             }
+            "-ac" | "-dc" | "-sc" => {
+                let change = crate::alter::context_change(g.name, &arg)?;
+                gantry_common::context::apply(&mut spec.context, &change);
+            }
+            "-i" => spec.stdin_path = Some(arg),
             "-R" => {
                 spec.reserve =
                     yes(&arg).ok_or_else(|| format!("invalid argument \"{arg}\" for -R"))?
@@ -410,6 +426,8 @@ pub fn run(args: &[String]) -> Output {
         mail_options: String::new(),
         mail_list: Vec::new(),
         reserve: false,
+        context: Vec::new(),
+        stdin_path: None,
     };
     // Defaults files, then -@ files, decide -b before the script is read.
     let mut layers: Vec<Vec<String>> = Vec::new();

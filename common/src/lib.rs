@@ -7,6 +7,7 @@ pub mod cell;
 pub mod complex;
 pub mod conf;
 pub mod config;
+pub mod context;
 pub mod exechost;
 pub mod hostgroup;
 pub mod job;

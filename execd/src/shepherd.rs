@@ -411,7 +411,7 @@ fn supervise(
     let script_path = dir.join(SCRIPT_FILE);
     let cwd = PathBuf::from(start.spec.cwd.clone().unwrap_or_else(|| home.clone()));
     // The job's files are found and opened with the owner's rights, never root's.
-    let (out_path, err_path, stdout, stderr) = {
+    let (out_path, err_path, stdin, stdout, stderr) = {
         let _owner = ActingAsOwner::enter(uid, gid, &user.groups).map_err(|e| {
             fail(
                 ShepherdFailure::OpenOutput,
@@ -457,7 +457,21 @@ fn supervise(
         } else {
             open(&err_path)?
         };
-        (out_path, err_path, stdout, stderr)
+        // `-i`: a file the owner may read, found as an output path is.
+        let stdin = match &start.spec.stdin_path {
+            Some(p) => {
+                let p = PathBuf::from(expand_path(p, start, &home));
+                let p = if p.is_absolute() { p } else { cwd.join(p) };
+                Some(std::fs::File::open(&p).map_err(|e| {
+                    fail(
+                        ShepherdFailure::OpenOutput,
+                        format!("can't open input file \"{}\": {e}", p.display()),
+                    )
+                })?)
+            }
+            None => None,
+        };
+        (out_path, err_path, stdin, stdout, stderr)
     };
     let shell = start
         .spec
@@ -513,6 +527,7 @@ fn supervise(
             .collect::<Result<_, _>>()
             .map_err(cant_start)?,
         cwd: spawn::cpath(&cwd).map_err(cant_start)?,
+        stdin,
         stdout,
         stderr,
         who: spawn::Identity {
@@ -817,6 +832,8 @@ mod tests {
                 mail_options: String::new(),
                 mail_list: Vec::new(),
                 reserve: false,
+                context: Vec::new(),
+                stdin_path: None,
             },
             owner: JobOwner {
                 user: "u1".into(),

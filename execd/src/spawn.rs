@@ -65,6 +65,8 @@ pub struct JobProcess {
     /// `NAME=value` entries.
     pub env: Vec<CString>,
     pub cwd: CString,
+    /// Standard input (`qsub -i`): `/dev/null` when none.
+    pub stdin: Option<File>,
     pub stdout: File,
     pub stderr: File,
     pub who: Identity,
@@ -135,6 +137,7 @@ pub fn spawn(job: &JobProcess) -> io::Result<i32> {
         envp: &envp,
         cwd: job.cwd.as_c_str(),
         devnull,
+        stdin: job.stdin.as_ref().map(|f| f.as_raw_fd()),
         stdout: job.stdout.as_raw_fd(),
         stderr: job.stderr.as_raw_fd(),
         groups: &groups,
@@ -205,6 +208,7 @@ struct Child<'a> {
     envp: &'a [*const libc::c_char],
     cwd: &'a CStr,
     devnull: &'a CStr,
+    stdin: Option<RawFd>,
     stdout: RawFd,
     stderr: RawFd,
     groups: &'a [libc::gid_t],
@@ -240,8 +244,11 @@ impl Child<'_> {
         if libc::setpgid(0, 0) != 0 {
             return fail();
         }
-        let null = libc::open(self.devnull.as_ptr(), libc::O_RDONLY);
-        if null < 0 || libc::dup2(null, 0) < 0 {
+        let input = match self.stdin {
+            Some(fd) => fd,
+            None => libc::open(self.devnull.as_ptr(), libc::O_RDONLY),
+        };
+        if input < 0 || libc::dup2(input, 0) < 0 {
             return fail();
         }
         if libc::dup2(self.stdout, 1) < 0 || libc::dup2(self.stderr, 2) < 0 {

@@ -357,6 +357,15 @@ impl ClusterState {
                 spec.mail_list = l.clone();
                 messages.push(format!("modified mail list of job {id}"));
             }
+            if !changes.context.is_empty() {
+                for change in &changes.context {
+                    gantry_common::context::apply(&mut spec.context, change);
+                }
+                if let Err(e) = gantry_common::context::check(&spec.context) {
+                    return refused(RefusalKind::Invalid, e);
+                }
+                messages.push(format!("modified context of job {id}"));
+            }
             if let Some(r) = changes.reserve {
                 spec.reserve = r;
                 messages.push(format!("modified reservation behaviour of job {id}"));

@@ -200,6 +200,7 @@ pub fn validate_submission(
     }
     gantry_common::mail::check(&spec.mail_options, &spec.mail_list)
         .map_err(|e| refuse(RefusalKind::Invalid, e))?;
+    gantry_common::context::check(&spec.context).map_err(|e| refuse(RefusalKind::Invalid, e))?;
     let max_u_jobs = limit("max_u_jobs");
     if max_u_jobs > 0 {
         let current = state

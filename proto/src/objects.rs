@@ -247,6 +247,21 @@ pub struct JobSpec {
     pub mail_list: Vec<String>,
     /// `-R y`: ask for a resource reservation.
     pub reserve: bool,
+    /// `-ac`/`-sc`: the job's context, variables and values (`qstat -j` `context`).
+    pub context: Vec<(String, String)>,
+    /// `-i`: the file the job reads as its standard input.
+    pub stdin_path: Option<String>,
+}
+
+/// `qsub`/`qalter -ac`, `-dc`, `-sc`: a change to a job's context, in order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ContextChange {
+    /// `-ac name[=value],...`: add or replace these.
+    Add(Vec<(String, String)>),
+    /// `-dc name,...`: remove these.
+    Delete(Vec<String>),
+    /// `-sc name[=value],...`: the context becomes exactly these.
+    Set(Vec<(String, String)>),
 }
 
 /// `qsub -w`: how hard to check that a job could ever run.
@@ -526,6 +541,8 @@ pub struct JobChanges {
     pub mail_list: Option<Vec<String>>,
     /// `-R y|n`
     pub reserve: Option<bool>,
+    /// `-ac`, `-dc`, `-sc`, in order (none: the context stays).
+    pub context: Vec<ContextChange>,
 }
 
 /// Everything `qstat -j` shows about a job.

@@ -335,6 +335,8 @@ pub fn job(id: u64, user: &str, hard: &[(&str, &str)], soft: &[(&str, &str)]) ->
             mail_options: String::new(),
             mail_list: Vec::new(),
             reserve: false,
+            context: Vec::new(),
+            stdin_path: None,
         },
         owner: JobOwner {
             user: user.into(),

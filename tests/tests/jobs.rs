@@ -1478,3 +1478,110 @@ fn mail_goes_through_the_mailer_at_start_end_and_abort() {
     assert_eq!(c.client("qdel", &[&failing]).code, 0);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `-ac -dc -sc` (the job's context, `qstat -j` `context`, changed by `qalter`) and `-i`
+/// (the job reads a file as its standard input, opened as its owner).
+#[test]
+fn context_and_standard_input() {
+    if !need_root("context_and_standard_input") {
+        return;
+    }
+    ensure_user("gtuser1");
+    let c = Cluster::one_host();
+    let dir = std::path::PathBuf::from(format!("/tmp/gantry-stdin-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir(&dir).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let input = dir.join("in");
+    std::fs::write(&input, "line one\nline two\n").unwrap();
+    let out = dir.join("out");
+    let id = c.submit(
+        "gtuser1",
+        &[
+            "-h",
+            "-ac",
+            "A=1,B",
+            "-dc",
+            "B",
+            "-ac",
+            "C=x",
+            "-i",
+            input.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+            "-j",
+            "y",
+            "-wd",
+            "/tmp",
+            "-b",
+            "y",
+            "/bin/cat",
+        ],
+    );
+    let j = c.as_user("gtuser1", "qstat", &["-j", &id]).stdout;
+    assert!(j.contains("context:                    A=1,C=x\n"), "{j}");
+    assert!(
+        j.contains(&format!(
+            "stdin_path_list:            NONE:NONE:{}\n",
+            input.display()
+        )),
+        "{j}"
+    );
+    let alt = c.as_user("gtuser1", "qalter", &["-ac", "D=4", "-dc", "A", &id]);
+    assert_eq!(alt.code, 0, "{alt:?}");
+    assert!(
+        alt.stdout
+            .contains(&format!("modified context of job {id}")),
+        "{alt:?}"
+    );
+    let j = c.as_user("gtuser1", "qstat", &["-j", &id]).stdout;
+    assert!(j.contains("context:                    C=x,D=4\n"), "{j}");
+    assert_eq!(c.as_user("gtuser1", "qalter", &["-sc", "X=9", &id]).code, 0);
+    let j = c.as_user("gtuser1", "qstat", &["-j", &id]).stdout;
+    assert!(j.contains("context:                    X=9\n"), "{j}");
+    let bad = c.as_user("gtuser1", "qalter", &["-ac", "=1", &id]);
+    assert_eq!(
+        (bad.code, bad.stderr.as_str()),
+        (1, "ERROR! Wrong context list format -ac \"=1\"\n"),
+        "{bad:?}"
+    );
+    // Released: the job reads its input file.
+    assert_eq!(c.as_user("gtuser1", "qrls", &[&id]).code, 0);
+    wait_until("the job to be accounted", Duration::from_secs(20), || {
+        c.client("qacct", &["-j", &id]).code == 0
+    });
+    assert_eq!(
+        std::fs::read_to_string(&out).unwrap(),
+        "line one\nline two\n"
+    );
+    // An input file the owner cannot read: the job cannot start, and says why.
+    std::fs::set_permissions(&input, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let id = c.submit(
+        "gtuser1",
+        &[
+            "-i",
+            input.to_str().unwrap(),
+            "-wd",
+            "/tmp",
+            "-b",
+            "y",
+            "/bin/cat",
+        ],
+    );
+    wait_until(
+        "the job to be in error state",
+        Duration::from_secs(20),
+        || c.as_user("gtuser1", "qstat", &[]).stdout.contains(" Eqw "),
+    );
+    let j = c.as_user("gtuser1", "qstat", &["-j", &id]).stdout;
+    assert!(
+        j.contains(&format!(
+            "can't open input file \"{}\": Permission denied",
+            input.display()
+        )),
+        "{j}"
+    );
+    assert_eq!(c.client("qdel", &[&id]).code, 0);
+    let _ = std::fs::remove_dir_all(&dir);
+}
