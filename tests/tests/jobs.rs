@@ -1476,6 +1476,40 @@ fn mail_goes_through_the_mailer_at_start_end_and_abort() {
         "{aborted}"
     );
     assert_eq!(c.client("qdel", &[&failing]).code, 0);
+
+    // -m s: a mail when the job is suspended and when it continues.
+    let sleeper = c.submit(
+        "gtuser1",
+        &["-m", "s", "-wd", "/tmp", "-b", "y", "sleep", "60"],
+    );
+    wait_until("the sleeper to run", Duration::from_secs(20), || {
+        c.as_user("gtuser1", "qstat", &[]).stdout.contains(" r ")
+    });
+    assert_eq!(c.as_user("gtuser1", "qmod", &["-sj", &sleeper]).code, 0);
+    wait_until("the suspend mail", Duration::from_secs(30), || {
+        mails().len() == 6
+    });
+    assert_eq!(c.as_user("gtuser1", "qmod", &["-usj", &sleeper]).code, 0);
+    wait_until("the continue mail", Duration::from_secs(30), || {
+        mails().len() == 7
+    });
+    let all = mails();
+    let suspended = all
+        .iter()
+        .find(|m| m.contains(&format!("Job {sleeper} (sleep) Suspended\n")))
+        .unwrap_or_else(|| panic!("{all:?}"));
+    assert!(
+        suspended.contains(&format!(
+            "---\nJob {sleeper} (sleep) Suspended\n Master queue    = all.q@{host}\n Owner           = gtuser1\n Submission time = "
+        )),
+        "{suspended}"
+    );
+    assert!(
+        all.iter()
+            .any(|m| m.contains(&format!("Job {sleeper} (sleep) Continued\n"))),
+        "{all:?}"
+    );
+    assert_eq!(c.client("qdel", &[&sleeper]).code, 0);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
