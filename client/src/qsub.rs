@@ -108,8 +108,8 @@ pub fn usage() -> String {
         ("[-v variable_list]", "export these environment variables"),
         ("[-V]", "export all environment variables"),
         (
-            "[-w e|w|n|v]",
-            "verify mode (error|warning|none|just verify) for jobs",
+            "[-w e|w|n|v|p]",
+            "verify mode (error|warning|none|just verify|poke) for jobs",
         ),
         ("[-wd working_directory]", "use working_directory"),
     ];
@@ -550,9 +550,10 @@ pub fn run(args: &[String]) -> Output {
         Some("e") => Verify::Error,
         Some("w") => Verify::Warning,
         Some("v") => Verify::Verify,
+        Some("p") => Verify::Poke,
         Some(other) => {
             return unable(&format!(
-                "invalid verify mode \"{other}\" (use e, w, n or v)"
+                "invalid verify mode \"{other}\" (use e, w, n, v or p)"
             ))
         }
     };

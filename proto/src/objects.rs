@@ -276,6 +276,8 @@ pub enum Verify {
     Warning,
     /// `-w v`: only say whether it could run; do not submit.
     Verify,
+    /// `-w p`: only say whether it could start now, on what is free; do not submit.
+    Poke,
 }
 
 /// The owner of a job, as the daemon established it at submission.

@@ -937,6 +937,24 @@ impl<'a> ClusterView<'a> {
         Err(CannotRun::Nowhere(reasons))
     }
 
+    /// `qsub -w p`: could the job start now, on what the cluster has free (its running
+    /// jobs, its load, the quota sets as they stand)? The slots it would get.
+    pub fn could_run_now(
+        &self,
+        job: &Job,
+        connected: &HashSet<String>,
+        at: Time,
+    ) -> Result<u32, CannotRun> {
+        let mut snap = self.snapshot_at(connected, at, true);
+        let placed = snap
+            .category(job, 1)
+            .and_then(|mut cat| snap.place_task(&mut cat));
+        match placed {
+            Some(p) => Ok(p.grants.iter().map(|&(_, slots)| slots).sum()),
+            None => Err(CannotRun::Nowhere(self.explain(job, connected, at))),
+        }
+    }
+
     /// `qstat -j` without a job: the pending jobs (not held, not waiting) that some
     /// queue instance would take but for a resource quota rule, and that no instance
     /// takes now.

@@ -668,6 +668,26 @@ fn start_times_verification_and_accounting_summaries() {
         "",
         "nothing was queued"
     );
+    // -w p judges against what is free now: with the only slot taken, no queue would
+    // start the job now, though one could run it (-w v). Nothing is queued by either.
+    assert_eq!(c.qconf(&["-rattr", "queue", "slots", "1", "all.q"]).code, 0);
+    let p = c.as_user("gtuser1", "qsub", &["-w", "p", "-b", "y", "/bin/true"]);
+    assert_eq!(
+        (p.code, p.stdout.as_str()),
+        (0, "verification: found suitable queue(s)\n")
+    );
+    let sleeper = c.submit("gtuser1", &["-wd", "/tmp", "-b", "y", "sleep", "60"]);
+    wait_until("the sleeper to run", Duration::from_secs(20), || {
+        c.as_user("gtuser1", "qstat", &[]).stdout.contains(" r ")
+    });
+    let p = c.as_user("gtuser1", "qsub", &["-w", "p", "-b", "y", "/bin/true"]);
+    assert_eq!(p.stdout, "verification: no suitable queues\n", "{p:?}");
+    let v = c.as_user("gtuser1", "qsub", &["-w", "v", "-b", "y", "/bin/true"]);
+    assert_eq!(v.stdout, "verification: found suitable queue(s)\n");
+    assert_eq!(c.client("qdel", &[&sleeper]).code, 0);
+    wait_until("the sleeper to go", Duration::from_secs(20), || {
+        c.client("qstat", &["-u", "*"]).stdout.is_empty()
+    });
     // -a: a start time a year ahead keeps the job waiting; qalter -a brings it forward.
     let later = jiff::Zoned::now()
         .checked_add(jiff::Span::new().days(365))

@@ -39,6 +39,22 @@ impl Cluster {
             Ok(j) => j,
             Err(r) => return FromMaster::Refused(r),
         };
+        if verify == Verify::Poke {
+            let connected: std::collections::HashSet<String> =
+                self.sessions.keys().cloned().collect();
+            let message = match self
+                .state
+                .view()
+                .could_run_now(&job, &connected, self.now())
+            {
+                Ok(slots) if job.spec.pe.is_some() => {
+                    format!("verification: found possible assignment with {slots} slots")
+                }
+                Ok(_) => "verification: found suitable queue(s)".to_string(),
+                Err(_) => "verification: no suitable queues".to_string(),
+            };
+            return FromMaster::Verified { message };
+        }
         let possible = verify == Verify::None || self.state.could_ever_run(&job).is_ok();
         match verify {
             Verify::Verify => {
