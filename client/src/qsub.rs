@@ -47,6 +47,8 @@ const SPECS: &[OptSpec] = &[
     opt("-dc", Arity::One),
     opt("-sc", Arity::One),
     opt("-i", Arity::One),
+    opt("-C", Arity::One),
+    opt("-clear", Arity::None),
 ];
 
 /// Exit status when the script cannot be read (SGE's).
@@ -60,6 +62,11 @@ pub fn usage() -> String {
         ("[-A account_string]", "account string in accounting record"),
         ("[-ar ar_id]", "bind job to advance reservation"),
         ("[-b y[es]|n[o]]", "handle command as binary"),
+        (
+            "[-C directive_prefix]",
+            "define command prefix for job script",
+        ),
+        ("[-clear]", "skip previous definitions for job"),
         ("[-cwd]", "use current working directory"),
         ("[-dc simple_context_list]", "delete context variable(s)"),
         ("[-e path]", "specify standard error stream path"),
@@ -203,12 +210,16 @@ fn options_from_file(path: &std::path::Path) -> Result<Vec<String>, String> {
     Ok(words)
 }
 
-/// The `#$` lines of a script, as words.
-pub fn directives(script: &[u8]) -> Result<Vec<String>, String> {
-    let text = String::from_utf8_lossy(script);
+/// The directive lines of a script (`#$`, or the prefix `-C` gives; none with an empty
+/// prefix), as words.
+pub fn directives(script: &[u8], prefix: &str) -> Result<Vec<String>, String> {
     let mut words = Vec::new();
+    if prefix.is_empty() {
+        return Ok(words);
+    }
+    let text = String::from_utf8_lossy(script);
     for line in text.lines() {
-        if let Some(rest) = line.strip_prefix("#$") {
+        if let Some(rest) = line.strip_prefix(prefix) {
             words.extend(split_line(rest)?);
         }
     }
@@ -218,6 +229,7 @@ pub fn directives(script: &[u8]) -> Result<Vec<String>, String> {
 /// Apply parsed options to a spec, in order (later ones win).
 fn apply(
     spec: &mut JobSpec,
+    initial: &JobSpec,
     p: &Parsed,
     cwd: &str,
     terse: &mut bool,
@@ -331,6 +343,16 @@ fn apply(
                 spec.pe = Some((name.to_string(), range.to_string()));
             }
             "-P" => spec.project = Some(arg),
+            // Everything set before (defaults files, the script's lines, earlier options)
+            // is dropped; the script itself stays.
+            "-clear" => {
+                let script = std::mem::replace(&mut spec.script, initial.script.clone());
+                let args = std::mem::take(&mut spec.args);
+                *spec = initial.clone();
+                spec.script = script;
+                spec.args = args;
+                soft = false;
+            }
             "-m" => {
                 spec.mail_options = gantry_common::mail::parse_options(&arg).ok_or_else(|| {
                     format!(
@@ -429,6 +451,7 @@ pub fn run(args: &[String]) -> Output {
         context: Vec::new(),
         stdin_path: None,
     };
+    let initial = spec.clone();
     // Defaults files, then -@ files, decide -b before the script is read.
     let mut layers: Vec<Vec<String>> = Vec::new();
     let defaults = [
@@ -458,7 +481,15 @@ pub fn run(args: &[String]) -> Output {
             Ok(lp) => lp,
             Err(e) => return Output::usage_error(&e.to_string(), &usage()),
         };
-        if let Err(e) = apply(&mut spec, &lp, &cwd, &mut terse, &mut sync, &mut binary) {
+        if let Err(e) = apply(
+            &mut spec,
+            &initial,
+            &lp,
+            &cwd,
+            &mut terse,
+            &mut sync,
+            &mut binary,
+        ) {
             return unable(&e);
         }
     }
@@ -526,20 +557,36 @@ pub fn run(args: &[String]) -> Output {
     }
     // The script's own #$ lines, then the command line.
     if let JobScript::Script { contents, .. } = &spec.script {
-        let words = match directives(contents) {
+        let words = match directives(contents, p.arg("-C").unwrap_or("#$")) {
             Ok(w) => w,
             Err(e) => return unable(&e),
         };
         match parse(&words, SPECS, false) {
             Ok(dp) => {
-                if let Err(e) = apply(&mut spec, &dp, &cwd, &mut terse, &mut sync, &mut binary) {
+                if let Err(e) = apply(
+                    &mut spec,
+                    &initial,
+                    &dp,
+                    &cwd,
+                    &mut terse,
+                    &mut sync,
+                    &mut binary,
+                ) {
                     return unable(&e);
                 }
             }
             Err(e) => return Output::usage_error(&e.to_string(), &usage()),
         }
     }
-    if let Err(e) = apply(&mut spec, &p, &cwd, &mut terse, &mut sync, &mut binary) {
+    if let Err(e) = apply(
+        &mut spec,
+        &initial,
+        &p,
+        &cwd,
+        &mut terse,
+        &mut sync,
+        &mut binary,
+    ) {
         return unable(&e);
     }
     if spec.name.is_empty() {
@@ -718,8 +765,17 @@ mod tests {
     fn script_directives() {
         let script = b"#!/bin/sh\n#$ -N hello\n#$ -j y -l h_rt=0:1:0\necho hi\n#$ -cwd\n";
         assert_eq!(
-            directives(script).unwrap(),
+            directives(script, "#$").unwrap(),
             vec!["-N", "hello", "-j", "y", "-l", "h_rt=0:1:0", "-cwd"]
         );
+        // -C: another prefix; an empty one reads no directives.
+        let script = b"#$ -N dollar
+#% -N percent -j y# merged
+";
+        assert_eq!(
+            directives(script, "#%").unwrap(),
+            vec!["-N", "percent", "-j", "y"]
+        );
+        assert!(directives(script, "").unwrap().is_empty());
     }
 }

@@ -1639,3 +1639,48 @@ fn context_and_standard_input() {
     assert_eq!(c.client("qdel", &[&id]).code, 0);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `-C` reads the script's directives under another prefix; `-clear` drops what the
+/// defaults and the script's lines set before it.
+#[test]
+fn directive_prefix_and_clear() {
+    if !need_root("directive_prefix_and_clear") {
+        return;
+    }
+    ensure_user("gtuser1");
+    let c = Cluster::one_host();
+    let script = format!("/tmp/gantry-prefix-{}.sh", std::process::id());
+    std::fs::write(
+        &script,
+        "#!/bin/sh\n#$ -N dollar\n#$ -l h_rt=100\n#% -N percent\ntrue\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let show = |args: &[&str]| -> String {
+        let mut all = vec!["-h", "-wd", "/tmp"];
+        all.extend_from_slice(args);
+        all.push(&script);
+        let id = c.submit("gtuser1", &all);
+        c.as_user("gtuser1", "qstat", &["-j", &id]).stdout
+    };
+    let j = show(&[]);
+    assert!(j.contains("job_name:                   dollar\n"), "{j}");
+    assert!(j.contains("hard resource_list:         h_rt=100\n"), "{j}");
+    let j = show(&["-C", "#%"]);
+    assert!(j.contains("job_name:                   percent\n"), "{j}");
+    assert!(!j.contains("hard resource_list"), "{j}");
+    let j = show(&["-clear"]);
+    let name = std::path::Path::new(&script)
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    assert!(
+        j.contains(&format!("job_name:                   {name}\n")),
+        "{j}"
+    );
+    assert!(!j.contains("hard resource_list"), "{j}");
+    assert_eq!(c.client("qdel", &["-u", "gtuser1"]).code, 0);
+    let _ = std::fs::remove_file(&script);
+}
