@@ -40,6 +40,7 @@ const QALTER_SPECS: &[OptSpec] = &[
     opt("-ac", Arity::One),
     opt("-dc", Arity::One),
     opt("-sc", Arity::One),
+    opt("-r", Arity::One),
 ];
 
 pub fn qalter_usage() -> String {
@@ -158,16 +159,23 @@ pub fn qalter(args: &[String]) -> Output {
                 Ok(change) => changes.context.push(change),
                 Err(e) => return Output::fail(e, exit::FAILURE),
             },
-            "-R" => match arg.as_str() {
-                "y" | "yes" => changes.reserve = Some(true),
-                "n" | "no" => changes.reserve = Some(false),
-                _ => {
-                    return Output::fail(
-                        format!("error: invalid argument \"{arg}\" for -R"),
-                        exit::FAILURE,
-                    )
+            "-R" | "-r" => {
+                let on = match arg.as_str() {
+                    "y" | "yes" => true,
+                    "n" | "no" => false,
+                    _ => {
+                        return Output::fail(
+                            format!("error: invalid argument \"{arg}\" for {}", g.name),
+                            exit::FAILURE,
+                        )
+                    }
+                };
+                if g.name == "-R" {
+                    changes.reserve = Some(on);
+                } else {
+                    changes.restart = Some(on);
                 }
-            },
+            }
             "-a" => match crate::dates::parse_date_time(&arg, jiff::Zoned::now()) {
                 Some(t) => changes.start_after = Some(Some(t)),
                 None => {

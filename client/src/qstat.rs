@@ -364,6 +364,9 @@ pub fn render_job_details(details: &[gantry_proto::JobDetail]) -> String {
         if !spec.queues.is_empty() {
             row("hard_queue_list", spec.queues.join(","));
         }
+        if let Some(r) = spec.restart {
+            row("restart", if r { "y" } else { "n" }.to_string());
+        }
         if let Some(shell) = &spec.shell {
             row("shell_list", format!("NONE:{shell}"));
         }
@@ -725,6 +728,7 @@ mod tests {
             reserve: true,
             context: Vec::new(),
             stdin_path: None,
+            restart: None,
         };
         let d = gantry_proto::JobDetail {
             job_id: 5,

@@ -49,6 +49,7 @@ const SPECS: &[OptSpec] = &[
     opt("-i", Arity::One),
     opt("-C", Arity::One),
     opt("-clear", Arity::None),
+    opt("-r", Arity::One),
 ];
 
 /// Exit status when the script cannot be read (SGE's).
@@ -95,6 +96,7 @@ pub fn usage() -> String {
             "request slot range for parallel jobs",
         ),
         ("[-q wc_queue_list]", "bind job to queue(s)"),
+        ("[-r y[es]|n[o]]", "define job as (not) restartable"),
         ("[-R y[es]|n[o]]", "reservation desired"),
         ("[-S path]", "command interpreter to be used"),
         (
@@ -370,6 +372,10 @@ fn apply(
                 gantry_common::context::apply(&mut spec.context, &change);
             }
             "-i" => spec.stdin_path = Some(arg),
+            "-r" => {
+                spec.restart =
+                    Some(yes(&arg).ok_or_else(|| format!("invalid argument \"{arg}\" for -r"))?)
+            }
             "-R" => {
                 spec.reserve =
                     yes(&arg).ok_or_else(|| format!("invalid argument \"{arg}\" for -R"))?
@@ -450,6 +456,7 @@ pub fn run(args: &[String]) -> Output {
         reserve: false,
         context: Vec::new(),
         stdin_path: None,
+        restart: None,
     };
     let initial = spec.clone();
     // Defaults files, then -@ files, decide -b before the script is read.

@@ -834,6 +834,7 @@ mod tests {
                 reserve: false,
                 context: Vec::new(),
                 stdin_path: None,
+                restart: None,
             },
             owner: JobOwner {
                 user: "u1".into(),

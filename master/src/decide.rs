@@ -366,6 +366,10 @@ impl ClusterState {
                 }
                 messages.push(format!("modified context of job {id}"));
             }
+            if let Some(r) = changes.restart {
+                spec.restart = Some(r);
+                messages.push(format!("modified restart behaviour of job {id}"));
+            }
             if let Some(r) = changes.reserve {
                 spec.reserve = r;
                 messages.push(format!("modified reservation behaviour of job {id}"));
@@ -689,6 +693,25 @@ impl ClusterState {
                     job.tasks.insert(key.1, TaskState::Pending);
                     recorded.push(key);
                     continue;
+                }
+            }
+            // The host failed under the task (its shepherd ended without a report: the
+            // host or its execd went down): a rerunnable job runs again, as SGE
+            // reschedules it; any other is accounted as failed below.
+            if failure == Some(ShepherdFailure::AfterJob) {
+                if let Some(TaskState::Running { host, queue, .. }) = job.tasks.get(key.1) {
+                    if self.rerunnable(job, queue, host) {
+                        tracing::info!(
+                            job = key.0,
+                            task = key.1,
+                            host = %host,
+                            "rescheduled: the task ended with its host ({})",
+                            report.failure
+                        );
+                        job.tasks.insert(key.1, TaskState::Pending);
+                        recorded.push(key);
+                        continue;
+                    }
                 }
             }
             let setup_failure = failure.is_some_and(ShepherdFailure::is_job_error);

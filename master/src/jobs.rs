@@ -330,6 +330,19 @@ impl ClusterState {
         gantry_sched::view::predecessor_active(&self.jobs, reference)
     }
 
+    /// May a task of this job in this queue instance run again after its host failed
+    /// under it? `qsub -r y|n`, else the queue's `rerun` on that host.
+    pub fn rerunnable(&self, job: &Job, queue: &str, host: &str) -> bool {
+        if let Some(r) = job.spec.restart {
+            return r;
+        }
+        let groups = self.groups_of(host);
+        self.queues
+            .get(queue)
+            .and_then(|q| q.attr("rerun"))
+            .is_some_and(|a| queue::value_on_host(a, host, &groups).eq_ignore_ascii_case("TRUE"))
+    }
+
     /// Queue settings a task runs under on a host (limits, shell, tmpdir, notify).
     pub fn queue_settings(&self, queue: &str, host: &str) -> Vec<(String, String)> {
         let Some(q) = self.queues.get(queue) else {

@@ -251,6 +251,9 @@ pub struct JobSpec {
     pub context: Vec<(String, String)>,
     /// `-i`: the file the job reads as its standard input.
     pub stdin_path: Option<String>,
+    /// `-r y|n`: may the job run again when its host fails under it? Without, the
+    /// queue's `rerun` decides.
+    pub restart: Option<bool>,
 }
 
 /// `qsub`/`qalter -ac`, `-dc`, `-sc`: a change to a job's context, in order.
@@ -545,6 +548,8 @@ pub struct JobChanges {
     pub reserve: Option<bool>,
     /// `-ac`, `-dc`, `-sc`, in order (none: the context stays).
     pub context: Vec<ContextChange>,
+    /// `-r y|n`
+    pub restart: Option<bool>,
 }
 
 /// Everything `qstat -j` shows about a job.

@@ -337,6 +337,7 @@ pub fn job(id: u64, user: &str, hard: &[(&str, &str)], soft: &[(&str, &str)]) ->
             reserve: false,
             context: Vec::new(),
             stdin_path: None,
+            restart: None,
         },
         owner: JobOwner {
             user: user.into(),

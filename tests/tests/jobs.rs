@@ -1684,3 +1684,69 @@ fn directive_prefix_and_clear() {
     assert_eq!(c.client("qdel", &["-u", "gtuser1"]).code, 0);
     let _ = std::fs::remove_file(&script);
 }
+
+/// `-r y|n` when the host fails under a job (its execd and the job's shepherd killed,
+/// the execd started again): the rerunnable job runs again, the other is accounted as
+/// failed.
+#[test]
+fn a_rerunnable_job_runs_again_after_its_host_failed() {
+    if !need_root("a_rerunnable_job_runs_again_after_its_host_failed") {
+        return;
+    }
+    ensure_user("gtuser1");
+    let mut c = Cluster::one_host();
+    assert_eq!(c.qconf(&["-rattr", "queue", "slots", "4", "all.q"]).code, 0);
+    let again = c.submit(
+        "gtuser1",
+        &["-r", "y", "-wd", "/tmp", "-b", "y", "sleep", "6171"],
+    );
+    let once = c.submit(
+        "gtuser1",
+        &["-r", "n", "-wd", "/tmp", "-b", "y", "sleep", "6172"],
+    );
+    let j = c.as_user("gtuser1", "qstat", &["-j", &again]).stdout;
+    assert!(j.contains("restart:                    y\n"), "{j}");
+    let running = |c: &Cluster| {
+        c.as_user("gtuser1", "qstat", &[])
+            .stdout
+            .lines()
+            .filter(|l| l.contains(" r "))
+            .count()
+    };
+    wait_until("both jobs to run", Duration::from_secs(20), || {
+        running(&c) == 2
+    });
+    // The host fails: its execd and the jobs' shepherds die at once.
+    c.execds[0].stop(nix::sys::signal::Signal::SIGKILL);
+    let tasks = c.execd_home("node1").join("jobs");
+    let killed = std::process::Command::new("pkill")
+        .args(["-9", "-f", &format!("{}/", tasks.display())])
+        .status()
+        .unwrap();
+    assert!(killed.success(), "no shepherd found to kill");
+    c.start_execd("node1", "127.0.0.1", None, None);
+    // The execd ends what is left of both tasks and reports them.
+    wait_until(
+        "the other job to be accounted",
+        Duration::from_secs(30),
+        || c.client("qacct", &["-j", &once]).code == 0,
+    );
+    let acct = c.client("qacct", &["-j", &once]).stdout;
+    assert!(
+        acct.contains("failed       100  : "),
+        "{acct}"
+    );
+    assert_ne!(c.client("qacct", &["-j", &again]).code, 0, "not accounted");
+    wait_until(
+        "the rerunnable job to run again",
+        Duration::from_secs(30),
+        || {
+            running(&c) == 1
+                && std::process::Command::new("pgrep")
+                    .args(["-f", "sleep 6171"])
+                    .status()
+                    .is_ok_and(|s| s.success())
+        },
+    );
+    assert_eq!(c.client("qdel", &[&again]).code, 0);
+}

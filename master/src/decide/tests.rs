@@ -284,3 +284,45 @@ fn reports_of_tasks_that_could_not_start_or_are_unknown() {
     assert_eq!(d.unknown, vec![("n2".to_string(), 9, 0)]);
     assert!(d.effects.contains(&ack("n2", 9)));
 }
+
+#[test]
+fn a_task_whose_host_failed_runs_again_only_if_rerunnable() {
+    let after_job = gantry_proto::ShepherdFailure::AfterJob.code();
+    // (job's -r, queue's rerun, runs again)
+    let table = [
+        (Some(true), "FALSE", true),
+        (Some(false), "TRUE", false),
+        (None, "TRUE", true),
+        (None, "FALSE", false),
+    ];
+    for (restart, rerun, again) in table {
+        let mut s = state();
+        crate::synthetic::set_queue(&mut s, "all.q", "rerun", rerun);
+        let mut j = crate::jobs::Job::clone(&s.jobs[&2]);
+        j.spec.restart = restart;
+        submit(&mut s, j);
+        let d = s.decide_reports(&[("n1".to_string(), report(2, "n1", after_job))], 500);
+        let accounted = d
+            .ops
+            .iter()
+            .any(|o| matches!(o, Op::Account(r) if r.job_id == 2));
+        let pending = d
+            .ops
+            .iter()
+            .any(|o| matches!(o, Op::Put(Object::Job(j)) if j.id == 2 && j.tasks.has_pending()));
+        assert_eq!(
+            (pending, accounted),
+            (again, !again),
+            "-r {restart:?}, rerun {rerun}"
+        );
+        assert!(d.effects.contains(&ack("n1", 2)));
+    }
+    // A task that ended normally is accounted, rerunnable or not.
+    let mut s = state();
+    crate::synthetic::set_queue(&mut s, "all.q", "rerun", "TRUE");
+    let d = s.decide_reports(&[("n1".to_string(), report(2, "n1", 0))], 500);
+    assert!(d
+        .ops
+        .iter()
+        .any(|o| matches!(o, Op::Account(r) if r.job_id == 2)));
+}
