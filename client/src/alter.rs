@@ -41,6 +41,7 @@ const QALTER_SPECS: &[OptSpec] = &[
     opt("-dc", Arity::One),
     opt("-sc", Arity::One),
     opt("-r", Arity::One),
+    opt("-notify", Arity::None),
 ];
 
 pub fn qalter_usage() -> String {
@@ -58,6 +59,7 @@ pub fn qalter_usage() -> String {
         ("[-m mail_options]", "define mail notification events"),
         ("[-M mail_list]", "notify these e-mail addresses"),
         ("[-N name]", "specify job name"),
+        ("[-notify]", "notify job before killing/suspending it"),
         ("[-p priority]", "define job's relative priority"),
         ("[-q wc_queue_list]", "bind job to queue(s)"),
         ("[-R y[es]|n[o]]", "reservation desired"),
@@ -135,6 +137,7 @@ pub fn qalter(args: &[String]) -> Output {
                 }
             }
             "-N" => changes.name = Some(arg),
+            "-notify" => changes.notify = Some(true),
             "-m" => match gantry_common::mail::parse_options(&arg) {
                 Some(m) => changes.mail_options = Some(m),
                 None => {

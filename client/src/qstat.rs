@@ -346,7 +346,10 @@ pub fn render_job_details(details: &[gantry_proto::JobDetail]) -> String {
             gantry_common::mail::recipients(&spec.mail_list, &d.owner.user, &spec.submit_host)
                 .join(","),
         );
-        row("notify", "FALSE".to_string());
+        row(
+            "notify",
+            if spec.notify { "TRUE" } else { "FALSE" }.to_string(),
+        );
         row("job_name", spec.name.clone());
         if let Some(o) = &spec.stdout_path {
             row("stdout_path_list", path_list(o));
@@ -729,6 +732,7 @@ mod tests {
             context: Vec::new(),
             stdin_path: None,
             restart: None,
+            notify: false,
         };
         let d = gantry_proto::JobDetail {
             job_id: 5,

@@ -50,6 +50,7 @@ const SPECS: &[OptSpec] = &[
     opt("-C", Arity::One),
     opt("-clear", Arity::None),
     opt("-r", Arity::One),
+    opt("-notify", Arity::None),
 ];
 
 /// Exit status when the script cannot be read (SGE's).
@@ -84,6 +85,7 @@ pub fn usage() -> String {
         ("[-m mail_options]", "define mail notification events"),
         ("[-M mail_list]", "notify these e-mail addresses"),
         ("[-N name]", "specify job name"),
+        ("[-notify]", "notify job before killing/suspending it"),
         (
             "[-now y[es]|n[o]]",
             "start job immediately or not at all (only n is supported)",
@@ -372,6 +374,7 @@ fn apply(
                 gantry_common::context::apply(&mut spec.context, &change);
             }
             "-i" => spec.stdin_path = Some(arg),
+            "-notify" => spec.notify = true,
             "-r" => {
                 spec.restart =
                     Some(yes(&arg).ok_or_else(|| format!("invalid argument \"{arg}\" for -r"))?)
@@ -457,6 +460,7 @@ pub fn run(args: &[String]) -> Output {
         context: Vec::new(),
         stdin_path: None,
         restart: None,
+        notify: false,
     };
     let initial = spec.clone();
     // Defaults files, then -@ files, decide -b before the script is read.

@@ -50,6 +50,12 @@ struct Inner {
     accounts: Mutex<Recent<(u32, u32), Account>>,
     /// The mail plans of running tasks whose job asked for mail (`qsub -m`).
     mail: Mutex<HashMap<TaskKey, Plan>>,
+    /// Running tasks whose job asked to be warned before a suspension or kill
+    /// (`qsub -notify`), with their queue's `notify` time.
+    notify: Mutex<HashMap<TaskKey, Duration>>,
+    /// Per task, how many suspensions and resumptions were asked for: a suspension
+    /// waiting out its `notify` time happens only if nothing was asked since.
+    suspend_orders: Mutex<HashMap<TaskKey, u64>>,
 }
 
 fn task_dir(base: &Path, key: TaskKey) -> PathBuf {
@@ -107,6 +113,8 @@ impl Jobs {
                 running: Mutex::new(BTreeSet::new()),
                 accounts: Mutex::new(Recent::new(NAME_SERVICE_TTL)),
                 mail: Mutex::new(HashMap::new()),
+                notify: Mutex::new(HashMap::new()),
+                suspend_orders: Mutex::new(HashMap::new()),
             }),
         })
     }
@@ -220,6 +228,7 @@ impl Jobs {
                     plan.started();
                     self.remember_mail(key, plan);
                 }
+                self.remember_notify(key, &start);
                 let jobs = self.clone();
                 tokio::spawn(async move {
                     let how = child.wait().await.ok();
@@ -302,12 +311,32 @@ impl Jobs {
         if let Some(plan) = self.inner.mail.lock().ok().and_then(|mut m| m.remove(&key)) {
             plan.ended(&report);
         }
+        if let Ok(mut n) = self.inner.notify.lock() {
+            n.remove(&key);
+        }
+        if let Ok(mut o) = self.inner.suspend_orders.lock() {
+            o.remove(&key);
+        }
         let _ = self.inner.finished.send(report);
     }
 
     /// Kill a task: its process group (the shepherd then ends the rest), and its control
-    /// group; a task whose job has not started yet, through its shepherd.
+    /// group; a task whose job has not started yet, through its shepherd. A job that
+    /// asked for `-notify` gets `SIGUSR2` first, and the kill its queue's `notify` time
+    /// later.
     pub fn kill(&self, key: TaskKey) {
+        if let Some(delay) = self.warn(key, Signal::SIGUSR2) {
+            let jobs = self.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(delay).await;
+                jobs.kill_now(key);
+            });
+            return;
+        }
+        self.kill_now(key);
+    }
+
+    fn kill_now(&self, key: TaskKey) {
         let record = TaskRecord::read(&task_dir(&self.inner.dir, key));
         if let Some(path) = &record.cgroup {
             TaskGroup { path: path.clone() }.kill_all();
@@ -323,25 +352,86 @@ impl Jobs {
         }
     }
 
-    /// Send a signal to a task's process group (suspend and resume).
+    /// `-notify`: send the warning to a running job that asked for it; the time to wait
+    /// before acting.
+    fn warn(&self, key: TaskKey, warning: Signal) -> Option<Duration> {
+        let delay = *self.inner.notify.lock().ok()?.get(&key)?;
+        let job = TaskRecord::read(&task_dir(&self.inner.dir, key)).job?;
+        info!(
+            job = key.0,
+            task = key.1,
+            "notifying the job with {warning}"
+        );
+        killpg(Pid::from_raw(job), warning).ok()?;
+        Some(delay)
+    }
+
+    /// Send a signal to a task's process group (suspend and resume). A job that asked
+    /// for `-notify` gets `SIGUSR1` before a suspension, which comes its queue's
+    /// `notify` time later.
     pub fn signal(&self, key: TaskKey, signal: i32) {
-        let record = TaskRecord::read(&task_dir(&self.inner.dir, key));
-        if let Some(job) = record.job {
-            if let Ok(sig) = Signal::try_from(signal) {
-                if killpg(Pid::from_raw(job), sig).is_ok()
-                    && matches!(sig, Signal::SIGSTOP | Signal::SIGCONT)
-                {
-                    let plan = self
+        let Ok(sig) = Signal::try_from(signal) else {
+            return;
+        };
+        let order = self.inner.suspend_orders.lock().ok().map(|mut o| {
+            let n = o.entry(key).or_insert(0);
+            *n += 1;
+            *n
+        });
+        if sig == Signal::SIGSTOP {
+            if let Some(delay) = self.warn(key, Signal::SIGUSR1) {
+                let jobs = self.clone();
+                tokio::spawn(async move {
+                    tokio::time::sleep(delay).await;
+                    // Resumed (or suspended again) meanwhile: that order stands.
+                    let latest = jobs
                         .inner
-                        .mail
+                        .suspend_orders
                         .lock()
                         .ok()
-                        .and_then(|m| m.get(&key).cloned());
-                    if let Some(plan) = plan {
-                        plan.suspension(sig == Signal::SIGSTOP);
+                        .and_then(|o| o.get(&key).copied());
+                    if latest == order {
+                        jobs.signal_now(key, sig);
                     }
+                });
+                return;
+            }
+        }
+        self.signal_now(key, sig);
+    }
+
+    fn signal_now(&self, key: TaskKey, sig: Signal) {
+        let record = TaskRecord::read(&task_dir(&self.inner.dir, key));
+        if let Some(job) = record.job {
+            if killpg(Pid::from_raw(job), sig).is_ok()
+                && matches!(sig, Signal::SIGSTOP | Signal::SIGCONT)
+            {
+                let plan = self
+                    .inner
+                    .mail
+                    .lock()
+                    .ok()
+                    .and_then(|m| m.get(&key).cloned());
+                if let Some(plan) = plan {
+                    plan.suspension(sig == Signal::SIGSTOP);
                 }
             }
+        }
+    }
+
+    fn remember_notify(&self, key: TaskKey, start: &JobStart) {
+        if !start.spec.notify {
+            return;
+        }
+        let secs = start
+            .queue_settings
+            .iter()
+            .find(|(k, _)| k == "notify")
+            .and_then(|(_, v)| gantry_common::value::parse_time(v).ok())
+            .filter(|t| t.is_finite() && *t >= 0.0)
+            .unwrap_or(60.0);
+        if let Ok(mut n) = self.inner.notify.lock() {
+            n.insert(key, Duration::from_secs_f64(secs));
         }
     }
 
@@ -372,6 +462,7 @@ impl Jobs {
             let record = TaskRecord::read(&dir);
             if let Some(order) = order {
                 let started = record.start.unwrap_or(order.start.submit_time);
+                self.remember_notify(key, &order.start);
                 if let Some(plan) = Plan::of(&order.start, order.account, started) {
                     self.remember_mail(key, plan);
                 }

@@ -835,6 +835,7 @@ mod tests {
                 context: Vec::new(),
                 stdin_path: None,
                 restart: None,
+                notify: false,
             },
             owner: JobOwner {
                 user: "u1".into(),

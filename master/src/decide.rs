@@ -366,6 +366,10 @@ impl ClusterState {
                 }
                 messages.push(format!("modified context of job {id}"));
             }
+            if let Some(n) = changes.notify {
+                spec.notify = n;
+                messages.push(format!("modified notify flag of job {id}"));
+            }
             if let Some(r) = changes.restart {
                 spec.restart = Some(r);
                 messages.push(format!("modified restart behaviour of job {id}"));

@@ -254,6 +254,9 @@ pub struct JobSpec {
     /// `-r y|n`: may the job run again when its host fails under it? Without, the
     /// queue's `rerun` decides.
     pub restart: Option<bool>,
+    /// `-notify`: warn the job (`SIGUSR1` before a suspension, `SIGUSR2` before a
+    /// kill) the queue's `notify` time ahead.
+    pub notify: bool,
 }
 
 /// `qsub`/`qalter -ac`, `-dc`, `-sc`: a change to a job's context, in order.
@@ -550,6 +553,8 @@ pub struct JobChanges {
     pub context: Vec<ContextChange>,
     /// `-r y|n`
     pub restart: Option<bool>,
+    /// `-notify`
+    pub notify: Option<bool>,
 }
 
 /// Everything `qstat -j` shows about a job.

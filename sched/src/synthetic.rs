@@ -338,6 +338,7 @@ pub fn job(id: u64, user: &str, hard: &[(&str, &str)], soft: &[(&str, &str)]) ->
             context: Vec::new(),
             stdin_path: None,
             restart: None,
+            notify: false,
         },
         owner: JobOwner {
             user: user.into(),

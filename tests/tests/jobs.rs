@@ -1732,10 +1732,7 @@ fn a_rerunnable_job_runs_again_after_its_host_failed() {
         || c.client("qacct", &["-j", &once]).code == 0,
     );
     let acct = c.client("qacct", &["-j", &once]).stdout;
-    assert!(
-        acct.contains("failed       100  : "),
-        "{acct}"
-    );
+    assert!(acct.contains("failed       100  : "), "{acct}");
     assert_ne!(c.client("qacct", &["-j", &again]).code, 0, "not accounted");
     wait_until(
         "the rerunnable job to run again",
@@ -1749,4 +1746,92 @@ fn a_rerunnable_job_runs_again_after_its_host_failed() {
         },
     );
     assert_eq!(c.client("qdel", &[&again]).code, 0);
+}
+
+/// `-notify`: SIGUSR1 before a suspension and SIGUSR2 before a kill, the queue's
+/// `notify` time ahead.
+#[test]
+fn notify_warns_a_job_before_suspending_or_killing_it() {
+    if !need_root("notify_warns_a_job_before_suspending_or_killing_it") {
+        return;
+    }
+    ensure_user("gtuser1");
+    let c = Cluster::one_host();
+    assert_eq!(
+        c.qconf(&["-rattr", "queue", "notify", "0:0:2", "all.q"])
+            .code,
+        0
+    );
+    let dir = std::path::PathBuf::from(format!("/tmp/gantry-notify-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir(&dir).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let marks = dir.join("marks");
+    let ticks = dir.join("ticks");
+    let script = dir.join("job.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\ntrap 'echo usr1 >> {m}' USR1\ntrap 'echo usr2 >> {m}' USR2\necho started >> {m}\nwhile true; do echo t >> {t}; sleep 0.2; done\n",
+            m = marks.display(),
+            t = ticks.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let read = || std::fs::read_to_string(&marks).unwrap_or_default();
+    let id = c.submit(
+        "gtuser1",
+        &[
+            "-notify",
+            "-wd",
+            "/tmp",
+            "-o",
+            "/dev/null",
+            "-j",
+            "y",
+            script.to_str().unwrap(),
+        ],
+    );
+    let j = c.as_user("gtuser1", "qstat", &["-j", &id]).stdout;
+    assert!(j.contains("notify:                     TRUE\n"), "{j}");
+    wait_until("the job to start", Duration::from_secs(20), || {
+        read() == "started\n"
+    });
+    // Suspended: warned first, stopped later.
+    assert_eq!(c.as_user("gtuser1", "qmod", &["-sj", &id]).code, 0);
+    wait_until("the suspend warning", Duration::from_secs(10), || {
+        read() == "started\nusr1\n"
+    });
+    assert_eq!(c.as_user("gtuser1", "qmod", &["-usj", &id]).code, 0);
+    // Resumed within the notify time: the suspension that was waiting never comes, and
+    // the job goes on ticking well past it.
+    let count = || {
+        std::fs::read_to_string(&ticks)
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
+    let before = count();
+    wait_until(
+        "the job to tick on for 3 s",
+        Duration::from_secs(10),
+        || count() >= before + 15,
+    );
+    // Deleted: warned first, killed the notify time later.
+    let asked = std::time::Instant::now();
+    assert_eq!(c.as_user("gtuser1", "qdel", &[&id]).code, 0);
+    wait_until("the kill warning", Duration::from_secs(10), || {
+        read() == "started\nusr1\nusr2\n"
+    });
+    wait_until("the job to end", Duration::from_secs(20), || {
+        c.client("qacct", &["-j", &id]).code == 0
+    });
+    assert!(
+        asked.elapsed() >= Duration::from_millis(1500),
+        "killed before the notify time: {:?}",
+        asked.elapsed()
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }
