@@ -8,6 +8,24 @@ use std::time::Duration;
 use gantry_tests::{ensure_user, need_root, wait_until, Cluster};
 use nix::sys::signal::Signal;
 
+/// A fresh directory under /tmp that the test's job owner may write into (removed
+/// first if a failed run left it).
+fn shared_dir(name: &str) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = std::path::PathBuf::from(format!("/tmp/gantry-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    dir
+}
+
+/// Write a file with the given mode.
+fn write_mode(path: &std::path::Path, text: &str, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(path, text).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
 #[test]
 fn job_runs_as_the_submitting_user_with_the_sge_environment() {
     if !need_root("job_runs_as_the_submitting_user_with_the_sge_environment") {
@@ -1354,21 +1372,16 @@ fn mail_goes_through_the_mailer_at_start_end_and_abort() {
     let (uid, _) = ensure_user("gtuser1");
     let c = Cluster::one_host();
     // A mailer that records its arguments, its user and its input, one file per mail.
-    let dir = std::path::PathBuf::from(format!("/tmp/gantry-mail-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir(&dir).unwrap();
+    let dir = shared_dir("mail");
     let mailer = dir.join("mailer.sh");
-    std::fs::write(
+    write_mode(
         &mailer,
-        format!(
+        &format!(
             "#!/bin/sh\nout={}/mail.$$\n{{ id -u; printf '%s\\n' \"$@\"; echo ---; cat; }} > \"$out.tmp\" && mv \"$out.tmp\" \"$out\"\n",
             dir.display()
         ),
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&mailer, std::fs::Permissions::from_mode(0o755)).unwrap();
-    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+        0o755,
+    );
     let conf = dir.join("global");
     std::fs::write(&conf, format!("mailer {}\n", mailer.display())).unwrap();
     assert_eq!(c.qconf(&["-Mconf", conf.to_str().unwrap()]).code, 0);
@@ -1542,13 +1555,9 @@ fn context_and_standard_input() {
     }
     ensure_user("gtuser1");
     let c = Cluster::one_host();
-    let dir = std::path::PathBuf::from(format!("/tmp/gantry-stdin-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir(&dir).unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let dir = shared_dir("stdin");
     let input = dir.join("in");
-    std::fs::write(&input, "line one\nline two\n").unwrap();
+    write_mode(&input, "line one\nline two\n", 0o644);
     let out = dir.join("out");
     let id = c.submit(
         "gtuser1",
@@ -1610,7 +1619,7 @@ fn context_and_standard_input() {
         "line one\nline two\n"
     );
     // An input file the owner cannot read: the job cannot start, and says why.
-    std::fs::set_permissions(&input, std::fs::Permissions::from_mode(0o600)).unwrap();
+    write_mode(&input, "line one\nline two\n", 0o600);
     let id = c.submit(
         "gtuser1",
         &[
@@ -1650,13 +1659,11 @@ fn directive_prefix_and_clear() {
     ensure_user("gtuser1");
     let c = Cluster::one_host();
     let script = format!("/tmp/gantry-prefix-{}.sh", std::process::id());
-    std::fs::write(
-        &script,
+    write_mode(
+        std::path::Path::new(&script),
         "#!/bin/sh\n#$ -N dollar\n#$ -l h_rt=100\n#% -N percent\ntrue\n",
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o644)).unwrap();
+        0o644,
+    );
     let show = |args: &[&str]| -> String {
         let mut all = vec!["-h", "-wd", "/tmp"];
         all.extend_from_slice(args);
@@ -1762,24 +1769,19 @@ fn notify_warns_a_job_before_suspending_or_killing_it() {
             .code,
         0
     );
-    let dir = std::path::PathBuf::from(format!("/tmp/gantry-notify-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir(&dir).unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let dir = shared_dir("notify");
     let marks = dir.join("marks");
     let ticks = dir.join("ticks");
     let script = dir.join("job.sh");
-    std::fs::write(
+    write_mode(
         &script,
-        format!(
+        &format!(
             "#!/bin/sh\ntrap 'echo usr1 >> {m}' USR1\ntrap 'echo usr2 >> {m}' USR2\necho started >> {m}\nwhile true; do echo t >> {t}; sleep 0.2; done\n",
             m = marks.display(),
             t = ticks.display()
         ),
-    )
-    .unwrap();
-    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        0o755,
+    );
     let read = || std::fs::read_to_string(&marks).unwrap_or_default();
     let id = c.submit(
         "gtuser1",
