@@ -42,6 +42,7 @@ const QALTER_SPECS: &[OptSpec] = &[
     opt("-sc", Arity::One),
     opt("-r", Arity::One),
     opt("-notify", Arity::None),
+    opt("-hold_jid_ad", Arity::One),
 ];
 
 pub fn qalter_usage() -> String {
@@ -54,6 +55,10 @@ pub fn qalter_usage() -> String {
         (
             "[-hold_jid job_identifier_list]",
             "define jobnet interdependencies",
+        ),
+        (
+            "[-hold_jid_ad job_identifier_list]",
+            "define jobnet array interdependencies",
         ),
         ("[-l resource_list]", "request the given resources"),
         ("[-m mail_options]", "define mail notification events"),
@@ -199,6 +204,14 @@ pub fn qalter(args: &[String]) -> Output {
                     )
                 }
             },
+            "-hold_jid_ad" => {
+                changes.hold_jids_ad = Some(
+                    arg.split(',')
+                        .filter(|s| !s.is_empty())
+                        .map(str::to_string)
+                        .collect(),
+                )
+            }
             "-hold_jid" => {
                 changes.hold_jids = Some(
                     arg.split(',')

@@ -397,6 +397,9 @@ pub fn render_job_details(details: &[gantry_proto::JobDetail]) -> String {
         if !spec.hold_jids.is_empty() {
             row("jid_predecessor_list (req)", spec.hold_jids.join(","));
         }
+        if !spec.hold_jids_ad.is_empty() {
+            row("ja_ad_predecessor_list (req)", spec.hold_jids_ad.join(","));
+        }
         if let Some(p) = &spec.project {
             row("project", p.clone());
         }
@@ -424,7 +427,13 @@ pub fn render_job_details(details: &[gantry_proto::JobDetail]) -> String {
             if n == pe_after {
                 out.push_str(pe_line.as_deref().unwrap_or(""));
             }
-            out.push_str(&format!("{:<28}{v}\n", format!("{k}:")));
+            // Keys too long for the column get two blanks, as SGE prints them.
+            let key = format!("{k}:");
+            if key.len() >= 28 {
+                out.push_str(&format!("{key}  {v}\n"));
+            } else {
+                out.push_str(&format!("{key:<28}{v}\n"));
+            }
         }
         if pe_after == rows.len() {
             out.push_str(pe_line.as_deref().unwrap_or(""));
@@ -733,6 +742,7 @@ mod tests {
             stdin_path: None,
             restart: None,
             notify: false,
+            hold_jids_ad: Vec::new(),
         };
         let d = gantry_proto::JobDetail {
             job_id: 5,

@@ -51,6 +51,7 @@ const SPECS: &[OptSpec] = &[
     opt("-clear", Arity::None),
     opt("-r", Arity::One),
     opt("-notify", Arity::None),
+    opt("-hold_jid_ad", Arity::One),
 ];
 
 /// Exit status when the script cannot be read (SGE's).
@@ -80,6 +81,10 @@ pub fn usage() -> String {
             "define jobnet interdependencies",
         ),
         ("[-i file]", "specify standard input stream file"),
+        (
+            "[-hold_jid_ad job_identifier_list]",
+            "define jobnet array interdependencies",
+        ),
         ("[-j y[es]|n[o]]", "merge stdout and stderr stream of job"),
         ("[-l resource_list]", "request the given resources"),
         ("[-m mail_options]", "define mail notification events"),
@@ -300,6 +305,9 @@ fn apply(
             "-hold_jid" => spec
                 .hold_jids
                 .extend(arg.split(',').filter(|s| !s.is_empty()).map(str::to_string)),
+            "-hold_jid_ad" => spec
+                .hold_jids_ad
+                .extend(arg.split(',').filter(|s| !s.is_empty()).map(str::to_string)),
             "-t" => {
                 spec.array = Some(parse_range(&arg).ok_or_else(|| {
                     format!("ERROR! -t option must have the format n[-m[:s]], not \"{arg}\"")
@@ -461,6 +469,7 @@ pub fn run(args: &[String]) -> Output {
         stdin_path: None,
         restart: None,
         notify: false,
+        hold_jids_ad: Vec::new(),
     };
     let initial = spec.clone();
     // Defaults files, then -@ files, decide -b before the script is read.

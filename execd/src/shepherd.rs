@@ -836,6 +836,7 @@ mod tests {
                 stdin_path: None,
                 restart: None,
                 notify: false,
+                hold_jids_ad: Vec::new(),
             },
             owner: JobOwner {
                 user: "u1".into(),

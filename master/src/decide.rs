@@ -366,6 +366,13 @@ impl ClusterState {
                 }
                 messages.push(format!("modified context of job {id}"));
             }
+            if let Some(h) = &changes.hold_jids_ad {
+                spec.hold_jids_ad = h.clone();
+                if let Err(r) = crate::jobs::check_array_dependencies(self, spec, id) {
+                    return Decision::refused(r);
+                }
+                messages.push(format!("modified job predecessor list of job {id}"));
+            }
             if let Some(n) = changes.notify {
                 spec.notify = n;
                 messages.push(format!("modified notify flag of job {id}"));

@@ -121,6 +121,40 @@ pub fn check_queues(state: &ClusterState, queues: &[String]) -> Result<(), Refus
     Ok(())
 }
 
+/// `-hold_jid_ad`: only for an array job, and every array job it names must have the
+/// same range of tasks, as SGE requires.
+pub fn check_array_dependencies(
+    state: &ClusterState,
+    spec: &JobSpec,
+    id: u64,
+) -> Result<(), Refusal> {
+    if spec.hold_jids_ad.is_empty() {
+        return Ok(());
+    }
+    let Some(range) = spec.array else {
+        return Err(refuse(
+            RefusalKind::Invalid,
+            "Can only specify \"-hold_jid_ad\" option with an array job (using \"-t\" option)"
+                .to_string(),
+        ));
+    };
+    let single = gantry_proto::TaskRange {
+        first: 1,
+        last: 1,
+        step: 1,
+    };
+    for p in gantry_sched::view::array_predecessors(&state.jobs, &spec.hold_jids_ad, id) {
+        if p.spec.array.unwrap_or(single) != range {
+            return Err(refuse(
+                RefusalKind::Invalid,
+                "This array job must have the same range of sub-tasks as the dependent array job specified with -hold_jid_ad"
+                    .to_string(),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// The largest job script the master takes when `qmaster_params` does not say
 /// (`MAX_SCRIPT_SIZE=4M`): 10 MiB.
 pub const DEFAULT_MAX_SCRIPT_SIZE: u64 = 10 << 20;
@@ -201,6 +235,7 @@ pub fn validate_submission(
     gantry_common::mail::check(&spec.mail_options, &spec.mail_list)
         .map_err(|e| refuse(RefusalKind::Invalid, e))?;
     gantry_common::context::check(&spec.context).map_err(|e| refuse(RefusalKind::Invalid, e))?;
+    check_array_dependencies(state, spec, id)?;
     let max_u_jobs = limit("max_u_jobs");
     if max_u_jobs > 0 {
         let current = state
@@ -631,6 +666,42 @@ mod tests {
                 .map_err(|r| r.message);
             assert_eq!(got, want.map(pairs).map_err(str::to_string), "{given:?}");
         }
+    }
+
+    #[test]
+    fn array_dependencies_need_arrays_of_the_same_range() {
+        let mut s = crate::synthetic::cluster(&[]);
+        let caller = Caller {
+            user: "u1".into(),
+            uid: 5000,
+            gid: 5000,
+            host: "head".into(),
+        };
+        let range = |last| gantry_proto::TaskRange {
+            first: 1,
+            last,
+            step: 1,
+        };
+        let mut pred = crate::synthetic::job(1, "u1", &[], &[]);
+        pred.spec.name = "pre".into();
+        pred.spec.array = Some(range(4));
+        crate::synthetic::submit(&mut s, pred);
+        let try_with = |array: Option<u32>, refs: &[&str]| {
+            let mut j = crate::synthetic::job(2, "u1", &[], &[]);
+            j.spec.array = array.map(range);
+            j.spec.hold_jids_ad = refs.iter().map(|r| r.to_string()).collect();
+            validate_submission(&s, &caller, &[], &j.spec, 2, 0)
+                .map(|_| ())
+                .map_err(|r| r.message)
+        };
+        let not_array =
+            "Can only specify \"-hold_jid_ad\" option with an array job (using \"-t\" option)";
+        let other_range = "This array job must have the same range of sub-tasks as the dependent array job specified with -hold_jid_ad";
+        assert_eq!(try_with(None, &["1"]), Err(not_array.into()));
+        assert_eq!(try_with(Some(3), &["pre"]), Err(other_range.into()));
+        assert_eq!(try_with(Some(4), &["1"]), Ok(()));
+        assert_eq!(try_with(Some(3), &["nosuchjob"]), Ok(()));
+        assert_eq!(try_with(None, &[]), Ok(()));
     }
 
     #[test]

@@ -257,6 +257,9 @@ pub struct JobSpec {
     /// `-notify`: warn the job (`SIGUSR1` before a suspension, `SIGUSR2` before a
     /// kill) the queue's `notify` time ahead.
     pub notify: bool,
+    /// `-hold_jid_ad`: array jobs (ids or names) whose task N must have left the system
+    /// before this job's task N may start.
+    pub hold_jids_ad: Vec<String>,
 }
 
 /// `qsub`/`qalter -ac`, `-dc`, `-sc`: a change to a job's context, in order.
@@ -555,6 +558,8 @@ pub struct JobChanges {
     pub restart: Option<bool>,
     /// `-notify`
     pub notify: Option<bool>,
+    /// `-hold_jid_ad`
+    pub hold_jids_ad: Option<Vec<String>>,
 }
 
 /// Everything `qstat -j` shows about a job.

@@ -871,7 +871,14 @@ impl<'a> ClusterView<'a> {
             // what it dispatches, not the size of the array. `running` counts the tasks
             // that hold slots, those dispatched in this cycle included.
             let already = job.tasks.holding_slots() as u32;
-            for (running, task_id) in (already..).zip(job.tasks.pending().iter()) {
+            // `-hold_jid_ad`: task N waits while task N of a predecessor is in the system.
+            let predecessors = self.array_predecessors(job);
+            let ready = job
+                .tasks
+                .pending()
+                .iter()
+                .filter(|t| !crate::view::waits_for_array_task(&predecessors, *t));
+            for (running, task_id) in (already..).zip(ready) {
                 if job.spec.max_running_tasks.is_some_and(|tc| running >= tc)
                     || (job.is_array() && max_aj_instances.is_some_and(|m| running >= m))
                 {
@@ -1015,6 +1022,19 @@ impl<'a> ClusterView<'a> {
         }
         if let Some(t) = job.spec.start_after.filter(|t| *t > now) {
             reasons.push(format!("Job has a start time in the future ({t})"));
+        }
+        let predecessors = self.array_predecessors(job);
+        if !predecessors.is_empty()
+            && job
+                .tasks
+                .pending()
+                .iter()
+                .all(|t| crate::view::waits_for_array_task(&predecessors, t))
+        {
+            reasons.push(format!(
+                "Job is waiting for the array tasks of the predecessor jobs {}",
+                job.spec.hold_jids_ad.join(",")
+            ));
         }
         let snap = self.snapshot_at(connected, at, true);
         let d = match demand(&snap.catalog, job) {

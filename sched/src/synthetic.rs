@@ -339,6 +339,7 @@ pub fn job(id: u64, user: &str, hard: &[(&str, &str)], soft: &[(&str, &str)]) ->
             stdin_path: None,
             restart: None,
             notify: false,
+            hold_jids_ad: Vec::new(),
         },
         owner: JobOwner {
             user: user.into(),

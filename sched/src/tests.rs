@@ -1039,3 +1039,60 @@ fn memberships_answer_what_groups_of_answers_for_every_host() {
     assert_eq!(all["h5"], ["@x", "@y"]);
     assert!(!all.contains_key("h6"));
 }
+
+/// `-hold_jid_ad`: task N of the dependent array job waits while task N of a
+/// predecessor (by id or name) is in the system; the others go.
+#[test]
+fn array_dependencies_hold_each_task_for_its_counterpart() {
+    let mut s = Cluster::new(&[]);
+    s.add_host("h1", "", LOAD);
+    s.set_queue("all.q", "slots", "8");
+    let array = |id: u64, name: &str| {
+        let mut j = job(id, "u1", &[], &[]);
+        j.spec.name = name.into();
+        j.spec.array = Some(gantry_proto::TaskRange {
+            first: 1,
+            last: 3,
+            step: 1,
+        });
+        j.tasks = gantry_common::tasks::Tasks::array(1, 3, 1);
+        j
+    };
+    // The predecessor is held: none of its tasks leaves, so no dependent task runs.
+    let mut first = array(1, "first");
+    first.spec.hold = true;
+    s.put_job(first);
+    for (id, reference) in [(2, "1"), (3, "fir*")] {
+        let mut j = array(id, "then");
+        j.spec.hold_jids_ad = vec![reference.into()];
+        s.put_job(j);
+    }
+    assert_eq!(cycle(&s), vec![]);
+    let why = s
+        .view()
+        .explain(&s.jobs[&2], &s.connected(), Time::from_secs(0));
+    assert!(
+        why.iter()
+            .any(|r| r == "Job is waiting for the array tasks of the predecessor jobs 1"),
+        "{why:?}"
+    );
+    // Task 2 of the predecessor is gone: task 2 of each dependent job may run, alone.
+    let mut first = Job::clone(&s.jobs[&1]);
+    first.tasks.remove(2);
+    s.put_job(first);
+    let d = s
+        .view()
+        .schedule(Time::from_secs(0), &s.connected())
+        .dispatches;
+    let started: Vec<(u64, u32)> = d.iter().map(|d| (d.job_id, d.task_id)).collect();
+    assert_eq!(started, vec![(2, 2), (3, 2)]);
+    // A job naming itself by name does not wait for itself.
+    let mut own = array(4, "self");
+    own.spec.hold_jids_ad = vec!["self".into()];
+    s.put_job(own);
+    let d = s
+        .view()
+        .schedule(Time::from_secs(0), &s.connected())
+        .dispatches;
+    assert_eq!(d.iter().filter(|d| d.job_id == 4).count(), 3);
+}

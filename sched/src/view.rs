@@ -137,6 +137,35 @@ impl<'a> ClusterView<'a> {
     pub fn predecessor_active(&self, reference: &str) -> bool {
         predecessor_active(self.jobs, reference)
     }
+
+    /// `-hold_jid_ad`: the jobs a job's array dependencies name (ids, or names with
+    /// wildcards), the job itself never.
+    pub fn array_predecessors(&self, job: &Job) -> Vec<&'a Job> {
+        array_predecessors(self.jobs, &job.spec.hold_jids_ad, job.id)
+    }
+}
+
+/// The jobs `-hold_jid_ad` references (`refs`: ids, or names with wildcards) name,
+/// job `own` never.
+pub fn array_predecessors<'j>(jobs: &'j JobTable, refs: &[String], own: u64) -> Vec<&'j Job> {
+    if refs.is_empty() {
+        return Vec::new();
+    }
+    jobs.values()
+        .map(|j| &**j)
+        .filter(|p| {
+            p.id != own
+                && refs.iter().any(|r| match r.parse::<u64>() {
+                    Ok(id) => p.id == id,
+                    Err(_) => wildcard(r, &p.spec.name),
+                })
+        })
+        .collect()
+}
+
+/// Does task `task` wait for the same task of one of its array predecessors?
+pub fn waits_for_array_task(predecessors: &[&Job], task: u32) -> bool {
+    predecessors.iter().any(|p| p.tasks.contains(task))
 }
 
 // What the view's questions need of the state, for a caller that has the maps and no

@@ -1837,3 +1837,81 @@ fn notify_warns_a_job_before_suspending_or_killing_it() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `-hold_jid_ad`: each task of the dependent array job waits for its counterpart.
+#[test]
+fn array_dependencies_end_to_end() {
+    if !need_root("array_dependencies_end_to_end") {
+        return;
+    }
+    ensure_user("gtuser1");
+    let c = Cluster::one_host();
+    let first = c.submit(
+        "gtuser1",
+        &[
+            "-h",
+            "-t",
+            "1-3",
+            "-N",
+            "first",
+            "-wd",
+            "/tmp",
+            "-b",
+            "y",
+            "/bin/true",
+        ],
+    );
+    let first_id = first.split('.').next().unwrap().to_string();
+    let then = c.submit(
+        "gtuser1",
+        &[
+            "-t",
+            "1-3",
+            "-hold_jid_ad",
+            "first",
+            "-wd",
+            "/tmp",
+            "-b",
+            "y",
+            "/bin/true",
+        ],
+    );
+    let then_id = then.split('.').next().unwrap().to_string();
+    let j = c.as_user("gtuser1", "qstat", &["-j", &then_id]).stdout;
+    assert!(j.contains("ja_ad_predecessor_list (req):  first\n"), "{j}");
+    wait_until(
+        "the scheduler to explain the wait",
+        Duration::from_secs(20),
+        || {
+            c.as_user("gtuser1", "qstat", &["-j", &then_id])
+                .stdout
+                .contains("Job is waiting for the array tasks of the predecessor jobs first")
+        },
+    );
+    assert_ne!(
+        c.client("qacct", &["-j", &then_id]).code,
+        0,
+        "nothing ran yet"
+    );
+    let out = c.as_user(
+        "gtuser1",
+        "qsub",
+        &["-hold_jid_ad", "first", "-b", "y", "/bin/true"],
+    );
+    assert_eq!(
+        (out.code, out.stderr.as_str()),
+        (
+            1,
+            "Unable to run job: Can only specify \"-hold_jid_ad\" option with an array job (using \"-t\" option)\nExiting.\n"
+        )
+    );
+    // Released: each predecessor task runs, then its counterpart.
+    assert_eq!(c.as_user("gtuser1", "qrls", &[&first_id]).code, 0);
+    wait_until(
+        "every task to be accounted",
+        Duration::from_secs(30),
+        || c.client("qstat", &["-u", "*"]).stdout.is_empty(),
+    );
+    let acct = c.client("qacct", &["-j", &then_id]).stdout;
+    assert_eq!(acct.matches("taskid").count(), 3, "{acct}");
+}
