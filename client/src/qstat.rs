@@ -367,6 +367,9 @@ pub fn render_job_details(details: &[gantry_proto::JobDetail]) -> String {
         if !spec.queues.is_empty() {
             row("hard_queue_list", spec.queues.join(","));
         }
+        if !spec.soft_queues.is_empty() {
+            row("soft_queue_list", spec.soft_queues.join(","));
+        }
         if let Some(r) = spec.restart {
             row("restart", if r { "y" } else { "n" }.to_string());
         }
@@ -743,6 +746,7 @@ mod tests {
             restart: None,
             notify: false,
             hold_jids_ad: Vec::new(),
+            soft_queues: Vec::new(),
         };
         let d = gantry_proto::JobDetail {
             job_id: 5,

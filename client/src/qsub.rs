@@ -295,11 +295,17 @@ fn apply(
                 }
             }
             "-q" => {
-                spec.queues = arg
+                let list = arg
                     .split(',')
                     .filter(|s| !s.is_empty())
                     .map(str::to_string)
-                    .collect()
+                    .collect();
+                // After -soft a queue list is a preference, as -soft -l is.
+                if soft {
+                    spec.soft_queues = list;
+                } else {
+                    spec.queues = list;
+                }
             }
             "-h" => spec.hold = true,
             "-hold_jid" => spec
@@ -470,6 +476,7 @@ pub fn run(args: &[String]) -> Output {
         restart: None,
         notify: false,
         hold_jids_ad: Vec::new(),
+        soft_queues: Vec::new(),
     };
     let initial = spec.clone();
     // Defaults files, then -@ files, decide -b before the script is read.

@@ -837,6 +837,7 @@ mod tests {
                 restart: None,
                 notify: false,
                 hold_jids_ad: Vec::new(),
+                soft_queues: Vec::new(),
             },
             owner: JobOwner {
                 user: "u1".into(),

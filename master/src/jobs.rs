@@ -276,6 +276,7 @@ pub fn validate_submission(
         check_resources(state, list)?;
     }
     check_queues(state, &spec.queues)?;
+    check_queues(state, &spec.soft_queues)?;
     if let Some(p) = &spec.project {
         let Some(project) = state.projects.get(p) else {
             return Err(refuse(

@@ -25,7 +25,8 @@ const ACCOUNTING: TableDefinition<(u64, u32), &[u8]> = TableDefinition::new("acc
 /// 7: a job keeps whether it may run again (`-r`).
 /// 8: a job keeps whether it is warned before a suspension or kill (`-notify`).
 /// 9: a job keeps its array dependencies (`-hold_jid_ad`).
-pub const SCHEMA_VERSION: u32 = 9;
+/// 10: a job keeps its soft queue list (`-soft -q`).
+pub const SCHEMA_VERSION: u32 = 10;
 
 /// A checkpoint is taken once this many changes or this many journal bytes are waiting.
 /// The owner starts it in a turn of its own ([`Store::checkpoint_due`],

@@ -260,6 +260,8 @@ pub struct JobSpec {
     /// `-hold_jid_ad`: array jobs (ids or names) whose task N must have left the system
     /// before this job's task N may start.
     pub hold_jids_ad: Vec<String>,
+    /// `-soft -q`: queues the job prefers (a soft request, as `-soft -l`).
+    pub soft_queues: Vec<String>,
 }
 
 /// `qsub`/`qalter -ac`, `-dc`, `-sc`: a change to a job's context, in order.

@@ -793,6 +793,7 @@ impl<'a> ClusterView<'a> {
                             hard: Vec::new(),
                             soft: Vec::new(),
                             queues: Vec::new(),
+                            soft_queues: Vec::new(),
                             user: String::new(),
                             groups: Vec::new(),
                             project: None,

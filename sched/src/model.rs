@@ -192,6 +192,8 @@ pub struct Demand {
     pub hard: Vec<Request>,
     pub soft: Vec<Request>,
     pub queues: Vec<String>,
+    /// `-soft -q`: preferred queues.
+    pub soft_queues: Vec<String>,
     pub user: String,
     /// The owner's Unix groups, for `@group` userset entries.
     pub groups: Vec<String>,
@@ -324,6 +326,7 @@ pub fn demand(catalog: &Catalog, job: &Job) -> Result<Demand, DemandError> {
         hard,
         soft,
         queues: job.spec.queues.clone(),
+        soft_queues: job.spec.soft_queues.clone(),
         user: job.owner.user.clone(),
         groups: job.owner.groups.clone(),
         project: job.spec.project.clone(),

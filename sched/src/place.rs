@@ -14,6 +14,7 @@ pub type CategoryKey<'j> = (
     &'j [(String, String)],
     &'j [(String, String)],
     &'j [String],
+    &'j [String],
     &'j str,
     Option<&'j str>,
     Option<&'j (String, String)>,
@@ -25,6 +26,7 @@ pub fn category_key(job: &Job) -> CategoryKey<'_> {
         &job.spec.hard_resources,
         &job.spec.soft_resources,
         &job.spec.queues,
+        &job.spec.soft_queues,
         &job.owner.user,
         job.spec.project.as_deref(),
         job.spec.pe.as_ref(),
@@ -305,23 +307,27 @@ impl Snapshot {
         grants
     }
 
-    /// How many soft requests an instance violates.
+    /// How many soft requests an instance violates (a soft queue list counts as one).
     pub(crate) fn soft_violations(&self, d: &Demand, inst: usize) -> usize {
         let layers = self.layers(inst);
-        d.soft
-            .iter()
-            .filter(|r| {
-                let mut defined = false;
-                for (_, layer) in layers {
-                    match self.holds_on(layer, r, 1, Pass::All(1), d.until(self.now)) {
-                        Some(false) => return true,
-                        Some(true) => defined = true,
-                        None => {}
+        let queue = usize::from(
+            !d.soft_queues.is_empty() && !d.soft_queues.iter().any(|q| self.wants(q, inst)),
+        );
+        queue
+            + d.soft
+                .iter()
+                .filter(|r| {
+                    let mut defined = false;
+                    for (_, layer) in layers {
+                        match self.holds_on(layer, r, 1, Pass::All(1), d.until(self.now)) {
+                            Some(false) => return true,
+                            Some(true) => defined = true,
+                            None => {}
+                        }
                     }
-                }
-                !defined
-            })
-            .count()
+                    !defined
+                })
+                .count()
     }
 }
 

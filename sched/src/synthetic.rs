@@ -340,6 +340,7 @@ pub fn job(id: u64, user: &str, hard: &[(&str, &str)], soft: &[(&str, &str)]) ->
             restart: None,
             notify: false,
             hold_jids_ad: Vec::new(),
+            soft_queues: Vec::new(),
         },
         owner: JobOwner {
             user: user.into(),

@@ -1096,3 +1096,31 @@ fn array_dependencies_hold_each_task_for_its_counterpart() {
         .dispatches;
     assert_eq!(d.iter().filter(|d| d.job_id == 4).count(), 3);
 }
+
+/// `-soft -q`: a preference, not a requirement. The preferred queue is taken while it
+/// has room; when it has none, the job runs elsewhere.
+#[test]
+fn a_soft_queue_list_is_a_preference() {
+    let mut s = Cluster::new(&[]);
+    s.add_host("h1", "", LOAD);
+    s.set_queue("all.q", "slots", "1");
+    s.set_queue("all.q", "seq_no", "0");
+    let mut other = gantry_common::queue::new_queue("other.q", "@allhosts");
+    if let Some(a) = other.attr_mut("seq_no") {
+        *a = gantry_common::queue::parse_attr("1").unwrap();
+    }
+    s.put_queue(other);
+    s.set_queue("other.q", "slots", "1");
+    s.sched = Some(gantry_common::schedconf::parse_schedconf("queue_sort_method seqno\n").unwrap());
+    // Without a preference, all.q comes first (seq_no 0); two jobs preferring other.q:
+    // the first gets it, the second runs in all.q all the same.
+    for id in 1..=2 {
+        let mut j = job(id, "u1", &[], &[]);
+        j.spec.soft_queues = vec!["other.q".into()];
+        s.put_job(j);
+    }
+    assert_eq!(
+        cycle(&s),
+        vec![(1, "other.q@h1".to_string()), (2, "all.q@h1".to_string())]
+    );
+}

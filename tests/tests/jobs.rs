@@ -1677,6 +1677,10 @@ fn directive_prefix_and_clear() {
     let j = show(&["-C", "#%"]);
     assert!(j.contains("job_name:                   percent\n"), "{j}");
     assert!(!j.contains("hard resource_list"), "{j}");
+    // -soft -q: a preference, shown as such.
+    let j = show(&["-soft", "-q", "all.q"]);
+    assert!(j.contains("soft_queue_list:            all.q\n"), "{j}");
+    assert!(!j.contains("hard_queue_list"), "{j}");
     let j = show(&["-clear"]);
     let name = std::path::Path::new(&script)
         .file_name()

@@ -972,6 +972,7 @@ fn filter_matching_table() {
             hard: Vec::new(),
             soft: Vec::new(),
             queues: Vec::new(),
+            soft_queues: Vec::new(),
             user: user.to_string(),
             groups: groups.clone(),
             project: project.map(str::to_string),
