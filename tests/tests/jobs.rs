@@ -1665,9 +1665,9 @@ fn directive_prefix_and_clear() {
         0o644,
     );
     let show = |args: &[&str]| -> String {
-        let mut all = vec!["-h", "-wd", "/tmp"];
-        all.extend_from_slice(args);
-        all.push(&script);
+        // The options under test first: -clear drops whatever comes before it.
+        let mut all = args.to_vec();
+        all.extend_from_slice(&["-h", "-wd", "/tmp", &script]);
         let id = c.submit("gtuser1", &all);
         c.as_user("gtuser1", "qstat", &["-j", &id]).stdout
     };
