@@ -712,12 +712,10 @@ mod tests {
     #[test]
     fn job_details_list_what_sge_lists_in_its_order() {
         let spec = gantry_proto::JobSpec {
-            name: "sim".into(),
             script: gantry_proto::JobScript::Script {
                 path: "sim.sh".into(),
                 contents: Vec::new(),
             },
-            args: vec![],
             shell: Some("/bin/bash".into()),
             cwd: Some("/work".into()),
             stdout_path: Some("/work/out".into()),
@@ -725,28 +723,13 @@ mod tests {
             merge_output: true,
             env: vec![("SGE_O_HOST".into(), "head".into())],
             hard_resources: vec![("h_rt".into(), "60".into())],
-            soft_resources: vec![],
             queues: vec!["all.q".into()],
-            hold: false,
-            hold_jids: vec![],
-            start_after: None,
-            priority: 0,
-            array: None,
-            max_running_tasks: None,
-            account: "sge".into(),
             project: Some("chem".into()),
-            submit_host: "head".into(),
             pe: Some(("smp".into(), "8".into())),
             ar: Some(3),
             mail_options: "be".into(),
-            mail_list: vec![],
             reserve: true,
-            context: Vec::new(),
-            stdin_path: None,
-            restart: None,
-            notify: false,
-            hold_jids_ad: Vec::new(),
-            soft_queues: Vec::new(),
+            ..gantry_proto::JobSpec::binary("sim", "", "head")
         };
         let d = gantry_proto::JobDetail {
             job_id: 5,

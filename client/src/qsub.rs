@@ -430,16 +430,6 @@ pub fn run(args: &[String]) -> Output {
         .unwrap_or_default();
     let logname = crate::account::login_name().unwrap_or_default();
     let mut spec = JobSpec {
-        name: String::new(),
-        script: JobScript::Binary {
-            command: String::new(),
-        },
-        args: Vec::new(),
-        shell: None,
-        cwd: None,
-        stdout_path: None,
-        stderr_path: None,
-        merge_output: false,
         env: vec![
             ("SGE_O_HOME".into(), home.clone()),
             ("SGE_O_LOGNAME".into(), logname.clone()),
@@ -454,29 +444,7 @@ pub fn run(args: &[String]) -> Output {
             ("SGE_O_WORKDIR".into(), cwd.clone()),
             ("SGE_O_HOST".into(), host.clone()),
         ],
-        hard_resources: Vec::new(),
-        soft_resources: Vec::new(),
-        queues: Vec::new(),
-        hold: false,
-        hold_jids: Vec::new(),
-        start_after: None,
-        priority: 0,
-        array: None,
-        max_running_tasks: None,
-        account: "sge".into(),
-        project: None,
-        submit_host: host,
-        pe: None,
-        ar: None,
-        mail_options: String::new(),
-        mail_list: Vec::new(),
-        reserve: false,
-        context: Vec::new(),
-        stdin_path: None,
-        restart: None,
-        notify: false,
-        hold_jids_ad: Vec::new(),
-        soft_queues: Vec::new(),
+        ..JobSpec::binary("", "", &host)
     };
     let initial = spec.clone();
     // Defaults files, then -@ files, decide -b before the script is read.

@@ -264,6 +264,49 @@ pub struct JobSpec {
     pub soft_queues: Vec<String>,
 }
 
+impl JobSpec {
+    /// A `qsub -b y COMMAND` job as qsub starts it before any option: no requests, the
+    /// account `sge`, everything else unset. Callers set what differs.
+    pub fn binary(name: &str, command: &str, submit_host: &str) -> JobSpec {
+        JobSpec {
+            name: name.into(),
+            script: JobScript::Binary {
+                command: command.into(),
+            },
+            args: Vec::new(),
+            shell: None,
+            cwd: None,
+            stdout_path: None,
+            stderr_path: None,
+            merge_output: false,
+            env: Vec::new(),
+            hard_resources: Vec::new(),
+            soft_resources: Vec::new(),
+            queues: Vec::new(),
+            hold: false,
+            hold_jids: Vec::new(),
+            start_after: None,
+            priority: 0,
+            array: None,
+            max_running_tasks: None,
+            account: "sge".into(),
+            project: None,
+            submit_host: submit_host.into(),
+            pe: None,
+            ar: None,
+            mail_options: String::new(),
+            mail_list: Vec::new(),
+            reserve: false,
+            context: Vec::new(),
+            stdin_path: None,
+            restart: None,
+            notify: false,
+            hold_jids_ad: Vec::new(),
+            soft_queues: Vec::new(),
+        }
+    }
+}
+
 /// `qsub`/`qalter -ac`, `-dc`, `-sc`: a change to a job's context, in order.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum ContextChange {

@@ -12,8 +12,7 @@ use gantry_common::job::{Job, TaskState};
 use gantry_common::pe::Pe;
 use gantry_common::rqs::QuotaSet;
 use gantry_proto::{
-    ClusterQueue, ComplexAttr, Config, ExecHost, HostGroup, JobOwner, JobScript, JobSpec,
-    LoadValue, UserSet,
+    ClusterQueue, ComplexAttr, Config, ExecHost, HostGroup, JobOwner, JobSpec, LoadValue, UserSet,
 };
 
 use crate::cycle::Dispatch;
@@ -307,40 +306,9 @@ pub fn job(id: u64, user: &str, hard: &[(&str, &str)], soft: &[(&str, &str)]) ->
     Job {
         id,
         spec: JobSpec {
-            name: "true".into(),
-            script: JobScript::Binary {
-                command: "/bin/true".into(),
-            },
-            args: vec![],
-            shell: None,
-            cwd: None,
-            stdout_path: None,
-            stderr_path: None,
-            merge_output: false,
-            env: vec![],
             hard_resources: pairs(hard),
             soft_resources: pairs(soft),
-            queues: vec![],
-            hold: false,
-            hold_jids: vec![],
-            start_after: None,
-            priority: 0,
-            array: None,
-            max_running_tasks: None,
-            account: "sge".into(),
-            project: None,
-            submit_host: "head".into(),
-            pe: None,
-            ar: None,
-            mail_options: String::new(),
-            mail_list: Vec::new(),
-            reserve: false,
-            context: Vec::new(),
-            stdin_path: None,
-            restart: None,
-            notify: false,
-            hold_jids_ad: Vec::new(),
-            soft_queues: Vec::new(),
+            ..JobSpec::binary("true", "/bin/true", "head")
         },
         owner: JobOwner {
             user: user.into(),
