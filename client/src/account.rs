@@ -29,17 +29,48 @@ fn env(keys: &[&str]) -> Option<String> {
 
 fn own_entry() -> Option<(String, String)> {
     let text = std::fs::read_to_string("/etc/passwd").ok()?;
-    passwd_entry(&text, real_uid()?)
+    passwd_entry(&text, real_id("Uid:")?)
 }
 
-/// This process's real user id, as the kernel reports it in `/proc/self/status`.
-fn real_uid() -> Option<u32> {
+/// This process's real user (`Uid:`) or group (`Gid:`) id, as the kernel reports it in
+/// `/proc/self/status`.
+fn real_id(field: &str) -> Option<u32> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     status
         .lines()
-        .find_map(|l| l.strip_prefix("Uid:"))
+        .find_map(|l| l.strip_prefix(field))
         .and_then(|ids| ids.split_whitespace().next())
         .and_then(|id| id.parse().ok())
+}
+
+/// Who runs this command, as a job's owner (`qsub -verify` shows it): the kernel's ids,
+/// the login name, the primary group's name from the local group file (its number when
+/// it has no entry there).
+pub fn identity() -> (gantry_proto::JobOwner, String) {
+    let uid = real_id("Uid:").unwrap_or(u32::MAX);
+    let gid = real_id("Gid:").unwrap_or(u32::MAX);
+    let group = std::fs::read_to_string("/etc/group")
+        .ok()
+        .and_then(|text| group_name(&text, gid))
+        .unwrap_or_else(|| gid.to_string());
+    let owner = gantry_proto::JobOwner {
+        user: login_name().unwrap_or_else(|| uid.to_string()),
+        uid,
+        gid,
+        groups: vec![group.clone()],
+    };
+    (owner, group)
+}
+
+/// The name of group `gid` in a group file's text.
+pub fn group_name(text: &str, gid: u32) -> Option<String> {
+    text.lines().find_map(|line| {
+        let fields: Vec<&str> = line.split(':').collect();
+        match fields.as_slice() {
+            [name, _, id, _] if id.parse::<u32>().ok() == Some(gid) => Some(name.to_string()),
+            _ => None,
+        }
+    })
 }
 
 /// The login name and home directory of `uid` in a password file's text.
@@ -71,5 +102,13 @@ mod tests {
         assert_eq!(entry(1001), Some(("alice".into(), "/home/alice".into())));
         assert_eq!(entry(1002), None, "too few fields");
         assert_eq!(entry(4242), None);
+    }
+
+    #[test]
+    fn groups_are_found_by_gid() {
+        let text = "root:x:0:\nstaff:x:50:alice,bob\nbroken\n";
+        assert_eq!(group_name(text, 50), Some("staff".into()));
+        assert_eq!(group_name(text, 0), Some("root".into()));
+        assert_eq!(group_name(text, 7), None);
     }
 }

@@ -7,6 +7,7 @@ pub mod conn;
 pub mod dates;
 pub mod exit;
 pub mod opts;
+pub mod optvalues;
 pub mod qacct;
 pub mod qconf;
 pub mod qdel;

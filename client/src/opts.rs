@@ -12,6 +12,9 @@ pub enum Arity {
     Optional,
     /// Two arguments (`-pe name slots`), joined by a space in [`Given::arg`].
     Two,
+    /// `-binding [set|env|pe] strategy`: two arguments when the first names a binding
+    /// type, one otherwise.
+    Binding,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -60,6 +63,9 @@ pub enum OptError {
     Unknown(String),
     #[error("error: no option argument provided to \"{0}\"")]
     MissingArgument(String),
+    /// A two-argument option (`-pe name slots`) given one.
+    #[error("error: no option argument provided to \"{0}\"")]
+    MissingSecondArgument(String),
     #[error("error: unexpected argument \"{0}\"")]
     UnexpectedOperand(String),
 }
@@ -99,7 +105,24 @@ pub fn parse(
                     i += 2;
                     Some(format!("{a} {b}"))
                 }
+                (Some(_), None) => {
+                    return Err(OptError::MissingSecondArgument(spec.name.to_string()))
+                }
                 _ => return Err(OptError::MissingArgument(spec.name.to_string())),
+            },
+            Arity::Binding => match (args.get(i + 1), args.get(i + 2)) {
+                (Some(t), Some(b)) if matches!(t.as_str(), "set" | "env" | "pe") => {
+                    i += 2;
+                    Some(format!("{t} {b}"))
+                }
+                (Some(t), None) if matches!(t.as_str(), "set" | "env" | "pe") => {
+                    return Err(OptError::MissingArgument(spec.name.to_string()))
+                }
+                (Some(a), _) => {
+                    i += 1;
+                    Some(a.clone())
+                }
+                (None, _) => return Err(OptError::MissingArgument(spec.name.to_string())),
             },
             Arity::Optional => match args.get(i + 1) {
                 Some(a) if !a.starts_with('-') => {

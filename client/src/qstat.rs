@@ -285,6 +285,31 @@ pub fn render_qstat_xml(hosts: Option<&gantry_proto::HostReport>, jobs: &[JobVie
 pub fn render_job_details(details: &[gantry_proto::JobDetail]) -> String {
     let mut out = String::new();
     for d in details {
+        render_job(&mut out, d, false);
+    }
+    out
+}
+
+/// `qsub -verify`: the job as parsed, as SGE's qsub prints it (no number yet, no
+/// submission time, `verify: -verify`).
+pub fn render_unsubmitted_job(spec: &gantry_proto::JobSpec) -> String {
+    let (owner, group) = crate::account::identity();
+    let detail = gantry_proto::JobDetail {
+        job_id: 0,
+        spec: spec.clone(),
+        owner,
+        group,
+        submit_time: 0,
+        reasons: Vec::new(),
+        errors: Vec::new(),
+    };
+    let mut out = String::new();
+    render_job(&mut out, &detail, true);
+    out
+}
+
+fn render_job(out: &mut String, d: &gantry_proto::JobDetail, unsubmitted: bool) {
+    {
         let spec = &d.spec;
         let env = |k: &str| {
             spec.env
@@ -295,12 +320,19 @@ pub fn render_job_details(details: &[gantry_proto::JobDetail]) -> String {
         };
         let mut rows: Vec<(String, String)> = Vec::new();
         let mut row = |k: &str, v: String| rows.push((k.to_string(), v));
-        row("job_number", d.job_id.to_string());
-        row("exec_file", format!("job_scripts/{}", d.job_id));
-        row(
-            "submission_time",
-            local_time(d.submit_time, "%a %b %e %H:%M:%S %Y"),
-        );
+        if unsubmitted {
+            row("job_number", "unassigned".to_string());
+        } else {
+            row("job_number", d.job_id.to_string());
+            row("exec_file", format!("job_scripts/{}", d.job_id));
+            row(
+                "submission_time",
+                local_time(d.submit_time, "%a %b %e %H:%M:%S %Y"),
+            );
+        }
+        if let Some(deadline) = spec.deadline {
+            row("deadline", local_time(deadline, "%a %b %e %H:%M:%S %Y"));
+        }
         row("owner", d.owner.user.clone());
         row("uid", d.owner.uid.to_string());
         row("group", d.group.clone());
@@ -363,7 +395,7 @@ pub fn render_job_details(details: &[gantry_proto::JobDetail]) -> String {
         if spec.priority != 0 {
             row("priority", spec.priority.to_string());
         }
-        row("jobshare", "0".to_string());
+        row("jobshare", spec.job_share.to_string());
         if !spec.queues.is_empty() {
             row("hard_queue_list", spec.queues.join(","));
         }
@@ -375,6 +407,9 @@ pub fn render_job_details(details: &[gantry_proto::JobDetail]) -> String {
         }
         if let Some(shell) = &spec.shell {
             row("shell_list", format!("NONE:{shell}"));
+        }
+        if unsubmitted {
+            row("verify", "-verify".to_string());
         }
         let user_env: Vec<(String, String)> = spec
             .env
@@ -452,7 +487,6 @@ pub fn render_job_details(details: &[gantry_proto::JobDetail]) -> String {
             out.push_str(&format!("{key:<28}{reason}\n"));
         }
     }
-    out
 }
 
 /// `qstat -j` without a job: each reason, then the jobs it holds back, each after a tab,

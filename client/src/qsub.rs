@@ -4,9 +4,10 @@
 
 use std::io::Read;
 
-use gantry_proto::{FromMaster, JobScript, JobSpec, TaskRange, ToMaster, Verify};
+use gantry_proto::{FromMaster, JobScript, JobSpec, ToMaster, Verify};
 
 use crate::opts::{opt, parse, split_line, Arity, OptSpec, Parsed};
+use crate::optvalues::{self, OptionError};
 use crate::{exit, Output};
 
 const SPECS: &[OptSpec] = &[
@@ -52,6 +53,22 @@ const SPECS: &[OptSpec] = &[
     opt("-r", Arity::One),
     opt("-notify", Arity::None),
     opt("-hold_jid_ad", Arity::One),
+    opt("-dl", Arity::One),
+    opt("-js", Arity::One),
+    opt("-verify", Arity::None),
+    opt("-shell", Arity::One),
+    opt("-pty", Arity::One),
+    opt("-c", Arity::One),
+    opt("-ckpt", Arity::One),
+    opt("-binding", Arity::Binding),
+    opt("-jsv", Arity::One),
+    opt("-masterq", Arity::One),
+    // Parsed as SGE's qsub parses them, then refused as options it does not take.
+    opt("-u", Arity::One),
+    opt("-uall", Arity::None),
+    opt("-ot", Arity::One),
+    opt("-nostdin", Arity::None),
+    opt("-noshell", Arity::None),
 ];
 
 /// Exit status when the script cannot be read (SGE's).
@@ -72,6 +89,7 @@ pub fn usage() -> String {
         ("[-clear]", "skip previous definitions for job"),
         ("[-cwd]", "use current working directory"),
         ("[-dc simple_context_list]", "delete context variable(s)"),
+        ("[-dl date_time]", "request a deadline initiation time"),
         ("[-e path]", "specify standard error stream path"),
         ("[-h]", "place user hold on job"),
         ("[-hard]", "consider following requests \"hard\""),
@@ -86,6 +104,7 @@ pub fn usage() -> String {
             "define jobnet array interdependencies",
         ),
         ("[-j y[es]|n[o]]", "merge stdout and stderr stream of job"),
+        ("[-js job_share]", "share tree or functional job share"),
         ("[-l resource_list]", "request the given resources"),
         ("[-m mail_options]", "define mail notification events"),
         ("[-M mail_list]", "notify these e-mail addresses"),
@@ -110,6 +129,10 @@ pub fn usage() -> String {
             "[-sc context_list]",
             "set job context (replaces old context)",
         ),
+        (
+            "[-shell y[es]|n[o]]",
+            "start command with or without wrapping <loginshell> -c",
+        ),
         ("[-soft]", "consider following requests as soft"),
         (
             "[-sync y[es]|n[o]]",
@@ -123,6 +146,7 @@ pub fn usage() -> String {
         ("[-terse]", "tersed output, print only the job-id"),
         ("[-v variable_list]", "export these environment variables"),
         ("[-V]", "export all environment variables"),
+        ("[-verify]", "do not submit just verify"),
         (
             "[-w e|w|n|v|p]",
             "verify mode (error|warning|none|just verify|poke) for jobs",
@@ -173,50 +197,34 @@ fn unable(message: &str) -> Output {
     )
 }
 
-fn yes(v: &str) -> Option<bool> {
-    match v {
-        "y" | "yes" => Some(true),
-        "n" | "no" => Some(false),
-        _ => None,
-    }
-}
-
-/// `n[-m[:s]]`
-pub fn parse_range(text: &str) -> Option<TaskRange> {
-    let (range, step) = match text.split_once(':') {
-        Some((r, s)) => (r, s.parse().ok()?),
-        None => (text, 1),
-    };
-    let (first, last) = match range.split_once('-') {
-        Some((a, b)) => (a.parse().ok()?, b.parse().ok()?),
-        None => {
-            let n = range.parse().ok()?;
-            (n, n)
-        }
-    };
-    (first >= 1 && last >= first && step >= 1).then_some(TaskRange { first, last, step })
-}
-
 /// `a=1,b=2` -> pairs.
-fn resources(text: &str) -> Result<Vec<(String, String)>, String> {
+fn resources(text: &str) -> Vec<(String, String)> {
     text.split(',')
         .filter(|s| !s.is_empty())
         .map(|item| match item.split_once('=') {
-            Some((k, v)) if !k.is_empty() => Ok((k.to_string(), v.to_string())),
-            _ => Ok((item.to_string(), "TRUE".to_string())),
+            Some((k, v)) if !k.is_empty() => (k.to_string(), v.to_string()),
+            _ => (item.to_string(), "TRUE".to_string()),
         })
         .collect()
 }
 
 /// Options from a defaults file or `-@` file.
-fn options_from_file(path: &std::path::Path) -> Result<Vec<String>, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("error: can't read {}: {e}", path.display()))?;
+fn options_from_file(path: &std::path::Path) -> Result<Vec<String>, OptionError> {
+    let text = std::fs::read_to_string(path).map_err(|e| OptionError {
+        text: format!("error opening {}: {}", path.display(), os_error_text(&e)),
+        status: NO_SCRIPT,
+    })?;
     let mut words = Vec::new();
     for line in text.lines() {
-        words.extend(split_line(line)?);
+        words.extend(split_line(line).map_err(OptionError::syntax)?);
     }
     Ok(words)
+}
+
+/// An I/O error as `strerror` says it, without Rust's `(os error N)`.
+fn os_error_text(e: &std::io::Error) -> String {
+    let why = std::io::Error::from_raw_os_error(e.raw_os_error().unwrap_or(0)).to_string();
+    why.split(" (os error").next().unwrap_or(&why).to_string()
 }
 
 /// The directive lines of a script (`#$`, or the prefix `-C` gives; none with an empty
@@ -235,35 +243,89 @@ pub fn directives(script: &[u8], prefix: &str) -> Result<Vec<String>, String> {
     Ok(words)
 }
 
+/// What the options decide beyond the job itself.
+struct Flags {
+    terse: bool,
+    sync: bool,
+    binary: bool,
+    verify: Verify,
+    /// `-verify`: print the job as parsed, submit nothing.
+    just_verify: bool,
+}
+
+/// Where options came from: SGE reports an error in each differently.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Layer {
+    Defaults,
+    Script,
+    CommandLine,
+}
+
+/// A refused option, printed as SGE's qsub prints it: after `qsub: ` on the command
+/// line, after `Unable to read script file because of error: ` in the script's lines,
+/// bare in a defaults file; an option qsub does not take is found later, once the job
+/// is built, and always gets `qsub: `. The exit status is SGE's answer status.
+fn refused(layer: Layer, e: OptionError) -> Output {
+    let prefix = match layer {
+        _ if e.status == optvalues::ENOIMP => "qsub: ",
+        Layer::CommandLine => "qsub: ",
+        Layer::Script => "Unable to read script file because of error: ",
+        Layer::Defaults => "",
+    };
+    Output::fail(format!("{prefix}{}", e.text), e.status)
+}
+
+/// An option SGE takes that Gantry cannot honour yet: refused, never ignored.
+fn unsupported(option: &str) -> OptionError {
+    OptionError {
+        text: format!("Unsupported: \"{option}\" is not supported by Gantry yet"),
+        status: optvalues::ENOIMP,
+    }
+}
+
+fn date_time(arg: &str, option: &str) -> Result<i64, OptionError> {
+    crate::dates::parse_date_time(arg, jiff::Zoned::now()).ok_or_else(|| {
+        OptionError::syntax(format!(
+            "ERROR! Wrong date/time format \"{arg}\" specified to {option} option"
+        ))
+    })
+}
+
 /// Apply parsed options to a spec, in order (later ones win).
 fn apply(
     spec: &mut JobSpec,
     initial: &JobSpec,
     p: &Parsed,
+    layer: Layer,
     cwd: &str,
-    terse: &mut bool,
-    sync: &mut bool,
-    binary: &mut bool,
-) -> Result<(), String> {
+    flags: &mut Flags,
+) -> Result<(), OptionError> {
     let mut soft = false;
     for g in &p.options {
         let arg = g.arg.clone().unwrap_or_default();
         match g.name {
+            "-help" if layer != Layer::CommandLine => {
+                return Err(OptionError {
+                    text: "-help not allowed in this context".into(),
+                    status: optvalues::ENOIMP,
+                })
+            }
             "-N" => {
                 if arg.contains('/') {
-                    return Err("ERROR! argument to -N option must not contain / ".to_string());
+                    return Err(OptionError::semantic(
+                        "ERROR! argument to -N option must not contain / ",
+                    ));
                 }
                 if arg.is_empty() {
-                    return Err("ERROR! empty string argument to -N option invalid".to_string());
+                    return Err(OptionError::semantic(
+                        "ERROR! empty string argument to -N option invalid",
+                    ));
                 }
                 spec.name = arg
             }
             "-o" => spec.stdout_path = Some(arg),
             "-e" => spec.stderr_path = Some(arg),
-            "-j" => {
-                spec.merge_output =
-                    yes(&arg).ok_or_else(|| format!("invalid argument \"{arg}\" for -j"))?
-            }
+            "-j" => spec.merge_output = optvalues::yes_no(g.name, &arg)?,
             "-cwd" => spec.cwd = Some(cwd.to_string()),
             "-wd" => spec.cwd = Some(arg),
             "-v" => {
@@ -283,7 +345,12 @@ fn apply(
                 }
             }
             "-l" => {
-                let list = resources(&arg)?;
+                let list = resources(&arg);
+                if list.is_empty() {
+                    return Err(OptionError::syntax(format!(
+                        "ERROR! Wrong resource list format \"{arg}\" specified to -l option"
+                    )));
+                }
                 let target = if soft {
                     &mut spec.soft_resources
                 } else {
@@ -295,11 +362,16 @@ fn apply(
                 }
             }
             "-q" => {
-                let list = arg
+                let list: Vec<String> = arg
                     .split(',')
                     .filter(|s| !s.is_empty())
                     .map(str::to_string)
                     .collect();
+                if list.is_empty() {
+                    return Err(OptionError::syntax(format!(
+                        "ERROR! Wrong queue list format \"{arg}\" specified to -q option"
+                    )));
+                }
                 // After -soft a queue list is a preference, as -soft -l is.
                 if soft {
                     spec.soft_queues = list;
@@ -314,47 +386,28 @@ fn apply(
             "-hold_jid_ad" => spec
                 .hold_jids_ad
                 .extend(arg.split(',').filter(|s| !s.is_empty()).map(str::to_string)),
-            "-t" => {
-                spec.array = Some(parse_range(&arg).ok_or_else(|| {
-                    format!("ERROR! -t option must have the format n[-m[:s]], not \"{arg}\"")
-                })?)
-            }
-            "-tc" => {
-                spec.max_running_tasks = Some(
-                    arg.parse()
-                        .map_err(|_| format!("invalid -tc value \"{arg}\""))?,
-                )
-            }
-            "-terse" => *terse = true,
-            "-sync" => {
-                *sync = yes(&arg).ok_or_else(|| format!("invalid argument \"{arg}\" for -sync"))?
-            }
+            "-t" => spec.array = Some(optvalues::task_range(&arg)?),
+            "-tc" => spec.max_running_tasks = Some(optvalues::task_concurrency(&arg)?),
+            "-terse" => flags.terse = true,
+            "-sync" => flags.sync = optvalues::yes_no(g.name, &arg)?,
             "-S" => spec.shell = Some(arg),
-            "-b" => {
-                *binary = yes(&arg).ok_or_else(|| format!("invalid argument \"{arg}\" for -b"))?
-            }
-            "-p" => {
-                let p: i32 = arg
-                    .parse()
-                    .map_err(|_| format!("invalid priority \"{arg}\""))?;
-                if !(-1023..=1024).contains(&p) {
-                    return Err(format!("priority {p} is not in the range -1023 to 1024"));
-                }
-                spec.priority = p;
-            }
+            "-b" => flags.binary = optvalues::yes_no(g.name, &arg)?,
+            "-shell" => spec.binary_shell = optvalues::yes_no(g.name, &arg)?,
+            "-p" => spec.priority = optvalues::priority(&arg)?,
             "-A" => spec.account = arg,
-            "-a" => {
-                let now = jiff::Zoned::now();
-                spec.start_after =
-                    Some(crate::dates::parse_date_time(&arg, now).ok_or_else(|| {
-                        format!("ERROR! \"{arg}\" is not a valid date_time ([[CC]YY]MMDDhhmm[.SS])")
-                    })?);
+            "-a" => spec.start_after = Some(date_time(&arg, "-a")?),
+            "-dl" => spec.deadline = Some(date_time(&arg, "-dl")?),
+            "-js" => {
+                spec.job_share = optvalues::unsigned(
+                    &arg,
+                    "ERROR! invalid jobshare, must be an unsigned integer",
+                )?
             }
             "-ar" => {
-                spec.ar = Some(
-                    arg.parse()
-                        .map_err(|_| format!("the advance reservation id {arg} is invalid"))?,
-                )
+                spec.ar = Some(u64::from(optvalues::unsigned(
+                    &arg,
+                    "ERROR! invalid advance reservation id, must be an unsigned integer",
+                )?))
             }
             "-pe" => {
                 let (name, range) = arg.split_once(' ').unwrap_or((arg.as_str(), "1"));
@@ -373,36 +426,51 @@ fn apply(
             }
             "-m" => {
                 spec.mail_options = gantry_common::mail::parse_options(&arg).ok_or_else(|| {
-                    format!(
+                    OptionError::syntax(format!(
                         "ERROR! Wrong mail options list format \"{arg}\" specified to -m option"
-                    )
+                    ))
                 })?
             }
             "-M" => {
                 spec.mail_list = gantry_common::mail::parse_list(&arg).ok_or_else(|| {
-                    format!("ERROR! Wrong mail list format \"{arg}\" specified to -M option")
+                    OptionError::syntax(format!(
+                        "ERROR! Wrong mail list format \"{arg}\" specified to -M option"
+                    ))
                 })?
             }
             "-ac" | "-dc" | "-sc" => {
-                let change = crate::alter::context_change(g.name, &arg)?;
+                let change =
+                    crate::alter::context_change(g.name, &arg).map_err(OptionError::syntax)?;
                 gantry_common::context::apply(&mut spec.context, &change);
             }
             "-i" => spec.stdin_path = Some(arg),
             "-notify" => spec.notify = true,
-            "-r" => {
-                spec.restart =
-                    Some(yes(&arg).ok_or_else(|| format!("invalid argument \"{arg}\" for -r"))?)
-            }
-            "-R" => {
-                spec.reserve =
-                    yes(&arg).ok_or_else(|| format!("invalid argument \"{arg}\" for -R"))?
-            }
+            "-r" => spec.restart = Some(optvalues::yes_no(g.name, &arg)?),
+            "-R" => spec.reserve = optvalues::yes_no(g.name, &arg)?,
             "-hard" => soft = false,
             "-soft" => soft = true,
-            "-now" if yes(&arg) != Some(false) => {
-                return Err(
-                    "-now y is not supported: batch jobs wait in the queue (use -now n)".into(),
-                );
+            "-w" => {
+                flags.verify = match arg.as_str() {
+                    "n" => Verify::None,
+                    "e" => Verify::Error,
+                    "w" => Verify::Warning,
+                    "v" => Verify::Verify,
+                    "p" => Verify::Poke,
+                    _ => {
+                        return Err(OptionError::syntax(format!(
+                            "invalid option argument \"-w {arg}\""
+                        )))
+                    }
+                }
+            }
+            "-verify" => flags.just_verify = true,
+            "-now" if optvalues::yes_no(g.name, &arg)? => return Err(unsupported("-now y")),
+            // Batch jobs run without a terminal, which is SGE's default for them.
+            "-pty" if optvalues::yes_no(g.name, &arg)? => return Err(unsupported("-pty y")),
+            "-c" | "-ckpt" | "-binding" | "-jsv" | "-masterq" => return Err(unsupported(g.name)),
+            // qalter's and qrsh's options, which SGE's qsub parses and then refuses.
+            "-u" | "-ot" | "-nostdin" | "-noshell" | "-uall" => {
+                return Err(OptionError::not_taken(g.name, g.arg.as_deref()))
             }
             _ => {}
         }
@@ -413,7 +481,7 @@ fn apply(
 pub fn run(args: &[String]) -> Output {
     let p = match parse(args, SPECS, true) {
         Ok(p) => p,
-        Err(e) => return Output::usage_error(&e.to_string(), &usage()),
+        Err(e) => return refused(Layer::CommandLine, e.into()),
     };
     if p.has("-help") {
         return Output::ok(usage());
@@ -448,7 +516,7 @@ pub fn run(args: &[String]) -> Output {
     };
     let initial = spec.clone();
     // Defaults files, then -@ files, decide -b before the script is read.
-    let mut layers: Vec<Vec<String>> = Vec::new();
+    let mut layers: Vec<(Layer, Vec<String>)> = Vec::new();
     let defaults = [
         Some(gantry_common::cell::client_home().join("sge_request")),
         (!home.is_empty()).then(|| std::path::Path::new(&home).join(".sge_request")),
@@ -457,40 +525,38 @@ pub fn run(args: &[String]) -> Output {
     for path in defaults.into_iter().flatten() {
         if path.exists() {
             match options_from_file(&path) {
-                Ok(words) => layers.push(words),
-                Err(e) => return Output::fail(e, exit::FAILURE),
+                Ok(words) => layers.push((Layer::Defaults, words)),
+                Err(e) => return refused(Layer::Defaults, e),
             }
         }
     }
     for g in p.options.iter().filter(|g| g.name == "-@") {
         match options_from_file(std::path::Path::new(g.arg.as_deref().unwrap_or(""))) {
-            Ok(words) => layers.push(words),
-            Err(e) => return Output::fail(e, exit::FAILURE),
+            Ok(words) => layers.push((Layer::CommandLine, words)),
+            Err(e) => return refused(Layer::CommandLine, e),
         }
     }
-    let mut terse = false;
-    let mut sync = false;
-    let mut binary = false;
-    for words in &layers {
-        let lp = match parse(words, SPECS, false) {
-            Ok(lp) => lp,
-            Err(e) => return Output::usage_error(&e.to_string(), &usage()),
-        };
-        if let Err(e) = apply(
-            &mut spec,
-            &initial,
-            &lp,
-            &cwd,
-            &mut terse,
-            &mut sync,
-            &mut binary,
-        ) {
-            return unable(&e);
+    let mut flags = Flags {
+        terse: false,
+        sync: false,
+        binary: false,
+        verify: Verify::None,
+        just_verify: false,
+    };
+    for (layer, words) in &layers {
+        let applied = parse(words, SPECS, false)
+            .map_err(OptionError::from)
+            .and_then(|lp| apply(&mut spec, &initial, &lp, *layer, &cwd, &mut flags));
+        if let Err(e) = applied {
+            return refused(*layer, e);
         }
     }
     // -b from the command line matters before the script is read.
     if let Some(b) = p.arg("-b") {
-        binary = yes(b) == Some(true);
+        match optvalues::yes_no("-b", b) {
+            Ok(b) => flags.binary = b,
+            Err(e) => return refused(Layer::CommandLine, e),
+        }
     }
     let default_name;
     match p.operands.split_first() {
@@ -513,7 +579,7 @@ pub fn run(args: &[String]) -> Output {
             default_name = std::path::Path::new(first)
                 .file_name()
                 .map_or_else(|| first.clone(), |n| n.to_string_lossy().into_owned());
-            if binary {
+            if flags.binary {
                 spec.script = JobScript::Binary {
                     command: first.clone(),
                 };
@@ -526,11 +592,11 @@ pub fn run(args: &[String]) -> Output {
                         }
                     }
                     Err(e) => {
-                        let why = std::io::Error::from_raw_os_error(e.raw_os_error().unwrap_or(0));
-                        let why = why.to_string();
-                        let why = why.split(" (os error").next().unwrap_or(&why).to_string();
                         return Output::fail(
-                            format!("Unable to read script file because of error: error opening {first}: {why}"),
+                            format!(
+                                "Unable to read script file because of error: error opening {first}: {}",
+                                os_error_text(&e)
+                            ),
                             NO_SCRIPT,
                         );
                     }
@@ -552,53 +618,36 @@ pub fn run(args: &[String]) -> Output {
     }
     // The script's own #$ lines, then the command line.
     if let JobScript::Script { contents, .. } = &spec.script {
-        let words = match directives(contents, p.arg("-C").unwrap_or("#$")) {
-            Ok(w) => w,
-            Err(e) => return unable(&e),
-        };
-        match parse(&words, SPECS, false) {
-            Ok(dp) => {
-                if let Err(e) = apply(
-                    &mut spec,
-                    &initial,
-                    &dp,
-                    &cwd,
-                    &mut terse,
-                    &mut sync,
-                    &mut binary,
-                ) {
-                    return unable(&e);
-                }
-            }
-            Err(e) => return Output::usage_error(&e.to_string(), &usage()),
+        let applied = directives(contents, p.arg("-C").unwrap_or("#$"))
+            .map_err(OptionError::syntax)
+            .and_then(|words| parse(&words, SPECS, false).map_err(OptionError::from))
+            .and_then(|dp| apply(&mut spec, &initial, &dp, Layer::Script, &cwd, &mut flags));
+        if let Err(e) = applied {
+            return refused(Layer::Script, e);
         }
     }
     if let Err(e) = apply(
         &mut spec,
         &initial,
         &p,
+        Layer::CommandLine,
         &cwd,
-        &mut terse,
-        &mut sync,
-        &mut binary,
+        &mut flags,
     ) {
-        return unable(&e);
+        return refused(Layer::CommandLine, e);
     }
     if spec.name.is_empty() {
         spec.name = default_name;
     }
-    let verify = match p.arg("-w") {
-        None | Some("n") => Verify::None,
-        Some("e") => Verify::Error,
-        Some("w") => Verify::Warning,
-        Some("v") => Verify::Verify,
-        Some("p") => Verify::Poke,
-        Some(other) => {
-            return unable(&format!(
-                "invalid verify mode \"{other}\" (use e, w, n, v or p)"
-            ))
-        }
-    };
+    if flags.just_verify {
+        return Output::ok(crate::qstat::render_unsubmitted_job(&spec));
+    }
+    let Flags {
+        terse,
+        sync,
+        verify,
+        ..
+    } = flags;
     let (job_id, name, array) = match crate::conn::request(&ToMaster::Submit {
         spec: Box::new(spec),
         verify,
@@ -723,37 +772,6 @@ mod tests {
         assert_eq!(signal_name(0), None);
         assert_eq!(signal_name(32), None);
         assert_eq!(signal_name(-9), None);
-    }
-
-    #[test]
-    fn task_ranges() {
-        assert_eq!(
-            parse_range("1-5"),
-            Some(TaskRange {
-                first: 1,
-                last: 5,
-                step: 1
-            })
-        );
-        assert_eq!(
-            parse_range("2-10:2"),
-            Some(TaskRange {
-                first: 2,
-                last: 10,
-                step: 2
-            })
-        );
-        assert_eq!(
-            parse_range("7"),
-            Some(TaskRange {
-                first: 7,
-                last: 7,
-                step: 1
-            })
-        );
-        for bad in ["0-3", "5-1", "1-3:0", "x", "1-"] {
-            assert_eq!(parse_range(bad), None, "{bad}");
-        }
     }
 
     #[test]

@@ -479,9 +479,11 @@ fn supervise(
         .clone()
         .or_else(|| setting(start, "shell").map(str::to_string))
         .unwrap_or_else(|| "/bin/sh".to_string());
+    // A binary job runs its command directly, unless `-shell y` asks for the shell,
+    // which then gets the command line as SGE gives it: `shell -c "command args"`.
     let what = match &start.spec.script {
-        JobScript::Script { .. } => shell.clone(),
-        JobScript::Binary { command } => command.clone(),
+        JobScript::Binary { command } if !start.spec.binary_shell => command.clone(),
+        _ => shell.clone(),
     };
     let cant_start = |e: std::io::Error| {
         fail(
@@ -498,10 +500,20 @@ fn supervise(
         .find(|(k, _)| k == "PATH")
         .map_or("/usr/local/bin:/usr/bin:/bin", |(_, v)| v.as_str());
     let mut args = vec![what.clone()];
-    if matches!(start.spec.script, JobScript::Script { .. }) {
-        args.push(script_path.to_string_lossy().into_owned());
+    match &start.spec.script {
+        JobScript::Script { .. } => {
+            args.push(script_path.to_string_lossy().into_owned());
+            args.extend(start.spec.args.iter().cloned());
+        }
+        JobScript::Binary { command } if start.spec.binary_shell => {
+            let line: Vec<&str> = std::iter::once(command.as_str())
+                .chain(start.spec.args.iter().map(String::as_str))
+                .collect();
+            args.push("-c".to_string());
+            args.push(line.join(" "));
+        }
+        JobScript::Binary { .. } => args.extend(start.spec.args.iter().cloned()),
     }
-    args.extend(start.spec.args.iter().cloned());
     let (group, group_procs) = match &held.group {
         Some(g) => (
             Some(spawn::open_group_dir(&g.path).map_err(|e| {

@@ -221,6 +221,20 @@ pub fn validate_submission(
             ),
         ));
     }
+    // `-dl`: only deadline users may say when their job must reach top priority.
+    if spec.deadline.is_some()
+        && !state.usersets.get("deadlineusers").is_some_and(|u| {
+            gantry_common::userset::entries_contain(&u.entries, &caller.user, groups)
+        })
+    {
+        return Err(refuse(
+            RefusalKind::Denied,
+            format!(
+                "job rejected: the user \"{}\" is no deadline initiation user",
+                caller.user
+            ),
+        ));
+    }
     // Names end up in other users' terminals (`qstat`) and in the accounting file's
     // lines (`qacct`): SGE's rules, and no control character at all.
     gantry_common::names::verify_job_name(&spec.name)

@@ -262,6 +262,17 @@ pub struct JobSpec {
     pub hold_jids_ad: Vec<String>,
     /// `-soft -q`: queues the job prefers (a soft request, as `-soft -l`).
     pub soft_queues: Vec<String>,
+    /// `-dl`: the deadline initiation time (seconds since the epoch), for users in
+    /// `deadlineusers`.
+    pub deadline: Option<i64>,
+    /// `-js`: the job's share among its owner's jobs.
+    pub job_share: u32,
+    /// `-shell y` (with `-b y`): the command line goes through the job's shell (`shell
+    /// -c "command args"`, as SGE runs it); without it Gantry executes the command
+    /// directly with its arguments as given (SGE's `-shell n`).
+    pub binary_shell: bool,
+    /// `-now y`: start at once or not at all.
+    pub immediate: bool,
 }
 
 impl JobSpec {
@@ -303,6 +314,10 @@ impl JobSpec {
             notify: false,
             hold_jids_ad: Vec::new(),
             soft_queues: Vec::new(),
+            deadline: None,
+            job_share: 0,
+            binary_shell: false,
+            immediate: false,
         }
     }
 }

@@ -108,6 +108,11 @@ pub struct Out {
 }
 
 impl Out {
+    /// What a finished command printed and its exit status.
+    pub fn from_output(o: std::process::Output) -> Out {
+        Out::from(o)
+    }
+
     fn from(o: std::process::Output) -> Out {
         Out {
             stdout: String::from_utf8_lossy(&o.stdout).into_owned(),

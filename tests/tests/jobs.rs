@@ -161,10 +161,10 @@ fn refused_submissions_queue_nothing() {
         );
     }
     let bad = c.as_user("gtuser1", "qsub", &["-badopt"]);
-    assert_eq!(bad.code, 1);
-    assert!(bad
-        .stderr
-        .starts_with("error: invalid option argument \"-badopt\""));
+    assert_eq!(
+        (bad.code, bad.stderr.as_str()),
+        (2, "qsub: ERROR! invalid option argument \"-badopt\"\n")
+    );
     // root is below min_uid.
     let out = c.client("qsub", &["-b", "y", "/bin/true"]);
     assert_eq!(
@@ -1918,4 +1918,71 @@ fn array_dependencies_end_to_end() {
     );
     let acct = c.client("qacct", &["-j", &then_id]).stdout;
     assert_eq!(acct.matches("taskid").count(), 3, "{acct}");
+}
+
+/// `-dl`: only members of `deadlineusers` may give a deadline (SGE's message otherwise);
+/// `qstat -j` shows it and the job share (`-js`). `-shell y`: a binary job's command line
+/// goes through the shell, which expands it; without it the command runs directly with
+/// its arguments as given.
+#[test]
+fn deadline_users_job_share_and_the_binary_shell() {
+    if !need_root("deadline_users_job_share_and_the_binary_shell") {
+        return;
+    }
+    ensure_user("gtuser1");
+    let c = Cluster::one_host();
+    let refused = c.as_user(
+        "gtuser1",
+        "qsub",
+        &["-dl", "203001021530", "-b", "y", "/bin/true"],
+    );
+    assert_eq!(
+        (refused.code, refused.stderr.as_str()),
+        (
+            1,
+            "Unable to run job: job rejected: the user \"gtuser1\" is no deadline initiation user\nExiting.\n"
+        )
+    );
+    assert_eq!(c.client("qstat", &["-u", "*"]).stdout, "", "nothing queued");
+    assert_eq!(
+        c.qconf(&["-au", "gtuser1", "deadlineusers"]).code,
+        0,
+        "adding a deadline user"
+    );
+    let id = c.submit(
+        "gtuser1",
+        &[
+            "-h",
+            "-dl",
+            "203001021530",
+            "-js",
+            "7",
+            "-b",
+            "y",
+            "/bin/true",
+        ],
+    );
+    let j = c.as_user("gtuser1", "qstat", &["-j", &id]).stdout;
+    assert!(
+        j.contains("deadline:                   Wed Jan  2 15:30:00 2030\n"),
+        "{j}"
+    );
+    assert!(j.contains("jobshare:                   7\n"), "{j}");
+    assert_eq!(c.client("qdel", &["-u", "gtuser1"]).code, 0);
+
+    let dir = shared_dir("binshell");
+    let run = |extra: &[&str], out: &str| {
+        let path = dir.join(out);
+        let path = path.to_string_lossy().into_owned();
+        let mut args = vec!["-sync", "y", "-wd", "/tmp", "-o", &path, "-j", "y"];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["-b", "y", "echo", "$JOB_NAME"]);
+        let done = c.as_user("gtuser1", "qsub", &args);
+        assert_eq!(done.code, 0, "{done:?}");
+        std::fs::read_to_string(dir.join(out)).unwrap()
+    };
+    assert_eq!(run(&[], "direct"), "$JOB_NAME\n");
+    assert_eq!(run(&["-shell", "n"], "shell-n"), "$JOB_NAME\n");
+    assert_eq!(run(&["-shell", "y"], "shell-y"), "echo\n");
+    let _ = std::fs::remove_dir_all(&dir);
 }
