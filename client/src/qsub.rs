@@ -110,10 +110,7 @@ pub fn usage() -> String {
         ("[-M mail_list]", "notify these e-mail addresses"),
         ("[-N name]", "specify job name"),
         ("[-notify]", "notify job before killing/suspending it"),
-        (
-            "[-now y[es]|n[o]]",
-            "start job immediately or not at all (only n is supported)",
-        ),
+        ("[-now y[es]|n[o]]", "start job immediately or not at all"),
         ("[-o path]", "specify standard output stream path"),
         ("[-P project_name]", "set job's project"),
         ("[-p priority]", "define job's relative priority"),
@@ -464,7 +461,7 @@ fn apply(
                 }
             }
             "-verify" => flags.just_verify = true,
-            "-now" if optvalues::yes_no(g.name, &arg)? => return Err(unsupported("-now y")),
+            "-now" => spec.immediate = optvalues::yes_no(g.name, &arg)?,
             // Batch jobs run without a terminal, which is SGE's default for them.
             "-pty" if optvalues::yes_no(g.name, &arg)? => return Err(unsupported("-pty y")),
             "-c" | "-ckpt" | "-binding" | "-jsv" | "-masterq" => return Err(unsupported(g.name)),
@@ -648,6 +645,8 @@ pub fn run(args: &[String]) -> Output {
         verify,
         ..
     } = flags;
+    let immediate =
+        spec.immediate && matches!(verify, Verify::None | Verify::Error | Verify::Warning);
     let (job_id, name, array) = match crate::conn::request(&ToMaster::Submit {
         spec: Box::new(spec),
         verify,
@@ -673,6 +672,27 @@ pub fn run(args: &[String]) -> Output {
             r.first, r.last, r.step
         ),
     });
+    if immediate {
+        // As SGE's qsub: the wait and its outcome on stderr.
+        out.stderr
+            .push_str("Waiting for immediate job to be scheduled.\n");
+        match crate::conn::request(&ToMaster::WaitStart { job_id }) {
+            Ok(FromMaster::JobStarted { .. }) => out.stderr.push_str(&format!(
+                "\nYour immediate job {job_id} has been successfully scheduled.\n"
+            )),
+            Ok(FromMaster::Refused(r)) => {
+                out.stderr.push_str(&format!("\n{}\n", r.message));
+                out.code = exit::FAILURE;
+                return out;
+            }
+            Ok(_) | Err(_) => {
+                out.stderr
+                    .push_str("error: lost the connection while waiting for the job to start\n");
+                out.code = exit::FAILURE;
+                return out;
+            }
+        }
+    }
     if sync {
         match wait_for_job(job_id) {
             Ok(FromMaster::JobEnded {

@@ -92,6 +92,8 @@ pub struct Cluster {
     started: HashSet<(u64, u32)>,
     /// `qsub -sync y` clients waiting for a job's end.
     waiters: HashMap<u64, Vec<tokio::sync::oneshot::Sender<FromMaster>>>,
+    /// `qsub -now y` clients waiting for a job's start.
+    start_waiters: HashMap<u64, Vec<tokio::sync::oneshot::Sender<FromMaster>>>,
     /// A scheduling pass is queued behind the messages already waiting, so that a burst
     /// of submissions or completions is scheduled (and its dispatches committed) at once.
     schedule_queued: bool,
@@ -267,6 +269,7 @@ impl Cluster {
             unreachable: HashSet::new(),
             started: HashSet::new(),
             waiters: HashMap::new(),
+            start_waiters: HashMap::new(),
             schedule_queued: false,
             trigger: Trigger::default(),
             cycle_thread: None,
@@ -477,6 +480,7 @@ impl Cluster {
                 Decisions {
                     dispatches,
                     quota_counters,
+                    immediate_unplaced,
                 },
             took,
         } = outcome;
@@ -501,8 +505,45 @@ impl Cluster {
         if !decisions.is_empty() {
             self.dispatch(&decisions);
         }
+        if !immediate_unplaced.is_empty() {
+            self.remove_unplaced_immediate_jobs(&immediate_unplaced);
+        }
         if self.trigger.state_changed || self.trigger.loads_changed {
             self.queue_cycle();
+        }
+    }
+
+    /// `qsub -now y` jobs a cycle could not start whole are removed, as SGE removes them:
+    /// they were not to wait. Only a job that is still as the cycle saw it goes (nothing
+    /// of it started or failed since); its waiting `qsub` is told.
+    fn remove_unplaced_immediate_jobs(&mut self, ids: &[u64]) {
+        let gone: Vec<u64> = ids
+            .iter()
+            .copied()
+            .filter(|id| {
+                self.state.jobs.get(id).is_some_and(|j| {
+                    j.spec.immediate && j.tasks.has_pending() && j.tasks.placed().next().is_none()
+                })
+            })
+            .collect();
+        if gone.is_empty() {
+            return;
+        }
+        let ops: Vec<Op> = gone
+            .iter()
+            .map(|&id| Op::Delete(crate::state::job_key(id)))
+            .collect();
+        if self.commit(&ops).is_err() {
+            return; // still pending: the next cycle decides again
+        }
+        for id in gone {
+            info!(job = id, "immediate job could not be scheduled: removed");
+            if let Some(waiters) = self.start_waiters.remove(&id) {
+                for w in waiters {
+                    let _ = w.send(crate::cluster::clients::not_scheduled());
+                }
+            }
+            self.job_ended_without_report(id);
         }
     }
 
@@ -539,6 +580,13 @@ impl Cluster {
         }
         self.trigger.state_changed = changed_meanwhile;
         tracing::debug!(n = decisions.len(), "dispatching");
+        for d in decisions {
+            if let Some(waiters) = self.start_waiters.remove(&d.job_id) {
+                for w in waiters {
+                    let _ = w.send(FromMaster::JobStarted { job_id: d.job_id });
+                }
+            }
+        }
         for d in decisions {
             if let (Some(start), Some(session)) = (self.job_start(d), self.sessions.get(&d.host)) {
                 let _ = session.to_execd.send(ToExecd::StartJob(Box::new(start)));

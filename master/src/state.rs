@@ -524,6 +524,7 @@ impl ClusterState {
             | ToMaster::ShowJobs { .. }
             | ToMaster::DeleteJobs { .. }
             | ToMaster::WaitJob { .. }
+            | ToMaster::WaitStart { .. }
             | ToMaster::ShowQuotas(_)
             | ToMaster::SchedulingSummary
             | ToMaster::Accounting { .. } => Err(refuse(

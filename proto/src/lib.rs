@@ -223,6 +223,9 @@ pub enum ToMaster {
     ShowQuotas(QuotaQuery),
     /// `qstat -j` without a job: which pending jobs each kind of reason holds back.
     SchedulingSummary,
+    /// `qsub -now y`: answer when the job has started, or was removed because it could
+    /// not start at once.
+    WaitStart { job_id: u64 },
 }
 
 /// What `qquota` asks about. An empty list means "any"; `users` empty means the caller
@@ -349,6 +352,10 @@ pub enum FromMaster {
     SchedulingSummary(Vec<(String, Vec<u64>)>),
     /// A request naming several items (`qdel`): what became of each, in order.
     Items(Vec<ItemResult>),
+    /// `qsub -now y`: the job has started.
+    JobStarted {
+        job_id: u64,
+    },
 }
 
 /// Why a request was refused. The kind decides the exit status (one table, in the

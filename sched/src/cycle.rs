@@ -78,6 +78,9 @@ pub struct Decisions {
     /// How many quota usage counters the cycle used: the caller keeps it for the next
     /// cycle's first allocation ([`crate::quota::QuotaBook::note_cycle_counters`]).
     pub quota_counters: usize,
+    /// `-now y` jobs this cycle saw and could not start whole (held, waiting, or no room
+    /// for every pending task): they are not to wait, so the caller removes them.
+    pub immediate_unplaced: Vec<u64>,
 }
 
 /// A decision of the scheduler: start this task in this queue instance.
@@ -834,9 +837,20 @@ impl<'a> ClusterView<'a> {
     pub(crate) fn decide_on(&self, snap: &mut Snapshot, now: Time) -> Decisions {
         let dispatches = self.dispatch(snap, now);
         let gates = std::mem::take(snap.gates.get_mut());
+        // Immediate jobs are placed whole or not at all: one without a dispatch did not
+        // start, whatever held it back.
+        let started: HashSet<u64> = dispatches.iter().map(|d| d.job_id).collect();
+        let mut immediate_unplaced: Vec<u64> = self
+            .jobs
+            .values()
+            .filter(|j| j.spec.immediate && j.tasks.has_pending() && !started.contains(&j.id))
+            .map(|j| j.id)
+            .collect();
+        immediate_unplaced.sort_unstable();
         Decisions {
             dispatches,
             quota_counters: gates.quota.map_or(0, |q| q.usage.len()),
+            immediate_unplaced,
         }
     }
 
@@ -868,47 +882,80 @@ impl<'a> ClusterView<'a> {
             if cat.exhausted() {
                 continue;
             }
-            // Lowest task first; the ids are produced as they are taken, so a cycle costs
-            // what it dispatches, not the size of the array. `running` counts the tasks
-            // that hold slots, those dispatched in this cycle included.
-            let already = job.tasks.holding_slots() as u32;
-            // `-hold_jid_ad`: task N waits while task N of a predecessor is in the system.
-            let predecessors = self.array_predecessors(job);
-            let ready = job
-                .tasks
-                .pending()
-                .iter()
-                .filter(|t| !crate::view::waits_for_array_task(&predecessors, *t));
-            for (running, task_id) in (already..).zip(ready) {
-                if job.spec.max_running_tasks.is_some_and(|tc| running >= tc)
-                    || (job.is_array() && max_aj_instances.is_some_and(|m| running >= m))
-                {
-                    break;
-                }
-                let Some(placed) = snap.place_task(cat) else {
-                    break; // nothing left for this category in this cycle
-                };
-                snap.book(&cat.demand, &placed);
-                let grants: Vec<Grant> = placed
-                    .grants
-                    .iter()
-                    .map(|&(inst, slots)| Grant {
-                        queue: snap.instances[inst].queue.clone(),
-                        host: snap.hosts[snap.instances[inst].host].name.clone(),
-                        slots,
-                    })
-                    .collect();
-                out.push(Dispatch {
-                    job_id: job.id,
-                    task_id,
-                    queue: grants[0].queue.clone(),
-                    host: grants[0].host.clone(),
-                    grants,
-                    pe: placed.pe,
-                });
+            if !job.spec.immediate {
+                self.place_tasks(snap, cat, job, max_aj_instances, &mut out);
+                continue;
+            }
+            // `-now y`: every pending task starts in this cycle or none does. The tasks
+            // are placed on a copy, kept only when all of them found room.
+            let mut trial = snap.clone();
+            let mut trial_cat = cat.clone();
+            let mut placed = Vec::new();
+            self.place_tasks(
+                &mut trial,
+                &mut trial_cat,
+                job,
+                max_aj_instances,
+                &mut placed,
+            );
+            if placed.len() as u64 == job.tasks.pending().len() {
+                *snap = trial;
+                *cat = trial_cat;
+                out.extend(placed);
             }
         }
         out
+    }
+
+    /// Place a job's pending tasks, lowest first, as far as its category has room in this
+    /// cycle; each placement is booked on the snapshot and added to `out`.
+    fn place_tasks(
+        &self,
+        snap: &mut Snapshot,
+        cat: &mut Category,
+        job: &Job,
+        max_aj_instances: Option<u32>,
+        out: &mut Vec<Dispatch>,
+    ) {
+        // Lowest task first; the ids are produced as they are taken, so a cycle costs
+        // what it dispatches, not the size of the array. `running` counts the tasks
+        // that hold slots, those dispatched in this cycle included.
+        let already = job.tasks.holding_slots() as u32;
+        // `-hold_jid_ad`: task N waits while task N of a predecessor is in the system.
+        let predecessors = self.array_predecessors(job);
+        let ready = job
+            .tasks
+            .pending()
+            .iter()
+            .filter(|t| !crate::view::waits_for_array_task(&predecessors, *t));
+        for (running, task_id) in (already..).zip(ready) {
+            if job.spec.max_running_tasks.is_some_and(|tc| running >= tc)
+                || (job.is_array() && max_aj_instances.is_some_and(|m| running >= m))
+            {
+                break;
+            }
+            let Some(placed) = snap.place_task(cat) else {
+                break; // nothing left for this category in this cycle
+            };
+            snap.book(&cat.demand, &placed);
+            let grants: Vec<Grant> = placed
+                .grants
+                .iter()
+                .map(|&(inst, slots)| Grant {
+                    queue: snap.instances[inst].queue.clone(),
+                    host: snap.hosts[snap.instances[inst].host].name.clone(),
+                    slots,
+                })
+                .collect();
+            out.push(Dispatch {
+                job_id: job.id,
+                task_id,
+                queue: grants[0].queue.clone(),
+                host: grants[0].host.clone(),
+                grants,
+                pe: placed.pe,
+            });
+        }
     }
 
     /// Could any queue instance ever run this job (its requests against the instances'

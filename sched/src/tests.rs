@@ -1124,3 +1124,48 @@ fn a_soft_queue_list_is_a_preference() {
         vec![(1, "other.q@h1".to_string()), (2, "all.q@h1".to_string())]
     );
 }
+
+/// `-now y`: a job starts whole in the cycle that sees it or not at all; an array job
+/// whose tasks do not all fit starts none (and leaves the room to the jobs after it);
+/// a held immediate job is reported as not started.
+#[test]
+fn an_immediate_job_starts_whole_or_is_reported_unplaced() {
+    let mut s = Cluster::new(&[]);
+    s.add_host("h1", "", LOAD);
+    s.set_queue("all.q", "slots", "2");
+    let immediate_array = |id: u64, tasks: u32| {
+        let mut j = job(id, "u1", &[], &[]);
+        j.spec.immediate = true;
+        j.spec.array = Some(gantry_proto::TaskRange {
+            first: 1,
+            last: tasks,
+            step: 1,
+        });
+        j.tasks = gantry_common::tasks::Tasks::array(1, tasks, 1);
+        j
+    };
+    s.put_job(immediate_array(1, 3));
+    s.put_job(job(2, "u1", &[], &[]));
+    let d = s.view().schedule(Time::from_secs(0), &s.connected());
+    let started: Vec<(u64, u32)> = d.dispatches.iter().map(|d| (d.job_id, d.task_id)).collect();
+    assert_eq!(
+        started,
+        vec![(2, 1)],
+        "none of job 1's three tasks fits in two slots"
+    );
+    assert_eq!(d.immediate_unplaced, vec![1]);
+    // Two tasks fit in two slots: both start.
+    s.remove_job(2);
+    s.put_job(immediate_array(1, 2));
+    let d = s.view().schedule(Time::from_secs(0), &s.connected());
+    let started: Vec<(u64, u32)> = d.dispatches.iter().map(|d| (d.job_id, d.task_id)).collect();
+    assert_eq!(started, vec![(1, 1), (1, 2)]);
+    assert!(d.immediate_unplaced.is_empty());
+    // A held immediate job cannot start now.
+    let mut held = immediate_array(1, 1);
+    held.spec.hold = true;
+    s.put_job(held);
+    let d = s.view().schedule(Time::from_secs(0), &s.connected());
+    assert!(d.dispatches.is_empty());
+    assert_eq!(d.immediate_unplaced, vec![1]);
+}

@@ -1986,3 +1986,91 @@ fn deadline_users_job_share_and_the_binary_shell() {
     assert_eq!(run(&["-shell", "y"], "shell-y"), "echo\n");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `qsub -now y`: the job starts at once or is removed, with SGE's messages on stderr;
+/// an array job starts whole or not at all; a held one cannot start at once.
+#[test]
+fn an_immediate_job_starts_at_once_or_not_at_all() {
+    if !need_root("an_immediate_job_starts_at_once_or_not_at_all") {
+        return;
+    }
+    ensure_user("gtuser1");
+    let c = Cluster::one_host();
+    assert_eq!(c.qconf(&["-rattr", "queue", "slots", "1", "all.q"]).code, 0);
+    let first = c.as_user(
+        "gtuser1",
+        "qsub",
+        &["-now", "y", "-wd", "/tmp", "-b", "y", "sleep", "6172"],
+    );
+    assert_eq!(first.code, 0, "{first:?}");
+    let id = first
+        .stdout
+        .strip_prefix("Your job ")
+        .and_then(|r| r.split_whitespace().next())
+        .expect("job id")
+        .to_string();
+    assert_eq!(
+        first.stderr,
+        format!(
+            "Waiting for immediate job to be scheduled.\n\nYour immediate job {id} has been successfully scheduled.\n"
+        )
+    );
+    let refused_now = |args: &[&str]| {
+        let mut all = vec!["-now", "y", "-wd", "/tmp"];
+        all.extend_from_slice(args);
+        let out = c.as_user("gtuser1", "qsub", &all);
+        assert_eq!(out.code, 1, "{args:?}: {out:?}");
+        assert!(
+            out.stdout.starts_with("Your job"),
+            "{args:?}: submitted first: {out:?}"
+        );
+        assert_eq!(
+            out.stderr,
+            "Waiting for immediate job to be scheduled.\n\nYour qsub request could not be scheduled, try again later.\n",
+            "{args:?}"
+        );
+    };
+    // The only slot is taken.
+    refused_now(&["-b", "y", "/bin/true"]);
+    let listed = c.client("qstat", &["-u", "*"]).stdout;
+    assert_eq!(
+        listed.lines().count(),
+        3,
+        "only the first job is left: {listed}"
+    );
+    assert!(listed.contains(&id), "{listed}");
+    assert_eq!(c.client("qdel", &[&id]).code, 0);
+    wait_until("the slot is free", Duration::from_secs(30), || {
+        c.client("qstat", &["-u", "*"]).stdout.is_empty()
+    });
+    // Two tasks, one slot: neither starts.
+    refused_now(&["-t", "1-2", "-b", "y", "/bin/true"]);
+    // Held: it cannot start now.
+    refused_now(&["-h", "-b", "y", "/bin/true"]);
+    assert_eq!(
+        c.client("qstat", &["-u", "*"]).stdout,
+        "",
+        "refused immediate jobs are removed"
+    );
+    // With room it starts; -sync y then waits for its end.
+    let out = c.as_user(
+        "gtuser1",
+        "qsub",
+        &[
+            "-now",
+            "y",
+            "-sync",
+            "y",
+            "-wd",
+            "/tmp",
+            "-b",
+            "y",
+            "/bin/true",
+        ],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(
+        out.stdout.ends_with("exited with exit code 0.\n"),
+        "{out:?}"
+    );
+}

@@ -167,7 +167,7 @@ impl Cluster {
                 }
             }
             // `call` waits for the job's end before a wait reaches the actor.
-            ToMaster::WaitJob { .. } => FromMaster::Refused(Refusal {
+            ToMaster::WaitJob { .. } | ToMaster::WaitStart { .. } => FromMaster::Refused(Refusal {
                 kind: RefusalKind::Internal,
                 message: "error: a wait for a job reached the master without its caller".into(),
             }),
@@ -272,6 +272,46 @@ impl Handler<WaitJob> for Cluster {
     }
 }
 
+/// `qsub -now y`: answer now if the job has started (or ended), else when it starts or
+/// is removed.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct WaitStart {
+    pub job_id: u64,
+    pub reply: tokio::sync::oneshot::Sender<FromMaster>,
+}
+
+impl Handler<WaitStart> for Cluster {
+    type Result = ();
+
+    fn handle(&mut self, msg: WaitStart, _: &mut Self::Context) {
+        let answer = match self.state.jobs.get(&msg.job_id) {
+            Some(job) if job.tasks.holding_slots() == 0 && job.tasks.has_pending() => {
+                self.start_waiters
+                    .entry(msg.job_id)
+                    .or_default()
+                    .push(msg.reply);
+                return;
+            }
+            Some(_) => FromMaster::JobStarted { job_id: msg.job_id },
+            // Gone: it ran if it left an accounting record, else it never started.
+            None => match self.job_outcome(msg.job_id) {
+                Some(_) => FromMaster::JobStarted { job_id: msg.job_id },
+                None => not_scheduled(),
+            },
+        };
+        let _ = msg.reply.send(answer);
+    }
+}
+
+/// What `qsub -now y` is told when its job did not start at once (SGE's words).
+pub fn not_scheduled() -> FromMaster {
+    FromMaster::Refused(Refusal {
+        kind: RefusalKind::Denied,
+        message: "Your qsub request could not be scheduled, try again later.".into(),
+    })
+}
+
 /// A client request, whatever its kind: waits are answered when the job ends.
 pub async fn call(cluster: &Addr<Cluster>, caller: Caller, request: ToMaster) -> FromMaster {
     let gone = || {
@@ -283,6 +323,13 @@ pub async fn call(cluster: &Addr<Cluster>, caller: Caller, request: ToMaster) ->
     if let ToMaster::WaitJob { job_id } = request {
         let (tx, rx) = tokio::sync::oneshot::channel();
         if cluster.send(WaitJob { job_id, reply: tx }).await.is_err() {
+            return gone();
+        }
+        return rx.await.unwrap_or_else(|_| gone());
+    }
+    if let ToMaster::WaitStart { job_id } = request {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        if cluster.send(WaitStart { job_id, reply: tx }).await.is_err() {
             return gone();
         }
         return rx.await.unwrap_or_else(|_| gone());

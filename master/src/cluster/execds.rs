@@ -19,6 +19,11 @@ use super::*;
 impl Cluster {
     /// A job left without running (deleted while pending): wake `-sync` waiters.
     pub(super) fn job_ended_without_report(&mut self, id: u64) {
+        if let Some(waiters) = self.start_waiters.remove(&id) {
+            for w in waiters {
+                let _ = w.send(super::clients::not_scheduled());
+            }
+        }
         if let Some(waiters) = self.waiters.remove(&id) {
             for w in waiters {
                 let _ = w.send(FromMaster::JobEnded {
