@@ -1447,7 +1447,10 @@ fn mail_goes_through_the_mailer_at_start_end_and_abort() {
         "qsub",
         &["-M", "-oQ/tmp/x", "-b", "y", "/bin/true"],
     );
-    assert_eq!(bad.code, 1, "{bad:?}");
+    assert_eq!(
+        bad.code, 7,
+        "SGE's status for a malformed argument: {bad:?}"
+    );
     assert!(
         bad.stderr
             .contains("ERROR! Wrong mail list format \"-oQ/tmp/x\" specified to -M option"),
