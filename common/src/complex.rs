@@ -358,6 +358,32 @@ pub fn by_name(list: &[ComplexAttr]) -> HashMap<&str, &ComplexAttr> {
     list.iter().map(|c| (c.name.as_str(), c)).collect()
 }
 
+/// A value an administrator configures for an attribute (a host's or queue's
+/// `complex_values`, a quota limit), checked as SGE checks it (`centry_fill_and_check`):
+/// it must read as the attribute's type, and a consumable's may not be negative, with
+/// SGE's message for the latter. The caller words the former in its own context.
+pub fn check_configured_value(attr: &ComplexAttr, value: &str) -> Result<(), ConfiguredValueError> {
+    match parse_value(attr.value_type, value) {
+        Err(_) => Err(ConfiguredValueError::NotOfType),
+        Ok(Value::Num(n)) if n < 0.0 && attr.consumable != Consumable::No => {
+            Err(ConfiguredValueError::Negative(format!(
+                "attribute \"{}\" is consumable but has a negative value",
+                attr.name
+            )))
+        }
+        Ok(_) => Ok(()),
+    }
+}
+
+/// Why [`check_configured_value`] refused a value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConfiguredValueError {
+    /// It does not read as the attribute's type.
+    NotOfType,
+    /// A consumable's value below zero (SGE's message).
+    Negative(String),
+}
+
 /// Find an attribute by name or shortcut.
 pub fn find<'a>(list: &'a [ComplexAttr], name: &str) -> Option<&'a ComplexAttr> {
     list.iter()
@@ -368,6 +394,34 @@ pub fn find<'a>(list: &'a [ComplexAttr], name: &str) -> Option<&'a ComplexAttr> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn configured_values_are_of_their_type_and_consumables_never_negative() {
+        let list = default_complexes();
+        let attr = |n: &str| find(&list, n).unwrap();
+        let table = [
+            ("slots", "4", Ok(())),
+            ("slots", "0", Ok(())),
+            (
+                "slots",
+                "-1",
+                Err(ConfiguredValueError::Negative(
+                    "attribute \"slots\" is consumable but has a negative value".into(),
+                )),
+            ),
+            ("slots", "many", Err(ConfiguredValueError::NotOfType)),
+            // Not consumable: a negative value is a value.
+            ("load_avg", "-1", Ok(())),
+            ("arch", "lx-amd64", Ok(())),
+        ];
+        for (name, value, want) in table {
+            assert_eq!(
+                check_configured_value(attr(name), value),
+                want,
+                "{name}={value}"
+            );
+        }
+    }
 
     #[test]
     fn default_list_prints_as_sge_does() {

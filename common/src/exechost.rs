@@ -117,6 +117,11 @@ pub fn check_exechost(h: &ExecHost, complexes: &[ComplexAttr]) -> Result<(), Str
                 h.hostname
             )
         })?;
+        if let Err(complex::ConfiguredValueError::Negative(m)) =
+            complex::check_configured_value(attr, value)
+        {
+            return Err(m);
+        }
     }
     for (name, factor) in &h.load_scaling {
         if complex::find(complexes, name).is_none() {

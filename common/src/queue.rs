@@ -282,6 +282,14 @@ pub fn check_queue(q: &ClusterQueue, complexes: &[ComplexAttr]) -> Result<(), St
                                 crate::value::type_name(attr.value_type)
                             ));
                         }
+                        // Only capacities are consumed; thresholds may be anything.
+                        if key == "complex_values" {
+                            if let Err(crate::complex::ConfiguredValueError::Negative(m)) =
+                                crate::complex::check_configured_value(attr, &value)
+                            {
+                                return Err(m);
+                            }
+                        }
                     }
                 }
                 _ => {}

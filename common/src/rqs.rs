@@ -4,7 +4,6 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::value::parse_value;
 use gantry_proto::{ComplexAttr, ValueType};
 
 /// One entry of a filter list: a name (user, `@acl`, project, PE, queue, host,
@@ -452,12 +451,18 @@ pub fn check_set(s: &QuotaSet, complexes: &[ComplexAttr]) -> Result<(), RqsError
                         }
                     }
                 }
-            } else if parse_value(attr.value_type, &l.value).is_err() {
-                return Err(err(format!(
-                    "attribute \"{}\" is not {}",
-                    attr.name,
-                    not_a(attr.value_type)
-                )));
+            } else {
+                match crate::complex::check_configured_value(attr, &l.value) {
+                    Ok(()) => {}
+                    Err(crate::complex::ConfiguredValueError::Negative(m)) => return Err(err(m)),
+                    Err(crate::complex::ConfiguredValueError::NotOfType) => {
+                        return Err(err(format!(
+                            "attribute \"{}\" is not {}",
+                            attr.name,
+                            not_a(attr.value_type)
+                        )))
+                    }
+                }
             }
         }
     }

@@ -559,6 +559,16 @@ fn host_groups_added_modified_resolved_and_deleted() {
     c.start_master();
     let file = c.dir.path().join("hg");
     std::fs::write(&file, "group_name @small\nhostlist n1 n2\n").unwrap();
+    // Hosts must be the cell's (SGE: must resolve): refused whole, nothing added.
+    let out = c.qconf(&["-Ahgrp", file.to_str().unwrap()]);
+    assert_eq!(
+        (out.code, out.stderr.as_str()),
+        (1, "unable to resolve host \"n1\"\n")
+    );
+    assert_eq!(c.qconf(&["-shgrpl"]).stdout, "@allhosts\n");
+    for h in ["n1", "n2", "n3", "n4"] {
+        assert_eq!(c.qconf(&["-ae", h]).code, 0, "qconf -ae {h}");
+    }
     let out = c.qconf(&["-Ahgrp", file.to_str().unwrap()]);
     assert_eq!(
         out.stdout, "root@head added \"@small\" to host group list\n",
@@ -584,6 +594,17 @@ fn host_groups_added_modified_resolved_and_deleted() {
     assert_eq!(
         unknown.stderr,
         "denied: host group \"@nosuch\" does not exist\n"
+    );
+    assert_eq!(
+        c.qconf(&["-shgrp", "@small"]).stdout,
+        "group_name @small\nhostlist n1 n2\n"
+    );
+    // -Mhgrp naming a host the cell does not know changes nothing (the real hosts stay).
+    std::fs::write(&file, "group_name @small\nhostlist n1 nosuchhost\n").unwrap();
+    let unknown = c.qconf(&["-Mhgrp", file.to_str().unwrap()]);
+    assert_eq!(
+        (unknown.code, unknown.stderr.as_str()),
+        (1, "unable to resolve host \"nosuchhost\"\n")
     );
     assert_eq!(
         c.qconf(&["-shgrp", "@small"]).stdout,

@@ -630,3 +630,41 @@ fn dynamic_limits_follow_each_hosts_num_proc_under_a_burst() {
         "{out:?}"
     );
 }
+
+/// A negative value for a consumable is refused whichever way it comes (a whole file, a
+/// single attribute), with SGE's message, and nothing changes: quota limits, exec host
+/// and queue `complex_values`.
+#[test]
+fn negative_consumable_values_are_refused_through_every_path() {
+    let mut c = Cluster::init(&[]);
+    c.start_master();
+    let negative = "attribute \"slots\" is consumable but has a negative value";
+    let refused = |args: &[&str]| {
+        let out = c.qconf(args);
+        assert_eq!(out.code, 1, "{args:?}: {out:?}");
+        assert!(out.stderr.contains(negative), "{args:?}: {out:?}");
+    };
+    let file = c.home().join("negative.rqs");
+    std::fs::write(
+        &file,
+        "{\n   name         neg\n   enabled      true\n   limit        users {*} to slots=-1\n}\n",
+    )
+    .unwrap();
+    refused(&["-Arqs", file.to_str().unwrap()]);
+    assert_ne!(c.qconf(&["-srqs", "neg"]).code, 0, "nothing was added");
+    std::fs::write(
+        &file,
+        "{\n   name         pos\n   enabled      true\n   limit        users {*} to slots=4\n}\n",
+    )
+    .unwrap();
+    assert_eq!(c.qconf(&["-Arqs", file.to_str().unwrap()]).code, 0);
+    refused(&["-mattr", "resource_quota", "limit", "slots=-5", "pos/1"]);
+    assert!(
+        c.qconf(&["-srqs", "pos"]).stdout.contains("to slots=4\n"),
+        "the limit is unchanged"
+    );
+    refused(&["-mattr", "exechost", "complex_values", "slots=-1", "global"]);
+    refused(&["-mattr", "queue", "complex_values", "slots=-2", "all.q"]);
+    assert!(!c.qconf(&["-se", "global"]).stdout.contains("slots=-1"));
+    assert!(!c.qconf(&["-sq", "all.q"]).stdout.contains("slots=-2"));
+}

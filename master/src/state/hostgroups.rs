@@ -85,6 +85,16 @@ impl ClusterState {
             messages: vec![format!("{who} removed \"{name}\" from host group list")],
         }))
     }
+    /// Is `host` one of the cell's hosts: an exec host (joined, or added with
+    /// `qconf -ae`) or an administrative host?
+    pub(crate) fn knows_host(&self, host: &str) -> bool {
+        self.exechosts.contains_key(host)
+            || self
+                .admin_hosts()
+                .iter()
+                .any(|h| h.eq_ignore_ascii_case(host))
+    }
+
     pub(crate) fn check_hostgroup(&self, g: &HostGroup) -> Result<(), Refusal> {
         for m in &g.hostlist {
             if let Some(sub) = m.strip_prefix('@') {
@@ -98,6 +108,14 @@ impl ClusterState {
                 return Err(refuse(
                     RefusalKind::Invalid,
                     format!("invalid host name \"{m}\""),
+                ));
+            } else if !self.knows_host(m) {
+                // SGE resolves every host of a group and refuses the file when one does
+                // not resolve; a cell's hosts are its own names (exec hosts, joined or
+                // added with `qconf -ae`, and administrative hosts).
+                return Err(refuse(
+                    RefusalKind::Invalid,
+                    format!("unable to resolve host \"{m}\""),
                 ));
             }
         }
