@@ -6,6 +6,7 @@ pub mod alter;
 pub mod conn;
 pub mod dates;
 pub mod exit;
+pub mod jsv;
 pub mod opts;
 pub mod optvalues;
 pub mod qacct;

@@ -105,6 +105,10 @@ pub fn usage() -> String {
         ),
         ("[-j y[es]|n[o]]", "merge stdout and stderr stream of job"),
         ("[-js job_share]", "share tree or functional job share"),
+        (
+            "[-jsv jsv_url]",
+            "job submission verification script to be used",
+        ),
         ("[-l resource_list]", "request the given resources"),
         ("[-m mail_options]", "define mail notification events"),
         ("[-M mail_list]", "notify these e-mail addresses"),
@@ -248,6 +252,12 @@ struct Flags {
     verify: Verify,
     /// `-verify`: print the job as parsed, submit nothing.
     just_verify: bool,
+    /// `-jsv` URLs with the rank of where each was given (the command line and the
+    /// script first, then `./.sge_request`, `~/.sge_request`, the cell's `sge_request`):
+    /// SGE runs them in that order.
+    jsv: Vec<(u8, String)>,
+    /// The rank of the options being applied.
+    rank: u8,
 }
 
 /// Where options came from: SGE reports an error in each differently.
@@ -464,7 +474,8 @@ fn apply(
             "-now" => spec.immediate = optvalues::yes_no(g.name, &arg)?,
             // Batch jobs run without a terminal, which is SGE's default for them.
             "-pty" if optvalues::yes_no(g.name, &arg)? => return Err(unsupported("-pty y")),
-            "-c" | "-ckpt" | "-binding" | "-jsv" | "-masterq" => return Err(unsupported(g.name)),
+            "-jsv" => flags.jsv.push((flags.rank, arg)),
+            "-c" | "-ckpt" | "-binding" | "-masterq" => return Err(unsupported(g.name)),
             // qalter's and qrsh's options, which SGE's qsub parses and then refuses.
             "-u" | "-ot" | "-nostdin" | "-noshell" | "-uall" => {
                 return Err(OptionError::not_taken(g.name, g.arg.as_deref()))
@@ -513,23 +524,30 @@ pub fn run(args: &[String]) -> Output {
     };
     let initial = spec.clone();
     // Defaults files, then -@ files, decide -b before the script is read.
-    let mut layers: Vec<(Layer, Vec<String>)> = Vec::new();
+    let mut layers: Vec<(Layer, u8, Vec<String>)> = Vec::new();
     let defaults = [
-        Some(gantry_common::cell::client_home().join("sge_request")),
-        (!home.is_empty()).then(|| std::path::Path::new(&home).join(".sge_request")),
-        Some(std::path::Path::new(&cwd).join(".sge_request")),
+        (
+            3,
+            Some(gantry_common::cell::client_home().join("sge_request")),
+        ),
+        (
+            2,
+            (!home.is_empty()).then(|| std::path::Path::new(&home).join(".sge_request")),
+        ),
+        (1, Some(std::path::Path::new(&cwd).join(".sge_request"))),
     ];
-    for path in defaults.into_iter().flatten() {
+    for (rank, path) in defaults {
+        let Some(path) = path else { continue };
         if path.exists() {
             match options_from_file(&path) {
-                Ok(words) => layers.push((Layer::Defaults, words)),
+                Ok(words) => layers.push((Layer::Defaults, rank, words)),
                 Err(e) => return refused(Layer::Defaults, e),
             }
         }
     }
     for g in p.options.iter().filter(|g| g.name == "-@") {
         match options_from_file(std::path::Path::new(g.arg.as_deref().unwrap_or(""))) {
-            Ok(words) => layers.push((Layer::CommandLine, words)),
+            Ok(words) => layers.push((Layer::CommandLine, 0, words)),
             Err(e) => return refused(Layer::CommandLine, e),
         }
     }
@@ -539,8 +557,11 @@ pub fn run(args: &[String]) -> Output {
         binary: false,
         verify: Verify::None,
         just_verify: false,
+        jsv: Vec::new(),
+        rank: 0,
     };
-    for (layer, words) in &layers {
+    for (layer, rank, words) in &layers {
+        flags.rank = *rank;
         let applied = parse(words, SPECS, false)
             .map_err(OptionError::from)
             .and_then(|lp| apply(&mut spec, &initial, &lp, *layer, &cwd, &mut flags));
@@ -614,6 +635,7 @@ pub fn run(args: &[String]) -> Output {
         }
     }
     // The script's own #$ lines, then the command line.
+    flags.rank = 0;
     if let JobScript::Script { contents, .. } = &spec.script {
         let applied = directives(contents, p.arg("-C").unwrap_or("#$"))
             .map_err(OptionError::syntax)
@@ -639,6 +661,36 @@ pub fn run(args: &[String]) -> Output {
     if flags.just_verify {
         return Output::ok(crate::qstat::render_unsubmitted_job(&spec));
     }
+    // Client JSVs, in SGE's order; each sees the job as the one before left it.
+    let mut jsv_log = String::new();
+    flags.jsv.sort_by_key(|(rank, _)| *rank);
+    if !flags.jsv.is_empty() {
+        let (owner, group) = crate::account::identity();
+        let who = crate::jsv::Submitter {
+            user: owner.user,
+            group,
+        };
+        for (_, url) in &flags.jsv {
+            let path = match crate::jsv::script_path(url) {
+                Ok(p) => p,
+                Err(e) => return unable(&e),
+            };
+            match crate::jsv::verify(&path, &mut spec, &who) {
+                crate::jsv::Verdict::Accepted { log } => {
+                    for line in log {
+                        jsv_log.push_str(&line);
+                        jsv_log.push('\n');
+                    }
+                }
+                crate::jsv::Verdict::Rejected { message, log } => {
+                    let mut out = unable(&message);
+                    out.stdout = log.iter().map(|l| format!("{l}\n")).collect();
+                    out.stdout.insert_str(0, &jsv_log);
+                    return out;
+                }
+            }
+        }
+    }
     let Flags {
         terse,
         sync,
@@ -663,15 +715,18 @@ pub fn run(args: &[String]) -> Output {
         }
         Err(e) => return Output::fail(e.to_string(), exit::FAILURE),
     };
-    let mut out = Output::ok(match (terse, array) {
-        (true, None) => format!("{job_id}\n"),
-        (true, Some(r)) => format!("{job_id}.{}-{}:{}\n", r.first, r.last, r.step),
-        (false, None) => format!("Your job {job_id} (\"{name}\") has been submitted\n"),
-        (false, Some(r)) => format!(
-            "Your job-array {job_id}.{}-{}:{} (\"{name}\") has been submitted\n",
-            r.first, r.last, r.step
-        ),
-    });
+    let mut out = Output::ok(
+        jsv_log
+            + &match (terse, array) {
+                (true, None) => format!("{job_id}\n"),
+                (true, Some(r)) => format!("{job_id}.{}-{}:{}\n", r.first, r.last, r.step),
+                (false, None) => format!("Your job {job_id} (\"{name}\") has been submitted\n"),
+                (false, Some(r)) => format!(
+                    "Your job-array {job_id}.{}-{}:{} (\"{name}\") has been submitted\n",
+                    r.first, r.last, r.step
+                ),
+            },
+    );
     if immediate {
         // As SGE's qsub: the wait and its outcome on stderr.
         out.stderr

@@ -2077,3 +2077,40 @@ fn an_immediate_job_starts_at_once_or_not_at_all() {
         "{out:?}"
     );
 }
+
+/// A client JSV rewrites the job's resource request (the job is queued as corrected) and
+/// runs as the submitting user.
+#[test]
+fn a_client_jsv_rewrites_the_resource_request() {
+    if !need_root("a_client_jsv_rewrites_the_resource_request") {
+        return;
+    }
+    ensure_user("gtuser1");
+    let c = Cluster::one_host();
+    let dir = shared_dir("jsv");
+    let jsv = dir.join("rewrite.sh");
+    write_mode(
+        &jsv,
+        "#!/bin/sh\nwhile read cmd name value; do\n  case \"$cmd\" in\n    START) echo STARTED ;;\n    BEGIN) echo \"LOG INFO verified as $(id -un)\"; echo 'PARAM l_hard h_rt=77'; echo 'RESULT STATE CORRECT' ;;\n    QUIT) exit 0 ;;\n  esac\ndone\n",
+        0o755,
+    );
+    let jsv = jsv.to_string_lossy().into_owned();
+    let out = c.as_user(
+        "gtuser1",
+        "qsub",
+        &["-jsv", &jsv, "-h", "-l", "h_rt=10", "-b", "y", "/bin/true"],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let mut lines = out.stdout.lines();
+    assert_eq!(lines.next(), Some("verified as gtuser1"), "{out:?}");
+    let id = lines
+        .next()
+        .and_then(|l| l.strip_prefix("Your job "))
+        .and_then(|r| r.split_whitespace().next())
+        .expect("job id")
+        .to_string();
+    let j = c.as_user("gtuser1", "qstat", &["-j", &id]).stdout;
+    assert!(j.contains("hard resource_list:         h_rt=77\n"), "{j}");
+    assert_eq!(c.client("qdel", &[&id]).code, 0);
+    let _ = std::fs::remove_dir_all(&dir);
+}

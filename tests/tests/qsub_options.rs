@@ -250,3 +250,48 @@ fn verify_prints_the_job_as_parsed_and_submits_nothing() {
     assert!(position("deadline") < position("owner"));
     assert!(position("jobshare") < position("verify"));
 }
+
+fn executable(s: &Scratch, name: &str, body: &str) -> String {
+    use std::os::unix::fs::PermissionsExt;
+    let path = s.dir.path().join(name);
+    std::fs::write(&path, body).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path.to_string_lossy().into_owned()
+}
+
+/// Client JSVs: the command line's first, then the defaults files'; each sees the job as
+/// the one before left it; a rejection stops the submission with the JSV's message,
+/// before any master is asked (none runs here), and the JSVs' LOG lines are printed.
+#[test]
+fn client_jsvs_run_in_sges_order_and_may_reject() {
+    let s = Scratch::new();
+    let rename = executable(
+        &s,
+        "rename.sh",
+        "#!/bin/sh\nwhile read cmd name value; do\n  case \"$cmd\" in\n    START) echo STARTED ;;\n    BEGIN) echo 'LOG INFO renaming'; echo 'PARAM N renamed'; echo 'RESULT STATE CORRECT' ;;\n    QUIT) exit 0 ;;\n  esac\ndone\n",
+    );
+    let reject = executable(
+        &s,
+        "reject.sh",
+        "#!/bin/sh\nwhile read cmd name value; do\n  case \"$cmd\" in\n    START) echo STARTED ;;\n    PARAM) [ \"$name\" = N ] && n=$value ;;\n    BEGIN) echo \"RESULT STATE REJECT saw $n\" ;;\n    QUIT) exit 0 ;;\n  esac\ndone\n",
+    );
+    s.write("sge_request", &format!("-jsv {reject}\n"));
+    let out = s.qsub(&["-jsv", &rename, "-N", "given", "-b", "y", "/bin/true"]);
+    assert_eq!(
+        (out.code, out.stdout.as_str(), out.stderr.as_str()),
+        (
+            1,
+            "renaming\n",
+            "Unable to run job: saw renamed\nExiting.\n"
+        )
+    );
+    s.remove("sge_request");
+    let out = s.qsub(&["-jsv", "/no/such/jsv", "-b", "y", "/bin/true"]);
+    assert_eq!(
+        (out.code, out.stderr.as_str()),
+        (
+            1,
+            "Unable to run job: JSV file \"/no/such/jsv\" does not exist\nExiting.\n"
+        )
+    );
+}
