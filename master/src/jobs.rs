@@ -77,6 +77,17 @@ pub fn check_resources(
                 return Err(refuse(RefusalKind::Invalid, e.to_string()));
             }
         }
+        // A host named outright must be one of the cell's, as SGE resolves it at
+        // submission (`-l h=nosuchhost` would otherwise wait forever).
+        if attr.value_type == ValueType::Host
+            && !v.contains(['*', '?', '[', ']', '|', '!', '&', '(', ')'])
+            && !state.knows_host(v)
+        {
+            return Err(refuse(
+                RefusalKind::Invalid,
+                format!("can't resolve hostname \"{v}\""),
+            ));
+        }
         *name = attr.name.clone();
         // TIME requests are kept in seconds, as SGE shows them (h_rt=600).
         if attr.value_type == ValueType::Time {
@@ -109,16 +120,44 @@ pub fn check_resources(
 
 /// Check that every requested queue exists.
 pub fn check_queues(state: &ClusterState, queues: &[String]) -> Result<(), Refusal> {
-    for q in queues {
-        let cq = q.split('@').next().unwrap_or(q);
-        if !state.queues.keys().any(|name| wildcard(cq, name)) {
-            return Err(refuse(
-                RefusalKind::Invalid,
-                format!("Job was rejected because job requests unknown queue \"{q}\""),
-            ));
-        }
+    // Every reference must name at least one queue instance (a cluster queue on one of
+    // its hosts); each one that names none is named, as SGE names them, one per line.
+    let unknown: Vec<String> = queues
+        .iter()
+        .filter(|q| !names_a_queue_instance(state, q))
+        .map(|q| format!("Job was rejected because job requests unknown queue \"{q}\""))
+        .collect();
+    if unknown.is_empty() {
+        Ok(())
+    } else {
+        Err(refuse(RefusalKind::Invalid, unknown.join("\n")))
     }
-    Ok(())
+}
+
+/// Does `cqueue[@host|@@hostgroup]` (wildcards allowed) name a queue instance?
+fn names_a_queue_instance(state: &ClusterState, reference: &str) -> bool {
+    let (cq, host) = match reference.split_once('@') {
+        Some((cq, host)) => (cq, Some(host)),
+        None => (reference, None),
+    };
+    let cq = if cq.is_empty() { "*" } else { cq };
+    state
+        .queues
+        .iter()
+        .filter(|(name, _)| wildcard(cq, name))
+        .any(|(_, q)| {
+            let hosts = state.queue_hosts_of(q);
+            match host {
+                None => !hosts.is_empty(),
+                Some(group) if group.starts_with('@') => {
+                    let members = gantry_sched::view::resolve_group(&state.hostgroups, group, 0);
+                    hosts.iter().any(|h| members.contains(h))
+                }
+                Some(pattern) => hosts
+                    .iter()
+                    .any(|h| wildcard(&pattern.to_ascii_lowercase(), &h.to_ascii_lowercase())),
+            }
+        })
 }
 
 /// `-hold_jid_ad`: only for an array job, and every array job it names must have the

@@ -2114,3 +2114,57 @@ fn a_client_jsv_rewrites_the_resource_request() {
     assert_eq!(c.client("qdel", &[&id]).code, 0);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Every unknown queue is named in the refusal, one per line; a queue instance on a host
+/// the queue does not have is unknown; a host named in a request must be the cell's.
+#[test]
+fn unknown_queues_and_hosts_are_refused_at_submission() {
+    if !need_root("unknown_queues_and_hosts_are_refused_at_submission") {
+        return;
+    }
+    ensure_user("gtuser1");
+    let c = Cluster::one_host();
+    let refused = |args: &[&str], message: &str| {
+        let mut all = args.to_vec();
+        all.extend_from_slice(&["-h", "-b", "y", "/bin/true"]);
+        let out = c.as_user("gtuser1", "qsub", &all);
+        assert_eq!(
+            (out.code, out.stderr.as_str()),
+            (
+                1,
+                format!("Unable to run job: {message}\nExiting.\n").as_str()
+            ),
+            "{args:?}"
+        );
+    };
+    refused(
+        &["-q", "nosuch.q,all.q,other.q"],
+        "Job was rejected because job requests unknown queue \"nosuch.q\"\nJob was rejected because job requests unknown queue \"other.q\"",
+    );
+    refused(
+        &["-q", "all.q@nosuchhost"],
+        "Job was rejected because job requests unknown queue \"all.q@nosuchhost\"",
+    );
+    refused(
+        &["-l", "h=nosuchhost"],
+        "can't resolve hostname \"nosuchhost\"",
+    );
+    refused(
+        &["-l", "hostname=nosuchhost"],
+        "can't resolve hostname \"nosuchhost\"",
+    );
+    assert_eq!(c.client("qstat", &["-u", "*"]).stdout, "", "nothing queued");
+    for args in [
+        &["-q", "all.q@node1"][..],
+        &["-q", "all.q@@allhosts"],
+        &["-q", "*@NODE1"],
+        &["-l", "h=node1"],
+        &["-l", "h=node*"],
+    ] {
+        let mut all = args.to_vec();
+        all.extend_from_slice(&["-h", "-b", "y", "/bin/true"]);
+        let out = c.as_user("gtuser1", "qsub", &all);
+        assert_eq!(out.code, 0, "{args:?}: {out:?}");
+    }
+    assert_eq!(c.client("qdel", &["-u", "gtuser1"]).code, 0);
+}

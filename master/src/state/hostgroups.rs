@@ -85,10 +85,12 @@ impl ClusterState {
             messages: vec![format!("{who} removed \"{name}\" from host group list")],
         }))
     }
+
     /// Is `host` one of the cell's hosts: an exec host (joined, or added with
     /// `qconf -ae`) or an administrative host?
     pub(crate) fn knows_host(&self, host: &str) -> bool {
         self.exechosts.contains_key(host)
+            || self.exechosts.keys().any(|h| h.eq_ignore_ascii_case(host))
             || self
                 .admin_hosts()
                 .iter()
