@@ -2,11 +2,10 @@
 //! arguments to an [`Output`]; the binaries in `src/bin` only print it and exit.
 
 pub mod account;
+pub use gantry_common::dates;
 pub mod alter;
 pub mod conn;
-pub mod dates;
 pub mod exit;
-pub mod jsv;
 pub mod opts;
 pub mod optvalues;
 pub mod qacct;

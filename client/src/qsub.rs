@@ -666,26 +666,31 @@ pub fn run(args: &[String]) -> Output {
     flags.jsv.sort_by_key(|(rank, _)| *rank);
     if !flags.jsv.is_empty() {
         let (owner, group) = crate::account::identity();
-        let who = crate::jsv::Submitter {
+        use gantry_common::jsv;
+        let who = jsv::Submitter {
             user: owner.user,
             group,
         };
         for (_, url) in &flags.jsv {
-            let path = match crate::jsv::script_path(url) {
-                Ok(p) => p,
+            let url = match jsv::parse_url(url, jsv::Context::Client) {
+                Ok(u) => u,
                 Err(e) => return unable(&e),
             };
-            match crate::jsv::verify(&path, &mut spec, &who) {
-                crate::jsv::Verdict::Accepted { log } => {
-                    for line in log {
+            // A client JSV prints its LOG lines, whatever their level.
+            match jsv::verify(&url.path, None, &mut spec, &who, jsv::Context::Client) {
+                jsv::Verdict::Accepted { log } => {
+                    for (_, line) in log {
                         jsv_log.push_str(&line);
                         jsv_log.push('\n');
                     }
                 }
-                crate::jsv::Verdict::Rejected { message, log } => {
+                jsv::Verdict::Rejected { message, log } => {
                     let mut out = unable(&message);
-                    out.stdout = log.iter().map(|l| format!("{l}\n")).collect();
-                    out.stdout.insert_str(0, &jsv_log);
+                    out.stdout = jsv_log;
+                    for (_, line) in log {
+                        out.stdout.push_str(&line);
+                        out.stdout.push('\n');
+                    }
                     return out;
                 }
             }

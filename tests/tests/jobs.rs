@@ -2168,3 +2168,74 @@ fn unknown_queues_and_hosts_are_refused_at_submission() {
     }
     assert_eq!(c.client("qdel", &["-u", "gtuser1"]).code, 0);
 }
+
+/// The server JSV (`jsv_url` in the global configuration): run by the master on every
+/// submission; it may reject a job, or correct what `jsv_allowed_mod` allows.
+#[test]
+fn the_server_jsv_rejects_and_corrects_within_jsv_allowed_mod() {
+    if !need_root("the_server_jsv_rejects_and_corrects_within_jsv_allowed_mod") {
+        return;
+    }
+    ensure_user("gtuser1");
+    let c = Cluster::one_host();
+    let dir = shared_dir("serverjsv");
+    let jsv = dir.join("server.sh");
+    write_mode(
+        &jsv,
+        "#!/bin/sh\n\
+         while read cmd name value; do\n\
+           case \"$cmd\" in\n\
+             START) echo STARTED ;;\n\
+             PARAM) case \"$name\" in CONTEXT) ctx=$value ;; N) n=$value ;; esac ;;\n\
+             BEGIN) if [ \"$n\" = forbidden ]; then echo \"RESULT STATE REJECT no $n jobs ($ctx)\";\n\
+                    else echo 'PARAM l_hard h_rt=99'; echo 'RESULT STATE CORRECT'; fi ;;\n\
+             QUIT) exit 0 ;;\n\
+           esac\n\
+         done\n",
+        0o755,
+    );
+    let conf = dir.join("global");
+    let set = |extra: &str| {
+        std::fs::write(&conf, format!("jsv_url {}\n{extra}", jsv.display())).unwrap();
+        assert_eq!(c.qconf(&["-Mconf", conf.to_str().unwrap()]).code, 0);
+    };
+    set("");
+    let submit = |name: &str| {
+        c.as_user(
+            "gtuser1",
+            "qsub",
+            &["-N", name, "-h", "-b", "y", "/bin/true"],
+        )
+    };
+    let out = submit("forbidden");
+    assert_eq!(
+        (out.code, out.stderr.as_str()),
+        (
+            1,
+            "Unable to run job: no forbidden jobs (master)\nExiting.\n"
+        )
+    );
+    // The correction changes l_hard, which the default jsv_allowed_mod does not allow.
+    let out = submit("fine");
+    assert_eq!(
+        (out.code, out.stderr.as_str()),
+        (
+            1,
+            "Unable to run job: rejected due to jsv_allowed_mod configuration which does not allow: l_hard\nExiting.\n"
+        )
+    );
+    assert_eq!(c.client("qstat", &["-u", "*"]).stdout, "", "nothing queued");
+    set("jsv_allowed_mod ac,h,i,e,o,j,M,N,p,w,l_hard\n");
+    let out = submit("fine");
+    assert_eq!(out.code, 0, "{out:?}");
+    let id = out
+        .stdout
+        .strip_prefix("Your job ")
+        .and_then(|r| r.split_whitespace().next())
+        .expect("job id")
+        .to_string();
+    let j = c.as_user("gtuser1", "qstat", &["-j", &id]).stdout;
+    assert!(j.contains("hard resource_list:         h_rt=99\n"), "{j}");
+    assert_eq!(c.client("qdel", &[&id]).code, 0);
+    let _ = std::fs::remove_dir_all(&dir);
+}

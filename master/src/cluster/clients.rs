@@ -5,7 +5,7 @@ use std::collections::HashSet;
 
 use actix::prelude::*;
 use gantry_proto::{Caller, FromMaster, Refusal, RefusalKind, ToMaster};
-use tracing::info;
+use tracing::{error, info, warn};
 
 use crate::jobs::TaskState;
 
@@ -272,6 +272,119 @@ impl Handler<WaitJob> for Cluster {
     }
 }
 
+/// The server JSV's settings (`jsv_url`, `jsv_allowed_mod`), when one is configured.
+#[derive(Message)]
+#[rtype(result = "Option<(String, String)>")]
+pub struct JsvSettings;
+
+impl Handler<JsvSettings> for Cluster {
+    type Result = Option<(String, String)>;
+
+    fn handle(&mut self, _: JsvSettings, _: &mut Self::Context) -> Self::Result {
+        let global = self.state.global();
+        let url = global.get("jsv_url")?.trim().to_string();
+        if url.is_empty() || url.eq_ignore_ascii_case("none") {
+            return None;
+        }
+        let allowed = global.get("jsv_allowed_mod").unwrap_or("").to_string();
+        Some((url, allowed))
+    }
+}
+
+/// The server JSV (`jsv_url`), run on a submission before the master takes it, off the
+/// actor's thread: the job as it accepted or corrected it, or the refusal. A correction
+/// may change only what `jsv_allowed_mod` lists; its `LOG` lines go to the master's log.
+async fn server_jsv(
+    cluster: &Addr<Cluster>,
+    caller: &Caller,
+    spec: gantry_proto::JobSpec,
+) -> Result<gantry_proto::JobSpec, Refusal> {
+    use gantry_common::jsv;
+    let Ok(Some((url, allowed))) = cluster.send(JsvSettings).await else {
+        return Ok(spec);
+    };
+    let rejected = |message: String| Refusal {
+        kind: RefusalKind::Denied,
+        message,
+    };
+    let user = caller.user.clone();
+    let caller = caller.clone();
+    let verdict = tokio::task::spawn_blocking(move || {
+        let url = jsv::parse_url(&url, jsv::Context::Master)?;
+        let run_as = match &url.user {
+            Some(name) => match nix::unistd::User::from_name(name) {
+                Ok(Some(u)) => Some((u.uid.as_raw(), u.gid.as_raw())),
+                _ => {
+                    return Err(format!(
+                        "user \"{name}\" specified in JSV URL does not exist"
+                    ))
+                }
+            },
+            None => None,
+        };
+        let group = nix::unistd::Group::from_gid(nix::unistd::Gid::from_raw(caller.gid))
+            .ok()
+            .flatten()
+            .map_or_else(|| caller.gid.to_string(), |g| g.name);
+        let who = jsv::Submitter {
+            user: caller.user.clone(),
+            group,
+        };
+        let mut corrected = spec.clone();
+        let verdict = jsv::verify(
+            &url.path,
+            run_as,
+            &mut corrected,
+            &who,
+            jsv::Context::Master,
+        );
+        let changed = jsv::changed_parameters(&spec, &corrected, &who, jsv::Context::Master);
+        Ok((verdict, corrected, changed))
+    })
+    .await
+    .map_err(|e| rejected(format!("the server JSV could not be run: {e}")))?
+    .map_err(|e| {
+        error!("server JSV: {e}");
+        rejected(e)
+    })?;
+    let (verdict, corrected, changed) = verdict;
+    let log = match &verdict {
+        jsv::Verdict::Accepted { log } | jsv::Verdict::Rejected { log, .. } => log,
+    };
+    for (level, text) in log {
+        match level.as_str() {
+            "ERROR" => error!(user = %user, "JSV: {text}"),
+            "WARNING" => warn!(user = %user, "JSV: {text}"),
+            _ => info!(user = %user, "JSV: {text}"),
+        }
+    }
+    match verdict {
+        jsv::Verdict::Rejected { message, .. } => {
+            info!(user = %user, "server JSV rejected a job: {message}");
+            Err(rejected(message))
+        }
+        jsv::Verdict::Accepted { .. } => {
+            let allowed: Vec<&str> = allowed
+                .split(',')
+                .map(str::trim)
+                .filter(|a| !a.is_empty())
+                .collect();
+            let refused: Vec<&str> = changed
+                .iter()
+                .map(String::as_str)
+                .filter(|c| !allowed.contains(c))
+                .collect();
+            if !refused.is_empty() {
+                return Err(rejected(format!(
+                    "rejected due to jsv_allowed_mod configuration which does not allow: {}",
+                    refused.join(",")
+                )));
+            }
+            Ok(corrected)
+        }
+    }
+}
+
 /// `qsub -now y`: answer now if the job has started (or ended), else when it starts or
 /// is removed.
 #[derive(Message)]
@@ -335,6 +448,13 @@ pub async fn call(cluster: &Addr<Cluster>, caller: Caller, request: ToMaster) ->
         return rx.await.unwrap_or_else(|_| gone());
     }
     let request = match request {
+        ToMaster::Submit { spec, verify } => match server_jsv(cluster, &caller, *spec).await {
+            Ok(spec) => ToMaster::Submit {
+                spec: Box::new(spec),
+                verify,
+            },
+            Err(refusal) => return FromMaster::Refused(refusal),
+        },
         ToMaster::ModifyObject {
             kind: gantry_proto::ObjectKind::Complex,
             text,

@@ -19,7 +19,7 @@ fn job() -> JobSpec {
 
 #[test]
 fn a_job_is_shown_with_sges_parameter_names() {
-    let p = parameters(&job(), &who());
+    let p = parameters(&job(), &who(), Context::Client);
     let get = |k: &str| p.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
     assert_eq!(
         p[0],
@@ -119,9 +119,9 @@ fn a_script_corrects_and_rejects() {
     );
     let mut j = job();
     assert_eq!(
-        verify(&correct, &mut j, &who()),
+        verify(&correct, None, &mut j, &who(), Context::Client),
         Verdict::Accepted {
-            log: vec!["checked sleeper".into()]
+            log: vec![("INFO".into(), "checked sleeper".into())]
         }
     );
     assert_eq!(
@@ -136,7 +136,7 @@ fn a_script_corrects_and_rejects() {
     );
     let mut j = job();
     assert_eq!(
-        verify(&reject, &mut j, &who()),
+        verify(&reject, None, &mut j, &who(), Context::Client),
         Verdict::Rejected {
             message: "no jobs today".into(),
             log: vec![]
@@ -147,30 +147,57 @@ fn a_script_corrects_and_rejects() {
     // would slow the test down; a script that exits at once ends the conversation).
     let silent = script(dir.path(), "silent.sh", "#!/bin/sh\nexit 0\n");
     assert!(matches!(
-        verify(&silent, &mut job(), &who()),
+        verify(&silent, None, &mut job(), &who(), Context::Client),
         Verdict::Rejected { message, .. } if message.contains("ended before its verdict")
     ));
 }
 
 #[test]
-fn urls_are_checked_as_sge_checks_client_ones() {
+fn urls_are_checked_as_sge_checks_them() {
     let dir = tempfile::tempdir().unwrap();
     let ok = script(dir.path(), "ok.sh", "#!/bin/sh\n");
-    assert_eq!(script_path(&ok), Ok(ok.clone()));
-    assert_eq!(script_path(&format!("script:{ok}")), Ok(ok.clone()));
+    let url = |user: Option<&str>| Url {
+        user: user.map(str::to_string),
+        path: ok.clone(),
+    };
+    assert_eq!(parse_url(&ok, Context::Client), Ok(url(None)));
     assert_eq!(
-        script_path("java:/x.jar").unwrap_err(),
+        parse_url(&format!("script:{ok}"), Context::Client),
+        Ok(url(None))
+    );
+    assert_eq!(
+        parse_url(&format!("script:alice@{ok}"), Context::Master),
+        Ok(url(Some("alice")))
+    );
+    assert_eq!(
+        parse_url(&format!("alice@{ok}"), Context::Client).unwrap_err(),
+        "specifying user is not allowed in client JSV URLs"
+    );
+    assert_eq!(
+        parse_url("java:/x.jar", Context::Client).unwrap_err(),
         "type \"java\" in JSV URL is invalid"
     );
     assert_eq!(
-        script_path("/no/such/jsv").unwrap_err(),
+        parse_url("/no/such/jsv", Context::Client).unwrap_err(),
         "JSV file \"/no/such/jsv\" does not exist"
     );
     let plain = dir.path().join("plain");
     std::fs::write(&plain, "x").unwrap();
     let plain = plain.to_string_lossy().into_owned();
     assert_eq!(
-        script_path(&plain).unwrap_err(),
+        parse_url(&plain, Context::Client).unwrap_err(),
         format!("JSV \"{plain}\" is either not a file or not executeable")
     );
+}
+
+#[test]
+fn the_changed_parameters_are_named() {
+    let before = job();
+    let mut after = job();
+    after.hard_resources = vec![("h_rt".into(), "30".into())];
+    after.soft_queues.clear();
+    after.env.push(("X".into(), "1".into()));
+    let mut changed = changed_parameters(&before, &after, &who(), Context::Master);
+    changed.sort();
+    assert_eq!(changed, vec!["l_hard", "q_soft", "v"]);
 }

@@ -1,6 +1,9 @@
-//! Client job submission verifiers (`qsub -jsv`, `jsv(1)`): a script started by the
-//! submit client, as the submitting user, that is shown the job and accepts it, corrects
-//! it or rejects it, speaking SGE's JSV protocol 1.0 on its standard input and output:
+//! Job submission verifiers (`jsv(1)`): a script that is shown a job and accepts it,
+//! corrects it or rejects it, speaking SGE's JSV protocol 1.0 on its standard input and
+//! output. Client JSVs (`qsub -jsv`) are started by the submit client as the submitting
+//! user; the server JSV (`jsv_url` in the global configuration) by the master, as the
+//! user its URL names or the master's own. The conversation is a child process's pipes
+//! and nothing else (the daemons call it off their event loops):
 //!
 //! ```text
 //! qsub -> START                        <- SEND ENV (optional), STARTED
@@ -29,25 +32,48 @@ pub struct Submitter {
     pub group: String,
 }
 
+/// Who started the JSV (`CONTEXT`, `CLIENT`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Context {
+    /// A submit client: `qsub`.
+    Client,
+    /// The master.
+    Master,
+}
+
 /// How a JSV ended the verification.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Verdict {
-    /// Accepted, corrected or not; the `LOG` lines it sent, to print.
-    Accepted { log: Vec<String> },
+    /// Accepted, corrected or not; the `LOG` lines it sent (level, text).
+    Accepted { log: Vec<(String, String)> },
     /// Rejected (or failed): the message the user reads, and the `LOG` lines.
-    Rejected { message: String, log: Vec<String> },
+    Rejected {
+        message: String,
+        log: Vec<(String, String)>,
+    },
 }
 
-/// A JSV URL as a client takes it: `[script:]path`, an executable file; no `user@`.
-pub fn script_path(url: &str) -> Result<String, String> {
-    let path = match url.split_once(':') {
+/// A JSV URL: `[script:][user@]path`. A client may not name a user.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Url {
+    pub user: Option<String>,
+    pub path: String,
+}
+
+/// Read a JSV URL and check its script (an executable file), with SGE's messages.
+pub fn parse_url(url: &str, context: Context) -> Result<Url, String> {
+    let rest = match url.split_once(':') {
         Some(("script", p)) => p,
         Some((t, _)) if !t.contains('/') => {
             return Err(format!("type \"{t}\" in JSV URL is invalid"));
         }
         _ => url,
     };
-    if path.contains('@') && !path.starts_with('/') {
+    let (user, path) = match rest.split_once('@') {
+        Some((u, p)) if !u.contains('/') => (Some(u.to_string()), p),
+        _ => (None, rest),
+    };
+    if user.is_some() && context == Context::Client {
         return Err("specifying user is not allowed in client JSV URLs".to_string());
     }
     let meta =
@@ -58,7 +84,10 @@ pub fn script_path(url: &str) -> Result<String, String> {
             "JSV \"{path}\" is either not a file or not executeable"
         ));
     }
-    Ok(path.to_string())
+    Ok(Url {
+        user,
+        path: path.to_string(),
+    })
 }
 
 /// How long a JSV may take to answer (`SGE_JSV_TIMEOUT`, seconds, 10 by default).
@@ -80,8 +109,13 @@ struct Instance {
 }
 
 impl Instance {
-    fn start(path: &str) -> Result<Instance, String> {
-        let mut child = Command::new(path)
+    fn start(path: &str, run_as: Option<(u32, u32)>) -> Result<Instance, String> {
+        let mut command = Command::new(path);
+        if let Some((uid, gid)) = run_as {
+            use std::os::unix::process::CommandExt;
+            command.gid(gid).uid(uid);
+        }
+        let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -146,10 +180,17 @@ impl Drop for Instance {
     }
 }
 
-/// Run one JSV on the job; a correction is applied to `spec`.
-pub fn verify(path: &str, spec: &mut JobSpec, who: &Submitter) -> Verdict {
+/// Run one JSV (as `run_as`, uid and gid, when given) on the job; a correction is
+/// applied to `spec`.
+pub fn verify(
+    path: &str,
+    run_as: Option<(u32, u32)>,
+    spec: &mut JobSpec,
+    who: &Submitter,
+    context: Context,
+) -> Verdict {
     let mut log = Vec::new();
-    match converse(path, spec, who, &mut log) {
+    match converse(path, run_as, spec, who, context, &mut log) {
         Ok(()) => Verdict::Accepted { log },
         Err(message) => Verdict::Rejected { message, log },
     }
@@ -157,11 +198,13 @@ pub fn verify(path: &str, spec: &mut JobSpec, who: &Submitter) -> Verdict {
 
 fn converse(
     path: &str,
+    run_as: Option<(u32, u32)>,
     spec: &mut JobSpec,
     who: &Submitter,
-    log: &mut Vec<String>,
+    context: Context,
+    log: &mut Vec<(String, String)>,
 ) -> Result<(), String> {
-    let mut jsv = Instance::start(path)?;
+    let mut jsv = Instance::start(path, run_as)?;
     jsv.send("START")?;
     let mut send_env = false;
     loop {
@@ -176,7 +219,7 @@ fn converse(
             _ => return Err(format!("JSV got unknown command \"{command}\"")),
         }
     }
-    for (name, value) in parameters(spec, who) {
+    for (name, value) in parameters(spec, who, context) {
         jsv.send(&format!("PARAM {name} {value}"))?;
     }
     if send_env {
@@ -236,9 +279,10 @@ fn converse(
     }
 }
 
-/// `LOG INFO text`: the client prints the text, whatever the level.
-fn log_text(rest: &str) -> String {
-    split(rest).1.to_string()
+/// `LOG INFO text`: (level, text).
+fn log_text(rest: &str) -> (String, String) {
+    let (level, text) = split(rest);
+    (level.to_string(), text.to_string())
 }
 
 /// The first word and the rest of a line.
@@ -277,12 +321,20 @@ fn pe_bounds(range: &str) -> (String, String) {
 }
 
 /// The job as a JSV is shown it: the pseudo parameters first, then what the job sets.
-pub fn parameters(spec: &JobSpec, who: &Submitter) -> Vec<(String, String)> {
+pub fn parameters(spec: &JobSpec, who: &Submitter, context: Context) -> Vec<(String, String)> {
     let mut p: Vec<(String, String)> = Vec::new();
     let mut put = |k: &str, v: String| p.push((k.to_string(), v));
     put("VERSION", "1.0".into());
-    put("CONTEXT", "client".into());
-    put("CLIENT", "qsub".into());
+    match context {
+        Context::Client => {
+            put("CONTEXT", "client".into());
+            put("CLIENT", "qsub".into());
+        }
+        Context::Master => {
+            put("CONTEXT", "master".into());
+            put("CLIENT", "qmaster".into());
+        }
+    }
     put("USER", who.user.clone());
     put("GROUP", who.group.clone());
     let (cmdname, binary) = match &spec.script {
@@ -389,6 +441,38 @@ pub fn parameters(spec: &JobSpec, who: &Submitter) -> Vec<(String, String)> {
     p
 }
 
+/// `-p`: -1023 to 1024.
+fn parse_priority(v: &str) -> Option<i32> {
+    v.parse::<i32>().ok().filter(|p| (-1023..=1024).contains(p))
+}
+
+/// The parameters a correction changed (added, changed or removed), by name: what
+/// `jsv_allowed_mod` is checked against.
+pub fn changed_parameters(
+    before: &JobSpec,
+    after: &JobSpec,
+    who: &Submitter,
+    context: Context,
+) -> Vec<String> {
+    let old = parameters(before, who, context);
+    let new = parameters(after, who, context);
+    let mut names: Vec<String> = Vec::new();
+    for (k, v) in &new {
+        if old.iter().find(|(ok, _)| ok == k).map(|(_, ov)| ov) != Some(v) {
+            names.push(k.clone());
+        }
+    }
+    for (k, _) in &old {
+        if !new.iter().any(|(nk, _)| nk == k) {
+            names.push(k.clone());
+        }
+    }
+    if before.env != after.env {
+        names.push("v".to_string());
+    }
+    names
+}
+
 fn list(value: &str) -> Vec<String> {
     value
         .split(',')
@@ -481,20 +565,20 @@ pub fn set_parameter(spec: &mut JobSpec, name: &str, value: Option<&str>) -> Res
         ("q_soft", v) => spec.soft_queues = v.map(list).unwrap_or_default(),
         ("m", v) => {
             spec.mail_options = match v {
-                Some(v) => gantry_common::mail::parse_options(v).ok_or_else(refused)?,
+                Some(v) => crate::mail::parse_options(v).ok_or_else(refused)?,
                 None => String::new(),
             }
         }
         ("M", v) => {
             spec.mail_list = match v {
-                Some(v) => gantry_common::mail::parse_list(v).ok_or_else(refused)?,
+                Some(v) => crate::mail::parse_list(v).ok_or_else(refused)?,
                 None => Vec::new(),
             }
         }
         ("P", v) => spec.project = v.map(str::to_string),
         ("p", v) => {
             spec.priority = match v {
-                Some(v) => crate::optvalues::priority(v).map_err(|_| refused())?,
+                Some(v) => parse_priority(v).ok_or_else(refused)?,
                 None => 0,
             }
         }
