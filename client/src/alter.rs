@@ -43,6 +43,8 @@ const QALTER_SPECS: &[OptSpec] = &[
     opt("-r", Arity::One),
     opt("-notify", Arity::None),
     opt("-hold_jid_ad", Arity::One),
+    opt("-dl", Arity::One),
+    opt("-js", Arity::One),
 ];
 
 pub fn qalter_usage() -> String {
@@ -50,6 +52,7 @@ pub fn qalter_usage() -> String {
         ("[-a date_time]", "request a start time"),
         ("[-ac context_list]", "add context variable(s)"),
         ("[-dc simple_context_list]", "delete context variable(s)"),
+        ("[-dl date_time]", "request a deadline initiation time"),
         ("[-h {u|n}]", "place (u) or remove (n) the user hold"),
         ("[-help]", "print this help"),
         (
@@ -60,6 +63,7 @@ pub fn qalter_usage() -> String {
             "[-hold_jid_ad job_identifier_list]",
             "define jobnet array interdependencies",
         ),
+        ("[-js job_share]", "share tree or functional job share"),
         ("[-l resource_list]", "request the given resources"),
         ("[-m mail_options]", "define mail notification events"),
         ("[-M mail_list]", "notify these e-mail addresses"),
@@ -212,6 +216,22 @@ pub fn qalter(args: &[String]) -> Output {
                         .collect(),
                 )
             }
+            "-dl" => match crate::dates::parse_date_time(&arg, jiff::Zoned::now()) {
+                Some(t) => changes.deadline = Some(t),
+                None => {
+                    return Output::fail(
+                        format!("ERROR! Wrong date/time format \"{arg}\" specified to -dl option"),
+                        crate::optvalues::ESYNTAX,
+                    )
+                }
+            },
+            "-js" => match crate::optvalues::unsigned(
+                &arg,
+                "ERROR! invalid jobshare, must be an unsigned integer",
+            ) {
+                Ok(js) => changes.job_share = Some(js),
+                Err(e) => return Output::fail(e.text, e.status),
+            },
             "-hold_jid" => {
                 changes.hold_jids = Some(
                     arg.split(',')

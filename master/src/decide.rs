@@ -285,9 +285,11 @@ impl ClusterState {
             reply: FromMaster::Items(results),
         }
     }
+    /// `groups`: the caller's Unix groups (for `@group` entries of `deadlineusers`).
     pub fn decide_alter_jobs(
         &self,
         caller: &Caller,
+        groups: &[String],
         ids: &[String],
         changes: &gantry_proto::JobChanges,
     ) -> Decision {
@@ -376,6 +378,29 @@ impl ClusterState {
             if let Some(n) = changes.notify {
                 spec.notify = n;
                 messages.push(format!("modified notify flag of job {id}"));
+            }
+            if let Some(dl) = changes.deadline {
+                let deadline_user = self.usersets.get("deadlineusers").is_some_and(|u| {
+                    gantry_common::userset::entries_contain(&u.entries, &caller.user, groups)
+                });
+                if !deadline_user {
+                    return refused(
+                        RefusalKind::Denied,
+                        format!(
+                            "job rejected: the user \"{}\" is no deadline initiation user",
+                            caller.user
+                        ),
+                    );
+                }
+                spec.deadline = Some(dl);
+                messages.push(format!("modified deadline time of job {id}"));
+            }
+            if let Some(js) = changes.job_share {
+                spec.job_share = js;
+                messages.push(format!(
+                    "{}@{} sets job share of job {id} to {js}",
+                    caller.user, caller.host
+                ));
             }
             if let Some(r) = changes.restart {
                 spec.restart = Some(r);

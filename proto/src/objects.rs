@@ -620,6 +620,10 @@ pub struct JobChanges {
     pub notify: Option<bool>,
     /// `-hold_jid_ad`
     pub hold_jids_ad: Option<Vec<String>>,
+    /// `-dl`
+    pub deadline: Option<i64>,
+    /// `-js`
+    pub job_share: Option<u32>,
 }
 
 /// Everything `qstat -j` shows about a job.

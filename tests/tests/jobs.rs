@@ -1947,6 +1947,17 @@ fn deadline_users_job_share_and_the_binary_shell() {
         )
     );
     assert_eq!(c.client("qstat", &["-u", "*"]).stdout, "", "nothing queued");
+    // qalter -dl is a deadline user's too.
+    let plain = c.submit("gtuser1", &["-h", "-b", "y", "/bin/true"]);
+    let out = c.as_user("gtuser1", "qalter", &["-dl", "203001021530", &plain]);
+    assert_eq!(
+        (out.code, out.stderr.as_str()),
+        (
+            1,
+            "job rejected: the user \"gtuser1\" is no deadline initiation user\n"
+        )
+    );
+    assert_eq!(c.client("qdel", &[&plain]).code, 0);
     assert_eq!(
         c.qconf(&["-au", "gtuser1", "deadlineusers"]).code,
         0,
@@ -1971,6 +1982,28 @@ fn deadline_users_job_share_and_the_binary_shell() {
         "{j}"
     );
     assert!(j.contains("jobshare:                   7\n"), "{j}");
+    let out = c.as_user(
+        "gtuser1",
+        "qalter",
+        &["-js", "3", "-dl", "203101021530", &id],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(
+        out.stdout
+            .contains(&format!("sets job share of job {id} to 3")),
+        "{out:?}"
+    );
+    assert!(
+        out.stdout
+            .contains(&format!("modified deadline time of job {id}")),
+        "{out:?}"
+    );
+    let j = c.as_user("gtuser1", "qstat", &["-j", &id]).stdout;
+    assert!(j.contains("jobshare:                   3\n"), "{j}");
+    assert!(
+        j.contains("deadline:                   Thu Jan  2 15:30:00 2031\n"),
+        "{j}"
+    );
     assert_eq!(c.client("qdel", &["-u", "gtuser1"]).code, 0);
 
     let dir = shared_dir("binshell");

@@ -143,7 +143,10 @@ impl Cluster {
                 self.carry_out(d)
             }
             ToMaster::AlterJobs { ids, changes } => {
-                let d = self.state.decide_alter_jobs(caller, &ids, &changes);
+                let groups = self.unix_groups.of(&caller.user, caller.gid);
+                let d = self
+                    .state
+                    .decide_alter_jobs(caller, &groups, &ids, &changes);
                 self.carry_out(d)
             }
             ToMaster::DeleteJobs { ids, users, force } => {
