@@ -265,7 +265,31 @@ pub fn check_complexes(list: &[ComplexAttr], old: &[ComplexAttr]) -> Result<(), 
             ty,
             ValueType::Int | ValueType::Double | ValueType::Memory | ValueType::Time
         );
-        if c.consumable != Consumable::No {
+        // EXCL (exclusive host access): a BOOL consumable, and the only operator a
+        // BOOL consumable may have (SGE's rules and messages).
+        if c.relop == Relop::Excl {
+            if ty != ValueType::Bool {
+                return Err(format!(
+                    "Complex \"{name}\" must be BOOL to use EXCL as relational operator"
+                ));
+            }
+            if c.consumable == Consumable::No {
+                return Err(format!("Exclusive complex \"{name}\" must be a consumable"));
+            }
+        } else if ty == ValueType::Bool && c.consumable != Consumable::No {
+            return Err(format!(
+                "Exclusive complex \"{name}\" must have EXCL as relational operator"
+            ));
+        }
+        if c.consumable != Consumable::No && c.relop == Relop::Excl {
+            if parse_value(ty, &c.default).is_err() {
+                return Err(format!(
+                    "default value \"{}\" of attribute \"{name}\" is not a valid {} value",
+                    c.default,
+                    type_name(ty)
+                ));
+            }
+        } else if c.consumable != Consumable::No {
             if !numeric {
                 return Err(format!(
                     "attribute \"{name}\" of type {} cannot be a consumable (only INT, DOUBLE, MEMORY and TIME can)",
@@ -460,12 +484,16 @@ mod tests {
             "os os RESTRING == YES NO NONE 0",
             "site site CSTRING != FORCED NO NONE 0",
             "tmp_gb tg DOUBLE >= YES NO 0 0",
+            // SGE 8.1.9's exclusive host access.
+            "exclusive excl BOOL EXCL YES YES 0 1000",
         ];
         for line in ok {
             assert_eq!(check_complexes(&with(line), &base), Ok(()), "{line}");
         }
         let bad = [
-            ("bm bm BOOL <= YES YES 0 0", "attribute \"bm\" of type BOOL cannot be a consumable (only INT, DOUBLE, MEMORY and TIME can)"),
+            ("bm bm BOOL <= YES YES 0 0", "Exclusive complex \"bm\" must have EXCL as relational operator"),
+            ("x x INT EXCL YES YES 0 0", "Complex \"x\" must be BOOL to use EXCL as relational operator"),
+            ("x x BOOL EXCL YES NO 0 0", "Exclusive complex \"x\" must be a consumable"),
             ("s1 s1 STRING == YES YES NONE 0", "attribute \"s1\" of type STRING cannot be a consumable (only INT, DOUBLE, MEMORY and TIME can)"),
             ("g g INT >= YES YES 0 0", "consumable attribute \"g\" must have the relational operator <="),
             ("g g INT <= NO YES 0 0", "consumable attribute \"g\" is not requestable and must therefore have a default value"),

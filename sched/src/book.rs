@@ -58,6 +58,36 @@ impl Snapshot {
         self.hold(d, grants, sign, from, d.until(from));
     }
 
+    /// Book an EXCL attribute: once globally, once on each host and on each queue
+    /// instance a task holds slots in, however many slots.
+    fn hold_exclusive(
+        &mut self,
+        attr: usize,
+        amount: f64,
+        grants: &[(usize, u32)],
+        from: Time,
+        until: Option<Time>,
+    ) {
+        if grants.is_empty() {
+            return;
+        }
+        self.global
+            .book(&mut self.calendar, attr, amount, from, until);
+        let mut hosts: Vec<usize> = Vec::new();
+        for &(inst, _) in grants {
+            let host = self.instances[inst].host;
+            if !hosts.contains(&host) {
+                hosts.push(host);
+                self.hosts[host]
+                    .layer
+                    .book(&mut self.calendar, attr, amount, from, until);
+            }
+            self.instances[inst]
+                .layer
+                .book(&mut self.calendar, attr, amount, from, until);
+        }
+    }
+
     /// Book a job's consumables on the layers of its grants over `[from, until)` (a
     /// credit is a negative booking of the same interval).
     pub fn hold(
@@ -71,6 +101,10 @@ impl Snapshot {
         let total: u32 = grants.iter().map(|(_, n)| n).sum();
         let consumables: Vec<(usize, f64, Consumable)> = d.consumables(&self.catalog).collect();
         for (attr, amount, kind) in consumables {
+            if self.catalog.exclusive.contains(&attr) {
+                self.hold_exclusive(attr, sign * amount, grants, from, until);
+                continue;
+            }
             let per_slot = kind != Consumable::Job;
             let global = if per_slot {
                 amount * total as f64

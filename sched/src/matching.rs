@@ -92,6 +92,8 @@ impl Snapshot {
             let need = match a.consumable {
                 // Per job: once, on the job's master queue (the only one checked).
                 Consumable::Job => amount,
+                // EXCL: once per host, however many slots.
+                _ if a.relop == gantry_proto::Relop::Excl => amount,
                 _ => amount * slots as f64,
             };
             let (left, _) = available(o, self.used(o, until))?;
@@ -110,6 +112,13 @@ impl Snapshot {
         until: Option<Time>,
     ) -> Misfit {
         let a = &self.catalog.attrs[r.attr];
+        if a.relop == gantry_proto::Relop::Excl && a.consumable != Consumable::No {
+            return Misfit::ExclusiveInUse {
+                level,
+                name: a.name.clone(),
+                requested: r.text.clone(),
+            };
+        }
         let shown = layer.get(r.attr).and_then(|o| {
             if a.consumable != Consumable::No {
                 available(o, self.used(o, until)).map(|(left, source)| {

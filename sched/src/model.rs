@@ -129,7 +129,17 @@ pub struct Catalog {
     pub(crate) defaults: Vec<(usize, f64)>,
     /// FORCED attributes.
     pub(crate) forced: Vec<usize>,
+    /// EXCL attributes (exclusive host access): every job books one, a whole one when
+    /// it asks for exclusive use, [`EXCL_SHARED`] otherwise.
+    pub(crate) exclusive: Vec<usize>,
 }
+
+/// What a job that does not ask for exclusive use books of an EXCL attribute (whose
+/// capacity is 1): 2^-20, a power of two, so that bookings added and taken away again
+/// leave exactly 1, large against the matching's rounding tolerance (1e-9). An exclusive
+/// job (booking 1) fits only where nothing is booked; the others (up to 2^20 on one
+/// host) only where no exclusive job is.
+pub const EXCL_SHARED: f64 = 1.0 / 1_048_576.0;
 
 impl Catalog {
     pub fn new(list: &[ComplexAttr]) -> Catalog {
@@ -158,11 +168,18 @@ impl Catalog {
             .filter(|(_, a)| a.requestable == Requestable::Forced)
             .map(|(i, _)| i)
             .collect();
+        let exclusive = list
+            .iter()
+            .enumerate()
+            .filter(|(_, a)| a.relop == gantry_proto::Relop::Excl && a.consumable != Consumable::No)
+            .map(|(i, _)| i)
+            .collect();
         Catalog {
             attrs: list.to_vec(),
             by_name,
             defaults,
             forced,
+            exclusive,
         }
     }
 
@@ -319,6 +336,20 @@ pub fn demand(catalog: &Catalog, job: &Job) -> Result<Demand, DemandError> {
                 text: catalog.attrs[i].default.clone(),
                 implicit: true,
             });
+        }
+    }
+    // EXCL: a job asking for exclusive use books all of it; every other job a sliver,
+    // so that it stays off a host an exclusive job holds.
+    for &i in &catalog.exclusive {
+        match hard.iter_mut().find(|r| r.attr == i) {
+            Some(r) if r.value == Value::Num(1.0) => {}
+            Some(r) => r.value = Value::Num(EXCL_SHARED),
+            None => hard.push(Request {
+                attr: i,
+                value: Value::Num(EXCL_SHARED),
+                text: "false".to_string(),
+                implicit: true,
+            }),
         }
     }
     let run_time = run_time(catalog, &hard);
@@ -479,6 +510,13 @@ pub enum Misfit {
     Unusable(Unusable),
     NoAccess(String),
     Project(String),
+    /// An EXCL attribute a job cannot have here (SGE's `exclusive resource (x) is
+    /// already in use`).
+    ExclusiveInUse {
+        level: Level,
+        name: String,
+        requested: String,
+    },
     /// A request the first failing layer does not satisfy: (level, name, requested,
     /// what the layer offers as SGE prints it).
     Request {
@@ -548,6 +586,20 @@ impl Misfit {
                     Level::Queue => format!("in queue instance \"{qi}\""),
                 };
                 format!("(-l {name}={requested}) cannot run {place} because it offers only {offered}")
+            }
+            Misfit::ExclusiveInUse {
+                level,
+                name,
+                requested,
+            } => {
+                let place = match level {
+                    Level::Global => "globally".to_string(),
+                    Level::Host => format!("at host \"{host}\""),
+                    Level::Queue => format!("in queue instance \"{qi}\""),
+                };
+                format!(
+                    "(-l {name}={requested}) cannot run {place} because exclusive resource ({name}) is already in use"
+                )
             }
             Misfit::UnknownResource { name, requested } => format!(
                 "(-l {name}={requested}) cannot run in queue instance \"{qi}\" because job requests unknown resource ({name})"

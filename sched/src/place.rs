@@ -238,6 +238,16 @@ impl Snapshot {
             }
         }
         let mut grants: Vec<(usize, u32)> = Vec::new();
+        // EXCL attributes are taken once per host, not per slot: apart from the slots.
+        let exclusive = |r: &Request| self.catalog.exclusive.contains(&r.attr);
+        let mut per_slot = d.clone();
+        per_slot.hard.retain(|r| !exclusive(r));
+        let mut per_host = d.clone();
+        per_host.hard.retain(exclusive);
+        per_host.soft.clear();
+        // Giving a host's slots back gives its EXCL share back too.
+        let whole = d;
+        let (d, per_host) = (&per_slot, (!per_host.hard.is_empty()).then_some(per_host));
         // Up to `want` more slots on host `h`, instance by instance.
         let take = |snap: &mut Snapshot, grants: &mut Vec<(usize, u32)>, h: usize, want: u32| {
             let mut got = 0;
@@ -246,6 +256,14 @@ impl Snapshot {
                 .copied()
                 .filter(|&i| snap.instances[i].host == h)
                 .collect();
+            let first_on_host = !grants.iter().any(|g| snap.instances[g.0].host == h);
+            if let (Some(ph), true) = (&per_host, first_on_host) {
+                match on_host.first() {
+                    Some(&i) if snap.fits(ph, i, Pass::Consumables(1)) => {}
+                    _ => return 0,
+                }
+            }
+            let mut taken: Vec<(usize, u32)> = Vec::new();
             for i in on_host {
                 while got < want && snap.fits(d, i, Pass::Consumables(1)) {
                     snap.debit(d, &[(i, 1)], 1.0);
@@ -253,8 +271,15 @@ impl Snapshot {
                         Some(g) => g.1 += 1,
                         None => grants.push((i, 1)),
                     }
+                    match taken.iter_mut().find(|g| g.0 == i) {
+                        Some(g) => g.1 += 1,
+                        None => taken.push((i, 1)),
+                    }
                     got += 1;
                 }
+            }
+            if let (Some(ph), true, false) = (&per_host, first_on_host, taken.is_empty()) {
+                snap.debit(ph, &taken, 1.0);
             }
             got
         };
@@ -266,7 +291,7 @@ impl Snapshot {
                     if got >= min {
                         return here;
                     }
-                    self.debit(d, &here, -1.0);
+                    self.debit(whole, &here, -1.0);
                 }
             }
             AllocationRule::FillUp => {
@@ -299,7 +324,7 @@ impl Snapshot {
                     if take(self, &mut here, h, n) == n {
                         grants.extend(here);
                     } else {
-                        self.debit(d, &here, -1.0);
+                        self.debit(whole, &here, -1.0);
                     }
                 }
             }

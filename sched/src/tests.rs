@@ -489,6 +489,28 @@ mod parallel {
         list.iter().map(|(q, n)| (q.to_string(), *n)).collect()
     }
 
+    /// EXCL: a parallel job asking for exclusive use takes each of its hosts whole (its
+    /// share booked once per host, not per slot), and none that runs another job.
+    #[test]
+    fn an_exclusive_parallel_job_takes_each_host_whole() {
+        let mut s = Cluster::new(&["exclusive BOOL EXCL YES YES 0"]);
+        for h in ["a", "b", "c"] {
+            s.add_host(h, "exclusive=true", LOAD);
+        }
+        s.set_queue("all.q", "slots", "4");
+        s.put_job(job(1, "u1", &[], &[]));
+        s.put_job(pe_job(2, "mpi", "6", &[("exclusive", "true")]));
+        s.put_job(job(3, "u1", &[], &[]));
+        assert_eq!(
+            grants(&s),
+            vec![
+                (1, None, g(&[("all.q@a", 1)])),
+                (2, Some("mpi".into()), g(&[("all.q@b", 4), ("all.q@c", 2)])),
+                (3, None, g(&[("all.q@a", 1)])),
+            ]
+        );
+    }
+
     #[test]
     fn fill_up_fills_each_host_before_the_next() {
         let mut s = three_hosts("4");
@@ -1168,4 +1190,64 @@ fn an_immediate_job_starts_whole_or_is_reported_unplaced() {
     let d = s.view().schedule(Time::from_secs(0), &s.connected());
     assert!(d.dispatches.is_empty());
     assert_eq!(d.immediate_unplaced, vec![1]);
+}
+
+/// SGE 8.1.9's EXCL operator: a job asking for `exclusive=true` runs only on a host
+/// nothing else runs on, and nothing else starts there while it runs; jobs that do not
+/// ask share hosts as ever; a parallel job takes each of its hosts whole, once.
+#[test]
+fn exclusive_host_access() {
+    let mut s = Cluster::new(&["exclusive BOOL EXCL YES YES 0"]);
+    s.add_host("h1", "exclusive=true", LOAD);
+    s.add_host("h2", "exclusive=true", LOAD);
+    s.set_queue("all.q", "slots", "4");
+    let exclusive = |id: u64| job(id, "u1", &[("exclusive", "true")], &[]);
+    // Two ordinary jobs share h1 (the sort order fills it first); the exclusive job
+    // takes h2, the only empty host; a second exclusive job finds none.
+    s.put_job(job(1, "u1", &[], &[]));
+    s.put_job(job(2, "u1", &[], &[]));
+    s.put_job(exclusive(3));
+    s.put_job(exclusive(4));
+    let placed = cycle(&s);
+    assert_eq!(
+        placed,
+        vec![
+            (1, "all.q@h1".to_string()),
+            (2, "all.q@h1".to_string()),
+            (3, "all.q@h2".to_string()),
+        ]
+    );
+    // With job 3 running on h2, an ordinary job stays off h2 even when h1 is full.
+    for (id, host) in [(1, "h1"), (2, "h1"), (3, "h2")] {
+        let mut j = Job::clone(&s.jobs[&id]);
+        j.tasks.insert(
+            1,
+            TaskState::Running {
+                host: host.into(),
+                queue: "all.q".into(),
+                start_time: 0,
+                grants: vec![gantry_proto::Grant {
+                    queue: "all.q".into(),
+                    host: host.into(),
+                    slots: 1,
+                }],
+                pe: None,
+            },
+        );
+        s.put_job(j);
+    }
+    s.remove_job(4);
+    for id in 5..=7 {
+        s.put_job(job(id, "u1", &[], &[]));
+    }
+    let placed = cycle(&s);
+    assert_eq!(
+        placed,
+        vec![(5, "all.q@h1".to_string()), (6, "all.q@h1".to_string())],
+        "h1 has two slots left; h2 is held whole by job 3"
+    );
+    assert_eq!(
+        why(&s, 7, "all.q@h2"),
+        "(-l exclusive=false) cannot run at host \"h2\" because exclusive resource (exclusive) is already in use"
+    );
 }

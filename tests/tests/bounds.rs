@@ -211,7 +211,7 @@ fn a_long_complex_list_is_read_off_the_clients_thread_and_checked_whole() {
     assert_ne!(out.code, 0, "{out:?}");
     assert!(
         out.stderr
-            .contains("attribute \"gpu\" of type BOOL cannot be a consumable"),
+            .contains("Exclusive complex \"gpu\" must have EXCL as relational operator"),
         "{out:?}"
     );
     assert_eq!(c.qconf(&["-sc"]).stdout, sc);

@@ -2272,3 +2272,93 @@ fn the_server_jsv_rejects_and_corrects_within_jsv_allowed_mod() {
     assert_eq!(c.client("qdel", &[&id]).code, 0);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// SGE 8.1.9's EXCL operator end to end: `-l exclusive=true` waits while anything runs
+/// on the host (saying why), runs once the host is empty, and keeps other jobs off it.
+#[test]
+fn an_exclusive_job_has_its_host_to_itself() {
+    if !need_root("an_exclusive_job_has_its_host_to_itself") {
+        return;
+    }
+    ensure_user("gtuser1");
+    let c = Cluster::one_host();
+    assert_eq!(c.qconf(&["-rattr", "queue", "slots", "4", "all.q"]).code, 0);
+    let mut sc = c.qconf(&["-sc"]).stdout;
+    let footer = sc
+        .rfind("# >#<")
+        .map(|at| sc.split_off(at))
+        .unwrap_or_default();
+    sc.push_str(
+        "exclusive           excl       BOOL        EXCL  YES         YES        0        1000\n",
+    );
+    sc.push_str(&footer);
+    let file = c.home().join("with_excl.sc");
+    std::fs::write(&file, sc).unwrap();
+    let out = c.qconf(&["-Mc", file.to_str().unwrap()]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let out = c.qconf(&[
+        "-mattr",
+        "exechost",
+        "complex_values",
+        "exclusive=true",
+        "node1",
+    ]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let state = |id: &str| -> String {
+        c.client("qstat", &["-u", "*"])
+            .stdout
+            .lines()
+            .find(|l| l.trim_start().starts_with(&format!("{id} ")))
+            .and_then(|l| l.split_whitespace().nth(4).map(str::to_string))
+            .unwrap_or_default()
+    };
+    let ordinary = c.submit("gtuser1", &["-wd", "/tmp", "-b", "y", "sleep", "6173"]);
+    wait_until("the ordinary job runs", Duration::from_secs(30), || {
+        state(&ordinary) == "r"
+    });
+    let exclusive = c.submit(
+        "gtuser1",
+        &[
+            "-l",
+            "exclusive=true",
+            "-wd",
+            "/tmp",
+            "-b",
+            "y",
+            "sleep",
+            "6174",
+        ],
+    );
+    wait_until(
+        "the exclusive job is considered",
+        Duration::from_secs(30),
+        || {
+            c.as_user("gtuser1", "qstat", &["-j", &exclusive])
+            .stdout
+            .contains("(-l exclusive=true) cannot run at host \"node1\" because exclusive resource (exclusive) is already in use")
+        },
+    );
+    assert_eq!(state(&exclusive), "qw");
+    assert_eq!(c.client("qdel", &[&ordinary]).code, 0);
+    wait_until(
+        "the exclusive job runs alone",
+        Duration::from_secs(30),
+        || state(&exclusive) == "r",
+    );
+    let later = c.submit("gtuser1", &["-wd", "/tmp", "-b", "y", "sleep", "6175"]);
+    wait_until(
+        "the later job is considered",
+        Duration::from_secs(30),
+        || {
+            c.as_user("gtuser1", "qstat", &["-j", &later])
+                .stdout
+                .contains("because exclusive resource (exclusive) is already in use")
+        },
+    );
+    assert_eq!(
+        state(&later),
+        "qw",
+        "three slots are free, but not the host"
+    );
+    assert_eq!(c.client("qdel", &["-u", "gtuser1"]).code, 0);
+}

@@ -66,13 +66,13 @@ fn jobs_land_only_where_their_requests_fit_and_consumables_never_go_negative() {
         .map(|l| format!("{l}\n"))
         .collect();
     let with = |extra: &str| format!("{body}{extra}{footer}\n");
-    // A BOOL cannot be a consumable: refused, nothing changes.
+    // A BOOL consumable must be EXCL (SGE's rule and message): refused, nothing changes.
     let bad = write(&c, "bad.sc", &with("gpu gpu BOOL <= YES YES 0 0\n"));
     let out = c.qconf(&["-Mc", &bad]);
     assert_ne!(out.code, 0, "{out:?}");
     assert!(
         out.stderr
-            .contains("attribute \"gpu\" of type BOOL cannot be a consumable"),
+            .contains("Exclusive complex \"gpu\" must have EXCL as relational operator"),
         "{out:?}"
     );
     assert_eq!(c.qconf(&["-sc"]).stdout, sc);
