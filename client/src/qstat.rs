@@ -453,7 +453,10 @@ fn render_job(out: &mut String, d: &gantry_proto::JobDetail, unsubmitted: bool) 
         if !spec.context.is_empty() {
             row("context", pairs(&spec.context));
         }
-        row("binding", "NONE".to_string());
+        row(
+            "binding",
+            spec.binding.clone().unwrap_or_else(|| "NONE".to_string()),
+        );
         if matches!(spec.script, gantry_proto::JobScript::Binary { .. }) {
             row("job_type", "binary".to_string());
         }

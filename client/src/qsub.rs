@@ -86,6 +86,10 @@ pub fn usage() -> String {
             "[-C directive_prefix]",
             "define command prefix for job script",
         ),
+        (
+            "[-binding [env|pe|set] linear:n[:s,c]|striding:n:step[:s,c]|explicit:s,c[:s,c...]]",
+            "bind the job to cores",
+        ),
         ("[-clear]", "skip previous definitions for job"),
         ("[-cwd]", "use current working directory"),
         ("[-dc simple_context_list]", "delete context variable(s)"),
@@ -475,7 +479,11 @@ fn apply(
             // Batch jobs run without a terminal, which is SGE's default for them.
             "-pty" if optvalues::yes_no(g.name, &arg)? => return Err(unsupported("-pty y")),
             "-jsv" => flags.jsv.push((flags.rank, arg)),
-            "-c" | "-ckpt" | "-binding" | "-masterq" => return Err(unsupported(g.name)),
+            "-binding" => {
+                let b = gantry_common::binding::parse(&arg).map_err(OptionError::semantic)?;
+                spec.binding = Some(gantry_common::binding::print(&b));
+            }
+            "-c" | "-ckpt" | "-masterq" => return Err(unsupported(g.name)),
             // qalter's and qrsh's options, which SGE's qsub parses and then refuses.
             "-u" | "-ot" | "-nostdin" | "-noshell" | "-uall" => {
                 return Err(OptionError::not_taken(g.name, g.arg.as_deref()))

@@ -56,6 +56,10 @@ struct Inner {
     /// Per task, how many suspensions and resumptions were asked for: a suspension
     /// waiting out its `notify` time happens only if nothing was asked since.
     suspend_orders: Mutex<HashMap<TaskKey, u64>>,
+    /// This host's processors, for `-binding`.
+    topology: gantry_common::binding::Topology,
+    /// The cores running tasks were bound to.
+    bound: Mutex<HashMap<TaskKey, Vec<(u32, u32)>>>,
 }
 
 fn task_dir(base: &Path, key: TaskKey) -> PathBuf {
@@ -115,6 +119,8 @@ impl Jobs {
                 mail: Mutex::new(HashMap::new()),
                 notify: Mutex::new(HashMap::new()),
                 suspend_orders: Mutex::new(HashMap::new()),
+                topology: crate::binding::host_topology(),
+                bound: Mutex::new(HashMap::new()),
             }),
         })
     }
@@ -183,6 +189,7 @@ impl Jobs {
                 account: account.clone(),
                 start: start.clone(),
                 cgroup_parent: self.inner.cgroup_parent.clone(),
+                binding: self.bind(key, &start),
             };
             let bytes = gantry_proto::encode(&order).map_err(std::io::Error::other)?;
             task.create_file(START_FILE, 0o600)?.write_all(&bytes)?;
@@ -252,6 +259,35 @@ impl Jobs {
         }
     }
 
+    /// `-binding`: the cores a task gets (none free as asked: it runs unbound, as in
+    /// SGE), held until it ends.
+    fn bind(&self, key: TaskKey, start: &JobStart) -> Option<crate::binding::TaskBinding> {
+        use gantry_common::binding::{choose, parse, BindingType};
+        let request = parse(start.spec.binding.as_deref()?).ok()?;
+        let mut bound = self.inner.bound.lock().ok()?;
+        let in_use = bound.values().flatten().copied().collect();
+        let Some(cores) = choose(&self.inner.topology, &in_use, &request.strategy) else {
+            info!(
+                job = key.0,
+                task = key.1,
+                "no cores free as the binding asks: the task runs unbound"
+            );
+            return None;
+        };
+        let cpus = self.inner.topology.processors(&cores);
+        bound.insert(key, cores.clone());
+        Some(crate::binding::TaskBinding {
+            kind: match request.kind {
+                BindingType::Set => "set",
+                BindingType::Env => "env",
+                BindingType::Pe => "pe",
+            }
+            .to_string(),
+            cores,
+            cpus,
+        })
+    }
+
     fn mark_running(&self, key: TaskKey, on: bool) {
         if let Ok(mut r) = self.inner.running.lock() {
             if on {
@@ -316,6 +352,9 @@ impl Jobs {
         }
         if let Ok(mut o) = self.inner.suspend_orders.lock() {
             o.remove(&key);
+        }
+        if let Ok(mut b) = self.inner.bound.lock() {
+            b.remove(&key);
         }
         let _ = self.inner.finished.send(report);
     }
@@ -463,6 +502,9 @@ impl Jobs {
             if let Some(order) = order {
                 let started = record.start.unwrap_or(order.start.submit_time);
                 self.remember_notify(key, &order.start);
+                if let (Some(b), Ok(mut bound)) = (&order.binding, self.inner.bound.lock()) {
+                    bound.insert(key, b.cores.clone());
+                }
                 if let Some(plan) = Plan::of(&order.start, order.account, started) {
                     self.remember_mail(key, plan);
                 }

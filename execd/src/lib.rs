@@ -1,6 +1,7 @@
 //! The Gantry execution daemon: joins the cell, reports the host's load values, and
 //! relays local client commands to the master.
 
+pub mod binding;
 pub mod cgroup;
 pub mod identity;
 pub mod jobs;

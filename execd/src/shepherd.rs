@@ -35,6 +35,8 @@ pub struct Order {
     pub account: Option<Account>,
     /// Where to create the task's control group, if the host has cgroup v2.
     pub cgroup_parent: Option<PathBuf>,
+    /// The cores the execd chose for a `-binding` request.
+    pub binding: Option<crate::binding::TaskBinding>,
 }
 
 /// A user's name, home and groups.
@@ -338,7 +340,11 @@ impl Drop for ActingAsOwner {
 
 /// The task's TMPDIR: `<tmpdir>/gantry.<host>/<job>.<task>.<queue>`, created by root and
 /// handed to the owner (see [`private_fs`]), with `$PE_HOSTFILE` written inside first.
-fn create_tmpdir(start: &JobStart, notes: &mut TaskNotes) -> Result<PathBuf, Failure> {
+fn create_tmpdir(
+    start: &JobStart,
+    binding: Option<&crate::binding::TaskBinding>,
+    notes: &mut TaskNotes,
+) -> Result<PathBuf, Failure> {
     let parent = Path::new(setting(start, "tmpdir").unwrap_or("/tmp"));
     let base = private_fs::tmpdir_base(parent, &start.host, |planted| {
         notes.add(
@@ -361,7 +367,7 @@ fn create_tmpdir(start: &JobStart, notes: &mut TaskNotes) -> Result<PathBuf, Fai
             match start.pe {
                 Some(_) => dir
                     .create_file(PE_HOSTFILE, 0o644)?
-                    .write_all(pe_hostfile(start).as_bytes()),
+                    .write_all(pe_hostfile(start, binding).as_bytes()),
                 None => Ok(()),
             }
         })
@@ -396,7 +402,7 @@ fn supervise(
     })?;
     let (uid, gid) = (start.owner.uid, start.owner.gid);
     let home = user.home.clone();
-    let tmpdir = create_tmpdir(start, notes)?;
+    let tmpdir = create_tmpdir(start, order.binding.as_ref(), notes)?;
     notes.add("tmpdir", tmpdir.display());
     held.tmpdir = Some(tmpdir.clone());
     if let Some(parent) = &order.cgroup_parent {
@@ -491,9 +497,14 @@ fn supervise(
             format!("can't start \"{what}\": {e}"),
         )
     };
-    let env = job_environment(
+    let mut env = job_environment(
         start, &user, &home, &tmpdir, &shell, &cwd, &out_path, &err_path,
     );
+    // `-binding env`: the job is told its processors, as SGE tells it.
+    if let Some(b) = order.binding.as_ref().filter(|b| b.kind == "env") {
+        let cpus: Vec<String> = b.cpus.iter().map(u32::to_string).collect();
+        env.push(("SGE_BINDING".to_string(), cpus.join(" ")));
+    }
     let path = env
         .iter()
         .rev()
@@ -552,6 +563,20 @@ fn supervise(
         group,
         group_procs,
     };
+    // `-binding set`: the job's processes run on its cores' processors only (the
+    // affinity is inherited by the job from this shepherd).
+    if let Some(b) = order.binding.as_ref().filter(|b| b.kind == "set") {
+        match bind_to(&b.cpus) {
+            Ok(()) => notes.add("binding", b.cores_text()),
+            Err(e) => notes.add(
+                "note",
+                format!(
+                    "cannot bind the job to processors {:?}: {e}; it runs unbound",
+                    b.cpus
+                ),
+            ),
+        }
+    }
     let child = spawn::spawn(&job).map_err(|e| match e.raw_os_error() {
         // The working directory, entered with the owner's rights, is not theirs.
         Some(nix::libc::EACCES | nix::libc::ENOTDIR) if !cwd_is_ok(&cwd, &job) => fail(
@@ -794,12 +819,29 @@ const PE_HOSTFILE: &str = "pe_hostfile";
 
 /// `host slots queue@host UNDEFINED`, one line per granted queue instance, the master
 /// queue first.
-fn pe_hostfile(start: &JobStart) -> String {
+/// SGE's `pe_hostfile`: host, slots, queue instance, and the cores of a `-binding pe`
+/// on this host (`0,0:0,1`; `UNDEFINED` elsewhere and without one).
+fn pe_hostfile(start: &JobStart, binding: Option<&crate::binding::TaskBinding>) -> String {
     start
         .granted
         .iter()
-        .map(|g| format!("{} {} {}@{} UNDEFINED\n", g.host, g.slots, g.queue, g.host))
+        .map(|g| {
+            let cores = match binding {
+                Some(b) if b.kind == "pe" && g.host == start.host => b.cores_text(),
+                _ => "UNDEFINED".to_string(),
+            };
+            format!("{} {} {}@{} {cores}\n", g.host, g.slots, g.queue, g.host)
+        })
         .collect()
+}
+
+/// Restrict this process (and so the job it starts) to these processors.
+fn bind_to(cpus: &[u32]) -> nix::Result<()> {
+    let mut set = nix::sched::CpuSet::new();
+    for &c in cpus {
+        set.set(c as usize)?;
+    }
+    nix::sched::sched_setaffinity(Pid::from_raw(0), &set)
 }
 
 #[cfg(test)]
@@ -850,8 +892,18 @@ mod tests {
             slots: 3,
         });
         assert_eq!(
-            pe_hostfile(&s),
+            pe_hostfile(&s, None),
             "n1 1 all.q@n1 UNDEFINED\nn2 3 all.q@n2 UNDEFINED\n"
+        );
+        // `-binding pe`: this host's cores in the fourth column.
+        let b = crate::binding::TaskBinding {
+            kind: "pe".into(),
+            cores: vec![(0, 0), (0, 1)],
+            cpus: vec![0, 1],
+        };
+        assert_eq!(
+            pe_hostfile(&s, Some(&b)),
+            "n1 1 all.q@n1 0,0:0,1\nn2 3 all.q@n2 UNDEFINED\n"
         );
     }
 

@@ -27,7 +27,8 @@ const ACCOUNTING: TableDefinition<(u64, u32), &[u8]> = TableDefinition::new("acc
 /// 9: a job keeps its array dependencies (`-hold_jid_ad`).
 /// 10: a job keeps its soft queue list (`-soft -q`).
 /// 11: a job keeps its deadline (`-dl`), job share (`-js`), `-shell n` and `-now y`.
-pub const SCHEMA_VERSION: u32 = 11;
+/// 12: a job keeps its core binding request (`-binding`).
+pub const SCHEMA_VERSION: u32 = 12;
 
 /// A checkpoint is taken once this many changes or this many journal bytes are waiting.
 /// The owner starts it in a turn of its own ([`Store::checkpoint_due`],

@@ -273,6 +273,8 @@ pub struct JobSpec {
     pub binary_shell: bool,
     /// `-now y`: start at once or not at all.
     pub immediate: bool,
+    /// `-binding`, as SGE prints it (`set linear:2`).
+    pub binding: Option<String>,
 }
 
 impl JobSpec {
@@ -318,6 +320,7 @@ impl JobSpec {
             job_share: 0,
             binary_shell: false,
             immediate: false,
+            binding: None,
         }
     }
 }

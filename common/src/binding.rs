@@ -1,0 +1,240 @@
+//! Core binding (`qsub -binding`, SGE 8.1.9): the request's syntax and SGE's way of
+//! printing it, and the choice of cores on a host, which the execd makes when a task
+//! starts. Pure: the host's topology and the cores its other tasks hold come in.
+//!
+//! `[set|env|pe] linear:N[:S,C] | striding:N:STEP[:S,C] | explicit:S,C[:S,C...]`:
+//! `set` (the default) binds the job's processes to the cores' processors, `env` only
+//! tells the job which (`SGE_BINDING`), `pe` writes them into the `pe_hostfile`. Sockets
+//! and cores are counted from 0 in the host's order.
+
+use std::collections::BTreeSet;
+
+/// What the execd does with the cores it chose.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BindingType {
+    Set,
+    Env,
+    Pe,
+}
+
+/// Which cores.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Strategy {
+    /// `amount` successive cores, from `start` (socket, core) or the first free run.
+    Linear {
+        amount: u32,
+        start: Option<(u32, u32)>,
+    },
+    /// `amount` cores `step` apart, from `start` or the first place that has them free.
+    Striding {
+        amount: u32,
+        step: u32,
+        start: Option<(u32, u32)>,
+    },
+    /// These (socket, core) pairs.
+    Explicit(Vec<(u32, u32)>),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Binding {
+    pub kind: BindingType,
+    pub strategy: Strategy,
+}
+
+fn socket_core(text: &str) -> Option<(u32, u32)> {
+    let (s, c) = text.split_once(',')?;
+    Some((s.parse().ok()?, c.parse().ok()?))
+}
+
+/// Read a `-binding` argument (its optional type and its strategy, joined by a space),
+/// with SGE's reasons (`ERROR! -binding option contains errors: <reason>`).
+pub fn parse(text: &str) -> Result<Binding, String> {
+    let wrap = |reason: &str| format!("ERROR! -binding option contains errors: {reason}");
+    let (kind, strategy) = match text.split_once(' ') {
+        Some(("set", s)) => (BindingType::Set, s),
+        Some(("env", s)) => (BindingType::Env, s),
+        Some(("pe", s)) => (BindingType::Pe, s),
+        Some(_) => return Err(wrap("couldn't parse binding parameter (no strategy found)")),
+        None => (BindingType::Set, text),
+    };
+    let parts: Vec<&str> = strategy.split(':').collect();
+    let number = |s: Option<&&str>| s.and_then(|s| s.parse::<u32>().ok());
+    let strategy = match parts.first().copied() {
+        Some("linear") => {
+            let amount = number(parts.get(1))
+                .filter(|&n| n > 0)
+                .ok_or_else(|| wrap("couldn't parse amount (linear)"))?;
+            let start = match parts.get(2) {
+                None if parts.len() == 2 => None,
+                Some(sc) if parts.len() == 3 => Some(
+                    socket_core(sc).ok_or_else(|| wrap("couldn't parse socket number (linear)"))?,
+                ),
+                _ => return Err(wrap("couldn't parse socket number (linear)")),
+            };
+            Strategy::Linear { amount, start }
+        }
+        Some("striding") => {
+            let amount = number(parts.get(1))
+                .filter(|&n| n > 0)
+                .ok_or_else(|| wrap("couldn't parse amount (striding)"))?;
+            let step = number(parts.get(2))
+                .filter(|&n| n > 0)
+                .ok_or_else(|| wrap("couldn't parse stepsize (striding)"))?;
+            let start = match parts.get(3) {
+                None if parts.len() == 3 => None,
+                Some(sc) if parts.len() == 4 => Some(
+                    socket_core(sc)
+                        .ok_or_else(|| wrap("couldn't parse socket number (striding)"))?,
+                ),
+                _ => return Err(wrap("couldn't parse socket number (striding)")),
+            };
+            Strategy::Striding {
+                amount,
+                step,
+                start,
+            }
+        }
+        Some("explicit") => {
+            let pairs: Option<Vec<(u32, u32)>> =
+                parts[1..].iter().map(|p| socket_core(p)).collect();
+            match pairs {
+                Some(p) if !p.is_empty() => {
+                    let distinct: BTreeSet<&(u32, u32)> = p.iter().collect();
+                    if distinct.len() != p.len() {
+                        return Err(wrap("explicit: a socket,core pair is given twice"));
+                    }
+                    Strategy::Explicit(p)
+                }
+                _ => return Err(wrap("explicit: expected socket,core pairs")),
+            }
+        }
+        _ => return Err(wrap("couldn't parse binding parameter (no strategy found)")),
+    };
+    Ok(Binding { kind, strategy })
+}
+
+/// The request as SGE prints it (`qstat -j`'s `binding:`): `set linear:2`,
+/// `set linear:2:0,1`, `env striding:2:2`, `pe explicit:0,0:1,0`.
+pub fn print(b: &Binding) -> String {
+    let kind = match b.kind {
+        BindingType::Set => "set",
+        BindingType::Env => "env",
+        BindingType::Pe => "pe",
+    };
+    let strategy = match &b.strategy {
+        Strategy::Linear {
+            amount,
+            start: None,
+        } => format!("linear:{amount}"),
+        Strategy::Linear {
+            amount,
+            start: Some((s, c)),
+        } => format!("linear:{amount}:{s},{c}"),
+        Strategy::Striding {
+            amount,
+            step,
+            start: None,
+        } => format!("striding:{amount}:{step}"),
+        Strategy::Striding {
+            amount,
+            step,
+            start: Some((s, c)),
+        } => format!("striding:{amount}:{step}:{s},{c}"),
+        Strategy::Explicit(pairs) => {
+            let list: Vec<String> = pairs.iter().map(|(s, c)| format!("{s},{c}")).collect();
+            format!("explicit:{}", list.join(":"))
+        }
+    };
+    format!("{kind} {strategy}")
+}
+
+/// A host's processors: per socket, per core, the processor (CPU) ids of its threads.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Topology {
+    pub sockets: Vec<Vec<Vec<u32>>>,
+}
+
+impl Topology {
+    /// Every core as (socket, core), in the host's order.
+    pub fn cores(&self) -> Vec<(u32, u32)> {
+        let mut out = Vec::new();
+        for (s, cores) in self.sockets.iter().enumerate() {
+            for c in 0..cores.len() {
+                out.push((s as u32, c as u32));
+            }
+        }
+        out
+    }
+
+    /// The processors of these cores.
+    pub fn processors(&self, cores: &[(u32, u32)]) -> Vec<u32> {
+        let mut out: Vec<u32> = cores
+            .iter()
+            .filter_map(|&(s, c)| self.sockets.get(s as usize)?.get(c as usize))
+            .flatten()
+            .copied()
+            .collect();
+        out.sort_unstable();
+        out
+    }
+
+    /// SGE's `m_topology`: `S` per socket, `C` per core, `T` per thread when a core has
+    /// more than one (`SCCSCC`, `SCTTCTT`); with `in_use`, the cores taken in lower case
+    /// (`m_topology_inuse`).
+    pub fn text(&self, in_use: &BTreeSet<(u32, u32)>) -> String {
+        let mut out = String::new();
+        for (s, cores) in self.sockets.iter().enumerate() {
+            out.push('S');
+            for (c, threads) in cores.iter().enumerate() {
+                let used = in_use.contains(&(s as u32, c as u32));
+                out.push(if used { 'c' } else { 'C' });
+                if threads.len() > 1 {
+                    for _ in threads {
+                        out.push(if used { 't' } else { 'T' });
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+/// The cores a task gets on a host where `in_use` are taken by other tasks: None when
+/// the request cannot be met there now (the task then runs unbound, as in SGE).
+pub fn choose(
+    topology: &Topology,
+    in_use: &BTreeSet<(u32, u32)>,
+    strategy: &Strategy,
+) -> Option<Vec<(u32, u32)>> {
+    let all = topology.cores();
+    let free = |sc: &(u32, u32)| !in_use.contains(sc);
+    // `amount` cores `step` apart from position `from` in the host's order, all free.
+    let run = |from: usize, amount: u32, step: u32| -> Option<Vec<(u32, u32)>> {
+        let picked: Vec<(u32, u32)> = (0..amount as usize)
+            .map(|k| all.get(from + k * step as usize).copied())
+            .collect::<Option<_>>()?;
+        picked.iter().all(free).then_some(picked)
+    };
+    let position = |sc: (u32, u32)| all.iter().position(|&x| x == sc);
+    match strategy {
+        Strategy::Linear { amount, start } => match start {
+            Some(sc) => run(position(*sc)?, *amount, 1),
+            None => (0..all.len()).find_map(|p| run(p, *amount, 1)),
+        },
+        Strategy::Striding {
+            amount,
+            step,
+            start,
+        } => match start {
+            Some(sc) => run(position(*sc)?, *amount, *step),
+            None => (0..all.len()).find_map(|p| run(p, *amount, *step)),
+        },
+        Strategy::Explicit(pairs) => {
+            let ok = pairs.iter().all(|sc| all.contains(sc) && free(sc));
+            ok.then(|| pairs.clone())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
