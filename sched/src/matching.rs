@@ -110,13 +110,14 @@ impl Snapshot {
         layer: &Layer,
         r: &Request,
         until: Option<Time>,
+        requests: &str,
     ) -> Misfit {
         let a = &self.catalog.attrs[r.attr];
         if a.relop == gantry_proto::Relop::Excl && a.consumable != Consumable::No {
             return Misfit::ExclusiveInUse {
                 level,
                 name: a.name.clone(),
-                requested: r.text.clone(),
+                requested: requests.to_string(),
             };
         }
         let shown = layer.get(r.attr).and_then(|o| {
@@ -132,7 +133,7 @@ impl Snapshot {
         Misfit::Request {
             level,
             name: a.name.clone(),
-            requested: r.text.clone(),
+            requested: requests.to_string(),
             offered: format!("{}{source}:{}={value}", level.letter(), a.name),
         }
     }
@@ -204,7 +205,7 @@ impl Snapshot {
                 }
                 if (!allow.is_empty() && !self.in_userset(d, allow)) || self.in_userset(d, deny) {
                     return Err(if detail {
-                        Misfit::NoAccess(d.user.clone())
+                        Misfit::NoAccess(if n == 0 { Level::Host } else { Level::Queue })
                     } else {
                         Misfit::Unexplained
                     });
@@ -220,22 +221,16 @@ impl Snapshot {
                 if n == 0 && host_checked {
                     continue;
                 }
-                match &d.project {
-                    Some(p) if deny.contains(p) => {
-                        return Err(Misfit::Project(format!(
-                            "the job's project \"{p}\" is excluded"
-                        )))
-                    }
+                let level = if n == 0 { Level::Host } else { Level::Queue };
+                let why = match &d.project {
+                    Some(p) if deny.contains(p) => ProjectMisfit::Excluded(p.clone()),
                     Some(p) if !allow.is_empty() && !allow.contains(p) => {
-                        return Err(Misfit::Project(format!(
-                            "the job's project \"{p}\" is not in its project list"
-                        )))
+                        ProjectMisfit::NotListed(p.clone())
                     }
-                    None if !allow.is_empty() => {
-                        return Err(Misfit::Project("the job has no project".into()))
-                    }
-                    _ => {}
-                }
+                    None if !allow.is_empty() => ProjectMisfit::NoProject,
+                    _ => continue,
+                };
+                return Err(Misfit::Project { level, why });
             }
         }
         let slots = match pass {
@@ -264,7 +259,7 @@ impl Snapshot {
             for r in &d.hard {
                 if self.holds_on(layer, r, slots, pass, until) == Some(false) {
                     return Err(if detail {
-                        self.request_misfit(level, layer, r, until)
+                        self.request_misfit(level, layer, r, until, &d.request_list(&self.catalog))
                     } else {
                         Misfit::Unexplained
                     });
@@ -283,7 +278,7 @@ impl Snapshot {
                     }
                     return Err(Misfit::UnknownResource {
                         name: self.catalog.attrs[r.attr].name.clone(),
-                        requested: r.text.clone(),
+                        requested: d.request_list(&self.catalog),
                     });
                 }
             }
@@ -291,9 +286,14 @@ impl Snapshot {
             for &attr in &self.catalog.forced {
                 let offered = layers
                     .iter()
-                    .any(|(_, l)| l.get(attr).is_some_and(|o| o.fixed.is_some()));
-                if offered && !d.hard.iter().any(|r| r.attr == attr && !r.implicit) {
-                    return Err(Misfit::Forced(self.catalog.attrs[attr].name.clone()));
+                    .find(|(_, l)| l.get(attr).is_some_and(|o| o.fixed.is_some()));
+                if let Some((level, _)) = offered {
+                    if !d.hard.iter().any(|r| r.attr == attr && !r.implicit) {
+                        return Err(Misfit::Forced {
+                            level: *level,
+                            name: self.catalog.attrs[attr].name.clone(),
+                        });
+                    }
                 }
             }
         }

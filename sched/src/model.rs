@@ -257,6 +257,23 @@ impl Demand {
         self.run_time.map(|r| from + r)
     }
 
+    /// The job's hard requests as SGE's scheduler messages list them (`-l` part):
+    /// `name=value,...` as asked (defaults and implicit requests left out), `NONE`
+    /// without any.
+    pub fn request_list(&self, catalog: &Catalog) -> String {
+        let list: Vec<String> = self
+            .hard
+            .iter()
+            .filter(|r| !r.implicit)
+            .map(|r| format!("{}={}", catalog.attrs[r.attr].name, r.text))
+            .collect();
+        if list.is_empty() {
+            "NONE".to_string()
+        } else {
+            list.join(",")
+        }
+    }
+
     /// The same demand with only its per-slot part (`JOB` consumables left out), or only
     /// its per-job part.
     pub(crate) fn split(&self, catalog: &Catalog) -> (Demand, Demand) {
@@ -502,23 +519,42 @@ pub struct Snapshot {
     pub(crate) gates: std::cell::RefCell<crate::admit::Gates>,
 }
 
-/// Why a job cannot run in a queue instance.
+/// How a job's project does not fit a project list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProjectMisfit {
+    /// The list names projects and the job has none.
+    NoProject,
+    /// The job's project is not in the list.
+    NotListed(String),
+    /// The job's project is in the excluded list.
+    Excluded(String),
+}
+
+/// Why a job cannot run in a queue instance. The messages are SGE 8.1.9's scheduler
+/// messages (`source/libs/sched/msg_schedd.h`), filled as its `sge_select_queue.c` does.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Misfit {
     NotInQueueList,
     NotBatch,
     Unusable(Unusable),
-    NoAccess(String),
-    Project(String),
+    /// The owner is not allowed by the host's (`Level::Host`) or the queue's access
+    /// lists.
+    NoAccess(Level),
+    /// The job's project does not fit the host's or the queue's project lists.
+    Project {
+        level: Level,
+        why: ProjectMisfit,
+    },
     /// An EXCL attribute a job cannot have here (SGE's `exclusive resource (x) is
-    /// already in use`).
+    /// already in use`); `requested` is the job's hard request list as SGE prints it.
     ExclusiveInUse {
         level: Level,
         name: String,
         requested: String,
     },
-    /// A request the first failing layer does not satisfy: (level, name, requested,
-    /// what the layer offers as SGE prints it).
+    /// A request the first failing layer does not satisfy: (level, the failing
+    /// attribute, the job's hard request list as SGE prints it, what the layer offers as
+    /// SGE prints it).
     Request {
         level: Level,
         name: String,
@@ -529,7 +565,11 @@ pub enum Misfit {
         name: String,
         requested: String,
     },
-    Forced(String),
+    /// A FORCED attribute offered on this layer that the job does not request.
+    Forced {
+        level: Level,
+        name: String,
+    },
     /// Not worked out (the scheduling cycle only needs to know that it does not fit).
     Unexplained,
     /// The instance offers no parallel environment the job asks for.
@@ -546,73 +586,113 @@ impl Misfit {
     pub fn message(&self, queue: &str, host: &str) -> String {
         let qi = format!("{queue}@{host}");
         match self {
+            // SCHEDD_INFO_NOTINHARDQUEUELST_S (47048)
             Misfit::NotInQueueList => format!(
-                "queue instance \"{qi}\" dropped because it is not contained in the job's queue list"
+                "cannot run in queue \"{qi}\" because it is not contained in its hard queue list (-q)"
             ),
+            // SCHEDD_INFO_NOTASERIALQUEUE_S (47054)
             Misfit::NotBatch => {
-                format!("queue instance \"{qi}\" dropped because it is not of type batch")
+                format!("cannot run in queue instance \"{qi}\" because it is not of type batch")
             }
+            // SCHEDD_INFO_QUEUEDISABLED_ (47080)
             Misfit::Unusable(Unusable::Disabled) => {
                 format!("queue instance \"{qi}\" dropped because it is disabled")
             }
+            // SCHEDD_INFO_QUEUENOTAVAIL_ (47081)
             Misfit::Unusable(Unusable::Unreachable) => {
                 format!("queue instance \"{qi}\" dropped because it is temporarily not available")
             }
+            // SCHEDD_INFO_QUEUESUSP_ (47079)
             Misfit::Unusable(Unusable::Suspended) => {
                 format!("queue instance \"{qi}\" dropped because it is suspended")
             }
             Misfit::Unusable(Unusable::Error) => {
                 format!("queue instance \"{qi}\" dropped because it is in error state")
             }
+            // SCHEDD_INFO_QUEUEINALARM_SS (47067)
             Misfit::Unusable(Unusable::SuspendAlarm(why)) => {
-                format!("queue instance \"{qi}\" dropped because it is in suspend alarm: {why}")
+                format!("queue instance \"{qi}\" is in suspend alarm: {why}")
             }
+            // SCHEDD_INFO_QUEUEOVERLOADED_SS (47068)
             Misfit::Unusable(Unusable::Overloaded(why)) => {
                 format!("queue instance \"{qi}\" dropped because it is overloaded: {why}")
             }
-            Misfit::NoAccess(user) => format!(
-                "queue instance \"{qi}\" dropped because user \"{user}\" has no access to it"
-            ),
-            Misfit::Project(why) => format!("queue instance \"{qi}\" dropped because {why}"),
+            // SCHEDD_INFO_HASNOPERMISSION_SS (47043)
+            Misfit::NoAccess(Level::Host) => format!("has no permission for host \"{host}\""),
+            Misfit::NoAccess(_) => format!("has no permission for queue \"{qi}\""),
+            Misfit::Project { level, why } => {
+                let (kind, name) = match level {
+                    Level::Host => ("host", host),
+                    _ => ("queue", qi.as_str()),
+                };
+                match why {
+                    // SCHEDD_INFO_HASNOPRJ_S (47045)
+                    ProjectMisfit::NoProject => format!(
+                        "(no project) does not have the correct project to run in {kind} \"{name}\""
+                    ),
+                    // SCHEDD_INFO_HASINCORRECTPRJ_SSS (47044)
+                    ProjectMisfit::NotListed(p) => format!(
+                        "(project {p}) does not have the correct project to run in {kind} \"{name}\""
+                    ),
+                    // SCHEDD_INFO_EXCLPRJ_SSS (47046)
+                    ProjectMisfit::Excluded(p) => format!(
+                        "(project {p}) is not allowed to run in {kind} \"{name}\" based on the excluded project list"
+                    ),
+                }
+            }
             Misfit::Request {
                 level,
                 name,
                 requested,
                 offered,
             } => {
+                // SCHEDD_INFO_CANNOTRUNGLOBALLY_SS (47061), _CANNOTRUNATHOST_SSS (47042),
+                // _CANNOTRUNINQUEUE_SSS (47059); "it offers only" is
+                // MSG_SCHEDD_ITOFFERSONLY.
+                let _ = name;
                 let place = match level {
                     Level::Global => "globally".to_string(),
                     Level::Host => format!("at host \"{host}\""),
-                    Level::Queue => format!("in queue instance \"{qi}\""),
+                    Level::Queue => format!("in queue \"{qi}\""),
                 };
-                format!("(-l {name}={requested}) cannot run {place} because it offers only {offered}")
+                format!("(-l {requested}) cannot run {place} because it offers only {offered}")
             }
             Misfit::ExclusiveInUse {
                 level,
                 name,
                 requested,
             } => {
+                // MSG_SCHEDD_EXCLUSIVE_IN_USE_S (47217) as the reason.
                 let place = match level {
                     Level::Global => "globally".to_string(),
                     Level::Host => format!("at host \"{host}\""),
-                    Level::Queue => format!("in queue instance \"{qi}\""),
+                    Level::Queue => format!("in queue \"{qi}\""),
                 };
                 format!(
-                    "(-l {name}={requested}) cannot run {place} because exclusive resource ({name}) is already in use"
+                    "(-l {requested}) cannot run {place} because exclusive resource ({name}) is already in use"
                 )
             }
+            // SCHEDD_INFO_CANNOTRUNINQUEUE_SSS (47059) with
+            // MSG_SCHEDD_JOBREQUESTSUNKOWNRESOURCE_S (47211) as the reason
             Misfit::UnknownResource { name, requested } => format!(
-                "(-l {name}={requested}) cannot run in queue instance \"{qi}\" because job requests unknown resource ({name})"
+                "(-l {requested}) cannot run in queue \"{qi}\" because job requests unknown resource ({name})"
             ),
             Misfit::Unexplained => format!("queue instance \"{qi}\" dropped"),
+            // SCHEDD_INFO_NOTINQUEUELSTOFPE_SS (47050)
             Misfit::NoPe(pe) => {
-                format!("cannot run in queue instance \"{qi}\" because PE \"{pe}\" is not in pe_list")
+                format!("cannot run in queue \"{qi}\" because PE \"{pe}\" is not in pe list")
             }
             Misfit::Quota(denial) => denial.message(),
             Misfit::QuotaEverywhere => format!("queue instance \"{qi}\" dropped"),
-            Misfit::Forced(name) => format!(
-                "queue instance \"{qi}\" dropped because it requires the forced resource \"{name}\" to be requested"
-            ),
+            // SCHEDD_INFO_NOGLOBFORCEDRES_SS (47063), _NOFORCEDRES_SS (47062),
+            // _NOTREQFORCEDRES_SS (47056)
+            Misfit::Forced { level, name } => match level {
+                Level::Global => format!("does not request globally 'forced' resource \"{name}\""),
+                Level::Host => format!("does not request 'forced' resource \"{name}\" of host {host}"),
+                Level::Queue => format!(
+                    "does not request 'forced' resource \"{name}\" of queue instance {qi}"
+                ),
+            },
         }
     }
 }

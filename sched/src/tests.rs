@@ -86,7 +86,7 @@ fn e1_a_fixed_value_is_required_by_every_slot_and_never_consumed() {
     s.put_job(job(2, "u1", &[("t01", "30")], &[]));
     assert_eq!(
         why(&s, 2, "all.q@n1"),
-        "(-l t01=30) cannot run in queue instance \"all.q@n1\" because it offers only qf:t01=20"
+        "(-l t01=30) cannot run in queue \"all.q@n1\" because it offers only qf:t01=20"
     );
 }
 
@@ -198,7 +198,7 @@ fn section_3_the_more_restrictive_of_configured_and_reported_counts() {
     s.put_job(job(3, "u1", &[("mem_free", "600M")], &[]));
     assert_eq!(
         why(&s, 3, "all.q@a"),
-        "(-l mem_free=600M) cannot run in queue instance \"all.q@a\" because it offers only qf:mem_free=512.000M"
+        "(-l mem_free=600M) cannot run in queue \"all.q@a\" because it offers only qf:mem_free=512.000M"
     );
     s.put_job(job(4, "u1", &[("mem_free", "500M")], &[]));
     let placed = cycle(&s);
@@ -279,7 +279,7 @@ fn a_resource_only_one_host_has_keeps_jobs_there_and_never_goes_negative() {
     );
     assert_eq!(
         why(&s, 7, "all.q@gpu1"),
-        "(-l bigmem=false) cannot run in queue instance \"all.q@gpu1\" because job requests unknown resource (bigmem)"
+        "(-l bigmem=false) cannot run in queue \"all.q@gpu1\" because job requests unknown resource (bigmem)"
     );
     for (id, qi) in &placed {
         let (q, h) = qi.split_once('@').unwrap();
@@ -377,7 +377,8 @@ fn access_lists_and_queue_lists() {
     assert_eq!(cycle(&s), vec![(1, "all.q@a".to_string())]);
     assert_eq!(
         why(&s, 2, "all.q@a"),
-        "queue instance \"all.q@a\" dropped because user \"u2\" has no access to it"
+        // SCHEDD_INFO_HASNOPERMISSION_SS (msg_schedd.h 47043)
+        "has no permission for queue \"all.q@a\""
     );
     // `@group` entries admit the members of a Unix group.
     s.usersets
@@ -638,7 +639,7 @@ mod parallel {
         assert!(grants(&s).is_empty());
         assert_eq!(
             why(&s, 1, "all.q@a"),
-            "cannot run in queue instance \"all.q@a\" because PE \"mpi\" is not in pe_list"
+            "cannot run in queue \"all.q@a\" because PE \"mpi\" is not in pe list"
         );
     }
 }
@@ -859,7 +860,8 @@ fn a_future_booking_admits_jobs_that_end_before_it_and_no_others() {
         Err(Misfit::Request {
             level: Level::Queue,
             name: "slots".into(),
-            requested: "1".into(),
+            // SGE lists the job's hard requests, whichever failed.
+            requested: "h_rt=7200".into(),
             offered: "qc:slots=0".into(),
         })
     );
@@ -1248,6 +1250,159 @@ fn exclusive_host_access() {
     );
     assert_eq!(
         why(&s, 7, "all.q@h2"),
-        "(-l exclusive=false) cannot run at host \"h2\" because exclusive resource (exclusive) is already in use"
+        "(-l NONE) cannot run at host \"h2\" because exclusive resource (exclusive) is already in use"
     );
+}
+
+/// Every reason a queue instance, host or the global host refuses a job, as SGE 8.1.9's
+/// scheduler words it: each expected text is the format string of
+/// `source/libs/sched/msg_schedd.h` (message id in the comment) filled as
+/// `sge_select_queue.c` fills it.
+#[test]
+fn every_reason_reads_as_sges_catalogue() {
+    let (q, h) = ("all.q", "n1");
+    let table: Vec<(Misfit, &str)> = vec![
+        // 47048 SCHEDD_INFO_NOTINHARDQUEUELST_S "cannot run in queue "SFQ" because it is not contained in its hard queue list (-q)"
+        (
+            Misfit::NotInQueueList,
+            "cannot run in queue \"all.q@n1\" because it is not contained in its hard queue list (-q)",
+        ),
+        // 47054 SCHEDD_INFO_NOTASERIALQUEUE_S
+        (
+            Misfit::NotBatch,
+            "cannot run in queue instance \"all.q@n1\" because it is not of type batch",
+        ),
+        // 47080 SCHEDD_INFO_QUEUEDISABLED_
+        (
+            Misfit::Unusable(Unusable::Disabled),
+            "queue instance \"all.q@n1\" dropped because it is disabled",
+        ),
+        // 47081 SCHEDD_INFO_QUEUENOTAVAIL_
+        (
+            Misfit::Unusable(Unusable::Unreachable),
+            "queue instance \"all.q@n1\" dropped because it is temporarily not available",
+        ),
+        // 47079 SCHEDD_INFO_QUEUESUSP_
+        (
+            Misfit::Unusable(Unusable::Suspended),
+            "queue instance \"all.q@n1\" dropped because it is suspended",
+        ),
+        // 47067 SCHEDD_INFO_QUEUEINALARM_SS
+        (
+            Misfit::Unusable(Unusable::SuspendAlarm("np_load_avg=2.0 >= 1.5".into())),
+            "queue instance \"all.q@n1\" is in suspend alarm: np_load_avg=2.0 >= 1.5",
+        ),
+        // 47068 SCHEDD_INFO_QUEUEOVERLOADED_SS
+        (
+            Misfit::Unusable(Unusable::Overloaded("np_load_avg=2.0 >= 1.75".into())),
+            "queue instance \"all.q@n1\" dropped because it is overloaded: np_load_avg=2.0 >= 1.75",
+        ),
+        // 47043 SCHEDD_INFO_HASNOPERMISSION_SS "has no permission for "SFN" "SFQ"" (host, queue)
+        (Misfit::NoAccess(Level::Host), "has no permission for host \"n1\""),
+        (
+            Misfit::NoAccess(Level::Queue),
+            "has no permission for queue \"all.q@n1\"",
+        ),
+        // 47045 SCHEDD_INFO_HASNOPRJ_S
+        (
+            Misfit::Project {
+                level: Level::Queue,
+                why: ProjectMisfit::NoProject,
+            },
+            "(no project) does not have the correct project to run in queue \"all.q@n1\"",
+        ),
+        // 47044 SCHEDD_INFO_HASINCORRECTPRJ_SSS
+        (
+            Misfit::Project {
+                level: Level::Host,
+                why: ProjectMisfit::NotListed("chem".into()),
+            },
+            "(project chem) does not have the correct project to run in host \"n1\"",
+        ),
+        // 47046 SCHEDD_INFO_EXCLPRJ_SSS
+        (
+            Misfit::Project {
+                level: Level::Queue,
+                why: ProjectMisfit::Excluded("chem".into()),
+            },
+            "(project chem) is not allowed to run in queue \"all.q@n1\" based on the excluded project list",
+        ),
+        // 47061 SCHEDD_INFO_CANNOTRUNGLOBALLY_SS, 47042 _CANNOTRUNATHOST_SSS,
+        // 47059 _CANNOTRUNINQUEUE_SSS: the job's hard request list, then the reason
+        (
+            Misfit::Request {
+                level: Level::Global,
+                name: "lic".into(),
+                requested: "lic=2,h_rt=60".into(),
+                offered: "gc:lic=1".into(),
+            },
+            "(-l lic=2,h_rt=60) cannot run globally because it offers only gc:lic=1",
+        ),
+        (
+            Misfit::Request {
+                level: Level::Host,
+                name: "mem_free".into(),
+                requested: "mem_free=1T".into(),
+                offered: "hl:mem_free=23.356G".into(),
+            },
+            "(-l mem_free=1T) cannot run at host \"n1\" because it offers only hl:mem_free=23.356G",
+        ),
+        (
+            Misfit::Request {
+                level: Level::Queue,
+                name: "slots".into(),
+                requested: "NONE".into(),
+                offered: "qc:slots=0".into(),
+            },
+            "(-l NONE) cannot run in queue \"all.q@n1\" because it offers only qc:slots=0",
+        ),
+        // 47211 MSG_SCHEDD_JOBREQUESTSUNKOWNRESOURCE_S as the reason of 47059
+        (
+            Misfit::UnknownResource {
+                name: "gpu".into(),
+                requested: "gpu=1".into(),
+            },
+            "(-l gpu=1) cannot run in queue \"all.q@n1\" because job requests unknown resource (gpu)",
+        ),
+        // 47217 MSG_SCHEDD_EXCLUSIVE_IN_USE_S as the reason of 47042
+        (
+            Misfit::ExclusiveInUse {
+                level: Level::Host,
+                name: "exclusive".into(),
+                requested: "exclusive=true".into(),
+            },
+            "(-l exclusive=true) cannot run at host \"n1\" because exclusive resource (exclusive) is already in use",
+        ),
+        // 47063 SCHEDD_INFO_NOGLOBFORCEDRES_SS, 47062 _NOFORCEDRES_SS,
+        // 47056 _NOTREQFORCEDRES_SS
+        (
+            Misfit::Forced {
+                level: Level::Global,
+                name: "site".into(),
+            },
+            "does not request globally 'forced' resource \"site\"",
+        ),
+        (
+            Misfit::Forced {
+                level: Level::Host,
+                name: "site".into(),
+            },
+            "does not request 'forced' resource \"site\" of host n1",
+        ),
+        (
+            Misfit::Forced {
+                level: Level::Queue,
+                name: "site".into(),
+            },
+            "does not request 'forced' resource \"site\" of queue instance all.q@n1",
+        ),
+        // 47050 SCHEDD_INFO_NOTINQUEUELSTOFPE_SS
+        (
+            Misfit::NoPe("mpi".into()),
+            "cannot run in queue \"all.q@n1\" because PE \"mpi\" is not in pe list",
+        ),
+    ];
+    for (misfit, want) in table {
+        assert_eq!(misfit.message(q, h), want, "{misfit:?}");
+    }
 }

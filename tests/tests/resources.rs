@@ -196,7 +196,7 @@ fn jobs_land_only_where_their_requests_fit_and_consumables_never_go_negative() {
         "{why}"
     );
     assert!(
-        why.contains("cannot run in queue instance \"all.q@node2\" because job requests unknown resource (gpu)"),
+        why.contains("(-l gpu=1) cannot run in queue \"all.q@node2\" because job requests unknown resource (gpu)"),
         "{why}"
     );
     let why = c.client("qstat", &["-j", &never.to_string()]).stdout;

@@ -128,7 +128,7 @@ fn suspend_thresholds_stop_and_continue_jobs_one_interval_at_a_time() {
     assert!(cycle(&s).is_empty());
     let w = why(&s, 9, "all.q@n1");
     assert!(w.contains(
-        "dropped because it is in suspend alarm: np_load_avg=2.000000 (no load adjustment) >= 1.5"
+        "queue instance \"all.q@n1\" is in suspend alarm: np_load_avg=2.000000 (no load adjustment) >= 1.5"
     ), "{w}");
     // Back under the threshold: the stopped jobs continue, one per interval.
     host_runtime(&mut s, "n1").load_values[0].value = "0.100000".into();
