@@ -203,12 +203,18 @@ fn limit_text(l: &QuotaLimit) -> String {
 pub fn render_text(rows: &[QuotaRow]) -> String {
     let mut body = String::new();
     for row in rows {
-        let filters = row
+        // SGE's sge_qquota.c: `%-18s %-20.20s %s`, and `-` for a rule without filters
+        // (SGE also cuts a limit at 20 characters, which Gantry does not: a cut number
+        // reads as another number).
+        let mut filters = row
             .filters
             .iter()
             .map(|(kind, names)| format!("{kind} {names}"))
             .collect::<Vec<_>>()
             .join(" ");
+        if filters.is_empty() {
+            filters.push('-');
+        }
         for l in &row.limits {
             body.push_str(&format!(
                 "{:<18} {:<20} {filters}\n",
@@ -440,6 +446,12 @@ pub(crate) mod tests {
             limits: vec![],
         };
         assert_eq!(render_text(&[no_limits]), "");
+        // A rule without filters: `-` in the filter column, as SGE prints it.
+        let global = row("global/1", &[], "10", Some("3"));
+        assert_eq!(
+            render_text(&[global]).lines().nth(2),
+            Some("global/1           slots=3/10           -")
+        );
         assert_eq!(
             render_xml(&[]),
             format!("<?xml version='1.0'?>\n<qquota_result {XMLNS}>\n</qquota_result>\n")
