@@ -1052,37 +1052,29 @@ impl<'a> ClusterView<'a> {
         if !job.tasks.has_pending() {
             return reasons;
         }
+        // SGE's reasons for a job its scheduler does not look at (sge_job_schedd.c):
+        // SCHEDD_INFO_JOBHOLD_ (msg_schedd.h 47074), _EXECTIME_ (47072), _JOBDEPEND_
+        // (47076, for -hold_jid and -hold_jid_ad alike).
         if job.spec.hold {
-            reasons.push("Job is in user hold state".to_string());
+            reasons.push("Job is in hold state".to_string());
         }
-        let waiting: Vec<&str> = job
+        if job.spec.start_after.is_some_and(|t| t > now) {
+            reasons.push("execution time not reached".to_string());
+        }
+        let predecessors = self.array_predecessors(job);
+        let waits_for_jobs = job
             .spec
             .hold_jids
             .iter()
-            .filter(|r| self.predecessor_active(r))
-            .map(String::as_str)
-            .collect();
-        if !waiting.is_empty() {
-            reasons.push(format!(
-                "Job is waiting for the predecessor jobs {}",
-                waiting.join(",")
-            ));
-        }
-        if let Some(t) = job.spec.start_after.filter(|t| *t > now) {
-            reasons.push(format!("Job has a start time in the future ({t})"));
-        }
-        let predecessors = self.array_predecessors(job);
-        if !predecessors.is_empty()
+            .any(|r| self.predecessor_active(r));
+        let waits_for_tasks = !predecessors.is_empty()
             && job
                 .tasks
                 .pending()
                 .iter()
-                .all(|t| crate::view::waits_for_array_task(&predecessors, t))
-        {
-            reasons.push(format!(
-                "Job is waiting for the array tasks of the predecessor jobs {}",
-                job.spec.hold_jids_ad.join(",")
-            ));
+                .all(|t| crate::view::waits_for_array_task(&predecessors, t));
+        if waits_for_jobs || waits_for_tasks {
+            reasons.push("job dropped because of job dependencies".to_string());
         }
         let snap = self.snapshot_at(connected, at, true);
         let d = match demand(&snap.catalog, job) {

@@ -735,7 +735,7 @@ fn start_times_verification_and_accounting_summaries() {
     assert!(c
         .as_user("gtuser1", "qstat", &["-j", &id])
         .stdout
-        .contains("Job has a start time in the future"));
+        .contains("execution time not reached"));
     let now = jiff::Zoned::now().strftime("%m%d%H%M").to_string();
     assert_eq!(
         c.as_user("gtuser1", "qalter", &["-a", &now, &id]).stdout,
@@ -1892,7 +1892,7 @@ fn array_dependencies_end_to_end() {
         || {
             c.as_user("gtuser1", "qstat", &["-j", &then_id])
                 .stdout
-                .contains("Job is waiting for the array tasks of the predecessor jobs first")
+                .contains("job dropped because of job dependencies")
         },
     );
     assert_ne!(
