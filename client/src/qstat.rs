@@ -6,6 +6,8 @@ use crate::dates::local_time;
 use crate::opts::{opt, Arity, OptSpec};
 use crate::Output;
 
+mod detail;
+
 /// `qstat`'s default user list: the caller's own jobs. `$user` stands for the current
 /// user, as in SGE's `qstat -u`; the daemon substitutes the name the kernel gives it.
 fn caller_name() -> String {
@@ -534,6 +536,8 @@ pub fn qstat(args: &[String]) -> Output {
             .map(str::to_string)
             .collect();
         return match crate::ask(&ToMaster::JobDetails { ids }) {
+            Ok(FromMaster::JobDetails(d)) if p.has("-xml") => Output::ok(detail::render_xml(&d)),
+            Ok(FromMaster::JobDetails(d)) if p.has("-json") => Output::ok(detail::render_json(&d)),
             Ok(FromMaster::JobDetails(d)) => {
                 let mut out = String::new();
                 for one in &d {

@@ -2004,6 +2004,20 @@ fn deadline_users_job_share_and_the_binary_shell() {
         j.contains("deadline:                   Thu Jan  2 15:30:00 2031\n"),
         "{j}"
     );
+    // The same in XML (SGE's element names) and JSON.
+    let xml = c.as_user("gtuser1", "qstat", &["-j", &id, "-xml"]).stdout;
+    assert!(
+        xml.contains(&format!("<JB_job_number>{id}</JB_job_number>")),
+        "{xml}"
+    );
+    assert!(xml.contains("<JB_jobshare>3</JB_jobshare>"), "{xml}");
+    assert!(
+        xml.contains("<MES_message>Job is in hold state</MES_message>"),
+        "{xml}"
+    );
+    let json = c.as_user("gtuser1", "qstat", &["-j", &id, "-json"]).stdout;
+    assert!(json.contains(&format!("\"job_number\":{id}")), "{json}");
+    assert!(json.contains("\"job_share\":3"), "{json}");
     assert_eq!(c.client("qdel", &["-u", "gtuser1"]).code, 0);
 
     let dir = shared_dir("binshell");

@@ -1,0 +1,481 @@
+//! `qstat -j ids -xml` and `-json`: a job's details as SGE 8.1.9 writes them in XML
+//! (`detailed_job_info`, its `JB_*` element names, in the order of its own output for a
+//! plain job; the fields such a job lacks in the order of SGE's job object), and as one
+//! JSON document with stable field names.
+
+use gantry_proto::{JobDetail, JobScript};
+
+use crate::xml::Xml;
+
+const DETAIL_XMLNS: &str = "xmlns:xsd=\"http://arc.liv.ac.uk/repos/darcs/sge/source/dist/util/resources/schemas/qstat/detailed_job_info.xsd\"";
+
+/// SGE's mail option bits (`symbols.h`).
+fn mail_bits(options: &str) -> u32 {
+    options
+        .chars()
+        .map(|c| match c {
+            'a' => 0x0004_0000,
+            'b' => 0x0008_0000,
+            'e' => 0x0010_0000,
+            'n' => 0x0020_0000,
+            's' => 0x0040_0000,
+            _ => 0,
+        })
+        .fold(0, |a, b| a | b)
+}
+
+/// SGE's `JB_type` bits (`sge_job.h`): immediate 0x01, binary 0x40, array 0x80, no
+/// shell 0x100.
+fn job_type(d: &JobDetail) -> u32 {
+    let spec = &d.spec;
+    let mut t = 0;
+    if spec.immediate {
+        t |= 0x01;
+    }
+    if matches!(spec.script, JobScript::Binary { .. }) {
+        t |= 0x40;
+        if !spec.binary_shell {
+            t |= 0x100;
+        }
+    }
+    if spec.array.is_some() {
+        t |= 0x80;
+    }
+    t
+}
+
+fn path_list(x: &mut Xml, indent: usize, name: &str, path: &Option<String>) {
+    if let Some(p) = path {
+        x.open(indent, name, &[]);
+        x.open(indent + 2, "path_list", &[]);
+        x.element(indent + 4, "PN_path", &[], p);
+        x.close(indent + 2, "path_list");
+        x.close(indent, name);
+    }
+}
+
+fn requests(x: &mut Xml, indent: usize, name: &str, list: &[(String, String)]) {
+    if list.is_empty() {
+        return;
+    }
+    x.open(indent, name, &[]);
+    for (k, v) in list {
+        x.open(indent + 2, "qstat_l_requests", &[]);
+        x.element(indent + 4, "CE_name", &[], k);
+        x.element(indent + 4, "CE_stringval", &[], v);
+        x.close(indent + 2, "qstat_l_requests");
+    }
+    x.close(indent, name);
+}
+
+fn queues(x: &mut Xml, indent: usize, name: &str, list: &[String]) {
+    if list.is_empty() {
+        return;
+    }
+    x.open(indent, name, &[]);
+    for q in list {
+        x.open(indent + 2, "destin_ident_list", &[]);
+        x.element(indent + 4, "QR_name", &[], q);
+        x.close(indent + 2, "destin_ident_list");
+    }
+    x.close(indent, name);
+}
+
+fn job_xml(x: &mut Xml, d: &JobDetail) {
+    let spec = &d.spec;
+    let i = 6;
+    x.open(4, "element", &[]);
+    x.element(i, "JB_job_number", &[], &d.job_id.to_string());
+    x.element(i, "JB_ar", &[], &spec.ar.unwrap_or(0).to_string());
+    x.element(i, "JB_exec_file", &[], &format!("job_scripts/{}", d.job_id));
+    x.element(i, "JB_submission_time", &[], &d.submit_time.to_string());
+    x.element(i, "JB_owner", &[], &d.owner.user);
+    x.element(i, "JB_uid", &[], &d.owner.uid.to_string());
+    x.element(i, "JB_group", &[], &d.group);
+    x.element(i, "JB_gid", &[], &d.owner.gid.to_string());
+    x.element(i, "JB_account", &[], &spec.account);
+    if let Some(cwd) = &spec.cwd {
+        x.element(i, "JB_cwd", &[], cwd);
+    }
+    path_list(x, i, "JB_stdout_path_list", &spec.stdout_path);
+    path_list(x, i, "JB_stderr_path_list", &spec.stderr_path);
+    path_list(x, i, "JB_stdin_path_list", &spec.stdin_path);
+    x.element(i, "JB_merge_stderr", &[], &spec.merge_output.to_string());
+    requests(x, i, "JB_hard_resource_list", &spec.hard_resources);
+    requests(x, i, "JB_soft_resource_list", &spec.soft_resources);
+    queues(x, i, "JB_hard_queue_list", &spec.queues);
+    queues(x, i, "JB_soft_queue_list", &spec.soft_queues);
+    x.open(i, "JB_mail_list", &[]);
+    for r in gantry_common::mail::recipients(&spec.mail_list, &d.owner.user, &spec.submit_host) {
+        let (user, host) = r.split_once('@').unwrap_or((r.as_str(), ""));
+        x.open(i + 2, "element", &[]);
+        x.element(i + 4, "MR_user", &[], user);
+        if !host.is_empty() {
+            x.element(i + 4, "MR_host", &[], host);
+        }
+        x.close(i + 2, "element");
+    }
+    x.close(i, "JB_mail_list");
+    x.element(i, "JB_notify", &[], &spec.notify.to_string());
+    x.element(i, "JB_job_name", &[], &spec.name);
+    x.element(i, "JB_jobshare", &[], &spec.job_share.to_string());
+    if let Some(shell) = &spec.shell {
+        x.open(i, "JB_shell_list", &[]);
+        x.open(i + 2, "path_list", &[]);
+        x.element(i + 4, "PN_path", &[], shell);
+        x.close(i + 2, "path_list");
+        x.close(i, "JB_shell_list");
+    }
+    if !spec.env.is_empty() {
+        x.open(i, "JB_env_list", &[]);
+        for (k, v) in &spec.env {
+            // SGE keeps the submit environment's SGE_O_ variables under this prefix.
+            let name = match k.strip_prefix("SGE_") {
+                Some(rest) if rest.starts_with("O_") => format!("__SGE_PREFIX__{rest}"),
+                _ => k.clone(),
+            };
+            x.open(i + 2, "job_sublist", &[]);
+            x.element(i + 4, "VA_variable", &[], &name);
+            x.element(i + 4, "VA_value", &[], v);
+            x.close(i + 2, "job_sublist");
+        }
+        x.close(i, "JB_env_list");
+    }
+    if !spec.context.is_empty() {
+        x.open(i, "JB_context", &[]);
+        for (k, v) in &spec.context {
+            x.open(i + 2, "context_list", &[]);
+            x.element(i + 4, "VA_variable", &[], k);
+            x.element(i + 4, "VA_value", &[], v);
+            x.close(i + 2, "context_list");
+        }
+        x.close(i, "JB_context");
+    }
+    if !spec.args.is_empty() {
+        x.open(i, "JB_job_args", &[]);
+        for a in &spec.args {
+            x.open(i + 2, "element", &[]);
+            x.element(i + 4, "ST_name", &[], a);
+            x.close(i + 2, "element");
+        }
+        x.close(i, "JB_job_args");
+    }
+    let script = match &spec.script {
+        JobScript::Script { path, .. } => path,
+        JobScript::Binary { command } => command,
+    };
+    x.element(i, "JB_script_file", &[], script);
+    for (name, list) in [
+        ("JB_jid_request_list", &spec.hold_jids),
+        ("JB_ja_ad_request_list", &spec.hold_jids_ad),
+    ] {
+        if !list.is_empty() {
+            x.open(i, name, &[]);
+            for r in list {
+                x.open(i + 2, "element", &[]);
+                x.element(i + 4, "JRE_job_name", &[], r);
+                x.close(i + 2, "element");
+            }
+            x.close(i, name);
+        }
+    }
+    x.element(
+        i,
+        "JB_deadline",
+        &[],
+        &spec.deadline.unwrap_or(0).to_string(),
+    );
+    x.element(
+        i,
+        "JB_execution_time",
+        &[],
+        &spec.start_after.unwrap_or(0).to_string(),
+    );
+    x.element(i, "JB_checkpoint_attr", &[], "0");
+    x.element(i, "JB_checkpoint_interval", &[], "0");
+    x.element(i, "JB_reserve", &[], &spec.reserve.to_string());
+    x.element(
+        i,
+        "JB_mail_options",
+        &[],
+        &mail_bits(&spec.mail_options).to_string(),
+    );
+    // SGE keeps the priority offset by 1024.
+    x.element(i, "JB_priority", &[], &(spec.priority + 1024).to_string());
+    let restart = match spec.restart {
+        None => 0,
+        Some(true) => 1,
+        Some(false) => 2,
+    };
+    x.element(i, "JB_restart", &[], &restart.to_string());
+    x.element(i, "JB_verify", &[], "0");
+    x.element(i, "JB_script_size", &[], "0");
+    x.element(i, "JB_verify_suitable_queues", &[], "0");
+    x.element(i, "JB_soft_wallclock_gmt", &[], "0");
+    x.element(i, "JB_hard_wallclock_gmt", &[], "0");
+    x.element(i, "JB_override_tickets", &[], "0");
+    x.element(i, "JB_version", &[], "0");
+    let (first, last, step) = spec.array.map_or((1, 1, 1), |r| (r.first, r.last, r.step));
+    x.open(i, "JB_ja_structure", &[]);
+    x.open(i + 2, "task_id_range", &[]);
+    x.element(i + 4, "RN_min", &[], &first.to_string());
+    x.element(i + 4, "RN_max", &[], &last.to_string());
+    x.element(i + 4, "RN_step", &[], &step.to_string());
+    x.close(i + 2, "task_id_range");
+    x.close(i, "JB_ja_structure");
+    if let Some((pe, range)) = &spec.pe {
+        x.element(i, "JB_pe", &[], pe);
+        x.element(i, "JB_pe_range", &[], range);
+    }
+    if let Some(p) = &spec.project {
+        x.element(i, "JB_project", &[], p);
+    }
+    x.element(i, "JB_type", &[], &job_type(d).to_string());
+    x.open(i, "JB_binding", &[]);
+    x.open(i + 2, "element", &[]);
+    x.element(
+        i + 4,
+        "BN_strategy",
+        &[],
+        spec.binding.as_deref().unwrap_or("no_job_binding"),
+    );
+    x.close(i + 2, "element");
+    x.close(i, "JB_binding");
+    x.element(
+        i,
+        "JB_ja_task_concurrency",
+        &[],
+        &spec.max_running_tasks.unwrap_or(0).to_string(),
+    );
+    x.close(4, "element");
+}
+
+/// `qstat -j ids -xml`.
+pub fn render_xml(details: &[JobDetail]) -> String {
+    let mut x = Xml::new();
+    x.open_raw(0, "detailed_job_info ", DETAIL_XMLNS);
+    x.open(2, "djob_info", &[]);
+    for d in details {
+        job_xml(&mut x, d);
+    }
+    x.close(2, "djob_info");
+    let messages: Vec<(u64, &String)> = details
+        .iter()
+        .flat_map(|d| d.reasons.iter().map(move |r| (d.job_id, r)))
+        .collect();
+    if !messages.is_empty() {
+        x.open(2, "messages", &[]);
+        x.open(4, "element", &[]);
+        x.open(6, "SME_message_list", &[]);
+        for (job, text) in messages {
+            x.open(8, "element", &[]);
+            x.open(10, "MES_job_number_list", &[]);
+            x.open(12, "ulong_sublist", &[]);
+            x.element(14, "ULNG_value", &[], &job.to_string());
+            x.close(12, "ulong_sublist");
+            x.close(10, "MES_job_number_list");
+            x.element(10, "MES_message", &[], text);
+            x.close(8, "element");
+        }
+        x.close(6, "SME_message_list");
+        x.close(4, "element");
+        x.close(2, "messages");
+    }
+    x.close(0, "detailed_job_info");
+    x.finish()
+}
+
+fn pairs(list: &[(String, String)]) -> Vec<serde_json::Value> {
+    list.iter()
+        .map(|(k, v)| serde_json::json!({"name": k, "value": v}))
+        .collect()
+}
+
+/// `qstat -j ids -json`: one document, `{"jobs": [...]}`, the fields named as here.
+pub fn render_json(details: &[JobDetail]) -> String {
+    let jobs: Vec<serde_json::Value> = details
+        .iter()
+        .map(|d| {
+            let spec = &d.spec;
+            let (script, job_type) = match &spec.script {
+                JobScript::Script { path, .. } => (path, "script"),
+                JobScript::Binary { command } => (command, "binary"),
+            };
+            let mut job = serde_json::Map::new();
+            let mut put = |k: &str, v: serde_json::Value| {
+                job.insert(k.to_string(), v);
+            };
+            put("job_number", serde_json::json!(d.job_id));
+            put("job_name", serde_json::json!(spec.name));
+            put("owner", serde_json::json!(d.owner.user));
+            put("uid", serde_json::json!(d.owner.uid));
+            put("group", serde_json::json!(d.group));
+            put("gid", serde_json::json!(d.owner.gid));
+            put("submission_time", serde_json::json!(d.submit_time));
+            put("account", serde_json::json!(spec.account));
+            put("project", serde_json::json!(spec.project));
+            put("cwd", serde_json::json!(spec.cwd));
+            put("script_file", serde_json::json!(script));
+            put("job_type", serde_json::json!(job_type));
+            put("job_args", serde_json::json!(spec.args));
+            put("stdout_path", serde_json::json!(spec.stdout_path));
+            put("stderr_path", serde_json::json!(spec.stderr_path));
+            put("stdin_path", serde_json::json!(spec.stdin_path));
+            put("merge", serde_json::json!(spec.merge_output));
+            put("shell", serde_json::json!(spec.shell));
+            put(
+                "hard_resources",
+                serde_json::json!(pairs(&spec.hard_resources)),
+            );
+            put(
+                "soft_resources",
+                serde_json::json!(pairs(&spec.soft_resources)),
+            );
+            put("hard_queues", serde_json::json!(spec.queues));
+            put("soft_queues", serde_json::json!(spec.soft_queues));
+            put(
+                "parallel_environment",
+                serde_json::json!(spec
+                    .pe
+                    .as_ref()
+                    .map(|(name, range)| serde_json::json!({"name": name, "range": range}))),
+            );
+            put(
+                "array",
+                serde_json::json!(spec.array.map(
+                    |r| serde_json::json!({"first": r.first, "last": r.last, "step": r.step})
+                )),
+            );
+            put(
+                "max_running_tasks",
+                serde_json::json!(spec.max_running_tasks),
+            );
+            put("priority", serde_json::json!(spec.priority));
+            put("hold", serde_json::json!(spec.hold));
+            put("hold_jids", serde_json::json!(spec.hold_jids));
+            put("hold_jids_ad", serde_json::json!(spec.hold_jids_ad));
+            put("start_after", serde_json::json!(spec.start_after));
+            put("deadline", serde_json::json!(spec.deadline));
+            put("job_share", serde_json::json!(spec.job_share));
+            put("advance_reservation", serde_json::json!(spec.ar));
+            put("mail_options", serde_json::json!(spec.mail_options));
+            put(
+                "mail_list",
+                serde_json::json!(gantry_common::mail::recipients(
+                    &spec.mail_list,
+                    &d.owner.user,
+                    &spec.submit_host
+                )),
+            );
+            put("notify", serde_json::json!(spec.notify));
+            put("restart", serde_json::json!(spec.restart));
+            put("reserve", serde_json::json!(spec.reserve));
+            put("immediate", serde_json::json!(spec.immediate));
+            put("binding", serde_json::json!(spec.binding));
+            put("context", serde_json::json!(pairs(&spec.context)));
+            put("env", serde_json::json!(pairs(&spec.env)));
+            put("scheduling_info", serde_json::json!(d.reasons));
+            put(
+                "errors",
+                serde_json::json!(d
+                    .errors
+                    .iter()
+                    .map(|(task, reason)| serde_json::json!({"task": task, "reason": reason}))
+                    .collect::<Vec<_>>()),
+            );
+            serde_json::Value::Object(job)
+        })
+        .collect();
+    format!("{}\n", serde_json::json!({ "jobs": jobs }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gantry_proto::{JobOwner, JobSpec};
+
+    /// Job 38 of `06_qsub_qdel_qacct.txt` (`qsub -h -N held -b y /bin/true` as user1).
+    fn held() -> JobDetail {
+        JobDetail {
+            job_id: 38,
+            spec: JobSpec {
+                hold: true,
+                env: vec![("SGE_O_HOME".into(), "/home/user1".into())],
+                ..JobSpec::binary("held", "/bin/true", "vm")
+            },
+            owner: JobOwner {
+                user: "user1".into(),
+                uid: 1001,
+                gid: 1002,
+                groups: vec!["user1".into()],
+            },
+            group: "user1".into(),
+            submit_time: 1_795_302_131,
+            reasons: vec!["Job is in hold state".into()],
+            errors: vec![],
+        }
+    }
+
+    #[test]
+    fn xml_reads_as_sges_detailed_job_info() {
+        let xml = render_xml(&[held()]);
+        // SGE 8.1.9's own output for the same job, line for line where Gantry keeps
+        // the same things.
+        let sge_start = "<?xml version='1.0'?>
+<detailed_job_info  xmlns:xsd=\"http://arc.liv.ac.uk/repos/darcs/sge/source/dist/util/resources/schemas/qstat/detailed_job_info.xsd\">
+  <djob_info>
+    <element>
+      <JB_job_number>38</JB_job_number>
+      <JB_ar>0</JB_ar>
+      <JB_exec_file>job_scripts/38</JB_exec_file>
+      <JB_submission_time>1795302131</JB_submission_time>
+      <JB_owner>user1</JB_owner>
+      <JB_uid>1001</JB_uid>
+      <JB_group>user1</JB_group>
+      <JB_gid>1002</JB_gid>
+      <JB_account>sge</JB_account>
+      <JB_merge_stderr>false</JB_merge_stderr>
+      <JB_mail_list>
+        <element>
+          <MR_user>user1</MR_user>
+          <MR_host>vm</MR_host>
+        </element>
+      </JB_mail_list>
+      <JB_notify>false</JB_notify>
+      <JB_job_name>held</JB_job_name>
+      <JB_jobshare>0</JB_jobshare>
+      <JB_env_list>
+        <job_sublist>
+          <VA_variable>__SGE_PREFIX__O_HOME</VA_variable>
+          <VA_value>/home/user1</VA_value>
+        </job_sublist>
+      </JB_env_list>
+      <JB_script_file>/bin/true</JB_script_file>
+";
+        assert!(xml.starts_with(sge_start), "{xml}");
+        for line in [
+            "      <JB_deadline>0</JB_deadline>\n      <JB_execution_time>0</JB_execution_time>\n      <JB_checkpoint_attr>0</JB_checkpoint_attr>\n      <JB_checkpoint_interval>0</JB_checkpoint_interval>\n      <JB_reserve>false</JB_reserve>\n      <JB_mail_options>0</JB_mail_options>\n      <JB_priority>1024</JB_priority>\n      <JB_restart>0</JB_restart>\n",
+            "      <JB_ja_structure>\n        <task_id_range>\n          <RN_min>1</RN_min>\n          <RN_max>1</RN_max>\n          <RN_step>1</RN_step>\n        </task_id_range>\n      </JB_ja_structure>\n",
+            "          <MES_job_number_list>\n            <ulong_sublist>\n              <ULNG_value>38</ULNG_value>\n            </ulong_sublist>\n          </MES_job_number_list>\n",
+            "<MES_message>Job is in hold state</MES_message>",
+        ] {
+            assert!(xml.contains(line), "{line}\n{xml}");
+        }
+        // A binary job runs without a shell in Gantry (unless -shell y): SGE's
+        // binary and no-shell bits.
+        assert!(xml.contains("<JB_type>320</JB_type>"), "{xml}");
+        assert!(xml.ends_with("</detailed_job_info>\n"));
+    }
+
+    #[test]
+    fn json_names_every_field() {
+        let doc: serde_json::Value = serde_json::from_str(&render_json(&[held()])).unwrap();
+        let job = &doc["jobs"][0];
+        assert_eq!(job["job_number"], 38);
+        assert_eq!(job["job_name"], "held");
+        assert_eq!(job["hold"], true);
+        assert_eq!(job["job_type"], "binary");
+        assert_eq!(job["mail_list"][0], "user1@vm");
+        assert_eq!(job["scheduling_info"][0], "Job is in hold state");
+    }
+}
