@@ -304,6 +304,7 @@ pub fn render_unsubmitted_job(spec: &gantry_proto::JobSpec) -> String {
         submit_time: 0,
         reasons: Vec::new(),
         errors: Vec::new(),
+        running: Vec::new(),
     };
     let mut out = String::new();
     render_job(&mut out, &detail, true);
@@ -481,6 +482,29 @@ fn render_job(out: &mut String, d: &gantry_proto::JobDetail, unsubmitted: bool) 
         if pe_after == rows.len() {
             out.push_str(pe_line.as_deref().unwrap_or(""));
         }
+        // Per running task, as SGE prints them: what it used so far, then its cores.
+        let task_key = |name: &str, n: usize, task: u32| {
+            let name = if n == 0 { name } else { "" };
+            format!("{name:<10}{task:>5}:")
+        };
+        for (n, t) in d.running.iter().enumerate() {
+            out.push_str(&format!(
+                "{:<28}{}\n",
+                task_key("usage", n, t.task_id),
+                usage_text(t.usage.as_ref())
+            ));
+        }
+        for (n, t) in d.running.iter().enumerate() {
+            let cores = t
+                .usage
+                .as_ref()
+                .and_then(|u| u.binding.as_ref())
+                .map_or_else(|| "NONE".to_string(), |b| format!("{}={b}", t.host));
+            out.push_str(&format!(
+                "{:<28}{cores}\n",
+                task_key("binding", n, t.task_id)
+            ));
+        }
         for (task, reason) in &d.errors {
             out.push_str(&format!(
                 "{:<28}{reason}\n",
@@ -492,6 +516,22 @@ fn render_job(out: &mut String, d: &gantry_proto::JobDetail, unsubmitted: bool) 
             out.push_str(&format!("{key:<28}{reason}\n"));
         }
     }
+}
+
+/// SGE's usage line of a running task: `cpu=00:01:05, mem=0.12345 GB s, io=0.00012 GB,
+/// vmem=19.641M, maxvmem=20.000M` (`N/A` for what was not measured).
+fn usage_text(u: Option<&gantry_proto::TaskUsage>) -> String {
+    let memory =
+        |v: Option<f64>| v.map_or_else(|| "N/A".to_string(), gantry_common::value::format_memory_3);
+    let (cpu, mem, io, vmem, maxvmem) = u.map_or((0.0, 0.0, 0.0, None, None), |u| {
+        (u.cpu, u.mem, u.io, u.vmem, u.maxvmem)
+    });
+    format!(
+        "cpu={}, mem={mem:.5} GB s, io={io:.5} GB, vmem={}, maxvmem={}",
+        gantry_common::value::format_time_hms(cpu),
+        memory(vmem),
+        memory(maxvmem)
+    )
 }
 
 /// `qstat -j` without a job: each reason, then the jobs it holds back, each after a tab,
@@ -785,6 +825,20 @@ mod tests {
             submit_time: 0,
             reasons: vec![],
             errors: vec![],
+            running: vec![gantry_proto::RunningTask {
+                task_id: 1,
+                host: "n1".into(),
+                usage: Some(gantry_proto::TaskUsage {
+                    job_id: 5,
+                    task_id: 1,
+                    cpu: 65.0,
+                    mem: 0.12345,
+                    io: 0.00012,
+                    vmem: Some(19.641 * 1024.0 * 1024.0),
+                    maxvmem: Some(20.0 * 1024.0 * 1024.0),
+                    binding: Some("0,0:0,1".into()),
+                }),
+            }],
         };
         let text = render_job_details(&[d]);
         let keys: Vec<&str> = text
@@ -814,6 +868,8 @@ mod tests {
                 "project",
                 "ar_id",
                 "binding",
+                "usage         1",
+                "binding       1",
             ],
             "{text}"
         );
@@ -827,6 +883,9 @@ mod tests {
             "shell_list:                 NONE:/bin/bash\n",
             "script_file:                sim.sh\nparallel environment:  smp range: 8\nproject:",
             "ar_id:                      3\n",
+            // SGE's per-task lines (06_qsub_qdel_qacct.txt, qstat -j 28).
+            "usage         1:            cpu=00:01:05, mem=0.12345 GB s, io=0.00012 GB, vmem=19.641M, maxvmem=20.000M\n",
+            "binding       1:            n1=0,0:0,1\n",
         ] {
             assert!(text.contains(line), "{line}\n{text}");
         }

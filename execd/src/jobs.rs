@@ -60,6 +60,8 @@ struct Inner {
     topology: gantry_common::binding::Topology,
     /// The cores running tasks were bound to.
     bound: Mutex<HashMap<TaskKey, Vec<(u32, u32)>>>,
+    /// What running tasks used, up to their last measurement.
+    used: Mutex<HashMap<TaskKey, crate::usage::Accumulated>>,
 }
 
 fn task_dir(base: &Path, key: TaskKey) -> PathBuf {
@@ -121,6 +123,7 @@ impl Jobs {
                 suspend_orders: Mutex::new(HashMap::new()),
                 topology: crate::binding::host_topology(),
                 bound: Mutex::new(HashMap::new()),
+                used: Mutex::new(HashMap::new()),
             }),
         })
     }
@@ -288,6 +291,43 @@ impl Jobs {
         })
     }
 
+    /// Measure every running task (its processes now) and say what each has used so
+    /// far, with the cores it is bound to.
+    pub fn usage(&self) -> Vec<gantry_proto::TaskUsage> {
+        let now = std::time::Instant::now();
+        let mut out = Vec::new();
+        for key in self.running() {
+            let record = TaskRecord::read(&task_dir(&self.inner.dir, key));
+            let Some(sample) = crate::usage::sample(record.job, record.cgroup.as_deref()) else {
+                continue;
+            };
+            let Ok(mut used) = self.inner.used.lock() else {
+                break;
+            };
+            let a = used
+                .entry(key)
+                .and_modify(|a| a.add(sample, now))
+                .or_insert_with(|| crate::usage::Accumulated::first(sample, now));
+            let binding = self.inner.bound.lock().ok().and_then(|b| {
+                b.get(&key).map(|cores| {
+                    let list: Vec<String> = cores.iter().map(|(s, c)| format!("{s},{c}")).collect();
+                    list.join(":")
+                })
+            });
+            out.push(gantry_proto::TaskUsage {
+                job_id: key.0,
+                task_id: key.1,
+                cpu: a.last.cpu,
+                mem: a.mem,
+                io: a.last.io / 1e9,
+                vmem: (a.last.vmem > 0.0).then_some(a.last.vmem),
+                maxvmem: (a.maxvmem > 0.0).then_some(a.maxvmem),
+                binding,
+            });
+        }
+        out
+    }
+
     fn mark_running(&self, key: TaskKey, on: bool) {
         if let Ok(mut r) = self.inner.running.lock() {
             if on {
@@ -355,6 +395,9 @@ impl Jobs {
         }
         if let Ok(mut b) = self.inner.bound.lock() {
             b.remove(&key);
+        }
+        if let Ok(mut u) = self.inner.used.lock() {
+            u.remove(&key);
         }
         let _ = self.inner.finished.send(report);
     }

@@ -12,3 +12,4 @@ pub mod sensor;
 pub mod session;
 pub mod shepherd;
 pub mod spawn;
+pub mod usage;

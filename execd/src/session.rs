@@ -217,6 +217,12 @@ async fn session(
                 if let Err(e) = write_frame(&mut send, &FromExecd::LoadReport { values }).await {
                     return Ended::Dropped(close_reason(&conn).unwrap_or_else(|| e.to_string()));
                 }
+                let tasks = jobs.usage();
+                if !tasks.is_empty() {
+                    if let Err(e) = write_frame(&mut send, &FromExecd::TaskUsage { tasks }).await {
+                        return Ended::Dropped(close_reason(&conn).unwrap_or_else(|| e.to_string()));
+                    }
+                }
             }
             msg = from_master.recv() => match msg.unwrap_or(Err(TransportError::Closed)) {
                 Ok(ToExecd::Settings { load_report_time_secs }) => {

@@ -94,6 +94,8 @@ pub struct Cluster {
     waiters: HashMap<u64, Vec<tokio::sync::oneshot::Sender<FromMaster>>>,
     /// `qsub -now y` clients waiting for a job's start.
     start_waiters: HashMap<u64, Vec<tokio::sync::oneshot::Sender<FromMaster>>>,
+    /// What running tasks used, as their execds last said (`qstat -j`; not spooled).
+    task_usage: HashMap<(u64, u32), gantry_proto::TaskUsage>,
     /// A scheduling pass is queued behind the messages already waiting, so that a burst
     /// of submissions or completions is scheduled (and its dispatches committed) at once.
     schedule_queued: bool,
@@ -270,6 +272,7 @@ impl Cluster {
             started: HashSet::new(),
             waiters: HashMap::new(),
             start_waiters: HashMap::new(),
+            task_usage: HashMap::new(),
             schedule_queued: false,
             trigger: Trigger::default(),
             cycle_thread: None,

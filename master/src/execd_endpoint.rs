@@ -183,6 +183,10 @@ async fn handle(incoming: quinn::Incoming, cluster: Addr<Cluster>) -> Result<(),
                 host: host.clone(),
                 tasks,
             }),
+            Ok(FromExecd::TaskUsage { tasks }) => cluster.do_send(ExecdJobs::Usage {
+                host: host.clone(),
+                tasks,
+            }),
             Ok(other) => {
                 warn!(host = %host, "unexpected message from execd: {other:?}");
             }

@@ -18,7 +18,7 @@ pub use objects::*;
 
 /// The protocol version. Both daemons and every client speak exactly one version; peers
 /// with another version are refused with a message naming both.
-pub const PROTOCOL_VERSION: u32 = 11;
+pub const PROTOCOL_VERSION: u32 = 12;
 
 /// Magic bytes at the start of every [`Hello`]: "GNTY".
 pub const HELLO_MAGIC: [u8; 4] = *b"GNTY";
@@ -407,6 +407,8 @@ pub enum FromExecd {
     JobFinished(JobReport),
     /// The tasks this execd's supervisors are running now (sent after registering).
     RunningJobs { tasks: Vec<(u64, u32)> },
+    /// What the running tasks have used so far (sent with each load report).
+    TaskUsage { tasks: Vec<TaskUsage> },
 }
 
 /// Messages the master sends to an execd.

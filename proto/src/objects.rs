@@ -629,8 +629,36 @@ pub struct JobChanges {
     pub job_share: Option<u32>,
 }
 
+/// What a running task has used so far, as its execd measures it (`qstat -j`'s
+/// `usage` line), and the cores it was bound to.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskUsage {
+    pub job_id: u64,
+    pub task_id: u32,
+    /// CPU seconds (user and system, of every process of the task).
+    pub cpu: f64,
+    /// Memory over time: the integral of `vmem`, in GB seconds.
+    pub mem: f64,
+    /// Bytes read and written, in GB.
+    pub io: f64,
+    /// Virtual memory now and at most, in bytes (None: not measured yet).
+    pub vmem: Option<f64>,
+    pub maxvmem: Option<f64>,
+    /// `-binding`: the cores, `socket,core:...` (None: not bound).
+    pub binding: Option<String>,
+}
+
+/// A running task of a job, as `qstat -j` shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunningTask {
+    pub task_id: u32,
+    pub host: String,
+    /// The last measurement its execd sent (None: none yet).
+    pub usage: Option<TaskUsage>,
+}
+
 /// Everything `qstat -j` shows about a job.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct JobDetail {
     pub job_id: u64,
     pub spec: JobSpec,
@@ -641,6 +669,8 @@ pub struct JobDetail {
     pub reasons: Vec<String>,
     /// Tasks in error state and why (`Eqw`).
     pub errors: Vec<(u32, String)>,
+    /// Its running tasks, with what they used.
+    pub running: Vec<RunningTask>,
 }
 
 /// A userset (`qconf -su`): an access list (ACL) and/or department (DEPT) of users and

@@ -576,7 +576,7 @@ fn qstat_shows_why_a_job_waits_and_where_jobs_run() {
     );
     assert!(
         j.contains(
-            "(-l mem_free=1000T) cannot run at host \"node1\" because it offers only hl:mem_free="
+            "(-l mem_free=1000T,h_rt=600) cannot run at host \"node1\" because it offers only hl:mem_free="
         ),
         "{j}"
     );
@@ -2388,7 +2388,18 @@ fn bound_jobs_run_on_their_own_cores() {
     }
     ensure_user("gtuser1");
     let c = Cluster::one_host();
-    assert_eq!(c.qconf(&["-rattr", "queue", "slots", "8", "all.q"]).code, 0);
+    // Room for three jobs on the host (it joined with as many slots as processors).
+    assert_eq!(
+        c.qconf(&["-mattr", "queue", "slots", "[node1=8]", "all.q"])
+            .code,
+        0
+    );
+    // Three jobs start within seconds: the host's load must not stop the third.
+    assert_eq!(
+        c.qconf(&["-rattr", "queue", "load_thresholds", "NONE", "all.q"])
+            .code,
+        0
+    );
     let topology = gantry_execd::binding::host_topology();
     let cores = topology.cores();
     let allowed = |text: &str| -> std::collections::BTreeSet<u32> {
@@ -2444,6 +2455,20 @@ fn bound_jobs_run_on_their_own_cores() {
     let core0: std::collections::BTreeSet<u32> =
         topology.processors(&cores[..1]).into_iter().collect();
     assert_eq!(got, core0, "the first job has the first core");
+    // qstat -j shows what the running task used so far and its cores, as the execd
+    // measures them with each load report.
+    let (s0, c0) = cores[0];
+    wait_until(
+        "qstat -j shows the task's usage and cores",
+        Duration::from_secs(30),
+        || {
+            let j = c.as_user("gtuser1", "qstat", &["-j", &first]).stdout;
+            j.contains(&format!("binding       1:            node1={s0},{c0}\n"))
+                && j.lines().any(|l| {
+                    l.starts_with("usage         1:            cpu=") && !l.contains("vmem=N/A")
+                })
+        },
+    );
     if cores.len() >= 2 {
         run("second", &["-binding", "linear:1"]);
         let core1: std::collections::BTreeSet<u32> =

@@ -201,7 +201,8 @@ fn jobs_land_only_where_their_requests_fit_and_consumables_never_go_negative() {
     );
     let why = c.client("qstat", &["-j", &never.to_string()]).stdout;
     assert!(
-        why.contains("(-l bigmem=false) cannot run at host \"node2\" because it offers only hf:bigmem=1.000000"),
+        // SGE lists the job's whole hard request list, whichever request failed.
+        why.contains("(-l bigmem=false,gpu=1) cannot run at host \"node2\" because it offers only hf:bigmem=1.000000"),
         "{why}"
     );
 

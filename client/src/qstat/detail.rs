@@ -376,6 +376,26 @@ pub fn render_json(details: &[JobDetail]) -> String {
             put("env", serde_json::json!(pairs(&spec.env)));
             put("scheduling_info", serde_json::json!(d.reasons));
             put(
+                "running_tasks",
+                serde_json::Value::Array(
+                    d.running
+                        .iter()
+                        .map(|t| {
+                            serde_json::json!({
+                                "task": t.task_id,
+                                "host": t.host,
+                                "cpu": t.usage.as_ref().map(|u| u.cpu),
+                                "mem": t.usage.as_ref().map(|u| u.mem),
+                                "io": t.usage.as_ref().map(|u| u.io),
+                                "vmem": t.usage.as_ref().and_then(|u| u.vmem),
+                                "maxvmem": t.usage.as_ref().and_then(|u| u.maxvmem),
+                                "binding": t.usage.as_ref().and_then(|u| u.binding.clone()),
+                            })
+                        })
+                        .collect(),
+                ),
+            );
+            put(
                 "errors",
                 serde_json::json!(d
                     .errors
@@ -413,6 +433,7 @@ mod tests {
             submit_time: 1_795_302_131,
             reasons: vec!["Job is in hold state".into()],
             errors: vec![],
+            running: vec![],
         }
     }
 

@@ -94,6 +94,20 @@ impl Cluster {
                                 _ => None,
                             })
                             .collect(),
+                        running: job
+                            .tasks
+                            .placed()
+                            .filter_map(|(t, s)| match s {
+                                TaskState::Running { host, .. } => {
+                                    Some(gantry_proto::RunningTask {
+                                        task_id: t,
+                                        host: host.clone(),
+                                        usage: self.task_usage.get(&(job.id, t)).cloned(),
+                                    })
+                                }
+                                _ => None,
+                            })
+                            .collect(),
                     });
                 }
                 FromMaster::JobDetails(details)

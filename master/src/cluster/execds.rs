@@ -269,6 +269,11 @@ pub enum ExecdJobs {
         host: String,
         tasks: Vec<(u64, u32)>,
     },
+    /// What the host's running tasks used so far.
+    Usage {
+        host: String,
+        tasks: Vec<gantry_proto::TaskUsage>,
+    },
 }
 
 impl Handler<ExecdJobs> for Cluster {
@@ -280,6 +285,28 @@ impl Handler<ExecdJobs> for Cluster {
                 job_id, task_id, ..
             } => {
                 self.started.insert((job_id, task_id));
+            }
+            ExecdJobs::Usage { host, tasks } => {
+                // Kept for the tasks that run on that host only: nothing outlives its task.
+                let runs_there = |job: u64, task: u32| {
+                    self.state.jobs.get(&job).is_some_and(|j| {
+                        j.tasks.placed().any(|(t, s)| {
+                            t == task
+                                && matches!(s, TaskState::Running { host: h, .. } if *h == host)
+                        })
+                    })
+                };
+                self.task_usage.retain(|&(j, t), _| {
+                    self.state
+                        .jobs
+                        .get(&j)
+                        .is_some_and(|job| job.tasks.contains(t))
+                });
+                for u in tasks {
+                    if runs_there(u.job_id, u.task_id) {
+                        self.task_usage.insert((u.job_id, u.task_id), u);
+                    }
+                }
             }
             ExecdJobs::Finished { host, report } => {
                 self.job_id_seen(report.job_id);
