@@ -291,6 +291,17 @@ impl Jobs {
         })
     }
 
+    /// SGE's `m_topology_inuse`: this host's topology with the cores bound tasks hold in
+    /// lower case (`SccCC`); None while no task is bound (the sensor's value stands).
+    pub fn topology_inuse(&self) -> Option<String> {
+        let bound = self.inner.bound.lock().ok()?;
+        if bound.is_empty() {
+            return None;
+        }
+        let in_use = bound.values().flatten().copied().collect();
+        Some(self.inner.topology.text(&in_use))
+    }
+
     /// Measure every running task (its processes now) and say what each has used so
     /// far, with the cores it is bound to.
     pub fn usage(&self) -> Vec<gantry_proto::TaskUsage> {

@@ -213,7 +213,12 @@ async fn session(
                 }
             }
             _ = ticker.tick() => {
-                let values = sensor.load_values();
+                let mut values = sensor.load_values();
+                if let Some(inuse) = jobs.topology_inuse() {
+                    for v in values.iter_mut().filter(|v| v.name == "m_topology_inuse") {
+                        v.value = inuse.clone();
+                    }
+                }
                 if let Err(e) = write_frame(&mut send, &FromExecd::LoadReport { values }).await {
                     return Ended::Dropped(close_reason(&conn).unwrap_or_else(|| e.to_string()));
                 }

@@ -2455,6 +2455,17 @@ fn bound_jobs_run_on_their_own_cores() {
     let core0: std::collections::BTreeSet<u32> =
         topology.processors(&cores[..1]).into_iter().collect();
     assert_eq!(got, core0, "the first job has the first core");
+    // The host reports the core as taken (SGE's m_topology_inuse, lower case).
+    let inuse = topology.text(&[cores[0]].into_iter().collect());
+    wait_until(
+        "m_topology_inuse shows the bound core",
+        Duration::from_secs(30),
+        || {
+            c.client("qhost", &["-F", "m_topology_inuse"])
+                .stdout
+                .contains(&format!("hl:m_topology_inuse={inuse}"))
+        },
+    );
     // qstat -j shows what the running task used so far and its cores, as the execd
     // measures them with each load report.
     let (s0, c0) = cores[0];
