@@ -340,6 +340,9 @@ fn render_job(out: &mut String, d: &gantry_proto::JobDetail, unsubmitted: bool) 
         row("uid", d.owner.uid.to_string());
         row("group", d.group.clone());
         row("gid", d.owner.gid.to_string());
+        if let Some(t) = spec.start_after {
+            row("execution_time", local_time(t, "%a %b %e %H:%M:%S %Y"));
+        }
         row("sge_o_home", env("SGE_O_HOME"));
         row("sge_o_log_name", env("SGE_O_LOGNAME"));
         row("sge_o_path", env("SGE_O_PATH"));
@@ -425,6 +428,9 @@ fn render_job(out: &mut String, d: &gantry_proto::JobDetail, unsubmitted: bool) 
         }
         if !spec.args.is_empty() {
             row("job_args", spec.args.join(","));
+        }
+        if !spec.masterq.is_empty() {
+            row("master hard queue_list", spec.masterq.join(","));
         }
         match &spec.script {
             gantry_proto::JobScript::Script { path, .. } => row("script_file", path.clone()),

@@ -116,6 +116,7 @@ pub fn usage() -> String {
         ("[-l resource_list]", "request the given resources"),
         ("[-m mail_options]", "define mail notification events"),
         ("[-M mail_list]", "notify these e-mail addresses"),
+        ("[-masterq wc_queue_list]", "bind master task to queue(s)"),
         ("[-N name]", "specify job name"),
         ("[-notify]", "notify job before killing/suspending it"),
         ("[-now y[es]|n[o]]", "start job immediately or not at all"),
@@ -483,7 +484,20 @@ fn apply(
                 let b = gantry_common::binding::parse(&arg).map_err(OptionError::semantic)?;
                 spec.binding = Some(gantry_common::binding::print(&b));
             }
-            "-c" | "-ckpt" | "-masterq" => return Err(unsupported(g.name)),
+            "-masterq" => {
+                let list: Vec<String> = arg
+                    .split(',')
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_string)
+                    .collect();
+                if list.is_empty() {
+                    return Err(OptionError::syntax(format!(
+                        "ERROR! Wrong queue list format \"{arg}\" specified to -masterq option"
+                    )));
+                }
+                spec.masterq = list;
+            }
+            "-c" | "-ckpt" => return Err(unsupported(g.name)),
             // qalter's and qrsh's options, which SGE's qsub parses and then refuses.
             "-u" | "-ot" | "-nostdin" | "-noshell" | "-uall" => {
                 return Err(OptionError::not_taken(g.name, g.arg.as_deref()))

@@ -414,6 +414,9 @@ pub fn parameters(spec: &JobSpec, who: &Submitter, context: Context) -> Vec<(Str
         put("pe_min", min);
         put("pe_max", max);
     }
+    if !spec.masterq.is_empty() {
+        put("masterq", spec.masterq.join(","));
+    }
     if !spec.queues.is_empty() {
         put("q_hard", spec.queues.join(","));
     }
@@ -562,6 +565,7 @@ pub fn set_parameter(spec: &mut JobSpec, name: &str, value: Option<&str>) -> Res
         ("l_hard", v) => spec.hard_resources = v.map(resource_pairs).unwrap_or_default(),
         ("l_soft", v) => spec.soft_resources = v.map(resource_pairs).unwrap_or_default(),
         ("q_hard", v) => spec.queues = v.map(list).unwrap_or_default(),
+        ("masterq", v) => spec.masterq = v.map(list).unwrap_or_default(),
         ("q_soft", v) => spec.soft_queues = v.map(list).unwrap_or_default(),
         ("m", v) => {
             spec.mail_options = match v {

@@ -330,6 +330,14 @@ pub fn validate_submission(
     }
     check_queues(state, &spec.queues)?;
     check_queues(state, &spec.soft_queues)?;
+    if !spec.masterq.is_empty() && spec.pe.is_none() {
+        return Err(refuse(
+            RefusalKind::Invalid,
+            "job rejected: specification of master queue is not allowed for non-parallel jobs"
+                .to_string(),
+        ));
+    }
+    check_queues(state, &spec.masterq)?;
     if let Some(p) = &spec.project {
         let Some(project) = state.projects.get(p) else {
             return Err(refuse(

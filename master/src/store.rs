@@ -28,7 +28,8 @@ const ACCOUNTING: TableDefinition<(u64, u32), &[u8]> = TableDefinition::new("acc
 /// 10: a job keeps its soft queue list (`-soft -q`).
 /// 11: a job keeps its deadline (`-dl`), job share (`-js`), `-shell n` and `-now y`.
 /// 12: a job keeps its core binding request (`-binding`).
-pub const SCHEMA_VERSION: u32 = 12;
+/// 13: a job keeps its master queue list (`-masterq`).
+pub const SCHEMA_VERSION: u32 = 13;
 
 /// A checkpoint is taken once this many changes or this many journal bytes are waiting.
 /// The owner starts it in a turn of its own ([`Store::checkpoint_due`],

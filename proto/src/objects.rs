@@ -275,6 +275,8 @@ pub struct JobSpec {
     pub immediate: bool,
     /// `-binding`, as SGE prints it (`set linear:2`).
     pub binding: Option<String>,
+    /// `-masterq`: the queues (instances) a parallel job's master task may run in.
+    pub masterq: Vec<String>,
 }
 
 impl JobSpec {
@@ -321,6 +323,7 @@ impl JobSpec {
             binary_shell: false,
             immediate: false,
             binding: None,
+            masterq: Vec::new(),
         }
     }
 }

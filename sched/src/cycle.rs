@@ -797,6 +797,7 @@ impl<'a> ClusterView<'a> {
                             soft: Vec::new(),
                             queues: Vec::new(),
                             soft_queues: Vec::new(),
+                            masterq: Vec::new(),
                             user: String::new(),
                             groups: Vec::new(),
                             project: None,

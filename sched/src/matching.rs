@@ -171,7 +171,10 @@ impl Snapshot {
             return Err(Misfit::Unusable(u.clone()));
         }
         if matches!(pass, Pass::Static | Pass::All(_)) {
-            if !d.queues.is_empty() && !d.queues.iter().any(|q| self.wants(q, inst)) {
+            if !d.queues.is_empty()
+                && !d.queues.iter().any(|q| self.wants(q, inst))
+                && !d.masterq.iter().any(|q| self.wants(q, inst))
+            {
                 return Err(Misfit::NotInQueueList);
             }
             if let Some(u) = &i.unusable {

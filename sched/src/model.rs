@@ -211,6 +211,9 @@ pub struct Demand {
     pub queues: Vec<String>,
     /// `-soft -q`: preferred queues.
     pub soft_queues: Vec<String>,
+    /// `-masterq`: where a parallel job's master task may go (those queue instances
+    /// may take it even outside its `-q` list, as its master only).
+    pub masterq: Vec<String>,
     pub user: String,
     /// The owner's Unix groups, for `@group` userset entries.
     pub groups: Vec<String>,
@@ -374,6 +377,7 @@ pub fn demand(catalog: &Catalog, job: &Job) -> Result<Demand, DemandError> {
         hard,
         soft,
         queues: job.spec.queues.clone(),
+        masterq: job.spec.masterq.clone(),
         soft_queues: job.spec.soft_queues.clone(),
         user: job.owner.user.clone(),
         groups: job.owner.groups.clone(),

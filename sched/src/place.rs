@@ -15,6 +15,7 @@ pub type CategoryKey<'j> = (
     &'j [(String, String)],
     &'j [String],
     &'j [String],
+    &'j [String],
     &'j str,
     Option<&'j str>,
     Option<&'j (String, String)>,
@@ -27,6 +28,7 @@ pub fn category_key(job: &Job) -> CategoryKey<'_> {
         &job.spec.soft_resources,
         &job.spec.queues,
         &job.spec.soft_queues,
+        &job.spec.masterq,
         &job.owner.user,
         job.spec.project.as_deref(),
         job.spec.pe.as_ref(),
@@ -203,21 +205,89 @@ impl Snapshot {
                 .copied()
                 .filter(|&i| self.instances[i].pe_list.contains(&name))
                 .collect();
-            let mut grants = self.allocate(&per_slot, rule, &offering, per.min, max);
-            let total = grants_total(&grants);
-            let master = grants.first().map(|g| g.0);
-            let fits_job = master.is_some_and(|m| self.fits(&per_job, m, Pass::Consumables(total)));
-            if total >= per.min && fits_job {
-                if let Some(m) = master {
-                    self.debit(&per_job, &[(m, total)], 1.0);
+            // `-masterq`: each instance it names may be the master (the first slot
+            // taken), tried in turn; the others take slots only where `-q` allows.
+            let orders: Vec<Vec<usize>> = if d.masterq.is_empty() {
+                vec![offering]
+            } else {
+                let in_list = |i: usize, list: &[String]| list.iter().any(|q| self.wants(q, i));
+                let slaves: Vec<usize> = offering
+                    .iter()
+                    .copied()
+                    .filter(|&i| d.queues.is_empty() || in_list(i, &d.queues))
+                    .collect();
+                offering
+                    .iter()
+                    .copied()
+                    .filter(|&m| in_list(m, &d.masterq))
+                    .map(|m| {
+                        std::iter::once(m)
+                            .chain(slaves.iter().copied().filter(|&s| s != m))
+                            .collect()
+                    })
+                    .collect()
+            };
+            for order in orders {
+                // A master instance outside the `-q` list holds the master task only.
+                let master_only = !d.masterq.is_empty()
+                    && !d.queues.is_empty()
+                    && !d.queues.iter().any(|q| self.wants(q, order[0]));
+                let mut grants = if master_only {
+                    self.allocate_after_master(&per_slot, rule, &order, per.min, max)
+                } else {
+                    self.allocate(&per_slot, rule, &order, per.min, max)
+                };
+                let total = grants_total(&grants);
+                let master = grants.first().map(|g| g.0);
+                let master_ok = d.masterq.is_empty() || master == order.first().copied();
+                let fits_job =
+                    master.is_some_and(|m| self.fits(&per_job, m, Pass::Consumables(total)));
+                if total >= per.min && fits_job && master_ok {
+                    if let Some(m) = master {
+                        self.debit(&per_job, &[(m, total)], 1.0);
+                    }
+                    *self.pe_used.entry(name.clone()).or_insert(0) += total;
+                    return Some((name, grants));
                 }
-                *self.pe_used.entry(name.clone()).or_insert(0) += total;
-                return Some((name, grants));
+                self.debit(&per_slot, &grants, -1.0);
+                grants.clear();
             }
-            self.debit(&per_slot, &grants, -1.0);
-            grants.clear();
         }
         None
+    }
+
+    /// A parallel job whose master instance (`order[0]`) takes only the master task:
+    /// one slot there, the rest by the rule on the others (on the master's host for
+    /// `$pe_slots`). Nothing taken when either part finds no room.
+    fn allocate_after_master(
+        &mut self,
+        d: &Demand,
+        rule: gantry_common::pe::AllocationRule,
+        order: &[usize],
+        min: u32,
+        max: u32,
+    ) -> Vec<(usize, u32)> {
+        let master = order[0];
+        if max == 0 || !self.fits(d, master, Pass::Consumables(1)) {
+            return Vec::new();
+        }
+        self.debit(d, &[(master, 1)], 1.0);
+        let host = self.instances[master].host;
+        let rest: Vec<usize> = order[1..]
+            .iter()
+            .copied()
+            .filter(|&i| {
+                rule != gantry_common::pe::AllocationRule::PeSlots || self.instances[i].host == host
+            })
+            .collect();
+        let others = if max > 1 {
+            self.allocate(d, rule, &rest, min.saturating_sub(1), max - 1)
+        } else {
+            Vec::new()
+        };
+        let mut grants = vec![(master, 1)];
+        grants.extend(others);
+        grants
     }
 
     /// Take slots one by one by an allocation rule; the grants in the order first taken.

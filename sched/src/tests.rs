@@ -512,6 +512,36 @@ mod parallel {
         );
     }
 
+    /// `-masterq`: the master task (the first grant) goes where `-masterq` says; with
+    /// a `-q` list that does not name that instance, it holds the master task only and
+    /// the other slots go where `-q` says.
+    #[test]
+    fn the_master_task_goes_where_masterq_says() {
+        let mut s = three_hosts("4");
+        let mut j = pe_job(1, "mpi", "6", &[]);
+        j.spec.masterq = vec!["all.q@c".into()];
+        s.put_job(j);
+        assert_eq!(
+            grants(&s),
+            vec![(1, Some("mpi".into()), g(&[("all.q@c", 4), ("all.q@a", 2)]))]
+        );
+        let mut s = three_hosts("4");
+        let mut j = pe_job(2, "mpi", "5", &[]);
+        j.spec.queues = vec!["all.q@a".into(), "all.q@b".into()];
+        j.spec.masterq = vec!["all.q@c".into()];
+        s.put_job(j);
+        assert_eq!(
+            grants(&s),
+            vec![(2, Some("mpi".into()), g(&[("all.q@c", 1), ("all.q@a", 4)]))]
+        );
+        // No room for the master where -masterq says: the job waits.
+        let mut s = three_hosts("4,[c=0]");
+        let mut j = pe_job(3, "mpi", "2", &[]);
+        j.spec.masterq = vec!["all.q@c".into()];
+        s.put_job(j);
+        assert_eq!(grants(&s), vec![]);
+    }
+
     #[test]
     fn fill_up_fills_each_host_before_the_next() {
         let mut s = three_hosts("4");

@@ -2200,6 +2200,14 @@ fn unknown_queues_and_hosts_are_refused_at_submission() {
         &["-l", "hostname=nosuchhost"],
         "can't resolve hostname \"nosuchhost\"",
     );
+    refused(
+        &["-masterq", "all.q"],
+        "job rejected: specification of master queue is not allowed for non-parallel jobs",
+    );
+    refused(
+        &["-pe", "smp", "1", "-masterq", "nosuch.q"],
+        "Job was rejected because job requests unknown queue \"nosuch.q\"",
+    );
     assert_eq!(c.client("qstat", &["-u", "*"]).stdout, "", "nothing queued");
     for args in [
         &["-q", "all.q@node1"][..],
@@ -2213,6 +2221,26 @@ fn unknown_queues_and_hosts_are_refused_at_submission() {
         let out = c.as_user("gtuser1", "qsub", &all);
         assert_eq!(out.code, 0, "{args:?}: {out:?}");
     }
+    // A parallel job's master queue: taken and shown.
+    let id = c.submit(
+        "gtuser1",
+        &[
+            "-pe",
+            "smp",
+            "1",
+            "-masterq",
+            "all.q@node1",
+            "-h",
+            "-b",
+            "y",
+            "/bin/true",
+        ],
+    );
+    let j = c.as_user("gtuser1", "qstat", &["-j", &id]).stdout;
+    assert!(
+        j.contains("master hard queue_list:     all.q@node1\n"),
+        "{j}"
+    );
     assert_eq!(c.client("qdel", &["-u", "gtuser1"]).code, 0);
 }
 

@@ -973,6 +973,7 @@ fn filter_matching_table() {
             soft: Vec::new(),
             queues: Vec::new(),
             soft_queues: Vec::new(),
+            masterq: Vec::new(),
             user: user.to_string(),
             groups: groups.clone(),
             project: project.map(str::to_string),
