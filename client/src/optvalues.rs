@@ -188,6 +188,21 @@ pub fn task_range(arg: &str) -> Result<TaskRange, OptionError> {
     Ok(range)
 }
 
+/// A `wc_queue_list` (`-q`, `-masterq`): at least one name.
+pub fn queue_list(option: &str, arg: &str) -> Result<Vec<String>, OptionError> {
+    let list: Vec<String> = arg
+        .split(',')
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect();
+    if list.is_empty() {
+        return Err(OptionError::syntax(format!(
+            "ERROR! Wrong queue list format \"{arg}\" specified to {option} option"
+        )));
+    }
+    Ok(list)
+}
+
 /// A signed decimal integer, all of it.
 fn integer(text: &str) -> Option<i64> {
     let digits = text.strip_prefix(['-', '+']).unwrap_or(text);

@@ -374,16 +374,7 @@ fn apply(
                 }
             }
             "-q" => {
-                let list: Vec<String> = arg
-                    .split(',')
-                    .filter(|s| !s.is_empty())
-                    .map(str::to_string)
-                    .collect();
-                if list.is_empty() {
-                    return Err(OptionError::syntax(format!(
-                        "ERROR! Wrong queue list format \"{arg}\" specified to -q option"
-                    )));
-                }
+                let list = optvalues::queue_list(g.name, &arg)?;
                 // After -soft a queue list is a preference, as -soft -l is.
                 if soft {
                     spec.soft_queues = list;
@@ -484,19 +475,7 @@ fn apply(
                 let b = gantry_common::binding::parse(&arg).map_err(OptionError::semantic)?;
                 spec.binding = Some(gantry_common::binding::print(&b));
             }
-            "-masterq" => {
-                let list: Vec<String> = arg
-                    .split(',')
-                    .filter(|s| !s.is_empty())
-                    .map(str::to_string)
-                    .collect();
-                if list.is_empty() {
-                    return Err(OptionError::syntax(format!(
-                        "ERROR! Wrong queue list format \"{arg}\" specified to -masterq option"
-                    )));
-                }
-                spec.masterq = list;
-            }
+            "-masterq" => spec.masterq = optvalues::queue_list(g.name, &arg)?,
             "-c" | "-ckpt" => return Err(unsupported(g.name)),
             // qalter's and qrsh's options, which SGE's qsub parses and then refuses.
             "-u" | "-ot" | "-nostdin" | "-noshell" | "-uall" => {
