@@ -144,9 +144,10 @@ impl Instance {
     }
 
     fn send(&mut self, command: &str) -> Result<(), String> {
+        // The JSV closed its input: it ended (or will) without a verdict.
         writeln!(self.input, "{command}")
             .and_then(|()| self.input.flush())
-            .map_err(|_| "unable to send data to JSV".to_string())
+            .map_err(|_| format!("JSV \"{}\" ended before its verdict", self.path))
     }
 
     fn receive(&mut self) -> Result<String, String> {
