@@ -66,6 +66,13 @@ const SPECS: &[OptSpec] = &[
     opt("-mp", Arity::One),
     opt("-Mp", Arity::One),
     opt("-dp", Arity::One),
+    opt("-sckpt", Arity::One),
+    opt("-sckptl", Arity::None),
+    opt("-ackpt", Arity::One),
+    opt("-Ackpt", Arity::One),
+    opt("-mckpt", Arity::One),
+    opt("-Mckpt", Arity::One),
+    opt("-dckpt", Arity::One),
     opt("-sprj", Arity::One),
     opt("-sprjl", Arity::None),
     opt("-aprj", Arity::None),
@@ -190,6 +197,19 @@ pub fn usage() -> String {
         ("[-sm]", "show a list of all managers"),
         ("[-sp pe-name]", "show a parallel environment"),
         ("[-spl]", "show all parallel environments"),
+        ("[-sckpt ckpt_name]", "show ckpt interface definition"),
+        ("[-sckptl]", "show all ckpt interface definitions"),
+        ("[-ackpt ckpt_name]", "add a ckpt interface definition"),
+        (
+            "[-Ackpt fname]",
+            "add a ckpt interface definition from file",
+        ),
+        ("[-mckpt ckpt_name]", "modify a ckpt interface definition"),
+        (
+            "[-Mckpt fname]",
+            "modify a ckpt interface definition from file",
+        ),
+        ("[-dckpt ckpt_name]", "delete ckpt interface definition"),
         ("[-sprj project]", "show a project"),
         ("[-sprjl]", "show a list of all projects"),
         ("[-srqs [rqs_list]]", "show resource quota set(s)"),
@@ -645,6 +665,30 @@ fn one(name: &str, arg: Option<&str>) -> Output {
         ("-dp", Some(name)) => change(
             ToMaster::DeleteObjects {
                 kind: ObjectKind::Pe,
+                names: list(name),
+            },
+            false,
+        ),
+        ("-sckpt", Some(name)) => show_object(ObjectKind::Ckpt, name),
+        ("-sckptl", _) => names(
+            req(&ToMaster::ShowObjectList {
+                kind: ObjectKind::Ckpt,
+            }),
+            "no ckpt interface definition defined",
+        ),
+        ("-ackpt", Some(name)) => {
+            let template = gantry_common::ckpt::print_ckpt(&gantry_common::ckpt::Ckpt::new(name));
+            match edit(&template) {
+                Ok(text) => send_object(ObjectKind::Ckpt, text, true),
+                Err(e) => Output::fail(e, exit::FAILURE),
+            }
+        }
+        ("-Ackpt", Some(file)) => from_file(file, ObjectKind::Ckpt, true),
+        ("-mckpt", Some(name)) => edit_object(ObjectKind::Ckpt, name, false),
+        ("-Mckpt", Some(file)) => from_file(file, ObjectKind::Ckpt, false),
+        ("-dckpt", Some(name)) => change(
+            ToMaster::DeleteObjects {
+                kind: ObjectKind::Ckpt,
                 names: list(name),
             },
             false,

@@ -350,6 +350,16 @@ fn render_job(out: &mut String, d: &gantry_proto::JobDetail, unsubmitted: bool) 
         row("sge_o_workdir", env("SGE_O_WORKDIR"));
         row("sge_o_host", env("SGE_O_HOST"));
         row("account", spec.account.clone());
+        if let Some(c) = &spec.ckpt {
+            row("checkpoint_object", c.clone());
+        }
+        if let Some(w) = &spec.ckpt_when {
+            if gantry_common::ckpt::valid_when(w) {
+                row("checkpoint_attr", w.clone());
+            } else {
+                row("checkpoint_interval", w.clone());
+            }
+        }
         if let Some(cwd) = &spec.cwd {
             row("cwd", cwd.clone());
         }

@@ -90,6 +90,8 @@ pub fn usage() -> String {
             "[-binding [env|pe|set] linear:n[:s,c]|striding:n:step[:s,c]|explicit:s,c[:s,c...]]",
             "bind the job to cores",
         ),
+        ("[-c ckpt_selector]", "define type of checkpointing for job"),
+        ("[-ckpt ckpt-name]", "request checkpoint method"),
         ("[-clear]", "skip previous definitions for job"),
         ("[-cwd]", "use current working directory"),
         ("[-dc simple_context_list]", "delete context variable(s)"),
@@ -476,7 +478,21 @@ fn apply(
                 spec.binding = Some(gantry_common::binding::print(&b));
             }
             "-masterq" => spec.masterq = optvalues::queue_list(g.name, &arg)?,
-            "-c" | "-ckpt" => return Err(unsupported(g.name)),
+            "-ckpt" => spec.ckpt = Some(arg),
+            "-c" => {
+                // `when` letters (`smxr`, `n`) or an interval (SGE's parse_qsub.c).
+                let interval = gantry_common::value::parse_time(&arg).is_ok_and(|t| t > 0.0);
+                if !interval && !gantry_common::ckpt::valid_when(&arg) {
+                    return Err(OptionError::semantic(
+                        if arg.chars().all(|c| c.is_ascii_alphabetic()) {
+                            "ERROR! -c specifier invalid"
+                        } else {
+                            "ERROR! -c argument invalid"
+                        },
+                    ));
+                }
+                spec.ckpt_when = Some(arg);
+            }
             // qalter's and qrsh's options, which SGE's qsub parses and then refuses.
             "-u" | "-ot" | "-nostdin" | "-noshell" | "-uall" => {
                 return Err(OptionError::not_taken(g.name, g.arg.as_deref()))

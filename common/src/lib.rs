@@ -5,6 +5,7 @@
 
 pub mod binding;
 pub mod cell;
+pub mod ckpt;
 pub mod complex;
 pub mod conf;
 pub mod config;

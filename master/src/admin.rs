@@ -9,6 +9,7 @@ use gantry_proto::{AttrOp, ExecHost, FromMaster, ObjectKind, Refusal, RefusalKin
 use crate::jobs::TaskState;
 
 mod adminhosts;
+mod ckpts;
 mod complex_list;
 mod exechosts;
 mod pes;
@@ -101,6 +102,7 @@ impl ClusterState {
                     hosts
                 }
                 ObjectKind::Pe => self.pes.keys().cloned().collect(),
+                ObjectKind::Ckpt => self.ckpts.keys().cloned().collect(),
                 ObjectKind::Project => self.projects.keys().cloned().collect(),
                 ObjectKind::Rqs => self.quota_sets.keys().cloned().collect(),
                 _ => {
@@ -177,6 +179,17 @@ impl ClusterState {
                     format!("parallel environment \"{name}\" does not exist"),
                 )
             })?),
+            ObjectKind::Ckpt if name.is_empty() || name == "template" => {
+                gantry_common::ckpt::print_ckpt(&gantry_common::ckpt::Ckpt::new("template"))
+            }
+            ObjectKind::Ckpt => {
+                gantry_common::ckpt::print_ckpt(self.ckpts.get(name).ok_or_else(|| {
+                    refuse(
+                        RefusalKind::NotFound,
+                        format!("Ckpt \"{name}\" does not exist"),
+                    )
+                })?)
+            }
             ObjectKind::Project if name.is_empty() || name == "template" => {
                 project::print_project(&project::Project::new("template"))
             }
@@ -202,6 +215,7 @@ impl ClusterState {
             ObjectKind::AdminHost => self.add_admin_hosts(text),
             ObjectKind::Project => self.add_project(who, text),
             ObjectKind::Pe => self.add_pe(who, text),
+            ObjectKind::Ckpt => self.add_ckpt(who, text),
             ObjectKind::Queue => self.add_queue(who, text),
             _ => Err(invalid(format!("cannot add {kind:?} objects"))),
         }
@@ -212,6 +226,7 @@ impl ClusterState {
             ObjectKind::Rqs => self.modify_quota_sets(who, text),
             ObjectKind::Project => self.modify_project(who, text),
             ObjectKind::Pe => self.modify_pe(who, text),
+            ObjectKind::Ckpt => self.modify_ckpt(who, text),
             ObjectKind::Complex => self.modify_complex(who, text),
             ObjectKind::SchedConf => self.modify_schedconf(who, text),
             ObjectKind::ExecHost => self.modify_exec_host(who, text),
@@ -233,6 +248,7 @@ impl ClusterState {
             ObjectKind::AdminHost => self.delete_admin_hosts(who, names),
             ObjectKind::Project => self.delete_projects(who, names),
             ObjectKind::Pe => self.delete_pes(who, names),
+            ObjectKind::Ckpt => self.delete_ckpts(who, names),
             ObjectKind::Queue => self.delete_queues(who, names),
             _ => Err(invalid(format!("cannot delete {kind:?} objects"))),
         }

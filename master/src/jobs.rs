@@ -338,6 +338,31 @@ pub fn validate_submission(
         ));
     }
     check_queues(state, &spec.masterq)?;
+    // Checkpointing: the environment must exist; `-c` needs one and may not be `n`.
+    if let Some(name) = &spec.ckpt {
+        if !state.ckpts.contains_key(name) {
+            return Err(refuse(
+                RefusalKind::Invalid,
+                format!("job rejected: the requested checkpointing environment \"{name}\" does not exist"),
+            ));
+        }
+    }
+    match (&spec.ckpt, spec.ckpt_when.as_deref()) {
+        (_, Some("n")) => {
+            return Err(refuse(
+                RefusalKind::Invalid,
+                "job rejected: checkpointing with \"-c n\" requested".to_string(),
+            ))
+        }
+        (None, Some(_)) => {
+            return Err(refuse(
+                RefusalKind::Invalid,
+                "job rejected: checkpointing without checkpointing environment requested"
+                    .to_string(),
+            ))
+        }
+        _ => {}
+    }
     if let Some(p) = &spec.project {
         let Some(project) = state.projects.get(p) else {
             return Err(refuse(

@@ -61,6 +61,8 @@ pub enum Object {
     /// A running task removed with `qdel -f` while its host was away: its accounting
     /// record but for the report, written when the host reports the task's end.
     ForcedAway(Box<gantry_proto::AccountingRecord>),
+    /// A checkpointing environment (`qconf -sckpt`).
+    Ckpt(gantry_common::ckpt::Ckpt),
 }
 
 impl Object {
@@ -85,6 +87,7 @@ impl Object {
             Object::QuotaSet { set, .. } => format!("rqs/{}", set.name),
             Object::AdminHosts(_) => "adminhosts".to_string(),
             Object::ForcedAway(r) => forced_key(r.job_id, r.report.task_id),
+            Object::Ckpt(c) => format!("ckpt/{}", c.name),
         }
     }
 }
@@ -157,6 +160,8 @@ pub struct ClusterState {
     pub pes: Arc<BTreeMap<String, gantry_common::pe::Pe>>,
     /// Projects (`qconf -sprj`).
     pub projects: BTreeMap<String, gantry_common::project::Project>,
+    /// Checkpointing environments (`qconf -sckpt`).
+    pub ckpts: BTreeMap<String, gantry_common::ckpt::Ckpt>,
     /// Queue instances in error state (`E`).
     pub errored: Arc<HashSet<(String, String)>>,
     /// Suspended queue instances (`s`).
@@ -304,6 +309,9 @@ impl ClusterState {
                 Object::Project(p) => {
                     self.projects.insert(p.name.clone(), p);
                 }
+                Object::Ckpt(c) => {
+                    self.ckpts.insert(c.name.clone(), c);
+                }
                 Object::ErrorQueues(list) => self.errored = Arc::new(list.into_iter().collect()),
                 Object::SuspendedQueues(list) => {
                     self.suspended_queues = Arc::new(list.into_iter().collect())
@@ -328,6 +336,8 @@ impl ClusterState {
                     self.quota_sets.remove(name);
                 } else if let Some(name) = key.strip_prefix("project/") {
                     self.projects.remove(name);
+                } else if let Some(name) = key.strip_prefix("ckpt/") {
+                    self.ckpts.remove(name);
                 } else if let Some(name) = key.strip_prefix("pe/") {
                     Arc::make_mut(&mut self.pes).remove(name);
                 } else if let Some(name) = key.strip_prefix("userset/") {

@@ -29,7 +29,8 @@ const ACCOUNTING: TableDefinition<(u64, u32), &[u8]> = TableDefinition::new("acc
 /// 11: a job keeps its deadline (`-dl`), job share (`-js`), `-shell n` and `-now y`.
 /// 12: a job keeps its core binding request (`-binding`).
 /// 13: a job keeps its master queue list (`-masterq`).
-pub const SCHEMA_VERSION: u32 = 13;
+/// 14: checkpointing environments; a job keeps `-ckpt` and `-c`.
+pub const SCHEMA_VERSION: u32 = 14;
 
 /// A checkpoint is taken once this many changes or this many journal bytes are waiting.
 /// The owner starts it in a turn of its own ([`Store::checkpoint_due`],

@@ -18,7 +18,7 @@ pub use objects::*;
 
 /// The protocol version. Both daemons and every client speak exactly one version; peers
 /// with another version are refused with a message naming both.
-pub const PROTOCOL_VERSION: u32 = 13;
+pub const PROTOCOL_VERSION: u32 = 14;
 
 /// Magic bytes at the start of every [`Hello`]: "GNTY".
 pub const HELLO_MAGIC: [u8; 4] = *b"GNTY";
@@ -305,6 +305,9 @@ pub enum ObjectKind {
     Rqs,
     /// Administrative hosts (`-sh`, `-ah`, `-dh`): the hosts manager commands may come from.
     AdminHost,
+    /// Checkpointing environments (`-sckpt`, `-sckptl`, `-ackpt`, `-Ackpt`, `-mckpt`,
+    /// `-Mckpt`, `-dckpt`).
+    Ckpt,
 }
 
 /// The master's answer to a [`ToMaster`] request.

@@ -277,6 +277,10 @@ pub struct JobSpec {
     pub binding: Option<String>,
     /// `-masterq`: the queues (instances) a parallel job's master task may run in.
     pub masterq: Vec<String>,
+    /// `-ckpt`: the checkpointing environment (the job runs only in queues listing it).
+    pub ckpt: Option<String>,
+    /// `-c`: when to checkpoint (`smxr` letters or `n`), or an interval, as given.
+    pub ckpt_when: Option<String>,
 }
 
 impl JobSpec {
@@ -324,6 +328,8 @@ impl JobSpec {
             immediate: false,
             binding: None,
             masterq: Vec::new(),
+            ckpt: None,
+            ckpt_when: None,
         }
     }
 }

@@ -196,6 +196,15 @@ impl Snapshot {
                     });
                 }
             }
+            if let Some(c) = &d.ckpt {
+                if !i.ckpt_list.contains(c) {
+                    return Err(if detail {
+                        Misfit::NoCkpt(c.clone())
+                    } else {
+                        Misfit::Unexplained
+                    });
+                }
+            }
             for (n, (allow, deny)) in [
                 (&host.user_lists, &host.xuser_lists),
                 (&i.user_lists, &i.xuser_lists),

@@ -214,6 +214,8 @@ pub struct Demand {
     /// `-masterq`: where a parallel job's master task may go (those queue instances
     /// may take it even outside its `-q` list, as its master only).
     pub masterq: Vec<String>,
+    /// `-ckpt`: only instances whose `ckpt_list` names it take the job.
+    pub ckpt: Option<String>,
     pub user: String,
     /// The owner's Unix groups, for `@group` userset entries.
     pub groups: Vec<String>,
@@ -378,6 +380,7 @@ pub fn demand(catalog: &Catalog, job: &Job) -> Result<Demand, DemandError> {
         soft,
         queues: job.spec.queues.clone(),
         masterq: job.spec.masterq.clone(),
+        ckpt: job.spec.ckpt.clone(),
         soft_queues: job.spec.soft_queues.clone(),
         user: job.owner.user.clone(),
         groups: job.owner.groups.clone(),
@@ -480,6 +483,8 @@ pub struct Instance {
     pub xprojects: Vec<String>,
     /// Parallel environments the instance offers (`pe_list`).
     pub pe_list: Vec<String>,
+    /// Checkpointing environments the instance offers (`ckpt_list`).
+    pub ckpt_list: Vec<String>,
     /// `load_thresholds`
     pub thresholds: Vec<(String, String)>,
     /// `suspend_thresholds`
@@ -578,6 +583,8 @@ pub enum Misfit {
     Unexplained,
     /// The instance offers no parallel environment the job asks for.
     NoPe(String),
+    /// The instance's `ckpt_list` does not name the job's checkpointing environment.
+    NoCkpt(String),
     /// A resource quota rule is full for the job here.
     Quota(crate::quota::Denial),
     /// A resource quota rule that decides for the job on every queue instance is full
@@ -682,6 +689,10 @@ impl Misfit {
                 "(-l {requested}) cannot run in queue \"{qi}\" because job requests unknown resource ({name})"
             ),
             Misfit::Unexplained => format!("queue instance \"{qi}\" dropped"),
+            // SCHEDD_INFO_NOTINQUEUELSTOFCKPT_SS (47052)
+            Misfit::NoCkpt(ckpt) => format!(
+                "cannot run in queue instance \"{qi}\" because ckpt object \"{ckpt}\" is not in ckpt list of queue"
+            ),
             // SCHEDD_INFO_NOTINQUEUELSTOFPE_SS (47050)
             Misfit::NoPe(pe) => {
                 format!("cannot run in queue \"{qi}\" because PE \"{pe}\" is not in pe list")

@@ -2537,3 +2537,92 @@ fn bound_jobs_run_on_their_own_cores() {
     assert_eq!(c.client("qdel", &["-u", "gtuser1"]).code, 0);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Checkpointing environments: configuration objects as SGE's (`qconf -Ackpt -sckpt
+/// -sckptl -dckpt`), and a job asking for one (`qsub -ckpt`) runs only in a queue whose
+/// `ckpt_list` names it; SGE's refusals.
+#[test]
+fn a_checkpointing_job_runs_only_in_queues_listing_its_environment() {
+    if !need_root("a_checkpointing_job_runs_only_in_queues_listing_its_environment") {
+        return;
+    }
+    ensure_user("gtuser1");
+    let c = Cluster::one_host();
+    let file = c.home().join("check.ckpt");
+    std::fs::write(
+        &file,
+        "ckpt_name check\ninterface application-level\nwhen sx\n",
+    )
+    .unwrap();
+    let out = c.qconf(&["-Ackpt", file.to_str().unwrap()]);
+    assert_eq!(
+        (out.code, out.stdout.as_str()),
+        (
+            0,
+            "root@head added \"check\" to checkpointing environment list\n"
+        ),
+        "{out:?}"
+    );
+    assert_eq!(c.qconf(&["-sckptl"]).stdout, "check\n");
+    assert!(c
+        .qconf(&["-sckpt", "check"])
+        .stdout
+        .contains("interface          application-level\n"));
+    let refused = c.as_user(
+        "gtuser1",
+        "qsub",
+        &["-ckpt", "nosuch", "-b", "y", "/bin/true"],
+    );
+    assert_eq!(
+        (refused.code, refused.stderr.as_str()),
+        (
+            1,
+            "Unable to run job: job rejected: the requested checkpointing environment \"nosuch\" does not exist\nExiting.\n"
+        )
+    );
+    let refused = c.as_user("gtuser1", "qsub", &["-c", "sx", "-b", "y", "/bin/true"]);
+    assert!(
+        refused
+            .stderr
+            .contains("job rejected: checkpointing without checkpointing environment requested"),
+        "{refused:?}"
+    );
+    let id = c.submit(
+        "gtuser1",
+        &[
+            "-ckpt", "check", "-c", "sx", "-wd", "/tmp", "-b", "y", "sleep", "6176",
+        ],
+    );
+    wait_until(
+        "the scheduler says why it waits",
+        Duration::from_secs(30),
+        || {
+            c.as_user("gtuser1", "qstat", &["-j", &id]).stdout.contains(
+            "cannot run in queue instance \"all.q@node1\" because ckpt object \"check\" is not in ckpt list of queue",
+        )
+        },
+    );
+    let j = c.as_user("gtuser1", "qstat", &["-j", &id]).stdout;
+    assert!(j.contains("checkpoint_object:          check\n"), "{j}");
+    assert!(j.contains("checkpoint_attr:            sx\n"), "{j}");
+    assert_eq!(
+        c.qconf(&["-mattr", "queue", "ckpt_list", "check", "all.q"])
+            .code,
+        0
+    );
+    wait_until("the job runs", Duration::from_secs(30), || {
+        c.client("qstat", &["-u", "*"])
+            .stdout
+            .lines()
+            .any(|l| l.trim_start().starts_with(&format!("{id} ")) && l.contains(" r "))
+    });
+    let out = c.qconf(&["-dckpt", "check"]);
+    assert_eq!(
+        (out.code, out.stderr.as_str()),
+        (
+            1,
+            "Ckpt \"check\" is still referenced in queue \"all.q\".\n"
+        )
+    );
+    assert_eq!(c.client("qdel", &["-u", "gtuser1"]).code, 0);
+}

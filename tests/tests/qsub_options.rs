@@ -116,9 +116,11 @@ const REFUSED: &[(&[&str], &str, i32)] = &[
     (&["-u", "alice"], "Unknown option -u alice", 5),
     (&["-nostdin"], "Unknown option -nostdin", 5),
     (&["-ot", "5"], "Unknown option -ot 5", 5),
+    (&["-c", "q"], "ERROR! -c specifier invalid", 2),
+    (&["-c", "1:x"], "ERROR! -c argument invalid", 2),
     (
-        &["-ckpt", "blcr"],
-        "Unsupported: \"-ckpt\" is not supported by Gantry yet",
+        &["-pty", "y"],
+        "Unsupported: \"-pty y\" is not supported by Gantry yet",
         5,
     ),
 ];

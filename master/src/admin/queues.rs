@@ -98,6 +98,14 @@ impl ClusterState {
                 )));
             }
         }
+        for c in list("ckpt_list") {
+            if !self.ckpts.contains_key(&c) {
+                return Err(invalid(format!(
+                    "Ckpt \"{c}\" in ckpt_list of cluster queue \"{}\" does not exist",
+                    q.name
+                )));
+            }
+        }
         for key in ["user_lists", "xuser_lists"] {
             for set in list(key) {
                 if !self.usersets.contains_key(&set) {

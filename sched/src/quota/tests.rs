@@ -974,6 +974,7 @@ fn filter_matching_table() {
             queues: Vec::new(),
             soft_queues: Vec::new(),
             masterq: Vec::new(),
+            ckpt: None,
             user: user.to_string(),
             groups: groups.clone(),
             project: project.map(str::to_string),
