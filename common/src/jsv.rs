@@ -418,6 +418,14 @@ pub fn parameters(spec: &JobSpec, who: &Submitter, context: Context) -> Vec<(Str
     if !spec.masterq.is_empty() {
         put("masterq", spec.masterq.join(","));
     }
+    if let Some(c) = &spec.ckpt {
+        put("ckpt", c.clone());
+    }
+    match spec.ckpt_when.as_deref() {
+        Some(w) if crate::ckpt::valid_when(w) => put("c_occasion", w.to_string()),
+        Some(i) => put("c_interval", i.to_string()),
+        None => {}
+    }
     if !spec.queues.is_empty() {
         put("q_hard", spec.queues.join(","));
     }
@@ -567,6 +575,14 @@ pub fn set_parameter(spec: &mut JobSpec, name: &str, value: Option<&str>) -> Res
         ("l_soft", v) => spec.soft_resources = v.map(resource_pairs).unwrap_or_default(),
         ("q_hard", v) => spec.queues = v.map(list).unwrap_or_default(),
         ("masterq", v) => spec.masterq = v.map(list).unwrap_or_default(),
+        ("ckpt", v) => spec.ckpt = v.map(str::to_string),
+        ("c_occasion", Some(v)) if crate::ckpt::valid_when(v) => {
+            spec.ckpt_when = Some(v.to_string())
+        }
+        ("c_interval", Some(v)) if crate::value::parse_time(v).is_ok() => {
+            spec.ckpt_when = Some(v.to_string())
+        }
+        ("c_occasion" | "c_interval", None) => spec.ckpt_when = None,
         ("q_soft", v) => spec.soft_queues = v.map(list).unwrap_or_default(),
         ("m", v) => {
             spec.mail_options = match v {

@@ -800,6 +800,13 @@ fn job_environment(
         ("SGE_STDERR_PATH", err_path.to_string_lossy().into_owned()),
         ("SGE_ACCOUNT", spec.account.clone()),
     ];
+    // SGE's variables for a checkpointing job (`-ckpt`).
+    if let Some(c) = &spec.ckpt {
+        set.push(("SGE_CKPT_ENV", c.clone()));
+        if let Some(dir) = setting(start, "ckpt_dir") {
+            set.push(("SGE_CKPT_DIR", dir.to_string()));
+        }
+    }
     if let Some(pe) = &start.pe {
         set.push(("PE", pe.clone()));
         set.push((

@@ -495,6 +495,10 @@ impl ClusterState {
                 queue_settings.push(("mailer".to_string(), mailer.to_string()));
             }
         }
+        // A checkpointing job is told its environment's directory.
+        if let Some(c) = job.spec.ckpt.as_ref().and_then(|n| self.ckpts.get(n)) {
+            queue_settings.push(("ckpt_dir".to_string(), c.ckpt_dir.clone()));
+        }
         Some(JobStart {
             job_id: job.id,
             task_id: d.task_id,

@@ -2587,10 +2587,26 @@ fn a_checkpointing_job_runs_only_in_queues_listing_its_environment() {
             .contains("job rejected: checkpointing without checkpointing environment requested"),
         "{refused:?}"
     );
+    let dir = shared_dir("ckpt");
+    let out = dir.join("out").to_string_lossy().into_owned();
     let id = c.submit(
         "gtuser1",
         &[
-            "-ckpt", "check", "-c", "sx", "-wd", "/tmp", "-b", "y", "sleep", "6176",
+            "-ckpt",
+            "check",
+            "-c",
+            "sx",
+            "-wd",
+            "/tmp",
+            "-o",
+            &out,
+            "-j",
+            "y",
+            "-b",
+            "y",
+            "sh",
+            "-c",
+            "echo \"$SGE_CKPT_ENV $SGE_CKPT_DIR\"; sleep 6176",
         ],
     );
     wait_until(
@@ -2616,6 +2632,13 @@ fn a_checkpointing_job_runs_only_in_queues_listing_its_environment() {
             .lines()
             .any(|l| l.trim_start().starts_with(&format!("{id} ")) && l.contains(" r "))
     });
+    // The job is told its checkpointing environment, as SGE tells it.
+    wait_until(
+        "the job says its environment",
+        Duration::from_secs(30),
+        || std::fs::read_to_string(dir.join("out")).is_ok_and(|t| t == "check /tmp\n"),
+    );
+    let _ = std::fs::remove_dir_all(&dir);
     let out = c.qconf(&["-dckpt", "check"]);
     assert_eq!(
         (out.code, out.stderr.as_str()),
