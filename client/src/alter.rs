@@ -45,6 +45,10 @@ const QALTER_SPECS: &[OptSpec] = &[
     opt("-hold_jid_ad", Arity::One),
     opt("-dl", Arity::One),
     opt("-js", Arity::One),
+    opt("-binding", Arity::Binding),
+    opt("-masterq", Arity::One),
+    opt("-ckpt", Arity::One),
+    opt("-c", Arity::One),
 ];
 
 pub fn qalter_usage() -> String {
@@ -53,6 +57,10 @@ pub fn qalter_usage() -> String {
         ("[-ac context_list]", "add context variable(s)"),
         ("[-dc simple_context_list]", "delete context variable(s)"),
         ("[-dl date_time]", "request a deadline initiation time"),
+        ("[-binding [env|pe|set] strategy]", "bind the job to cores"),
+        ("[-c ckpt_selector]", "define type of checkpointing for job"),
+        ("[-ckpt ckpt-name]", "request checkpoint method"),
+        ("[-masterq wc_queue_list]", "bind master task to queue(s)"),
         ("[-h {u|n}]", "place (u) or remove (n) the user hold"),
         ("[-help]", "print this help"),
         (
@@ -232,6 +240,25 @@ pub fn qalter(args: &[String]) -> Output {
                 Ok(js) => changes.job_share = Some(js),
                 Err(e) => return Output::fail(e.text, e.status),
             },
+            "-binding" => match gantry_common::binding::parse(&arg) {
+                Ok(b) => changes.binding = Some(gantry_common::binding::print(&b)),
+                Err(e) => return Output::fail(e, crate::optvalues::ESEMANTIC),
+            },
+            "-masterq" => match crate::optvalues::queue_list(g.name, &arg) {
+                Ok(l) => changes.masterq = Some(l),
+                Err(e) => return Output::fail(e.text, e.status),
+            },
+            "-ckpt" => changes.ckpt = Some(arg),
+            "-c" => {
+                let interval = gantry_common::value::parse_time(&arg).is_ok_and(|t| t > 0.0);
+                if !interval && !gantry_common::ckpt::valid_when(&arg) {
+                    return Output::fail(
+                        "ERROR! -c argument invalid".to_string(),
+                        crate::optvalues::ESEMANTIC,
+                    );
+                }
+                changes.ckpt_when = Some(arg);
+            }
             "-hold_jid" => {
                 changes.hold_jids = Some(
                     arg.split(',')

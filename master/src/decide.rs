@@ -305,6 +305,19 @@ impl ClusterState {
                 return Decision::refused(r);
             }
         }
+        if let Some(q) = &changes.masterq {
+            if let Err(r) = crate::jobs::check_queues(self, q) {
+                return Decision::refused(r);
+            }
+        }
+        if let Some(c) = &changes.ckpt {
+            if !self.ckpts.contains_key(c) {
+                return refused(
+                    RefusalKind::Invalid,
+                    format!("job rejected: the requested checkpointing environment \"{c}\" does not exist"),
+                );
+            }
+        }
         if let Err(e) = gantry_common::mail::check(
             changes.mail_options.as_deref().unwrap_or(""),
             changes.mail_list.as_deref().unwrap_or(&[]),
@@ -394,6 +407,36 @@ impl ClusterState {
                 }
                 spec.deadline = Some(dl);
                 messages.push(format!("modified deadline time of job {id}"));
+            }
+            if let Some(b) = &changes.binding {
+                spec.binding = Some(b.clone());
+                messages.push(format!("modified binding of job {id}"));
+            }
+            if let Some(q) = &changes.masterq {
+                if spec.pe.is_none() {
+                    return refused(
+                        RefusalKind::Invalid,
+                        "job rejected: specification of master queue is not allowed for non-parallel jobs"
+                            .to_string(),
+                    );
+                }
+                spec.masterq = q.clone();
+                messages.push(format!("modified master queue list of job {id}"));
+            }
+            if let Some(c) = &changes.ckpt {
+                spec.ckpt = Some(c.clone());
+                messages.push(format!("modified checkpoint object of job {id}"));
+            }
+            if let Some(w) = &changes.ckpt_when {
+                if spec.ckpt.is_none() {
+                    return refused(
+                        RefusalKind::Invalid,
+                        "job rejected: checkpointing without checkpointing environment requested"
+                            .to_string(),
+                    );
+                }
+                spec.ckpt_when = Some(w.clone());
+                messages.push(format!("modified checkpoint attribute of job {id}"));
             }
             if let Some(js) = changes.job_share {
                 spec.job_share = js;

@@ -636,6 +636,14 @@ pub struct JobChanges {
     pub deadline: Option<i64>,
     /// `-js`
     pub job_share: Option<u32>,
+    /// `-binding`, as SGE prints it.
+    pub binding: Option<String>,
+    /// `-masterq`
+    pub masterq: Option<Vec<String>>,
+    /// `-ckpt`
+    pub ckpt: Option<String>,
+    /// `-c`
+    pub ckpt_when: Option<String>,
 }
 
 /// What a running task has used so far, as its execd measures it (`qstat -j`'s

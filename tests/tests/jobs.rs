@@ -2647,5 +2647,33 @@ fn a_checkpointing_job_runs_only_in_queues_listing_its_environment() {
             "Ckpt \"check\" is still referenced in queue \"all.q\".\n"
         )
     );
+    // qalter sets the same on a pending job.
+    let held = c.submit("gtuser1", &["-h", "-b", "y", "/bin/true"]);
+    let out = c.as_user(
+        "gtuser1",
+        "qalter",
+        &["-ckpt", "check", "-c", "s", "-binding", "linear:1", &held],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(
+        out.stdout
+            .contains(&format!("modified checkpoint object of job {held}")),
+        "{out:?}"
+    );
+    let j = c.as_user("gtuser1", "qstat", &["-j", &held]).stdout;
+    assert!(j.contains("checkpoint_object:          check\n"), "{j}");
+    assert!(j.contains("checkpoint_attr:            s\n"), "{j}");
+    assert!(
+        j.contains("binding:                    set linear:1\n"),
+        "{j}"
+    );
+    let out = c.as_user("gtuser1", "qalter", &["-masterq", "all.q", &held]);
+    assert_eq!(
+        (out.code, out.stderr.as_str()),
+        (
+            1,
+            "job rejected: specification of master queue is not allowed for non-parallel jobs\n"
+        )
+    );
     assert_eq!(c.client("qdel", &["-u", "gtuser1"]).code, 0);
 }
