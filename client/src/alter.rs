@@ -270,7 +270,10 @@ pub fn qalter(args: &[String]) -> Output {
             _ => {}
         }
     }
-    send(ToMaster::AlterJobs { ids, changes })
+    send(ToMaster::AlterJobs {
+        ids,
+        changes: Box::new(changes),
+    })
 }
 
 const HOLD_SPECS: &[OptSpec] = &[opt("-help", Arity::None), opt("-h", Arity::One)];
@@ -310,10 +313,10 @@ fn hold(args: &[String], on: bool) -> Output {
     }
     send(ToMaster::AlterJobs {
         ids,
-        changes: JobChanges {
+        changes: Box::new(JobChanges {
             hold: Some(on),
             ..JobChanges::default()
-        },
+        }),
     })
 }
 

@@ -143,7 +143,7 @@ pub enum ToMaster {
     /// `qalter`, `qhold`, `qrls`: change pending jobs (`id` or `id.task` references).
     AlterJobs {
         ids: Vec<String>,
-        changes: JobChanges,
+        changes: Box<JobChanges>,
     },
     /// `qmod -d` / `qmod -e`: disable or enable queue instances (`queue`, `queue@host`,
     /// `@host`... as Grid Engine's wildcard queue list).
