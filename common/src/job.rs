@@ -44,6 +44,8 @@ pub struct Job {
     pub tasks: crate::tasks::Tasks,
     /// Running tasks suspended with `qmod -sj` (state `s`).
     pub suspended: std::collections::BTreeSet<u32>,
+    /// Tasks that run again after their host failed under them (`RESTARTED=1`).
+    pub restarted: std::collections::BTreeSet<u32>,
 }
 
 impl Job {

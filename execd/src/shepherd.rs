@@ -795,6 +795,11 @@ fn job_environment(
         ("TMPDIR", tmp.clone()),
         ("TMP", tmp),
         ("ENVIRONMENT", "BATCH".to_string()),
+        // SGE's: 1 when the task runs again after its host failed under it.
+        (
+            "RESTARTED",
+            if start.restarted { "1" } else { "0" }.to_string(),
+        ),
         ("SGE_CWD_PATH", cwd.to_string_lossy().into_owned()),
         ("SGE_STDOUT_PATH", out_path.to_string_lossy().into_owned()),
         ("SGE_STDERR_PATH", err_path.to_string_lossy().into_owned()),
@@ -886,6 +891,7 @@ mod tests {
                 host: "n1".into(),
                 slots: 1,
             }],
+            restarted: false,
         }
     }
 

@@ -788,6 +788,7 @@ impl ClusterState {
                             report.failure
                         );
                         job.tasks.insert(key.1, TaskState::Pending);
+                        job.restarted.insert(key.1);
                         recorded.push(key);
                         continue;
                     }

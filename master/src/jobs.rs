@@ -428,6 +428,7 @@ pub fn validate_submission(
         submit_time: now,
         tasks,
         suspended: Default::default(),
+        restarted: Default::default(),
     })
 }
 
@@ -511,6 +512,7 @@ impl ClusterState {
             queue_settings,
             pe: d.pe.clone(),
             granted: d.grants.clone(),
+            restarted: job.restarted.contains(&d.task_id),
         })
     }
 

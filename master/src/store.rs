@@ -30,7 +30,8 @@ const ACCOUNTING: TableDefinition<(u64, u32), &[u8]> = TableDefinition::new("acc
 /// 12: a job keeps its core binding request (`-binding`).
 /// 13: a job keeps its master queue list (`-masterq`).
 /// 14: checkpointing environments; a job keeps `-ckpt` and `-c`.
-pub const SCHEMA_VERSION: u32 = 14;
+/// 15: a job keeps which tasks run again after a host failure (`RESTARTED`).
+pub const SCHEMA_VERSION: u32 = 15;
 
 /// A checkpoint is taken once this many changes or this many journal bytes are waiting.
 /// The owner starts it in a turn of its own ([`Store::checkpoint_due`],

@@ -390,6 +390,8 @@ pub struct JobStart {
     /// Every queue instance the job was granted slots in, the master queue first
     /// (`PE_HOSTFILE`, `NHOSTS`, `NQUEUES`).
     pub granted: Vec<Grant>,
+    /// The task runs again after its host failed under it (`RESTARTED=1`).
+    pub restarted: bool,
 }
 
 /// Slots a job was granted in one queue instance.

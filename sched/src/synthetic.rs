@@ -319,6 +319,7 @@ pub fn job(id: u64, user: &str, hard: &[(&str, &str)], soft: &[(&str, &str)]) ->
         submit_time: 0,
         tasks: gantry_common::tasks::Tasks::single(),
         suspended: Default::default(),
+        restarted: Default::default(),
     }
 }
 

@@ -1710,9 +1710,25 @@ fn a_rerunnable_job_runs_again_after_its_host_failed() {
     ensure_user("gtuser1");
     let mut c = Cluster::one_host();
     assert_eq!(c.qconf(&["-rattr", "queue", "slots", "4", "all.q"]).code, 0);
+    let dir = shared_dir("rerun");
+    let out = dir.join("again").to_string_lossy().into_owned();
     let again = c.submit(
         "gtuser1",
-        &["-r", "y", "-wd", "/tmp", "-b", "y", "sleep", "6171"],
+        &[
+            "-r",
+            "y",
+            "-wd",
+            "/tmp",
+            "-o",
+            &out,
+            "-j",
+            "y",
+            "-b",
+            "y",
+            "sh",
+            "-c",
+            "echo RESTARTED=$RESTARTED; exec sleep 6171",
+        ],
     );
     let once = c.submit(
         "gtuser1",
@@ -1730,6 +1746,11 @@ fn a_rerunnable_job_runs_again_after_its_host_failed() {
     wait_until("both jobs to run", Duration::from_secs(20), || {
         running(&c) == 2
     });
+    wait_until(
+        "the first run says it is no rerun",
+        Duration::from_secs(20),
+        || std::fs::read_to_string(&out).is_ok_and(|t| t.contains("RESTARTED=0\n")),
+    );
     // The host fails: its execd and the jobs' shepherds die at once.
     c.execds[0].stop(nix::sys::signal::Signal::SIGKILL);
     let tasks = c.execd_home("node1").join("jobs");
@@ -1759,7 +1780,14 @@ fn a_rerunnable_job_runs_again_after_its_host_failed() {
                     .is_ok_and(|s| s.success())
         },
     );
+    // The second run knows it is one (SGE's RESTARTED).
+    wait_until(
+        "the second run says it is a rerun",
+        Duration::from_secs(20),
+        || std::fs::read_to_string(&out).is_ok_and(|t| t.contains("RESTARTED=1\n")),
+    );
     assert_eq!(c.client("qdel", &[&again]).code, 0);
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// `-notify`: SIGUSR1 before a suspension and SIGUSR2 before a kill, the queue's
