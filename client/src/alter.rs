@@ -250,8 +250,7 @@ pub fn qalter(args: &[String]) -> Output {
             },
             "-ckpt" => changes.ckpt = Some(arg),
             "-c" => {
-                let interval = gantry_common::value::parse_time(&arg).is_ok_and(|t| t > 0.0);
-                if !interval && !gantry_common::ckpt::valid_when(&arg) {
+                if !gantry_common::ckpt::valid_selector(&arg) {
                     return Output::fail(
                         "ERROR! -c argument invalid".to_string(),
                         crate::optvalues::ESEMANTIC,

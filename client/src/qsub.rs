@@ -481,8 +481,7 @@ fn apply(
             "-ckpt" => spec.ckpt = Some(arg),
             "-c" => {
                 // `when` letters (`smxr`, `n`) or an interval (SGE's parse_qsub.c).
-                let interval = gantry_common::value::parse_time(&arg).is_ok_and(|t| t > 0.0);
-                if !interval && !gantry_common::ckpt::valid_when(&arg) {
+                if !gantry_common::ckpt::valid_selector(&arg) {
                     return Err(OptionError::semantic(
                         if arg.chars().all(|c| c.is_ascii_alphabetic()) {
                             "ERROR! -c specifier invalid"

@@ -77,6 +77,11 @@ pub fn valid_when(when: &str) -> bool {
             .all(|(i, c)| !when[i + 1..].contains(c))
 }
 
+/// A job's `-c` argument: `when` letters (`smxr`, `n`) or a positive interval.
+pub fn valid_selector(text: &str) -> bool {
+    valid_when(text) || crate::value::parse_time(text).is_ok_and(|t| t > 0.0)
+}
+
 /// Read a checkpointing environment file (`-Ackpt`, `-Mckpt`): `ckpt_name` required,
 /// unknown attributes and bad values refused with their line, the others at the
 /// template's value.

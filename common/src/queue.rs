@@ -146,6 +146,17 @@ pub fn value_on_host<'a>(a: &'a QueueAttr, host: &str, groups_of_host: &[&str]) 
 }
 
 /// The queue as `qconf -sq` prints it.
+/// Does a list attribute of a queue (`pe_list`, `ckpt_list`, `projects`, ...) name
+/// `name`, in its default or in any host's override? (Whether an object is still
+/// referenced.)
+pub fn list_names(q: &ClusterQueue, key: &str, name: &str) -> bool {
+    q.attr(key).is_some_and(|a| {
+        std::iter::once(&a.default)
+            .chain(a.overrides.iter().map(|(_, v)| v))
+            .any(|v| crate::conf::split_list(v).iter().any(|x| x == name))
+    })
+}
+
 pub fn print_queue(q: &ClusterQueue) -> String {
     let mut out = String::new();
     for (k, a) in &q.attrs {

@@ -47,13 +47,11 @@ impl ClusterState {
                     format!("parallel environment \"{name}\" does not exist"),
                 ));
             }
-            if let Some(q) = self.queues.values().find(|q| {
-                q.attr("pe_list").is_some_and(|a| {
-                    std::iter::once(&a.default)
-                        .chain(a.overrides.iter().map(|(_, v)| v))
-                        .any(|v| gantry_common::conf::split_list(v).contains(name))
-                })
-            }) {
+            if let Some(q) = self
+                .queues
+                .values()
+                .find(|q| gantry_common::queue::list_names(q, "pe_list", name))
+            {
                 return Err(refuse(
                     RefusalKind::Denied,
                     format!(

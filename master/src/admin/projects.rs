@@ -66,13 +66,8 @@ impl ClusterState {
     fn project_user(&self, name: &str) -> Option<String> {
         for q in self.queues.values() {
             for key in ["projects", "xprojects"] {
-                if let Some(a) = q.attr(key) {
-                    let used = std::iter::once(&a.default)
-                        .chain(a.overrides.iter().map(|(_, v)| v))
-                        .any(|v| gantry_common::conf::split_list(v).iter().any(|p| p == name));
-                    if used {
-                        return Some(format!("{key} of cluster queue \"{}\"", q.name));
-                    }
+                if gantry_common::queue::list_names(q, key, name) {
+                    return Some(format!("{key} of cluster queue \"{}\"", q.name));
                 }
             }
         }

@@ -118,13 +118,9 @@ impl ClusterState {
                 ));
             }
             let referenced_by_queue = self.queues.values().find(|q| {
-                ["user_lists", "xuser_lists"].iter().any(|k| {
-                    q.attr(k).is_some_and(|a| {
-                        std::iter::once(&a.default)
-                            .chain(a.overrides.iter().map(|(_, v)| v))
-                            .any(|v| gantry_common::conf::split_list(v).iter().any(|x| x == n))
-                    })
-                })
+                ["user_lists", "xuser_lists"]
+                    .iter()
+                    .any(|k| gantry_common::queue::list_names(q, k, n))
             });
             if let Some(q) = referenced_by_queue {
                 return Err(refuse(
