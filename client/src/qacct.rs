@@ -57,12 +57,15 @@ pub fn render_record(r: &AccountingRecord) -> String {
     raw(&mut s, "end_time", &ts(rep.end_time));
     row(&mut s, "granted_pe", "NONE");
     row(&mut s, "slots", &r.slots.to_string());
-    let failed = if rep.failed == 0 {
-        "0".to_string()
-    } else {
-        format!("{}  : {}", rep.failed, rep.failure)
-    };
-    s.push_str(&format!("{:<13}{:<5}\n", "failed", failed));
+    // SGE's code and its name for it; Gantry's own words for the failure go to the
+    // execd's log, the abort mail and `qstat -j`.
+    s.push_str(&format!(
+        "{:<13}{:<3} {} {}\n",
+        "failed",
+        rep.failed,
+        if rep.failed == 0 { "" } else { ":" },
+        gantry_proto::failure_description(rep.failed)
+    ));
     row(&mut s, "exit_status", &rep.exit_status.to_string());
     raw(
         &mut s,

@@ -56,7 +56,7 @@ fn job_line(j: &JobView, with_queue: bool) -> String {
         prior(j.priority),
         j.name,
         j.owner,
-        j.state.letters(),
+        j.state_letters(),
         when,
         queue,
         j.slots,
@@ -214,7 +214,7 @@ fn xml_job(x: &mut crate::xml::Xml, indent: usize, j: &JobView, with_queue: bool
     x.element(i, "JAT_prio", &[], &prior(j.priority));
     x.element(i, "JB_name", &[], &j.name);
     x.element(i, "JB_owner", &[], &j.owner);
-    x.element(i, "state", &[], j.state.letters());
+    x.element(i, "state", &[], j.state_letters());
     let iso = |t: i64| local_time(t, "%Y-%m-%dT%H:%M:%S");
     match j.start_time {
         Some(t) => x.element(i, "JAT_start_time", &[], &iso(t)),
@@ -641,7 +641,7 @@ pub fn qstat(args: &[String]) -> Output {
             "name": j.name,
             "owner": j.owner,
             "priority": j.priority,
-            "state": j.state.letters(),
+            "state": j.state_letters(),
             "submit_time": j.submit_time,
             "start_time": j.start_time,
             "queue": j.queue,
@@ -774,6 +774,7 @@ mod tests {
             hard_resources: vec![],
             hold_jids: vec![],
             is_array: !tasks.is_empty(),
+            restarted: false,
         }
     }
 

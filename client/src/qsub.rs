@@ -778,7 +778,8 @@ pub fn run(args: &[String]) -> Output {
                 ..
             }) => {
                 if let Some(sig) = signal {
-                    let name = signal_name(sig).map_or_else(|| sig.to_string(), str::to_string);
+                    let name = gantry_common::signal::name(sig)
+                        .map_or_else(|| sig.to_string(), str::to_string);
                     out.stderr
                         .push_str(&format!("Job {job_id} exited because of signal {name}\n"));
                     out.code = exit::FAILURE;
@@ -814,61 +815,9 @@ pub fn run(args: &[String]) -> Output {
     out
 }
 
-/// Linux's name for signal `number` (the numbering of x86-64 and AArch64).
-pub fn signal_name(number: i32) -> Option<&'static str> {
-    const NAMES: [&str; 31] = [
-        "SIGHUP",
-        "SIGINT",
-        "SIGQUIT",
-        "SIGILL",
-        "SIGTRAP",
-        "SIGABRT",
-        "SIGBUS",
-        "SIGFPE",
-        "SIGKILL",
-        "SIGUSR1",
-        "SIGSEGV",
-        "SIGUSR2",
-        "SIGPIPE",
-        "SIGALRM",
-        "SIGTERM",
-        "SIGSTKFLT",
-        "SIGCHLD",
-        "SIGCONT",
-        "SIGSTOP",
-        "SIGTSTP",
-        "SIGTTIN",
-        "SIGTTOU",
-        "SIGURG",
-        "SIGXCPU",
-        "SIGXFSZ",
-        "SIGVTALRM",
-        "SIGPROF",
-        "SIGWINCH",
-        "SIGIO",
-        "SIGPWR",
-        "SIGSYS",
-    ];
-    usize::try_from(number)
-        .ok()
-        .and_then(|n| n.checked_sub(1))
-        .and_then(|i| NAMES.get(i).copied())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn signal_names_are_the_kernels() {
-        for n in 1..=31 {
-            let want = nix::sys::signal::Signal::try_from(n).map(|s| s.as_str());
-            assert_eq!(signal_name(n), want.ok(), "{n}");
-        }
-        assert_eq!(signal_name(0), None);
-        assert_eq!(signal_name(32), None);
-        assert_eq!(signal_name(-9), None);
-    }
 
     #[test]
     fn script_directives() {

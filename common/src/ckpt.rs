@@ -2,8 +2,6 @@
 //! its file format. A job asks for one with `qsub -ckpt name` and then runs only in
 //! queues whose `ckpt_list` names it.
 
-use serde::{Deserialize, Serialize};
-
 use crate::conf::{parse_entries, FileError};
 
 /// The interfaces SGE knows (`checkpoint(5)`).
@@ -16,37 +14,7 @@ pub const INTERFACES: &[&str] = &[
     "cray-ckpt",
 ];
 
-/// A checkpointing environment.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Ckpt {
-    pub name: String,
-    pub interface: String,
-    pub ckpt_command: String,
-    pub migr_command: String,
-    pub restart_command: String,
-    pub clean_command: String,
-    pub ckpt_dir: String,
-    pub signal: String,
-    /// When to checkpoint: letters of `smxr`, or `n` (never).
-    pub when: String,
-}
-
-impl Ckpt {
-    /// A checkpointing environment with SGE's template values.
-    pub fn new(name: &str) -> Ckpt {
-        Ckpt {
-            name: name.to_string(),
-            interface: "userdefined".into(),
-            ckpt_command: "none".into(),
-            migr_command: "none".into(),
-            restart_command: "none".into(),
-            clean_command: "none".into(),
-            ckpt_dir: "/tmp".into(),
-            signal: "none".into(),
-            when: "sx".into(),
-        }
-    }
-}
+pub use gantry_proto::Ckpt;
 
 /// The object as `qconf -sckpt` prints it.
 pub fn print_ckpt(c: &Ckpt) -> String {
@@ -82,6 +50,96 @@ pub fn valid_selector(text: &str) -> bool {
     valid_when(text) || crate::value::parse_time(text).is_ok_and(|t| t > 0.0)
 }
 
+/// The variables a checkpointing command may use (`checkpoint(5)`): `$job_id` and the
+/// others are replaced when the shepherd runs the command.
+pub const VARIABLES: &[&str] = &[
+    "host",
+    "job_owner",
+    "job_id",
+    "job_name",
+    "queue",
+    "job_pid",
+    "ckpt_dir",
+    "ckpt_signal",
+];
+
+/// How an interface is carried out on a host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Method {
+    /// `application-level`, `hibernator`, `cpr`, `cray-ckpt`: the environment's commands
+    /// take checkpoints and migrate the job. `restart` says whether a job restarting from
+    /// a checkpoint runs the `restart_command` in its place (not for application-level:
+    /// the job restarts itself, told by `RESTARTED`).
+    Commands { restart: bool },
+    /// `transparent`, `userdefined`: the job checkpoints itself when it gets the
+    /// environment's `signal`; a migration kills it.
+    Signal,
+}
+
+impl Method {
+    pub fn of(interface: &str) -> Method {
+        let i = interface.to_ascii_lowercase();
+        match i.as_str() {
+            "application-level" => Method::Commands { restart: false },
+            "hibernator" | "cpr" | "cray-ckpt" => Method::Commands { restart: true },
+            _ => Method::Signal,
+        }
+    }
+}
+
+/// The first `$variable` of a command that is not one of [`VARIABLES`], in SGE's words.
+pub fn check_command(cmd: &str) -> Result<(), String> {
+    let mut bad = None;
+    expand_command(cmd, |name| {
+        if bad.is_none() {
+            if name.is_empty() {
+                bad = Some("variables need at least one character".to_string());
+            } else if !VARIABLES.contains(&name) {
+                bad = Some(format!("unknown variable \"{name}\""));
+            }
+        }
+        String::new()
+    });
+    bad.map_or(Ok(()), Err)
+}
+
+/// A command with each `$name` (letters, digits, `_`) replaced by `value(name)`.
+pub fn expand_command(cmd: &str, mut value: impl FnMut(&str) -> String) -> String {
+    let mut out = String::with_capacity(cmd.len());
+    let mut rest = cmd;
+    while let Some(at) = rest.find('$') {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 1..];
+        let len = after
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(after.len());
+        out.push_str(&value(&after[..len]));
+        rest = &after[len..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// When a job is checkpointed: its `-c` letters, else its environment's `when`.
+pub fn effective_when(ckpt: &Ckpt, job_selector: Option<&str>) -> String {
+    match job_selector {
+        Some(s) if valid_when(s) => s.to_string(),
+        _ => ckpt.when.clone(),
+    }
+}
+
+/// The interval of a job's `-c interval` (seconds), if it gave one.
+pub fn job_interval(job_selector: Option<&str>) -> Option<u64> {
+    let s = job_selector?;
+    if valid_when(s) {
+        return None;
+    }
+    crate::value::parse_time(s)
+        .ok()
+        .filter(|t| t.is_finite() && *t > 0.0)
+        .map(|t| t.ceil() as u64)
+}
+
 /// Read a checkpointing environment file (`-Ackpt`, `-Mckpt`): `ckpt_name` required,
 /// unknown attributes and bad values refused with their line, the others at the
 /// template's value.
@@ -108,12 +166,33 @@ pub fn parse_ckpt(text: &str) -> Result<Ckpt, FileError> {
                 }
                 c.interface = value;
             }
-            "ckpt_command" => c.ckpt_command = value,
-            "migr_command" => c.migr_command = value,
-            "restart_command" => c.restart_command = value,
-            "clean_command" => c.clean_command = value,
+            "ckpt_command" | "migr_command" | "restart_command" | "clean_command" => {
+                check_command(&value).map_err(|why| {
+                    FileError::at(
+                        e.line,
+                        format!(
+                            "parameter {} of ckpt environment \"{}\": {why}",
+                            e.key, c.name
+                        ),
+                    )
+                })?;
+                match e.key.as_str() {
+                    "ckpt_command" => c.ckpt_command = value,
+                    "migr_command" => c.migr_command = value,
+                    "restart_command" => c.restart_command = value,
+                    _ => c.clean_command = value,
+                }
+            }
             "ckpt_dir" => c.ckpt_dir = value,
-            "signal" => c.signal = value,
+            "signal" => {
+                if !value.eq_ignore_ascii_case("none") && crate::signal::number(&value).is_none() {
+                    return Err(FileError::at(
+                        e.line,
+                        format!("\"{value}\" is not a signal string (like HUP, INT, WINCH, ..)"),
+                    ));
+                }
+                c.signal = value;
+            }
             "when" => {
                 if !valid_when(&value) {
                     return Err(FileError::at(
@@ -164,10 +243,66 @@ mod tests {
                 "ckpt_name x\ncolour red\n",
                 "line 2: unknown attribute \"colour\" in checkpointing environment",
             ),
+            // SGE's msg_sgeobjlib.h 64176 and 64175 with msg_daemons_common.h 27062.
+            (
+                "ckpt_name x\nsignal FOO\n",
+                "line 2: \"FOO\" is not a signal string (like HUP, INT, WINCH, ..)",
+            ),
+            (
+                "ckpt_name x\nckpt_command /bin/ck $job_id $nosuch\n",
+                "line 2: parameter ckpt_command of ckpt environment \"x\": unknown variable \"nosuch\"",
+            ),
+            (
+                "ckpt_name x\nclean_command rm $ \n",
+                "line 2: parameter clean_command of ckpt environment \"x\": variables need at least one character",
+            ),
         ];
         for (text, want) in bad {
             assert_eq!(parse_ckpt(text).unwrap_err().to_string(), want, "{text}");
         }
         assert!(valid_when("n") && valid_when("smxr") && !valid_when("") && !valid_when("nx"));
+    }
+
+    #[test]
+    fn commands_expand_sges_variables() {
+        let values = |n: &str| match n {
+            "job_id" => "7".to_string(),
+            "ckpt_dir" => "/ck".to_string(),
+            other => format!("<{other}>"),
+        };
+        let table = [
+            ("none", "none"),
+            ("/bin/ck $job_id $ckpt_dir/x", "/bin/ck 7 /ck/x"),
+            ("a$job_id.b", "a7.b"),
+            ("$job_owner@$host", "<job_owner>@<host>"),
+            ("cost $", "cost <>"),
+        ];
+        for (cmd, want) in table {
+            assert_eq!(expand_command(cmd, values), want, "{cmd}");
+        }
+        assert_eq!(check_command("/bin/ck $job_pid $ckpt_signal"), Ok(()));
+    }
+
+    #[test]
+    fn when_and_interval_of_a_job() {
+        let mut c = Ckpt::new("c");
+        c.when = "xs".into();
+        let table = [
+            (None, "xs", None),
+            (Some("m"), "m", None),
+            (Some("0:0:30"), "xs", Some(30)),
+            (Some("90"), "xs", Some(90)),
+        ];
+        for (sel, when, interval) in table {
+            assert_eq!(effective_when(&c, sel), when, "{sel:?}");
+            assert_eq!(job_interval(sel), interval, "{sel:?}");
+        }
+        assert_eq!(
+            Method::of("Application-Level"),
+            Method::Commands { restart: false }
+        );
+        assert_eq!(Method::of("cpr"), Method::Commands { restart: true });
+        assert_eq!(Method::of("userdefined"), Method::Signal);
+        assert_eq!(Method::of("transparent"), Method::Signal);
     }
 }

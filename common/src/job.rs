@@ -44,8 +44,12 @@ pub struct Job {
     pub tasks: crate::tasks::Tasks,
     /// Running tasks suspended with `qmod -sj` (state `s`).
     pub suspended: std::collections::BTreeSet<u32>,
-    /// Tasks that run again after their host failed under them (`RESTARTED=1`).
-    pub restarted: std::collections::BTreeSet<u32>,
+    /// Tasks that run again after their host failed under them or they migrated
+    /// (`RESTARTED=1`, state `R`), with how many runs of each were interrupted (each
+    /// has an accounting record of its own).
+    pub restarted: std::collections::BTreeMap<u32, u32>,
+    /// Of those, the tasks that restart from a checkpoint in the arena (`RESTARTED=2`).
+    pub ckpt_arena: std::collections::BTreeSet<u32>,
 }
 
 impl Job {

@@ -24,6 +24,7 @@ pub mod queue;
 pub mod recent;
 pub mod rqs;
 pub mod schedconf;
+pub mod signal;
 pub mod strexpr;
 pub mod tasks;
 pub mod userset;

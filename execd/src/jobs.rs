@@ -466,6 +466,12 @@ impl Jobs {
         let Ok(sig) = Signal::try_from(signal) else {
             return;
         };
+        // A checkpointing job whose `when` has x migrates instead of stopping, as SGE's
+        // execd turns the suspension into a migration.
+        if sig == Signal::SIGSTOP && self.migrates_on_suspend(key) {
+            self.migrate(key);
+            return;
+        }
         let order = self.inner.suspend_orders.lock().ok().map(|mut o| {
             let n = o.entry(key).or_insert(0);
             *n += 1;
@@ -491,6 +497,25 @@ impl Jobs {
             }
         }
         self.signal_now(key, sig);
+    }
+
+    /// Does the task's checkpointing environment migrate it when it is suspended?
+    fn migrates_on_suspend(&self, key: TaskKey) -> bool {
+        std::fs::read(task_dir(&self.inner.dir, key).join(START_FILE))
+            .ok()
+            .and_then(|b| gantry_proto::decode::<Order>(&b).ok())
+            .and_then(|o| o.start.checkpoint)
+            .is_some_and(|c| c.when.contains('x'))
+    }
+
+    /// Ask the task's shepherd to migrate its job (checkpoint, end it, report it as
+    /// migrating).
+    fn migrate(&self, key: TaskKey) {
+        let record = TaskRecord::read(&task_dir(&self.inner.dir, key));
+        if let Some(shepherd) = record.shepherd {
+            info!(job = key.0, task = key.1, "migrating the checkpointing job");
+            let _ = kill(Pid::from_raw(shepherd), crate::checkpoint::MIGRATE);
+        }
     }
 
     fn signal_now(&self, key: TaskKey, sig: Signal) {
@@ -666,6 +691,7 @@ async fn end_orphaned_task(
         utime_us,
         stime_us,
         maxrss_kb: 0,
+        checkpointed: false,
     }
 }
 
@@ -734,5 +760,6 @@ fn failed_report(start: &JobStart, host: &str, why: String) -> JobReport {
         utime_us: 0,
         stime_us: 0,
         maxrss_kb: 0,
+        checkpointed: false,
     }
 }

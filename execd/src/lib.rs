@@ -3,6 +3,7 @@
 
 pub mod binding;
 pub mod cgroup;
+pub mod checkpoint;
 pub mod identity;
 pub mod jobs;
 pub mod mail;

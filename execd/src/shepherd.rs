@@ -244,6 +244,8 @@ pub fn run(dir: &Path) -> i32 {
     };
     let start = &order.start;
     let _ = nix::unistd::setsid();
+    // Before any thread starts: a migration request waits for the checkpointer's thread.
+    crate::checkpoint::block_migrate_signal();
     // Processes the job leaves behind when their parents end become the shepherd's
     // children, so that it can end them too.
     let _ = nix::sys::prctl::set_child_subreaper(true);
@@ -281,6 +283,7 @@ pub fn run(dir: &Path) -> i32 {
         utime_us: 0,
         stime_us: 0,
         maxrss_kb: 0,
+        checkpointed: false,
     };
     let mut held = Held::default();
     if let Err(f) = supervise(dir, &order, &mut report, &mut notes, &mut held) {
@@ -491,6 +494,27 @@ fn supervise(
         JobScript::Binary { command } if !start.spec.binary_shell => command.clone(),
         _ => shell.clone(),
     };
+    // A job restarting from a checkpoint of a `hibernator`, `cpr` or `cray-ckpt`
+    // environment runs the environment's restart command in its place, as SGE's does.
+    let restart_command = start
+        .checkpoint
+        .as_ref()
+        .filter(|c| {
+            start.restarted == 2
+                && gantry_common::ckpt::Method::of(&c.env.interface)
+                    == gantry_common::ckpt::Method::Commands { restart: true }
+                && !c.env.restart_command.eq_ignore_ascii_case("none")
+        })
+        .map(|c| {
+            gantry_common::ckpt::expand_command(&c.env.restart_command, |name| {
+                ckpt_variable(start, &user.name, c, None, name)
+            })
+        });
+    let what = if restart_command.is_some() {
+        shell.clone()
+    } else {
+        what
+    };
     let cant_start = |e: std::io::Error| {
         fail(
             ShepherdFailure::NoShell,
@@ -512,6 +536,10 @@ fn supervise(
         .map_or("/usr/local/bin:/usr/bin:/bin", |(_, v)| v.as_str());
     let mut args = vec![what.clone()];
     match &start.spec.script {
+        _ if restart_command.is_some() => {
+            args.push("-c".to_string());
+            args.push(restart_command.clone().unwrap_or_default());
+        }
         JobScript::Script { .. } => {
             args.push(script_path.to_string_lossy().into_owned());
             args.extend(start.spec.args.iter().cloned());
@@ -590,6 +618,24 @@ fn supervise(
     report.start_time = now();
     notes.add("job", child);
     notes.add("start", report.start_time);
+    let checkpointer = start.checkpoint.as_ref().map(|c| {
+        crate::checkpoint::Checkpointer::start(
+            c,
+            pgid,
+            crate::checkpoint::CommandContext {
+                env: env.clone(),
+                cwd: cwd.clone(),
+                uid,
+                gid,
+                groups: user.groups.clone(),
+                drop_privileges: nix::unistd::geteuid().as_raw() != uid,
+                variables: gantry_common::ckpt::VARIABLES
+                    .iter()
+                    .map(|v| (*v, ckpt_variable(start, &user.name, c, Some(child), v)))
+                    .collect(),
+            },
+        )
+    });
     // Run-time limits.
     let notify = setting(start, "notify").and_then(time_of).unwrap_or(60.0);
     if let Some(s_rt) = limit(start, "s_rt", time_of) {
@@ -600,9 +646,13 @@ fn supervise(
             let _ = killpg(pgid, Signal::SIGKILL);
         });
     }
-    if let Some(h_rt) = limit(start, "h_rt", time_of) {
+    let h_rt = limit(start, "h_rt", time_of);
+    let h_rt_reached = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    if let Some(h_rt) = h_rt {
+        let reached = std::sync::Arc::clone(&h_rt_reached);
         std::thread::spawn(move || {
             std::thread::sleep(Duration::from_secs_f64(h_rt));
+            reached.store(true, std::sync::atomic::Ordering::SeqCst);
             let _ = killpg(pgid, Signal::SIGKILL);
         });
     }
@@ -621,11 +671,33 @@ fn supervise(
     // Whatever the job left goes with it: its process group, its control group, and
     // every process that ended up a child of the shepherd.
     end_what_is_left(pgid, held.group.as_ref());
+    if let Some(c) = checkpointer {
+        let outcome = c.finish();
+        for n in outcome.notes {
+            notes.add("note", n);
+        }
+        if outcome.migrated {
+            report.failed = ShepherdFailure::Migrate.code();
+            report.failure = "the checkpointing job was migrated".to_string();
+            report.checkpointed = outcome.checkpointed;
+        }
+    }
     match status {
         nix::sys::wait::WaitStatus::Exited(_, code) => report.exit_status = code,
         nix::sys::wait::WaitStatus::Signaled(_, sig, _) => {
             report.signal = Some(sig as i32);
             report.exit_status = 128 + sig as i32;
+            // Killed at its h_rt: SGE 8.1.9 accounts it as failed 37.
+            if sig == Signal::SIGKILL
+                && h_rt_reached.load(std::sync::atomic::Ordering::SeqCst)
+                && report.failed == 0
+            {
+                report.failed = ShepherdFailure::EnforcedLimit.code();
+                report.failure = format!(
+                    "the job reached its h_rt limit of {} s",
+                    h_rt.unwrap_or_default()
+                );
+            }
         }
         _ => {}
     }
@@ -642,6 +714,27 @@ fn supervise(
         report.stime_us = report.stime_us.max(cpu.system_us);
     }
     Ok(())
+}
+
+/// The value of SGE's variable `name` in a checkpointing command (`$job_id`, ...).
+fn ckpt_variable(
+    start: &JobStart,
+    owner: &str,
+    c: &gantry_proto::Checkpointing,
+    job_pid: Option<i32>,
+    name: &str,
+) -> String {
+    match name {
+        "host" => start.host.clone(),
+        "job_owner" => owner.to_string(),
+        "job_id" => start.job_id.to_string(),
+        "job_name" => start.spec.name.clone(),
+        "queue" => start.queue.split('@').next().unwrap_or("").to_string(),
+        "job_pid" => job_pid.map(|p| p.to_string()).unwrap_or_default(),
+        "ckpt_dir" => c.env.ckpt_dir.clone(),
+        "ckpt_signal" => c.env.signal.clone(),
+        _ => String::new(),
+    }
 }
 
 /// The resource limits the job inherits: `(resource, soft, hard)`.
@@ -795,22 +888,18 @@ fn job_environment(
         ("TMPDIR", tmp.clone()),
         ("TMP", tmp),
         ("ENVIRONMENT", "BATCH".to_string()),
-        // SGE's: 1 when the task runs again after its host failed under it.
-        (
-            "RESTARTED",
-            if start.restarted { "1" } else { "0" }.to_string(),
-        ),
+        // SGE's: 1 when the task runs again (its host failed under it, or it migrated),
+        // 2 when it restarts from a checkpoint.
+        ("RESTARTED", start.restarted.to_string()),
         ("SGE_CWD_PATH", cwd.to_string_lossy().into_owned()),
         ("SGE_STDOUT_PATH", out_path.to_string_lossy().into_owned()),
         ("SGE_STDERR_PATH", err_path.to_string_lossy().into_owned()),
         ("SGE_ACCOUNT", spec.account.clone()),
     ];
     // SGE's variables for a checkpointing job (`-ckpt`).
-    if let Some(c) = &spec.ckpt {
-        set.push(("SGE_CKPT_ENV", c.clone()));
-        if let Some(dir) = setting(start, "ckpt_dir") {
-            set.push(("SGE_CKPT_DIR", dir.to_string()));
-        }
+    if let Some(c) = &start.checkpoint {
+        set.push(("SGE_CKPT_ENV", c.env.name.clone()));
+        set.push(("SGE_CKPT_DIR", c.env.ckpt_dir.clone()));
     }
     if let Some(pe) = &start.pe {
         set.push(("PE", pe.clone()));
@@ -891,7 +980,8 @@ mod tests {
                 host: "n1".into(),
                 slots: 1,
             }],
-            restarted: false,
+            restarted: 0,
+            checkpoint: None,
         }
     }
 
@@ -943,6 +1033,16 @@ mod tests {
         assert_eq!(limit(&s, "h_vmem", mem_of), None);
     }
 
+    /// The signal table users write (`signal` of a checkpointing environment) is the
+    /// kernel's.
+    #[test]
+    fn signal_names_are_the_kernels() {
+        for n in 1..=31 {
+            let want = Signal::try_from(n).map(|s| s.as_str());
+            assert_eq!(gantry_common::signal::name(n), want.ok(), "{n}");
+        }
+    }
+
     #[test]
     fn reports_round_trip_and_partial_ones_are_not_reports() {
         let r = JobReport {
@@ -959,6 +1059,7 @@ mod tests {
             utime_us: 5,
             stime_us: 6,
             maxrss_kb: 7,
+            checkpointed: true,
         };
         let bytes = encode_report(&r);
         assert_eq!(decode_report(&bytes), Some(r));

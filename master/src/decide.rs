@@ -203,6 +203,7 @@ impl ClusterState {
                             utime_us: 0,
                             stime_us: 0,
                             maxrss_kb: 0,
+                            checkpointed: false,
                         };
                         if let Some(record) = self.accounting_record(&waiting) {
                             ops.push(Op::Put(Object::ForcedAway(Box::new(record))));
@@ -776,23 +777,41 @@ impl ClusterState {
             }
             // The host failed under the task (its shepherd ended without a report: the
             // host or its execd went down): a rerunnable job runs again, as SGE
-            // reschedules it; any other is accounted as failed below.
-            if failure == Some(ShepherdFailure::AfterJob) {
-                if let Some(TaskState::Running { host, queue, .. }) = job.tasks.get(key.1) {
-                    if self.rerunnable(job, queue, host) {
-                        tracing::info!(
-                            job = key.0,
-                            task = key.1,
-                            host = %host,
-                            "rescheduled: the task ended with its host ({})",
-                            report.failure
-                        );
-                        job.tasks.insert(key.1, TaskState::Pending);
-                        job.restarted.insert(key.1);
-                        recorded.push(key);
-                        continue;
-                    }
+            // reschedules it; any other is accounted as failed below. A checkpointing
+            // job that migrated (suspended with `when` x) runs again too, from its
+            // checkpoint if it left one. Either way the interrupted run is accounted, as
+            // SGE's job_exit does.
+            let again = match (failure, job.tasks.get(key.1)) {
+                (Some(ShepherdFailure::Migrate), Some(TaskState::Running { .. })) => true,
+                (Some(ShepherdFailure::AfterJob), Some(TaskState::Running { host, queue, .. })) => {
+                    self.rerunnable(job, queue, host)
                 }
+                _ => false,
+            };
+            if again {
+                tracing::info!(
+                    job = key.0,
+                    task = key.1,
+                    host = %report.host,
+                    "rescheduled: {} ({})",
+                    if failure == Some(ShepherdFailure::Migrate) {
+                        "the task migrated"
+                    } else {
+                        "the task ended with its host"
+                    },
+                    report.failure
+                );
+                if let Some(record) = self.accounting_record(report) {
+                    ops.push(Op::Account(Box::new(record)));
+                }
+                job.tasks.insert(key.1, TaskState::Pending);
+                job.suspended.remove(&key.1);
+                *job.restarted.entry(key.1).or_insert(0) += 1;
+                if report.checkpointed {
+                    job.ckpt_arena.insert(key.1);
+                }
+                recorded.push(key);
+                continue;
             }
             let setup_failure = failure.is_some_and(ShepherdFailure::is_job_error);
             if setup_failure && matches!(job.tasks.get(key.1), Some(TaskState::Running { .. })) {

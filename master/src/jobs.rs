@@ -429,6 +429,7 @@ pub fn validate_submission(
         tasks,
         suspended: Default::default(),
         restarted: Default::default(),
+        ckpt_arena: Default::default(),
     })
 }
 
@@ -454,8 +455,14 @@ impl ClusterState {
     }
 
     /// May a task of this job in this queue instance run again after its host failed
-    /// under it? `qsub -r y|n`, else the queue's `rerun` on that host.
+    /// under it? A checkpointing job may; else `qsub -r y|n`, else the queue's `rerun`
+    /// on that host.
     pub fn rerunnable(&self, job: &Job, queue: &str, host: &str) -> bool {
+        // A checkpointing job always runs again (SGE's job_exit: "rerun specified or
+        // ckpt job").
+        if job.spec.ckpt.is_some() {
+            return true;
+        }
         if let Some(r) = job.spec.restart {
             return r;
         }
@@ -496,10 +503,12 @@ impl ClusterState {
                 queue_settings.push(("mailer".to_string(), mailer.to_string()));
             }
         }
-        // A checkpointing job is told its environment's directory.
-        if let Some(c) = job.spec.ckpt.as_ref().and_then(|n| self.ckpts.get(n)) {
-            queue_settings.push(("ckpt_dir".to_string(), c.ckpt_dir.clone()));
-        }
+        let checkpoint = job
+            .spec
+            .ckpt
+            .as_ref()
+            .and_then(|n| self.ckpts.get(n))
+            .map(|c| self.checkpointing(job, c, &d.queue, &d.host));
         Some(JobStart {
             job_id: job.id,
             task_id: d.task_id,
@@ -512,8 +521,48 @@ impl ClusterState {
             queue_settings,
             pe: d.pe.clone(),
             granted: d.grants.clone(),
-            restarted: job.restarted.contains(&d.task_id),
+            restarted: if job.ckpt_arena.contains(&d.task_id) {
+                2
+            } else {
+                u32::from(job.restarted.contains_key(&d.task_id))
+            },
+            checkpoint,
         })
+    }
+
+    /// How a checkpointing job runs in a queue instance: its environment, when it is
+    /// checkpointed, and (`when` m) how often: the larger of the queue's
+    /// `min_cpu_interval` and the job's `-c` interval, as SGE's execd takes it.
+    fn checkpointing(
+        &self,
+        job: &Job,
+        c: &gantry_common::ckpt::Ckpt,
+        queue: &str,
+        host: &str,
+    ) -> gantry_proto::Checkpointing {
+        use gantry_common::ckpt;
+        let selector = job.spec.ckpt_when.as_deref();
+        let when = ckpt::effective_when(c, selector);
+        let interval_secs = if when.contains('m') {
+            let groups = self.groups_of(host);
+            let queue_interval = self
+                .queues
+                .get(queue)
+                .and_then(|q| q.attr("min_cpu_interval"))
+                .and_then(|a| {
+                    gantry_common::value::parse_time(queue::value_on_host(a, host, &groups)).ok()
+                })
+                .filter(|t| t.is_finite() && *t > 0.0)
+                .map_or(0, |t| t.ceil() as u64);
+            queue_interval.max(ckpt::job_interval(selector).unwrap_or(0))
+        } else {
+            0
+        };
+        gantry_proto::Checkpointing {
+            env: c.clone(),
+            when,
+            interval_secs,
+        }
     }
 
     /// The accounting record of a finished task.
@@ -531,6 +580,7 @@ impl ClusterState {
             priority: job.spec.priority,
             slots: job.task_slots(report.task_id),
             submit_time: job.submit_time,
+            attempt: job.restarted.get(&report.task_id).copied().unwrap_or(0),
             report: report.clone(),
         })
     }
@@ -557,6 +607,7 @@ impl ClusterState {
                 hard_resources: job.spec.hard_resources.clone(),
                 hold_jids: job.spec.hold_jids.clone(),
                 is_array: job.is_array(),
+                restarted: false,
             };
             let mut failed: Vec<u32> = Vec::new();
             for (task, t) in job.tasks.placed() {
@@ -599,6 +650,7 @@ impl ClusterState {
                             },
                         );
                         v.start_time = Some(*start_time);
+                        v.restarted = job.restarted.contains_key(&task);
                         v.queue = Some(format!("{queue}@{host}"));
                         v.slots = grants.iter().map(|g| g.slots).sum::<u32>().max(1);
                         running.push(v);
@@ -612,12 +664,42 @@ impl ClusterState {
                         .hold_jids
                         .iter()
                         .any(|r| self.predecessor_active(r));
-                let tasks = if job.is_array() {
-                    job.tasks.pending().ranges_text()
-                } else {
-                    String::new()
-                };
-                pending.push(base(JobState::Pending { held }, tasks));
+                // Tasks waiting to run again are a row of their own (`Rq`), as SGE
+                // groups tasks by state.
+                let pending_tasks = job.tasks.pending();
+                let again: Vec<u32> = job
+                    .restarted
+                    .keys()
+                    .copied()
+                    .filter(|t| pending_tasks.contains(*t))
+                    .collect();
+                let mut fresh = None;
+                if !again.is_empty() {
+                    let mut rest = pending_tasks.clone();
+                    for t in &again {
+                        rest.remove(*t);
+                    }
+                    fresh = Some(rest);
+                }
+                let fresh = fresh.as_ref().unwrap_or(pending_tasks);
+                if !fresh.is_empty() {
+                    let tasks = if job.is_array() {
+                        fresh.ranges_text()
+                    } else {
+                        String::new()
+                    };
+                    pending.push(base(JobState::Pending { held }, tasks));
+                }
+                if !again.is_empty() {
+                    let tasks = if job.is_array() {
+                        task_ranges(&again, job.spec.array.map_or(1, |r| r.step))
+                    } else {
+                        String::new()
+                    };
+                    let mut v = base(JobState::Pending { held }, tasks);
+                    v.restarted = true;
+                    pending.push(v);
+                }
             }
             if !failed.is_empty() {
                 let tasks = if job.is_array() {
@@ -649,6 +731,7 @@ pub fn zombie_view(job: &Job, end_time: i64) -> JobView {
         hard_resources: job.spec.hard_resources.clone(),
         hold_jids: job.spec.hold_jids.clone(),
         is_array: job.is_array(),
+        restarted: false,
     }
 }
 

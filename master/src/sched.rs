@@ -171,7 +171,7 @@ impl ClusterState {
     }
 
     /// See [`ClusterView::could_ever_run`].
-    pub fn could_ever_run(&self, job: &Job) -> Result<(), CannotRun> {
+    pub fn could_ever_run(&self, job: &Job) -> Result<u32, CannotRun> {
         self.view().could_ever_run(job)
     }
 

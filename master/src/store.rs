@@ -15,7 +15,8 @@ use crate::state::{Object, Op};
 
 const OBJECTS: TableDefinition<&str, &[u8]> = TableDefinition::new("objects");
 const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
-const ACCOUNTING: TableDefinition<(u64, u32), &[u8]> = TableDefinition::new("accounting");
+/// Accounting records by job, task and attempt (runs of the task interrupted before).
+const ACCOUNTING: TableDefinition<(u64, u32, u32), &[u8]> = TableDefinition::new("accounting");
 
 /// The spool's schema version; a spool written by a different version is refused.
 /// 3: a job's pending tasks are kept as ranges (`tasks::Tasks`).
@@ -31,7 +32,9 @@ const ACCOUNTING: TableDefinition<(u64, u32), &[u8]> = TableDefinition::new("acc
 /// 13: a job keeps its master queue list (`-masterq`).
 /// 14: checkpointing environments; a job keeps `-ckpt` and `-c`.
 /// 15: a job keeps which tasks run again after a host failure (`RESTARTED`).
-pub const SCHEMA_VERSION: u32 = 15;
+/// 16: a job keeps which tasks restart from a checkpoint; a report says whether the task
+///     left one.
+pub const SCHEMA_VERSION: u32 = 16;
 
 /// A checkpoint is taken once this many changes or this many journal bytes are waiting.
 /// The owner starts it in a turn of its own ([`Store::checkpoint_due`],
@@ -109,7 +112,7 @@ struct Unapplied {
     /// The journal bytes of the records.
     bytes: u64,
     /// The accounting records among the changes, by task.
-    accounts: BTreeMap<(u64, u32), gantry_proto::AccountingRecord>,
+    accounts: BTreeMap<(u64, u32, u32), gantry_proto::AccountingRecord>,
     /// The last `NextJobId` among the changes.
     next_job_id: Option<u64>,
 }
@@ -212,8 +215,8 @@ fn write_checkpoint(
     Ok(())
 }
 
-fn account_key(r: &gantry_proto::AccountingRecord) -> (u64, u32) {
-    (r.job_id, r.task_id.unwrap_or(0))
+fn account_key(r: &gantry_proto::AccountingRecord) -> (u64, u32, u32) {
+    (r.job_id, r.task_id.unwrap_or(0), r.attempt)
 }
 
 fn meta_u64(txn: &redb::ReadTransaction, key: &str) -> Result<Option<u64>, StoreError> {
@@ -659,15 +662,16 @@ impl Store {
 
     /// Is there an accounting record for this task?
     pub fn has_accounting(&self, job_id: u64, task_id: u32) -> Result<bool, StoreError> {
+        let task = (job_id, task_id, 0)..=(job_id, task_id, u32::MAX);
         if self
             .batches()
-            .any(|b| b.accounts.contains_key(&(job_id, task_id)))
+            .any(|b| b.accounts.range(task.clone()).next().is_some())
         {
             return Ok(true);
         }
         let txn = self.db.begin_read()?;
         let t = txn.open_table(ACCOUNTING)?;
-        Ok(t.get((job_id, task_id))?.is_some())
+        Ok(t.range(task)?.next().is_some())
     }
 
     /// Accounting records matching `keep`, in job and task order.
@@ -767,6 +771,7 @@ mod tests {
             utime_us: 0,
             stime_us: 0,
             maxrss_kb: 0,
+            checkpointed: false,
         };
         Op::Account(Box::new(gantry_proto::AccountingRecord {
             job_id,
@@ -779,6 +784,7 @@ mod tests {
             priority: 0,
             slots: 1,
             submit_time: 0,
+            attempt: 0,
             report,
         }))
     }

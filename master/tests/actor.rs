@@ -321,6 +321,7 @@ fn a_report_is_acknowledged_each_time_and_accounted_once() {
             utime_us: 1_000,
             stime_us: 2_000,
             maxrss_kb: 1_024,
+            checkpointed: false,
         };
         // The execd sends its report; the acknowledgement is lost with the
         // connection, so it sends the report again on the next one.

@@ -390,8 +390,55 @@ pub struct JobStart {
     /// Every queue instance the job was granted slots in, the master queue first
     /// (`PE_HOSTFILE`, `NHOSTS`, `NQUEUES`).
     pub granted: Vec<Grant>,
-    /// The task runs again after its host failed under it (`RESTARTED=1`).
-    pub restarted: bool,
+    /// How the task runs again (`RESTARTED`): 0 the first time, 1 after its host failed
+    /// under it or it migrated, 2 after it migrated with a checkpoint in the arena.
+    pub restarted: u32,
+    /// The job's checkpointing environment, as the task runs under it.
+    pub checkpoint: Option<Checkpointing>,
+}
+
+/// A checkpointing job's environment and when it is checkpointed (`checkpoint(5)`,
+/// `qsub -ckpt -c`), as the shepherd carries it out.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Checkpointing {
+    pub env: Ckpt,
+    /// The job's `-c` letters, else the environment's `when`.
+    pub when: String,
+    /// Seconds between checkpoints (`when` m: the larger of the queue's
+    /// `min_cpu_interval` and the job's `-c` interval); 0 for none.
+    pub interval_secs: u64,
+}
+
+/// A checkpointing environment.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Ckpt {
+    pub name: String,
+    pub interface: String,
+    pub ckpt_command: String,
+    pub migr_command: String,
+    pub restart_command: String,
+    pub clean_command: String,
+    pub ckpt_dir: String,
+    pub signal: String,
+    /// When to checkpoint: letters of `smxr`, or `n` (never).
+    pub when: String,
+}
+
+impl Ckpt {
+    /// A checkpointing environment with SGE's template values.
+    pub fn new(name: &str) -> Ckpt {
+        Ckpt {
+            name: name.to_string(),
+            interface: "userdefined".into(),
+            ckpt_command: "none".into(),
+            migr_command: "none".into(),
+            restart_command: "none".into(),
+            clean_command: "none".into(),
+            ckpt_dir: "/tmp".into(),
+            signal: "none".into(),
+            when: "sx".into(),
+        }
+    }
 }
 
 /// Slots a job was granted in one queue instance.
@@ -418,16 +465,23 @@ pub enum ShepherdFailure {
     NoShell,
     /// 28, "changing into working directory".
     NoCwd,
+    /// 24, "migrating": a checkpointing job was stopped to run again (suspended with
+    /// `when` x, or its execd shut down with `when` s); it goes back to pending.
+    Migrate,
+    /// 37: the job was killed at its `h_rt` limit.
+    EnforcedLimit,
     /// 100, "assumedly after job": the shepherd ended without a report.
     AfterJob,
 }
 
 impl ShepherdFailure {
-    pub const ALL: [ShepherdFailure; 5] = [
+    pub const ALL: [ShepherdFailure; 7] = [
         ShepherdFailure::BeforeJob,
         ShepherdFailure::OpenOutput,
         ShepherdFailure::NoShell,
         ShepherdFailure::NoCwd,
+        ShepherdFailure::Migrate,
+        ShepherdFailure::EnforcedLimit,
         ShepherdFailure::AfterJob,
     ];
 
@@ -438,6 +492,8 @@ impl ShepherdFailure {
             ShepherdFailure::OpenOutput => 26,
             ShepherdFailure::NoShell => 27,
             ShepherdFailure::NoCwd => 28,
+            ShepherdFailure::Migrate => 24,
+            ShepherdFailure::EnforcedLimit => 37,
             ShepherdFailure::AfterJob => 100,
         }
     }
@@ -450,13 +506,7 @@ impl ShepherdFailure {
     /// How SGE describes the state the shepherd failed in (`failed ... because:` in
     /// an abort mail).
     pub fn description(self) -> &'static str {
-        match self {
-            ShepherdFailure::BeforeJob => "assumedly before job",
-            ShepherdFailure::OpenOutput => "opening input/output file",
-            ShepherdFailure::NoShell => "searching requested shell",
-            ShepherdFailure::NoCwd => "changing into working directory",
-            ShepherdFailure::AfterJob => "assumedly after job",
-        }
+        failure_description(self.code())
     }
 
     /// The job itself could not be started (its output files, its command, its working
@@ -491,6 +541,54 @@ pub struct JobReport {
     pub stime_us: u64,
     /// Kilobytes.
     pub maxrss_kb: u64,
+    /// A checkpointing job left a checkpoint (its checkpoint or migration command
+    /// succeeded): it restarts from it (`RESTARTED=2`).
+    pub checkpointed: bool,
+}
+
+/// How SGE 8.1.9 names each of its failure codes (`failed` in `qacct`, the reason in an
+/// abort mail): every code an accounting record may carry, Gantry's or an imported
+/// SGE record's.
+pub fn failure_description(code: u32) -> &'static str {
+    match code {
+        0 => "",
+        1 => "assumedly before job",
+        3 => "before writing config",
+        4 => "before writing pid",
+        5 => "on reading config file",
+        6 => "setting processor set",
+        7 => "before prolog",
+        8 => "in prolog",
+        9 => "before pestart",
+        10 => "in pestart",
+        11 => "before job",
+        12 => "before pestop",
+        13 => "in pestop",
+        14 => "before epilog",
+        15 => "in epilog",
+        16 => "releasing processor set",
+        17 => "through signal",
+        18 => "shepherd returned error",
+        19 => "before writing exit_status",
+        20 => "found unexpected error file",
+        21 => "in recognizing job",
+        22 => "removed manually",
+        24 => "migrating",
+        25 => "rescheduling",
+        26 => "opening input/output file",
+        27 => "searching requested shell",
+        28 => "changing into working directory",
+        30 => "rescheduling on application error",
+        31 => "accessing sgepasswd file",
+        32 => "entry is missing in password file",
+        33 => "wrong password",
+        34 => "communicating with Sun Grid Engine Helper Service",
+        35 => "before job in Sun Grid Engine Helper Service",
+        36 => "checking configured daemons",
+        37 => "qmaster enforced h_rt, h_cpu, or h_vmem limit",
+        100 => "assumedly after job",
+        _ => "invalid execution state",
+    }
 }
 
 impl JobReport {
@@ -513,6 +611,9 @@ pub struct AccountingRecord {
     pub priority: i32,
     pub slots: u32,
     pub submit_time: i64,
+    /// How many runs of the task ended before this one (interrupted by a host failure
+    /// or a migration, each accounted): records of one task are told apart by it.
+    pub attempt: u32,
     pub report: JobReport,
 }
 
@@ -571,6 +672,34 @@ impl JobState {
     pub fn is_held(self) -> bool {
         self == JobState::Pending { held: true }
     }
+
+    /// SGE's letters for a task that runs again (after a host failure or a migration):
+    /// `R` in SGE's place for it (`job_get_state_string`), and no `w` (`Rq`, `hRq`,
+    /// `Rr`, `dRr`).
+    pub fn letters_restarted(self) -> &'static str {
+        match self {
+            JobState::Pending { held: false } => "Rq",
+            JobState::Pending { held: true } => "hRq",
+            JobState::Error => "ERq",
+            JobState::Transferring => "Rt",
+            JobState::Running => "Rr",
+            JobState::Suspended => "Rs",
+            JobState::QueueSuspended => "SR",
+            JobState::Deleting => "dRr",
+            JobState::Zombie => "z",
+        }
+    }
+}
+
+impl JobView {
+    /// The row's state as `qstat` prints it.
+    pub fn state_letters(&self) -> &'static str {
+        if self.restarted {
+            self.state.letters_restarted()
+        } else {
+            self.state.letters()
+        }
+    }
 }
 
 impl std::fmt::Display for JobState {
@@ -608,6 +737,8 @@ pub struct JobView {
     pub hard_resources: Vec<(String, String)>,
     pub hold_jids: Vec<String>,
     pub is_array: bool,
+    /// The task runs again (after a host failure or a migration): SGE's `R`.
+    pub restarted: bool,
 }
 
 /// What `qalter`, `qhold` and `qrls` change; `None` leaves a field alone.
@@ -716,14 +847,35 @@ mod tests {
             (ShepherdFailure::OpenOutput, 26, true),
             (ShepherdFailure::NoShell, 27, true),
             (ShepherdFailure::NoCwd, 28, true),
+            (ShepherdFailure::Migrate, 24, false),
+            (ShepherdFailure::EnforcedLimit, 37, false),
             (ShepherdFailure::AfterJob, 100, false),
         ];
         for (failure, code, job_error) in table {
             assert_eq!(failure.code(), code);
+            assert_ne!(failure.description(), "invalid execution state");
             assert_eq!(ShepherdFailure::from_code(code), Some(failure));
             assert_eq!(failure.is_job_error(), job_error);
         }
         assert_eq!(ShepherdFailure::from_code(0), None);
         assert_eq!(ShepherdFailure::from_code(17), None);
+    }
+
+    /// `failed` as SGE 8.1.9's qacct names it (`execution_states.c`, and the reference
+    /// output for 37).
+    #[test]
+    fn failure_codes_read_as_sges() {
+        let table = [
+            (0, ""),
+            (19, "before writing exit_status"),
+            (24, "migrating"),
+            (25, "rescheduling"),
+            (37, "qmaster enforced h_rt, h_cpu, or h_vmem limit"),
+            (100, "assumedly after job"),
+            (99, "invalid execution state"),
+        ];
+        for (code, text) in table {
+            assert_eq!(failure_description(code), text, "{code}");
+        }
     }
 }

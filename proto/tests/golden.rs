@@ -82,7 +82,7 @@ fn samples() -> Vec<(&'static str, Vec<u8>)> {
 #[test]
 fn encodings_are_pinned() {
     let want = [
-        ("hello", "474e5459100105302e312e30"),
+        ("hello", "474e5459110105302e312e30"),
         ("hello_reply", "0001"),
         ("load_report", "0201086e756d5f70726f630132"),
         ("settings", "0128"),
@@ -102,8 +102,8 @@ fn encodings_are_pinned() {
         );
     }
     assert_eq!(got.len(), want.len());
-    assert_eq!(PROTOCOL_VERSION, 16);
-    assert_eq!(alpn_current(), b"gantry/16");
+    assert_eq!(PROTOCOL_VERSION, 17);
+    assert_eq!(alpn_current(), b"gantry/17");
 }
 
 #[test]
@@ -127,20 +127,36 @@ fn oversized_frames_are_refused() {
 
 #[test]
 fn job_states_print_and_filter_as_sge_does() {
-    // (state, letters, qstat -s p, -s r, -s h)
+    // (state, letters, restarted (SGE's job_get_state_string: R before q/r, no w),
+    // qstat -s p, -s r, -s h)
     let table = [
-        (JobState::Pending { held: false }, "qw", true, false, false),
-        (JobState::Pending { held: true }, "hqw", true, false, true),
-        (JobState::Error, "Eqw", true, false, false),
-        (JobState::Transferring, "t", false, true, false),
-        (JobState::Running, "r", false, true, false),
-        (JobState::Suspended, "s", false, false, false),
-        (JobState::QueueSuspended, "S", false, false, false),
-        (JobState::Deleting, "dr", false, true, false),
-        (JobState::Zombie, "z", false, false, false),
+        (
+            JobState::Pending { held: false },
+            "qw",
+            "Rq",
+            true,
+            false,
+            false,
+        ),
+        (
+            JobState::Pending { held: true },
+            "hqw",
+            "hRq",
+            true,
+            false,
+            true,
+        ),
+        (JobState::Error, "Eqw", "ERq", true, false, false),
+        (JobState::Transferring, "t", "Rt", false, true, false),
+        (JobState::Running, "r", "Rr", false, true, false),
+        (JobState::Suspended, "s", "Rs", false, false, false),
+        (JobState::QueueSuspended, "S", "SR", false, false, false),
+        (JobState::Deleting, "dr", "dRr", false, true, false),
+        (JobState::Zombie, "z", "z", false, false, false),
     ];
-    for (state, letters, p, r, h) in table {
+    for (state, letters, again, p, r, h) in table {
         assert_eq!(state.letters(), letters);
+        assert_eq!(state.letters_restarted(), again);
         assert_eq!(state.to_string(), letters);
         assert_eq!(
             (state.is_pending(), state.is_running(), state.is_held()),

@@ -962,8 +962,9 @@ impl<'a> ClusterView<'a> {
     }
 
     /// Could any queue instance ever run this job (its requests against the instances'
-    /// configured and last reported values, with nothing running)?
-    pub fn could_ever_run(&self, job: &Job) -> Result<(), CannotRun> {
+    /// configured and last reported values, with nothing running)? The slots it would
+    /// get.
+    pub fn could_ever_run(&self, job: &Job) -> Result<u32, CannotRun> {
         let all: HashSet<String> = self.exechosts.keys().cloned().collect();
         // Every host counts, however long ago it reported.
         let mut snap = self.snapshot(&all, Time::MAX);
@@ -985,7 +986,16 @@ impl<'a> ClusterView<'a> {
         let mut reasons = Vec::new();
         for &inst in &snap.order {
             match snap.matches(&d, inst, Pass::All(d.slots)) {
-                Ok(()) => return Ok(()),
+                Ok(()) => {
+                    // The slots it would get there (a parallel job: as many as its range
+                    // and the empty cluster allow), as SGE's `-w v` says them.
+                    let placed = snap
+                        .category(job, 1)
+                        .and_then(|mut cat| snap.place_task(&mut cat));
+                    return Ok(
+                        placed.map_or(d.slots, |p| p.grants.iter().map(|&(_, slots)| slots).sum())
+                    );
+                }
                 Err(m) => {
                     let i = &snap.instances[inst];
                     reasons.push(m.message(&i.queue, &snap.hosts[i.host].name));

@@ -320,6 +320,7 @@ pub fn job(id: u64, user: &str, hard: &[(&str, &str)], soft: &[(&str, &str)]) ->
         tasks: gantry_common::tasks::Tasks::single(),
         suspended: Default::default(),
         restarted: Default::default(),
+        ckpt_arena: Default::default(),
     }
 }
 

@@ -136,6 +136,19 @@ fn sync_returns_the_exit_status_and_h_rt_kills() {
         out.stderr.ends_with("exited because of signal SIGKILL\n"),
         "{out:?}"
     );
+    // Accounted as SGE 8.1.9 accounts a job killed at its h_rt.
+    let id = out
+        .stdout
+        .split_whitespace()
+        .nth(2)
+        .unwrap_or_default()
+        .to_string();
+    let acct = c.client("qacct", &["-j", &id]).stdout;
+    assert!(
+        acct.contains("failed       37  : qmaster enforced h_rt, h_cpu, or h_vmem limit\n"),
+        "{acct}"
+    );
+    assert!(acct.contains("exit_status  137"), "{acct}");
 }
 
 #[test]
@@ -655,6 +668,18 @@ fn start_times_verification_and_accounting_summaries() {
     );
     let v = c.as_user("gtuser1", "qsub", &["-w", "v", "-b", "y", "/bin/true"]);
     assert_eq!(v.stdout, "verification: found suitable queue(s)\n");
+    // A parallel job is told how many slots it would get, as SGE tells it: as many as
+    // its range asks and the host's two slots allow.
+    let v = c.as_user(
+        "gtuser1",
+        "qsub",
+        &["-w", "v", "-pe", "smp", "1-4", "-b", "y", "/bin/true"],
+    );
+    assert_eq!(
+        (v.code, v.stdout.as_str()),
+        (0, "verification: found possible assignment with 2 slots\n"),
+        "{v:?}"
+    );
     let e = c.as_user(
         "gtuser1",
         "qsub",
@@ -1736,11 +1761,12 @@ fn a_rerunnable_job_runs_again_after_its_host_failed() {
     );
     let j = c.as_user("gtuser1", "qstat", &["-j", &again]).stdout;
     assert!(j.contains("restart:                    y\n"), "{j}");
+    // Running, the first time (`r`) or again (`Rr`).
     let running = |c: &Cluster| {
         c.as_user("gtuser1", "qstat", &[])
             .stdout
             .lines()
-            .filter(|l| l.contains(" r "))
+            .filter(|l| l.contains(" r ") || l.contains(" Rr "))
             .count()
     };
     wait_until("both jobs to run", Duration::from_secs(20), || {
@@ -1767,8 +1793,21 @@ fn a_rerunnable_job_runs_again_after_its_host_failed() {
         || c.client("qacct", &["-j", &once]).code == 0,
     );
     let acct = c.client("qacct", &["-j", &once]).stdout;
-    assert!(acct.contains("failed       100  : "), "{acct}");
-    assert_ne!(c.client("qacct", &["-j", &again]).code, 0, "not accounted");
+    assert!(
+        acct.contains("failed       100 : assumedly after job\n"),
+        "{acct}"
+    );
+    // The interrupted run of the other is accounted too, as SGE accounts it.
+    wait_until(
+        "the interrupted run to be accounted",
+        Duration::from_secs(30),
+        || c.client("qacct", &["-j", &again]).code == 0,
+    );
+    let acct = c.client("qacct", &["-j", &again]).stdout;
+    assert!(
+        acct.contains("failed       100 : assumedly after job\n"),
+        "{acct}"
+    );
     wait_until(
         "the rerunnable job to run again",
         Duration::from_secs(30),
@@ -1786,7 +1825,21 @@ fn a_rerunnable_job_runs_again_after_its_host_failed() {
         Duration::from_secs(20),
         || std::fs::read_to_string(&out).is_ok_and(|t| t.contains("RESTARTED=1\n")),
     );
+    // SGE's state for a task that runs again.
+    let rows = c.as_user("gtuser1", "qstat", &[]).stdout;
+    assert!(
+        rows.lines()
+            .any(|l| l.trim_start().starts_with(&format!("{again} ")) && l.contains(" Rr ")),
+        "{rows}"
+    );
     assert_eq!(c.client("qdel", &[&again]).code, 0);
+    wait_until("both runs to be accounted", Duration::from_secs(30), || {
+        c.client("qacct", &["-j", &again])
+            .stdout
+            .matches("jobnumber")
+            .count()
+            == 2
+    });
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -2704,4 +2757,151 @@ fn a_checkpointing_job_runs_only_in_queues_listing_its_environment() {
         )
     );
     assert_eq!(c.client("qdel", &["-u", "gtuser1"]).code, 0);
+}
+
+/// Checkpointing carried out (`checkpoint(5)`): an application-level environment's
+/// checkpoint command runs every `min_cpu_interval` (`when` m), a suspension migrates
+/// the job (`when` x: migration command, job ended, accounted as migrating, run again
+/// from its checkpoint with `RESTARTED=2`, shown as `Rr`), and the clean command runs
+/// when the job ends; a userdefined environment's job gets its signal periodically.
+#[test]
+fn checkpointing_jobs_are_checkpointed_migrated_and_cleaned_up() {
+    if !need_root("checkpointing_jobs_are_checkpointed_migrated_and_cleaned_up") {
+        return;
+    }
+    ensure_user("gtuser1");
+    let c = Cluster::one_host();
+    let dir = shared_dir("ckptrun");
+    let log = dir.join("log");
+    let d = dir.display();
+    let file = c.home().join("appl.ckpt");
+    std::fs::write(
+        &file,
+        format!(
+            "ckpt_name appl\ninterface application-level\n\
+             ckpt_command echo ckpt $job_id $job_owner >> {d}/log\n\
+             migr_command echo migr $job_id $ckpt_dir >> {d}/log\n\
+             clean_command echo clean $job_id >> {d}/log\n\
+             ckpt_dir {d}\nsignal none\nwhen xm\n"
+        ),
+    )
+    .unwrap();
+    assert_eq!(c.qconf(&["-Ackpt", file.to_str().unwrap()]).code, 0);
+    let file = c.home().join("user.ckpt");
+    std::fs::write(
+        &file,
+        "ckpt_name user\ninterface userdefined\nsignal USR1\nwhen m\n",
+    )
+    .unwrap();
+    assert_eq!(c.qconf(&["-Ackpt", file.to_str().unwrap()]).code, 0);
+    // SGE's refusals of a bad environment, nothing added.
+    std::fs::write(&file, "ckpt_name bad\nsignal NOSUCH\n").unwrap();
+    let out = c.qconf(&["-Ackpt", file.to_str().unwrap()]);
+    assert_ne!(out.code, 0);
+    assert!(
+        out.stderr
+            .contains("\"NOSUCH\" is not a signal string (like HUP, INT, WINCH, ..)"),
+        "{out:?}"
+    );
+    assert_eq!(c.qconf(&["-sckptl"]).stdout, "appl\nuser\n");
+    for (attr, value) in [
+        ("ckpt_list", "appl user"),
+        ("min_cpu_interval", "00:00:01"),
+        ("load_thresholds", "NONE"),
+    ] {
+        let out = c.qconf(&["-rattr", "queue", attr, value, "all.q"]);
+        assert_eq!(out.code, 0, "{attr}: {out:?}");
+    }
+    let id = c.submit(
+        "gtuser1",
+        &[
+            "-ckpt",
+            "appl",
+            "-c",
+            "0:0:2",
+            "-wd",
+            "/tmp",
+            "-o",
+            "/dev/null",
+            "-j",
+            "y",
+            "-b",
+            "y",
+            "sh",
+            "-c",
+            &format!("echo run RESTARTED=$RESTARTED >> {d}/log; exec sleep 6181"),
+        ],
+    );
+    let signalled = c.submit(
+        "gtuser1",
+        &[
+            "-ckpt",
+            "user",
+            "-wd",
+            "/tmp",
+            "-o",
+            "/dev/null",
+            "-b",
+            "y",
+            "sh",
+            "-c",
+            &format!("trap 'echo signalled >> {d}/user' USR1; while :; do sleep 1; done"),
+        ],
+    );
+    let log_text = || std::fs::read_to_string(&log).unwrap_or_default();
+    wait_until(
+        "the periodic checkpoint command to run",
+        Duration::from_secs(30),
+        || log_text().contains(&format!("ckpt {id} gtuser1\n")),
+    );
+    assert!(
+        log_text().starts_with("run RESTARTED=0\n"),
+        "{}",
+        log_text()
+    );
+    wait_until(
+        "the userdefined job to get its checkpoint signal",
+        Duration::from_secs(30),
+        || std::fs::read_to_string(dir.join("user")).is_ok_and(|t| t.contains("signalled")),
+    );
+    // Suspending the job migrates it.
+    let out = c.client("qmod", &["-sj", &id]);
+    assert_eq!(out.code, 0, "{out:?}");
+    wait_until(
+        "the job to migrate and run again from its checkpoint",
+        Duration::from_secs(30),
+        || log_text().contains("run RESTARTED=2\n"),
+    );
+    assert!(
+        log_text().contains(&format!("migr {id} {d}\n")),
+        "{}",
+        log_text()
+    );
+    let acct = c.client("qacct", &["-j", &id]).stdout;
+    assert!(acct.contains("failed       24  : migrating\n"), "{acct}");
+    wait_until(
+        "qstat to show the restarted job",
+        Duration::from_secs(20),
+        || {
+            c.client("qstat", &["-u", "*"])
+                .stdout
+                .lines()
+                .any(|l| l.trim_start().starts_with(&format!("{id} ")) && l.contains(" Rr "))
+        },
+    );
+    assert!(!log_text().contains("clean"), "{}", log_text());
+    // Deleted, it is cleaned up after, once.
+    assert_eq!(c.client("qdel", &[&id, &signalled]).code, 0);
+    wait_until("the clean command to run", Duration::from_secs(30), || {
+        log_text().contains(&format!("clean {id}\n"))
+    });
+    wait_until("both runs to be accounted", Duration::from_secs(30), || {
+        c.client("qacct", &["-j", &id])
+            .stdout
+            .matches("jobnumber")
+            .count()
+            == 2
+    });
+    assert_eq!(log_text().matches("clean").count(), 1, "{}", log_text());
+    let _ = std::fs::remove_dir_all(&dir);
 }

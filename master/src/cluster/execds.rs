@@ -39,7 +39,13 @@ impl Cluster {
     /// The outcome of a finished job for `-sync y`, from its accounting records.
     pub(super) fn job_outcome(&self, id: u64) -> Option<FromMaster> {
         let records = self.store.accounting(|r| r.job_id == id).ok()?;
-        let worst = records.iter().max_by_key(|r| {
+        // Each task's last run (records come in task and attempt order): an
+        // interrupted run that ran again is not the job's outcome.
+        let mut last = std::collections::BTreeMap::new();
+        for r in &records {
+            last.insert(r.task_id, r);
+        }
+        let worst = last.values().max_by_key(|r| {
             (
                 r.report.failed,
                 r.report.signal.is_some(),

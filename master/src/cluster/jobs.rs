@@ -55,18 +55,24 @@ impl Cluster {
             };
             return FromMaster::Verified { message };
         }
-        let possible = verify == Verify::None || self.state.could_ever_run(&job).is_ok();
+        let possible = if verify == Verify::None {
+            Ok(0)
+        } else {
+            self.state.could_ever_run(&job)
+        };
         match verify {
             Verify::Verify => {
                 return FromMaster::Verified {
-                    message: if possible {
-                        "verification: found suitable queue(s)".into()
-                    } else {
-                        "verification: no suitable queues".into()
+                    message: match possible {
+                        Ok(slots) if job.spec.pe.is_some() => {
+                            format!("verification: found possible assignment with {slots} slots")
+                        }
+                        Ok(_) => "verification: found suitable queue(s)".into(),
+                        Err(_) => "verification: no suitable queues".into(),
                     },
                 }
             }
-            Verify::Error if !possible => {
+            Verify::Error if possible.is_err() => {
                 return FromMaster::Refused(Refusal {
                     kind: RefusalKind::Invalid,
                     message: "error: no suitable queues".into(),

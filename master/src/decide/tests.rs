@@ -206,6 +206,7 @@ fn report(job_id: u64, host: &str, failed: u32) -> gantry_proto::JobReport {
         utime_us: 0,
         stime_us: 0,
         maxrss_kb: 0,
+        checkpointed: false,
     }
 }
 
@@ -288,33 +289,45 @@ fn reports_of_tasks_that_could_not_start_or_are_unknown() {
 #[test]
 fn a_task_whose_host_failed_runs_again_only_if_rerunnable() {
     let after_job = gantry_proto::ShepherdFailure::AfterJob.code();
-    // (job's -r, queue's rerun, runs again)
+    let migrate = gantry_proto::ShepherdFailure::Migrate.code();
+    // (job's -r, queue's rerun, -ckpt, failure, left a checkpoint, runs again); the
+    // run that ended is accounted either way, as SGE's job_exit accounts it.
     let table = [
-        (Some(true), "FALSE", true),
-        (Some(false), "TRUE", false),
-        (None, "TRUE", true),
-        (None, "FALSE", false),
+        (Some(true), "FALSE", false, after_job, false, true),
+        (Some(false), "TRUE", false, after_job, false, false),
+        (None, "TRUE", false, after_job, false, true),
+        (None, "FALSE", false, after_job, false, false),
+        // A checkpointing job always runs again; one that migrated too.
+        (Some(false), "FALSE", true, after_job, false, true),
+        (Some(false), "FALSE", true, migrate, false, true),
+        (Some(false), "FALSE", true, migrate, true, true),
     ];
-    for (restart, rerun, again) in table {
+    for (restart, rerun, ckpt, failed, checkpointed, again) in table {
         let mut s = state();
         crate::synthetic::set_queue(&mut s, "all.q", "rerun", rerun);
         let mut j = crate::jobs::Job::clone(&s.jobs[&2]);
         j.spec.restart = restart;
+        if ckpt {
+            j.spec.ckpt = Some("c".into());
+        }
         submit(&mut s, j);
-        let d = s.decide_reports(&[("n1".to_string(), report(2, "n1", after_job))], 500);
+        let mut r = report(2, "n1", failed);
+        r.checkpointed = checkpointed;
+        let d = s.decide_reports(&[("n1".to_string(), r)], 500);
         let accounted = d
             .ops
             .iter()
-            .any(|o| matches!(o, Op::Account(r) if r.job_id == 2));
-        let pending = d
-            .ops
-            .iter()
-            .any(|o| matches!(o, Op::Put(Object::Job(j)) if j.id == 2 && j.tasks.has_pending()));
-        assert_eq!(
-            (pending, accounted),
-            (again, !again),
-            "-r {restart:?}, rerun {rerun}"
-        );
+            .any(|o| matches!(o, Op::Account(r) if r.job_id == 2 && r.attempt == 0));
+        let rerun_job = d.ops.iter().find_map(|o| match o {
+            Op::Put(Object::Job(j)) if j.id == 2 && j.tasks.has_pending() => Some(j),
+            _ => None,
+        });
+        let case = format!("-r {restart:?}, rerun {rerun}, ckpt {ckpt}, failed {failed}");
+        assert_eq!((rerun_job.is_some(), accounted), (again, true), "{case}");
+        if let Some(j) = rerun_job {
+            assert_eq!(j.restarted.get(&1), Some(&1), "{case}");
+            assert_eq!(j.ckpt_arena.contains(&1), checkpointed, "{case}");
+        }
         assert!(d.effects.contains(&ack("n1", 2)));
     }
     // A task that ended normally is accounted, rerunnable or not.
