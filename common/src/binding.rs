@@ -113,6 +113,160 @@ pub fn parse(text: &str) -> Result<Binding, String> {
     Ok(Binding { kind, strategy })
 }
 
+/// The request as SGE's JSV protocol gives it (`binding_strategy`, `binding_type`,
+/// `binding_amount`, `binding_step`, `binding_socket`, `binding_core`, `binding_exp_n`,
+/// `binding_exp_socket<i>`, `binding_exp_core<i>`), in SGE's order.
+pub fn jsv_parameters(b: &Binding) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut put = |k: &str, v: String| out.push((k.to_string(), v));
+    let (strategy, amount, step, start) = match &b.strategy {
+        Strategy::Linear { amount, start } => ("linear", Some(*amount), None, *start),
+        Strategy::Striding {
+            amount,
+            step,
+            start,
+        } => ("striding", Some(*amount), Some(*step), *start),
+        Strategy::Explicit(_) => ("explicit", None, None, None),
+    };
+    put("binding_strategy", strategy.to_string());
+    put(
+        "binding_type",
+        match b.kind {
+            BindingType::Set => "set",
+            BindingType::Env => "env",
+            BindingType::Pe => "pe",
+        }
+        .to_string(),
+    );
+    if let Some(n) = amount {
+        put("binding_amount", n.to_string());
+    }
+    if let Some((socket, core)) = start {
+        put("binding_socket", socket.to_string());
+        put("binding_core", core.to_string());
+    }
+    if let Some(n) = step {
+        put("binding_step", n.to_string());
+    }
+    if let Strategy::Explicit(pairs) = &b.strategy {
+        put("binding_exp_n", pairs.len().to_string());
+        for (i, (socket, core)) in pairs.iter().enumerate() {
+            put(&format!("binding_exp_socket{i}"), socket.to_string());
+            put(&format!("binding_exp_core{i}"), core.to_string());
+        }
+    }
+    out
+}
+
+/// A JSV's `PARAM binding_<name> [value]` applied to the request (`None`: no binding).
+/// Parameters come one by one, so each leaves a whole request: a new strategy keeps the
+/// amount and step it can, a start (`binding_socket`, `binding_core`) or an explicit
+/// pair set half is 0 in its other half; a request that had no binding starts from
+/// `set linear:1`. `Err` for a parameter or value SGE does not take.
+pub fn set_jsv_parameter(
+    current: Option<Binding>,
+    name: &str,
+    value: Option<&str>,
+) -> Result<Option<Binding>, ()> {
+    let number = || -> Result<u32, ()> { value.ok_or(())?.trim().parse().map_err(|_| ()) };
+    if name == "binding_strategy" && value.is_none() {
+        return Ok(None);
+    }
+    let mut b = current.unwrap_or(Binding {
+        kind: BindingType::Set,
+        strategy: Strategy::Linear {
+            amount: 1,
+            start: None,
+        },
+    });
+    let (amount, step, start) = match &b.strategy {
+        Strategy::Linear { amount, start } => (*amount, 1, *start),
+        Strategy::Striding {
+            amount,
+            step,
+            start,
+        } => (*amount, *step, *start),
+        Strategy::Explicit(p) => (p.len() as u32, 1, None),
+    };
+    match name {
+        "binding_strategy" => {
+            b.strategy = match value.unwrap_or_default() {
+                "linear" | "linear_automatic" => Strategy::Linear { amount, start },
+                "striding" | "striding_automatic" => Strategy::Striding {
+                    amount,
+                    step,
+                    start,
+                },
+                "explicit" => match &b.strategy {
+                    Strategy::Explicit(p) => Strategy::Explicit(p.clone()),
+                    _ => Strategy::Explicit(vec![(0, 0)]),
+                },
+                _ => return Err(()),
+            }
+        }
+        "binding_type" => {
+            b.kind = match value.unwrap_or_default() {
+                "set" => BindingType::Set,
+                "env" => BindingType::Env,
+                "pe" => BindingType::Pe,
+                _ => return Err(()),
+            }
+        }
+        "binding_amount" | "binding_step" | "binding_socket" | "binding_core" => {
+            let n = number()?;
+            match (&mut b.strategy, name) {
+                (
+                    Strategy::Linear { amount, .. } | Strategy::Striding { amount, .. },
+                    "binding_amount",
+                ) if n > 0 => *amount = n,
+                (Strategy::Striding { step, .. }, "binding_step") if n > 0 => *step = n,
+                (
+                    Strategy::Linear { start, .. } | Strategy::Striding { start, .. },
+                    "binding_socket" | "binding_core",
+                ) => {
+                    let (s, c) = start.unwrap_or((0, 0));
+                    *start = Some(if name == "binding_socket" {
+                        (n, c)
+                    } else {
+                        (s, n)
+                    });
+                }
+                _ => return Err(()),
+            }
+        }
+        _ => {
+            let Strategy::Explicit(pairs) = &mut b.strategy else {
+                return Err(());
+            };
+            let n = number()?;
+            if name == "binding_exp_n" {
+                if n == 0 {
+                    return Err(());
+                }
+                pairs.resize(n as usize, (0, 0));
+            } else {
+                let (index, socket) = if let Some(i) = name.strip_prefix("binding_exp_socket") {
+                    (i, true)
+                } else if let Some(i) = name.strip_prefix("binding_exp_core") {
+                    (i, false)
+                } else {
+                    return Err(());
+                };
+                let i: usize = index.parse().map_err(|_| ())?;
+                if i >= pairs.len() {
+                    pairs.resize(i + 1, (0, 0));
+                }
+                if socket {
+                    pairs[i].0 = n;
+                } else {
+                    pairs[i].1 = n;
+                }
+            }
+        }
+    }
+    Ok(Some(b))
+}
+
 /// The request as SGE prints it (`qstat -j`'s `binding:`): `set linear:2`,
 /// `set linear:2:0,1`, `env striding:2:2`, `pe explicit:0,0:1,0`.
 pub fn print(b: &Binding) -> String {

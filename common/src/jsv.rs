@@ -350,6 +350,15 @@ pub fn parameters(spec: &JobSpec, who: &Submitter, context: Context) -> Vec<(Str
     if let Some(t) = spec.start_after {
         put("a", jsv_time(t));
     }
+    if let Some(b) = spec
+        .binding
+        .as_deref()
+        .and_then(|b| crate::binding::parse(b).ok())
+    {
+        for (k, v) in crate::binding::jsv_parameters(&b) {
+            put(&k, v);
+        }
+    }
     if spec.account != "sge" {
         put("A", spec.account.clone());
     }
@@ -482,7 +491,19 @@ pub fn changed_parameters(
     if before.env != after.env {
         names.push("v".to_string());
     }
+    // The binding's parameters are allowed (or not) together, as `binding`.
+    let mut seen = std::collections::HashSet::new();
     names
+        .into_iter()
+        .map(|n| {
+            if n.starts_with("binding_") {
+                "binding".to_string()
+            } else {
+                n
+            }
+        })
+        .filter(|n| seen.insert(n.clone()))
+        .collect()
 }
 
 fn list(value: &str) -> Vec<String> {
@@ -646,6 +667,15 @@ pub fn set_parameter(spec: &mut JobSpec, name: &str, value: Option<&str>) -> Res
         }
         ("t_min" | "t_max" | "t_step", None) => spec.array = None,
         ("tc", v) => spec.max_running_tasks = v.map(number).transpose()?,
+        (b, v) if b.starts_with("binding_") => {
+            let current = spec
+                .binding
+                .as_deref()
+                .and_then(|t| crate::binding::parse(t).ok());
+            let changed =
+                crate::binding::set_jsv_parameter(current, b, v).map_err(|()| refused())?;
+            spec.binding = changed.map(|b| crate::binding::print(&b));
+        }
         _ => return Err(refused()),
     }
     Ok(())

@@ -82,3 +82,94 @@ fn cores_are_chosen_free_and_in_order() {
     };
     assert_eq!(flat.text(&BTreeSet::new()), "SCC");
 }
+
+/// A JSV sees a request as SGE's parameters and may set them one by one; sent back
+/// in SGE's order, they make the same request.
+#[test]
+fn jsv_parameters_round_trip_and_edit() {
+    for text in [
+        "set linear:2",
+        "env linear:1:0,1",
+        "set striding:2:2",
+        "pe striding:2:1:1,0",
+        "set explicit:0,0:1,1",
+    ] {
+        let b = parse(text).unwrap();
+        let params = jsv_parameters(&b);
+        let mut rebuilt = None;
+        for (k, v) in &params {
+            rebuilt = set_jsv_parameter(rebuilt, k, Some(v)).unwrap_or_else(|()| panic!("{k}"));
+        }
+        assert_eq!(
+            rebuilt.as_ref().map(print).as_deref(),
+            Some(text),
+            "{params:?}"
+        );
+    }
+    let params = jsv_parameters(&parse("env striding:4:2:1,0").unwrap());
+    let names: Vec<&str> = params.iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "binding_strategy",
+            "binding_type",
+            "binding_amount",
+            "binding_socket",
+            "binding_core",
+            "binding_step"
+        ]
+    );
+    // (start, parameter, value, result)
+    let edits = [
+        (None, "binding_amount", Some("3"), Some("set linear:3")),
+        (
+            Some("set linear:2"),
+            "binding_strategy",
+            Some("striding"),
+            Some("set striding:2:1"),
+        ),
+        (
+            Some("set linear:2"),
+            "binding_type",
+            Some("pe"),
+            Some("pe linear:2"),
+        ),
+        (
+            Some("set linear:2"),
+            "binding_core",
+            Some("3"),
+            Some("set linear:2:0,3"),
+        ),
+        (Some("set linear:2"), "binding_strategy", None, None),
+        (
+            Some("set explicit:0,0"),
+            "binding_exp_n",
+            Some("2"),
+            Some("set explicit:0,0:0,0"),
+        ),
+        (
+            Some("set explicit:0,0"),
+            "binding_exp_core1",
+            Some("2"),
+            Some("set explicit:0,0:0,2"),
+        ),
+    ];
+    for (start, name, value, want) in edits {
+        let got = set_jsv_parameter(start.map(|s| parse(s).unwrap()), name, value).unwrap();
+        assert_eq!(got.as_ref().map(print).as_deref(), want, "{start:?} {name}");
+    }
+    for (start, name, value) in [
+        (Some("set linear:2"), "binding_amount", Some("0")),
+        (Some("set linear:2"), "binding_amount", Some("x")),
+        (Some("set linear:2"), "binding_step", Some("2")),
+        (Some("set linear:2"), "binding_type", Some("bind")),
+        (Some("set linear:2"), "binding_exp_n", Some("2")),
+        (Some("set linear:2"), "binding_strategy", Some("random")),
+        (Some("set explicit:0,0"), "binding_exp_n", Some("0")),
+    ] {
+        assert!(
+            set_jsv_parameter(start.map(|s| parse(s).unwrap()), name, value).is_err(),
+            "{start:?} {name} {value:?}"
+        );
+    }
+}

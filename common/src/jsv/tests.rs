@@ -197,7 +197,17 @@ fn the_changed_parameters_are_named() {
     after.hard_resources = vec![("h_rt".into(), "30".into())];
     after.soft_queues.clear();
     after.env.push(("X".into(), "1".into()));
+    after.binding = Some("set linear:2".into());
     let mut changed = changed_parameters(&before, &after, &who(), Context::Master);
     changed.sort();
-    assert_eq!(changed, vec!["l_hard", "q_soft", "v"]);
+    // The binding's parameters count as one, `binding`, as SGE's jsv_allowed_mod has it.
+    assert_eq!(changed, vec!["binding", "l_hard", "q_soft", "v"]);
+    let mut j = job();
+    set_parameter(&mut j, "binding_strategy", Some("striding")).unwrap();
+    set_parameter(&mut j, "binding_step", Some("2")).unwrap();
+    set_parameter(&mut j, "binding_type", Some("env")).unwrap();
+    assert_eq!(j.binding.as_deref(), Some("env striding:1:2"));
+    assert!(parameters(&j, &who(), Context::Client)
+        .contains(&("binding_step".to_string(), "2".to_string())));
+    assert!(set_parameter(&mut j, "binding_amount", Some("0")).is_err());
 }
