@@ -4,6 +4,7 @@
 use gantry_proto::{FromMaster, JobChanges, QueueChange, ToMaster};
 
 use crate::opts::{opt, Arity, OptSpec, Parsed};
+use crate::optvalues::{self, OptionError};
 use crate::{exit, Output};
 
 fn job_list(p: &Parsed) -> Vec<String> {
@@ -25,36 +26,32 @@ fn send(req: ToMaster) -> Output {
     }
 }
 
-const QALTER_SPECS: &[OptSpec] = &[
-    opt("-help", Arity::None),
-    opt("-l", Arity::One),
-    opt("-q", Arity::One),
-    opt("-h", Arity::Optional),
-    opt("-N", Arity::One),
-    opt("-p", Arity::One),
-    opt("-hold_jid", Arity::One),
-    opt("-a", Arity::One),
-    opt("-m", Arity::One),
-    opt("-M", Arity::One),
-    opt("-R", Arity::One),
-    opt("-ac", Arity::One),
-    opt("-dc", Arity::One),
-    opt("-sc", Arity::One),
-    opt("-r", Arity::One),
-    opt("-notify", Arity::None),
-    opt("-hold_jid_ad", Arity::One),
-    opt("-dl", Arity::One),
-    opt("-js", Arity::One),
-    opt("-binding", Arity::Binding),
-    opt("-masterq", Arity::One),
-    opt("-ckpt", Arity::One),
-    opt("-c", Arity::One),
-];
-
 pub fn qalter_usage() -> String {
     let lines = [
         ("[-a date_time]", "request a start time"),
+        ("[-A account_string]", "account string in accounting record"),
         ("[-ac context_list]", "add context variable(s)"),
+        ("[-cwd]", "use current working directory"),
+        ("[-e path_list]", "specify standard error stream path(s)"),
+        ("[-hard]", "consider following requests as hard"),
+        ("[-i file_list]", "specify standard input stream file(s)"),
+        ("[-j y[es]|n[o]]", "merge stdout and stderr stream of job"),
+        ("[-o path_list]", "specify standard output stream path(s)"),
+        ("[-P project_name]", "set job's project"),
+        (
+            "[-pe pe-name slot_range]",
+            "request slot range for parallel jobs",
+        ),
+        ("[-r y[es]|n[o]]", "define job as (not) restartable"),
+        ("[-S path_list]", "command interpreter to be used"),
+        ("[-soft]", "consider following requests as soft"),
+        (
+            "[-tc max_running_tasks]",
+            "throttle the number of concurrent tasks",
+        ),
+        ("[-v variable_list]", "export these environment variables"),
+        ("[-V]", "export all environment variables"),
+        ("[-wd working_directory]", "use working_directory"),
         ("[-dc simple_context_list]", "delete context variable(s)"),
         ("[-dl date_time]", "request a deadline initiation time"),
         ("[-binding [env|pe|set] strategy]", "bind the job to cores"),
@@ -107,172 +104,203 @@ pub fn context_change(option: &str, arg: &str) -> Result<gantry_proto::ContextCh
     change.ok_or_else(|| format!("ERROR! Wrong context list format {option} \"{arg}\""))
 }
 
+/// A refused qalter option, as SGE's qalter prints it: `qalter: ` and the parser's
+/// message, with its answer status; an option qalter does not take is found left over
+/// once the job is built, and printed bare (SGE's qalter.c).
+fn refused(e: OptionError) -> Output {
+    let prefix = if e.status == optvalues::ENOIMP {
+        ""
+    } else {
+        "qalter: "
+    };
+    Output::fail(format!("{prefix}{}", e.text), e.status)
+}
+
 pub fn qalter(args: &[String]) -> Output {
-    let p = match crate::parse_args(args, QALTER_SPECS, true, qalter_usage) {
+    // qsub's options, read by the same parser; qalter's -h takes a hold list.
+    let specs: Vec<OptSpec> = crate::qsub::SPECS
+        .iter()
+        .map(|s| match s.name {
+            "-h" => opt("-h", Arity::Optional),
+            _ => *s,
+        })
+        .collect();
+    let p = match crate::opts::parse(args, &specs, true) {
         Ok(p) => p,
-        Err(out) => return out,
+        Err(e) => return refused(OptionError::from(e)),
+    };
+    if p.has("-help") {
+        return Output::ok(qalter_usage());
+    }
+    let changes = match changes_of(&p) {
+        Ok(c) => c,
+        Err(e) => return refused(e),
     };
     let ids = job_list(&p);
     if ids.is_empty() {
         return Output::usage_error("error: no job id given", &qalter_usage());
     }
+    send(ToMaster::AlterJobs {
+        ids,
+        changes: Box::new(changes),
+    })
+}
+
+/// The changes qalter's options ask for, read as qsub reads the same options.
+fn changes_of(p: &Parsed) -> Result<JobChanges, OptionError> {
+    let list = |arg: &str| -> Vec<String> {
+        arg.split(',')
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+            .collect()
+    };
     let mut changes = JobChanges::default();
+    let mut soft = false;
     for g in &p.options {
         let arg = g.arg.clone().unwrap_or_default();
         match g.name {
             "-l" => {
-                let list = arg
-                    .split(',')
-                    .filter(|s| !s.is_empty())
-                    .map(|i| match i.split_once('=') {
-                        Some((k, v)) => (k.to_string(), v.to_string()),
-                        None => (i.to_string(), "TRUE".to_string()),
-                    })
-                    .collect();
-                changes.hard_resources = Some(list);
+                let items = crate::qsub::resources(&arg);
+                if items.is_empty() {
+                    return Err(OptionError::syntax(format!(
+                        "ERROR! Wrong resource list format \"{arg}\" specified to -l option"
+                    )));
+                }
+                if soft {
+                    changes.soft_resources = Some(items);
+                } else {
+                    changes.hard_resources = Some(items);
+                }
             }
             "-q" => {
-                changes.queues = Some(
-                    arg.split(',')
-                        .filter(|s| !s.is_empty())
-                        .map(str::to_string)
-                        .collect(),
-                )
+                let queues = optvalues::queue_list(g.name, &arg)?;
+                if soft {
+                    changes.soft_queues = Some(queues);
+                } else {
+                    changes.queues = Some(queues);
+                }
             }
+            "-hard" => soft = false,
+            "-soft" => soft = true,
             "-h" => {
                 changes.hold = match arg.as_str() {
                     "" | "u" => Some(true),
                     "n" | "U" => Some(false),
                     other => {
-                        return Output::fail(
-                            format!(
-                                "error: invalid hold type \"{other}\" (only u and n are supported)"
-                            ),
-                            exit::FAILURE,
-                        )
+                        return Err(OptionError::syntax(format!(
+                            "ERROR! unknown hold list \"{other}\" specified to -h option"
+                        )))
                     }
                 }
             }
-            "-N" => changes.name = Some(arg),
+            "-N" => {
+                if arg.contains('/') {
+                    return Err(OptionError::semantic(
+                        "ERROR! argument to -N option must not contain / ",
+                    ));
+                }
+                changes.name = Some(arg)
+            }
             "-notify" => changes.notify = Some(true),
-            "-m" => match gantry_common::mail::parse_options(&arg) {
-                Some(m) => changes.mail_options = Some(m),
-                None => {
-                    return Output::fail(
-                        format!(
-                        "ERROR! Wrong mail options list format \"{arg}\" specified to -m option"
-                    ),
-                        exit::FAILURE,
-                    )
-                }
-            },
-            "-M" => match gantry_common::mail::parse_list(&arg) {
-                Some(l) => changes.mail_list = Some(l),
-                None => {
-                    return Output::fail(
-                        format!("ERROR! Wrong mail list format \"{arg}\" specified to -M option"),
-                        exit::FAILURE,
-                    )
-                }
-            },
-            "-ac" | "-dc" | "-sc" => match context_change(g.name, &arg) {
-                Ok(change) => changes.context.push(change),
-                Err(e) => return Output::fail(e, exit::FAILURE),
-            },
-            "-R" | "-r" => {
-                let on = match arg.as_str() {
-                    "y" | "yes" => true,
-                    "n" | "no" => false,
-                    _ => {
-                        return Output::fail(
-                            format!("error: invalid argument \"{arg}\" for {}", g.name),
-                            exit::FAILURE,
-                        )
-                    }
-                };
-                if g.name == "-R" {
-                    changes.reserve = Some(on);
-                } else {
-                    changes.restart = Some(on);
-                }
+            "-m" => {
+                changes.mail_options =
+                    Some(gantry_common::mail::parse_options(&arg).ok_or_else(|| {
+                        OptionError::syntax(format!(
+                            "ERROR! Wrong mail options list format \"{arg}\" specified to -m option"
+                        ))
+                    })?)
             }
-            "-a" => match crate::dates::parse_date_time(&arg, jiff::Zoned::now()) {
-                Some(t) => changes.start_after = Some(Some(t)),
-                None => {
-                    return Output::fail(
-                        format!(
-                            "error: \"{arg}\" is not a valid date_time ([[CC]YY]MMDDhhmm[.SS])"
-                        ),
-                        exit::FAILURE,
-                    )
-                }
-            },
-            "-p" => match arg.parse::<i32>() {
-                Ok(v) if (-1023..=1024).contains(&v) => changes.priority = Some(v),
-                _ => {
-                    return Output::fail(
-                        format!("error: invalid priority \"{arg}\""),
-                        exit::FAILURE,
-                    )
-                }
-            },
-            "-hold_jid_ad" => {
-                changes.hold_jids_ad = Some(
-                    arg.split(',')
-                        .filter(|s| !s.is_empty())
-                        .map(str::to_string)
-                        .collect(),
-                )
+            "-M" => {
+                changes.mail_list =
+                    Some(gantry_common::mail::parse_list(&arg).ok_or_else(|| {
+                        OptionError::syntax(format!(
+                            "ERROR! Wrong mail list format \"{arg}\" specified to -M option"
+                        ))
+                    })?)
             }
-            "-dl" => match crate::dates::parse_date_time(&arg, jiff::Zoned::now()) {
-                Some(t) => changes.deadline = Some(t),
-                None => {
-                    return Output::fail(
-                        format!("ERROR! Wrong date/time format \"{arg}\" specified to -dl option"),
-                        crate::optvalues::ESYNTAX,
-                    )
-                }
-            },
-            "-js" => match crate::optvalues::unsigned(
-                &arg,
-                "ERROR! invalid jobshare, must be an unsigned integer",
-            ) {
-                Ok(js) => changes.job_share = Some(js),
-                Err(e) => return Output::fail(e.text, e.status),
-            },
-            "-binding" => match gantry_common::binding::parse(&arg) {
-                Ok(b) => changes.binding = Some(gantry_common::binding::print(&b)),
-                Err(e) => return Output::fail(e, crate::optvalues::ESEMANTIC),
-            },
-            "-masterq" => match crate::optvalues::queue_list(g.name, &arg) {
-                Ok(l) => changes.masterq = Some(l),
-                Err(e) => return Output::fail(e.text, e.status),
-            },
+            "-ac" | "-dc" | "-sc" => changes
+                .context
+                .push(context_change(g.name, &arg).map_err(OptionError::syntax)?),
+            "-R" => changes.reserve = Some(optvalues::yes_no(g.name, &arg)?),
+            "-r" => changes.restart = Some(optvalues::yes_no(g.name, &arg)?),
+            "-j" => changes.merge_output = Some(optvalues::yes_no(g.name, &arg)?),
+            "-a" => changes.start_after = Some(Some(crate::qsub::date_time(&arg, "-a")?)),
+            "-dl" => changes.deadline = Some(crate::qsub::date_time(&arg, "-dl")?),
+            "-p" => changes.priority = Some(optvalues::priority(&arg)?),
+            "-hold_jid" => changes.hold_jids = Some(list(&arg)),
+            "-hold_jid_ad" => changes.hold_jids_ad = Some(list(&arg)),
+            "-js" => {
+                changes.job_share = Some(optvalues::unsigned(
+                    &arg,
+                    "ERROR! invalid jobshare, must be an unsigned integer",
+                )?)
+            }
+            "-tc" => changes.max_running_tasks = Some(optvalues::task_concurrency(&arg)?),
+            "-binding" => {
+                let b = gantry_common::binding::parse(&arg).map_err(OptionError::semantic)?;
+                changes.binding = Some(gantry_common::binding::print(&b));
+            }
+            "-masterq" => changes.masterq = Some(optvalues::queue_list(g.name, &arg)?),
             "-ckpt" => changes.ckpt = Some(arg),
             "-c" => {
                 if !gantry_common::ckpt::valid_selector(&arg) {
-                    return Output::fail(
-                        "ERROR! -c argument invalid".to_string(),
-                        crate::optvalues::ESEMANTIC,
-                    );
+                    return Err(OptionError::semantic(
+                        if arg.chars().all(|c| c.is_ascii_alphabetic()) {
+                            "ERROR! -c specifier invalid"
+                        } else {
+                            "ERROR! -c argument invalid"
+                        },
+                    ));
                 }
                 changes.ckpt_when = Some(arg);
             }
-            "-hold_jid" => {
-                changes.hold_jids = Some(
+            "-A" => changes.account = Some(arg),
+            "-P" => changes.project = Some(arg),
+            "-o" => changes.stdout_path = Some(arg),
+            "-e" => changes.stderr_path = Some(arg),
+            "-i" => changes.stdin_path = Some(arg),
+            "-S" => changes.shell = Some(arg),
+            "-wd" => changes.cwd = Some(arg),
+            "-cwd" => {
+                let here = std::env::current_dir().map_err(|e| {
+                    OptionError::semantic(format!("error: cannot get the working directory: {e}"))
+                })?;
+                changes.cwd = Some(here.to_string_lossy().into_owned());
+            }
+            "-pe" => {
+                let (name, range) = arg.split_once(' ').unwrap_or((arg.as_str(), "1"));
+                changes.pe = Some((name.to_string(), range.to_string()));
+            }
+            "-v" | "-V" => {
+                let env = changes.env.get_or_insert_with(Vec::new);
+                let items: Vec<(String, String)> = if g.name == "-V" {
+                    std::env::vars().collect()
+                } else {
                     arg.split(',')
                         .filter(|s| !s.is_empty())
-                        .map(str::to_string)
-                        .collect(),
-                )
+                        .map(|item| match item.split_once('=') {
+                            Some((k, v)) => (k.to_string(), v.to_string()),
+                            None => (item.to_string(), std::env::var(item).unwrap_or_default()),
+                        })
+                        .collect()
+                };
+                for (k, v) in items {
+                    env.retain(|(ek, _)| ek != &k);
+                    env.push((k, v));
+                }
             }
-            _ => {}
+            // qalter's own options Gantry has no use for yet: refused, never ignored.
+            "-u" | "-uall" | "-ot" | "-w" | "-verify" | "-clear" | "-ar" | "-@" | "-t" => {
+                return Err(crate::qsub::unsupported(&match &g.arg {
+                    Some(a) => format!("qalter {} {a}", g.name),
+                    None => format!("qalter {}", g.name),
+                }))
+            }
+            // qsub's options that SGE's qalter parses and then finds left over.
+            _ => return Err(OptionError::not_taken(g.name, g.arg.as_deref())),
         }
     }
-    send(ToMaster::AlterJobs {
-        ids,
-        changes: Box::new(changes),
-    })
+    Ok(changes)
 }
 
 const HOLD_SPECS: &[OptSpec] = &[opt("-help", Arity::None), opt("-h", Arity::One)];

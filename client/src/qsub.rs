@@ -10,7 +10,8 @@ use crate::opts::{opt, parse, split_line, Arity, OptSpec, Parsed};
 use crate::optvalues::{self, OptionError};
 use crate::{exit, Output};
 
-const SPECS: &[OptSpec] = &[
+/// Every option SGE's submit parser reads (qalter's parser is the same one).
+pub(crate) const SPECS: &[OptSpec] = &[
     opt("-help", Arity::None),
     opt("-N", Arity::One),
     opt("-o", Arity::One),
@@ -206,7 +207,7 @@ fn unable(message: &str) -> Output {
 }
 
 /// `a=1,b=2` -> pairs.
-fn resources(text: &str) -> Vec<(String, String)> {
+pub(crate) fn resources(text: &str) -> Vec<(String, String)> {
     text.split(',')
         .filter(|s| !s.is_empty())
         .map(|item| match item.split_once('=') {
@@ -290,14 +291,14 @@ fn refused(layer: Layer, e: OptionError) -> Output {
 }
 
 /// An option SGE takes that Gantry cannot honour yet: refused, never ignored.
-fn unsupported(option: &str) -> OptionError {
+pub(crate) fn unsupported(option: &str) -> OptionError {
     OptionError {
         text: format!("Unsupported: \"{option}\" is not supported by Gantry yet"),
         status: optvalues::ENOIMP,
     }
 }
 
-fn date_time(arg: &str, option: &str) -> Result<i64, OptionError> {
+pub(crate) fn date_time(arg: &str, option: &str) -> Result<i64, OptionError> {
     crate::dates::parse_date_time(arg, jiff::Zoned::now()).ok_or_else(|| {
         OptionError::syntax(format!(
             "ERROR! Wrong date/time format \"{arg}\" specified to {option} option"

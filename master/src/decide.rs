@@ -481,6 +481,80 @@ impl ClusterState {
                 spec.start_after = a;
                 messages.push(format!("modified start time of job {id}"));
             }
+            if let Some(a) = &changes.account {
+                spec.account = a.clone();
+                messages.push(format!("modified account of job {id}"));
+            }
+            if let Some(p) = &changes.project {
+                spec.project = Some(p.clone());
+                messages.push(format!("modified project of job {id}"));
+            }
+            if let Some(o) = &changes.stdout_path {
+                spec.stdout_path = Some(o.clone());
+                messages.push(format!("modified stdout path list of job {id}"));
+            }
+            if let Some(e) = &changes.stderr_path {
+                spec.stderr_path = Some(e.clone());
+                messages.push(format!("modified stderr path list of job {id}"));
+            }
+            if let Some(i) = &changes.stdin_path {
+                spec.stdin_path = Some(i.clone());
+                messages.push(format!("modified stdin path list of job {id}"));
+            }
+            if let Some(j) = changes.merge_output {
+                spec.merge_output = j;
+                messages.push(format!("modified output merge behaviour of job {id}"));
+            }
+            if let Some(sh) = &changes.shell {
+                spec.shell = Some(sh.clone());
+                messages.push(format!("modified shell list of job {id}"));
+            }
+            if let Some(wd) = &changes.cwd {
+                spec.cwd = Some(wd.clone());
+                messages.push(format!("modified working directory of job {id}"));
+            }
+            if let Some(pe) = &changes.pe {
+                spec.pe = Some(pe.clone());
+                messages.push(format!("modified parallel environment of job {id}"));
+                messages.push(format!("modified slot range of job {id}"));
+            }
+            if let Some(env) = &changes.env {
+                // The user's variables are replaced; those the submission recorded
+                // (`SGE_O_HOME`, `SGE_O_WORKDIR`, ...) stay.
+                spec.env.retain(|(k, _)| k.starts_with("SGE_O_"));
+                spec.env.extend(
+                    env.iter()
+                        .filter(|(k, _)| !k.starts_with("SGE_O_"))
+                        .cloned(),
+                );
+                messages.push(format!("modified environment of job {id}"));
+            }
+            if let Some(tc) = changes.max_running_tasks {
+                // SGE's refusal for a job that is no array (sge_job_qmaster.c).
+                if spec.array.is_none() {
+                    return refused(
+                        RefusalKind::Invalid,
+                        "ERROR! invalid option argument \"task concurrency\"".to_string(),
+                    );
+                }
+                spec.max_running_tasks = Some(tc);
+                messages.push(format!("modified task concurrency of job {id}"));
+            }
+            if let Some(r) = &changes.soft_resources {
+                spec.soft_resources = r.clone();
+                messages.push(format!("modified soft resource list of job {id}"));
+            }
+            if let Some(q) = &changes.soft_queues {
+                spec.soft_queues = q.clone();
+                messages.push(format!("modified soft queue list of job {id}"));
+            }
+            // The job as changed gets a submission's checks (the names, the resource
+            // requests completed, queues, project access, the parallel environment),
+            // and nothing changes if it fails them.
+            job.spec = match crate::jobs::check_spec(self, caller, groups, &job.spec, id) {
+                Ok(spec) => spec,
+                Err(r) => return Decision::refused(r),
+            };
             ops.push(Op::Put(Object::Job(job)));
         }
         Decision {

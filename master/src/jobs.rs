@@ -226,54 +226,17 @@ pub fn check_script_size(state: &ClusterState, len: usize) -> Result<(), Refusal
 
 /// Check a submission; the job to queue.
 /// `groups` are the caller's Unix groups (for `@group` entries of access lists).
-pub fn validate_submission(
+/// The checks a job's specification gets whether it is submitted or altered (`qalter`):
+/// its names, mail and context, dependencies, resource requests (completed as the
+/// catalog says), queues, checkpointing, project and parallel environment. The
+/// specification as it is kept.
+pub fn check_spec(
     state: &ClusterState,
     caller: &Caller,
     groups: &[String],
     spec: &JobSpec,
     id: u64,
-    now: i64,
-) -> Result<Job, Refusal> {
-    let conf = state.global();
-    let limit = |key: &str| {
-        conf.get(key)
-            .and_then(|v| v.parse::<usize>().ok())
-            .unwrap_or(0)
-    };
-    let min_uid = limit("min_uid");
-    if (caller.uid as usize) < min_uid {
-        return Err(refuse(
-            RefusalKind::Denied,
-            format!(
-                "job rejected: your user id {} is lower than minimum user id {min_uid} of cluster configuration",
-                caller.uid
-            ),
-        ));
-    }
-    let min_gid = limit("min_gid");
-    if (caller.gid as usize) < min_gid {
-        return Err(refuse(
-            RefusalKind::Denied,
-            format!(
-                "job rejected: your group id {} is lower than minimum group id {min_gid} of cluster configuration",
-                caller.gid
-            ),
-        ));
-    }
-    // `-dl`: only deadline users may say when their job must reach top priority.
-    if spec.deadline.is_some()
-        && !state.usersets.get("deadlineusers").is_some_and(|u| {
-            gantry_common::userset::entries_contain(&u.entries, &caller.user, groups)
-        })
-    {
-        return Err(refuse(
-            RefusalKind::Denied,
-            format!(
-                "job rejected: the user \"{}\" is no deadline initiation user",
-                caller.user
-            ),
-        ));
-    }
+) -> Result<JobSpec, Refusal> {
     // Names end up in other users' terminals (`qstat`) and in the accounting file's
     // lines (`qacct`): SGE's rules, and no control character at all.
     gantry_common::names::verify_job_name(&spec.name)
@@ -282,48 +245,10 @@ pub fn validate_submission(
         gantry_common::names::verify_name(&spec.account, gantry_common::names::NameKind::Job)
             .map_err(|e| refuse(RefusalKind::Invalid, e))?;
     }
-    if let JobScript::Script { contents, .. } = &spec.script {
-        check_script_size(state, contents.len())?;
-    }
     gantry_common::mail::check(&spec.mail_options, &spec.mail_list)
         .map_err(|e| refuse(RefusalKind::Invalid, e))?;
     gantry_common::context::check(&spec.context).map_err(|e| refuse(RefusalKind::Invalid, e))?;
     check_array_dependencies(state, spec, id)?;
-    let max_u_jobs = limit("max_u_jobs");
-    if max_u_jobs > 0 {
-        let current = state
-            .jobs
-            .values()
-            .filter(|j| j.owner.user == caller.user)
-            .count();
-        if current >= max_u_jobs {
-            return Err(refuse(
-                RefusalKind::Denied,
-                format!("job rejected: Only {max_u_jobs} jobs are allowed per user (current job count: {current})"),
-            ));
-        }
-    }
-    let max_jobs = limit("max_jobs");
-    if max_jobs > 0 && state.jobs.len() >= max_jobs {
-        return Err(refuse(
-            RefusalKind::Denied,
-            format!("job rejected: Only {max_jobs} jobs are allowed in the cluster (max_jobs)"),
-        ));
-    }
-    if let Some(r) = spec.array {
-        let tasks = r
-            .last
-            .saturating_sub(r.first)
-            .checked_div(r.step)
-            .map_or(0, |n| n as usize + 1);
-        let max_tasks = limit("max_aj_tasks");
-        if max_tasks > 0 && tasks > max_tasks {
-            return Err(refuse(
-                RefusalKind::Denied,
-                format!("job rejected: the job array has {tasks} tasks, more than max_aj_tasks ({max_tasks}) allows"),
-            ));
-        }
-    }
     let mut spec = spec.clone();
     for list in [&mut spec.hard_resources, &mut spec.soft_resources] {
         check_resources(state, list)?;
@@ -398,6 +323,96 @@ pub fn validate_submission(
             return Err(refuse(
                 RefusalKind::Invalid,
                 format!("job rejected: invalid slot range \"{range}\" for parallel environment \"{pe}\""),
+            ));
+        }
+    }
+    Ok(spec)
+}
+
+pub fn validate_submission(
+    state: &ClusterState,
+    caller: &Caller,
+    groups: &[String],
+    spec: &JobSpec,
+    id: u64,
+    now: i64,
+) -> Result<Job, Refusal> {
+    let conf = state.global();
+    let limit = |key: &str| {
+        conf.get(key)
+            .and_then(|v| v.parse::<usize>().ok())
+            .unwrap_or(0)
+    };
+    let min_uid = limit("min_uid");
+    if (caller.uid as usize) < min_uid {
+        return Err(refuse(
+            RefusalKind::Denied,
+            format!(
+                "job rejected: your user id {} is lower than minimum user id {min_uid} of cluster configuration",
+                caller.uid
+            ),
+        ));
+    }
+    let min_gid = limit("min_gid");
+    if (caller.gid as usize) < min_gid {
+        return Err(refuse(
+            RefusalKind::Denied,
+            format!(
+                "job rejected: your group id {} is lower than minimum group id {min_gid} of cluster configuration",
+                caller.gid
+            ),
+        ));
+    }
+    // `-dl`: only deadline users may say when their job must reach top priority.
+    if spec.deadline.is_some()
+        && !state.usersets.get("deadlineusers").is_some_and(|u| {
+            gantry_common::userset::entries_contain(&u.entries, &caller.user, groups)
+        })
+    {
+        return Err(refuse(
+            RefusalKind::Denied,
+            format!(
+                "job rejected: the user \"{}\" is no deadline initiation user",
+                caller.user
+            ),
+        ));
+    }
+    if let JobScript::Script { contents, .. } = &spec.script {
+        check_script_size(state, contents.len())?;
+    }
+    let spec = check_spec(state, caller, groups, spec, id)?;
+    let max_u_jobs = limit("max_u_jobs");
+    if max_u_jobs > 0 {
+        let current = state
+            .jobs
+            .values()
+            .filter(|j| j.owner.user == caller.user)
+            .count();
+        if current >= max_u_jobs {
+            return Err(refuse(
+                RefusalKind::Denied,
+                format!("job rejected: Only {max_u_jobs} jobs are allowed per user (current job count: {current})"),
+            ));
+        }
+    }
+    let max_jobs = limit("max_jobs");
+    if max_jobs > 0 && state.jobs.len() >= max_jobs {
+        return Err(refuse(
+            RefusalKind::Denied,
+            format!("job rejected: Only {max_jobs} jobs are allowed in the cluster (max_jobs)"),
+        ));
+    }
+    if let Some(r) = spec.array {
+        let tasks = r
+            .last
+            .saturating_sub(r.first)
+            .checked_div(r.step)
+            .map_or(0, |n| n as usize + 1);
+        let max_tasks = limit("max_aj_tasks");
+        if max_tasks > 0 && tasks > max_tasks {
+            return Err(refuse(
+                RefusalKind::Denied,
+                format!("job rejected: the job array has {tasks} tasks, more than max_aj_tasks ({max_tasks}) allows"),
             ));
         }
     }

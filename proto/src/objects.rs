@@ -777,6 +777,29 @@ pub struct JobChanges {
     pub ckpt: Option<String>,
     /// `-c`
     pub ckpt_when: Option<String>,
+    /// `-A`
+    pub account: Option<String>,
+    /// `-P`
+    pub project: Option<String>,
+    /// `-o`, `-e`, `-i`
+    pub stdout_path: Option<String>,
+    pub stderr_path: Option<String>,
+    pub stdin_path: Option<String>,
+    /// `-j y|n`
+    pub merge_output: Option<bool>,
+    /// `-S`
+    pub shell: Option<String>,
+    /// `-wd`, `-cwd`
+    pub cwd: Option<String>,
+    /// `-pe name range`
+    pub pe: Option<(String, String)>,
+    /// `-v`, `-V`: the job's whole environment list, as SGE replaces it.
+    pub env: Option<Vec<(String, String)>>,
+    /// `-tc`
+    pub max_running_tasks: Option<u32>,
+    /// `-soft -l`, `-soft -q`
+    pub soft_resources: Option<Vec<(String, String)>>,
+    pub soft_queues: Option<Vec<String>>,
 }
 
 /// What a running task has used so far, as its execd measures it (`qstat -j`'s

@@ -1460,10 +1460,12 @@ fn mail_goes_through_the_mailer_at_start_end_and_abort() {
     let j = c.as_user("gtuser1", "qstat", &["-j", &id]).stdout;
     assert!(j.contains("mail_options:               a\n"), "{j}");
     let bad = c.as_user("gtuser1", "qalter", &["-m", "x", &id]);
-    assert_eq!(bad.code, 1, "{bad:?}");
-    assert!(
-        bad.stderr
-            .contains("ERROR! Wrong mail options list format \"x\" specified to -m option"),
+    assert_eq!(
+        (bad.code, bad.stderr.as_str()),
+        (
+            7,
+            "qalter: ERROR! Wrong mail options list format \"x\" specified to -m option\n"
+        ),
         "{bad:?}"
     );
     assert_eq!(c.as_user("gtuser1", "qalter", &["-m", "be", &id]).code, 0);
@@ -1634,7 +1636,7 @@ fn context_and_standard_input() {
     let bad = c.as_user("gtuser1", "qalter", &["-ac", "=1", &id]);
     assert_eq!(
         (bad.code, bad.stderr.as_str()),
-        (1, "ERROR! Wrong context list format -ac \"=1\"\n"),
+        (7, "qalter: ERROR! Wrong context list format -ac \"=1\"\n"),
         "{bad:?}"
     );
     // Released: the job reads its input file.
@@ -2904,4 +2906,92 @@ fn checkpointing_jobs_are_checkpointed_migrated_and_cleaned_up() {
     });
     assert_eq!(log_text().matches("clean").count(), 1, "{}", log_text());
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// qalter changes what qsub set, with qsub's checks (SGE's "modified ... of job N"
+/// for each), and a change that fails them changes nothing.
+#[test]
+fn qalter_changes_output_environment_and_parallel_environment() {
+    if !need_root("qalter_changes_output_environment_and_parallel_environment") {
+        return;
+    }
+    ensure_user("gtuser1");
+    let c = Cluster::one_host();
+    let id = c.submit("gtuser1", &["-h", "-wd", "/tmp", "-b", "y", "/bin/true"]);
+    let out = c.as_user(
+        "gtuser1",
+        "qalter",
+        &[
+            "-A",
+            "proj7",
+            "-o",
+            "/tmp/out7",
+            "-j",
+            "y",
+            "-S",
+            "/bin/bash",
+            "-wd",
+            "/var/tmp",
+            "-pe",
+            "smp",
+            "2",
+            "-v",
+            "COLOUR=blue",
+            "-soft",
+            "-l",
+            "arch=lx*",
+            &id,
+        ],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    for what in [
+        "account",
+        "stdout path list",
+        "output merge behaviour",
+        "shell list",
+        "working directory",
+        "parallel environment",
+        "environment",
+        "soft resource list",
+    ] {
+        assert!(
+            out.stdout
+                .contains(&format!("modified {what} of job {id}\n")),
+            "{what}: {out:?}"
+        );
+    }
+    let j = c.as_user("gtuser1", "qstat", &["-j", &id]).stdout;
+    for line in [
+        "account:                    proj7\n",
+        "stdout_path_list:           NONE:NONE:/tmp/out7\n",
+        "merge:                      y\n",
+        "shell_list:                 NONE:/bin/bash\n",
+        "cwd:                        /var/tmp\n",
+        "parallel environment:  smp range: 2\n",
+        "env_list:                   COLOUR=blue\n",
+        "soft resource_list:         arch=lx*\n",
+    ] {
+        assert!(j.contains(line), "{line}{j}");
+    }
+    // The submission's own variables stay.
+    assert!(j.contains("sge_o_workdir:"), "{j}");
+    // Refused as a submission would be; nothing changes.
+    let out = c.as_user("gtuser1", "qalter", &["-pe", "nosuchpe", "2", &id]);
+    assert_eq!(
+        (out.code, out.stderr.as_str()),
+        (
+            1,
+            "job rejected: the requested parallel environment \"nosuchpe\" does not exist\n"
+        ),
+        "{out:?}"
+    );
+    let out = c.as_user("gtuser1", "qalter", &["-tc", "2", &id]);
+    assert_eq!(
+        (out.code, out.stderr.as_str()),
+        (1, "ERROR! invalid option argument \"task concurrency\"\n"),
+        "{out:?}"
+    );
+    let j = c.as_user("gtuser1", "qstat", &["-j", &id]).stdout;
+    assert!(j.contains("parallel environment:  smp range: 2\n"), "{j}");
+    assert_eq!(c.client("qdel", &[&id]).code, 0);
 }

@@ -297,3 +297,77 @@ fn client_jsvs_run_in_sges_order_and_may_reject() {
         )
     );
 }
+
+/// qalter reads its options with qsub's parser, as SGE's qalter does: the same messages
+/// and statuses after `qalter: `; qsub's options qalter does not take are found left
+/// over and printed bare (`Unknown option -b y`, 5), as SGE's qalter.c prints them;
+/// nothing is sent to a master (none runs here).
+#[test]
+fn qalter_refuses_options_as_sges_qalter() {
+    let s = Scratch::new();
+    let table: &[(&[&str], &str, i32)] = &[
+        (
+            &["-badopt", "1"],
+            "qalter: ERROR! invalid option argument \"-badopt\"",
+            2,
+        ),
+        (&["-N"], "qalter: ERROR! -N option must have argument", 2),
+        (
+            &["-j", "maybe", "1"],
+            "qalter: invalid option argument \"-j maybe\"",
+            7,
+        ),
+        (
+            &["-r", "sometimes", "1"],
+            "qalter: invalid option argument \"-r sometimes\"",
+            7,
+        ),
+        (
+            &["-p", "2000", "1"],
+            "qalter: invalid priority 2000. must be an integer from -1023 to 1024",
+            7,
+        ),
+        (
+            &["-a", "tomorrow", "1"],
+            "qalter: ERROR! Wrong date/time format \"tomorrow\" specified to -a option",
+            7,
+        ),
+        (
+            &["-tc", "-1", "1"],
+            "qalter: invalid task concurrency number -1. Must be an integer greater or equal to 0.",
+            7,
+        ),
+        (
+            &["-m", "q", "1"],
+            "qalter: ERROR! Wrong mail options list format \"q\" specified to -m option",
+            7,
+        ),
+        (&["-c", "q", "1"], "qalter: ERROR! -c specifier invalid", 2),
+        (
+            &["-h", "x", "1"],
+            "qalter: ERROR! unknown hold list \"x\" specified to -h option",
+            7,
+        ),
+        (&["-b", "y", "1"], "Unknown option -b y", 5),
+        (&["-sync", "y", "1"], "Unknown option -sync y", 5),
+        (&["-terse", "1"], "Unknown option -terse", 5),
+        (
+            &["-u", "alice"],
+            "Unsupported: \"qalter -u alice\" is not supported by Gantry yet",
+            5,
+        ),
+    ];
+    for (args, message, status) in table {
+        let mut cmd = Command::new(bin("qalter"));
+        cmd.args(*args)
+            .current_dir(s.dir.path())
+            .env("GANTRY_HOME", s.dir.path())
+            .env("HOME", s.dir.path());
+        let out = Out::from_output(cmd.output().expect("qalter"));
+        assert_eq!(
+            (out.code, out.stderr.as_str(), out.stdout.as_str()),
+            (*status, format!("{message}\n").as_str(), ""),
+            "qalter {args:?}"
+        );
+    }
+}
