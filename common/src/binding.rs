@@ -158,6 +158,11 @@ pub fn jsv_parameters(b: &Binding) -> Vec<(String, String)> {
     out
 }
 
+/// A binding parameter or value a JSV may not give.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("not a binding parameter and value SGE takes")]
+pub struct BadJsvParameter;
+
 /// A JSV's `PARAM binding_<name> [value]` applied to the request (`None`: no binding).
 /// Parameters come one by one, so each leaves a whole request: a new strategy keeps the
 /// amount and step it can, a start (`binding_socket`, `binding_core`) or an explicit
@@ -167,8 +172,14 @@ pub fn set_jsv_parameter(
     current: Option<Binding>,
     name: &str,
     value: Option<&str>,
-) -> Result<Option<Binding>, ()> {
-    let number = || -> Result<u32, ()> { value.ok_or(())?.trim().parse().map_err(|_| ()) };
+) -> Result<Option<Binding>, BadJsvParameter> {
+    let number = || -> Result<u32, BadJsvParameter> {
+        value
+            .ok_or(BadJsvParameter)?
+            .trim()
+            .parse()
+            .map_err(|_| BadJsvParameter)
+    };
     if name == "binding_strategy" && value.is_none() {
         return Ok(None);
     }
@@ -201,7 +212,7 @@ pub fn set_jsv_parameter(
                     Strategy::Explicit(p) => Strategy::Explicit(p.clone()),
                     _ => Strategy::Explicit(vec![(0, 0)]),
                 },
-                _ => return Err(()),
+                _ => return Err(BadJsvParameter),
             }
         }
         "binding_type" => {
@@ -209,7 +220,7 @@ pub fn set_jsv_parameter(
                 "set" => BindingType::Set,
                 "env" => BindingType::Env,
                 "pe" => BindingType::Pe,
-                _ => return Err(()),
+                _ => return Err(BadJsvParameter),
             }
         }
         "binding_amount" | "binding_step" | "binding_socket" | "binding_core" => {
@@ -231,17 +242,17 @@ pub fn set_jsv_parameter(
                         (s, n)
                     });
                 }
-                _ => return Err(()),
+                _ => return Err(BadJsvParameter),
             }
         }
         _ => {
             let Strategy::Explicit(pairs) = &mut b.strategy else {
-                return Err(());
+                return Err(BadJsvParameter);
             };
             let n = number()?;
             if name == "binding_exp_n" {
                 if n == 0 {
-                    return Err(());
+                    return Err(BadJsvParameter);
                 }
                 pairs.resize(n as usize, (0, 0));
             } else {
@@ -250,9 +261,9 @@ pub fn set_jsv_parameter(
                 } else if let Some(i) = name.strip_prefix("binding_exp_core") {
                     (i, false)
                 } else {
-                    return Err(());
+                    return Err(BadJsvParameter);
                 };
-                let i: usize = index.parse().map_err(|_| ())?;
+                let i: usize = index.parse().map_err(|_| BadJsvParameter)?;
                 if i >= pairs.len() {
                     pairs.resize(i + 1, (0, 0));
                 }

@@ -673,7 +673,7 @@ pub fn set_parameter(spec: &mut JobSpec, name: &str, value: Option<&str>) -> Res
                 .as_deref()
                 .and_then(|t| crate::binding::parse(t).ok());
             let changed =
-                crate::binding::set_jsv_parameter(current, b, v).map_err(|()| refused())?;
+                crate::binding::set_jsv_parameter(current, b, v).map_err(|_| refused())?;
             spec.binding = changed.map(|b| crate::binding::print(&b));
         }
         _ => return Err(refused()),

@@ -98,7 +98,7 @@ fn jsv_parameters_round_trip_and_edit() {
         let params = jsv_parameters(&b);
         let mut rebuilt = None;
         for (k, v) in &params {
-            rebuilt = set_jsv_parameter(rebuilt, k, Some(v)).unwrap_or_else(|()| panic!("{k}"));
+            rebuilt = set_jsv_parameter(rebuilt, k, Some(v)).unwrap_or_else(|e| panic!("{k}: {e}"));
         }
         assert_eq!(
             rebuilt.as_ref().map(print).as_deref(),
