@@ -471,8 +471,7 @@ fn apply(
             }
             "-verify" => flags.just_verify = true,
             "-now" => spec.immediate = optvalues::yes_no(g.name, &arg)?,
-            // Batch jobs run without a terminal, which is SGE's default for them.
-            "-pty" if optvalues::yes_no(g.name, &arg)? => return Err(unsupported("-pty y")),
+            "-pty" => spec.pty = optvalues::yes_no(g.name, &arg)?,
             "-jsv" => flags.jsv.push((flags.rank, arg)),
             "-binding" => {
                 let b = gantry_common::binding::parse(&arg).map_err(OptionError::semantic)?;

@@ -112,6 +112,7 @@ impl CommandContext {
             rlimits: Vec::new(),
             group: None,
             group_procs: None,
+            terminal: None,
         };
         let pid = Pid::from_raw(spawn::spawn(&process)?);
         loop {

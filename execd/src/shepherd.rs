@@ -565,6 +565,24 @@ fn supervise(
         ),
         None => (None, None),
     };
+    // `-pty y`: a pseudo terminal, the job's controlling terminal; what the job writes
+    // to it goes to its standard output file.
+    let terminal = if start.spec.pty {
+        let out = stdout.try_clone().map_err(|e| {
+            fail(
+                ShepherdFailure::OpenOutput,
+                format!("can't duplicate output: {e}"),
+            )
+        })?;
+        Some(Terminal::open(uid, gid, out).map_err(|e| {
+            fail(
+                ShepherdFailure::NoShell,
+                format!("can't open a pseudo terminal for the job: {e}"),
+            )
+        })?)
+    } else {
+        None
+    };
     let job = spawn::JobProcess {
         program: spawn::resolve(&what, path).map_err(cant_start)?,
         args: args
@@ -590,6 +608,7 @@ fn supervise(
         rlimits: limits(start),
         group,
         group_procs,
+        terminal: terminal.as_ref().and_then(|t| t.slave.try_clone().ok()),
     };
     // `-binding set`: the job's processes run on its cores' processors only (the
     // affinity is inherited by the job from this shepherd).
@@ -614,6 +633,8 @@ fn supervise(
         _ => cant_start(e),
     })?;
     drop(job);
+    // The job's side of the terminal is the job's alone now.
+    let terminal = terminal.map(Terminal::relay);
     let pgid = Pid::from_raw(child);
     report.start_time = now();
     notes.add("job", child);
@@ -671,6 +692,9 @@ fn supervise(
     // Whatever the job left goes with it: its process group, its control group, and
     // every process that ended up a child of the shepherd.
     end_what_is_left(pgid, held.group.as_ref());
+    if let Some(t) = terminal {
+        t.finish();
+    }
     if let Some(c) = checkpointer {
         let outcome = c.finish();
         for n in outcome.notes {
@@ -714,6 +738,90 @@ fn supervise(
         report.stime_us = report.stime_us.max(cpu.system_us);
     }
     Ok(())
+}
+
+/// A job's pseudo terminal (`-pty y`) before the job starts: the shepherd keeps the
+/// master side, the job gets the slave (owned by the job's owner, as `login` hands a
+/// terminal over).
+struct Terminal {
+    master: File,
+    slave: File,
+    out: File,
+}
+
+/// The terminal of a running job: a thread copies what the job writes to it into the
+/// job's standard output file.
+struct RelayedTerminal {
+    done: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    finished: std::sync::mpsc::Receiver<()>,
+}
+
+impl Terminal {
+    fn open(uid: u32, gid: u32, out: File) -> std::io::Result<Terminal> {
+        let pty = nix::pty::openpty(None, None)?;
+        // Neither side is the job's to inherit: it gets the slave as its controlling
+        // terminal only.
+        for fd in [&pty.master, &pty.slave] {
+            nix::fcntl::fcntl(
+                fd,
+                nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC),
+            )?;
+        }
+        let slave = File::from(pty.slave);
+        nix::unistd::fchown(
+            std::os::fd::AsFd::as_fd(&slave),
+            Some(Uid::from_raw(uid)),
+            Some(Gid::from_raw(gid)),
+        )?;
+        nix::sys::stat::fchmod(
+            std::os::fd::AsFd::as_fd(&slave),
+            nix::sys::stat::Mode::from_bits_truncate(0o620),
+        )?;
+        Ok(Terminal {
+            master: File::from(pty.master),
+            slave,
+            out,
+        })
+    }
+
+    /// Close the shepherd's copy of the slave and start copying. While no process has
+    /// the terminal open the master reads EIO; the job may open `/dev/tty` again later,
+    /// so the copy goes on until the job has ended.
+    fn relay(self) -> RelayedTerminal {
+        use std::io::Read;
+        let Terminal {
+            mut master,
+            slave,
+            mut out,
+        } = self;
+        drop(slave);
+        let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (tx, finished) = std::sync::mpsc::channel();
+        let ended = std::sync::Arc::clone(&done);
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            loop {
+                match master.read(&mut buf) {
+                    Ok(n) if n > 0 => {
+                        let _ = out.write_all(&buf[..n]);
+                    }
+                    _ if ended.load(std::sync::atomic::Ordering::SeqCst) => break,
+                    _ => std::thread::sleep(Duration::from_millis(50)),
+                }
+            }
+            let _ = tx.send(());
+        });
+        RelayedTerminal { done, finished }
+    }
+}
+
+impl RelayedTerminal {
+    /// The job has ended (and everything it left): copy what is still buffered, then
+    /// stop, waiting a second at most.
+    fn finish(self) {
+        self.done.store(true, std::sync::atomic::Ordering::SeqCst);
+        let _ = self.finished.recv_timeout(Duration::from_secs(1));
+    }
 }
 
 /// The value of SGE's variable `name` in a checkpointing command (`$job_id`, ...).

@@ -77,6 +77,9 @@ pub struct JobProcess {
     /// The group's `cgroup.procs`, open for writing: the fallback when `clone3` cannot
     /// place the child.
     pub group_procs: Option<File>,
+    /// `-pty y`: a pseudo terminal's slave, which becomes the controlling terminal of a
+    /// session the child leads (instead of a process group of its own).
+    pub terminal: Option<File>,
 }
 
 /// Find `program` as `execvp` would on `path` (the job's `PATH`).
@@ -144,6 +147,7 @@ pub fn spawn(job: &JobProcess) -> io::Result<i32> {
         who: &job.who,
         rlimits: &job.rlimits,
         report: report_write.as_raw_fd(),
+        terminal: job.terminal.as_ref().map(|f| f.as_raw_fd()),
     };
     let mut args = CloneArgs {
         exit_signal: libc::SIGCHLD as u64,
@@ -215,6 +219,7 @@ struct Child<'a> {
     who: &'a Identity,
     rlimits: &'a [(libc::c_int, u64, u64)],
     report: RawFd,
+    terminal: Option<RawFd>,
 }
 
 impl Child<'_> {
@@ -240,9 +245,21 @@ impl Child<'_> {
                 return fail();
             }
         }
-        // A process group of its own (the shepherd signals the job through it).
-        if libc::setpgid(0, 0) != 0 {
-            return fail();
+        // A process group of its own (the shepherd signals the job through it); with a
+        // terminal, a session of its own (its leader leads a process group as well),
+        // whose controlling terminal the terminal becomes.
+        match self.terminal {
+            None => {
+                if libc::setpgid(0, 0) != 0 {
+                    return fail();
+                }
+            }
+            Some(fd) => {
+                if libc::setsid() < 0 || libc::ioctl(fd, libc::TIOCSCTTY, 0) != 0 {
+                    return fail();
+                }
+                libc::close(fd);
+            }
         }
         let input = match self.stdin {
             Some(fd) => fd,

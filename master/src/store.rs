@@ -34,7 +34,8 @@ const ACCOUNTING: TableDefinition<(u64, u32, u32), &[u8]> = TableDefinition::new
 /// 15: a job keeps which tasks run again after a host failure (`RESTARTED`).
 /// 16: a job keeps which tasks restart from a checkpoint; a report says whether the task
 ///     left one.
-pub const SCHEMA_VERSION: u32 = 16;
+/// 17: a job keeps whether it runs with a pseudo terminal (`-pty y`).
+pub const SCHEMA_VERSION: u32 = 17;
 
 /// A checkpoint is taken once this many changes or this many journal bytes are waiting.
 /// The owner starts it in a turn of its own ([`Store::checkpoint_due`],

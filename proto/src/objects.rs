@@ -273,6 +273,8 @@ pub struct JobSpec {
     pub binary_shell: bool,
     /// `-now y`: start at once or not at all.
     pub immediate: bool,
+    /// `-pty y`: the job runs with a pseudo terminal as its controlling terminal.
+    pub pty: bool,
     /// `-binding`, as SGE prints it (`set linear:2`).
     pub binding: Option<String>,
     /// `-masterq`: the queues (instances) a parallel job's master task may run in.
@@ -325,6 +327,7 @@ impl JobSpec {
             deadline: None,
             job_share: 0,
             binary_shell: false,
+            pty: false,
             immediate: false,
             binding: None,
             masterq: Vec::new(),

@@ -2995,3 +2995,38 @@ fn qalter_changes_output_environment_and_parallel_environment() {
     assert!(j.contains("parallel environment:  smp range: 2\n"), "{j}");
     assert_eq!(c.client("qdel", &[&id]).code, 0);
 }
+
+/// `-pty y`: the job runs with a pseudo terminal as its controlling terminal (its
+/// standard streams stay its files); what it writes to the terminal lands in its
+/// standard output file. Without it, a batch job has no terminal, as in SGE.
+#[test]
+fn a_job_asking_for_a_pty_gets_a_controlling_terminal() {
+    if !need_root("a_job_asking_for_a_pty_gets_a_controlling_terminal") {
+        return;
+    }
+    ensure_user("gtuser1");
+    let c = Cluster::one_host();
+    let dir = shared_dir("pty");
+    let script = "echo on-the-terminal > /dev/tty && echo has-a-terminal; \
+                  test -t 0 || echo stdin-is-no-terminal";
+    for (pty, name) in [("y", "with"), ("n", "without")] {
+        let out = dir.join(name).to_string_lossy().into_owned();
+        let r = c.as_user(
+            "gtuser1",
+            "qsub",
+            &[
+                "-sync", "y", "-pty", pty, "-wd", "/tmp", "-o", &out, "-j", "y", "-b", "y", "sh",
+                "-c", script,
+            ],
+        );
+        assert_eq!(r.code, 0, "{r:?}");
+    }
+    let with = std::fs::read_to_string(dir.join("with")).unwrap();
+    assert!(with.contains("on-the-terminal"), "{with}");
+    assert!(with.contains("has-a-terminal\n"), "{with}");
+    assert!(with.contains("stdin-is-no-terminal\n"), "{with}");
+    let without = std::fs::read_to_string(dir.join("without")).unwrap();
+    assert!(!without.contains("has-a-terminal"), "{without}");
+    assert!(without.contains("stdin-is-no-terminal\n"), "{without}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -118,11 +118,7 @@ const REFUSED: &[(&[&str], &str, i32)] = &[
     (&["-ot", "5"], "Unknown option -ot 5", 5),
     (&["-c", "q"], "ERROR! -c specifier invalid", 2),
     (&["-c", "1:x"], "ERROR! -c argument invalid", 2),
-    (
-        &["-pty", "y"],
-        "Unsupported: \"-pty y\" is not supported by Gantry yet",
-        5,
-    ),
+    (&["-pty", "maybe"], "invalid option argument \"-pty maybe\"", 7),
 ];
 
 #[test]
