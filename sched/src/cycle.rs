@@ -885,12 +885,13 @@ impl<'a> ClusterView<'a> {
             if cat.exhausted() {
                 continue;
             }
-            if !job.spec.immediate {
+            // `-now y`: every pending task starts in this cycle or none does. One task
+            // is placed or not, with nothing to take back.
+            if !job.spec.immediate || job.tasks.pending().len() == 1 {
                 self.place_tasks(snap, cat, job, max_aj_instances, &mut out);
                 continue;
             }
-            // `-now y`: every pending task starts in this cycle or none does. The tasks
-            // are placed on a copy, kept only when all of them found room.
+            // Several are placed on a copy, kept only when all of them found room.
             let mut trial = snap.clone();
             let mut trial_cat = cat.clone();
             let mut placed = Vec::new();
