@@ -17,6 +17,9 @@ const SPECS: &[OptSpec] = &[
     opt("-ae", Arity::Optional),
     opt("-Ae", Arity::One),
     opt("-de", Arity::One),
+    opt("-ke", Arity::Optional),
+    opt("-kej", Arity::Optional),
+    opt("-km", Arity::None),
     opt("-se", Arity::One),
     opt("-sel", Arity::None),
     opt("-sconf", Arity::Optional),
@@ -126,6 +129,8 @@ pub fn usage() -> String {
         ),
         ("[-dul listname_list]", "delete userset list(s) completely"),
         ("[-help]", "print this help"),
+        ("[-ke[j] host_list", "shutdown execution daemon(s)"),
+        ("[-km]", "shutdown master"),
         (
             "[-aattr obj_nm attr_nm val obj_id_list]",
             "add to a list attribute of an object",
@@ -256,6 +261,24 @@ fn change(req: ToMaster, to_stderr: bool) -> Output {
             }
         }
         other => answer(other, |_| None),
+    }
+}
+
+/// What `-ke[j]` and `-km` print: every answer on stderr, as SGE's qconf prints them
+/// (`show_answer_list`), failing if any is not OK.
+fn shutdown_answer(reply: Result<FromMaster, crate::conn::ConnError>) -> Output {
+    let (lines, failed): (Vec<String>, bool) = match reply {
+        Ok(FromMaster::Items(items)) => (
+            items.iter().map(|i| i.message.clone()).collect(),
+            items.iter().any(|i| i.refused),
+        ),
+        Ok(FromMaster::Done { messages }) => (messages, false),
+        other => return answer(other, |_| None),
+    };
+    Output {
+        stdout: String::new(),
+        stderr: lines.iter().map(|l| format!("{l}\n")).collect(),
+        code: if failed { exit::FAILURE } else { exit::SUCCESS },
     }
 }
 
@@ -766,6 +789,15 @@ fn one(name: &str, arg: Option<&str>) -> Output {
             true,
         ),
         ("-de", Some(hosts)) => change(ToMaster::DeleteExecHosts { hosts: list(hosts) }, false),
+        ("-ke" | "-kej", None) => Output::fail(
+            "Need a hostname or the keyword \"all\"".to_string(),
+            exit::FAILURE,
+        ),
+        ("-ke" | "-kej", Some(hosts)) => shutdown_answer(req(&ToMaster::KillExecds {
+            hosts: list(hosts),
+            kill_jobs: name == "-kej",
+        })),
+        ("-km", _) => shutdown_answer(req(&ToMaster::KillMaster)),
         ("-sconf", conf) => {
             let name = conf.unwrap_or("global");
             answer(

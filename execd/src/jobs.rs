@@ -499,13 +499,36 @@ impl Jobs {
         self.signal_now(key, sig);
     }
 
-    /// Does the task's checkpointing environment migrate it when it is suspended?
-    fn migrates_on_suspend(&self, key: TaskKey) -> bool {
+    /// Does the task's checkpointing environment say `when` has this letter (x: it
+    /// migrates when suspended; s: when its execd shuts down with its jobs)?
+    fn checkpoints_when(&self, key: TaskKey, letter: char) -> bool {
         std::fs::read(task_dir(&self.inner.dir, key).join(START_FILE))
             .ok()
             .and_then(|b| gantry_proto::decode::<Order>(&b).ok())
             .and_then(|o| o.start.checkpoint)
-            .is_some_and(|c| c.when.contains('x'))
+            .is_some_and(|c| c.when.contains(letter))
+    }
+
+    fn migrates_on_suspend(&self, key: TaskKey) -> bool {
+        self.checkpoints_when(key, 'x')
+    }
+
+    /// `qconf -kej`: end every task before the execd shuts down; a checkpointing job
+    /// whose `when` has s migrates (it runs again elsewhere or later), the others are
+    /// killed, as SGE's execd does.
+    pub fn end_all_for_shutdown(&self) {
+        for key in self.running() {
+            if self.checkpoints_when(key, 's') {
+                self.migrate(key);
+            } else {
+                info!(
+                    job = key.0,
+                    task = key.1,
+                    "killing the job: its execd shuts down"
+                );
+                self.kill_now(key);
+            }
+        }
     }
 
     /// Ask the task's shepherd to migrate its job (checkpoint, end it, report it as

@@ -215,6 +215,7 @@ async fn run(
     jobs.adopt();
     info!(host = %id.hostname, "gantry-execd {} serving clients on {}", env!("CARGO_PKG_VERSION"), socket.display());
     let relay_task = tokio::spawn(relay::serve(listener, id.hostname.clone(), current_rx));
+    let shutdown = std::sync::Arc::new(tokio::sync::Notify::new());
     let session_task = tokio::spawn(session::run(
         endpoint.clone(),
         master_addr,
@@ -223,8 +224,13 @@ async fn run(
         current_tx,
         jobs,
         finished_rx,
+        std::sync::Arc::clone(&shutdown),
     ));
-    wait_for_signal().await;
+    // SIGTERM, or the master's `qconf -ke[j]`.
+    tokio::select! {
+        () = wait_for_signal() => {}
+        () = shutdown.notified() => {}
+    }
     info!("shutting down");
     relay_task.abort();
     session_task.abort();

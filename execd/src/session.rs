@@ -67,10 +67,13 @@ enum Ended {
     Lost(String),
     /// A session that was up ended (a master restart ends it with a stateless reset).
     Dropped(String),
+    /// The master told the execd to shut down (`qconf -ke[j]`), and it is done.
+    Stopped,
 }
 
 /// Keep a session with the master forever, reconnecting with backoff. The current
 /// connection is published on `current` for the client relay.
+#[allow(clippy::too_many_arguments)]
 pub async fn run(
     endpoint: quinn::Endpoint,
     master: SocketAddr,
@@ -79,8 +82,10 @@ pub async fn run(
     current: watch::Sender<Option<quinn::Connection>>,
     jobs: Jobs,
     mut finished: UnboundedReceiver<JobReport>,
+    shutdown: std::sync::Arc<tokio::sync::Notify>,
 ) {
     let mut backoff = Backoff::new();
+    let mut stopping = None;
     loop {
         let started = std::time::Instant::now();
         let ended = session(
@@ -91,8 +96,13 @@ pub async fn run(
             &current,
             &jobs,
             &mut finished,
+            &mut stopping,
         )
         .await;
+        if matches!(ended, Ended::Stopped) {
+            shutdown.notify_one();
+            return;
+        }
         current.send_replace(None);
         let delay = match ended {
             Ended::Dropped(_) => backoff.after_session(),
@@ -112,11 +122,17 @@ pub async fn run(
                 "connection to the master at {master} lost: {reason}; reconnecting in {:.1} s",
                 delay.as_secs_f64()
             ),
+            Ended::Stopped => {}
         }
         tokio::time::sleep(delay).await;
     }
 }
 
+/// How long an execd told to end its jobs and shut down waits for them to end and
+/// their reports to be acknowledged.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(60);
+
+#[allow(clippy::too_many_arguments)]
 async fn session(
     endpoint: &quinn::Endpoint,
     master: SocketAddr,
@@ -125,6 +141,7 @@ async fn session(
     current: &watch::Sender<Option<quinn::Connection>>,
     jobs: &Jobs,
     finished: &mut UnboundedReceiver<JobReport>,
+    stopping: &mut Option<std::time::Instant>,
 ) -> Ended {
     let config = match host_client_config(&id.ca_pem, &id.cert_pem, &id.key_pem, PROTOCOL_VERSION) {
         Ok(c) => c,
@@ -205,8 +222,20 @@ async fn session(
     });
     let _reader = AbortOnDrop(reader);
     let mut ticker = tokio::time::interval(interval);
+    let mut stop_check = tokio::time::interval(Duration::from_millis(200));
     loop {
         tokio::select! {
+            _ = stop_check.tick(), if stopping.is_some() => {
+                // Stopped once every job has ended and the master has every report.
+                let done = jobs.running().is_empty() && jobs.unacknowledged().is_empty();
+                let late = stopping.is_some_and(|t| t.elapsed() > SHUTDOWN_GRACE);
+                if done || late {
+                    if late {
+                        warn!("shutting down with jobs or reports left after {} s", SHUTDOWN_GRACE.as_secs());
+                    }
+                    return Ended::Stopped;
+                }
+            }
             Some(report) = finished.recv() => {
                 if let Err(e) = write_frame(&mut send, &FromExecd::JobFinished(report)).await {
                     return Ended::Dropped(close_reason(&conn).unwrap_or_else(|| e.to_string()));
@@ -222,7 +251,12 @@ async fn session(
                 if let Err(e) = write_frame(&mut send, &FromExecd::LoadReport { values }).await {
                     return Ended::Dropped(close_reason(&conn).unwrap_or_else(|| e.to_string()));
                 }
-                let tasks = jobs.usage();
+                // Reading every task's control group or /proc is file I/O: off the
+                // session's thread.
+                let tasks = {
+                    let jobs = jobs.clone();
+                    tokio::task::spawn_blocking(move || jobs.usage()).await.unwrap_or_default()
+                };
                 if !tasks.is_empty() {
                     if let Err(e) = write_frame(&mut send, &FromExecd::TaskUsage { tasks }).await {
                         return Ended::Dropped(close_reason(&conn).unwrap_or_else(|| e.to_string()));
@@ -249,6 +283,14 @@ async fn session(
                 Ok(ToExecd::KillJob { job_id, task_id }) => jobs.kill((job_id, task_id)),
                 Ok(ToExecd::SignalJob { job_id, task_id, signal }) => jobs.signal((job_id, task_id), signal),
                 Ok(ToExecd::ReportAck { job_id, task_id }) => jobs.acknowledge((job_id, task_id)),
+                Ok(ToExecd::Shutdown { kill_jobs }) => {
+                    info!("the master tells this execd to shut down{}", if kill_jobs { " and end its jobs" } else { "" });
+                    if !kill_jobs {
+                        return Ended::Stopped;
+                    }
+                    jobs.end_all_for_shutdown();
+                    stopping.get_or_insert_with(std::time::Instant::now);
+                }
                 Ok(other) => warn!("unexpected message from the master: {other:?}"),
                 Err(e) => return Ended::Dropped(close_reason(&conn).unwrap_or_else(|| e.to_string())),
             }

@@ -31,6 +31,8 @@ struct Session {
     /// The QUIC connection, to close it (none for an execd in the same process).
     conn: Option<quinn::Connection>,
     to_execd: UnboundedSender<ToExecd>,
+    /// Told to shut down (`qconf -ke[j]`): no job is dispatched to it any more.
+    stopping: bool,
 }
 
 impl Session {
@@ -454,7 +456,7 @@ impl Cluster {
         let request = crate::cycle_thread::CycleRequest {
             image: self.state.image(),
             generation: self.state.config_generation,
-            connected: self.sessions.keys().cloned().collect(),
+            connected: self.dispatchable(),
             at,
         };
         let request = match &self.cycle_thread {
@@ -474,6 +476,16 @@ impl Cluster {
         self.cycle_done(request.run());
     }
 
+    /// The hosts jobs may be dispatched to: those whose execd is connected and not
+    /// shutting down.
+    fn dispatchable(&self) -> HashSet<String> {
+        self.sessions
+            .iter()
+            .filter(|(_, s)| !s.stopping)
+            .map(|(h, _)| h.clone())
+            .collect()
+    }
+
     /// A cycle's decisions: checked against the state now, persisted, then sent.
     fn cycle_done(&mut self, outcome: crate::cycle_thread::CycleOutcome) {
         self.cycle_in_flight = false;
@@ -487,7 +499,7 @@ impl Cluster {
                 },
             took,
         } = outcome;
-        let connected: HashSet<String> = self.sessions.keys().cloned().collect();
+        let connected: HashSet<String> = self.dispatchable();
         let checked =
             self.state
                 .revalidate(&request.image, request.generation, dispatches, &connected);

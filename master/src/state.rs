@@ -535,6 +535,8 @@ impl ClusterState {
             | ToMaster::DeleteJobs { .. }
             | ToMaster::WaitJob { .. }
             | ToMaster::WaitStart { .. }
+            | ToMaster::KillExecds { .. }
+            | ToMaster::KillMaster
             | ToMaster::ShowQuotas(_)
             | ToMaster::SchedulingSummary
             | ToMaster::Accounting { .. } => Err(refuse(

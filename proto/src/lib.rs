@@ -18,7 +18,7 @@ pub use objects::*;
 
 /// The protocol version. Both daemons and every client speak exactly one version; peers
 /// with another version are refused with a message naming both.
-pub const PROTOCOL_VERSION: u32 = 19;
+pub const PROTOCOL_VERSION: u32 = 20;
 
 /// Magic bytes at the start of every [`Hello`]: "GNTY".
 pub const HELLO_MAGIC: [u8; 4] = *b"GNTY";
@@ -226,6 +226,11 @@ pub enum ToMaster {
     /// `qsub -now y`: answer when the job has started, or was removed because it could
     /// not start at once.
     WaitStart { job_id: u64 },
+    /// `qconf -ke[j] host_list|all` (no hosts: all): shut the execds down, with `-kej`
+    /// after ending their jobs.
+    KillExecds { hosts: Vec<String>, kill_jobs: bool },
+    /// `qconf -km`: shut the master down.
+    KillMaster,
 }
 
 /// What `qquota` asks about. An empty list means "any"; `users` empty means the caller
@@ -436,6 +441,11 @@ pub enum ToExecd {
     KillJob {
         job_id: u64,
         task_id: u32,
+    },
+    /// `qconf -ke[j]`: shut down; with `kill_jobs`, end every job first (a
+    /// checkpointing job whose `when` has s migrates), and report them.
+    Shutdown {
+        kill_jobs: bool,
     },
     /// The master has recorded this report durably; the execd may forget it.
     ReportAck {

@@ -3030,3 +3030,110 @@ fn a_job_asking_for_a_pty_gets_a_controlling_terminal() {
     assert!(without.contains("stdin-is-no-terminal\n"), "{without}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `qconf -ke[j]` and `-km`, as SGE's qconf: every answer on stderr. `-kej` ends the
+/// host's jobs before its execd stops: a checkpointing job whose `when` has s migrates
+/// (it waits to run again), the others are killed and accounted; `-ke` leaves the jobs
+/// running, and a restarted execd adopts them.
+#[test]
+fn execds_shut_down_with_or_without_their_jobs() {
+    if !need_root("execds_shut_down_with_or_without_their_jobs") {
+        return;
+    }
+    ensure_user("gtuser1");
+    let mut c = Cluster::one_host();
+    let file = c.home().join("shut.ckpt");
+    std::fs::write(&file, "ckpt_name shut\ninterface userdefined\nwhen s\n").unwrap();
+    assert_eq!(c.qconf(&["-Ackpt", file.to_str().unwrap()]).code, 0);
+    for (attr, value) in [("ckpt_list", "shut"), ("load_thresholds", "NONE")] {
+        assert_eq!(c.qconf(&["-rattr", "queue", attr, value, "all.q"]).code, 0);
+    }
+    let ckpt = c.submit(
+        "gtuser1",
+        &["-ckpt", "shut", "-wd", "/tmp", "-b", "y", "sleep", "6191"],
+    );
+    let plain = c.submit("gtuser1", &["-wd", "/tmp", "-b", "y", "sleep", "6192"]);
+    let state = |c: &Cluster, id: &str| {
+        c.client("qstat", &["-u", "*"])
+            .stdout
+            .lines()
+            .find(|l| l.trim_start().starts_with(&format!("{id} ")))
+            .and_then(|l| l.split_whitespace().nth(4).map(str::to_string))
+            .unwrap_or_default()
+    };
+    wait_until("both jobs to run", Duration::from_secs(30), || {
+        state(&c, &ckpt) == "r" && state(&c, &plain) == "r"
+    });
+    // Refusals first: nothing is shut down.
+    let out = c.as_user("gtuser1", "qconf", &["-kej", "node1"]);
+    assert_eq!(
+        (out.code, out.stderr.as_str()),
+        (1, "shutting down execd requires manager privileges\n")
+    );
+    let out = c.qconf(&["-ke", "nosuch"]);
+    assert_eq!(
+        (out.code, out.stderr.as_str()),
+        (1, "\"nosuch\" is not an execution host\n")
+    );
+    let out = c.qconf(&["-ke"]);
+    assert_eq!(
+        (out.code, out.stderr.as_str()),
+        (1, "Need a hostname or the keyword \"all\"\n")
+    );
+    let out = c.qconf(&["-kej", "node1"]);
+    assert_eq!(
+        (out.code, out.stdout.as_str(), out.stderr.as_str()),
+        (
+            0,
+            "",
+            "sent shutdown and kill notification to  execd host node1\n"
+        ),
+        "{out:?}"
+    );
+    assert!(
+        c.execds[0].wait_exit(Duration::from_secs(60)).is_some(),
+        "the execd did not stop"
+    );
+    // The plain job was killed and accounted; the checkpointing one migrated.
+    let acct = c.client("qacct", &["-j", &plain]).stdout;
+    assert!(acct.contains("exit_status  137"), "{acct}");
+    let acct = c.client("qacct", &["-j", &ckpt]).stdout;
+    assert!(acct.contains("failed       24  : migrating\n"), "{acct}");
+    assert_eq!(state(&c, &ckpt), "Rq");
+    assert_eq!(state(&c, &plain), "");
+    // Back, the host runs it again; -ke stops the execd and leaves it running.
+    c.start_execd("node1", "127.0.0.1", None, None);
+    wait_until(
+        "the migrated job to run again",
+        Duration::from_secs(30),
+        || state(&c, &ckpt) == "Rr",
+    );
+    let out = c.qconf(&["-ke", "all"]);
+    assert_eq!(
+        (out.code, out.stderr.as_str()),
+        (0, "sent shutdown notification to  execd host node1\n"),
+        "{out:?}"
+    );
+    assert!(c.execds[1].wait_exit(Duration::from_secs(30)).is_some());
+    assert!(std::process::Command::new("pgrep")
+        .args(["-f", "sleep 6191"])
+        .status()
+        .is_ok_and(|s| s.success()));
+    c.start_execd("node1", "127.0.0.1", None, None);
+    assert_eq!(c.client("qdel", &[&ckpt]).code, 0);
+    wait_until("the job to be gone", Duration::from_secs(30), || {
+        state(&c, &ckpt).is_empty()
+    });
+    // -km: the master shuts down as on SIGTERM.
+    let out = c.qconf(&["-km"]);
+    assert_eq!(
+        (out.code, out.stderr.as_str()),
+        (0, "root@head kills qmaster\n"),
+        "{out:?}"
+    );
+    let master = c.master.as_mut().unwrap();
+    assert!(
+        master.wait_exit(Duration::from_secs(30)).is_some(),
+        "the master is still up"
+    );
+}

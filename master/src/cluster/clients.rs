@@ -63,7 +63,7 @@ impl Cluster {
                 FromMaster::Jobs(self.state.job_views(&users, &self.started))
             }
             ToMaster::JobDetails { ids } => {
-                let connected: HashSet<String> = self.sessions.keys().cloned().collect();
+                let connected: HashSet<String> = self.dispatchable();
                 let wanted = crate::jobs::jobs_named(&self.state.jobs, &ids);
                 // As SGE: the jobs found are shown; only when none is, the list is an
                 // error.
@@ -119,7 +119,7 @@ impl Cluster {
                 FromMaster::Quotas(rows)
             }
             ToMaster::SchedulingSummary => {
-                let connected: HashSet<String> = self.sessions.keys().cloned().collect();
+                let connected: HashSet<String> = self.dispatchable();
                 let blocked = self.state.quota_blocked_jobs(&connected, self.now());
                 let summary = if blocked.is_empty() {
                     Vec::new()
@@ -181,6 +181,26 @@ impl Cluster {
                         kind: RefusalKind::Internal,
                         message: format!("error: reading the accounting: {e}"),
                     }),
+                }
+            }
+            ToMaster::KillExecds { hosts, kill_jobs } => {
+                self.kill_execds(caller, &hosts, kill_jobs)
+            }
+            ToMaster::KillMaster => {
+                if !self.state.acts_as_manager(caller) {
+                    return FromMaster::Refused(Refusal {
+                        kind: RefusalKind::Denied,
+                        message: "shutdown requires manager privileges".into(),
+                    });
+                }
+                info!(user = %caller.user, host = %caller.host, "qconf -km: shutting down");
+                // The master's own shutdown (as on SIGTERM), once this answer is out.
+                actix::spawn(async {
+                    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+                    let _ = nix::sys::signal::raise(nix::sys::signal::Signal::SIGTERM);
+                });
+                FromMaster::Done {
+                    messages: vec![format!("{}@{} kills qmaster", caller.user, caller.host)],
                 }
             }
             // `call` waits for the job's end before a wait reaches the actor.
@@ -587,5 +607,77 @@ impl Handler<ReplaceComplexes> for Cluster {
             }
         });
         MessageResult(self.decided(&caller, decided))
+    }
+}
+
+impl Cluster {
+    /// `qconf -ke[j] host_list|all`: tell the execds to shut down (with `-kej` after
+    /// ending their jobs), in SGE's words for each host (sge_host_qmaster.c).
+    fn kill_execds(&mut self, caller: &Caller, hosts: &[String], kill_jobs: bool) -> FromMaster {
+        use gantry_proto::{ItemResult, ToExecd};
+        if !self.state.acts_as_manager(caller) {
+            return FromMaster::Refused(Refusal {
+                kind: RefusalKind::Denied,
+                message: "shutting down execd requires manager privileges".into(),
+            });
+        }
+        let action = if kill_jobs {
+            "shutdown and kill"
+        } else {
+            "shutdown"
+        };
+        let all = hosts.is_empty() || hosts.iter().any(|h| h == "all");
+        let targets: Vec<(String, bool)> = if all {
+            self.state
+                .exechosts
+                .keys()
+                .map(|h| (h.clone(), false))
+                .collect()
+        } else {
+            hosts.iter().map(|h| (h.clone(), true)).collect()
+        };
+        let mut items = Vec::new();
+        for (named, forced) in targets {
+            let Some(host) = self
+                .state
+                .exechosts
+                .keys()
+                .find(|h| h.eq_ignore_ascii_case(&named))
+                .cloned()
+            else {
+                items.push(ItemResult {
+                    message: format!("\"{named}\" is not an execution host"),
+                    refused: true,
+                });
+                continue;
+            };
+            match self.sessions.get_mut(&host) {
+                Some(s) if s.to_execd.send(ToExecd::Shutdown { kill_jobs }).is_ok() => {
+                    s.stopping = true;
+                    info!(host = %host, user = %caller.user, "sent {action} notification");
+                    items.push(ItemResult {
+                        message: format!("sent {action} notification to  execd host {host}"),
+                        refused: false,
+                    });
+                }
+                _ if !forced => items.push(ItemResult {
+                    message: format!("no execd known on host {host}"),
+                    refused: true,
+                }),
+                _ => items.push(ItemResult {
+                    message: format!(
+                        "failed sending {action} notification to unknown execd host {host}"
+                    ),
+                    refused: true,
+                }),
+            }
+        }
+        if items.is_empty() {
+            items.push(ItemResult {
+                message: "there are no execution hosts to kill".into(),
+                refused: false,
+            });
+        }
+        FromMaster::Items(items)
     }
 }

@@ -194,6 +194,7 @@ impl Handler<Register> for Cluster {
                 id: msg.session_id,
                 conn: msg.conn,
                 to_execd: msg.to_execd,
+                stopping: false,
             },
         ) {
             old.close(CLOSE_REPLACED, b"replaced by a new connection");
@@ -328,15 +329,23 @@ impl Handler<ExecdJobs> for Cluster {
                 }
                 let running: HashSet<(u64, u32)> = tasks.into_iter().collect();
                 // Tasks the master no longer has (deleted with qdel -f while the execd was
-                // away) are killed now.
+                // away) are killed now, and so are those deleted while it was away (the
+                // kill order found no session to go to).
                 for (job_id, task_id) in &running {
-                    let known = self
+                    let state = self
                         .state
                         .jobs
                         .get(job_id)
-                        .is_some_and(|j| j.tasks.contains(*task_id));
-                    if !known {
-                        info!(job = job_id, task = task_id, host = %host, "killing a task the master no longer has");
+                        .and_then(|j| j.tasks.get(*task_id));
+                    let why = match state {
+                        None => Some("killing a task the master no longer has"),
+                        Some(TaskState::Deleting { .. }) => {
+                            Some("killing a task deleted while its execd was away")
+                        }
+                        Some(_) => None,
+                    };
+                    if let Some(why) = why {
+                        info!(job = job_id, task = task_id, host = %host, "{why}");
                         if let Some(s) = self.sessions.get(&host) {
                             let _ = s.to_execd.send(ToExecd::KillJob {
                                 job_id: *job_id,

@@ -40,8 +40,7 @@ impl Cluster {
             Err(r) => return FromMaster::Refused(r),
         };
         if verify == Verify::Poke {
-            let connected: std::collections::HashSet<String> =
-                self.sessions.keys().cloned().collect();
+            let connected: std::collections::HashSet<String> = self.dispatchable();
             let message = match self
                 .state
                 .view()
