@@ -356,8 +356,9 @@ fn render_job(out: &mut String, d: &gantry_proto::JobDetail, unsubmitted: bool) 
         if let Some(w) = &spec.ckpt_when {
             if gantry_common::ckpt::valid_when(w) {
                 row("checkpoint_attr", w.clone());
-            } else {
-                row("checkpoint_interval", w.clone());
+            } else if let Some(secs) = gantry_common::ckpt::job_interval(Some(w)) {
+                // SGE's show_job.c: the interval in seconds.
+                row("checkpoint_interval", format!("{secs} seconds"));
             }
         }
         if let Some(cwd) = &spec.cwd {
@@ -487,9 +488,10 @@ fn render_job(out: &mut String, d: &gantry_proto::JobDetail, unsubmitted: bool) 
             if n == pe_after {
                 out.push_str(pe_line.as_deref().unwrap_or(""));
             }
-            // Keys too long for the column get two blanks, as SGE prints them.
+            // Keys too long for the column get two blanks, as SGE prints them (and so
+            // does `jid_predecessor_list (req):`, one short of it, in show_job.c).
             let key = format!("{k}:");
-            if key.len() >= 28 {
+            if key.len() >= 27 {
                 out.push_str(&format!("{key}  {v}\n"));
             } else {
                 out.push_str(&format!("{key:<28}{v}\n"));

@@ -3137,3 +3137,142 @@ fn execds_shut_down_with_or_without_their_jobs() {
         "the master is still up"
     );
 }
+
+/// Every qsub option with an accepted value, given on the command line, in a `#$` line
+/// of the script and in the cell's `sge_request`: each source gives the job the same
+/// attribute, as `qstat -j` shows it.
+#[test]
+fn every_option_reads_the_same_from_each_source() {
+    if !need_root("every_option_reads_the_same_from_each_source") {
+        return;
+    }
+    let (_, home) = ensure_user("gtuser1");
+    let c = Cluster::one_host();
+    let file = c.home().join("check.ckpt");
+    std::fs::write(&file, "ckpt_name check\ninterface userdefined\n").unwrap();
+    assert_eq!(c.qconf(&["-Ackpt", file.to_str().unwrap()]).code, 0);
+    let script = format!("{home}/options.sh");
+    // (options, what qstat -j shows for them)
+    let table: &[(&[&str], &str)] = &[
+        (
+            &["-N", "opt_name"],
+            "job_name:                   opt_name\n",
+        ),
+        (
+            &["-o", "/tmp/o.txt"],
+            "stdout_path_list:           NONE:NONE:/tmp/o.txt\n",
+        ),
+        (
+            &["-e", "/tmp/e.txt"],
+            "stderr_path_list:           NONE:NONE:/tmp/e.txt\n",
+        ),
+        (
+            &["-i", "/tmp/i.txt"],
+            "stdin_path_list:            NONE:NONE:/tmp/i.txt\n",
+        ),
+        (&["-j", "y"], "merge:                      y\n"),
+        (
+            &["-wd", "/var/tmp"],
+            "cwd:                        /var/tmp\n",
+        ),
+        (&["-v", "OPT_X=1"], "env_list:                   OPT_X=1\n"),
+        (
+            &["-l", "h_rt=0:1:0"],
+            "hard resource_list:         h_rt=60\n",
+        ),
+        (
+            &["-soft", "-l", "arch=lx*"],
+            "soft resource_list:         arch=lx*\n",
+        ),
+        (&["-q", "all.q"], "hard_queue_list:            all.q\n"),
+        (
+            &["-soft", "-q", "all.q"],
+            "soft_queue_list:            all.q\n",
+        ),
+        (&["-p", "-7"], "priority:                   -7\n"),
+        (&["-A", "acct9"], "account:                    acct9\n"),
+        (
+            &["-S", "/bin/bash"],
+            "shell_list:                 NONE:/bin/bash\n",
+        ),
+        (&["-m", "be"], "mail_options:               be\n"),
+        (
+            &["-M", "ops@example.com"],
+            "mail_list:                  ops@example.com\n",
+        ),
+        (&["-R", "y"], "reserve:                    y\n"),
+        (&["-r", "n"], "restart:                    n\n"),
+        (&["-notify"], "notify:                     TRUE\n"),
+        (&["-ac", "K=v"], "context:                    K=v\n"),
+        (&["-hold_jid", "77"], "jid_predecessor_list (req):  77\n"),
+        (
+            &["-t", "1-2", "-hold_jid_ad", "78"],
+            "ja_ad_predecessor_list (req):  78\n",
+        ),
+        (&["-t", "1-4:2"], "job-array tasks:            1-4:2\n"),
+        (
+            &["-pe", "smp", "2"],
+            "parallel environment:  smp range: 2\n",
+        ),
+        (
+            &["-binding", "linear:1"],
+            "binding:                    set linear:1\n",
+        ),
+        (&["-ckpt", "check"], "checkpoint_object:          check\n"),
+        (
+            &["-ckpt", "check", "-c", "sx"],
+            "checkpoint_attr:            sx\n",
+        ),
+        (&["-js", "5"], "jobshare:                   5\n"),
+        (
+            &["-pe", "smp", "1", "-masterq", "all.q"],
+            "master hard queue_list:     all.q\n",
+        ),
+        (
+            &["-ckpt", "check", "-c", "0:5:0"],
+            "checkpoint_interval:        300 seconds\n",
+        ),
+        (&["-sc", "A=1,B=2"], "context:                    A=1,B=2\n"),
+        (&["-a", "203001010000"], "execution_time:             "),
+    ];
+    let id_of = |out: &gantry_tests::Out| -> String {
+        assert_eq!(out.code, 0, "{out:?}");
+        // `Your job 7 (...)`, `Your job-array 7.1-2:1 (...)`.
+        let word = out.stdout.split_whitespace().nth(2).unwrap_or_default();
+        word.split('.').next().unwrap_or_default().to_string()
+    };
+    let defaults = c.home().join("sge_request");
+    for (options, shown) in table {
+        let line = options.join(" ");
+        // The command line.
+        write_mode(std::path::Path::new(&script), "#!/bin/sh\ntrue\n", 0o755);
+        let mut args = vec!["-h"];
+        args.extend_from_slice(options);
+        args.push(&script);
+        let on_line = id_of(&c.as_user("gtuser1", "qsub", &args));
+        // A `#$` line of the script.
+        write_mode(
+            std::path::Path::new(&script),
+            &format!("#!/bin/sh\n#$ {line}\ntrue\n"),
+            0o755,
+        );
+        let in_script = id_of(&c.as_user("gtuser1", "qsub", &["-h", &script]));
+        // The cell's sge_request.
+        write_mode(std::path::Path::new(&script), "#!/bin/sh\ntrue\n", 0o755);
+        std::fs::write(&defaults, format!("{line}\n")).unwrap();
+        let in_defaults = id_of(&c.as_user("gtuser1", "qsub", &["-h", &script]));
+        std::fs::remove_file(&defaults).unwrap();
+        for (source, id) in [
+            ("command line", &on_line),
+            ("#$ line", &in_script),
+            ("sge_request", &in_defaults),
+        ] {
+            let j = c.as_user("gtuser1", "qstat", &["-j", id]).stdout;
+            assert!(
+                j.contains(shown),
+                "{line} from the {source}: {shown:?} not in\n{j}"
+            );
+        }
+    }
+    assert_eq!(c.client("qdel", &["-u", "gtuser1"]).code, 0);
+}

@@ -191,8 +191,31 @@ fn job_xml(x: &mut Xml, d: &JobDetail) {
         &[],
         &spec.start_after.unwrap_or(0).to_string(),
     );
-    x.element(i, "JB_checkpoint_attr", &[], "0");
-    x.element(i, "JB_checkpoint_interval", &[], "0");
+    // SGE's bits for the `-c` letters (symbols.h) and the interval in seconds.
+    let selector = spec.ckpt_when.as_deref();
+    let attr: u32 = selector
+        .filter(|w| gantry_common::ckpt::valid_when(w))
+        .map_or(0, |w| {
+            w.chars()
+                .map(|c| match c {
+                    'm' => 1,
+                    's' => 2,
+                    'x' => 4,
+                    'n' => 8,
+                    'r' => 16,
+                    _ => 0,
+                })
+                .sum()
+        });
+    x.element(i, "JB_checkpoint_attr", &[], &attr.to_string());
+    x.element(
+        i,
+        "JB_checkpoint_interval",
+        &[],
+        &gantry_common::ckpt::job_interval(selector)
+            .unwrap_or(0)
+            .to_string(),
+    );
     x.element(i, "JB_reserve", &[], &spec.reserve.to_string());
     x.element(
         i,
