@@ -64,6 +64,11 @@ pub fn qalter_usage() -> String {
             "[-hold_jid job_identifier_list]",
             "define jobnet interdependencies",
         ),
+        ("[-u user_list]", "modify the jobs of these users"),
+        (
+            "[-w e|w|n|v|p]",
+            "verify mode (error|warning|none|just verify|poke) for jobs",
+        ),
         (
             "[-hold_jid_ad job_identifier_list]",
             "define jobnet array interdependencies",
@@ -137,7 +142,7 @@ pub fn qalter(args: &[String]) -> Output {
         Err(e) => return refused(e),
     };
     let ids = job_list(&p);
-    if ids.is_empty() {
+    if ids.is_empty() && changes.users.is_empty() {
         return Output::usage_error("error: no job id given", &qalter_usage());
     }
     send(ToMaster::AlterJobs {
@@ -289,8 +294,24 @@ fn changes_of(p: &Parsed) -> Result<JobChanges, OptionError> {
                     env.push((k, v));
                 }
             }
+            "-u" => changes.users.extend(list(&arg)),
+            "-w" => {
+                use gantry_proto::Verify;
+                changes.verify = match arg.as_str() {
+                    "n" => Verify::None,
+                    "e" => Verify::Error,
+                    "w" => Verify::Warning,
+                    "v" => Verify::Verify,
+                    "p" => Verify::Poke,
+                    _ => {
+                        return Err(OptionError::syntax(format!(
+                            "invalid option argument \"-w {arg}\""
+                        )))
+                    }
+                }
+            }
             // qalter's own options Gantry has no use for yet: refused, never ignored.
-            "-u" | "-uall" | "-ot" | "-w" | "-verify" | "-clear" | "-ar" | "-@" | "-t" => {
+            "-ot" | "-ar" => {
                 return Err(crate::qsub::unsupported(&match &g.arg {
                     Some(a) => format!("qalter {} {a}", g.name),
                     None => format!("qalter {}", g.name),

@@ -720,7 +720,7 @@ pub fn run(args: &[String]) -> Output {
     } = flags;
     let immediate =
         spec.immediate && matches!(verify, Verify::None | Verify::Error | Verify::Warning);
-    let (job_id, name, array) = match crate::conn::request(&ToMaster::Submit {
+    let (job_id, name, array, warnings) = match crate::conn::request(&ToMaster::Submit {
         spec: Box::new(spec),
         verify,
     }) {
@@ -729,7 +729,8 @@ pub fn run(args: &[String]) -> Output {
             job_id,
             name,
             array,
-        }) => (job_id, name, array),
+            warnings,
+        }) => (job_id, name, array, warnings),
         Ok(FromMaster::Refused(r)) => return unable(&r.message),
         Ok(other) => {
             return Output::fail(format!("error: unexpected answer {other:?}"), exit::FAILURE)
@@ -748,6 +749,9 @@ pub fn run(args: &[String]) -> Output {
                 ),
             },
     );
+    for w in warnings {
+        out.stderr.push_str(&format!("{w}\n"));
+    }
     if immediate {
         // As SGE's qsub: the wait and its outcome on stderr.
         out.stderr

@@ -287,12 +287,15 @@ impl ClusterState {
         }
     }
     /// `groups`: the caller's Unix groups (for `@group` entries of `deadlineusers`).
+    /// `connected` and `now`: for `-w p`, what could start now.
     pub fn decide_alter_jobs(
         &self,
         caller: &Caller,
         groups: &[String],
         ids: &[String],
         changes: &gantry_proto::JobChanges,
+        connected: &std::collections::HashSet<String>,
+        now: crate::sched::Time,
     ) -> Decision {
         let refused = |kind, message: String| Decision::refused(Refusal { kind, message });
         let mut changes = changes.clone();
@@ -328,7 +331,21 @@ impl ClusterState {
         let manager = self.acts_as_manager(caller);
         let mut ops = Vec::new();
         let mut messages = Vec::new();
-        for text in ids {
+        // `-u`: every pending job of the users, besides those named.
+        let mut refs: Vec<String> = ids.to_vec();
+        if !changes.users.is_empty() {
+            for job in self.jobs.values() {
+                let theirs = changes
+                    .users
+                    .iter()
+                    .any(|u| u == "*" || u == &job.owner.user);
+                if theirs && job.tasks.has_pending() && !refs.contains(&job.id.to_string()) {
+                    refs.push(job.id.to_string());
+                }
+            }
+        }
+        for text in &refs {
+            let job_messages_start = messages.len();
             let Some((id, _)) = crate::jobs::parse_job_ref(text) else {
                 return refused(
                     RefusalKind::Invalid,
@@ -555,6 +572,39 @@ impl ClusterState {
                 Ok(spec) => spec,
                 Err(r) => return Decision::refused(r),
             };
+            // `-w`: the changed job verified as a submitted one is (sge_job_qmaster.c's
+            // verify_suitable_queues); `v` and `p` say what they found and change nothing.
+            use gantry_proto::Verify;
+            let could = |poke: bool| {
+                if poke {
+                    self.view().could_run_now(&job, connected, now)
+                } else {
+                    self.could_ever_run(&job)
+                }
+            };
+            match changes.verify {
+                Verify::Verify | Verify::Poke => {
+                    messages.truncate(job_messages_start);
+                    messages.push(match could(changes.verify == Verify::Poke) {
+                        Ok(slots) if job.spec.pe.is_some() => {
+                            format!("verification: found possible assignment with {slots} slots")
+                        }
+                        Ok(_) => "verification: found suitable queue(s)".to_string(),
+                        Err(_) => "verification: no suitable queues".to_string(),
+                    });
+                    continue;
+                }
+                Verify::Error if could(false).is_err() => {
+                    return refused(
+                        RefusalKind::Invalid,
+                        "error: no suitable queues".to_string(),
+                    )
+                }
+                Verify::Warning if could(false).is_err() => {
+                    messages.push("warning: no suitable queues".to_string());
+                }
+                _ => {}
+            }
             ops.push(Op::Put(Object::Job(job)));
         }
         Decision {

@@ -18,7 +18,7 @@ pub use objects::*;
 
 /// The protocol version. Both daemons and every client speak exactly one version; peers
 /// with another version are refused with a message naming both.
-pub const PROTOCOL_VERSION: u32 = 20;
+pub const PROTOCOL_VERSION: u32 = 21;
 
 /// Magic bytes at the start of every [`Hello`]: "GNTY".
 pub const HELLO_MAGIC: [u8; 4] = *b"GNTY";
@@ -336,6 +336,8 @@ pub enum FromMaster {
         job_id: u64,
         name: String,
         array: Option<TaskRange>,
+        /// `-w w`: what the verification found (`warning: no suitable queues`).
+        warnings: Vec<String>,
     },
     Jobs(Vec<JobView>),
     /// `-sync y`: how the job ended (the worst task of an array).

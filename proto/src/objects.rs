@@ -803,6 +803,10 @@ pub struct JobChanges {
     /// `-soft -l`, `-soft -q`
     pub soft_resources: Option<Vec<(String, String)>>,
     pub soft_queues: Option<Vec<String>>,
+    /// `-u user_list`: besides the jobs named, every job of these users (`*`: all).
+    pub users: Vec<String>,
+    /// `-w`: how the changed job is verified (`v` and `p` only verify, change nothing).
+    pub verify: Verify,
 }
 
 /// What a running task has used so far, as its execd measures it (`qstat -j`'s

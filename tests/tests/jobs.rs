@@ -2993,7 +2993,73 @@ fn qalter_changes_output_environment_and_parallel_environment() {
     );
     let j = c.as_user("gtuser1", "qstat", &["-j", &id]).stdout;
     assert!(j.contains("parallel environment:  smp range: 2\n"), "{j}");
-    assert_eq!(c.client("qdel", &[&id]).code, 0);
+    // -w: v says what the changed job could get and changes nothing; e refuses a
+    // change no queue instance could ever run; w warns and changes.
+    let out = c.as_user("gtuser1", "qalter", &["-w", "v", "-pe", "smp", "1-2", &id]);
+    assert_eq!(
+        (out.code, out.stdout.as_str()),
+        (0, "verification: found possible assignment with 2 slots\n"),
+        "{out:?}"
+    );
+    let out = c.as_user(
+        "gtuser1",
+        "qalter",
+        &["-w", "e", "-l", "mem_free=1000T", &id],
+    );
+    assert_eq!(
+        (out.code, out.stderr.as_str()),
+        (1, "error: no suitable queues\n"),
+        "{out:?}"
+    );
+    let j = c.as_user("gtuser1", "qstat", &["-j", &id]).stdout;
+    assert!(j.contains("parallel environment:  smp range: 2\n"), "{j}");
+    assert!(!j.contains("mem_free"), "{j}");
+    let out = c.as_user(
+        "gtuser1",
+        "qalter",
+        &["-w", "w", "-l", "mem_free=1000T", &id],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(
+        out.stdout.contains("warning: no suitable queues\n"),
+        "{out:?}"
+    );
+    // -u: every pending job of the user; qsub -w w submits with the same warning.
+    let other = c.as_user(
+        "gtuser1",
+        "qsub",
+        &[
+            "-h",
+            "-w",
+            "w",
+            "-l",
+            "mem_free=1000T",
+            "-b",
+            "y",
+            "/bin/true",
+        ],
+    );
+    assert_eq!(
+        (other.code, other.stderr.as_str()),
+        (0, "warning: no suitable queues\n"),
+        "{other:?}"
+    );
+    let other = other
+        .stdout
+        .split_whitespace()
+        .nth(2)
+        .unwrap_or_default()
+        .to_string();
+    let out = c.as_user("gtuser1", "qalter", &["-u", "gtuser1", "-p", "-3"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    for job in [&id, &other] {
+        assert!(
+            out.stdout
+                .contains(&format!("modified priority of job {job}\n")),
+            "{out:?}"
+        );
+    }
+    assert_eq!(c.client("qdel", &[&id, &other]).code, 0);
 }
 
 /// `-pty y`: the job runs with a pseudo terminal as its controlling terminal (its

@@ -348,9 +348,15 @@ fn qalter_refuses_options_as_sges_qalter() {
         (&["-sync", "y", "1"], "Unknown option -sync y", 5),
         (&["-terse", "1"], "Unknown option -terse", 5),
         (
-            &["-u", "alice"],
-            "Unsupported: \"qalter -u alice\" is not supported by Gantry yet",
+            &["-ot", "5", "1"],
+            "Unsupported: \"qalter -ot 5\" is not supported by Gantry yet",
             5,
+        ),
+        (&["-verify", "1"], "Unknown option -verify", 5),
+        (
+            &["-w", "x", "1"],
+            "qalter: invalid option argument \"-w x\"",
+            7,
         ),
     ];
     for (args, message, status) in table {

@@ -158,9 +158,11 @@ impl Cluster {
             }
             ToMaster::AlterJobs { ids, changes } => {
                 let groups = self.unix_groups.of(&caller.user, caller.gid);
+                let connected = self.dispatchable();
+                let now = self.now();
                 let d = self
                     .state
-                    .decide_alter_jobs(caller, &groups, &ids, &changes);
+                    .decide_alter_jobs(caller, &groups, &ids, &changes, &connected, now);
                 self.carry_out(d)
             }
             ToMaster::DeleteJobs { ids, users, force } => {

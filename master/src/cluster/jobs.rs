@@ -79,10 +79,16 @@ impl Cluster {
             }
             _ => {}
         }
+        let warnings = if verify == Verify::Warning && possible.is_err() {
+            vec!["warning: no suitable queues".to_string()]
+        } else {
+            Vec::new()
+        };
         let reply = FromMaster::Submitted {
             job_id: id,
             name: job.spec.name.clone(),
             array: job.spec.array,
+            warnings,
         };
         // The script goes to the spool first; the job's record holds none of it.
         if let Some(contents) = &script {

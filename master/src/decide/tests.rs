@@ -170,13 +170,27 @@ fn qalter_changes_pending_jobs_only_and_has_no_effect() {
         priority: Some(-5),
         ..Default::default()
     };
-    let d = s.decide_alter_jobs(&caller("u1", "head"), &[], &["1".into()], &changes);
+    let d = s.decide_alter_jobs(
+        &caller("u1", "head"),
+        &[],
+        &["1".into()],
+        &changes,
+        &Default::default(),
+        crate::sched::Time::from_secs(0),
+    );
     let [Op::Put(Object::Job(j))] = &d.ops[..] else {
         panic!("{:?}", d.ops);
     };
     assert_eq!(j.spec.priority, -5);
     assert!(d.effects.is_empty());
-    let d = s.decide_alter_jobs(&caller("u1", "head"), &[], &["2".into()], &changes);
+    let d = s.decide_alter_jobs(
+        &caller("u1", "head"),
+        &[],
+        &["2".into()],
+        &changes,
+        &Default::default(),
+        crate::sched::Time::from_secs(0),
+    );
     assert!(d.ops.is_empty());
     assert_eq!(
         messages(&d.reply),
