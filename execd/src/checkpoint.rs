@@ -258,14 +258,21 @@ impl Checkpointer {
         true
     }
 
-    /// The job has ended: stop checkpointing it (waiting for a command under way), and
-    /// clean up after a job that was not migrated.
+    /// The job's first process has ended: no checkpoint or migration starts from now
+    /// on (one under way is waited for), so that a migration request that comes late
+    /// cannot turn a job that finished into one that runs again.
+    pub fn job_ended(&self) {
+        if let Ok(mut p) = self.progress.lock() {
+            p.done = true;
+        }
+    }
+
+    /// After the job and what it left are gone: clean up after a job that was not
+    /// migrated, and say how it ended.
     pub fn finish(self) -> Outcome {
+        self.job_ended();
         let (migrated, arena) = match self.progress.lock() {
-            Ok(mut p) => {
-                p.done = true;
-                (p.migrated, p.arena)
-            }
+            Ok(p) => (p.migrated, p.arena),
             Err(_) => (false, false),
         };
         if !migrated {

@@ -689,6 +689,9 @@ fn supervise(
             }
         }
     };
+    if let Some(c) = &checkpointer {
+        c.job_ended();
+    }
     // Whatever the job left goes with it: its process group, its control group, and
     // every process that ended up a child of the shepherd.
     end_what_is_left(pgid, held.group.as_ref());
