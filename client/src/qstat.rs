@@ -305,6 +305,7 @@ pub fn render_unsubmitted_job(spec: &gantry_proto::JobSpec) -> String {
         reasons: Vec::new(),
         errors: Vec::new(),
         running: Vec::new(),
+        checkpoint_attr: None,
     };
     let mut out = String::new();
     render_job(&mut out, &detail, true);
@@ -353,13 +354,19 @@ fn render_job(out: &mut String, d: &gantry_proto::JobDetail, unsubmitted: bool) 
         if let Some(c) = &spec.ckpt {
             row("checkpoint_object", c.clone());
         }
-        if let Some(w) = &spec.ckpt_when {
-            if gantry_common::ckpt::valid_when(w) {
-                row("checkpoint_attr", w.clone());
-            } else if let Some(secs) = gantry_common::ckpt::job_interval(Some(w)) {
-                // SGE's show_job.c: the interval in seconds.
-                row("checkpoint_interval", format!("{secs} seconds"));
-            }
+        // The letters the master says (the environment's `when` without `-c`, as SGE
+        // stores it at submission), else the job's own.
+        let attr = d.checkpoint_attr.clone().or_else(|| {
+            spec.ckpt_when
+                .clone()
+                .filter(|w| gantry_common::ckpt::valid_when(w))
+        });
+        if let Some(a) = attr {
+            row("checkpoint_attr", a);
+        }
+        if let Some(secs) = gantry_common::ckpt::job_interval(spec.ckpt_when.as_deref()) {
+            // SGE's show_job.c: the interval in seconds.
+            row("checkpoint_interval", format!("{secs} seconds"));
         }
         if let Some(cwd) = &spec.cwd {
             row("cwd", cwd.clone());
@@ -844,6 +851,7 @@ mod tests {
             submit_time: 0,
             reasons: vec![],
             errors: vec![],
+            checkpoint_attr: None,
             running: vec![gantry_proto::RunningTask {
                 task_id: 1,
                 host: "n1".into(),

@@ -851,6 +851,9 @@ pub struct JobDetail {
     pub errors: Vec<(u32, String)>,
     /// Its running tasks, with what they used.
     pub running: Vec<RunningTask>,
+    /// A checkpointing job: when it is checkpointed (its `-c` letters, else its
+    /// environment's `when`), as SGE shows `checkpoint_attr`.
+    pub checkpoint_attr: Option<String>,
 }
 
 /// A userset (`qconf -su`): an access list (ACL) and/or department (DEPT) of users and

@@ -3285,6 +3285,8 @@ fn every_option_reads_the_same_from_each_source() {
             "binding:                    set linear:1\n",
         ),
         (&["-ckpt", "check"], "checkpoint_object:          check\n"),
+        // Without -c, the environment's `when`, as SGE stores it.
+        (&["-ckpt", "check"], "checkpoint_attr:            sx\n"),
         (
             &["-ckpt", "check", "-c", "sx"],
             "checkpoint_attr:            sx\n",

@@ -193,7 +193,10 @@ fn job_xml(x: &mut Xml, d: &JobDetail) {
     );
     // SGE's bits for the `-c` letters (symbols.h) and the interval in seconds.
     let selector = spec.ckpt_when.as_deref();
-    let attr: u32 = selector
+    let attr: u32 = d
+        .checkpoint_attr
+        .as_deref()
+        .or(selector)
         .filter(|w| gantry_common::ckpt::valid_when(w))
         .map_or(0, |w| {
             w.chars()
@@ -457,6 +460,7 @@ mod tests {
             reasons: vec!["Job is in hold state".into()],
             errors: vec![],
             running: vec![],
+            checkpoint_attr: None,
         }
     }
 

@@ -79,7 +79,16 @@ impl Cluster {
                         continue;
                     };
                     let group = crate::jobs::group_name(job);
+                    let checkpoint_attr = job
+                        .spec
+                        .ckpt
+                        .as_ref()
+                        .and_then(|n| self.state.ckpts.get(n))
+                        .map(|c| {
+                            gantry_common::ckpt::effective_when(c, job.spec.ckpt_when.as_deref())
+                        });
                     details.push(gantry_proto::JobDetail {
+                        checkpoint_attr,
                         job_id: job.id,
                         spec: job.spec.clone(),
                         owner: job.owner.clone(),
