@@ -165,12 +165,7 @@ fn changes_of(p: &Parsed) -> Result<JobChanges, OptionError> {
         let arg = g.arg.clone().unwrap_or_default();
         match g.name {
             "-l" => {
-                let items = crate::qsub::resources(&arg);
-                if items.is_empty() {
-                    return Err(OptionError::syntax(format!(
-                        "ERROR! Wrong resource list format \"{arg}\" specified to -l option"
-                    )));
-                }
+                let items = optvalues::resource_list(&arg)?;
                 if soft {
                     changes.soft_resources = Some(items);
                 } else {
@@ -207,22 +202,8 @@ fn changes_of(p: &Parsed) -> Result<JobChanges, OptionError> {
                 changes.name = Some(arg)
             }
             "-notify" => changes.notify = Some(true),
-            "-m" => {
-                changes.mail_options =
-                    Some(gantry_common::mail::parse_options(&arg).ok_or_else(|| {
-                        OptionError::syntax(format!(
-                            "ERROR! Wrong mail options list format \"{arg}\" specified to -m option"
-                        ))
-                    })?)
-            }
-            "-M" => {
-                changes.mail_list =
-                    Some(gantry_common::mail::parse_list(&arg).ok_or_else(|| {
-                        OptionError::syntax(format!(
-                            "ERROR! Wrong mail list format \"{arg}\" specified to -M option"
-                        ))
-                    })?)
-            }
+            "-m" => changes.mail_options = Some(optvalues::mail_options(&arg)?),
+            "-M" => changes.mail_list = Some(optvalues::mail_list(&arg)?),
             "-ac" | "-dc" | "-sc" => changes
                 .context
                 .push(context_change(g.name, &arg).map_err(OptionError::syntax)?),
@@ -241,24 +222,10 @@ fn changes_of(p: &Parsed) -> Result<JobChanges, OptionError> {
                 )?)
             }
             "-tc" => changes.max_running_tasks = Some(optvalues::task_concurrency(&arg)?),
-            "-binding" => {
-                let b = gantry_common::binding::parse(&arg).map_err(OptionError::semantic)?;
-                changes.binding = Some(gantry_common::binding::print(&b));
-            }
+            "-binding" => changes.binding = Some(optvalues::binding(&arg)?),
             "-masterq" => changes.masterq = Some(optvalues::queue_list(g.name, &arg)?),
             "-ckpt" => changes.ckpt = Some(arg),
-            "-c" => {
-                if !gantry_common::ckpt::valid_selector(&arg) {
-                    return Err(OptionError::semantic(
-                        if arg.chars().all(|c| c.is_ascii_alphabetic()) {
-                            "ERROR! -c specifier invalid"
-                        } else {
-                            "ERROR! -c argument invalid"
-                        },
-                    ));
-                }
-                changes.ckpt_when = Some(arg);
-            }
+            "-c" => changes.ckpt_when = Some(optvalues::ckpt_selector(&arg)?),
             "-A" => changes.account = Some(arg),
             "-P" => changes.project = Some(arg),
             "-o" => changes.stdout_path = Some(arg),
@@ -295,21 +262,7 @@ fn changes_of(p: &Parsed) -> Result<JobChanges, OptionError> {
                 }
             }
             "-u" => changes.users.extend(list(&arg)),
-            "-w" => {
-                use gantry_proto::Verify;
-                changes.verify = match arg.as_str() {
-                    "n" => Verify::None,
-                    "e" => Verify::Error,
-                    "w" => Verify::Warning,
-                    "v" => Verify::Verify,
-                    "p" => Verify::Poke,
-                    _ => {
-                        return Err(OptionError::syntax(format!(
-                            "invalid option argument \"-w {arg}\""
-                        )))
-                    }
-                }
-            }
+            "-w" => changes.verify = optvalues::verify_level(&arg)?,
             // qalter's own options Gantry has no use for yet: refused, never ignored.
             "-ot" | "-ar" => {
                 return Err(crate::qsub::unsupported(&match &g.arg {

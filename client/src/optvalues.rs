@@ -246,5 +246,77 @@ pub fn unsigned(arg: &str, message: &str) -> Result<u32, OptionError> {
         .ok_or_else(|| OptionError::semantic(message))
 }
 
+/// `-l list`: `name=value` pairs (a bare name is `TRUE`).
+pub fn resource_list(arg: &str) -> Result<Vec<(String, String)>, OptionError> {
+    let list: Vec<(String, String)> = arg
+        .split(',')
+        .filter(|s| !s.is_empty())
+        .map(|item| match item.split_once('=') {
+            Some((k, v)) if !k.is_empty() => (k.to_string(), v.to_string()),
+            _ => (item.to_string(), "TRUE".to_string()),
+        })
+        .collect();
+    if list.is_empty() {
+        return Err(OptionError::syntax(format!(
+            "ERROR! Wrong resource list format \"{arg}\" specified to -l option"
+        )));
+    }
+    Ok(list)
+}
+
+/// `-m` letters.
+pub fn mail_options(arg: &str) -> Result<String, OptionError> {
+    gantry_common::mail::parse_options(arg).ok_or_else(|| {
+        OptionError::syntax(format!(
+            "ERROR! Wrong mail options list format \"{arg}\" specified to -m option"
+        ))
+    })
+}
+
+/// `-M` addresses.
+pub fn mail_list(arg: &str) -> Result<Vec<String>, OptionError> {
+    gantry_common::mail::parse_list(arg).ok_or_else(|| {
+        OptionError::syntax(format!(
+            "ERROR! Wrong mail list format \"{arg}\" specified to -M option"
+        ))
+    })
+}
+
+/// `-w e|w|n|v|p`.
+pub fn verify_level(arg: &str) -> Result<gantry_proto::Verify, OptionError> {
+    use gantry_proto::Verify;
+    match arg {
+        "n" => Ok(Verify::None),
+        "e" => Ok(Verify::Error),
+        "w" => Ok(Verify::Warning),
+        "v" => Ok(Verify::Verify),
+        "p" => Ok(Verify::Poke),
+        _ => Err(OptionError::syntax(format!(
+            "invalid option argument \"-w {arg}\""
+        ))),
+    }
+}
+
+/// `-binding [type] strategy`, as SGE prints it.
+pub fn binding(arg: &str) -> Result<String, OptionError> {
+    let b = gantry_common::binding::parse(arg).map_err(OptionError::semantic)?;
+    Ok(gantry_common::binding::print(&b))
+}
+
+/// `-c`: `when` letters (`smxr`, `n`) or an interval (SGE's parse_qsub.c and its two
+/// messages).
+pub fn ckpt_selector(arg: &str) -> Result<String, OptionError> {
+    if gantry_common::ckpt::valid_selector(arg) {
+        return Ok(arg.to_string());
+    }
+    Err(OptionError::semantic(
+        if arg.chars().all(|c| c.is_ascii_alphabetic()) {
+            "ERROR! -c specifier invalid"
+        } else {
+            "ERROR! -c argument invalid"
+        },
+    ))
+}
+
 #[cfg(test)]
 mod tests;

@@ -206,17 +206,6 @@ fn unable(message: &str) -> Output {
     )
 }
 
-/// `a=1,b=2` -> pairs.
-pub(crate) fn resources(text: &str) -> Vec<(String, String)> {
-    text.split(',')
-        .filter(|s| !s.is_empty())
-        .map(|item| match item.split_once('=') {
-            Some((k, v)) if !k.is_empty() => (k.to_string(), v.to_string()),
-            _ => (item.to_string(), "TRUE".to_string()),
-        })
-        .collect()
-}
-
 /// Options from a defaults file or `-@` file.
 fn options_from_file(path: &std::path::Path) -> Result<Vec<String>, OptionError> {
     let text = std::fs::read_to_string(path).map_err(|e| OptionError {
@@ -360,12 +349,7 @@ fn apply(
                 }
             }
             "-l" => {
-                let list = resources(&arg);
-                if list.is_empty() {
-                    return Err(OptionError::syntax(format!(
-                        "ERROR! Wrong resource list format \"{arg}\" specified to -l option"
-                    )));
-                }
+                let list = optvalues::resource_list(&arg)?;
                 let target = if soft {
                     &mut spec.soft_resources
                 } else {
@@ -430,20 +414,8 @@ fn apply(
                 spec.args = args;
                 soft = false;
             }
-            "-m" => {
-                spec.mail_options = gantry_common::mail::parse_options(&arg).ok_or_else(|| {
-                    OptionError::syntax(format!(
-                        "ERROR! Wrong mail options list format \"{arg}\" specified to -m option"
-                    ))
-                })?
-            }
-            "-M" => {
-                spec.mail_list = gantry_common::mail::parse_list(&arg).ok_or_else(|| {
-                    OptionError::syntax(format!(
-                        "ERROR! Wrong mail list format \"{arg}\" specified to -M option"
-                    ))
-                })?
-            }
+            "-m" => spec.mail_options = optvalues::mail_options(&arg)?,
+            "-M" => spec.mail_list = optvalues::mail_list(&arg)?,
             "-ac" | "-dc" | "-sc" => {
                 let change =
                     crate::alter::context_change(g.name, &arg).map_err(OptionError::syntax)?;
@@ -455,43 +427,15 @@ fn apply(
             "-R" => spec.reserve = optvalues::yes_no(g.name, &arg)?,
             "-hard" => soft = false,
             "-soft" => soft = true,
-            "-w" => {
-                flags.verify = match arg.as_str() {
-                    "n" => Verify::None,
-                    "e" => Verify::Error,
-                    "w" => Verify::Warning,
-                    "v" => Verify::Verify,
-                    "p" => Verify::Poke,
-                    _ => {
-                        return Err(OptionError::syntax(format!(
-                            "invalid option argument \"-w {arg}\""
-                        )))
-                    }
-                }
-            }
+            "-w" => flags.verify = optvalues::verify_level(&arg)?,
             "-verify" => flags.just_verify = true,
             "-now" => spec.immediate = optvalues::yes_no(g.name, &arg)?,
             "-pty" => spec.pty = optvalues::yes_no(g.name, &arg)?,
             "-jsv" => flags.jsv.push((flags.rank, arg)),
-            "-binding" => {
-                let b = gantry_common::binding::parse(&arg).map_err(OptionError::semantic)?;
-                spec.binding = Some(gantry_common::binding::print(&b));
-            }
+            "-binding" => spec.binding = Some(optvalues::binding(&arg)?),
             "-masterq" => spec.masterq = optvalues::queue_list(g.name, &arg)?,
             "-ckpt" => spec.ckpt = Some(arg),
-            "-c" => {
-                // `when` letters (`smxr`, `n`) or an interval (SGE's parse_qsub.c).
-                if !gantry_common::ckpt::valid_selector(&arg) {
-                    return Err(OptionError::semantic(
-                        if arg.chars().all(|c| c.is_ascii_alphabetic()) {
-                            "ERROR! -c specifier invalid"
-                        } else {
-                            "ERROR! -c argument invalid"
-                        },
-                    ));
-                }
-                spec.ckpt_when = Some(arg);
-            }
+            "-c" => spec.ckpt_when = Some(optvalues::ckpt_selector(&arg)?),
             // qalter's and qrsh's options, which SGE's qsub parses and then refuses.
             "-u" | "-ot" | "-nostdin" | "-noshell" | "-uall" => {
                 return Err(OptionError::not_taken(g.name, g.arg.as_deref()))
