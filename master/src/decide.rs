@@ -334,13 +334,15 @@ impl ClusterState {
         // `-u`: every pending job of the users, besides those named.
         let mut refs: Vec<String> = ids.to_vec();
         if !changes.users.is_empty() {
+            let named: std::collections::HashSet<&str> = ids.iter().map(String::as_str).collect();
             for job in self.jobs.values() {
                 let theirs = changes
                     .users
                     .iter()
                     .any(|u| u == "*" || u == &job.owner.user);
-                if theirs && job.tasks.has_pending() && !refs.contains(&job.id.to_string()) {
-                    refs.push(job.id.to_string());
+                let id = job.id.to_string();
+                if theirs && job.tasks.has_pending() && !named.contains(id.as_str()) {
+                    refs.push(id);
                 }
             }
         }
