@@ -6,6 +6,8 @@ use gantry_proto::RefusalKind;
 pub const SUCCESS: u8 = 0;
 /// Any refused or failed request, a usage error, an unreachable daemon: SGE exits 1.
 pub const FAILURE: u8 = 1;
+/// A cluster-wide limit refused the request (`qrsub` beyond `max_advance_reservations`).
+pub const LIMIT_REACHED: u8 = 25;
 
 /// The exit status for a refusal.
 pub fn for_refusal(kind: RefusalKind) -> u8 {
@@ -15,5 +17,6 @@ pub fn for_refusal(kind: RefusalKind) -> u8 {
         | RefusalKind::AlreadyExists
         | RefusalKind::Invalid
         | RefusalKind::Internal => FAILURE,
+        RefusalKind::LimitReached => LIMIT_REACHED,
     }
 }

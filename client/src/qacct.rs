@@ -84,7 +84,13 @@ pub fn render_record(r: &AccountingRecord) -> String {
         "cpu",
         &format!("{:.3}s", secs(rep.utime_us + rep.stime_us)),
     );
-    raw(&mut s, "arid", "undefined");
+    match r.ar {
+        Some((id, submitted)) => {
+            row(&mut s, "arid", &id.to_string());
+            raw(&mut s, "ar_sub_time", &ts(submitted));
+        }
+        None => raw(&mut s, "arid", "undefined"),
+    }
     s
 }
 

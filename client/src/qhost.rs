@@ -179,7 +179,7 @@ pub fn render_text(report: &HostReport, view: &View) -> String {
                     "   {:<20} {:<5} {:<14}{}\n",
                     q.queue,
                     q.qtype,
-                    format!("{}/{}/{}", q.reserved, q.used, q.total),
+                    format!("{}/{}/{}", q.reserved_all, q.used, q.total),
                     q.states
                 ));
             }
@@ -229,7 +229,7 @@ pub fn render_xml(report: &HostReport, view: &View) -> String {
                         ("qtype_string", q.qtype.clone()),
                         ("slots_used", q.used.to_string()),
                         ("slots", q.total.to_string()),
-                        ("slots_resv", q.reserved.to_string()),
+                        ("slots_resv", q.reserved_all.to_string()),
                         ("state_string", q.states.clone()),
                     ];
                     for (n, v) in qv {
@@ -276,6 +276,7 @@ mod tests {
                     queue: "all.q".into(),
                     qtype: "BIP".into(),
                     reserved: 0,
+                    reserved_all: 0,
                     used: 0,
                     total: 2,
                     states: String::new(),

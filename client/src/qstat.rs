@@ -724,6 +724,7 @@ mod tests {
                     queue: "all.q".into(),
                     qtype: "BIP".into(),
                     reserved: 0,
+                    reserved_all: 0,
                     used: 0,
                     total: 2,
                     states: String::new(),

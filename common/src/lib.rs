@@ -3,6 +3,7 @@
 //! formatting, and where a client finds its cell. No network, no async runtime: the
 //! daemons' TLS, QUIC framing, keys and tokens are `gantry-net`'s.
 
+pub mod ar;
 pub mod binding;
 pub mod cell;
 pub mod ckpt;

@@ -122,6 +122,8 @@ pub struct Cluster {
     /// Job scripts, in the spool beside the database (jobs hold none in memory).
     scripts: crate::scripts::JobScripts,
     clock: Clock,
+    /// When the actor started (its first tick).
+    booted: Option<Time>,
 }
 
 /// How long a due checkpoint waits (the journal is durable meanwhile).
@@ -288,6 +290,7 @@ impl Cluster {
             checkpoint_queued: false,
             scripts,
             clock: Clock::system(),
+            booted: None,
         })
     }
 
@@ -407,6 +410,35 @@ impl Cluster {
             Arc::make_mut(&mut self.state.runtime).remove(&host);
         }
         Ok(())
+    }
+
+    /// Advance reservations on the clock: windows that open and close, hosts that go
+    /// away under one and come back. A host is usable when its execd is connected, its
+    /// instance not in error; after the master starts, a host whose execd has not come
+    /// back yet counts as usable for `max_unheard` (its execd reconnects meanwhile).
+    fn ar_clock(&mut self) {
+        if self.state.ars.is_empty() {
+            return;
+        }
+        let now = self.now();
+        let grace = crate::sched::Span::from_secs(self.state.max_unheard() as i64);
+        let starting = self.booted.is_some_and(|b| now.since(b) < grace);
+        let state = &self.state;
+        let sessions = &self.sessions;
+        let d = state.decide_ar_clock(now, |queue, host| {
+            let connected = sessions.get(host).is_some_and(|s| !s.stopping);
+            let unheard = state
+                .runtime
+                .get(host)
+                .is_none_or(|r| r.last_heard.is_none());
+            (connected || (starting && unheard))
+                && !state
+                    .errored
+                    .contains(&(queue.to_string(), host.to_string()))
+        });
+        if !d.ops.is_empty() {
+            self.carry_out(d);
+        }
     }
 
     /// The clock's time in Unix seconds (start and end times of jobs).
@@ -629,8 +661,10 @@ impl Actor for Cluster {
                 "cannot start the scheduler's thread ({e}): cycles run on the master's thread"
             ),
         }
+        self.booted = Some(self.now());
         ctx.run_interval(Duration::from_secs(1), |act, _| {
             act.check_reachability();
+            act.ar_clock();
             act.apply_suspend_thresholds();
             act.queue_cycle();
         });

@@ -81,7 +81,19 @@ impl ClusterState {
         users: &[String],
         force: bool,
     ) -> Decision {
-        let manager = self.acts_as_manager(caller);
+        self.delete_jobs_as(caller, ids, users, force, self.acts_as_manager(caller))
+    }
+
+    /// [`ClusterState::decide_delete_jobs`] with the caller's rights given: the master
+    /// deletes the jobs of an advance reservation that ends or is deleted as a manager.
+    pub(crate) fn delete_jobs_as(
+        &self,
+        caller: &Caller,
+        ids: &[String],
+        users: &[String],
+        force: bool,
+        manager: bool,
+    ) -> Decision {
         // With -f a running task is removed at once, without waiting for its report; it
         // is killed now if its execd is there, else when the execd registers again (a
         // late report is acknowledged without a record).

@@ -416,12 +416,6 @@ pub fn validate_submission(
             ));
         }
     }
-    if let Some(ar) = spec.ar {
-        return Err(refuse(
-            RefusalKind::Invalid,
-            format!("the advance reservation id {ar} is invalid"),
-        ));
-    }
     let tasks = match spec.array {
         Some(r) => {
             if r.first == 0 || r.last < r.first || r.step == 0 {
@@ -431,7 +425,7 @@ pub fn validate_submission(
         }
         None => gantry_common::tasks::Tasks::single(),
     };
-    Ok(Job {
+    let job = Job {
         id,
         owner: JobOwner {
             user: caller.user.clone(),
@@ -445,7 +439,9 @@ pub fn validate_submission(
         suspended: Default::default(),
         restarted: Default::default(),
         ckpt_arena: Default::default(),
-    })
+    };
+    state.check_ar_job(&job, now)?;
+    Ok(job)
 }
 
 impl ClusterState {
@@ -596,6 +592,10 @@ impl ClusterState {
             slots: job.task_slots(report.task_id),
             submit_time: job.submit_time,
             attempt: job.restarted.get(&report.task_id).copied().unwrap_or(0),
+            ar: job.spec.ar.map(|id| {
+                let submitted = self.ars.get(&id).map_or(0, |a| a.submission_time);
+                (id, submitted)
+            }),
             report: report.clone(),
         })
     }

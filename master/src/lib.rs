@@ -3,6 +3,7 @@
 //! Unix socket.
 
 pub mod admin;
+pub mod ars;
 pub mod cell;
 pub mod client_endpoint;
 pub mod cluster;

@@ -47,6 +47,7 @@ impl ClusterState {
             quota_book: &self.quota_book,
             max_unheard: self.max_unheard(),
             max_aj_instances: self.max_aj_instances(),
+            ars: &self.ars,
         }
     }
 
@@ -79,6 +80,7 @@ impl ClusterState {
             quota_book: Arc::clone(&self.quota_book),
             max_unheard: self.max_unheard(),
             max_aj_instances: self.max_aj_instances(),
+            ars: Arc::clone(&self.ars),
         }
     }
 

@@ -63,6 +63,13 @@ pub enum Object {
     ForcedAway(Box<gantry_proto::AccountingRecord>),
     /// A checkpointing environment (`qconf -sckpt`).
     Ckpt(gantry_common::ckpt::Ckpt),
+    /// An advance reservation (`qrsub`).
+    Ar(gantry_proto::AdvanceReservation),
+    /// The next advance reservation id to hand out (ids are never used twice).
+    NextArId(u64),
+    /// A host that joined and has not reported yet: its first load report gives it its
+    /// slots in `all.q`.
+    NewHost(String),
 }
 
 impl Object {
@@ -88,6 +95,9 @@ impl Object {
             Object::AdminHosts(_) => "adminhosts".to_string(),
             Object::ForcedAway(r) => forced_key(r.job_id, r.report.task_id),
             Object::Ckpt(c) => format!("ckpt/{}", c.name),
+            Object::Ar(a) => ar_key(a.id),
+            Object::NextArId(_) => "next-ar-id".to_string(),
+            Object::NewHost(h) => format!("newhost/{h}"),
         }
     }
 }
@@ -102,6 +112,11 @@ pub enum Op {
     Account(Box<gantry_proto::AccountingRecord>),
     /// The next job id to hand out.
     NextJobId(u64),
+}
+
+/// The spool key of an advance reservation.
+pub fn ar_key(id: u64) -> String {
+    format!("ar/{id:020}")
 }
 
 /// The spool key of a job.
@@ -173,6 +188,13 @@ pub struct ClusterState {
     /// The sets compiled, and what running jobs use under them (derived; kept as tasks
     /// start and end, rebuilt when the configuration it depends on changes).
     pub quota_book: Arc<crate::quota::QuotaBook>,
+    /// The advance reservations, by id.
+    pub ars: Arc<BTreeMap<u64, gantry_proto::AdvanceReservation>>,
+    /// The next advance reservation id (0 until the first is granted: then 1).
+    pub next_ar_id: u64,
+    /// Hosts that joined and have not reported yet (their slots in `all.q` come with
+    /// their first report).
+    pub new_hosts: BTreeSet<String>,
     /// Counts the changes to anything a cycle reads but the jobs and the hosts' reports
     /// (configuration, queue instance states): a cycle's decisions made before such a
     /// change are not committed.
@@ -312,6 +334,13 @@ impl ClusterState {
                 Object::Ckpt(c) => {
                     self.ckpts.insert(c.name.clone(), c);
                 }
+                Object::Ar(a) => {
+                    Arc::make_mut(&mut self.ars).insert(a.id, a);
+                }
+                Object::NextArId(n) => self.next_ar_id = n,
+                Object::NewHost(h) => {
+                    self.new_hosts.insert(h);
+                }
                 Object::ErrorQueues(list) => self.errored = Arc::new(list.into_iter().collect()),
                 Object::SuspendedQueues(list) => {
                     self.suspended_queues = Arc::new(list.into_iter().collect())
@@ -338,6 +367,12 @@ impl ClusterState {
                     self.projects.remove(name);
                 } else if let Some(name) = key.strip_prefix("ckpt/") {
                     self.ckpts.remove(name);
+                } else if let Some(h) = key.strip_prefix("newhost/") {
+                    self.new_hosts.remove(h);
+                } else if let Some(id) = key.strip_prefix("ar/") {
+                    if let Ok(id) = id.parse::<u64>() {
+                        Arc::make_mut(&mut self.ars).remove(&id);
+                    }
                 } else if let Some(name) = key.strip_prefix("pe/") {
                     Arc::make_mut(&mut self.pes).remove(name);
                 } else if let Some(name) = key.strip_prefix("userset/") {
@@ -537,6 +572,9 @@ impl ClusterState {
             | ToMaster::WaitStart { .. }
             | ToMaster::KillExecds { .. }
             | ToMaster::KillMaster
+            | ToMaster::SubmitAr { .. }
+            | ToMaster::ShowArs { .. }
+            | ToMaster::DeleteArs { .. }
             | ToMaster::ShowQuotas(_)
             | ToMaster::SchedulingSummary
             | ToMaster::Accounting { .. } => Err(refuse(
@@ -945,6 +983,11 @@ mod tests {
             s.slots_for_new_host("n1", &values).is_none(),
             "set once only"
         );
+        // An administrator's value replacing it stays, whatever the host reports.
+        let mut q = s.queues["all.q"].clone();
+        q.attr_mut("slots").unwrap().overrides.clear();
+        s.apply(&Op::Put(Object::Queue(q)));
+        assert!(s.slots_for_new_host("n1", &values).is_none());
         // A rejoin replaces the old certificate.
         for op in s.join("n1", "bb").ops {
             s.apply(&op);

@@ -35,7 +35,9 @@ const ACCOUNTING: TableDefinition<(u64, u32, u32), &[u8]> = TableDefinition::new
 /// 16: a job keeps which tasks restart from a checkpoint; a report says whether the task
 ///     left one.
 /// 17: a job keeps whether it runs with a pseudo terminal (`-pty y`).
-pub const SCHEMA_VERSION: u32 = 17;
+/// 18: advance reservations and their id counter; accounting records name their
+///     reservation.
+pub const SCHEMA_VERSION: u32 = 18;
 
 /// A checkpoint is taken once this many changes or this many journal bytes are waiting.
 /// The owner starts it in a turn of its own ([`Store::checkpoint_due`],
@@ -786,6 +788,7 @@ mod tests {
             slots: 1,
             submit_time: 0,
             attempt: 0,
+            ar: None,
             report,
         }))
     }

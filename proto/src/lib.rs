@@ -18,7 +18,7 @@ pub use objects::*;
 
 /// The protocol version. Both daemons and every client speak exactly one version; peers
 /// with another version are refused with a message naming both.
-pub const PROTOCOL_VERSION: u32 = 22;
+pub const PROTOCOL_VERSION: u32 = 23;
 
 /// Magic bytes at the start of every [`Hello`]: "GNTY".
 pub const HELLO_MAGIC: [u8; 4] = *b"GNTY";
@@ -231,6 +231,17 @@ pub enum ToMaster {
     KillExecds { hosts: Vec<String>, kill_jobs: bool },
     /// `qconf -km`: shut the master down.
     KillMaster,
+    /// `qrsub`: grant an advance reservation (or with `-w v`, say whether it could be).
+    SubmitAr { spec: Box<ArSpec> },
+    /// `qrstat`: the advance reservations named (`-ar`: ids, names or patterns), else
+    /// those of the users given (empty: the caller's; `*`: everyone's).
+    ShowArs {
+        users: Vec<String>,
+        ids: Vec<String>,
+    },
+    /// `qrdel`: delete advance reservations (ids or names), with `-f` their jobs at
+    /// once whatever their execds say.
+    DeleteArs { ids: Vec<String>, force: bool },
 }
 
 /// What `qquota` asks about. An empty list means "any"; `users` empty means the caller
@@ -366,6 +377,8 @@ pub enum FromMaster {
     JobStarted {
         job_id: u64,
     },
+    /// `qrstat`: the advance reservations, by id.
+    Ars(Vec<AdvanceReservation>),
 }
 
 /// Why a request was refused. The kind decides the exit status (one table, in the
@@ -388,6 +401,8 @@ pub enum RefusalKind {
     Invalid,
     /// The master could not do it (disk, internal error).
     Internal,
+    /// A cluster-wide limit is reached (`max_advance_reservations`: SGE exits 25).
+    LimitReached,
 }
 
 /// A request relayed by an execd on behalf of a local caller it vouches for.

@@ -37,7 +37,10 @@ pub struct QueueInstanceView {
     pub queue: String,
     /// `BIP`-style letters.
     pub qtype: String,
+    /// Slots held by advance reservations whose window is open (`qstat -f`).
     pub reserved: u32,
+    /// Slots held by every granted advance reservation, open or to come (`qhost -q`).
+    pub reserved_all: u32,
     pub used: u32,
     pub total: u32,
     /// State letters (`u`, `d`, `a`, ...), empty when fine.
@@ -617,6 +620,8 @@ pub struct AccountingRecord {
     /// How many runs of the task ended before this one (interrupted by a host failure
     /// or a migration, each accounted): records of one task are told apart by it.
     pub attempt: u32,
+    /// The advance reservation the job ran in: its id and submission time.
+    pub ar: Option<(u64, i64)>,
     pub report: JobReport,
 }
 
@@ -910,5 +915,108 @@ mod tests {
         for (code, text) in table {
             assert_eq!(failure_description(code), text, "{code}");
         }
+    }
+}
+
+/// `qrsub`: an advance reservation as asked for. Times are Unix seconds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct ArSpec {
+    /// `-N`
+    pub name: Option<String>,
+    /// `-A` (SGE's default `sge`).
+    pub account: String,
+    /// `-a`; None: now.
+    pub start: Option<i64>,
+    /// `-e`
+    pub end: Option<i64>,
+    /// `-d`, in seconds.
+    pub duration: Option<i64>,
+    /// `-l`
+    pub resources: Vec<(String, String)>,
+    /// `-q`
+    pub queues: Vec<String>,
+    /// `-masterq`
+    pub masterq: Vec<String>,
+    /// `-pe name slot_range`
+    pub pe: Option<(String, String)>,
+    /// `-ckpt`
+    pub ckpt: Option<String>,
+    /// `-u`: who may submit jobs into it (users, `@group`s); empty: the owner only.
+    pub users: Vec<String>,
+    /// `-now y`: only interactive queue instances.
+    pub interactive: bool,
+    /// `-m`: SGE's letters (`a` `b` `e` `n`), empty when not given.
+    pub mail_options: String,
+    /// `-M`
+    pub mail_list: Vec<String>,
+    /// `-he y`: while in error, no job of it is started.
+    pub hard_error: bool,
+    /// `-w v`: only say whether it could be granted.
+    pub verify: bool,
+    pub submit_host: String,
+}
+
+/// The state of an advance reservation (`qrstat`'s letter).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ArState {
+    /// Granted, its start not reached: `w`.
+    Waiting,
+    /// Its window is open: `r`.
+    Running,
+    /// Its end reached, its jobs being removed: `x`.
+    Exited,
+    /// Deleted (`qrdel`), its jobs being removed: `d`.
+    Deleted,
+    /// A host it holds is unreachable or a queue instance in error: `e`.
+    Error,
+}
+
+impl ArState {
+    pub fn letter(self) -> char {
+        match self {
+            ArState::Waiting => 'w',
+            ArState::Running => 'r',
+            ArState::Exited => 'x',
+            ArState::Deleted => 'd',
+            ArState::Error => 'e',
+        }
+    }
+}
+
+/// A granted advance reservation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AdvanceReservation {
+    pub id: u64,
+    pub spec: ArSpec,
+    pub owner: String,
+    /// The owner's primary group.
+    pub group: String,
+    pub submission_time: i64,
+    pub start: i64,
+    pub end: i64,
+    /// The queue instances and slots it holds, the master queue first.
+    pub granted: Vec<Grant>,
+    /// The parallel environment and slots granted for a `-pe` request.
+    pub granted_pe: Option<(String, u32)>,
+    pub state: ArState,
+    /// Why it is in error (`qrstat -explain`), one line per reason.
+    pub errors: Vec<String>,
+}
+
+impl AdvanceReservation {
+    pub fn duration(&self) -> i64 {
+        self.end - self.start
+    }
+
+    /// May this user submit jobs into it (the owner, or its `-u` list)? Groups are the
+    /// user's Unix groups, for `@group` entries.
+    pub fn admits(&self, user: &str, groups: &[String]) -> bool {
+        if self.spec.users.is_empty() {
+            return user == self.owner;
+        }
+        self.spec.users.iter().any(|u| match u.strip_prefix('@') {
+            Some(g) => groups.iter().any(|x| x == g),
+            None => u == user || u == "*",
+        })
     }
 }

@@ -70,6 +70,14 @@ impl Trigger {
     }
 }
 
+/// An advance reservation's part of a cycle: its snapshot, its jobs' categories, and
+/// its end (no job of it may run beyond).
+struct ReservationCycle<'j> {
+    snap: Snapshot,
+    categories: HashMap<CategoryKey<'j>, Option<Category>>,
+    end: Time,
+}
+
 /// What one cycle decided.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Decisions {
@@ -205,6 +213,10 @@ pub(crate) fn instance_values(
         batch: on_host("qtype").is_none_or(|t| {
             t.split_whitespace()
                 .any(|w| w.eq_ignore_ascii_case("BATCH"))
+        }),
+        interactive: on_host("qtype").is_none_or(|t| {
+            t.split_whitespace()
+                .any(|w| w.eq_ignore_ascii_case("INTERACTIVE"))
         }),
         user_lists: list_value(q.attr("user_lists"), host, groups),
         xuser_lists: list_value(q.attr("xuser_lists"), host, groups),
@@ -751,14 +763,20 @@ impl<'a> ClusterView<'a> {
                 .then(ia.queue.cmp(&ib.queue))
         });
         snap.order = order;
-        self.book_running(snap, now);
+        self.book_running(snap, now, |job| !self.in_holding_reservation(job));
+        snap.book_reservations(self.ars.values());
         // The quota counters already hold what the running jobs use.
         snap.gates.get_mut().quota = self.quota_book.cycle();
     }
 
-    /// Book what the running tasks hold, on every layer and in their parallel
-    /// environments.
-    fn book_running(&self, snap: &mut Snapshot, now: Time) {
+    /// Book what the running tasks of the jobs `which` picks hold, on every layer and
+    /// in their parallel environments.
+    pub(crate) fn book_running(
+        &self,
+        snap: &mut Snapshot,
+        now: Time,
+        which: impl Fn(&Job) -> bool,
+    ) {
         let index: HashMap<(&str, &str), usize> = snap
             .instances
             .iter()
@@ -768,7 +786,7 @@ impl<'a> ClusterView<'a> {
         // (what the job asks, the instances and slots it holds, its PE, its start)
         type Hold = (Demand, Vec<(usize, u32)>, Option<String>, i64);
         let mut holds: Vec<Hold> = Vec::new();
-        for job in self.jobs.values() {
+        for job in self.jobs.values().filter(|j| which(j)) {
             let mut d = None;
             for t in job.tasks.placed_states() {
                 if let TaskState::Running {
@@ -878,7 +896,18 @@ impl<'a> ClusterView<'a> {
         let mut categories: HashMap<CategoryKey, Option<Category>, foldhash::fast::RandomState> =
             HashMap::default();
         let mut out = Vec::new();
+        // Per advance reservation with jobs to place: its own snapshot and categories.
+        let mut reservations: HashMap<u64, Option<ReservationCycle>> = HashMap::new();
         for job in self.pending_in_order(at, order) {
+            if let Some(id) = job.spec.ar {
+                let entry = reservations
+                    .entry(id)
+                    .or_insert_with(|| self.reservation_cycle(snap, id, at));
+                if let Some(rc) = entry.as_mut() {
+                    self.place_in_reservation(rc, job, at, max_aj_instances, &mut out);
+                }
+                continue;
+            }
             let next_category = categories.len() + 1;
             let entry = categories
                 .entry(category_key(job))
@@ -913,6 +942,52 @@ impl<'a> ClusterView<'a> {
             }
         }
         out
+    }
+
+    /// The snapshot and categories a cycle places the jobs of reservation `id` with:
+    /// None while the reservation does not take jobs (not open, or in error with hard
+    /// error handling).
+    fn reservation_cycle<'j>(
+        &self,
+        snap: &Snapshot,
+        id: u64,
+        at: Time,
+    ) -> Option<ReservationCycle<'j>> {
+        let ar = self.ars.get(&id)?;
+        if !crate::ar::takes_jobs(ar, at) {
+            return None;
+        }
+        let mut view = snap.reservation_view(ar);
+        self.book_running(&mut view, at, |job| job.spec.ar == Some(id));
+        Some(ReservationCycle {
+            snap: view,
+            categories: HashMap::new(),
+            end: Time::from_secs(ar.end),
+        })
+    }
+
+    /// Place a reservation's job on its snapshot, as far as its run time ends within
+    /// the reservation's window.
+    fn place_in_reservation<'j>(
+        &self,
+        rc: &mut ReservationCycle<'j>,
+        job: &'j Job,
+        at: Time,
+        max_aj_instances: Option<u32>,
+        out: &mut Vec<Dispatch>,
+    ) {
+        let next = rc.categories.len() + 1;
+        let entry = rc
+            .categories
+            .entry(category_key(job))
+            .or_insert_with(|| rc.snap.category(job, next));
+        let Some(cat) = entry.as_mut() else {
+            return;
+        };
+        if cat.exhausted() || cat.demand.run_time.is_some_and(|r| at + r > rc.end) {
+            return;
+        }
+        self.place_tasks(&mut rc.snap, cat, job, max_aj_instances, out);
     }
 
     /// Place a job's pending tasks, lowest first, as far as its category has room in this
@@ -1094,7 +1169,30 @@ impl<'a> ClusterView<'a> {
         if waits_for_jobs || waits_for_tasks {
             reasons.push("job dropped because of job dependencies".to_string());
         }
-        let snap = self.snapshot_at(connected, at, true);
+        let mut snap = self.snapshot_at(connected, at, true);
+        if let Some(id) = job.spec.ar {
+            // A reservation's job waits for its window and runs only inside it.
+            let Some(ar) = self.ars.get(&id) else {
+                reasons.push(format!(
+                    "the advance reservation {id} is no longer available"
+                ));
+                return reasons;
+            };
+            if at < Time::from_secs(ar.start) {
+                reasons.push("execution time not reached".to_string());
+                return reasons;
+            }
+            if !crate::ar::takes_jobs(ar, at) {
+                reasons.push(format!(
+                    "the advance reservation {id} takes no jobs in state {}",
+                    crate::ar::clock_letter(ar, at)
+                ));
+                return reasons;
+            }
+            let mut view = snap.reservation_view(ar);
+            self.book_running(&mut view, at, |j| j.spec.ar == Some(id));
+            snap = view;
+        }
         let d = match demand(&snap.catalog, job) {
             Ok(d) => d,
             Err(e) => {

@@ -14,6 +14,7 @@
 //! - [`calendar`]: capacities booked over time; [`time`]: the scheduler's clock.
 
 pub mod admit;
+pub mod ar;
 pub mod book;
 pub mod calendar;
 pub mod cycle;

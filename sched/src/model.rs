@@ -477,6 +477,8 @@ pub struct Instance {
     pub layer: Layer,
     pub seq_no: i64,
     pub batch: bool,
+    /// `qtype` has `INTERACTIVE` (advance reservations with `-now y` go only there).
+    pub interactive: bool,
     pub user_lists: Vec<String>,
     pub xuser_lists: Vec<String>,
     pub projects: Vec<String>,

@@ -42,6 +42,8 @@ pub struct Cluster {
     pub quota_book: QuotaBook,
     pub max_unheard: u64,
     pub max_aj_instances: Option<u32>,
+    /// The advance reservations, by id.
+    pub ars: BTreeMap<u64, gantry_proto::AdvanceReservation>,
 }
 
 impl Cluster {
@@ -101,6 +103,7 @@ impl Cluster {
                 .get("max_aj_instances")
                 .and_then(|v| v.parse::<u32>().ok())
                 .filter(|n| *n > 0),
+            ars: BTreeMap::new(),
         };
         c.settle_quotas();
         c
@@ -126,6 +129,7 @@ impl Cluster {
             quota_book: &self.quota_book,
             max_unheard: self.max_unheard,
             max_aj_instances: self.max_aj_instances,
+            ars: &self.ars,
         }
     }
 
@@ -159,6 +163,7 @@ impl Cluster {
             quota_book: Arc::new(self.quota_book.clone()),
             max_unheard: self.max_unheard,
             max_aj_instances: self.max_aj_instances,
+            ars: Arc::new(self.ars.clone()),
         }
     }
 

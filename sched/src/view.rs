@@ -6,7 +6,9 @@ use std::sync::Arc;
 use gantry_common::conf;
 use gantry_common::job::{wildcard, Job};
 use gantry_common::pe::Pe;
-use gantry_proto::{ClusterQueue, ComplexAttr, Config, ExecHost, HostGroup, LoadValue, UserSet};
+use gantry_proto::{
+    AdvanceReservation, ClusterQueue, ComplexAttr, Config, ExecHost, HostGroup, LoadValue, UserSet,
+};
 
 use crate::quota::QuotaBook;
 use crate::time::{Span, Time};
@@ -56,6 +58,8 @@ pub struct ClusterView<'a> {
     pub max_unheard: u64,
     /// `max_aj_instances`: at most so many tasks of one array job run at once.
     pub max_aj_instances: Option<u32>,
+    /// The advance reservations, by id.
+    pub ars: &'a BTreeMap<u64, AdvanceReservation>,
 }
 
 /// The same input owned: every part the master keeps behind an `Arc` and changes
@@ -81,6 +85,7 @@ pub struct ClusterImage {
     pub quota_book: Arc<QuotaBook>,
     pub max_unheard: u64,
     pub max_aj_instances: Option<u32>,
+    pub ars: Arc<BTreeMap<u64, AdvanceReservation>>,
 }
 
 impl ClusterImage {
@@ -104,6 +109,7 @@ impl ClusterImage {
             quota_book: &self.quota_book,
             max_unheard: self.max_unheard,
             max_aj_instances: self.max_aj_instances,
+            ars: &self.ars,
         }
     }
 }

@@ -174,6 +174,22 @@ impl Cluster {
                     .decide_alter_jobs(caller, &groups, &ids, &changes, &connected, now);
                 self.carry_out(d)
             }
+            ToMaster::SubmitAr { spec } => {
+                let groups = self.unix_groups.of(&caller.user, caller.gid);
+                let connected = self.dispatchable();
+                let d = self
+                    .state
+                    .decide_submit_ar(caller, &groups, &spec, &connected, self.now());
+                self.carry_out(d)
+            }
+            ToMaster::ShowArs { users, ids } => {
+                let users = users_with_caller(&users, &caller.user);
+                FromMaster::Ars(self.state.ar_list(&caller.user, &users, &ids, self.now()))
+            }
+            ToMaster::DeleteArs { ids, force } => {
+                let d = self.state.decide_delete_ars(caller, &ids, force);
+                self.carry_out(d)
+            }
             ToMaster::DeleteJobs { ids, users, force } => {
                 let d = self.state.decide_delete_jobs(caller, &ids, &users, force);
                 self.carry_out(d)

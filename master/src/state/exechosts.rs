@@ -109,6 +109,9 @@ impl ClusterState {
         let mut groups: BTreeMap<String, HostGroup> = BTreeMap::new();
         for host in hosts {
             change.ops.push(Op::Delete(format!("exechost/{host}")));
+            if self.new_hosts.contains(host.as_str()) {
+                change.ops.push(Op::Delete(format!("newhost/{host}")));
+            }
             for (fp, h) in &self.host_certs {
                 if h == host {
                     change.ops.push(Op::Delete(format!("hostcert/{fp}")));
@@ -174,10 +177,12 @@ impl ClusterState {
                     .get(&(q.name.clone(), name.to_string()))
                     .copied()
                     .unwrap_or(0);
+                let (reserved, reserved_all) = self.reserved_on(&q.name, name, now);
                 QueueInstanceView {
                     queue: q.name.clone(),
                     qtype: qtype_letters(qtype, pe_list),
-                    reserved: 0,
+                    reserved,
+                    reserved_all,
                     used,
                     total,
                     states: {
@@ -255,6 +260,8 @@ impl ClusterState {
         let mut messages = Vec::new();
         if !self.exechosts.contains_key(hostname) {
             ops.push(Op::Put(Object::ExecHost(ExecHost::new(hostname))));
+            // Its first load report gives it its slots in all.q.
+            ops.push(Op::Put(Object::NewHost(hostname.to_string())));
             messages.push(format!("added \"{hostname}\" to exechost list"));
         }
         if let Some(g) = self.hostgroups.get("@allhosts") {
@@ -281,23 +288,29 @@ impl ClusterState {
         );
     }
     pub fn slots_for_new_host(&self, hostname: &str, values: &[LoadValue]) -> Option<Change> {
-        let q = self.queues.get("all.q")?;
-        let slots = q.attr("slots")?;
-        // Every report of a host after its first ends here, before the host list is
-        // resolved.
-        if slots.overrides.iter().any(|(h, _)| h == hostname) {
+        // Only a host that joined and has not reported yet: what the administrator set
+        // for it since (`qconf -rattr queue slots 4 all.q`) is never undone.
+        if !self.new_hosts.contains(hostname) {
             return None;
         }
         let num_proc = load::get(values, "num_proc")?.parse::<u32>().ok()?;
-        if !self.queue_hosts_of(q).iter().any(|h| h == hostname) {
-            return None;
+        let mut ops = vec![Op::Delete(format!("newhost/{hostname}"))];
+        if let Some(q) = self.queues.get("all.q") {
+            let set_already = q
+                .attr("slots")
+                .is_some_and(|s| s.overrides.iter().any(|(h, _)| h == hostname));
+            if !set_already && self.queue_hosts_of(q).iter().any(|h| h == hostname) {
+                let mut q = q.clone();
+                if let Some(slots) = q.attr_mut("slots") {
+                    slots
+                        .overrides
+                        .push((hostname.to_string(), num_proc.to_string()));
+                    ops.push(Op::Put(Object::Queue(q)));
+                }
+            }
         }
-        let mut q = q.clone();
-        q.attr_mut("slots")?
-            .overrides
-            .push((hostname.to_string(), num_proc.to_string()));
         Some(Change {
-            ops: vec![Op::Put(Object::Queue(q))],
+            ops,
             messages: vec![],
         })
     }

@@ -494,6 +494,27 @@ fn advance_reservation_jobs_are_neither_limited_nor_counted() {
         &mut s,
         "{\n name none\n enabled true\n limit to slots=0\n}\n",
     );
+    // Reservation 7 holds one slot of n1, its window open.
+    s.ars.insert(
+        7,
+        gantry_proto::AdvanceReservation {
+            id: 7,
+            spec: gantry_proto::ArSpec::default(),
+            owner: "u1".into(),
+            group: "u1".into(),
+            submission_time: 0,
+            start: 0,
+            end: 100_000,
+            granted: vec![gantry_proto::Grant {
+                queue: "all.q".into(),
+                host: "n1".into(),
+                slots: 1,
+            }],
+            granted_pe: None,
+            state: gantry_proto::ArState::Running,
+            errors: Vec::new(),
+        },
+    );
     let mut j = job(1, "u1", &[], &[]);
     j.spec.ar = Some(7);
     s.put_job(j);

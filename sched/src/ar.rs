@@ -1,0 +1,309 @@
+//! Advance reservations on the calendar.
+//!
+//! - Granting (`qrsub`): the reservation's request is placed as a job of the same
+//!   request would be, at its start for its duration, on a snapshot where the running
+//!   tasks and every other reservation are booked, load thresholds aside (SGE imagines
+//!   the cluster without load for a reservation: a time to come has no load yet).
+//! - In every cycle a reservation not yet over holds what it was granted over its
+//!   window, so that an ordinary job only starts where it ends before the window opens
+//!   (a job without a run time holds from its start on, and so never overlaps one).
+//!   Jobs running in a reservation are inside what it holds and are not booked again.
+//! - A reservation's own jobs are placed on a snapshot of the reservation alone: its
+//!   queue instances, with what it holds as their capacities, less what its running jobs
+//!   take. Its jobs thus never use more than it was granted, and never anything else.
+
+use std::collections::HashSet;
+
+use gantry_common::job::Job;
+use gantry_proto::{AdvanceReservation, ArState, Grant, JobOwner, JobSpec};
+
+use crate::calendar::Calendar;
+use crate::cycle::CannotRun;
+use crate::matching::Pass;
+use crate::model::*;
+use crate::place::Category;
+use crate::time::{Span, Time};
+use crate::view::ClusterView;
+
+/// Where a reservation was granted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Granted {
+    /// The queue instances and slots, the master queue first.
+    pub grants: Vec<Grant>,
+    /// The parallel environment and its slots, for a `-pe` request.
+    pub pe: Option<(String, u32)>,
+}
+
+/// Does a reservation hold its resources (granted, not deleted, not over)?
+pub fn holds(ar: &AdvanceReservation) -> bool {
+    matches!(
+        ar.state,
+        ArState::Waiting | ArState::Running | ArState::Error
+    )
+}
+
+/// Does a reservation take jobs at `at`: its window open, and not in error with hard
+/// error handling (`-he y`)?
+pub fn takes_jobs(ar: &AdvanceReservation, at: Time) -> bool {
+    let open = Time::from_secs(ar.start) <= at && at < Time::from_secs(ar.end);
+    open && match ar.state {
+        ArState::Running => true,
+        ArState::Error => !ar.spec.hard_error,
+        _ => false,
+    }
+}
+
+/// The state letter of a reservation at `at` (`qrstat`'s).
+pub fn clock_letter(ar: &AdvanceReservation, at: Time) -> char {
+    gantry_common::ar::clock_state(ar, at.secs()).letter()
+}
+
+/// The job a reservation's request is placed as: its requests, owned by its owner (the
+/// groups for `@group` access entries), in the reservation (which exempts it from the
+/// resource quota sets, as the reservation's jobs are).
+pub fn request_job(ar: &AdvanceReservation, groups: &[String]) -> Job {
+    let mut spec = JobSpec::binary("advance_reservation", "", &ar.spec.submit_host);
+    spec.hard_resources = ar.spec.resources.clone();
+    spec.queues = ar.spec.queues.clone();
+    spec.masterq = ar.spec.masterq.clone();
+    spec.pe = ar.spec.pe.clone();
+    spec.ckpt = ar.spec.ckpt.clone();
+    spec.ar = Some(ar.id);
+    Job {
+        id: 0,
+        spec,
+        owner: JobOwner {
+            user: ar.owner.clone(),
+            uid: 0,
+            gid: 0,
+            groups: groups.to_vec(),
+        },
+        submit_time: ar.submission_time,
+        tasks: gantry_common::tasks::Tasks::single(),
+        suspended: Default::default(),
+        restarted: Default::default(),
+        ckpt_arena: Default::default(),
+    }
+}
+
+/// The demand of a reservation's request, with its window as its run time.
+fn request_demand(catalog: &Catalog, ar: &AdvanceReservation) -> Option<Demand> {
+    let mut d = demand(catalog, &request_job(ar, &[])).ok()?;
+    d.run_time = Some(Span::from_secs(ar.end - ar.start));
+    Some(d)
+}
+
+/// The instances of a snapshot a reservation's grants name, with their slots (grants
+/// on instances the snapshot no longer has are left out).
+fn granted_instances(snap: &Snapshot, grants: &[Grant]) -> Vec<(usize, u32)> {
+    grants
+        .iter()
+        .filter_map(|g| {
+            snap.instances
+                .iter()
+                .position(|i| i.queue == g.queue && snap.hosts[i.host].name == g.host)
+                .map(|i| (i, g.slots))
+        })
+        .collect()
+}
+
+impl Snapshot {
+    /// Book what every reservation still holding resources was granted, over its window,
+    /// and count the slots of the parallel environments of those whose window is open.
+    pub(crate) fn book_reservations<'a>(
+        &mut self,
+        ars: impl Iterator<Item = &'a AdvanceReservation>,
+    ) {
+        for ar in ars.filter(|ar| holds(ar)) {
+            let Some(d) = request_demand(&self.catalog, ar) else {
+                continue;
+            };
+            let grants = granted_instances(self, &ar.granted);
+            let (from, until) = (Time::from_secs(ar.start), Time::from_secs(ar.end));
+            if until <= self.now {
+                continue;
+            }
+            self.hold(&d, &grants, 1.0, from, Some(until));
+            if let Some((pe, slots)) = &ar.granted_pe {
+                if from <= self.now {
+                    *self.pe_used.entry(pe.clone()).or_insert(0) += slots;
+                }
+            }
+        }
+    }
+
+    /// The snapshot a reservation's jobs are placed on: the reservation's queue
+    /// instances only, each offering what the reservation holds there (its slots and
+    /// consumables, on the instance, its host and the global host), nothing booked yet.
+    /// The caller books the reservation's running jobs.
+    pub(crate) fn reservation_view(&self, ar: &AdvanceReservation) -> Snapshot {
+        let mut s = self.clone();
+        *s.gates.get_mut() = Default::default();
+        let grants = granted_instances(&s, &ar.granted);
+        s.order = grants.iter().map(|&(i, _)| i).collect();
+        // What the reservation holds per layer, read off a calendar of its own.
+        s.unbook_everything();
+        if let Some(d) = request_demand(&s.catalog, ar) {
+            let t = s.now;
+            s.hold(&d, &grants, 1.0, t, None);
+            let calendar = std::mem::take(&mut s.calendar);
+            let capacities = |layer: &mut Layer| {
+                for (_, offer) in &mut layer.entries {
+                    if let Some(r) = offer.resource.take() {
+                        let held = calendar.used_at(r, t).unwrap_or(0.0);
+                        offer.fixed = Some(gantry_common::value::Value::Num(held));
+                    }
+                }
+            };
+            capacities(&mut s.global);
+            for h in &mut s.hosts {
+                capacities(&mut h.layer);
+            }
+            for i in &mut s.instances {
+                capacities(&mut i.layer);
+            }
+        }
+        // Its parallel environment offers the slots it was granted; no other offers any.
+        let mut used = std::collections::HashMap::new();
+        for (name, pe) in &s.pes {
+            let offered = match &ar.granted_pe {
+                Some((granted, slots)) if granted == name => *slots,
+                _ => 0,
+            };
+            used.insert(name.clone(), pe.slots.saturating_sub(offered));
+        }
+        s.pe_used = used;
+        s
+    }
+
+    /// Forget every booking of every layer, and the calendar with them.
+    pub(crate) fn unbook_everything(&mut self) {
+        self.calendar = Calendar::new();
+        self.global.unbook_all();
+        for h in &mut self.hosts {
+            h.layer.unbook_all();
+        }
+        for i in &mut self.instances {
+            i.layer.unbook_all();
+        }
+    }
+}
+
+impl<'a> ClusterView<'a> {
+    /// Is job `job` one of a reservation that holds its resources (and so placed and
+    /// booked inside it)?
+    pub fn in_holding_reservation(&self, job: &Job) -> bool {
+        job.spec
+            .ar
+            .and_then(|id| self.ars.get(&id))
+            .is_some_and(holds)
+    }
+
+    /// Could a job run in a reservation at all: its requests against what the
+    /// reservation holds, with none of its jobs running (`qsub -ar`'s check).
+    pub fn could_run_in_reservation(&self, job: &Job, ar: &AdvanceReservation) -> bool {
+        let all: HashSet<String> = self.exechosts.keys().cloned().collect();
+        let mut snap = self.snapshot(&all, Time::from_secs(ar.start));
+        for i in &mut snap.instances {
+            i.unusable = None;
+        }
+        let mut view = snap.reservation_view(ar);
+        view.category(job, 1)
+            .and_then(|mut cat| view.place_task(&mut cat))
+            .is_some()
+    }
+
+    /// Grant a reservation (`ar` with its window set, nothing granted yet): where its
+    /// request fits over its whole window, beside the running tasks and the other
+    /// reservations. Every user of its `-u` list must have access to every queue
+    /// instance it gets; `-now y` takes only interactive instances.
+    pub fn reserve(
+        &self,
+        ar: &AdvanceReservation,
+        groups: &[String],
+        connected: &HashSet<String>,
+        now: Time,
+    ) -> Result<Granted, CannotRun> {
+        let mut snap = self.snapshot_at(connected, now, false);
+        // A window to come has no load yet.
+        for i in &mut snap.instances {
+            if matches!(
+                i.unusable,
+                Some(Unusable::Overloaded(_) | Unusable::SuspendAlarm(_))
+            ) {
+                i.unusable = None;
+            }
+        }
+        let job = request_job(ar, groups);
+        let mut d = demand(&snap.catalog, &job).map_err(CannotRun::Demand)?;
+        let users: Vec<&String> = ar
+            .spec
+            .users
+            .iter()
+            .filter(|u| !u.starts_with('@') && u.as_str() != "*")
+            .collect();
+        let order = std::mem::take(&mut snap.order);
+        snap.order = order
+            .into_iter()
+            .filter(|&inst| {
+                let i = &snap.instances[inst];
+                let h = &snap.hosts[i.host];
+                let access = |user: &str| {
+                    let mut du = d.clone();
+                    du.user = user.to_string();
+                    du.groups.clear();
+                    let ok = |allow: &[String], deny: &[String]| {
+                        (allow.is_empty() || snap.in_userset(&du, allow))
+                            && !snap.in_userset(&du, deny)
+                    };
+                    ok(&h.user_lists, &h.xuser_lists) && ok(&i.user_lists, &i.xuser_lists)
+                };
+                (!ar.spec.interactive || i.interactive) && users.iter().all(|u| access(u))
+            })
+            .collect();
+        if ar.spec.interactive {
+            for &inst in &snap.order {
+                snap.instances[inst].batch = true;
+            }
+        }
+        snap.now = Time::from_secs(ar.start);
+        d.run_time = Some(Span::from_secs(ar.end - ar.start));
+        d.category = 1;
+        let candidates = snap.static_candidates(&d);
+        let mut cat = Category {
+            demand: d,
+            candidates,
+            cursor: 0,
+        };
+        let Some(placed) = snap.place_task(&mut cat) else {
+            let reasons = snap
+                .order
+                .iter()
+                .filter_map(|&inst| {
+                    let i = &snap.instances[inst];
+                    snap.matches(&cat.demand, inst, Pass::All(cat.demand.slots))
+                        .err()
+                        .map(|m| m.message(&i.queue, &snap.hosts[i.host].name))
+                })
+                .collect();
+            return Err(CannotRun::Nowhere(reasons));
+        };
+        let grants: Vec<Grant> = placed
+            .grants
+            .iter()
+            .map(|&(inst, slots)| Grant {
+                queue: snap.instances[inst].queue.clone(),
+                host: snap.hosts[snap.instances[inst].host].name.clone(),
+                slots,
+            })
+            .collect();
+        let total = grants.iter().map(|g| g.slots).sum();
+        Ok(Granted {
+            grants,
+            pe: placed.pe.map(|pe| (pe, total)),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,400 @@
+//! Advance reservations end to end (`qrsub`, `qrstat`, `qrdel`, `qsub -ar`), against a
+//! real master and execd: SGE 8.1.9's errors from `05_advance_reservation.txt` (message,
+//! stream, exit status, nothing booked), and a reservation's life: it holds its slots
+//! against ordinary jobs before its window, its job starts when the window opens, it
+//! survives a master restart, goes to `e` while its host's execd is away and back, and
+//! at its end its job is killed and accounted, the reservation removed and its slot
+//! given back.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use gantry_tests::{ensure_user, need_root, wait_until, Cluster, Out};
+
+/// `[[CC]YY]MMDDhhmm[.SS]` for a Unix time, in local time as the commands read it.
+fn date_time(ts: i64) -> String {
+    let out = Command::new("date")
+        .args([&format!("-d@{ts}"), "+%Y%m%d%H%M.%S"])
+        .output()
+        .expect("date");
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64
+}
+
+fn expect(out: &Out, stdout: &str, stderr: &str, code: i32, what: &str) {
+    assert_eq!(
+        (out.stdout.as_str(), out.stderr.as_str(), out.code),
+        (stdout, stderr, code),
+        "{what}"
+    );
+}
+
+/// A one-host cluster with four slots and no load thresholds, `ar_u1`..`ar_u3` in
+/// `arusers`.
+fn cluster() -> Cluster {
+    for u in ["ar_u1", "ar_u2", "ar_u3"] {
+        ensure_user(u);
+    }
+    let c = Cluster::one_host();
+    assert_eq!(c.qconf(&["-rattr", "queue", "slots", "4", "all.q"]).code, 0);
+    assert_eq!(
+        c.qconf(&["-mattr", "queue", "load_thresholds", "NONE", "all.q"])
+            .code,
+        0
+    );
+    for u in ["ar_u1", "ar_u2", "ar_u3"] {
+        assert_eq!(c.qconf(&["-au", u, "arusers"]).code, 0);
+    }
+    c
+}
+
+fn qrstat_all(c: &Cluster) -> String {
+    c.client("qrstat", &["-u", "*"]).stdout
+}
+
+#[test]
+fn refused_reservations_say_what_sge_says_and_book_nothing() {
+    if !need_root("refused_reservations_say_what_sge_says_and_book_nothing") {
+        return;
+    }
+    let c = cluster();
+    let u = |user: &str, program: &str, args: &[&str]| c.as_user(user, program, args);
+    // Nothing yet: qrstat prints nothing at all.
+    expect(&c.client("qrstat", &[]), "", "", 0, "qrstat, empty");
+    let ok = u(
+        "ar_u1",
+        "qrsub",
+        &["-d", "0:10:0", "-pe", "smp", "2", "-N", "myar"],
+    );
+    expect(
+        &ok,
+        "Your advance reservation 1 has been granted\n",
+        "",
+        0,
+        "granted",
+    );
+    let before = qrstat_all(&c);
+    assert!(
+        before.contains("      1 myar       ar_u1        r     "),
+        "{before}"
+    );
+    let future = date_time(now() + 3600);
+    let cases: Vec<(&str, Vec<&str>, &str, i32)> = vec![
+        (
+            "ar_u1",
+            vec!["-d", "0:5:0", "-pe", "smp", "20"],
+            "advance_reservation: no suitable queues\n",
+            1,
+        ),
+        (
+            "ar_u1",
+            vec!["-d", "0:5:0", "-l", "nosuch=1"],
+            "unknown resource \"nosuch\"\n",
+            1,
+        ),
+        (
+            "ar_u1",
+            vec!["-a", "202001010000", "-d", "0:5:0"],
+            "start time is in the past\n",
+            1,
+        ),
+        (
+            "ar_u1",
+            vec!["-a", &future],
+            "missing value for \"end time or duration\" in advance reservation request\n",
+            1,
+        ),
+        (
+            "ar_u1",
+            vec!["-d", "0:5:0", "-q", "nosuch.q"],
+            "Job was rejected because job requests unknown queue \"nosuch.q\"\n",
+            1,
+        ),
+        (
+            "ar_u1",
+            vec!["-d", "0:5:0", "-pe", "nosuchpe", "2"],
+            "job rejected: the requested parallel environment \"nosuchpe\" does not exist\n",
+            1,
+        ),
+    ];
+    for (user, args, stdout, code) in &cases {
+        let out = u(user, "qrsub", args);
+        expect(&out, stdout, "", *code, &format!("qrsub {args:?}"));
+        assert_eq!(qrstat_all(&c), before, "qrsub {args:?} booked nothing");
+    }
+    // Without options: the usage, then the error, on standard error.
+    let out = u("ar_u1", "qrsub", &[]);
+    assert_eq!(out.code, 1);
+    assert!(
+        out.stderr.starts_with("Gantry ") && out.stderr.ends_with("ERROR! no option argument\n"),
+        "{}",
+        out.stderr
+    );
+    // Only managers and arusers may reserve.
+    assert_eq!(c.qconf(&["-du", "ar_u3", "arusers"]).code, 0);
+    expect(
+        &u("ar_u3", "qrsub", &["-d", "0:5:0"]),
+        "denied: \"ar_u3\" must be manager or in userset \"arusers\"\n",
+        "",
+        1,
+        "not in arusers",
+    );
+    // max_advance_reservations caps the reservations in the cluster (exit 25).
+    let conf = c.qconf(&["-sconf", "global"]).stdout;
+    let lowered = conf
+        .lines()
+        .map(|l| {
+            if l.starts_with("max_advance_reservations") {
+                "max_advance_reservations     1".to_string()
+            } else {
+                l.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    let dir = c.home().join("conf");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("global");
+    std::fs::write(&file, lowered + "\n").unwrap();
+    let m = c.qconf(&["-Mconf", file.to_str().unwrap()]);
+    assert_eq!(m.code, 0, "{m:?}");
+    expect(
+        &u("ar_u1", "qrsub", &["-d", "0:5:0", "-N", "toomany"]),
+        "rejected: only 1 advance reservations are allowed per cluster\n",
+        "",
+        25,
+        "max_advance_reservations",
+    );
+    assert_eq!(qrstat_all(&c), before);
+    // qrstat -ar with an id that does not exist.
+    expect(
+        &c.client("qrstat", &["-ar", "999"]),
+        "Following advance reservations do not exist:\n999\n",
+        "",
+        1,
+        "qrstat -ar 999",
+    );
+    // Jobs into reservations: checked at submission.
+    expect(
+        &u("ar_u1", "qsub", &["-ar", "999", "-b", "y", "sleep", "30"]),
+        "",
+        "Unable to run job: the advance reservation id 999 is invalid\nExiting.\n",
+        1,
+        "qsub -ar 999",
+    );
+    expect(
+        &u(
+            "ar_u1",
+            "qsub",
+            &["-ar", "1", "-pe", "smp", "4", "-b", "y", "sleep", "30"],
+        ),
+        "",
+        "Unable to run job: error: no suitable queues\nExiting.\n",
+        1,
+        "more slots than reserved",
+    );
+    expect(
+        &u("ar_u1", "qsub", &["-ar", "1", "-l", "h_rt=1:0:0", "-b", "y", "sleep", "30"]),
+        "",
+        "Unable to run job: the job duration is longer than duration of the advance reservation id 1\nExiting.\n",
+        1,
+        "h_rt beyond the window",
+    );
+    expect(
+        &u("ar_u2", "qsub", &["-ar", "1", "-b", "y", "sleep", "30"]),
+        "",
+        "Unable to run job: error: no suitable queues\nExiting.\n",
+        1,
+        "not in the reservation's access list",
+    );
+    // qrdel: only the owner (or a manager), and only what exists.
+    expect(
+        &u("ar_u2", "qrdel", &["1"]),
+        "ar_u2 - you do not have the necessary privileges to delete the advance_reservation \"1\"\n",
+        "",
+        1,
+        "qrdel by another user",
+    );
+    expect(
+        &u("ar_u1", "qrdel", &["999"]),
+        "denied: advance_reservation \"999\" does not exist\n",
+        "",
+        1,
+        "qrdel 999",
+    );
+    assert_eq!(qrstat_all(&c), before);
+    // A job of the reservation runs inside it; deleting the reservation deletes it.
+    let id = c.submit(
+        "ar_u1",
+        &["-ar", "1", "-pe", "smp", "2", "-b", "y", "sleep", "300"],
+    );
+    wait_until(
+        "the reservation's job runs",
+        Duration::from_secs(20),
+        || {
+            c.client("qstat", &["-u", "*"])
+                .stdout
+                .lines()
+                .any(|l| l.trim_start().starts_with(&format!("{id} ")) && l.contains(" r "))
+        },
+    );
+    let f = c.client("qstat", &["-f"]).stdout;
+    assert!(f.contains("2/2/4"), "resv/used/tot: {f}");
+    expect(
+        &u("ar_u1", "qrdel", &["myar"]),
+        "ar_u1 has registered the advance_reservation 1 for deletion\n",
+        "",
+        0,
+        "qrdel by name",
+    );
+    wait_until(
+        "the reservation and its job are gone",
+        Duration::from_secs(20),
+        || qrstat_all(&c).is_empty() && !c.client("qstat", &["-u", "*"]).stdout.contains("sleep"),
+    );
+    let acct = c.client("qacct", &["-j", &id]).stdout;
+    assert!(acct.contains("arid         1 "), "{acct}");
+}
+
+#[test]
+fn a_reservation_holds_its_slots_runs_its_job_in_its_window_and_gives_them_back() {
+    if !need_root("a_reservation_holds_its_slots_runs_its_job_in_its_window_and_gives_them_back") {
+        return;
+    }
+    let mut c = cluster();
+    // Two of the four slots from 20 s from now, for 30 s.
+    let start = now() + 20;
+    let out = c.as_user(
+        "ar_u1",
+        "qrsub",
+        &[
+            "-a",
+            &date_time(start),
+            "-d",
+            "30",
+            "-pe",
+            "smp",
+            "2",
+            "-N",
+            "window",
+        ],
+    );
+    expect(
+        &out,
+        "Your advance reservation 1 has been granted\n",
+        "",
+        0,
+        "qrsub",
+    );
+    let listed = c.client("qrstat", &["-ar", "1"]).stdout;
+    assert!(
+        listed.contains("state                          w\n"),
+        "{listed}"
+    );
+    assert!(
+        listed.contains("granted_slots_list             all.q@node1=2\n"),
+        "{listed}"
+    );
+    // The job of the reservation waits for its window.
+    let ar_job = c.submit(
+        "ar_u1",
+        &["-ar", "1", "-pe", "smp", "2", "-b", "y", "sleep", "300"],
+    );
+    // A flood of ordinary jobs without a run time: only two slots are theirs.
+    let flood: Vec<String> = (0..6)
+        .map(|_| c.submit("ar_u2", &["-b", "y", "sleep", "300"]))
+        .collect();
+    let running = |c: &Cluster| -> Vec<String> {
+        c.client("qstat", &["-u", "*"])
+            .stdout
+            .lines()
+            .filter(|l| l.contains(" r "))
+            .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+            .collect()
+    };
+    wait_until("two ordinary jobs run", Duration::from_secs(15), || {
+        let n = running(&c).len();
+        if n != 2 {
+            eprintln!("{}", c.client("qstat", &["-u", "*"]).stdout);
+            eprintln!("{}", c.client("qstat", &["-j", &flood[0]]).stdout);
+        }
+        n == 2
+    });
+    eprintln!("{}", c.client("qstat", &["-u", "*"]).stdout);
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(running(&c).len(), 2, "no more than two before the window");
+    let why = c.client("qstat", &["-j", &ar_job]).stdout;
+    assert!(why.contains("execution time not reached"), "{why}");
+    // The window opens: the reservation's job starts within a second or two.
+    wait_until(
+        "the reservation's job runs",
+        Duration::from_secs(30),
+        || running(&c).contains(&ar_job),
+    );
+    let late = now() - start;
+    assert!(late <= 2, "started {late} s after the window opened");
+    assert!(c.client("qrstat", &[]).stdout.is_empty(), "root owns none");
+    assert!(qrstat_all(&c).contains(" window     ar_u1        r     "));
+    // A master restart keeps the reservation and its job.
+    let before = c.client("qrstat", &["-ar", "1"]).stdout;
+    c.stop_master(nix::sys::signal::Signal::SIGTERM);
+    c.start_master();
+    wait_until("the master answers", Duration::from_secs(20), || {
+        c.client("qrstat", &["-ar", "1"]).stdout == before
+    });
+    wait_until("the job runs on", Duration::from_secs(20), || {
+        running(&c).contains(&ar_job)
+    });
+    // Its host's execd goes away: the reservation is in error, and back when it returns.
+    c.execds[0].stop(nix::sys::signal::Signal::SIGKILL);
+    wait_until(
+        "the reservation is in error",
+        Duration::from_secs(20),
+        || {
+            c.client("qrstat", &["-ar", "1"])
+                .stdout
+                .contains("state                          e\n")
+        },
+    );
+    let explained = c.client("qrstat", &["-u", "*", "-explain"]).stdout;
+    assert!(
+        explained.contains("queue instance \"all.q@node1\" is not usable"),
+        "{explained}"
+    );
+    let token = c.token();
+    c.start_execd("node1", "127.0.0.1", Some(&token), None);
+    wait_until("the reservation is back", Duration::from_secs(30), || {
+        c.client("qrstat", &["-ar", "1"])
+            .stdout
+            .contains("state                          r\n")
+    });
+    // At its end its job is killed and accounted, the reservation removed, and the two
+    // slots go to the waiting ordinary jobs.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    wait_until("the reservation ends", Duration::from_secs(60), || {
+        qrstat_all(&c).is_empty() && !running(&c).contains(&ar_job)
+    });
+    assert!(Instant::now() < deadline);
+    let four = || running(&c).iter().filter(|j| flood.contains(j)).count() == 4;
+    let ok = (0..40).any(|_| {
+        std::thread::sleep(Duration::from_millis(500));
+        four()
+    });
+    assert!(
+        ok,
+        "four ordinary jobs run:\n{}\n{}\n{}",
+        c.client("qstat", &["-f", "-u", "*"]).stdout,
+        c.client("qstat", &["-j", &flood[5]]).stdout,
+        c.master_log()
+    );
+    let acct = c.client("qacct", &["-j", &ar_job]).stdout;
+    assert!(acct.contains("arid         1 "), "{acct}");
+}
