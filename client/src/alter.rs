@@ -264,7 +264,13 @@ fn changes_of(p: &Parsed) -> Result<JobChanges, OptionError> {
             "-u" => changes.users.extend(list(&arg)),
             "-w" => changes.verify = optvalues::verify_level(&arg)?,
             // qalter's own options Gantry has no use for yet: refused, never ignored.
-            "-ot" | "-ar" => {
+            "-ar" => {
+                changes.ar = Some(u64::from(optvalues::unsigned(
+                    &arg,
+                    "ERROR! invalid advance reservation id, must be an unsigned integer",
+                )?))
+            }
+            "-ot" => {
                 return Err(crate::qsub::unsupported(&match &g.arg {
                     Some(a) => format!("qalter {} {a}", g.name),
                     None => format!("qalter {}", g.name),

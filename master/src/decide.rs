@@ -470,6 +470,29 @@ impl ClusterState {
                 spec.ckpt_when = Some(w.clone());
                 messages.push(format!("modified checkpoint attribute of job {id}"));
             }
+            if let Some(ar) = changes.ar {
+                // SGE's sge_job_qmaster.c: a job with a running task keeps its
+                // reservation.
+                if job
+                    .tasks
+                    .placed_states()
+                    .any(|t| matches!(t, TaskState::Running { .. } | TaskState::Deleting { .. }))
+                {
+                    return refused(
+                        RefusalKind::Invalid,
+                        format!("job {id} can't modify running jobs"),
+                    );
+                }
+                job.spec.ar = Some(ar);
+                if let Err(r) = self.check_ar_job(&job, now.secs()) {
+                    return Decision::refused(r);
+                }
+                messages.push(format!(
+                    "{}@{} sets job advance reservation of job {id} to {ar}",
+                    caller.user, caller.host
+                ));
+            }
+            let spec = &mut job.spec;
             if let Some(js) = changes.job_share {
                 spec.job_share = js;
                 messages.push(format!(

@@ -812,6 +812,8 @@ pub struct JobChanges {
     pub users: Vec<String>,
     /// `-w`: how the changed job is verified (`v` and `p` only verify, change nothing).
     pub verify: Verify,
+    /// `-ar id`: the advance reservation (only of a job none of whose tasks runs).
+    pub ar: Option<u64>,
 }
 
 /// What a running task has used so far, as its execd measures it (`qstat -j`'s

@@ -215,6 +215,28 @@ fn refused_reservations_say_what_sge_says_and_book_nothing() {
         1,
         "not in the reservation's access list",
     );
+    // qalter -ar binds a pending job, with the same checks.
+    let held = c.submit("ar_u1", &["-h", "-b", "y", "sleep", "30"]);
+    let out = u("ar_u1", "qalter", &["-ar", "1", &held]);
+    assert!(
+        out.code == 0
+            && out
+                .stdout
+                .contains(&format!("sets job advance reservation of job {held} to 1")),
+        "{out:?}"
+    );
+    let detail = c.client("qstat", &["-j", &held]).stdout;
+    assert!(
+        detail.contains("ar_id:                      1\n"),
+        "{detail}"
+    );
+    let out = u("ar_u1", "qalter", &["-ar", "999", &held]);
+    assert_eq!(
+        (out.stderr.as_str(), out.code),
+        ("the advance reservation id 999 is invalid\n", 1),
+        "{out:?}"
+    );
+    assert_eq!(c.client("qdel", &[&held]).code, 0);
     // qrdel: only the owner (or a manager), and only what exists.
     expect(
         &u("ar_u2", "qrdel", &["1"]),
