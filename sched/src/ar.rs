@@ -99,9 +99,8 @@ fn granted_instances(snap: &Snapshot, grants: &[Grant]) -> Vec<(usize, u32)> {
     grants
         .iter()
         .filter_map(|g| {
-            snap.instances
-                .iter()
-                .position(|i| i.queue == g.queue && snap.hosts[i.host].name == g.host)
+            snap.instance_index
+                .get(&g.queue, &g.host)
                 .map(|i| (i, g.slots))
         })
         .collect()

@@ -582,7 +582,9 @@ impl<'a> ClusterView<'a> {
             now: Time::from_secs(0),
             calendar: Calendar::new(),
             gates: Default::default(),
+            instance_index: InstanceIndex::default(),
         }
+        .indexed()
     }
 
     /// What a host's configuration and its last load report give its layer, before
@@ -777,17 +779,10 @@ impl<'a> ClusterView<'a> {
         now: Time,
         which: impl Fn(&Job) -> bool,
     ) {
-        let index: HashMap<(&str, &str), usize> = snap
-            .instances
-            .iter()
-            .enumerate()
-            .map(|(n, i)| ((i.queue.as_str(), snap.hosts[i.host].name.as_str()), n))
-            .collect();
-        // (what the job asks, the instances and slots it holds, its PE, its start)
-        type Hold = (Demand, Vec<(usize, u32)>, Option<String>, i64);
-        let mut holds: Vec<Hold> = Vec::new();
+        // The index is the snapshot's; out of it while the snapshot is booked on.
+        let index = std::mem::take(&mut snap.instance_index);
         for job in self.jobs.values().filter(|j| which(j)) {
-            let mut d = None;
+            let mut d: Option<Demand> = None;
             for t in job.tasks.placed_states() {
                 if let TaskState::Running {
                     grants,
@@ -804,11 +799,7 @@ impl<'a> ClusterView<'a> {
                 {
                     let granted: Vec<(usize, u32)> = grants
                         .iter()
-                        .filter_map(|g| {
-                            index
-                                .get(&(g.queue.as_str(), g.host.as_str()))
-                                .map(|&i| (i, g.slots))
-                        })
+                        .filter_map(|g| index.get(&g.queue, &g.host).map(|i| (i, g.slots)))
                         .collect();
                     let d = d.get_or_insert_with(|| {
                         demand(&snap.catalog, job).unwrap_or_else(|_| Demand {
@@ -830,20 +821,18 @@ impl<'a> ClusterView<'a> {
                             run_time: None,
                         })
                     });
-                    holds.push((d.clone(), granted, pe.clone(), *start_time));
+                    if let Some(pe) = pe {
+                        *snap.pe_used.entry(pe.clone()).or_insert(0) += grants_total(&granted);
+                    }
+                    // From its start until its run time is over; a task still running
+                    // past it holds what it has for as long as it runs.
+                    let from = Time::from_secs(*start_time).min(now);
+                    let until = d.until(from).map(|end| end.max(now + Span::from_millis(1)));
+                    snap.hold(d, &granted, 1.0, from, until);
                 }
             }
         }
-        for (d, granted, pe, start) in holds {
-            if let Some(pe) = pe {
-                *snap.pe_used.entry(pe).or_insert(0) += grants_total(&granted);
-            }
-            // From its start until its run time is over; a task still running past it
-            // holds what it has for as long as it runs.
-            let from = Time::from_secs(start).min(now);
-            let until = d.until(from).map(|end| end.max(now + Span::from_millis(1)));
-            snap.hold(&d, &granted, 1.0, from, until);
-        }
+        snap.instance_index = index;
     }
 
     /// One scheduling cycle: pending tasks by priority, then submission order, each to

@@ -528,6 +528,41 @@ pub struct Snapshot {
     /// gates sit in a cell of their own; it never leaves the crate (callers add gates
     /// with [`Snapshot::add_gate`]).
     pub(crate) gates: std::cell::RefCell<crate::admit::Gates>,
+    /// Queue instance by (queue, host), for what names instances (running tasks'
+    /// grants, reservations).
+    pub(crate) instance_index: InstanceIndex,
+}
+
+/// Queue instances by queue and host name: per host, its instances (a handful).
+#[derive(Debug, Clone, Default)]
+pub struct InstanceIndex {
+    by_host: HashMap<String, Vec<(String, usize)>, foldhash::fast::RandomState>,
+}
+
+impl InstanceIndex {
+    pub fn get(&self, queue: &str, host: &str) -> Option<usize> {
+        self.by_host
+            .get(host)?
+            .iter()
+            .find(|(q, _)| q == queue)
+            .map(|&(_, i)| i)
+    }
+}
+
+impl Snapshot {
+    /// The snapshot with its instance index built.
+    pub(crate) fn indexed(mut self) -> Snapshot {
+        let mut index = InstanceIndex::default();
+        for (n, i) in self.instances.iter().enumerate() {
+            index
+                .by_host
+                .entry(self.hosts[i.host].name.clone())
+                .or_default()
+                .push((i.queue.clone(), n));
+        }
+        self.instance_index = index;
+        self
+    }
 }
 
 /// How a job's project does not fit a project list.
