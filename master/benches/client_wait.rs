@@ -30,6 +30,7 @@ use gantry_master::sched::Time;
 use gantry_master::state::{job_key, ClusterState, Object, Op};
 use gantry_master::synthetic::{connected, job, running, submit};
 
+#[allow(dead_code)] // the reservation variant of the cycle benchmark is not used here
 mod common;
 use common::{build, with_quotas};
 

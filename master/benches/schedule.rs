@@ -14,7 +14,7 @@ use gantry_master::sched::{KeptSnapshot, Time, Trigger};
 use gantry_master::synthetic::connected;
 
 mod common;
-use common::{build, with_quotas, JOBS};
+use common::{build, with_quotas, with_reservations, JOBS};
 
 fn bench(c: &mut Criterion) {
     let s = build();
@@ -56,6 +56,22 @@ fn bench(c: &mut Criterion) {
     });
     g.bench_function("cycle_with_100_quota_sets_of_10_rules", |b| {
         b.iter(|| q.schedule(Time::from_secs(0), &hosts).dispatches)
+    });
+    // Resource reservation: every job `-R y` with an h_rt, reserved for up to 100 of
+    // those that cannot start (the ones after them backfill around them), against the
+    // same jobs without reservations.
+    let unreserved = with_reservations(s.clone(), 0);
+    let reserved = with_reservations(s.clone(), 100);
+    let made = reserved
+        .schedule(Time::from_secs(0), &hosts)
+        .reservations
+        .len();
+    eprintln!("with max_reservation 100: {made} reservations");
+    g.bench_function("cycle_h_rt_without_reservations", |b| {
+        b.iter(|| unreserved.schedule(Time::from_secs(0), &hosts).dispatches)
+    });
+    g.bench_function("cycle_h_rt_with_max_reservation_100", |b| {
+        b.iter(|| reserved.schedule(Time::from_secs(0), &hosts).dispatches)
     });
     g.finish();
     // The scheduler's thread keeps its snapshot between cycles: after one host's load

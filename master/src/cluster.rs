@@ -124,6 +124,8 @@ pub struct Cluster {
     clock: Clock,
     /// When the actor started (its first tick).
     booted: Option<Time>,
+    /// The last cycle's resource reservations (`-R y`), by job.
+    reservations: HashMap<u64, gantry_sched::backfill::Reservation>,
 }
 
 /// How long a due checkpoint waits (the journal is durable meanwhile).
@@ -291,6 +293,7 @@ impl Cluster {
             scripts,
             clock: Clock::system(),
             booted: None,
+            reservations: HashMap::new(),
         })
     }
 
@@ -528,6 +531,7 @@ impl Cluster {
                     dispatches,
                     quota_counters,
                     immediate_unplaced,
+                    reservations,
                 },
             took,
         } = outcome;
@@ -548,6 +552,8 @@ impl Cluster {
             // The jobs it dropped are decided again on the state as it is now.
             self.trigger.state_changed = true;
         }
+        // The cycle's resource reservations replace the last one's (`qstat -j`).
+        self.reservations = reservations.into_iter().map(|r| (r.job_id, r)).collect();
         let decisions = checked.kept;
         if !decisions.is_empty() {
             self.dispatch(&decisions);
@@ -640,6 +646,22 @@ impl Cluster {
             }
         }
     }
+}
+
+/// How `qstat -j` tells a job's resource reservation: when and where its next task is
+/// to start.
+pub(crate) fn reservation_line(r: &gantry_sched::backfill::Reservation) -> String {
+    let grants: Vec<String> = r
+        .grants
+        .iter()
+        .map(|g| format!("{}@{}={}", g.queue, g.host, g.slots))
+        .collect();
+    format!(
+        "reserved: task {} to start at {} in {}",
+        r.task_id,
+        gantry_common::dates::local_time(r.start.secs(), "%m/%d/%Y %H:%M:%S"),
+        grants.join(",")
+    )
 }
 
 /// QUIC application close codes.

@@ -372,6 +372,17 @@ impl Calendar {
         Ok(None)
     }
 
+    /// When bookings of a resource end after `t` (unsorted): the only times anything of
+    /// it becomes free.
+    pub fn ends_after(
+        &self,
+        r: ResourceId,
+        t: Time,
+    ) -> Result<impl Iterator<Item = Time> + '_, CalendarError> {
+        self.resource(r)?;
+        Ok(self.list(r).filter_map(|b| b.until).filter(move |&u| u > t))
+    }
+
     /// The earliest time at or after `from` when every `(resource, amount)` fits at once
     /// for `length`, or None when that never happens.
     pub fn earliest_fit_all(

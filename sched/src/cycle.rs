@@ -89,6 +89,9 @@ pub struct Decisions {
     /// `-now y` jobs this cycle saw and could not start whole (held, waiting, or no room
     /// for every pending task): they are not to wait, so the caller removes them.
     pub immediate_unplaced: Vec<u64>,
+    /// The reservations the cycle made (`-R y` jobs that could not start), in the order
+    /// made.
+    pub reservations: Vec<crate::backfill::Reservation>,
 }
 
 /// A decision of the scheduler: start this task in this queue instance.
@@ -117,6 +120,11 @@ pub struct SchedConf {
     pub decay_secs: f64,
     /// `schedule_interval`: load values alone start a cycle at most this often.
     pub interval: Span,
+    /// `max_reservation`: at most so many `-R y` jobs get a reservation per cycle.
+    pub max_reservation: u32,
+    /// `default_duration`: the run time taken for a job without `h_rt` (None:
+    /// `INFINITY`, it holds what it takes from its start on).
+    pub default_duration: Option<Span>,
 }
 
 impl Default for SchedConf {
@@ -127,6 +135,8 @@ impl Default for SchedConf {
             load_adjustments: vec![("np_load_avg".into(), "0.50".into())],
             decay_secs: 450.0,
             interval: Span::from_secs(1),
+            max_reservation: 0,
+            default_duration: None,
         }
     }
 }
@@ -438,6 +448,18 @@ impl<'a> ClusterView<'a> {
         {
             c.interval = Span::from_millis((t * 1000.0).round() as i64);
         }
+        if let Some(n) = conf
+            .get("max_reservation")
+            .and_then(|v| v.parse::<u32>().ok())
+        {
+            c.max_reservation = n;
+        }
+        c.default_duration = conf
+            .get("default_duration")
+            .filter(|v| !v.eq_ignore_ascii_case("INFINITY"))
+            .and_then(|v| value::parse_time(v).ok())
+            .filter(|t| t.is_finite() && *t > 0.0)
+            .map(|t| Span::from_millis((t * 1000.0).round() as i64));
         c
     }
 
@@ -583,6 +605,8 @@ impl<'a> ClusterView<'a> {
             calendar: Calendar::new(),
             gates: Default::default(),
             instance_index: InstanceIndex::default(),
+            default_duration: None,
+            reservations: Vec::new(),
         }
         .indexed()
     }
@@ -661,6 +685,8 @@ impl<'a> ClusterView<'a> {
     ) {
         let sconf = self.sched_conf();
         snap.now = now;
+        snap.default_duration = sconf.default_duration;
+        snap.reservations.clear();
         snap.calendar = Calendar::new();
         snap.global.unbook_all();
         snap.pe_used.clear();
@@ -802,24 +828,26 @@ impl<'a> ClusterView<'a> {
                         .filter_map(|g| index.get(&g.queue, &g.host).map(|i| (i, g.slots)))
                         .collect();
                     let d = d.get_or_insert_with(|| {
-                        demand(&snap.catalog, job).unwrap_or_else(|_| Demand {
-                            hard: Vec::new(),
-                            soft: Vec::new(),
-                            queues: Vec::new(),
-                            soft_queues: Vec::new(),
-                            masterq: Vec::new(),
-                            ckpt: None,
-                            user: String::new(),
-                            groups: Vec::new(),
-                            project: None,
-                            slots: 1,
-                            pe: None,
-                            part: Part::Whole,
-                            granted_pe: None,
-                            category: 0,
-                            quota_exempt: true,
-                            run_time: None,
-                        })
+                        demand(&snap.catalog, job)
+                            .unwrap_or_else(|_| Demand {
+                                hard: Vec::new(),
+                                soft: Vec::new(),
+                                queues: Vec::new(),
+                                soft_queues: Vec::new(),
+                                masterq: Vec::new(),
+                                ckpt: None,
+                                user: String::new(),
+                                groups: Vec::new(),
+                                project: None,
+                                slots: 1,
+                                pe: None,
+                                part: Part::Whole,
+                                granted_pe: None,
+                                category: 0,
+                                quota_exempt: true,
+                                run_time: None,
+                            })
+                            .with_default_run_time(snap.default_duration)
                     });
                     if let Some(pe) = pe {
                         *snap.pe_used.entry(pe.clone()).or_insert(0) += grants_total(&granted);
@@ -861,6 +889,7 @@ impl<'a> ClusterView<'a> {
             dispatches,
             quota_counters: gates.quota.map_or(0, |q| q.usage.len()),
             immediate_unplaced,
+            reservations: std::mem::take(&mut snap.reservations),
         }
     }
 
@@ -887,6 +916,7 @@ impl<'a> ClusterView<'a> {
         let mut out = Vec::new();
         // Per advance reservation with jobs to place: its own snapshot and categories.
         let mut reservations: HashMap<u64, Option<ReservationCycle>> = HashMap::new();
+        let mut reservations_left = self.sched_conf().max_reservation;
         for job in self.pending_in_order(at, order) {
             if let Some(id) = job.spec.ar {
                 let entry = reservations
@@ -904,14 +934,40 @@ impl<'a> ClusterView<'a> {
             let Some(cat) = entry.as_mut() else {
                 continue; // requests the complex no longer has
             };
+            let before = out.len();
+            self.place_job(snap, cat, job, max_aj_instances, &mut out);
+            // `-R y`: a job none of whose tasks started gets the earliest time its next
+            // task fits, booked, so that the jobs after it only backfill around it.
+            if job.spec.reserve && out.len() == before && reservations_left > 0 {
+                if let Some(task) = job.tasks.pending().iter().next() {
+                    if let Some(r) = snap.reserve_job(cat, job, task) {
+                        snap.reservations.push(r);
+                        reservations_left -= 1;
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Place what a cycle can of one job with its category.
+    fn place_job(
+        &self,
+        snap: &mut Snapshot,
+        cat: &mut Category,
+        job: &Job,
+        max_aj_instances: Option<u32>,
+        out: &mut Vec<Dispatch>,
+    ) {
+        {
             if cat.exhausted() {
-                continue;
+                return;
             }
             // `-now y`: every pending task starts in this cycle or none does. One task
             // is placed or not, with nothing to take back.
             if !job.spec.immediate || job.tasks.pending().len() == 1 {
-                self.place_tasks(snap, cat, job, max_aj_instances, &mut out);
-                continue;
+                self.place_tasks(snap, cat, job, max_aj_instances, out);
+                return;
             }
             // Several are placed on a copy, kept only when all of them found room.
             let mut trial = snap.clone();
@@ -930,7 +986,6 @@ impl<'a> ClusterView<'a> {
                 out.extend(placed);
             }
         }
-        out
     }
 
     /// The snapshot and categories a cycle places the jobs of reservation `id` with:

@@ -15,6 +15,7 @@
 
 pub mod admit;
 pub mod ar;
+pub mod backfill;
 pub mod book;
 pub mod calendar;
 pub mod cycle;

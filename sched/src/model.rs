@@ -257,6 +257,14 @@ pub struct PeRequest {
 }
 
 impl Demand {
+    /// The demand with `default` as its run time if it has none (`default_duration`).
+    pub fn with_default_run_time(mut self, default: Option<Span>) -> Demand {
+        if self.run_time.is_none() {
+            self.run_time = default;
+        }
+        self
+    }
+
     /// When a task placed at `from` ends at the latest (None: not known).
     pub fn until(&self, from: Time) -> Option<Time> {
         self.run_time.map(|r| from + r)
@@ -531,6 +539,10 @@ pub struct Snapshot {
     /// Queue instance by (queue, host), for what names instances (running tasks'
     /// grants, reservations).
     pub(crate) instance_index: InstanceIndex,
+    /// `default_duration`: the run time of a job without `h_rt` (None: unknown).
+    pub default_duration: Option<Span>,
+    /// The `-R y` reservations this cycle made.
+    pub reservations: Vec<crate::backfill::Reservation>,
 }
 
 /// Queue instances by queue and host name: per host, its instances (a handful).

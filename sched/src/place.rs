@@ -71,7 +71,9 @@ impl Snapshot {
     /// The category of a job, numbered `id` within the cycle (None: the job requests
     /// what the complex no longer has).
     pub fn category(&self, job: &Job, id: usize) -> Option<Category> {
-        let mut d = demand(&self.catalog, job).ok()?;
+        let mut d = demand(&self.catalog, job)
+            .ok()?
+            .with_default_run_time(self.default_duration);
         d.category = id;
         let mut scored: Vec<(usize, usize)> = self
             .static_candidates(&d)

@@ -420,3 +420,132 @@ fn a_reservation_holds_its_slots_runs_its_job_in_its_window_and_gives_them_back(
     let acct = c.client("qacct", &["-j", &ar_job]).stdout;
     assert!(acct.contains("arid         1 "), "{acct}");
 }
+
+/// The start time `qstat` shows for a running job (as `MM/DD/YYYY HH:MM:SS`, sortable
+/// within a day by its time), or None.
+fn started_at(c: &Cluster, id: &str) -> Option<String> {
+    c.client("qstat", &["-u", "*"])
+        .stdout
+        .lines()
+        .find_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.first() == Some(&id) && f.get(4).is_some_and(|s| s.contains('r')))
+                .then(|| format!("{} {}", f[5], f[6]))
+        })
+}
+
+#[test]
+fn a_reserved_parallel_job_starts_as_the_calendar_says_while_short_jobs_backfill() {
+    if !need_root("a_reserved_parallel_job_starts_as_the_calendar_says_while_short_jobs_backfill") {
+        return;
+    }
+    let c = cluster();
+    let conf = c.qconf(&["-ssconf"]).stdout;
+    let changed: String = conf
+        .lines()
+        .map(|l| {
+            let key = l.split_whitespace().next().unwrap_or("");
+            match key {
+                "max_reservation" => "max_reservation                   10".to_string(),
+                "job_load_adjustments" => "job_load_adjustments              NONE".to_string(),
+                _ => l.to_string(),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    let file = c.home().join("sched_conf");
+    std::fs::write(&file, changed + "\n").unwrap();
+    let m = c.qconf(&["-Msconf", file.to_str().unwrap()]);
+    assert_eq!(m.code, 0, "{m:?}");
+    // Four slots busy, freed one after another; each job says it runs at most 20 s.
+    let first: Vec<String> = [2, 4, 6, 8]
+        .iter()
+        .map(|s| {
+            c.submit(
+                "ar_u2",
+                &["-l", "h_rt=0:0:20", "-b", "y", "sleep", &s.to_string()],
+            )
+        })
+        .collect();
+    wait_until("four jobs run", Duration::from_secs(15), || {
+        first.iter().all(|j| started_at(&c, j).is_some())
+    });
+    // The big job asks for all four slots and a reservation; short jobs follow it, at a
+    // lower priority.
+    let big = c.submit(
+        "ar_u1",
+        &[
+            "-R",
+            "y",
+            "-pe",
+            "smp",
+            "4",
+            "-l",
+            "h_rt=0:0:20",
+            "-b",
+            "y",
+            "sleep",
+            "2",
+        ],
+    );
+    let short: Vec<String> = (0..16)
+        .map(|_| {
+            c.submit(
+                "ar_u3",
+                &["-p", "-10", "-l", "h_rt=0:0:3", "-b", "y", "sleep", "2"],
+            )
+        })
+        .collect();
+    wait_until("the big job is reserved", Duration::from_secs(10), || {
+        c.client("qstat", &["-j", &big])
+            .stdout
+            .contains("reserved: task 1 to start at")
+    });
+    wait_until("the big job runs", Duration::from_secs(40), || {
+        started_at(&c, &big).is_some()
+    });
+    // Short jobs ran in the gaps before it (backfilling), and it did not wait for all
+    // of them: some start after it.
+    let mut starts = Vec::new();
+    wait_until("every short job has run", Duration::from_secs(90), || {
+        let out = c.client("qacct", &["-o", "ar_u3", "-j"]).stdout;
+        starts = out
+            .lines()
+            .filter(|l| l.starts_with("start_time"))
+            .map(|l| l["start_time".len()..].trim().to_string())
+            .collect();
+        starts.len() == short.len()
+    });
+    let mut big_started = String::new();
+    wait_until("the big job is accounted", Duration::from_secs(30), || {
+        let acct = c.client("qacct", &["-j", &big]).stdout;
+        big_started = acct
+            .lines()
+            .find(|l| l.starts_with("start_time"))
+            .map(|l| l["start_time".len()..].trim().to_string())
+            .unwrap_or_default();
+        !big_started.is_empty()
+    });
+    let secs = |t: &str| {
+        let out = Command::new("date")
+            .args(["-d", t, "+%s"])
+            .output()
+            .unwrap();
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .trim()
+            .parse::<i64>()
+            .unwrap()
+    };
+    let b = secs(&big_started);
+    let before = starts.iter().filter(|t| secs(t) < b).count();
+    let after = starts.iter().filter(|t| secs(t) >= b).count();
+    assert!(
+        before >= 1,
+        "no short job backfilled before the big one: {starts:?} / {big_started}"
+    );
+    assert!(
+        after >= 1,
+        "the big job waited for every short job: {starts:?} / {big_started}"
+    );
+}

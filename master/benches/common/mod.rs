@@ -186,3 +186,28 @@ pub fn with_quotas(
     }
     s
 }
+
+/// The cluster of [`build`] with every job asking for a resource reservation (`-R y`)
+/// and running at most `h_rt` (10 to 60 minutes), and `max_reservation` set.
+pub fn with_reservations(
+    mut s: gantry_master::state::ClusterState,
+    max_reservation: u32,
+) -> gantry_master::state::ClusterState {
+    let ids: Vec<u64> = s.jobs.keys().copied().collect();
+    for id in ids {
+        let mut j = gantry_master::jobs::Job::clone(&s.jobs[&id]);
+        j.spec.reserve = true;
+        j.spec
+            .hard_resources
+            .push(("h_rt".into(), (600 + (id % 6) * 600).to_string()));
+        s.apply(&Op::Put(Object::Job(j)));
+    }
+    let mut conf = (*s.sched).clone().expect("the scheduler configuration");
+    for (k, v) in &mut conf.entries {
+        if k == "max_reservation" {
+            *v = max_reservation.to_string();
+        }
+    }
+    s.apply(&Op::Put(Object::Config(conf)));
+    s
+}

@@ -94,7 +94,13 @@ impl Cluster {
                         owner: job.owner.clone(),
                         group,
                         submit_time: job.submit_time,
-                        reasons: self.state.explain(job, &connected, self.now()),
+                        reasons: {
+                            let mut reasons = self.state.explain(job, &connected, self.now());
+                            if let Some(r) = self.reservations.get(&job.id) {
+                                reasons.push(crate::cluster::reservation_line(r));
+                            }
+                            reasons
+                        },
                         errors: job
                             .tasks
                             .placed()

@@ -1,0 +1,119 @@
+//! Resource reservation and backfilling on synthetic clusters.
+#![allow(clippy::unwrap_used)]
+
+use crate::synthetic::{job, Cluster};
+use crate::time::Time;
+
+const LOAD: &[(&str, &str)] = &[
+    ("arch", "lx-amd64"),
+    ("num_proc", "4"),
+    ("np_load_avg", "0.10"),
+];
+
+fn set_sched(s: &mut Cluster, key: &str, value: &str) {
+    let conf = s.sched.as_mut().unwrap();
+    match conf.entries.iter_mut().find(|(k, _)| k == key) {
+        Some(e) => e.1 = value.to_string(),
+        None => conf.entries.push((key.to_string(), value.to_string())),
+    }
+}
+
+/// One host of four slots, each held by a job started at 0 and ending at 100, 200, 300
+/// and 400 (h_rt); then, by priority, a 4-slot `-R y` job and three 1-slot jobs: one
+/// short enough to end before 400, one that does not, one without a run time.
+fn busy(max_reservation: &str) -> Cluster {
+    let mut s = Cluster::new(&[]);
+    s.add_host("n1", "", LOAD);
+    s.set_queue("all.q", "slots", "4");
+    s.set_queue("all.q", "pe_list", "smp");
+    s.set_queue("all.q", "load_thresholds", "NONE");
+    set_sched(&mut s, "max_reservation", max_reservation);
+    set_sched(&mut s, "job_load_adjustments", "NONE");
+    for (id, rt) in [(1, "100"), (2, "200"), (3, "300"), (4, "400")] {
+        s.put_job(job(id, "u1", &[("h_rt", rt)], &[]));
+        s.start(id, 1, "all.q", "n1");
+    }
+    let mut big = job(10, "u2", &[("h_rt", "100")], &[]);
+    big.spec.pe = Some(("smp".into(), "4".into()));
+    big.spec.reserve = true;
+    big.spec.priority = 100;
+    s.put_job(big);
+    s.put_job(job(11, "u3", &[("h_rt", "50")], &[]));
+    s.put_job(job(12, "u3", &[("h_rt", "500")], &[]));
+    s.put_job(job(13, "u3", &[], &[]));
+    s
+}
+
+fn cycle(s: &Cluster, now: i64) -> (Vec<u64>, Vec<(u64, i64)>) {
+    let d = s.view().schedule(Time::from_secs(now), &s.connected());
+    (
+        d.dispatches.iter().map(|d| d.job_id).collect(),
+        d.reservations
+            .iter()
+            .map(|r| (r.job_id, r.start.secs()))
+            .collect(),
+    )
+}
+
+#[test]
+fn without_reservation_the_big_job_starves_behind_small_ones() {
+    let mut s = busy("0");
+    // At 100 the first slot frees: a small job takes it, and so on as slots free.
+    s.remove_job(1);
+    let (started, reserved) = cycle(&s, 100);
+    assert_eq!(started, vec![11]);
+    assert!(reserved.is_empty());
+}
+
+#[test]
+fn a_reservation_holds_the_earliest_time_and_short_jobs_backfill() {
+    let mut s = busy("10");
+    s.remove_job(1);
+    // The big job cannot start at 100; every slot is free at 400: it is reserved for
+    // then. The 50 s job ends before (backfills); the 500 s one and the one without a
+    // run time would not, and wait.
+    let (started, reserved) = cycle(&s, 100);
+    assert_eq!(reserved, vec![(10, 400)]);
+    assert_eq!(started, vec![11]);
+    // The job ending at 400 ends early, at 250 (with the one of 200): the reservation
+    // moves forward to 300, when the last other slot frees.
+    s.remove_job(2);
+    s.remove_job(4);
+    let (_, reserved) = cycle(&s, 250);
+    assert_eq!(reserved, vec![(10, 300)]);
+    // Everything ended: the big job starts.
+    s.remove_job(3);
+    let (started, reserved) = cycle(&s, 300);
+    assert_eq!(started.first(), Some(&10));
+    assert!(reserved.is_empty());
+}
+
+#[test]
+fn default_duration_lets_jobs_without_h_rt_backfill() {
+    let mut s = busy("10");
+    set_sched(&mut s, "default_duration", "0:1:0");
+    s.remove_job(1);
+    // Job 13 has no h_rt: taken to run 60 s, it ends at 160, before 400.
+    let (started, reserved) = cycle(&s, 100);
+    assert_eq!(reserved, vec![(10, 400)]);
+    assert_eq!(started, vec![11]);
+    let mut s2 = busy("10");
+    set_sched(&mut s2, "default_duration", "0:1:0");
+    s2.remove_job(1);
+    s2.remove_job(11);
+    let (started, _) = cycle(&s2, 100);
+    assert_eq!(started, vec![13]);
+}
+
+#[test]
+fn only_max_reservation_jobs_are_reserved() {
+    let mut s = busy("1");
+    let mut second = job(20, "u2", &[("h_rt", "100")], &[]);
+    second.spec.pe = Some(("smp".into(), "4".into()));
+    second.spec.reserve = true;
+    second.spec.priority = 50;
+    s.put_job(second);
+    s.remove_job(1);
+    let (_, reserved) = cycle(&s, 100);
+    assert_eq!(reserved, vec![(10, 400)]);
+}
