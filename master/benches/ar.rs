@@ -7,7 +7,7 @@
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use gantry_master::jobs::TaskState;
-use gantry_master::sched::Time;
+use gantry_master::sched::{KeptSnapshot, Time};
 use gantry_master::state::{ClusterState, Object, Op};
 use gantry_master::synthetic::{connected, set_queue};
 use gantry_proto::{ArSpec, Caller};
@@ -92,8 +92,9 @@ fn loaded() -> ClusterState {
     s.apply(&Op::Put(Object::Config(global)));
     let running = s.jobs.values().filter(|j| !j.tasks.has_pending()).count();
     assert_eq!(running as u64, JOBS, "every job runs");
+    let mut kept = KeptSnapshot::default();
     for n in 0..ARS {
-        let d = s.decide_submit_ar(&caller(), &[], &spec(n), &hosts, at);
+        let d = s.decide_submit_ar(&caller(), &[], &spec(n), &hosts, at, &mut kept);
         assert!(!d.ops.is_empty(), "reservation {n} granted: {:?}", d.reply);
         s.apply_all(&d.ops);
     }
@@ -131,17 +132,33 @@ fn bench(c: &mut Criterion) {
     let at = Time::from_secs(NOW);
     let mut g = c.benchmark_group("advance_reservation");
     g.sample_size(20);
+    // The master keeps the snapshot it grants on between `qrsub`s.
+    let mut granting = KeptSnapshot::default();
     g.bench_function("qrsub_10k_running_1000_ars_1000_hosts", |b| {
         let mut n = ARS;
         b.iter(|| {
             n += 1;
-            let d = s.decide_submit_ar(&caller(), &[], &spec(n), &hosts, at);
+            let d = s.decide_submit_ar(&caller(), &[], &spec(n), &hosts, at, &mut granting);
             assert!(!d.ops.is_empty());
             d
         })
     });
     g.bench_function("snapshot_10k_running_1000_ars", |b| {
         b.iter(|| s.snapshot(&hosts, at).order.len())
+    });
+    // The scheduler's thread keeps its snapshot between cycles: after one host's load
+    // report it rebuilds that host's part and books again what runs, its demands kept.
+    let mut kept_cluster = s.clone();
+    let mut kept = KeptSnapshot::default();
+    let reporter = "node0500".to_string();
+    let report = kept_cluster.runtime[&reporter].load_values.clone();
+    kept.snapshot(&kept_cluster.image(), &hosts, at);
+    g.bench_function("kept_snapshot_10k_running_1000_ars", |b| {
+        b.iter(|| {
+            kept_cluster.record_load(&reporter, report.clone(), at);
+            let image = kept_cluster.image();
+            kept.snapshot(&image, &hosts, at).order.len()
+        })
     });
     g.finish();
 }

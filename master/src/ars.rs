@@ -34,6 +34,8 @@ impl ClusterState {
 
     /// `qrsub`: check the request as SGE's `ar_validate` and `ar_mod` do, then place it
     /// on the calendar; granted, the reservation and the next id are written.
+    /// `kept` is the snapshot the master keeps for these decisions between them (only
+    /// what changed since the last is built again).
     pub fn decide_submit_ar(
         &self,
         caller: &Caller,
@@ -41,8 +43,9 @@ impl ClusterState {
         spec: &ArSpec,
         connected: &HashSet<String>,
         now: Time,
+        kept: &mut gantry_sched::KeptSnapshot,
     ) -> Decision {
-        match self.grant_ar(caller, groups, spec, connected, now) {
+        match self.grant_ar(caller, groups, spec, connected, now, kept) {
             Ok(d) => d,
             Err(r) => Decision::refused(r),
         }
@@ -55,6 +58,7 @@ impl ClusterState {
         spec: &ArSpec,
         connected: &HashSet<String>,
         now: Time,
+        kept: &mut gantry_sched::KeptSnapshot,
     ) -> Result<Decision, Refusal> {
         let member = self.usersets.get(AR_USERS).is_some_and(|u| {
             gantry_common::userset::entries_contain(&u.entries, &caller.user, groups)
@@ -115,7 +119,8 @@ impl ClusterState {
                 format!("rejected: only {max} advance reservations are allowed per cluster"),
             ));
         }
-        let granted = self.view().reserve(&ar, groups, connected, now);
+        let snap = kept.snapshot(&self.image(), connected, now);
+        let granted = self.view().reserve_on(snap, &ar, groups);
         if spec.verify {
             let message = match &granted {
                 Ok(g) if g.pe.is_some() => format!(

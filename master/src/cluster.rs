@@ -126,6 +126,8 @@ pub struct Cluster {
     booted: Option<Time>,
     /// The last cycle's resource reservations (`-R y`), by job.
     reservations: HashMap<u64, gantry_sched::backfill::Reservation>,
+    /// The snapshot advance reservations are granted on, kept between `qrsub`s.
+    ar_snapshot: gantry_sched::KeptSnapshot,
 }
 
 /// How long a due checkpoint waits (the journal is durable meanwhile).
@@ -294,6 +296,7 @@ impl Cluster {
             clock: Clock::system(),
             booted: None,
             reservations: HashMap::new(),
+            ar_snapshot: Default::default(),
         })
     }
 

@@ -135,8 +135,11 @@ impl Snapshot {
     /// instances only, each offering what the reservation holds there (its slots and
     /// consumables, on the instance, its host and the global host), nothing booked yet.
     /// The caller books the reservation's running jobs.
-    pub(crate) fn reservation_view(&self, ar: &AdvanceReservation) -> Snapshot {
+    pub(crate) fn reservation_view(&mut self, ar: &AdvanceReservation) -> Snapshot {
+        // The running jobs' demands stay here: the copy books only the reservation's.
+        let demands = std::mem::take(&mut self.running_demands);
         let mut s = self.clone();
+        self.running_demands = demands;
         *s.gates.get_mut() = Default::default();
         let grants = granted_instances(&s, &ar.granted);
         s.order = grants.iter().map(|&(i, _)| i).collect();
@@ -224,6 +227,32 @@ impl<'a> ClusterView<'a> {
         now: Time,
     ) -> Result<Granted, CannotRun> {
         let mut snap = self.snapshot_at(connected, now, false);
+        self.reserve_on(&mut snap, ar, groups)
+    }
+
+    /// [`ClusterView::reserve`] on a snapshot finished for now (a kept one: whatever
+    /// this changes in it, finishing it again sets afresh).
+    pub fn reserve_on(
+        &self,
+        snap: &mut Snapshot,
+        ar: &AdvanceReservation,
+        groups: &[String],
+    ) -> Result<Granted, CannotRun> {
+        if ar.spec.interactive {
+            // Interactive instances are taken as batch ones for it: on a copy, as that
+            // is part of what a kept snapshot keeps.
+            let mut copy = snap.clone();
+            return self.reserve_in(&mut copy, ar, groups);
+        }
+        self.reserve_in(snap, ar, groups)
+    }
+
+    fn reserve_in(
+        &self,
+        snap: &mut Snapshot,
+        ar: &AdvanceReservation,
+        groups: &[String],
+    ) -> Result<Granted, CannotRun> {
         // A window to come has no load yet.
         for i in &mut snap.instances {
             if matches!(

@@ -5,6 +5,7 @@
 //! skipped for the rest of the cycle.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use gantry_common::job::{Job, TaskState};
 use gantry_common::value::{self, Value};
@@ -18,6 +19,31 @@ use crate::order::{JobOrder, PriorityThenSubmission};
 use crate::place::{category_key, grants_total, Category, CategoryKey};
 use crate::time::{Span, Time};
 use crate::view::ClusterView;
+
+/// A running job's demand as booked (a job whose requests no longer resolve holds its
+/// slots and nothing else).
+fn running_demand(catalog: &Catalog, job: &Job, default_run_time: Option<Span>) -> Demand {
+    demand(catalog, job)
+        .unwrap_or_else(|_| Demand {
+            hard: Vec::new(),
+            soft: Vec::new(),
+            queues: Vec::new(),
+            soft_queues: Vec::new(),
+            masterq: Vec::new(),
+            ckpt: None,
+            user: String::new(),
+            groups: Vec::new(),
+            project: None,
+            slots: 1,
+            pe: None,
+            part: Part::Whole,
+            granted_pe: None,
+            category: 0,
+            quota_exempt: true,
+            run_time: None,
+        })
+        .with_default_run_time(default_run_time)
+}
 
 /// What `suspend_thresholds` call for: tasks to stop and to continue (job, task, host),
 /// and the queue instances acted on.
@@ -607,6 +633,7 @@ impl<'a> ClusterView<'a> {
             instance_index: InstanceIndex::default(),
             default_duration: None,
             reservations: Vec::new(),
+            running_demands: Default::default(),
         }
         .indexed()
     }
@@ -805,8 +832,11 @@ impl<'a> ClusterView<'a> {
         now: Time,
         which: impl Fn(&Job) -> bool,
     ) {
-        // The index is the snapshot's; out of it while the snapshot is booked on.
+        // The index and the demands are the snapshot's; out of it while it is booked on.
         let index = std::mem::take(&mut snap.instance_index);
+        let mut known = std::mem::take(&mut snap.running_demands);
+        let mut demands: HashMap<u64, (Arc<Job>, Demand), foldhash::fast::RandomState> =
+            HashMap::default();
         for job in self.jobs.values().filter(|j| which(j)) {
             let mut d: Option<Demand> = None;
             for t in job.tasks.placed_states() {
@@ -827,27 +857,9 @@ impl<'a> ClusterView<'a> {
                         .iter()
                         .filter_map(|g| index.get(&g.queue, &g.host).map(|i| (i, g.slots)))
                         .collect();
-                    let d = d.get_or_insert_with(|| {
-                        demand(&snap.catalog, job)
-                            .unwrap_or_else(|_| Demand {
-                                hard: Vec::new(),
-                                soft: Vec::new(),
-                                queues: Vec::new(),
-                                soft_queues: Vec::new(),
-                                masterq: Vec::new(),
-                                ckpt: None,
-                                user: String::new(),
-                                groups: Vec::new(),
-                                project: None,
-                                slots: 1,
-                                pe: None,
-                                part: Part::Whole,
-                                granted_pe: None,
-                                category: 0,
-                                quota_exempt: true,
-                                run_time: None,
-                            })
-                            .with_default_run_time(snap.default_duration)
+                    let d = d.get_or_insert_with(|| match known.remove(&job.id) {
+                        Some((was, d)) if Arc::ptr_eq(&was, job) => d,
+                        _ => running_demand(&snap.catalog, job, snap.default_duration),
                     });
                     if let Some(pe) = pe {
                         *snap.pe_used.entry(pe.clone()).or_insert(0) += grants_total(&granted);
@@ -859,8 +871,12 @@ impl<'a> ClusterView<'a> {
                     snap.hold(d, &granted, 1.0, from, until);
                 }
             }
+            if let Some(d) = d {
+                demands.insert(job.id, (Arc::clone(job), d));
+            }
         }
         snap.instance_index = index;
+        snap.running_demands = demands;
     }
 
     /// One scheduling cycle: pending tasks by priority, then submission order, each to
@@ -993,7 +1009,7 @@ impl<'a> ClusterView<'a> {
     /// error handling).
     fn reservation_cycle<'j>(
         &self,
-        snap: &Snapshot,
+        snap: &mut Snapshot,
         id: u64,
         at: Time,
     ) -> Option<ReservationCycle<'j>> {

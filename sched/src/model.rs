@@ -543,6 +543,11 @@ pub struct Snapshot {
     pub default_duration: Option<Span>,
     /// The `-R y` reservations this cycle made.
     pub reservations: Vec<crate::backfill::Reservation>,
+    /// The demands of the running jobs, by job, with the job they were resolved from:
+    /// a snapshot kept from one cycle to the next resolves only the jobs that changed
+    /// (the catalog they were resolved against is the base's, rebuilt with it).
+    pub(crate) running_demands:
+        HashMap<u64, (std::sync::Arc<Job>, Demand), foldhash::fast::RandomState>,
 }
 
 /// Queue instances by queue and host name: per host, its instances (a handful).

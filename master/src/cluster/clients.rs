@@ -183,9 +183,15 @@ impl Cluster {
             ToMaster::SubmitAr { spec } => {
                 let groups = self.unix_groups.of(&caller.user, caller.gid);
                 let connected = self.dispatchable();
-                let d = self
-                    .state
-                    .decide_submit_ar(caller, &groups, &spec, &connected, self.now());
+                let now = self.now();
+                let d = self.state.decide_submit_ar(
+                    caller,
+                    &groups,
+                    &spec,
+                    &connected,
+                    now,
+                    &mut self.ar_snapshot,
+                );
                 self.carry_out(d)
             }
             ToMaster::ShowArs { users, ids } => {
