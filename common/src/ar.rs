@@ -72,9 +72,29 @@ pub fn matches_reference(ar: &AdvanceReservation, reference: &str) -> bool {
 /// exceed its limit by (start and stop, prolog and epilog). SGE's default, 60 seconds.
 pub const DEFAULT_DURATION_OFFSET: i64 = 60;
 
+/// `DURATION_OFFSET` from the scheduler's `params` (`DURATION_OFFSET=30,PROFILE=1`), in
+/// seconds; SGE's default without it.
+pub fn duration_offset(params: &str) -> i64 {
+    params
+        .split([',', ' '])
+        .filter_map(|p| p.split_once('='))
+        .find(|(k, _)| k.trim().eq_ignore_ascii_case("DURATION_OFFSET"))
+        .and_then(|(_, v)| crate::value::parse_time(v.trim()).ok())
+        .filter(|t| t.is_finite() && *t >= 0.0)
+        .map_or(DEFAULT_DURATION_OFFSET, |t| t as i64)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn duration_offset_from_params() {
+        assert_eq!(duration_offset("none"), 60);
+        assert_eq!(duration_offset("DURATION_OFFSET=30"), 30);
+        assert_eq!(duration_offset("PROFILE=1,DURATION_OFFSET=0:2:0"), 120);
+        assert_eq!(duration_offset("DURATION_OFFSET=x"), 60);
+    }
 
     #[test]
     fn windows_as_sge_checks_them() {

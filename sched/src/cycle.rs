@@ -97,7 +97,7 @@ impl Trigger {
 }
 
 /// An advance reservation's part of a cycle: its snapshot, its jobs' categories, and
-/// its end (no job of it may run beyond).
+/// its end less `DURATION_OFFSET` (no job of it may run beyond).
 struct ReservationCycle<'j> {
     snap: Snapshot,
     categories: HashMap<CategoryKey<'j>, Option<Category>>,
@@ -151,6 +151,9 @@ pub struct SchedConf {
     /// `default_duration`: the run time taken for a job without `h_rt` (None:
     /// `INFINITY`, it holds what it takes from its start on).
     pub default_duration: Option<Span>,
+    /// `DURATION_OFFSET` in `params`: a job in an advance reservation starts only when
+    /// its run time and this end before the reservation does.
+    pub duration_offset: Span,
 }
 
 impl Default for SchedConf {
@@ -163,6 +166,7 @@ impl Default for SchedConf {
             interval: Span::from_secs(1),
             max_reservation: 0,
             default_duration: None,
+            duration_offset: Span::from_secs(gantry_common::ar::DEFAULT_DURATION_OFFSET),
         }
     }
 }
@@ -486,6 +490,9 @@ impl<'a> ClusterView<'a> {
             .and_then(|v| value::parse_time(v).ok())
             .filter(|t| t.is_finite() && *t > 0.0)
             .map(|t| Span::from_millis((t * 1000.0).round() as i64));
+        if let Some(p) = conf.get("params") {
+            c.duration_offset = Span::from_secs(gantry_common::ar::duration_offset(p));
+        }
         c
     }
 
@@ -1022,7 +1029,7 @@ impl<'a> ClusterView<'a> {
         Some(ReservationCycle {
             snap: view,
             categories: HashMap::new(),
-            end: Time::from_secs(ar.end),
+            end: Time::from_secs(ar.end) - self.sched_conf().duration_offset,
         })
     }
 
@@ -1246,6 +1253,15 @@ impl<'a> ClusterView<'a> {
                 reasons.push(format!(
                     "the advance reservation {id} takes no jobs in state {}",
                     crate::ar::clock_letter(ar, at)
+                ));
+                return reasons;
+            }
+            let rt = demand(&snap.catalog, job).ok().and_then(|d| d.run_time);
+            if rt.is_some_and(|r| {
+                at + r + self.sched_conf().duration_offset > Time::from_secs(ar.end)
+            }) {
+                reasons.push(format!(
+                    "the job duration exceeds the end time of the advance reservation id {id}"
                 ));
                 return reasons;
             }

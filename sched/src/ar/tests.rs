@@ -322,3 +322,34 @@ mod model {
         }
     }
 }
+
+#[test]
+fn a_job_of_a_reservation_must_end_duration_offset_before_it() {
+    let mut s = cluster("1");
+    let mut a = ar(3, 100, 200, |_| {});
+    a.state = ArState::Running;
+    grant(&mut s, a, 10).unwrap();
+    s.ars.get_mut(&3).unwrap().state = ArState::Running;
+    let mut j = job(1, "u1", &[("h_rt", "60")], &[]);
+    j.spec.ar = Some(3);
+    s.put_job(j);
+    // 110 + 60 + DURATION_OFFSET (60 by default) is past 200: it waits, and says why.
+    assert!(dispatched(&s, 110).is_empty());
+    let why = s.view().explain(
+        s.jobs.get(&1).unwrap(),
+        &s.connected(),
+        Time::from_secs(110),
+    );
+    assert_eq!(
+        why,
+        vec!["the job duration exceeds the end time of the advance reservation id 3".to_string()]
+    );
+    // With DURATION_OFFSET=0 in the scheduler's params it fits.
+    let conf = s.sched.as_mut().unwrap();
+    for (k, v) in &mut conf.entries {
+        if k == "params" {
+            *v = "DURATION_OFFSET=0".into();
+        }
+    }
+    assert_eq!(dispatched(&s, 110), vec![(1, "n1".to_string())]);
+}
