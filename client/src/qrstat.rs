@@ -330,3 +330,77 @@ mod tests {
         assert_eq!(duration(100 * 3600 + 61), "100:01:01");
     }
 }
+
+#[cfg(test)]
+mod format_tests {
+    //! `qrstat`'s layouts against SGE 8.1.9's (`05_advance_reservation.txt`), the times
+    //! printed in the local zone as qrstat prints them.
+    use super::*;
+    use gantry_proto::{ArSpec, ArState, Grant};
+
+    fn myar() -> AdvanceReservation {
+        AdvanceReservation {
+            id: 2,
+            spec: ArSpec {
+                name: Some("myar".into()),
+                account: "sge".into(),
+                pe: Some(("smp".into(), "2".into())),
+                ..ArSpec::default()
+            },
+            owner: "user1".into(),
+            group: "sgeadmin".into(),
+            submission_time: 1_795_302_014,
+            start: 1_795_302_014,
+            end: 1_795_302_614,
+            granted: vec![Grant {
+                queue: "all.q".into(),
+                host: "vm".into(),
+                slots: 2,
+            }],
+            granted_pe: Some(("smp".into(), 2)),
+            state: ArState::Running,
+            errors: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_summary_row_and_the_details_are_sges() {
+        let ar = myar();
+        let (start, end) = (when(ar.start), when(ar.end));
+        assert_eq!(
+            summary_row(&ar, false),
+            format!("      2 myar       user1        r     {start}  {end}  00:10:00\n")
+        );
+        let header = format!(
+            "{:<7} {:<10} {:<12} {:<5} {:<20} {:<20} {:>8}",
+            "ar-id", "name", "owner", "state", "start at", "end at", "duration"
+        );
+        assert_eq!(
+            header,
+            "ar-id   name       owner        state start at             end at               duration"
+        );
+        assert_eq!(
+            detail(&ar),
+            format!(
+                "{}\nid                             2\nname                           myar\nowner                          user1\nstate                          r\nstart_time                     {start}\nend_time                       {end}\nduration                       00:10:00\nsubmission_time                {start}\ngroup                          sgeadmin\naccount                        sge\ngranted_slots_list             all.q@vm=2\ngranted_parallel_environment   smp slots 2\n",
+                "-".repeat(80)
+            )
+        );
+    }
+
+    #[test]
+    fn the_xml_is_sges() {
+        let ar = myar();
+        let (start, end) = (iso(ar.start), iso(ar.end));
+        assert_eq!(
+            xml(&[ar], true, &[]),
+            format!(
+                "<?xml version='1.0'?>\n<qrstat {XMLNS}>\n   <ar_summary>\n      <id>2</id>\n      <name>myar</name>\n      <owner>user1</owner>\n      <state>r</state>\n      <start_time>{start}</start_time>\n      <end_time>{end}</end_time>\n      <duration>00:10:00</duration>\n      <submission_time>{start}</submission_time>\n      <group>sgeadmin</group>\n      <account>sge</account>\n      <granted_slots_list>\n         <granted_slots  queue_instance=\"all.q@vm\" slots=\"2\"/>\n      </granted_slots_list>\n      <granted_parallel_environment>\n         <parallel_environment>smp</parallel_environment>\n         <slots>2</slots>\n      </granted_parallel_environment>\n   </ar_summary>\n</qrstat>\n"
+            )
+        );
+        // An AR without a name: an empty element, as SGE writes it.
+        let mut unnamed = myar();
+        unnamed.spec.name = None;
+        assert!(xml(&[unnamed], false, &[]).contains("      <name/>\n"));
+    }
+}
