@@ -129,6 +129,34 @@ pub fn ask(req: &gantry_proto::ToMaster) -> Result<gantry_proto::FromMaster, Out
     }
 }
 
+/// Send a request whose answer the command prints on standard output, refusals included,
+/// as SGE's `qdel`, `qrdel` and `qrsub` do: each item of the answer on a line of its own
+/// (exit status 1 if any was refused), what was done, a verification, or the refusal.
+pub fn answer_on_stdout(req: &gantry_proto::ToMaster) -> Output {
+    use gantry_proto::FromMaster;
+    let lines = |lines: Vec<String>| lines.iter().map(|l| format!("{l}\n")).collect();
+    match conn::request(req) {
+        Ok(FromMaster::Items(items)) => Output {
+            code: if items.iter().any(|i| i.refused) {
+                exit::FAILURE
+            } else {
+                exit::SUCCESS
+            },
+            stdout: lines(items.into_iter().map(|i| i.message).collect()),
+            stderr: String::new(),
+        },
+        Ok(FromMaster::Done { messages }) => Output::ok(lines(messages)),
+        Ok(FromMaster::Verified { message }) => Output::ok(format!("{message}\n")),
+        Ok(FromMaster::Refused(r)) => Output {
+            stdout: format!("{}\n", r.message),
+            stderr: String::new(),
+            code: exit::for_refusal(r.kind),
+        },
+        Ok(other) => unexpected(&other),
+        Err(e) => Output::fail(e.to_string(), exit::FAILURE),
+    }
+}
+
 /// An answer of the wrong kind (a bug or a version skew), as output.
 pub fn unexpected(answer: &gantry_proto::FromMaster) -> Output {
     Output::fail(

@@ -1,9 +1,9 @@
 //! `qdel`: delete jobs.
 
-use gantry_proto::{FromMaster, ToMaster};
+use gantry_proto::ToMaster;
 
 use crate::opts::{opt, Arity, OptSpec};
-use crate::{exit, Output};
+use crate::Output;
 
 const QDEL_SPECS: &[OptSpec] = &[
     opt("-help", Arity::None),
@@ -42,23 +42,6 @@ pub fn qdel(args: &[String]) -> Output {
         users,
         force: p.has("-f"),
     };
-    match crate::conn::request(&req) {
-        Ok(FromMaster::Items(items)) => Output {
-            stdout: items.iter().map(|i| format!("{}\n", i.message)).collect(),
-            stderr: String::new(),
-            code: if items.iter().any(|i| i.refused) {
-                exit::FAILURE
-            } else {
-                exit::SUCCESS
-            },
-        },
-        // qdel reports refusals on stdout, as SGE does.
-        Ok(FromMaster::Refused(r)) => Output {
-            stdout: format!("{}\n", r.message),
-            stderr: String::new(),
-            code: exit::for_refusal(r.kind),
-        },
-        Ok(other) => Output::fail(format!("error: unexpected answer {other:?}"), exit::FAILURE),
-        Err(e) => Output::fail(e.to_string(), exit::FAILURE),
-    }
+    // qdel reports refusals on stdout, as SGE does.
+    crate::answer_on_stdout(&req)
 }

@@ -1,9 +1,9 @@
 //! `qrdel`: delete advance reservations (ids or names), and the jobs bound to them.
 
-use gantry_proto::{FromMaster, ToMaster};
+use gantry_proto::ToMaster;
 
 use crate::opts::{opt, Arity, OptSpec};
-use crate::{exit, Output};
+use crate::Output;
 
 const SPECS: &[OptSpec] = &[opt("-help", Arity::None), opt("-f", Arity::None)];
 
@@ -34,22 +34,5 @@ pub fn qrdel(args: &[String]) -> Output {
         force: p.has("-f"),
     };
     // As SGE's qrdel: every answer on standard output.
-    match crate::conn::request(&req) {
-        Ok(FromMaster::Items(items)) => Output {
-            stdout: items.iter().map(|i| format!("{}\n", i.message)).collect(),
-            stderr: String::new(),
-            code: if items.iter().any(|i| i.refused) {
-                exit::FAILURE
-            } else {
-                exit::SUCCESS
-            },
-        },
-        Ok(FromMaster::Refused(r)) => Output {
-            stdout: format!("{}\n", r.message),
-            stderr: String::new(),
-            code: exit::for_refusal(r.kind),
-        },
-        Ok(other) => crate::unexpected(&other),
-        Err(e) => Output::fail(e.to_string(), exit::FAILURE),
-    }
+    crate::answer_on_stdout(&req)
 }

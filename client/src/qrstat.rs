@@ -243,24 +243,17 @@ pub fn qrstat(args: &[String]) -> Output {
         Ok(p) => p,
         Err(out) => return out,
     };
-    let ids: Vec<String> = p
-        .arg("-ar")
-        .map(|l| {
-            l.split(',')
-                .filter(|s| !s.is_empty())
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default();
-    let users: Vec<String> = p
-        .arg("-u")
-        .map(|l| {
-            l.split(',')
-                .filter(|s| !s.is_empty())
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default();
+    let list = |option: &str| -> Vec<String> {
+        p.arg(option)
+            .map(|l| {
+                l.split(',')
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let (ids, users) = (list("-ar"), list("-u"));
     let ars = match crate::ask(&ToMaster::ShowArs {
         users,
         ids: ids.clone(),

@@ -1,7 +1,7 @@
 //! `qrsub`: ask for an advance reservation. The master grants it at once or refuses it;
 //! like SGE's qrsub, its answer goes to standard output either way.
 
-use gantry_proto::{ArSpec, FromMaster, ToMaster};
+use gantry_proto::{ArSpec, ToMaster};
 
 use crate::opts::{opt, Arity, OptSpec};
 use crate::optvalues::{self, OptionError};
@@ -168,17 +168,5 @@ pub fn qrsub(args: &[String]) -> Output {
         spec: Box::new(spec),
     };
     // SGE's qrsub prints the master's answer on standard output, refusals included.
-    match crate::conn::request(&req) {
-        Ok(FromMaster::Done { messages }) => {
-            Output::ok(messages.iter().map(|m| format!("{m}\n")).collect())
-        }
-        Ok(FromMaster::Verified { message }) => Output::ok(format!("{message}\n")),
-        Ok(FromMaster::Refused(r)) => Output {
-            stdout: format!("{}\n", r.message),
-            stderr: String::new(),
-            code: exit::for_refusal(r.kind),
-        },
-        Ok(other) => crate::unexpected(&other),
-        Err(e) => Output::fail(e.to_string(), exit::FAILURE),
-    }
+    crate::answer_on_stdout(&req)
 }

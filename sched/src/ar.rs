@@ -316,15 +316,7 @@ impl<'a> ClusterView<'a> {
                 .collect();
             return Err(CannotRun::Nowhere(reasons));
         };
-        let grants: Vec<Grant> = placed
-            .grants
-            .iter()
-            .map(|&(inst, slots)| Grant {
-                queue: snap.instances[inst].queue.clone(),
-                host: snap.hosts[snap.instances[inst].host].name.clone(),
-                slots,
-            })
-            .collect();
+        let grants = snap.grants_named(&placed.grants);
         let total = grants.iter().map(|g| g.slots).sum();
         Ok(Granted {
             grants,

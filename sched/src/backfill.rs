@@ -98,15 +98,7 @@ impl Snapshot {
             }
             self.now = now;
             if let Some(p) = placed {
-                let grants = p
-                    .grants
-                    .iter()
-                    .map(|&(inst, slots)| Grant {
-                        queue: self.instances[inst].queue.clone(),
-                        host: self.hosts[self.instances[inst].host].name.clone(),
-                        slots,
-                    })
-                    .collect();
+                let grants = self.grants_named(&p.grants);
                 return Some(Reservation {
                     job_id: job.id,
                     task_id,

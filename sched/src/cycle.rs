@@ -982,32 +982,30 @@ impl<'a> ClusterView<'a> {
         max_aj_instances: Option<u32>,
         out: &mut Vec<Dispatch>,
     ) {
-        {
-            if cat.exhausted() {
-                return;
-            }
-            // `-now y`: every pending task starts in this cycle or none does. One task
-            // is placed or not, with nothing to take back.
-            if !job.spec.immediate || job.tasks.pending().len() == 1 {
-                self.place_tasks(snap, cat, job, max_aj_instances, out);
-                return;
-            }
-            // Several are placed on a copy, kept only when all of them found room.
-            let mut trial = snap.clone();
-            let mut trial_cat = cat.clone();
-            let mut placed = Vec::new();
-            self.place_tasks(
-                &mut trial,
-                &mut trial_cat,
-                job,
-                max_aj_instances,
-                &mut placed,
-            );
-            if placed.len() as u64 == job.tasks.pending().len() {
-                *snap = trial;
-                *cat = trial_cat;
-                out.extend(placed);
-            }
+        if cat.exhausted() {
+            return;
+        }
+        // `-now y`: every pending task starts in this cycle or none does. One task is
+        // placed or not, with nothing to take back.
+        if !job.spec.immediate || job.tasks.pending().len() == 1 {
+            self.place_tasks(snap, cat, job, max_aj_instances, out);
+            return;
+        }
+        // Several are placed on a copy, kept only when all of them found room.
+        let mut trial = snap.clone();
+        let mut trial_cat = cat.clone();
+        let mut placed = Vec::new();
+        self.place_tasks(
+            &mut trial,
+            &mut trial_cat,
+            job,
+            max_aj_instances,
+            &mut placed,
+        );
+        if placed.len() as u64 == job.tasks.pending().len() {
+            *snap = trial;
+            *cat = trial_cat;
+            out.extend(placed);
         }
     }
 
@@ -1088,15 +1086,7 @@ impl<'a> ClusterView<'a> {
                 break; // nothing left for this category in this cycle
             };
             snap.book(&cat.demand, &placed);
-            let grants: Vec<Grant> = placed
-                .grants
-                .iter()
-                .map(|&(inst, slots)| Grant {
-                    queue: snap.instances[inst].queue.clone(),
-                    host: snap.hosts[snap.instances[inst].host].name.clone(),
-                    slots,
-                })
-                .collect();
+            let grants = snap.grants_named(&placed.grants);
             out.push(Dispatch {
                 job_id: job.id,
                 task_id,

@@ -567,6 +567,18 @@ impl InstanceIndex {
 }
 
 impl Snapshot {
+    /// Granted instances and slots by their queue and host names.
+    pub fn grants_named(&self, grants: &[(usize, u32)]) -> Vec<gantry_proto::Grant> {
+        grants
+            .iter()
+            .map(|&(inst, slots)| gantry_proto::Grant {
+                queue: self.instances[inst].queue.clone(),
+                host: self.hosts[self.instances[inst].host].name.clone(),
+                slots,
+            })
+            .collect()
+    }
+
     /// The snapshot with its instance index built.
     pub(crate) fn indexed(mut self) -> Snapshot {
         let mut index = InstanceIndex::default();
