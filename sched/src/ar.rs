@@ -204,11 +204,10 @@ impl<'a> ClusterView<'a> {
     /// Could a job run in a reservation at all: its requests against what the
     /// reservation holds, with none of its jobs running (`qsub -ar`'s check).
     pub fn could_run_in_reservation(&self, job: &Job, ar: &AdvanceReservation) -> bool {
-        let all: HashSet<String> = self.exechosts.keys().cloned().collect();
-        let mut snap = self.snapshot(&all, Time::from_secs(ar.start));
-        for i in &mut snap.instances {
-            i.unusable = None;
-        }
+        // The configured values alone: the reservation's snapshot books nothing of what
+        // runs, and every instance of it counts, whatever its state now.
+        let mut snap = self.snapshot_base();
+        snap.now = Time::from_secs(ar.start);
         let mut view = snap.reservation_view(ar);
         view.category(job, 1)
             .and_then(|mut cat| view.place_task(&mut cat))

@@ -353,3 +353,27 @@ fn a_job_of_a_reservation_must_end_duration_offset_before_it() {
     }
     assert_eq!(dispatched(&s, 110), vec![(1, "n1".to_string())]);
 }
+
+#[test]
+fn a_job_fits_a_reservation_only_within_what_it_holds() {
+    let mut s = cluster("4");
+    grant(
+        &mut s,
+        ar(5, 100, 200, |a| a.pe = Some(("smp".into(), "2".into()))),
+        10,
+    )
+    .unwrap();
+    let a = s.ars[&5].clone();
+    let fits = |hard: &[(&str, &str)], pe: Option<&str>| {
+        let mut j = job(1, "u1", hard, &[]);
+        j.spec.ar = Some(5);
+        j.spec.pe = pe.map(|n| ("smp".to_string(), n.to_string()));
+        s.view().could_run_in_reservation(&j, &a)
+    };
+    assert!(fits(&[], None));
+    assert!(fits(&[], Some("2")));
+    assert!(!fits(&[], Some("3")), "more slots than it holds");
+    assert_eq!(a.granted[0].host, "n1");
+    assert!(fits(&[("h", "n1")], None));
+    assert!(!fits(&[("h", "n2")], None), "a host it does not hold");
+}
