@@ -130,6 +130,15 @@ fn refused_reservations_say_what_sge_says_and_book_nothing() {
         expect(&out, stdout, "", *code, &format!("qrsub {args:?}"));
         assert_eq!(qrstat_all(&c), before, "qrsub {args:?} booked nothing");
     }
+    // -w v says whether it could be granted and books nothing.
+    expect(
+        &u("ar_u1", "qrsub", &["-w", "v", "-d", "0:5:0", "-pe", "smp", "2"]),
+        "verification: found possible assignment with 2 slots\n",
+        "",
+        0,
+        "qrsub -w v",
+    );
+    assert_eq!(qrstat_all(&c), before, "qrsub -w v booked nothing");
     // Without options: the usage, then the error, on standard error.
     let out = u("ar_u1", "qrsub", &[]);
     assert_eq!(out.code, 1);
