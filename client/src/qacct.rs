@@ -17,11 +17,12 @@ const QACCT_SPECS: &[OptSpec] = &[
     opt("-d", Arity::One),
     opt("-b", Arity::One),
     opt("-e", Arity::One),
+    opt("-ar", Arity::Optional),
 ];
 
 pub fn qacct_usage() -> String {
     format!(
-        "Gantry {}\nusage: qacct [options]\n   [-b begin_time]                          jobs started after\n   [-d days]                                jobs started during the last d days\n   [-e end_time]                            jobs started before\n   [-h [host]]                              list [matching] host\n   [-help]                                  display this message\n   [-j [job_id|job_name|pattern]]           list all [matching] jobs\n   [-o [owner]]                             list [matching] owners\n   [-q [queue]]                             list [matching] queues\n   [-u owner]                               only the jobs of this owner\n\nbegin_time, end_time       [[CC]YY]MMDDhhmm[.SS]\n",
+        "Gantry {}\nusage: qacct [options]\n   [-ar [ar_id]]                            list [matching] advance reservations\n   [-b begin_time]                          jobs started after\n   [-d days]                                jobs started during the last d days\n   [-e end_time]                            jobs started before\n   [-h [host]]                              list [matching] host\n   [-help]                                  display this message\n   [-j [job_id|job_name|pattern]]           list all [matching] jobs\n   [-o [owner]]                             list [matching] owners\n   [-q [queue]]                             list [matching] queues\n   [-u owner]                               only the jobs of this owner\n\nbegin_time, end_time       [[CC]YY]MMDDhhmm[.SS]\n",
         env!("CARGO_PKG_VERSION")
     )
 }
@@ -162,6 +163,16 @@ pub fn qacct(args: &[String]) -> Output {
     let owner_filter = p.arg("-u").or(p.arg("-o"));
     let queue_filter = p.arg("-q");
     let host_filter = p.arg("-h");
+    let ar_filter = match p.arg("-ar").map(str::parse::<u64>) {
+        None => None,
+        Some(Ok(id)) => Some(id),
+        Some(Err(_)) => {
+            return Output::usage_error(
+                "ERROR! invalid advance reservation id, must be an unsigned integer",
+                &qacct_usage(),
+            )
+        }
+    };
     let selected: Vec<&AccountingRecord> = records
         .iter()
         .filter(|r| since.is_none_or(|t| r.report.start_time >= t))
@@ -169,6 +180,7 @@ pub fn qacct(args: &[String]) -> Output {
         .filter(|r| owner_filter.is_none_or(|o| r.owner == o))
         .filter(|r| queue_filter.is_none_or(|q| r.report.queue.split('@').next() == Some(q)))
         .filter(|r| host_filter.is_none_or(|h| r.report.host == h))
+        .filter(|r| ar_filter.is_none_or(|a| r.ar.is_some_and(|(id, _)| id == a)))
         .collect();
     if p.has("-j") {
         if selected.is_empty() {
@@ -192,6 +204,9 @@ pub fn qacct(args: &[String]) -> Output {
         }))
     } else if p.has("-h") {
         Some(("HOSTNAME", |r| r.report.host.clone()))
+    } else if p.has("-ar") {
+        // SGE's `AR` column: the reservation's id, 0 for jobs outside any.
+        Some(("AR", |r| r.ar.map_or(0, |(id, _)| id).to_string()))
     } else {
         None
     };

@@ -132,7 +132,11 @@ fn refused_reservations_say_what_sge_says_and_book_nothing() {
     }
     // -w v says whether it could be granted and books nothing.
     expect(
-        &u("ar_u1", "qrsub", &["-w", "v", "-d", "0:5:0", "-pe", "smp", "2"]),
+        &u(
+            "ar_u1",
+            "qrsub",
+            &["-w", "v", "-d", "0:5:0", "-pe", "smp", "2"],
+        ),
         "verification: found possible assignment with 2 slots\n",
         "",
         0,
@@ -293,6 +297,16 @@ fn refused_reservations_say_what_sge_says_and_book_nothing() {
     );
     let acct = c.client("qacct", &["-j", &id]).stdout;
     assert!(acct.contains("arid         1 "), "{acct}");
+    // qacct -ar: the usage of the reservation's jobs, by reservation.
+    let by_ar = c.client("qacct", &["-ar", "1"]);
+    let lines: Vec<&str> = by_ar.stdout.lines().collect();
+    assert!(
+        by_ar.code == 0
+            && lines.len() == 3
+            && lines[0].starts_with("AR ")
+            && lines[2].starts_with("1 "),
+        "{by_ar:?}"
+    );
 }
 
 #[test]
