@@ -278,3 +278,48 @@ mod tests {
         );
     }
 }
+
+/// What an advance reservation's mail tells (`qrsub -m b|e|a`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ArEvent {
+    /// `b`: its window opened.
+    Started,
+    /// `e`: its window closed.
+    Finished,
+    /// `e`: it was deleted.
+    Deleted,
+    /// `a`: it went into error.
+    Error,
+    /// `a`: it came out of error.
+    ErrorResolved,
+}
+
+impl ArEvent {
+    /// The `-m` letter that asks for it.
+    pub fn letter(self) -> char {
+        match self {
+            ArEvent::Started => 'b',
+            ArEvent::Finished | ArEvent::Deleted => 'e',
+            ArEvent::Error | ArEvent::ErrorResolved => 'a',
+        }
+    }
+}
+
+/// An advance reservation's mail as SGE's qmaster writes it (`msg_qmaster.h`):
+/// `Advance Reservation 7 (myar) Started`, the owner and the time; `none` for a
+/// reservation without a name.
+pub fn reservation(id: u64, name: Option<&str>, owner: &str, event: ArEvent, time: &str) -> Mail {
+    let (what, label) = match event {
+        ArEvent::Started => ("Started", "Start Time"),
+        ArEvent::Finished => ("Finished", "End Time"),
+        ArEvent::Deleted => ("Deleted", "Delete Time"),
+        ArEvent::Error => ("Error", "Error Time"),
+        ArEvent::ErrorResolved => ("Error resolved", "Error resolved Time"),
+    };
+    let subject = format!(
+        "Advance Reservation {id} ({}) {what}",
+        name.unwrap_or("none")
+    );
+    let body = format!("{subject}\n User       = {owner}\n {label} = {time}");
+    Mail { subject, body }
+}

@@ -4,21 +4,13 @@
 //! as the execd's user), so that nothing a job's name or addresses say ever runs with
 //! the execd's rights; it gets a minute, as in SGE.
 
-use std::process::Stdio;
-use std::time::Duration;
-
 use gantry_common::mail::{self, About, Ending, Mail};
 use gantry_common::value::format_time_hms;
 use gantry_proto::{JobReport, JobStart};
-use nix::sys::signal::{killpg, Signal};
-use nix::unistd::Pid;
-use tokio::io::AsyncWriteExt;
+use nix::sys::signal::Signal;
 use tracing::{info, warn};
 
 use crate::shepherd::Account;
-
-/// How long a mailer may take.
-const MAILER_TIME: Duration = Duration::from_secs(60);
 
 /// What the mails of one task need, kept from its start to its end.
 #[derive(Debug, Clone)]
@@ -179,65 +171,26 @@ impl Plan {
             body.truncate(32 * 1024);
             let job = self.job_id;
             tokio::spawn(async move {
-                if let Err(e) = run_mailer(&mut command, &body).await {
+                if let Err(e) = gantry_net::mailer::run(&mut command, &body).await {
                     warn!(job, "mailer \"{mailer}\": {e}");
                 }
             });
         }
     }
 
-    /// The mailer's command: as the job's owner (the standard library drops root's
-    /// supplementary groups with it), in a process group of its own, with a small
-    /// environment.
+    /// The mailer's command: as the job's owner.
     fn mailer_command(&self, to: &str, m: &Mail) -> tokio::process::Command {
         let (home, name) = match &self.account {
             Some(a) => (a.home.clone(), a.name.clone()),
             None => ("/".to_string(), self.owner.clone()),
         };
-        let mut c = tokio::process::Command::new(&self.mailer);
-        c.arg0("mail")
-            .args(["-s", &m.subject, to])
-            .env_clear()
-            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
-            .env("HOME", home)
-            .env("USER", &name)
-            .env("LOGNAME", &name)
-            .current_dir("/")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .process_group(0)
-            .kill_on_drop(true);
-        if nix::unistd::geteuid().as_raw() != self.uid {
-            c.uid(self.uid).gid(self.gid);
-        }
-        c
-    }
-}
-
-/// Run a mailer with the message on its input, for at most [`MAILER_TIME`].
-async fn run_mailer(command: &mut tokio::process::Command, body: &[u8]) -> std::io::Result<()> {
-    let mut child = command.spawn()?;
-    if let Some(mut input) = child.stdin.take() {
-        // A mailer that does not read its input is told so by a broken pipe.
-        let _ = input.write_all(body).await;
-    }
-    match tokio::time::timeout(MAILER_TIME, child.wait()).await {
-        Ok(status) => {
-            let status = status?;
-            if status.success() {
-                Ok(())
-            } else {
-                Err(std::io::Error::other(format!("ended with {status}")))
-            }
-        }
-        Err(_) => {
-            if let Some(pid) = child.id() {
-                let _ = killpg(Pid::from_raw(pid as i32), Signal::SIGKILL);
-            }
-            let _ = child.wait().await;
-            Err(std::io::Error::other("mailer had timeout - killing"))
-        }
+        let user = gantry_net::mailer::MailUser {
+            uid: self.uid,
+            gid: self.gid,
+            name,
+            home,
+        };
+        gantry_net::mailer::command(&self.mailer, to, &m.subject, &user)
     }
 }
 

@@ -7,6 +7,7 @@
 use std::collections::HashSet;
 
 use gantry_common::ar::{clock_state, matches_reference, window};
+use gantry_common::mail::ArEvent;
 use gantry_proto::{
     AdvanceReservation, ArSpec, ArState, Caller, FromMaster, ItemResult, Refusal, RefusalKind,
 };
@@ -146,9 +147,15 @@ impl ClusterState {
         ar.granted_pe = granted.pe;
         ar.state = clock_state(&ar, now.secs());
         let id = ar.id;
+        // A window open from now: its start mail now (the clock sends it otherwise).
+        let effects = if ar.state == ArState::Running {
+            vec![Effect::ArMail(Box::new(ar.clone()), ArEvent::Started)]
+        } else {
+            Vec::new()
+        };
         Ok(Decision {
             ops: vec![Op::Put(Object::NextArId(id + 1)), Op::Put(Object::Ar(ar))],
-            effects: Vec::new(),
+            effects,
             reply: FromMaster::Done {
                 messages: vec![format!("Your advance reservation {id} has been granted")],
             },
@@ -277,6 +284,7 @@ impl ClusterState {
                     continue;
                 }
                 let registered = self.end_ar(ar, ArState::Deleted, force, &mut ops, &mut effects);
+                effects.push(Effect::ArMail(Box::new(ar.clone()), ArEvent::Deleted));
                 results.push(ItemResult {
                     message: if registered {
                         format!(
@@ -320,6 +328,7 @@ impl ClusterState {
             }
             if at >= ar.end {
                 self.end_ar(ar, ArState::Exited, false, &mut ops, &mut effects);
+                effects.push(Effect::ArMail(Box::new(ar.clone()), ArEvent::Finished));
                 continue;
             }
             if at < ar.start {
@@ -337,9 +346,23 @@ impl ClusterState {
                 ArState::Error
             };
             if state != ar.state || errors != ar.errors {
+                let was = ar.state;
                 let mut ar = ar.clone();
                 ar.state = state;
                 ar.errors = errors;
+                let mail = |event| Effect::ArMail(Box::new(ar.clone()), event);
+                if was == ArState::Waiting {
+                    effects.push(mail(ArEvent::Started));
+                }
+                match (was, state) {
+                    (ArState::Waiting | ArState::Running, ArState::Error) => {
+                        effects.push(mail(ArEvent::Error))
+                    }
+                    (ArState::Error, ArState::Running) => {
+                        effects.push(mail(ArEvent::ErrorResolved))
+                    }
+                    _ => {}
+                }
                 ops.push(Op::Put(Object::Ar(ar)));
             }
         }

@@ -47,6 +47,11 @@ pub enum Effect {
     Finished(Box<gantry_proto::JobView>),
     /// A job ended with its tasks accounted: its `qsub -sync y` waiters get its outcome.
     JobEnded(u64),
+    /// An advance reservation's mail (`qrsub -m`), if it asked for this event.
+    ArMail(
+        Box<gantry_proto::AdvanceReservation>,
+        gantry_common::mail::ArEvent,
+    ),
 }
 
 /// What a burst of task reports does.

@@ -3,5 +3,6 @@
 //! The `q*` commands do not link this crate (checked by `.ci/run`).
 
 pub mod cell;
+pub mod mailer;
 pub mod tls;
 pub mod transport;

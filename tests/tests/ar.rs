@@ -297,6 +297,73 @@ fn refused_reservations_say_what_sge_says_and_book_nothing() {
     );
     let acct = c.client("qacct", &["-j", &id]).stdout;
     assert!(acct.contains("arid         1 "), "{acct}");
+    // Mail (-m be): as the owner, through the mailer, when the window opens and ends.
+    let dir = c.home().join("mail");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mode = |p: &std::path::Path, m: u32| {
+        std::fs::set_permissions(p, std::os::unix::fs::PermissionsExt::from_mode(m))
+    };
+    mode(&dir, 0o777).unwrap();
+    let mailer = dir.join("mailer.sh");
+    std::fs::write(
+        &mailer,
+        format!(
+            "#!/bin/sh\nout={}/mail.$$\n{{ id -un; printf '%s\\n' \"$@\"; echo ---; cat; }} > \"$out.tmp\" && mv \"$out.tmp\" \"$out\"\n",
+            dir.display()
+        ),
+    )
+    .unwrap();
+    mode(&mailer, 0o755).unwrap();
+    for p in [c.home(), c.home().parent().unwrap().to_path_buf()] {
+        let _ = mode(&p, 0o755);
+    }
+    let conf = c.qconf(&["-sconf", "global"]).stdout;
+    let with_mailer: String = conf
+        .lines()
+        .map(|l| {
+            if l.starts_with("mailer") {
+                format!("mailer                       {}", mailer.display())
+            } else {
+                l.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    std::fs::write(&file, with_mailer + "\n").unwrap();
+    assert_eq!(c.qconf(&["-Mconf", file.to_str().unwrap()]).code, 0);
+    let out = u(
+        "ar_u1",
+        "qrsub",
+        &["-d", "3", "-m", "be", "-M", "ops@site", "-N", "mailme"],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let ar_id = out.stdout.split_whitespace().nth(3).unwrap().to_string();
+    let mails = || -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .flatten()
+            .filter(|e| {
+                let n = e.file_name().to_string_lossy().into_owned();
+                n.starts_with("mail.") && !n.ends_with(".tmp")
+            })
+            .map(|e| std::fs::read_to_string(e.path()).unwrap())
+            .collect();
+        v.sort();
+        v
+    };
+    wait_until("the start and end mails", Duration::from_secs(20), || {
+        mails().len() == 2
+    });
+    let all = mails().join("");
+    for what in ["Started", "Finished"] {
+        let subject = format!("Advance Reservation {ar_id} (mailme) {what}");
+        assert!(
+            all.contains(&format!(
+                "ar_u1\n-s\n{subject}\nops@site\n---\n{subject}\n User       = ar_u1\n"
+            )),
+            "{all}"
+        );
+    }
     // qacct -ar: the usage of the reservation's jobs, by reservation.
     let by_ar = c.client("qacct", &["-ar", "1"]);
     let lines: Vec<&str> = by_ar.stdout.lines().collect();

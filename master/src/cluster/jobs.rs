@@ -3,7 +3,7 @@
 //! suspension, error clearing, and the suspend thresholds' actions.
 
 use gantry_proto::{Caller, FromMaster, JobScript, Refusal, RefusalKind, ToExecd};
-use tracing::{error, info};
+use tracing::{error, info, warn};
 
 use crate::jobs::TaskState;
 
@@ -216,6 +216,7 @@ impl Cluster {
                         self.finished.pop_front();
                     }
                 }
+                Effect::ArMail(ar, event) => self.send_ar_mail(&ar, event),
                 Effect::JobEnded(id) => {
                     if let Some(waiters) = self.waiters.remove(&id) {
                         let outcome = self.job_outcome(id);
@@ -227,6 +228,62 @@ impl Cluster {
                     }
                 }
             }
+        }
+    }
+
+    /// An advance reservation's mail, through the global configuration's `mailer`, as
+    /// its owner, to its `-M` list (else the owner at the submit host), if its `-m`
+    /// options ask for the event; sent in the background.
+    fn send_ar_mail(
+        &self,
+        ar: &gantry_proto::AdvanceReservation,
+        event: gantry_common::mail::ArEvent,
+    ) {
+        use gantry_common::mail;
+        if !mail::wanted(&ar.spec.mail_options, event.letter()) {
+            return;
+        }
+        let Some(mailer) = self.state.global().get("mailer").map(str::to_string) else {
+            return;
+        };
+        let Ok(Some(owner)) = nix::unistd::User::from_name(&ar.owner) else {
+            warn!(
+                ar = ar.id,
+                "no mail: its owner \"{}\" is unknown here", ar.owner
+            );
+            return;
+        };
+        let time = match event {
+            mail::ArEvent::Started => ar.start,
+            mail::ArEvent::Finished => ar.end,
+            _ => self.unix_now(),
+        };
+        let m = mail::reservation(
+            ar.id,
+            ar.spec.name.as_deref(),
+            &ar.owner,
+            event,
+            &gantry_common::dates::local_time(time, "%m/%d/%Y %H:%M:%S"),
+        );
+        let user = gantry_net::mailer::MailUser {
+            uid: owner.uid.as_raw(),
+            gid: owner.gid.as_raw(),
+            name: owner.name.clone(),
+            home: owner.dir.to_string_lossy().into_owned(),
+        };
+        for to in mail::recipients(&ar.spec.mail_list, &ar.owner, &ar.spec.submit_host) {
+            info!(
+                ar = ar.id,
+                "sending mail to user \"{to}\"|mailer \"{mailer}\"|\"{}\"", m.subject
+            );
+            let mut command = gantry_net::mailer::command(&mailer, &to, &m.subject, &user);
+            let body = m.body.clone().into_bytes();
+            let (id, mailer) = (ar.id, mailer.clone());
+            tokio::spawn(async move {
+                if let Err(e) = gantry_net::mailer::run(&mut command, &body).await {
+                    warn!(ar = id, "mailer \"{mailer}\": {e}");
+                }
+            });
         }
     }
 }
