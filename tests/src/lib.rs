@@ -653,3 +653,21 @@ impl Cluster {
         terse.split('.').next().unwrap_or(terse).to_string()
     }
 }
+
+/// The mails a recording mailer wrote into `dir` (`mail.<pid>` files, each written whole
+/// under a `.tmp` name first), sorted.
+pub fn recorded_mails(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .map(|d| {
+            d.flatten()
+                .filter(|e| {
+                    let n = e.file_name().to_string_lossy().into_owned();
+                    n.starts_with("mail.") && !n.ends_with(".tmp")
+                })
+                .filter_map(|e| std::fs::read_to_string(e.path()).ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}

@@ -338,19 +338,7 @@ fn refused_reservations_say_what_sge_says_and_book_nothing() {
     );
     assert_eq!(out.code, 0, "{out:?}");
     let ar_id = out.stdout.split_whitespace().nth(3).unwrap().to_string();
-    let mails = || -> Vec<String> {
-        let mut v: Vec<String> = std::fs::read_dir(&dir)
-            .unwrap()
-            .flatten()
-            .filter(|e| {
-                let n = e.file_name().to_string_lossy().into_owned();
-                n.starts_with("mail.") && !n.ends_with(".tmp")
-            })
-            .map(|e| std::fs::read_to_string(e.path()).unwrap())
-            .collect();
-        v.sort();
-        v
-    };
+    let mails = || gantry_tests::recorded_mails(&dir);
     wait_until("the start and end mails", Duration::from_secs(20), || {
         mails().len() == 2
     });

@@ -1410,19 +1410,7 @@ fn mail_goes_through_the_mailer_at_start_end_and_abort() {
     let conf = dir.join("global");
     std::fs::write(&conf, format!("mailer {}\n", mailer.display())).unwrap();
     assert_eq!(c.qconf(&["-Mconf", conf.to_str().unwrap()]).code, 0);
-    let mails = || -> Vec<String> {
-        let mut v: Vec<String> = std::fs::read_dir(&dir)
-            .unwrap()
-            .flatten()
-            .filter(|e| {
-                let n = e.file_name().to_string_lossy().into_owned();
-                n.starts_with("mail.") && !n.ends_with(".tmp")
-            })
-            .map(|e| std::fs::read_to_string(e.path()).unwrap())
-            .collect();
-        v.sort();
-        v
-    };
+    let mails = || gantry_tests::recorded_mails(&dir);
 
     // Held first: what qstat -j shows, and qalter.
     let id = c.submit(
