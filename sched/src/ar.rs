@@ -293,6 +293,17 @@ impl<'a> ClusterView<'a> {
                 snap.instances[inst].batch = true;
             }
         }
+        // A parallel environment's slots are counted, not booked over time: the other
+        // reservations whose windows meet this one and are not open yet (the open ones
+        // are counted already) hold theirs too.
+        for other in self.ars.values().filter(|o| holds(o) && o.id != ar.id) {
+            if let Some((pe, slots)) = &other.granted_pe {
+                let open = Time::from_secs(other.start) <= snap.now;
+                if !open && other.start < ar.end && ar.start < other.end {
+                    *snap.pe_used.entry(pe.clone()).or_insert(0) += slots;
+                }
+            }
+        }
         snap.now = Time::from_secs(ar.start);
         d.run_time = Some(Span::from_secs(ar.end - ar.start));
         d.category = 1;

@@ -377,3 +377,35 @@ fn a_job_fits_a_reservation_only_within_what_it_holds() {
     assert!(fits(&[("h", "n1")], None));
     assert!(!fits(&[("h", "n2")], None), "a host it does not hold");
 }
+
+#[test]
+fn overlapping_reservations_never_exceed_a_parallel_environments_slots() {
+    let mut s = cluster("4");
+    if let Some(pe) = s.pes.get_mut("smp") {
+        pe.slots = 3;
+    }
+    let smp = |n: &str| {
+        let n = n.to_string();
+        move |a: &mut ArSpec| a.pe = Some(("smp".into(), n))
+    };
+    // Two slots of smp's three from 100 to 200: one more fits beside, two do not.
+    grant(&mut s, ar(1, 100, 200, smp("2")), 10).unwrap();
+    assert!(grant(&mut s, ar(2, 150, 250, smp("2")), 10).is_err());
+    assert!(grant(&mut s, ar(3, 150, 250, smp("1")), 10).is_ok());
+    // After both windows, all three again.
+    assert!(grant(&mut s, ar(4, 250, 300, smp("3")), 10).is_ok());
+}
+
+#[test]
+fn an_interactive_reservation_takes_only_interactive_instances() {
+    let mut s = cluster("1");
+    s.set_queue("all.q", "qtype", "BATCH,[n2=BATCH INTERACTIVE]");
+    let g = grant(&mut s, ar(1, 100, 200, |a| a.interactive = true), 10).unwrap();
+    assert_eq!(slots(&g), vec!["all.q@n2=1"]);
+    assert!(grant(&mut s, ar(2, 100, 200, |a| a.interactive = true), 10).is_err());
+    // A batch reservation still finds n1.
+    assert_eq!(
+        slots(&grant(&mut s, ar(3, 100, 200, |_| {}), 10).unwrap()),
+        vec!["all.q@n1=1"]
+    );
+}
