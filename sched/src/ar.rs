@@ -12,16 +12,17 @@
 //!   queue instances, with what it holds as their capacities, less what its running jobs
 //!   take. Its jobs thus never use more than it was granted, and never anything else.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use gantry_common::job::Job;
 use gantry_proto::{AdvanceReservation, ArState, Grant, JobOwner, JobSpec};
 
 use crate::calendar::Calendar;
 use crate::cycle::CannotRun;
+use crate::cycle::Dispatch;
 use crate::matching::Pass;
 use crate::model::*;
-use crate::place::Category;
+use crate::place::{category_key, Category, CategoryKey};
 use crate::time::{Span, Time};
 use crate::view::ClusterView;
 
@@ -191,7 +192,61 @@ impl Snapshot {
     }
 }
 
+/// An advance reservation's part of a cycle: its snapshot, its jobs' categories, and
+/// its end less `DURATION_OFFSET` (no job of it may run beyond).
+pub(crate) struct ReservationCycle<'j> {
+    snap: Snapshot,
+    categories: HashMap<CategoryKey<'j>, Option<Category>>,
+    end: Time,
+}
+
 impl<'a> ClusterView<'a> {
+    /// The snapshot and categories a cycle places the jobs of reservation `id` with:
+    /// None while the reservation does not take jobs (not open, or in error with hard
+    /// error handling).
+    pub(crate) fn reservation_cycle<'j>(
+        &self,
+        snap: &mut Snapshot,
+        id: u64,
+        at: Time,
+    ) -> Option<ReservationCycle<'j>> {
+        let ar = self.ars.get(&id)?;
+        if !takes_jobs(ar, at) {
+            return None;
+        }
+        let mut view = snap.reservation_view(ar);
+        self.book_running(&mut view, at, |job| job.spec.ar == Some(id));
+        Some(ReservationCycle {
+            snap: view,
+            categories: HashMap::new(),
+            end: Time::from_secs(ar.end) - self.sched_conf().duration_offset,
+        })
+    }
+
+    /// Place a reservation's job on its snapshot, as far as its run time ends within
+    /// the reservation's window.
+    pub(crate) fn place_in_reservation<'j>(
+        &self,
+        rc: &mut ReservationCycle<'j>,
+        job: &'j Job,
+        at: Time,
+        max_aj_instances: Option<u32>,
+        out: &mut Vec<Dispatch>,
+    ) {
+        let next = rc.categories.len() + 1;
+        let entry = rc
+            .categories
+            .entry(category_key(job))
+            .or_insert_with(|| rc.snap.category(job, next));
+        let Some(cat) = entry.as_mut() else {
+            return;
+        };
+        if cat.exhausted() || cat.demand.run_time.is_some_and(|r| at + r > rc.end) {
+            return;
+        }
+        self.place_tasks(&mut rc.snap, cat, job, max_aj_instances, out);
+    }
+
     /// Is job `job` one of a reservation that holds its resources (and so placed and
     /// booked inside it)?
     pub fn in_holding_reservation(&self, job: &Job) -> bool {

@@ -1,11 +1,18 @@
 //! The book stage: what a placement takes, debited where the cycle reads it (every
-//! layer's consumables, the admit stage's gates) and the load a start adds to its host.
+//! layer's consumables, the admit stage's gates) and the load a start adds to its host;
+//! and what the running tasks hold, booked when a snapshot is finished.
 
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use gantry_common::job::{Job, TaskState};
 use gantry_proto::Consumable;
 
 use crate::matching::*;
 use crate::model::*;
-use crate::time::Time;
+use crate::place::grants_total;
+use crate::time::{Span, Time};
+use crate::view::ClusterView;
 
 impl Snapshot {
     /// Book a placement: its consumables on every layer and under every gate (unless
@@ -132,5 +139,87 @@ impl Snapshot {
                 );
             }
         }
+    }
+}
+
+/// A running job's demand as booked (a job whose requests no longer resolve holds its
+/// slots and nothing else).
+fn running_demand(catalog: &Catalog, job: &Job, default_run_time: Option<Span>) -> Demand {
+    demand(catalog, job)
+        .unwrap_or_else(|_| Demand {
+            hard: Vec::new(),
+            soft: Vec::new(),
+            queues: Vec::new(),
+            soft_queues: Vec::new(),
+            masterq: Vec::new(),
+            ckpt: None,
+            user: String::new(),
+            groups: Vec::new(),
+            project: None,
+            slots: 1,
+            pe: None,
+            part: Part::Whole,
+            granted_pe: None,
+            category: 0,
+            quota_exempt: true,
+            run_time: None,
+        })
+        .with_default_run_time(default_run_time)
+}
+
+impl<'a> ClusterView<'a> {
+    /// Book what the running tasks of the jobs `which` picks hold, on every layer and
+    /// in their parallel environments.
+    pub(crate) fn book_running(
+        &self,
+        snap: &mut Snapshot,
+        now: Time,
+        which: impl Fn(&Job) -> bool,
+    ) {
+        // The index and the demands are the snapshot's; out of it while it is booked on.
+        let index = std::mem::take(&mut snap.instance_index);
+        let mut known = std::mem::take(&mut snap.running_demands);
+        let mut demands: HashMap<u64, (Arc<Job>, Demand), foldhash::fast::RandomState> =
+            HashMap::default();
+        for job in self.jobs.values().filter(|j| which(j)) {
+            let mut d: Option<Demand> = None;
+            for t in job.tasks.placed_states() {
+                if let TaskState::Running {
+                    grants,
+                    pe,
+                    start_time,
+                    ..
+                }
+                | TaskState::Deleting {
+                    grants,
+                    pe,
+                    start_time,
+                    ..
+                } = t
+                {
+                    let granted: Vec<(usize, u32)> = grants
+                        .iter()
+                        .filter_map(|g| index.get(&g.queue, &g.host).map(|i| (i, g.slots)))
+                        .collect();
+                    let d = d.get_or_insert_with(|| match known.remove(&job.id) {
+                        Some((was, d)) if Arc::ptr_eq(&was, job) => d,
+                        _ => running_demand(&snap.catalog, job, snap.default_duration),
+                    });
+                    if let Some(pe) = pe {
+                        *snap.pe_used.entry(pe.clone()).or_insert(0) += grants_total(&granted);
+                    }
+                    // From its start until its run time is over; a task still running
+                    // past it holds what it has for as long as it runs.
+                    let from = Time::from_secs(*start_time).min(now);
+                    let until = d.until(from).map(|end| end.max(now + Span::from_millis(1)));
+                    snap.hold(d, &granted, 1.0, from, until);
+                }
+            }
+            if let Some(d) = d {
+                demands.insert(job.id, (Arc::clone(job), d));
+            }
+        }
+        snap.instance_index = index;
+        snap.running_demands = demands;
     }
 }

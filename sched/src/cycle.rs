@@ -5,7 +5,6 @@
 //! skipped for the rest of the cycle.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::Arc;
 
 use gantry_common::job::{Job, TaskState};
 use gantry_common::value::{self, Value};
@@ -19,31 +18,6 @@ use crate::order::{JobOrder, PriorityThenSubmission};
 use crate::place::{category_key, grants_total, Category, CategoryKey};
 use crate::time::{Span, Time};
 use crate::view::ClusterView;
-
-/// A running job's demand as booked (a job whose requests no longer resolve holds its
-/// slots and nothing else).
-fn running_demand(catalog: &Catalog, job: &Job, default_run_time: Option<Span>) -> Demand {
-    demand(catalog, job)
-        .unwrap_or_else(|_| Demand {
-            hard: Vec::new(),
-            soft: Vec::new(),
-            queues: Vec::new(),
-            soft_queues: Vec::new(),
-            masterq: Vec::new(),
-            ckpt: None,
-            user: String::new(),
-            groups: Vec::new(),
-            project: None,
-            slots: 1,
-            pe: None,
-            part: Part::Whole,
-            granted_pe: None,
-            category: 0,
-            quota_exempt: true,
-            run_time: None,
-        })
-        .with_default_run_time(default_run_time)
-}
 
 /// What `suspend_thresholds` call for: tasks to stop and to continue (job, task, host),
 /// and the queue instances acted on.
@@ -94,14 +68,6 @@ impl Trigger {
             ..Trigger::default()
         }
     }
-}
-
-/// An advance reservation's part of a cycle: its snapshot, its jobs' categories, and
-/// its end less `DURATION_OFFSET` (no job of it may run beyond).
-struct ReservationCycle<'j> {
-    snap: Snapshot,
-    categories: HashMap<CategoryKey<'j>, Option<Category>>,
-    end: Time,
 }
 
 /// What one cycle decided.
@@ -831,61 +797,6 @@ impl<'a> ClusterView<'a> {
         snap.gates.get_mut().quota = self.quota_book.cycle();
     }
 
-    /// Book what the running tasks of the jobs `which` picks hold, on every layer and
-    /// in their parallel environments.
-    pub(crate) fn book_running(
-        &self,
-        snap: &mut Snapshot,
-        now: Time,
-        which: impl Fn(&Job) -> bool,
-    ) {
-        // The index and the demands are the snapshot's; out of it while it is booked on.
-        let index = std::mem::take(&mut snap.instance_index);
-        let mut known = std::mem::take(&mut snap.running_demands);
-        let mut demands: HashMap<u64, (Arc<Job>, Demand), foldhash::fast::RandomState> =
-            HashMap::default();
-        for job in self.jobs.values().filter(|j| which(j)) {
-            let mut d: Option<Demand> = None;
-            for t in job.tasks.placed_states() {
-                if let TaskState::Running {
-                    grants,
-                    pe,
-                    start_time,
-                    ..
-                }
-                | TaskState::Deleting {
-                    grants,
-                    pe,
-                    start_time,
-                    ..
-                } = t
-                {
-                    let granted: Vec<(usize, u32)> = grants
-                        .iter()
-                        .filter_map(|g| index.get(&g.queue, &g.host).map(|i| (i, g.slots)))
-                        .collect();
-                    let d = d.get_or_insert_with(|| match known.remove(&job.id) {
-                        Some((was, d)) if Arc::ptr_eq(&was, job) => d,
-                        _ => running_demand(&snap.catalog, job, snap.default_duration),
-                    });
-                    if let Some(pe) = pe {
-                        *snap.pe_used.entry(pe.clone()).or_insert(0) += grants_total(&granted);
-                    }
-                    // From its start until its run time is over; a task still running
-                    // past it holds what it has for as long as it runs.
-                    let from = Time::from_secs(*start_time).min(now);
-                    let until = d.until(from).map(|end| end.max(now + Span::from_millis(1)));
-                    snap.hold(d, &granted, 1.0, from, until);
-                }
-            }
-            if let Some(d) = d {
-                demands.insert(job.id, (Arc::clone(job), d));
-            }
-        }
-        snap.instance_index = index;
-        snap.running_demands = demands;
-    }
-
     /// One scheduling cycle: pending tasks by priority, then submission order, each to
     /// the first candidate queue instance of its category that has what it asks for.
     pub fn schedule(&self, now: Time, connected: &HashSet<String>) -> Decisions {
@@ -938,7 +849,7 @@ impl<'a> ClusterView<'a> {
             HashMap::default();
         let mut out = Vec::new();
         // Per advance reservation with jobs to place: its own snapshot and categories.
-        let mut reservations: HashMap<u64, Option<ReservationCycle>> = HashMap::new();
+        let mut reservations: HashMap<u64, Option<crate::ar::ReservationCycle>> = HashMap::new();
         let mut reservations_left = self.sched_conf().max_reservation;
         for job in self.pending_in_order(at, order) {
             if let Some(id) = job.spec.ar {
@@ -1009,55 +920,9 @@ impl<'a> ClusterView<'a> {
         }
     }
 
-    /// The snapshot and categories a cycle places the jobs of reservation `id` with:
-    /// None while the reservation does not take jobs (not open, or in error with hard
-    /// error handling).
-    fn reservation_cycle<'j>(
-        &self,
-        snap: &mut Snapshot,
-        id: u64,
-        at: Time,
-    ) -> Option<ReservationCycle<'j>> {
-        let ar = self.ars.get(&id)?;
-        if !crate::ar::takes_jobs(ar, at) {
-            return None;
-        }
-        let mut view = snap.reservation_view(ar);
-        self.book_running(&mut view, at, |job| job.spec.ar == Some(id));
-        Some(ReservationCycle {
-            snap: view,
-            categories: HashMap::new(),
-            end: Time::from_secs(ar.end) - self.sched_conf().duration_offset,
-        })
-    }
-
-    /// Place a reservation's job on its snapshot, as far as its run time ends within
-    /// the reservation's window.
-    fn place_in_reservation<'j>(
-        &self,
-        rc: &mut ReservationCycle<'j>,
-        job: &'j Job,
-        at: Time,
-        max_aj_instances: Option<u32>,
-        out: &mut Vec<Dispatch>,
-    ) {
-        let next = rc.categories.len() + 1;
-        let entry = rc
-            .categories
-            .entry(category_key(job))
-            .or_insert_with(|| rc.snap.category(job, next));
-        let Some(cat) = entry.as_mut() else {
-            return;
-        };
-        if cat.exhausted() || cat.demand.run_time.is_some_and(|r| at + r > rc.end) {
-            return;
-        }
-        self.place_tasks(&mut rc.snap, cat, job, max_aj_instances, out);
-    }
-
     /// Place a job's pending tasks, lowest first, as far as its category has room in this
     /// cycle; each placement is booked on the snapshot and added to `out`.
-    fn place_tasks(
+    pub(crate) fn place_tasks(
         &self,
         snap: &mut Snapshot,
         cat: &mut Category,
