@@ -8,12 +8,7 @@ use crate::optvalues::{self, OptionError};
 use crate::{exit, Output};
 
 fn job_list(p: &Parsed) -> Vec<String> {
-    p.operands
-        .iter()
-        .flat_map(|o| o.split(','))
-        .filter(|s| !s.is_empty())
-        .map(str::to_string)
-        .collect()
+    p.operand_list()
 }
 
 fn send(req: ToMaster) -> Output {

@@ -47,6 +47,17 @@ impl Parsed {
         self.options.iter().any(|g| g.name == name)
     }
 
+    /// The operands as one list: each may itself be a comma-separated list
+    /// (`qdel 1,2 3`), empty items dropped.
+    pub fn operand_list(&self) -> Vec<String> {
+        self.operands
+            .iter()
+            .flat_map(|o| o.split(','))
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+            .collect()
+    }
+
     /// The argument of the last occurrence of an option.
     pub fn arg(&self, name: &str) -> Option<&str> {
         self.options

@@ -23,13 +23,7 @@ pub fn qdel(args: &[String]) -> Output {
         Ok(p) => p,
         Err(out) => return out,
     };
-    let ids: Vec<String> = p
-        .operands
-        .iter()
-        .flat_map(|o| o.split(','))
-        .filter(|s| !s.is_empty())
-        .map(str::to_string)
-        .collect();
+    let ids = p.operand_list();
     let users: Vec<String> = p
         .arg("-u")
         .map(|u| u.split(',').map(str::to_string).collect())

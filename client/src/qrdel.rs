@@ -19,13 +19,7 @@ pub fn qrdel(args: &[String]) -> Output {
         Ok(p) => p,
         Err(out) => return out,
     };
-    let ids: Vec<String> = p
-        .operands
-        .iter()
-        .flat_map(|o| o.split(','))
-        .filter(|s| !s.is_empty())
-        .map(str::to_string)
-        .collect();
+    let ids = p.operand_list();
     if ids.is_empty() {
         return Output::usage_error("error: no advance reservation given", &usage());
     }

@@ -4,7 +4,7 @@
 //! closes and its jobs go). The scheduler's part (where a reservation fits, what it
 //! holds in every cycle, its jobs placed inside it) is [`gantry_sched::ar`].
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use gantry_common::ar::{clock_state, matches_reference, window};
 use gantry_common::mail::ArEvent;
@@ -17,6 +17,15 @@ use crate::decide::{Decision, Effect};
 use crate::jobs::Job;
 use crate::sched::Time;
 use crate::state::{refuse, ClusterState, Object, Op};
+
+/// Slots per queue instance (queue, host): used by running tasks; reserved by the
+/// reservations whose window is open (`qstat -f`'s `resv`) and by all granted ones
+/// (`qhost -q`'s).
+#[derive(Debug, Clone, Default)]
+pub struct SlotCounts {
+    pub used: HashMap<(String, String), u32>,
+    pub reserved: HashMap<(String, String), (u32, u32)>,
+}
 
 /// The access list whose members (with the managers) may reserve.
 pub const AR_USERS: &str = "arusers";
@@ -419,22 +428,24 @@ impl ClusterState {
         Ok(())
     }
 
-    /// Slots reserved in a queue instance: by the reservations whose window is open
-    /// (`qstat -f`'s `resv`), and by all granted ones (`qhost -q`'s).
-    pub fn reserved_on(&self, queue: &str, host: &str, now: Time) -> (u32, u32) {
-        let (mut open, mut all) = (0, 0);
+    /// Slots per queue instance for `qhost -q` and `qstat -f`, counted once for all
+    /// hosts: those running tasks use, and those reservations hold.
+    pub fn slot_counts(&self, now: Time) -> SlotCounts {
+        let mut reserved: HashMap<(String, String), (u32, u32)> = HashMap::new();
         for ar in self.ars.values().filter(|a| holds(a)) {
-            for g in ar
-                .granted
-                .iter()
-                .filter(|g| g.queue == queue && g.host == host)
-            {
-                all += g.slots;
+            for g in &ar.granted {
+                let e = reserved
+                    .entry((g.queue.clone(), g.host.clone()))
+                    .or_default();
+                e.1 += g.slots;
                 if now.secs() >= ar.start {
-                    open += g.slots;
+                    e.0 += g.slots;
                 }
             }
         }
-        (open, all)
+        SlotCounts {
+            used: self.used_slots(),
+            reserved,
+        }
     }
 }

@@ -5,11 +5,11 @@ use super::*;
 impl ClusterState {
     /// `qhost`: every exec host with its load values and queue instances, and what each instance offers (`qstat -F`).
     pub(crate) fn host_info(&self, now: crate::sched::Time) -> Result<Reply, Refusal> {
-        let used = self.used_slots();
+        let counts = self.slot_counts(now);
         let mut hosts: Vec<HostView> = self
             .exechosts
             .keys()
-            .map(|h| self.host_view(h, now, &used))
+            .map(|h| self.host_view(h, now, &counts))
             .collect();
         // What each queue instance offers (`qstat -F`), from the scheduler's view.
         let all: std::collections::HashSet<String> = self.exechosts.keys().cloned().collect();
@@ -41,7 +41,7 @@ impl ClusterState {
             ));
         };
         let mut h = h.clone();
-        let view = self.host_view(host, now, &self.used_slots());
+        let view = self.host_view(host, now, &self.slot_counts(now));
         h.processors = load::get(&view.load_values, "num_proc")
             .and_then(|v| v.parse().ok())
             .unwrap_or(0);
@@ -143,13 +143,13 @@ impl ClusterState {
         }
         Ok(Reply::Change(change))
     }
-    /// A host as `qhost` shows it; `used_slots` is [`ClusterState::used_slots`], counted
+    /// A host as `qhost` shows it; `counts` is [`ClusterState::slot_counts`], counted
     /// once for all hosts of a report.
     pub(crate) fn host_view(
         &self,
         name: &str,
         now: crate::sched::Time,
-        used_slots: &HashMap<(String, String), u32>,
+        counts: &crate::ars::SlotCounts,
     ) -> HostView {
         let reachable = self.is_reachable(name, now);
         let mut load_values = self
@@ -173,11 +173,16 @@ impl ClusterState {
                     .unwrap_or(0);
                 let qtype = q.attr("qtype").map_or("", |a| a.default.as_str());
                 let pe_list = q.attr("pe_list").map_or("NONE", |a| a.default.as_str());
-                let used = used_slots
+                let used = counts
+                    .used
                     .get(&(q.name.clone(), name.to_string()))
                     .copied()
                     .unwrap_or(0);
-                let (reserved, reserved_all) = self.reserved_on(&q.name, name, now);
+                let (reserved, reserved_all) = counts
+                    .reserved
+                    .get(&(q.name.clone(), name.to_string()))
+                    .copied()
+                    .unwrap_or((0, 0));
                 QueueInstanceView {
                     queue: q.name.clone(),
                     qtype: qtype_letters(qtype, pe_list),
