@@ -143,6 +143,60 @@ fn bench(c: &mut Criterion) {
             d
         })
     });
+    // The same with what changes between two `qrsub`s on a busy cluster (untimed):
+    // 20 running jobs end and as many start in their place (each a changed job), 25
+    // hosts report (1,000 hosts at the default `load_report_time` of 40 s), and the
+    // oldest reservation is deleted and its request asked for again (granted, it is
+    // the newest: a thousand stay granted, spread as before).
+    let mut busy = s.clone();
+    let mut churning = KeptSnapshot::default();
+    let running: Vec<u64> = busy.jobs.keys().copied().collect();
+    let reporters: Vec<String> = busy.runtime.keys().cloned().collect();
+    // The request of each granted reservation, oldest first.
+    let mut asked: std::collections::VecDeque<(u64, u64)> = busy
+        .ars
+        .keys()
+        .zip(0..ARS)
+        .map(|(&id, n)| (id, n))
+        .collect();
+    g.bench_function("qrsub_after_churn_10k_running_1000_ars_1000_hosts", |b| {
+        let mut turn = 0usize;
+        b.iter_custom(|iters| {
+            let mut timed = std::time::Duration::ZERO;
+            for _ in 0..iters {
+                for k in 0..20 {
+                    let id = running[(turn * 20 + k) % running.len()];
+                    let mut j = gantry_master::jobs::Job::clone(&busy.jobs[&id]);
+                    let placed: Vec<(u32, TaskState)> =
+                        j.tasks.placed().map(|(t, st)| (t, st.clone())).collect();
+                    for (t, mut st) in placed {
+                        if let TaskState::Running { start_time, .. } = &mut st {
+                            *start_time = NOW - (turn % 50) as i64;
+                        }
+                        j.tasks.insert(t, st);
+                    }
+                    busy.apply(&Op::Put(Object::Job(j)));
+                }
+                for k in 0..25 {
+                    let h = &reporters[(turn * 25 + k) % reporters.len()];
+                    let report = busy.runtime[h].load_values.clone();
+                    busy.record_load(h, report, at);
+                }
+                turn += 1;
+                let Some((oldest, n)) = asked.pop_front() else {
+                    break;
+                };
+                busy.apply(&Op::Delete(gantry_master::state::ar_key(oldest)));
+                let started = std::time::Instant::now();
+                let d = busy.decide_submit_ar(&caller(), &[], &spec(n), &hosts, at, &mut churning);
+                timed += started.elapsed();
+                assert!(!d.ops.is_empty(), "reservation {n}: {:?}", d.reply);
+                busy.apply_all(&d.ops);
+                asked.push_back((*busy.ars.keys().next_back().unwrap_or(&0), n));
+            }
+            timed
+        })
+    });
     g.bench_function("snapshot_10k_running_1000_ars", |b| {
         b.iter(|| s.snapshot(&hosts, at).order.len())
     });

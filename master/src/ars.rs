@@ -44,8 +44,9 @@ impl ClusterState {
 
     /// `qrsub`: check the request as SGE's `ar_validate` and `ar_mod` do, then place it
     /// on the calendar; granted, the reservation and the next id are written.
-    /// `kept` is the snapshot the master keeps for these decisions between them (only
-    /// what changed since the last is built again).
+    /// `kept` is the snapshot the master keeps for these decisions between them, with
+    /// what runs and what is reserved booked (only what changed since the last is
+    /// built, booked or released again).
     pub fn decide_submit_ar(
         &self,
         caller: &Caller,
@@ -129,8 +130,7 @@ impl ClusterState {
                 format!("rejected: only {max} advance reservations are allowed per cluster"),
             ));
         }
-        let snap = kept.snapshot(&self.image(), connected, now);
-        let granted = self.view().reserve_on(snap, &ar, groups);
+        let granted = kept.reserve(&self.image(), connected, now, &ar, groups);
         if spec.verify {
             let message = match &granted {
                 Ok(g) if g.pe.is_some() => format!(

@@ -114,22 +114,32 @@ impl Snapshot {
         &mut self,
         ars: impl Iterator<Item = &'a AdvanceReservation>,
     ) {
-        for ar in ars.filter(|ar| holds(ar)) {
-            let Some(d) = request_demand(&self.catalog, ar) else {
-                continue;
-            };
-            let grants = granted_instances(self, &ar.granted);
-            let (from, until) = (Time::from_secs(ar.start), Time::from_secs(ar.end));
-            if until <= self.now {
-                continue;
-            }
-            self.hold(&d, &grants, 1.0, from, Some(until));
-            if let Some((pe, slots)) = &ar.granted_pe {
+        for ar in ars {
+            if let Some((pe, slots, from)) = self.hold_reservation(ar, None) {
                 if from <= self.now {
-                    *self.pe_used.entry(pe.clone()).or_insert(0) += slots;
+                    *self.pe_used.entry(pe).or_insert(0) += slots;
                 }
             }
         }
+    }
+
+    /// Book what a reservation holds over its window if it still holds anything (with
+    /// `ids`, each amount a booking of its own): its parallel environment, slots and
+    /// window start, which count once the window is open.
+    pub(crate) fn hold_reservation(
+        &mut self,
+        ar: &AdvanceReservation,
+        ids: Option<&mut Vec<crate::calendar::BookingId>>,
+    ) -> Option<(String, u32, Time)> {
+        let (from, until) = (Time::from_secs(ar.start), Time::from_secs(ar.end));
+        if !holds(ar) || until <= self.now {
+            return None;
+        }
+        let d = request_demand(&self.catalog, ar)?;
+        let grants = granted_instances(self, &ar.granted);
+        self.hold_recorded(&d, &grants, 1.0, (from, Some(until)), ids);
+        let (pe, slots) = ar.granted_pe.clone()?;
+        Some((pe, slots, from))
     }
 
     /// The snapshot a reservation's jobs are placed on: the reservation's queue

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use gantry_common::job::{Job, TaskState};
 use gantry_proto::Consumable;
 
+use crate::calendar::BookingId;
 use crate::matching::*;
 use crate::model::*;
 use crate::place::grants_total;
@@ -72,26 +73,42 @@ impl Snapshot {
         attr: usize,
         amount: f64,
         grants: &[(usize, u32)],
-        from: Time,
-        until: Option<Time>,
+        (from, until): (Time, Option<Time>),
+        mut ids: Option<&mut Vec<BookingId>>,
     ) {
         if grants.is_empty() {
             return;
         }
-        self.global
-            .book(&mut self.calendar, attr, amount, from, until);
+        self.global.book(
+            &mut self.calendar,
+            attr,
+            amount,
+            from,
+            until,
+            ids.as_deref_mut(),
+        );
         let mut hosts: Vec<usize> = Vec::new();
         for &(inst, _) in grants {
             let host = self.instances[inst].host;
             if !hosts.contains(&host) {
                 hosts.push(host);
-                self.hosts[host]
-                    .layer
-                    .book(&mut self.calendar, attr, amount, from, until);
+                self.hosts[host].layer.book(
+                    &mut self.calendar,
+                    attr,
+                    amount,
+                    from,
+                    until,
+                    ids.as_deref_mut(),
+                );
             }
-            self.instances[inst]
-                .layer
-                .book(&mut self.calendar, attr, amount, from, until);
+            self.instances[inst].layer.book(
+                &mut self.calendar,
+                attr,
+                amount,
+                from,
+                until,
+                ids.as_deref_mut(),
+            );
         }
     }
 
@@ -105,11 +122,30 @@ impl Snapshot {
         from: Time,
         until: Option<Time>,
     ) {
+        self.hold_recorded(d, grants, sign, (from, until), None);
+    }
+
+    /// [`Snapshot::hold`], each amount with `ids` a booking of its own whose id goes
+    /// there (to release them when the task ends).
+    pub(crate) fn hold_recorded(
+        &mut self,
+        d: &Demand,
+        grants: &[(usize, u32)],
+        sign: f64,
+        (from, until): (Time, Option<Time>),
+        mut ids: Option<&mut Vec<BookingId>>,
+    ) {
         let total: u32 = grants.iter().map(|(_, n)| n).sum();
         let consumables: Vec<(usize, f64, Consumable)> = d.consumables(&self.catalog).collect();
         for (attr, amount, kind) in consumables {
             if self.catalog.exclusive.contains(&attr) {
-                self.hold_exclusive(attr, sign * amount, grants, from, until);
+                self.hold_exclusive(
+                    attr,
+                    sign * amount,
+                    grants,
+                    (from, until),
+                    ids.as_deref_mut(),
+                );
                 continue;
             }
             let per_slot = kind != Consumable::Job;
@@ -118,8 +154,14 @@ impl Snapshot {
             } else {
                 amount
             };
-            self.global
-                .book(&mut self.calendar, attr, sign * global, from, until);
+            self.global.book(
+                &mut self.calendar,
+                attr,
+                sign * global,
+                from,
+                until,
+                ids.as_deref_mut(),
+            );
             for (n, (inst, slots)) in grants.iter().enumerate() {
                 let here = match (per_slot, n) {
                     (true, _) => amount * *slots as f64,
@@ -127,15 +169,21 @@ impl Snapshot {
                     (false, _) => 0.0,
                 };
                 let host = self.instances[*inst].host;
-                self.hosts[host]
-                    .layer
-                    .book(&mut self.calendar, attr, sign * here, from, until);
+                self.hosts[host].layer.book(
+                    &mut self.calendar,
+                    attr,
+                    sign * here,
+                    from,
+                    until,
+                    ids.as_deref_mut(),
+                );
                 self.instances[*inst].layer.book(
                     &mut self.calendar,
                     attr,
                     sign * here,
                     from,
                     until,
+                    ids.as_deref_mut(),
                 );
             }
         }
@@ -144,7 +192,11 @@ impl Snapshot {
 
 /// A running job's demand as booked (a job whose requests no longer resolve holds its
 /// slots and nothing else).
-fn running_demand(catalog: &Catalog, job: &Job, default_run_time: Option<Span>) -> Demand {
+pub(crate) fn running_demand(
+    catalog: &Catalog,
+    job: &Job,
+    default_run_time: Option<Span>,
+) -> Demand {
     demand(catalog, job)
         .unwrap_or_else(|_| Demand {
             hard: Vec::new(),
@@ -167,6 +219,79 @@ fn running_demand(catalog: &Catalog, job: &Job, default_run_time: Option<Span>) 
         .with_default_run_time(default_run_time)
 }
 
+/// Does a job have tasks that hold what they were granted (running, or being deleted)?
+pub(crate) fn holds_resources(job: &Job) -> bool {
+    job.tasks
+        .placed_states()
+        .any(|t| matches!(t, TaskState::Running { .. } | TaskState::Deleting { .. }))
+}
+
+/// What a job's running tasks hold besides their bookings.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct TasksHeld {
+    /// Slots per parallel environment.
+    pub pe: Vec<(String, u32)>,
+    /// From when the bookings read differently (a task past its run time holds until
+    /// just after now, one started after now holds from now): booked again then.
+    pub renew_at: Option<Time>,
+}
+
+impl Snapshot {
+    /// Book what the running tasks of `job` hold (`d` its demand) on every layer, from
+    /// their start until their run time is over; with `ids`, each a booking of its own.
+    pub(crate) fn hold_tasks(
+        &mut self,
+        job: &Job,
+        d: &Demand,
+        index: &InstanceIndex,
+        now: Time,
+        mut ids: Option<&mut Vec<BookingId>>,
+    ) -> TasksHeld {
+        let mut held = TasksHeld::default();
+        let soon = now + Span::from_millis(1);
+        for t in job.tasks.placed_states() {
+            if let TaskState::Running {
+                grants,
+                pe,
+                start_time,
+                ..
+            }
+            | TaskState::Deleting {
+                grants,
+                pe,
+                start_time,
+                ..
+            } = t
+            {
+                let granted: Vec<(usize, u32)> = grants
+                    .iter()
+                    .filter_map(|g| index.get(&g.queue, &g.host).map(|i| (i, g.slots)))
+                    .collect();
+                if let Some(pe) = pe {
+                    held.pe.push((pe.clone(), grants_total(&granted)));
+                }
+                // From its start until its run time is over; a task still running past
+                // it holds what it has for as long as it runs.
+                let start = Time::from_secs(*start_time);
+                let from = start.min(now);
+                let end = d.until(from);
+                let until = end.map(|end| end.max(soon));
+                let renew = match end {
+                    _ if start > now => Some(soon),
+                    Some(end) if end <= now => Some(soon),
+                    end => end,
+                };
+                held.renew_at = match (held.renew_at, renew) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                };
+                self.hold_recorded(d, &granted, 1.0, (from, until), ids.as_deref_mut());
+            }
+        }
+        held
+    }
+}
+
 impl<'a> ClusterView<'a> {
     /// Book what the running tasks of the jobs `which` picks hold, on every layer and
     /// in their parallel environments.
@@ -182,42 +307,17 @@ impl<'a> ClusterView<'a> {
         let mut demands: HashMap<u64, (Arc<Job>, Demand), foldhash::fast::RandomState> =
             HashMap::default();
         for job in self.jobs.values().filter(|j| which(j)) {
-            let mut d: Option<Demand> = None;
-            for t in job.tasks.placed_states() {
-                if let TaskState::Running {
-                    grants,
-                    pe,
-                    start_time,
-                    ..
-                }
-                | TaskState::Deleting {
-                    grants,
-                    pe,
-                    start_time,
-                    ..
-                } = t
-                {
-                    let granted: Vec<(usize, u32)> = grants
-                        .iter()
-                        .filter_map(|g| index.get(&g.queue, &g.host).map(|i| (i, g.slots)))
-                        .collect();
-                    let d = d.get_or_insert_with(|| match known.remove(&job.id) {
-                        Some((was, d)) if Arc::ptr_eq(&was, job) => d,
-                        _ => running_demand(&snap.catalog, job, snap.default_duration),
-                    });
-                    if let Some(pe) = pe {
-                        *snap.pe_used.entry(pe.clone()).or_insert(0) += grants_total(&granted);
-                    }
-                    // From its start until its run time is over; a task still running
-                    // past it holds what it has for as long as it runs.
-                    let from = Time::from_secs(*start_time).min(now);
-                    let until = d.until(from).map(|end| end.max(now + Span::from_millis(1)));
-                    snap.hold(d, &granted, 1.0, from, until);
-                }
+            if !holds_resources(job) {
+                continue;
             }
-            if let Some(d) = d {
-                demands.insert(job.id, (Arc::clone(job), d));
+            let d = match known.remove(&job.id) {
+                Some((was, d)) if Arc::ptr_eq(&was, job) => d,
+                _ => running_demand(&snap.catalog, job, snap.default_duration),
+            };
+            for (pe, slots) in snap.hold_tasks(job, &d, &index, now, None).pe {
+                *snap.pe_used.entry(pe).or_insert(0) += slots;
             }
+            demands.insert(job.id, (Arc::clone(job), d));
         }
         snap.instance_index = index;
         snap.running_demands = demands;

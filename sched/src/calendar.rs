@@ -93,6 +93,17 @@ pub struct Calendar {
     bookings: Vec<Booking>,
     /// Released booking slots, reused.
     free: Vec<u32>,
+    /// While a trial runs: what it booked and added, to take back.
+    trial: Option<Vec<Change>>,
+}
+
+/// A change a trial made, as [`Calendar::rollback`] takes it back.
+#[derive(Debug, Clone, Copy)]
+enum Change {
+    /// A booking of its own.
+    Booked(u32),
+    /// An amount added to an existing booking.
+    Added(u32, f64),
 }
 
 impl Calendar {
@@ -184,6 +195,9 @@ impl Calendar {
             }
         };
         self.lists[r.0 as usize].push(id);
+        if let Some(trial) = &mut self.trial {
+            trial.push(Change::Booked(id));
+        }
         let res = &mut self.summaries[r.0 as usize];
         res.total += amount;
         res.negative |= amount < NEGATIVE;
@@ -210,6 +224,9 @@ impl Calendar {
             let b = &mut self.bookings[last as usize];
             if b.from == from && b.until == until {
                 b.amount += amount;
+                if let Some(trial) = &mut self.trial {
+                    trial.push(Change::Added(last, amount));
+                }
                 let res = &mut self.summaries[r.0 as usize];
                 res.total += amount;
                 res.negative |= b.amount < NEGATIVE;
@@ -217,6 +234,37 @@ impl Calendar {
             }
         }
         self.book(r, amount, from, until).map(|_| ())
+    }
+
+    /// Begin a trial: what is booked and added from now on (and only that: releases,
+    /// ends and capacities are not recorded) is taken back by [`Calendar::rollback`].
+    /// A question asked on a calendar kept between questions books its answer in a
+    /// trial.
+    pub fn begin_trial(&mut self) {
+        self.trial = Some(Vec::new());
+    }
+
+    /// Take back everything booked and added since [`Calendar::begin_trial`], last
+    /// first, and end the trial (nothing to do without one).
+    pub fn rollback(&mut self) {
+        let Some(changes) = self.trial.take() else {
+            return;
+        };
+        for change in changes.into_iter().rev() {
+            match change {
+                // Each was live when recorded, and nothing released since.
+                Change::Booked(b) => {
+                    let _ = self.release(BookingId(b));
+                }
+                Change::Added(b, amount) => {
+                    let booking = &mut self.bookings[b as usize];
+                    booking.amount -= amount;
+                    let r = booking.resource as usize;
+                    self.summaries[r].total -= amount;
+                    bounds(&self.lists[r], &self.bookings, &mut self.summaries[r]);
+                }
+            }
+        }
     }
 
     /// Take a booking back (its task ended, its reservation was deleted).

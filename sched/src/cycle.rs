@@ -683,13 +683,29 @@ impl<'a> ClusterView<'a> {
         now: Time,
         adjusted: bool,
     ) {
+        snap.unbook_everything();
+        snap.pe_used.clear();
+        self.judge_instances(snap, connected, now, adjusted);
+        self.book_running(snap, now, |job| !self.in_holding_reservation(job));
+        snap.book_reservations(self.ars.values());
+        // The quota counters already hold what the running jobs use.
+        snap.gates.get_mut().quota = self.quota_book.cycle();
+    }
+
+    /// Everything of [`ClusterView::finish_snapshot`] but the bookings: the time, the
+    /// hosts' adjusted values and loads, every queue instance's state, the candidate
+    /// order, and the gates emptied of what an earlier cycle booked.
+    pub(crate) fn judge_instances(
+        &self,
+        snap: &mut Snapshot,
+        connected: &HashSet<String>,
+        now: Time,
+        adjusted: bool,
+    ) {
         let sconf = self.sched_conf();
         snap.now = now;
         snap.default_duration = sconf.default_duration;
         snap.reservations.clear();
-        snap.calendar = Calendar::new();
-        snap.global.unbook_all();
-        snap.pe_used.clear();
         *snap.gates.get_mut() = Default::default();
         // Recently started job slots per host, each weighted by the decay time left.
         let mut weights: HashMap<&str, f64> = HashMap::new();
@@ -720,8 +736,12 @@ impl<'a> ClusterView<'a> {
             adjustments,
             ..
         } = snap;
+        // Each host's name hashed twice, not once per queue instance.
+        let reachable: Vec<bool> = hosts
+            .iter()
+            .map(|h| connected.contains(&h.name) && self.is_reachable(&h.name, now))
+            .collect();
         for host in hosts.iter_mut() {
-            host.layer.unbook_all();
             host.weight = weights.get(host.name.as_str()).copied().unwrap_or(0.0);
             adjust(
                 catalog,
@@ -750,7 +770,6 @@ impl<'a> ClusterView<'a> {
                 .sum();
         }
         for inst in instances.iter_mut() {
-            inst.layer.unbook_all();
             let host = &hosts[inst.host];
             // Most clusters have no instance in these sets: no key is made for them.
             let listed = |set: &HashSet<(String, String)>| {
@@ -771,7 +790,7 @@ impl<'a> ClusterView<'a> {
                 .flatten()
             {
                 Some(Unusable::SuspendAlarm(why))
-            } else if !connected.contains(&host.name) || !self.is_reachable(&host.name, now) {
+            } else if !reachable[inst.host] {
                 Some(Unusable::Unreachable)
             } else {
                 overload_message(catalog, host, adjustments, &inst.thresholds)
@@ -786,15 +805,10 @@ impl<'a> ClusterView<'a> {
                 SortMethod::SeqNo => ia.seq_no.cmp(&ib.seq_no).then(la.total_cmp(&lb)),
                 SortMethod::Load => la.total_cmp(&lb).then(ia.seq_no.cmp(&ib.seq_no)),
             };
-            first
-                .then(hosts[ia.host].name.cmp(&hosts[ib.host].name))
-                .then(ia.queue.cmp(&ib.queue))
+            // Host name, then queue name: ranked once with the base.
+            first.then(snap.instance_index.rank[a].cmp(&snap.instance_index.rank[b]))
         });
         snap.order = order;
-        self.book_running(snap, now, |job| !self.in_holding_reservation(job));
-        snap.book_reservations(self.ars.values());
-        // The quota counters already hold what the running jobs use.
-        snap.gates.get_mut().quota = self.quota_book.cycle();
     }
 
     /// One scheduling cycle: pending tasks by priority, then submission order, each to

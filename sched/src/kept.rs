@@ -18,9 +18,13 @@ use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
 use gantry_common::pe::Pe;
-use gantry_proto::{ClusterQueue, ComplexAttr, Config, ExecHost, HostGroup, UserSet};
+use gantry_proto::{
+    AdvanceReservation, ClusterQueue, ComplexAttr, Config, ExecHost, HostGroup, UserSet,
+};
 
-use crate::cycle::Decisions;
+use crate::ar::Granted;
+use crate::cycle::{CannotRun, Decisions};
+use crate::ledger::{Ledger, LedgerCounters};
 use crate::model::Snapshot;
 use crate::time::Time;
 use crate::view::{ClusterImage, HostRuntime};
@@ -72,6 +76,9 @@ struct Kept {
     /// Per host of the snapshot (same index), the report its values came from.
     reports: Vec<Option<Arc<HostRuntime>>>,
     snap: Snapshot,
+    /// What is booked on the snapshot, by job and reservation, when it is kept booked
+    /// between questions ([`KeptSnapshot::reserve`]); None when a cycle books afresh.
+    ledger: Option<Ledger>,
 }
 
 /// How a kept snapshot was brought up to date, for tests and benchmarks.
@@ -81,6 +88,9 @@ pub struct KeptCounters {
     pub rebuilt: u64,
     /// Hosts whose values were built again after a new report.
     pub hosts_refreshed: u64,
+    /// Ledgers begun afresh (the first question, and after a base was rebuilt or a
+    /// host's values came to define other attributes).
+    pub ledgers_begun: u64,
 }
 
 /// The snapshot the scheduler's thread keeps between cycles.
@@ -91,19 +101,13 @@ pub struct KeptSnapshot {
 }
 
 impl KeptSnapshot {
-    /// The snapshot for a cycle on `image` at `now`, as
-    /// [`crate::ClusterView::snapshot_at`] would build it (load adjustments included),
-    /// from the kept one where the image allows.
-    pub fn snapshot(
-        &mut self,
-        image: &ClusterImage,
-        connected: &HashSet<String>,
-        now: Time,
-    ) -> &mut Snapshot {
+    /// The kept snapshot's base brought up to `image`: built again after a
+    /// configuration change, else only the hosts with a new report. Taken out of
+    /// `self` while it is changed: a panic on the way leaves nothing half-changed
+    /// behind, and the next call builds afresh.
+    fn refreshed(&mut self, image: &ClusterImage) -> Kept {
         let view = image.view();
-        // Taken out while it is changed: a panic on the way leaves nothing half-changed
-        // behind, and the next call builds afresh.
-        let kept = match self.kept.take() {
+        match self.kept.take() {
             Some(mut k) if k.sources.same_as(image) => {
                 for (n, report) in k.reports.iter_mut().enumerate() {
                     let host = &mut k.snap.hosts[n];
@@ -116,7 +120,17 @@ impl KeptSnapshot {
                     if same {
                         continue;
                     }
-                    let values = view.host_values(&k.snap.catalog, &k.snap.adjustments, &host.name);
+                    let mut values =
+                        view.host_values(&k.snap.catalog, &k.snap.adjustments, &host.name);
+                    // Kept booked: the bookings move to the new values, or are all made
+                    // again when the host's attributes changed.
+                    if k.ledger.is_some()
+                        && !values
+                            .layer
+                            .take_resources(&host.layer, &mut k.snap.calendar)
+                    {
+                        k.ledger = None;
+                    }
                     host.layer = values.layer;
                     host.nproc = values.nproc;
                     host.reported = values.reported;
@@ -136,12 +150,28 @@ impl KeptSnapshot {
                         .map(|h| image.runtime.get(&h.name).cloned())
                         .collect(),
                     snap,
+                    ledger: None,
                 }
             }
-        };
-        let kept = self.kept.insert(kept);
-        view.finish_snapshot(&mut kept.snap, connected, now, true);
-        &mut kept.snap
+        }
+    }
+
+    /// The snapshot for a cycle on `image` at `now`, as
+    /// [`crate::ClusterView::snapshot_at`] would build it (load adjustments included),
+    /// from the kept one where the image allows.
+    pub fn snapshot(
+        &mut self,
+        image: &ClusterImage,
+        connected: &HashSet<String>,
+        now: Time,
+    ) -> &mut Snapshot {
+        let mut kept = self.refreshed(image);
+        // A cycle books everything afresh.
+        kept.ledger = None;
+        image
+            .view()
+            .finish_snapshot(&mut kept.snap, connected, now, true);
+        &mut self.kept.insert(kept).snap
     }
 
     /// One scheduling cycle on `image` at `now`: what
@@ -160,6 +190,44 @@ impl KeptSnapshot {
         let decisions = image.view().decide_on(&mut kept.snap, now);
         self.kept = Some(kept);
         decisions
+    }
+
+    /// Grant advance reservation `ar` on `image` at `now`: what
+    /// [`crate::ClusterView::reserve`] answers, on the kept snapshot with what runs
+    /// and what is reserved kept booked between the questions (only what started,
+    /// ended or changed since the last is booked or released), and the answer's own
+    /// bookings taken back.
+    pub fn reserve(
+        &mut self,
+        image: &ClusterImage,
+        connected: &HashSet<String>,
+        now: Time,
+        ar: &AdvanceReservation,
+        groups: &[String],
+    ) -> Result<Granted, CannotRun> {
+        let view = image.view();
+        let mut kept = self.refreshed(image);
+        let ledger = match kept.ledger.as_mut() {
+            Some(ledger) => ledger,
+            None => {
+                self.counters.ledgers_begun += 1;
+                kept.snap.unbook_everything();
+                kept.ledger.insert(Ledger::default())
+            }
+        };
+        view.judge_instances(&mut kept.snap, connected, now, false);
+        ledger.bring_up_to_date(image, &mut kept.snap, now);
+        kept.snap.gates.get_mut().quota = view.quota_book.cycle();
+        kept.snap.calendar.begin_trial();
+        let granted = view.reserve_on(&mut kept.snap, ar, groups);
+        kept.snap.calendar.rollback();
+        self.kept = Some(kept);
+        granted
+    }
+
+    /// What the kept ledger did so far (None: nothing is kept booked).
+    pub fn ledger_counters(&self) -> Option<LedgerCounters> {
+        Some(self.kept.as_ref()?.ledger.as_ref()?.counters)
     }
 
     /// Forget the kept snapshot: the next cycle builds afresh.

@@ -10,7 +10,8 @@
 //!   quota sets), [`place`] (where its tasks go), [`book`] (what a placement takes);
 //! - [`cycle`]: the dispatch cycle over the stages, its explanations and the threshold
 //!   actions;
-//! - [`kept`]: the snapshot kept between cycles, brought up to date per host report;
+//! - [`kept`]: the snapshot kept between cycles, brought up to date per host report,
+//!   and between reservation grants with what runs kept booked (`ledger`);
 //! - [`calendar`]: capacities booked over time; [`time`]: the scheduler's clock.
 
 pub mod admit;
@@ -20,6 +21,7 @@ pub mod book;
 pub mod calendar;
 pub mod cycle;
 pub mod kept;
+mod ledger;
 pub mod matching;
 pub mod model;
 pub mod order;
@@ -32,6 +34,7 @@ pub mod view;
 pub use calendar::{BookingId, Calendar, CalendarError, ResourceId};
 pub use cycle::{CannotRun, Decisions, Dispatch, SchedConf, ThresholdActions, Trigger};
 pub use kept::{KeptCounters, KeptSnapshot};
+pub use ledger::LedgerCounters;
 pub use model::*;
 pub use time::{Span, Time};
 pub use view::{ClusterView, HostRuntime};

@@ -8,7 +8,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use crate::calendar::{Calendar, ResourceId};
+use crate::calendar::{BookingId, Calendar, ResourceId};
 use crate::time::{Span, Time};
 use gantry_common::job::Job;
 use gantry_common::value::{self, Value};
@@ -81,7 +81,8 @@ impl Layer {
     }
 
     /// Book `amount` of an attribute this layer defines over `[from, until)` (nothing
-    /// where it does not define it).
+    /// where it does not define it): added to the latest booking of the same interval,
+    /// or with `ids`, a booking of its own whose id goes there (to release it alone).
     pub(crate) fn book(
         &mut self,
         calendar: &mut Calendar,
@@ -89,6 +90,7 @@ impl Layer {
         amount: f64,
         from: Time,
         until: Option<Time>,
+        ids: Option<&mut Vec<BookingId>>,
     ) {
         let Some(&n) = self.index.get(attr) else {
             return;
@@ -105,7 +107,40 @@ impl Layer {
             .resource
             .get_or_insert_with(|| calendar.add_resource(capacity));
         // The resource was made by this calendar: booking on it cannot fail.
-        let _ = calendar.add(resource, amount, from, until);
+        match ids {
+            Some(ids) => ids.extend(calendar.book(resource, amount, from, until)),
+            None => {
+                let _ = calendar.add(resource, amount, from, until);
+            }
+        }
+    }
+
+    /// Take over the calendar resources of `old`, the same layer before its values
+    /// changed, with the bookings on them (each resource's capacity set to this layer's
+    /// value). False, and nothing taken, when the two define different attributes:
+    /// what is booked must then be booked again.
+    pub(crate) fn take_resources(&mut self, old: &Layer, calendar: &mut Calendar) -> bool {
+        if old.entries.len() != self.entries.len()
+            || old
+                .entries
+                .iter()
+                .any(|(attr, _)| self.get(*attr).is_none())
+        {
+            return false;
+        }
+        for (attr, offer) in &old.entries {
+            if let Some(r) = offer.resource {
+                let here = self.entry(*attr);
+                here.resource = Some(r);
+                let capacity = match &here.fixed {
+                    Some(Value::Num(c)) => *c,
+                    _ => f64::INFINITY,
+                };
+                // The resource is on this calendar: setting its capacity cannot fail.
+                let _ = calendar.set_capacity(r, capacity);
+            }
+        }
+        true
     }
 
     /// Forget every booking (the calendar they were on is gone).
@@ -554,6 +589,9 @@ pub struct Snapshot {
 #[derive(Debug, Clone, Default)]
 pub struct InstanceIndex {
     by_host: HashMap<String, Vec<(String, usize)>, foldhash::fast::RandomState>,
+    /// Per queue instance, its place by host name, then queue name: the candidate
+    /// order's last tie-break, without comparing names in every cycle.
+    pub(crate) rank: Vec<u32>,
 }
 
 impl InstanceIndex {
@@ -588,6 +626,18 @@ impl Snapshot {
                 .entry(self.hosts[i.host].name.clone())
                 .or_default()
                 .push((i.queue.clone(), n));
+        }
+        let mut by_name: Vec<usize> = (0..self.instances.len()).collect();
+        by_name.sort_by(|&a, &b| {
+            let (ia, ib) = (&self.instances[a], &self.instances[b]);
+            self.hosts[ia.host]
+                .name
+                .cmp(&self.hosts[ib.host].name)
+                .then(ia.queue.cmp(&ib.queue))
+        });
+        index.rank = vec![0; self.instances.len()];
+        for (rank, inst) in by_name.into_iter().enumerate() {
+            index.rank[inst] = rank as u32;
         }
         self.instance_index = index;
         self

@@ -154,7 +154,19 @@ impl Cluster {
             usersets: keep(&self.usersets, before.map(|b| &b.usersets)),
             pes: keep(&self.pes, before.map(|b| &b.pes)),
             sched: keep(&self.sched, before.map(|b| &b.sched)),
-            jobs: Arc::new(self.jobs.clone()),
+            // The same table when no job is another `Arc`, as the master's is.
+            jobs: match before {
+                Some(b)
+                    if b.jobs.len() == self.jobs.len()
+                        && b.jobs
+                            .iter()
+                            .zip(&self.jobs)
+                            .all(|((i, a), (j, b))| i == j && Arc::ptr_eq(a, b)) =>
+                {
+                    b.jobs.clone()
+                }
+                _ => Arc::new(self.jobs.clone()),
+            },
             runtime: Arc::new(self.runtime.clone()),
             disabled: Arc::new(self.disabled.clone()),
             errored: Arc::new(self.errored.clone()),
@@ -163,7 +175,7 @@ impl Cluster {
             quota_book: Arc::new(self.quota_book.clone()),
             max_unheard: self.max_unheard,
             max_aj_instances: self.max_aj_instances,
-            ars: Arc::new(self.ars.clone()),
+            ars: keep(&self.ars, before.map(|b| &b.ars)),
         }
     }
 

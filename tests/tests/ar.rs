@@ -627,3 +627,164 @@ fn a_reserved_parallel_job_starts_as_the_calendar_says_while_short_jobs_backfill
         "the big job waited for every short job: {starts:?} / {big_started}"
     );
 }
+
+/// The options not covered above reach the reservation and decide where it goes:
+/// `-a` with `-e` (the duration from both), `-masterq`, `-he y`, `-ckpt`, `-now y`
+/// (interactive instances only); and `qrdel -f` by a manager deletes a reservation with
+/// a running job at once.
+#[test]
+fn reservation_options_reach_the_reservation_and_qrdel_f_forces() {
+    if !need_root("reservation_options_reach_the_reservation_and_qrdel_f_forces") {
+        return;
+    }
+    let c = cluster();
+    let u = |user: &str, cmd: &str, args: &[&str]| c.as_user(user, cmd, args);
+    let granted = |n: u32| format!("Your advance reservation {n} has been granted\n");
+    let detail = |id: &str| c.client("qrstat", &["-ar", id]).stdout;
+    let has = |text: &str, k: &str, v: &str| text.contains(&format!("{k:<30} {v}\n"));
+
+    // -a and -e: a window of 15 minutes, ten minutes ahead.
+    let start = now() + 600;
+    let (a, e) = (date_time(start), date_time(start + 900));
+    expect(
+        &u("ar_u1", "qrsub", &["-a", &a, "-e", &e, "-N", "ewin"]),
+        &granted(1),
+        "",
+        0,
+        "qrsub -a -e",
+    );
+    let d = detail("1");
+    assert!(has(&d, "duration", "00:15:00"), "{d}");
+    assert!(has(&d, "name", "ewin"), "{d}");
+
+    // -masterq and -he y, for a parallel reservation open from now.
+    expect(
+        &u(
+            "ar_u1",
+            "qrsub",
+            &[
+                "-d",
+                "0:10:0",
+                "-pe",
+                "smp",
+                "2",
+                "-masterq",
+                "all.q@node1",
+                "-he",
+                "y",
+                "-N",
+                "mq",
+            ],
+        ),
+        &granted(2),
+        "",
+        0,
+        "qrsub -masterq -he y",
+    );
+    let d = detail("2");
+    for (k, v) in [
+        ("master hard queue_list", "all.q@node1"),
+        ("error_handling", "true"),
+        ("granted_slots_list", "all.q@node1=2"),
+        ("granted_parallel_environment", "smp slots 2"),
+    ] {
+        assert!(has(&d, k, v), "{k}: {d}");
+    }
+    // A master queue is for parallel requests only, as with qsub.
+    expect(
+        &u("ar_u1", "qrsub", &["-d", "0:10:0", "-masterq", "all.q"]),
+        "job rejected: specification of master queue is not allowed for non-parallel jobs\n",
+        "",
+        1,
+        "qrsub -masterq without -pe",
+    );
+
+    // -ckpt: only where the queue lists the environment.
+    let file = c.home().join("check.ckpt");
+    std::fs::write(
+        &file,
+        "ckpt_name check\ninterface application-level\nwhen sx\n",
+    )
+    .unwrap();
+    assert_eq!(c.qconf(&["-Ackpt", file.to_str().unwrap()]).code, 0);
+    let ckpt = ["-d", "0:5:0", "-ckpt", "check", "-N", "ck"];
+    expect(
+        &u("ar_u1", "qrsub", &ckpt),
+        "advance_reservation: no suitable queues\n",
+        "",
+        1,
+        "qrsub -ckpt outside the ckpt_list",
+    );
+    assert_eq!(
+        c.qconf(&["-mattr", "queue", "ckpt_list", "check", "all.q"])
+            .code,
+        0
+    );
+    expect(
+        &u("ar_u1", "qrsub", &ckpt),
+        &granted(3),
+        "",
+        0,
+        "qrsub -ckpt",
+    );
+    assert!(has(&detail("ck"), "checkpoint_name", "check"));
+
+    // -now y: interactive instances only.
+    let now_y = ["-d", "0:5:0", "-now", "y"];
+    expect(
+        &u("ar_u1", "qrsub", &now_y),
+        &granted(4),
+        "",
+        0,
+        "qrsub -now y",
+    );
+    assert_eq!(
+        c.qconf(&["-mattr", "queue", "qtype", "BATCH", "all.q"])
+            .code,
+        0
+    );
+    expect(
+        &u("ar_u1", "qrsub", &now_y),
+        "advance_reservation: no suitable queues\n",
+        "",
+        1,
+        "qrsub -now y without interactive queues",
+    );
+    let ids: Vec<String> = qrstat_all(&c)
+        .lines()
+        .skip(2)
+        .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+        .collect();
+    assert_eq!(ids, ["1", "2", "3", "4"], "nothing else was booked");
+
+    // qrdel -f by a manager: the reservation and its running job go at once.
+    let job = c.submit(
+        "ar_u1",
+        &["-ar", "2", "-pe", "smp", "2", "-b", "y", "sleep", "300"],
+    );
+    wait_until(
+        "the reservation's job runs",
+        Duration::from_secs(20),
+        || {
+            c.client("qstat", &["-u", "*"])
+                .stdout
+                .lines()
+                .any(|l| l.trim_start().starts_with(&format!("{job} ")) && l.contains(" r "))
+        },
+    );
+    let out = c.client("qrdel", &["-f", "mq"]);
+    expect(
+        &out,
+        "root has deleted advance_reservation 2\n",
+        "",
+        0,
+        "qrdel -f",
+    );
+    assert!(!qrstat_all(&c)
+        .lines()
+        .any(|l| l.trim_start().starts_with("2 ")));
+    assert!(
+        !c.client("qstat", &["-u", "*"]).stdout.contains("sleep"),
+        "the job went with it"
+    );
+}

@@ -324,3 +324,51 @@ fn half_open_intervals_and_future_bookings() {
     assert_eq!(cal.expire(t(200)), 2);
     assert_eq!(cal.booking_count(), 1);
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    /// Bookings and additions made in a trial, rolled back, leave every answer as it
+    /// was before the trial; bookings after it behave as on a calendar that never had
+    /// one.
+    #[test]
+    fn a_rolled_back_trial_leaves_every_answer_as_before(
+        before in proptest::collection::vec(op(), 0..30),
+        tried in proptest::collection::vec(
+            (0..3usize, -2..5i8, 0..4i64, proptest::option::of(1..3i64), any::<bool>()),
+            1..20,
+        ),
+        after in proptest::collection::vec(op(), 0..10),
+        queries in proptest::collection::vec(query(), 1..12),
+    ) {
+        let mut cal = Calendar::new();
+        let mut model = Model { capacity: vec![8.0; 3], ..Model::default() };
+        let res: Vec<ResourceId> = (0..3).map(|_| cal.add_resource(8.0)).collect();
+        for op in &before {
+            apply(&mut cal, &mut model, &res, op);
+        }
+        cal.begin_trial();
+        for &(r, amount, from, length, own) in &tried {
+            let (from, until) = (t(from * 10), length.map(|l| t(from * 10 + l * 10)));
+            if own {
+                cal.book(res[r], amount as f64, from, until).unwrap();
+            } else {
+                cal.add(res[r], amount as f64, from, until).unwrap();
+            }
+        }
+        cal.rollback();
+        prop_assert_eq!(cal.booking_count(), model.bookings.len());
+        for op in &after {
+            apply(&mut cal, &mut model, &res, op);
+        }
+        prop_assert_eq!(cal.booking_count(), model.bookings.len());
+        for &(r, _, from, length) in &queries {
+            let until = length.map(|l| from + l);
+            prop_assert!((cal.used_at(res[r], t(from)).unwrap() - model.used_at(r, from)).abs() < 1e-9);
+            prop_assert!(
+                (cal.peak_over(res[r], t(from), until.map(t)).unwrap() - model.peak_over(r, from, until)).abs() < 1e-9,
+                "peak over [{}, {:?}) of {}", from, until, r
+            );
+        }
+    }
+}

@@ -5,7 +5,7 @@
 
 use std::collections::HashSet;
 
-use gantry_proto::LoadValue;
+use gantry_proto::{AdvanceReservation, LoadValue};
 use proptest::prelude::*;
 
 use super::*;
@@ -248,7 +248,8 @@ fn a_report_rebuilds_its_host_only_and_a_configuration_change_everything() {
         kept.counters,
         KeptCounters {
             rebuilt: 1,
-            hosts_refreshed: 0
+            hosts_refreshed: 0,
+            ..KeptCounters::default()
         }
     );
 
@@ -259,7 +260,8 @@ fn a_report_rebuilds_its_host_only_and_a_configuration_change_everything() {
         kept.counters,
         KeptCounters {
             rebuilt: 1,
-            hosts_refreshed: 0
+            hosts_refreshed: 0,
+            ..KeptCounters::default()
         }
     );
 
@@ -272,7 +274,8 @@ fn a_report_rebuilds_its_host_only_and_a_configuration_change_everything() {
         kept.counters,
         KeptCounters {
             rebuilt: 1,
-            hosts_refreshed: 2
+            hosts_refreshed: 2,
+            ..KeptCounters::default()
         }
     );
     let snap = kept.snapshot(&reported, &connected, at);
@@ -291,7 +294,198 @@ fn a_report_rebuilds_its_host_only_and_a_configuration_change_everything() {
         kept.counters,
         KeptCounters {
             rebuilt: 2,
-            hosts_refreshed: 2
+            hosts_refreshed: 2,
+            ..KeptCounters::default()
         }
     );
+}
+
+/// A reservation request for the ledger test: `slots` (a parallel one for more than
+/// one), licences, over `[start, start + len)`.
+fn reservation(id: u64, start: i64, len: i64, slots: u8, lic: u8) -> AdvanceReservation {
+    let mut spec = gantry_proto::ArSpec {
+        account: "sge".into(),
+        submit_host: "head".into(),
+        ..gantry_proto::ArSpec::default()
+    };
+    if slots > 1 {
+        spec.pe = Some(("smp".into(), slots.to_string()));
+    }
+    if lic > 0 {
+        spec.resources = vec![("lic".into(), lic.to_string())];
+    }
+    AdvanceReservation {
+        id,
+        spec,
+        owner: "alice".into(),
+        group: "alice".into(),
+        submission_time: 0,
+        start,
+        end: start + len,
+        granted: Vec::new(),
+        granted_pe: None,
+        state: gantry_proto::ArState::Waiting,
+        errors: Vec::new(),
+    }
+}
+
+#[derive(Debug, Clone)]
+enum Grant {
+    /// Ask for a reservation `(offset from now, length, slots, licences)`; granted,
+    /// keep it when `keep`.
+    Ask(u16, u16, u8, u8, bool),
+    /// Delete the n-th reservation.
+    Delete(usize),
+    /// A reservation's window opens (its state as the master's clock sets it).
+    Open(usize),
+}
+
+fn grant_op() -> impl Strategy<Value = Grant> {
+    prop_oneof![
+        // A window from now meets the tasks running past their run time.
+        4 => (prop_oneof![Just(0u16), 0..600u16], 1..900u16, 1..4u8, 0..3u8, any::<bool>())
+            .prop_map(|(o, l, s, lic, keep)| Grant::Ask(o, l, s, lic, keep)),
+        1 => (0..6usize).prop_map(Grant::Delete),
+        1 => (0..6usize).prop_map(Grant::Open),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    /// Reservations granted on a snapshot that keeps what runs and what is reserved
+    /// booked between grants are granted exactly where a fresh snapshot grants them,
+    /// whatever started, ended, changed or was reserved in between.
+    #[test]
+    fn kept_bookings_grant_what_a_fresh_snapshot_grants(
+        ops in proptest::collection::vec((op(), proptest::option::of(grant_op())), 1..40)
+    ) {
+        let c = cluster();
+        let connected = c.connected();
+        let mut w = World { c, image: None, connected, now: Time::from_secs(0), last: Vec::new(), next_id: 0 };
+        let mut granting = KeptSnapshot::default();
+        let mut next_ar = 1;
+        for (op, grant) in &ops {
+            w.apply(op);
+            let image = w.c.image_after(w.image.as_ref());
+            w.last = image.view().schedule(w.now, &w.connected).dispatches;
+            let now = w.now.secs();
+            match grant {
+                Some(Grant::Ask(offset, len, slots, lic, keep)) => {
+                    let mut ar = reservation(next_ar, now + *offset as i64, *len as i64, *slots, *lic);
+                    next_ar += 1;
+                    let fresh = image.view().reserve(&ar, &[], &w.connected, w.now);
+                    let kept = granting.reserve(&image, &w.connected, w.now, &ar, &[]);
+                    prop_assert_eq!(&kept, &fresh, "after {:?}", op);
+                    if let (Ok(g), true) = (kept, keep) {
+                        ar.granted = g.grants;
+                        ar.granted_pe = g.pe;
+                        w.c.ars.insert(ar.id, ar);
+                    }
+                }
+                Some(Grant::Delete(n)) => {
+                    if let Some(&id) = w.c.ars.keys().nth(*n) {
+                        w.c.ars.remove(&id);
+                    }
+                }
+                Some(Grant::Open(n)) => {
+                    if let Some(a) = w.c.ars.values_mut().nth(*n) {
+                        a.state = gantry_common::ar::clock_state(a, now);
+                    }
+                }
+                None => {
+                    // A probe that keeps nothing: the same answer both ways.
+                    let ar = reservation(0, now, 600, 2, 1);
+                    let fresh = image.view().reserve(&ar, &[], &w.connected, w.now);
+                    let kept = granting.reserve(&image, &w.connected, w.now, &ar, &[]);
+                    prop_assert_eq!(&kept, &fresh, "after {:?}", op);
+                }
+            }
+            w.image = Some(image);
+        }
+    }
+}
+
+#[test]
+fn kept_bookings_book_only_what_changed() {
+    let mut c = cluster();
+    for id in 1..=4 {
+        c.put_job(job(id, "alice", &[("h_rt", "600")], &[]));
+    }
+    let connected = c.connected();
+    let at = Time::from_secs(0);
+    let first = c.image_after(None);
+    for d in first.view().schedule(at, &connected).dispatches {
+        let j = c.jobs[&d.job_id].clone();
+        let mut j = Job::clone(&j);
+        j.tasks.insert(d.task_id, crate::synthetic::running(&d));
+        c.put_job(j);
+    }
+    let mut granting = KeptSnapshot::default();
+    let probe = reservation(9, 60, 600, 1, 0);
+    let running = c.image_after(Some(&first));
+    granting
+        .reserve(&running, &connected, at, &probe, &[])
+        .unwrap();
+    assert_eq!(
+        granting.ledger_counters(),
+        Some(crate::LedgerCounters {
+            booked: 4,
+            released: 0
+        })
+    );
+    // Nothing changed: nothing booked or released.
+    let same = c.image_after(Some(&running));
+    granting
+        .reserve(&same, &connected, at, &probe, &[])
+        .unwrap();
+    assert_eq!(granting.ledger_counters().unwrap().booked, 4);
+    // One ends, a host reports: one released, nothing booked, no ledger begun again.
+    c.remove_job(2);
+    report(&mut c, 1, 0.5);
+    let ended = c.image_after(Some(&same));
+    granting
+        .reserve(&ended, &connected, at, &probe, &[])
+        .unwrap();
+    assert_eq!(
+        granting.ledger_counters(),
+        Some(crate::LedgerCounters {
+            booked: 4,
+            released: 1
+        })
+    );
+    assert_eq!(granting.counters.ledgers_begun, 1);
+    assert_eq!(granting.counters.hosts_refreshed, 1);
+}
+
+#[test]
+fn a_task_past_its_run_time_stays_booked_until_just_after_now() {
+    let mut c = Cluster::new(&[]);
+    c.add_host("n1", "", &[("arch", "lx-amd64"), ("num_proc", "1")]);
+    c.set_queue("all.q", "slots", "1");
+    c.put_job(job(1, "alice", &[("h_rt", "100")], &[]));
+    c.start(1, 1, "all.q", "n1");
+    let connected = c.connected();
+    let mut granting = KeptSnapshot::default();
+    let mut image = c.image_after(None);
+    // (now, window start): the task holds its slot until 100, then while it runs on.
+    for (now, start, granted) in [
+        (0, 50, false),
+        (0, 100, true),
+        (99, 100, true),
+        (150, 150, false),
+        (300, 300, false),
+        (300, 301, true),
+    ] {
+        c.host_runtime("n1").last_heard = Some(Time::from_secs(now));
+        image = c.image_after(Some(&image));
+        let probe = reservation(9, start, 10, 1, 0);
+        let at = Time::from_secs(now);
+        let fresh = image.view().reserve(&probe, &[], &connected, at);
+        let kept = granting.reserve(&image, &connected, at, &probe, &[]);
+        assert_eq!(kept, fresh, "at {now} from {start}");
+        assert_eq!(kept.is_ok(), granted, "at {now} from {start}");
+    }
+    // The job itself never changed: booked once, then again only once past its end.
+    assert_eq!(granting.ledger_counters().unwrap().released, 2);
 }
