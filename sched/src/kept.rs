@@ -216,7 +216,7 @@ impl KeptSnapshot {
             }
         };
         view.judge_instances(&mut kept.snap, connected, now, false);
-        ledger.bring_up_to_date(image, &mut kept.snap, now);
+        ledger.bring_up_to_date(&view, &mut kept.snap, now);
         kept.snap.gates.get_mut().quota = view.quota_book.cycle();
         kept.snap.calendar.begin_trial();
         let granted = view.reserve_on(&mut kept.snap, ar, groups);

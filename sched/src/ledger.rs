@@ -9,29 +9,32 @@
 //! the reservation itself). Bringing the calendar up to date books what started,
 //! releases what ended and books again what changed; everything else stays booked.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use gantry_common::job::Job;
-use gantry_proto::AdvanceReservation;
+use gantry_proto::{AdvanceReservation, ArState};
 
 use crate::book::{holds_resources, running_demand, TasksHeld};
 use crate::calendar::BookingId;
 use crate::model::Snapshot;
 use crate::time::Time;
-use crate::view::{ClusterImage, ClusterView, JobTable};
+use crate::view::ClusterView;
 
 /// The bookings of a snapshot, by what they were made for.
 #[derive(Debug, Default)]
 pub(crate) struct Ledger {
-    jobs: BTreeMap<u64, HeldJob>,
+    /// Every job of the table last brought up to (booked or not), by id.
+    jobs: HashMap<u64, HeldJob, foldhash::fast::RandomState>,
+    /// The same jobs in id order with the address of the `Arc` each was seen as: what
+    /// is compared with the job table (a flat array, read in one pass; the `Arc`s held
+    /// in `jobs` keep the addresses from being reused).
+    addresses: Vec<(u64, usize)>,
+    /// When the bookings of a job must be made again, earliest first.
+    renewals: BTreeSet<(Time, u64)>,
+    /// The jobs bound to a reservation: booked or not as the reservation holds or not.
+    bound: BTreeSet<u64>,
     ars: BTreeMap<u64, HeldAr>,
-    /// The job table and reservations last brought up to (held: an `Arc` still held
-    /// is never another's, so the same one means nothing changed).
-    jobs_seen: Option<Arc<JobTable>>,
-    ars_seen: Option<Arc<BTreeMap<u64, AdvanceReservation>>>,
-    /// The earliest time a job's bookings must be made again.
-    next_renewal: Option<Time>,
     /// The slots the booked jobs hold per parallel environment.
     pe_jobs: HashMap<String, u32>,
     pub counters: LedgerCounters,
@@ -48,19 +51,22 @@ pub struct LedgerCounters {
 
 #[derive(Debug)]
 struct HeldJob {
-    job: Arc<Job>,
-    /// Its reservation (the job's own, kept here so that an unchanged job is never
-    /// read: 10,000 jobs read are as many cache misses).
-    ar: Option<u64>,
-    /// It was in a reservation holding resources (inside what that holds, not booked).
-    in_reservation: bool,
+    /// Held, never read: while it is, its address in `addresses` is no other job's.
+    _job: Arc<Job>,
+    /// Its reservation, and whether that held resources (the job then inside what it
+    /// holds, not booked here).
+    ar: Option<(u64, bool)>,
     bookings: Vec<BookingId>,
     held: TasksHeld,
 }
 
+/// A reservation as booked: what can change of a granted one is its state (its error
+/// list books nothing); its window and grants never change.
 #[derive(Debug)]
 struct HeldAr {
-    ar: AdvanceReservation,
+    state: ArState,
+    start: i64,
+    end: i64,
     bookings: Vec<BookingId>,
     /// Its parallel environment, slots and window start.
     pe: Option<(String, u32, Time)>,
@@ -75,33 +81,16 @@ impl Snapshot {
     }
 }
 
-/// Is `seen` the very `now`?
-fn same<T>(seen: &Option<Arc<T>>, now: &Arc<T>) -> bool {
-    seen.as_ref().is_some_and(|a| Arc::ptr_eq(a, now))
-}
-
 impl Ledger {
     /// Bring what the ledger booked on `snap` (judged for `now`) up to the jobs and
-    /// reservations of `image` at `now`, and count the slots of the parallel
+    /// reservations of `view` at `now`, and count the slots of the parallel
     /// environments: the snapshot then holds what [`ClusterView::finish_snapshot`]
     /// would have booked.
-    pub(crate) fn bring_up_to_date(
-        &mut self,
-        image: &ClusterImage,
-        snap: &mut Snapshot,
-        now: Time,
-    ) {
-        let view = image.view();
-        let ars_same = same(&self.ars_seen, &image.ars);
-        let renewal_due = self.next_renewal.is_some_and(|t| now >= t);
-        if !(ars_same && same(&self.jobs_seen, &image.jobs) && !renewal_due) {
-            self.jobs_up_to_date(&view, snap, now);
-        }
-        if !ars_same || self.ars.values().any(|h| h.ended(now)) {
-            self.ars_up_to_date(&view, snap, now);
-        }
-        self.jobs_seen = Some(Arc::clone(&image.jobs));
-        self.ars_seen = Some(Arc::clone(&image.ars));
+    pub(crate) fn bring_up_to_date(&mut self, view: &ClusterView, snap: &mut Snapshot, now: Time) {
+        // The job table and the reservations are compared every time, not kept: a
+        // table held here would make the master's next change copy it whole.
+        self.jobs_up_to_date(view, snap, now);
+        self.ars_up_to_date(view, snap, now);
 
         snap.pe_used.clear();
         let jobs = self
@@ -120,35 +109,46 @@ impl Ledger {
         }
     }
 
-    fn jobs_up_to_date(&mut self, view: &ClusterView, snap: &mut Snapshot, now: Time) {
-        let current = |held: &HeldJob, job: &Arc<Job>| {
-            Arc::ptr_eq(&held.job, job)
-                && held.held.renew_at.is_none_or(|t| now < t)
-                && held.ar.is_none_or(|id| {
-                    held.in_reservation == view.ars.get(&id).is_some_and(crate::ar::holds)
-                })
-        };
-        // Both in id order: one pass over both finds what changed.
-        let mut stale: Vec<u64> = Vec::new();
-        let mut fresh: Vec<&Arc<Job>> = Vec::new();
-        {
-            let mut held = self.jobs.iter().peekable();
-            for (id, job) in view.jobs {
-                while let Some((h, _)) = held.next_if(|(h, _)| *h < id) {
-                    stale.push(*h);
-                }
-                match held.next_if(|(h, _)| *h == id) {
-                    Some((_, h)) if current(h, job) => {}
-                    Some(_) => {
-                        stale.push(*id);
-                        fresh.push(job);
-                    }
-                    None => fresh.push(job),
+    /// The jobs that changed since the last time, or whose bookings are due again.
+    fn changed_jobs(&mut self, view: &ClusterView, now: Time) -> Vec<u64> {
+        let mut changed: Vec<u64> = Vec::new();
+        let mut addresses = Vec::with_capacity(view.jobs.len());
+        let mut seen = self.addresses.iter().peekable();
+        for (&id, job) in view.jobs {
+            let address = Arc::as_ptr(job) as usize;
+            addresses.push((id, address));
+            while let Some(&(gone, _)) = seen.next_if(|(s, _)| *s < id) {
+                changed.push(gone);
+            }
+            match seen.next_if(|(s, _)| *s == id) {
+                Some(&(_, was)) if was == address => {}
+                _ => changed.push(id),
+            }
+        }
+        changed.extend(seen.map(|(id, _)| *id));
+        self.addresses = addresses;
+        while let Some(&(t, id)) = self.renewals.first() {
+            if now < t {
+                break;
+            }
+            changed.push(id);
+            self.renewals.pop_first();
+        }
+        for &id in &self.bound {
+            if let Some((ar, was)) = self.jobs.get(&id).and_then(|h| h.ar) {
+                if was != view.ars.get(&ar).is_some_and(crate::ar::holds) {
+                    changed.push(id);
                 }
             }
-            stale.extend(held.map(|(id, _)| *id));
         }
-        for id in stale {
+        changed.sort_unstable();
+        changed.dedup();
+        changed
+    }
+
+    fn jobs_up_to_date(&mut self, view: &ClusterView, snap: &mut Snapshot, now: Time) {
+        let changed = self.changed_jobs(view, now);
+        for &id in &changed {
             if let Some(h) = self.jobs.remove(&id) {
                 if !h.bookings.is_empty() {
                     self.counters.released += 1;
@@ -159,10 +159,17 @@ impl Ledger {
                         *n = n.saturating_sub(*slots);
                     }
                 }
+                if let Some(t) = h.held.renew_at {
+                    self.renewals.remove(&(t, id));
+                }
+                self.bound.remove(&id);
             }
         }
         let index = std::mem::take(&mut snap.instance_index);
-        for job in fresh {
+        for id in changed {
+            let Some(job) = view.jobs.get(&id) else {
+                continue;
+            };
             let in_reservation = view.in_holding_reservation(job);
             let mut bookings = Vec::new();
             let held = if !in_reservation && holds_resources(job) {
@@ -175,19 +182,23 @@ impl Ledger {
             for (pe, slots) in &held.pe {
                 *self.pe_jobs.entry(pe.clone()).or_insert(0) += slots;
             }
+            if let Some(t) = held.renew_at {
+                self.renewals.insert((t, id));
+            }
+            if job.spec.ar.is_some() {
+                self.bound.insert(id);
+            }
             self.jobs.insert(
-                job.id,
+                id,
                 HeldJob {
-                    job: Arc::clone(job),
-                    ar: job.spec.ar,
-                    in_reservation,
+                    _job: Arc::clone(job),
+                    ar: job.spec.ar.map(|ar| (ar, in_reservation)),
                     bookings,
                     held,
                 },
             );
         }
         snap.instance_index = index;
-        self.next_renewal = self.jobs.values().filter_map(|h| h.held.renew_at).min();
     }
 
     fn ars_up_to_date(&mut self, view: &ClusterView, snap: &mut Snapshot, now: Time) {
@@ -213,7 +224,9 @@ impl Ledger {
             self.ars.insert(
                 ar.id,
                 HeldAr {
-                    ar: ar.clone(),
+                    state: ar.state,
+                    start: ar.start,
+                    end: ar.end,
                     bookings,
                     pe,
                 },
@@ -223,20 +236,13 @@ impl Ledger {
 }
 
 impl HeldAr {
-    /// Does `ar` hold what this booked? A reservation changes only its state once
-    /// granted (and its error list, which books nothing).
+    /// Does `ar` hold what this booked?
     fn same_hold(&self, ar: &AdvanceReservation) -> bool {
-        let held = &self.ar;
-        held.state == ar.state
-            && held.start == ar.start
-            && held.end == ar.end
-            && held.granted_pe == ar.granted_pe
-            && held.granted == ar.granted
-            && held.spec == ar.spec
+        self.state == ar.state && self.start == ar.start && self.end == ar.end
     }
 
     /// Booked, and its window over.
     fn ended(&self, now: Time) -> bool {
-        !self.bookings.is_empty() && Time::from_secs(self.ar.end) <= now
+        !self.bookings.is_empty() && Time::from_secs(self.end) <= now
     }
 }
