@@ -115,22 +115,20 @@ impl Snapshot {
         ars: impl Iterator<Item = &'a AdvanceReservation>,
     ) {
         for ar in ars {
-            if let Some((pe, slots, from)) = self.hold_reservation(ar, None) {
-                if from <= self.now {
-                    *self.pe_used.entry(pe).or_insert(0) += slots;
-                }
+            if let Some(h) = self.hold_reservation(ar, None) {
+                self.hold_pe(h);
             }
         }
     }
 
     /// Book what a reservation holds over its window if it still holds anything (with
-    /// `ids`, each amount a booking of its own): its parallel environment, slots and
-    /// window start, which count once the window is open.
+    /// `ids`, each amount a booking of its own): the parallel environment slots it
+    /// holds over its window (counted now once the window is open).
     pub(crate) fn hold_reservation(
         &mut self,
         ar: &AdvanceReservation,
         ids: Option<&mut Vec<crate::calendar::BookingId>>,
-    ) -> Option<(String, u32, Time)> {
+    ) -> Option<PeHold> {
         let (from, until) = (Time::from_secs(ar.start), Time::from_secs(ar.end));
         if !holds(ar) || until <= self.now {
             return None;
@@ -139,7 +137,12 @@ impl Snapshot {
         let grants = granted_instances(self, &ar.granted);
         self.hold_recorded(&d, &grants, 1.0, (from, Some(until)), ids);
         let (pe, slots) = ar.granted_pe.clone()?;
-        Some((pe, slots, from))
+        Some(PeHold {
+            pe,
+            slots,
+            from,
+            until: Some(until),
+        })
     }
 
     /// The snapshot a reservation's jobs are placed on: the reservation's queue
@@ -186,6 +189,8 @@ impl Snapshot {
             used.insert(name.clone(), pe.slots.saturating_sub(offered));
         }
         s.pe_used = used;
+        s.pe_holds.clear();
+        s.pe_ahead.clear();
         s
     }
 
@@ -358,18 +363,15 @@ impl<'a> ClusterView<'a> {
                 snap.instances[inst].batch = true;
             }
         }
-        // A parallel environment's slots are counted, not booked over time: the other
-        // reservations whose windows meet this one and are not open yet (the open ones
-        // are counted already) hold theirs too.
-        for other in self.ars.values().filter(|o| holds(o) && o.id != ar.id) {
-            if let Some((pe, slots)) = &other.granted_pe {
-                let open = Time::from_secs(other.start) <= snap.now;
-                if !open && other.start < ar.end && ar.start < other.end {
-                    *snap.pe_used.entry(pe.clone()).or_insert(0) += slots;
-                }
-            }
+        // A parallel environment's slots over the window: the most the running tasks
+        // and the other reservations hold at any instant of it.
+        let (from, until) = (Time::from_secs(ar.start), Time::from_secs(ar.end));
+        let names: Vec<String> = snap.pes.keys().cloned().collect();
+        for pe in names {
+            let peak = pe_peak(&snap.pe_holds, &pe, from, until);
+            snap.pe_used.insert(pe, peak);
         }
-        snap.now = Time::from_secs(ar.start);
+        snap.now = from;
         d.run_time = Some(Span::from_secs(ar.end - ar.start));
         d.category = 1;
         let candidates = snap.static_candidates(&d);

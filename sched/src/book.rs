@@ -229,8 +229,8 @@ pub(crate) fn holds_resources(job: &Job) -> bool {
 /// What a job's running tasks hold besides their bookings.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct TasksHeld {
-    /// Slots per parallel environment.
-    pub pe: Vec<(String, u32)>,
+    /// Parallel environment slots, each over its task's interval.
+    pub pe: Vec<PeHold>,
     /// From when the bookings read differently (a task past its run time holds until
     /// just after now, one started after now holds from now): booked again then.
     pub renew_at: Option<Time>,
@@ -267,15 +267,20 @@ impl Snapshot {
                     .iter()
                     .filter_map(|g| index.get(&g.queue, &g.host).map(|i| (i, g.slots)))
                     .collect();
-                if let Some(pe) = pe {
-                    held.pe.push((pe.clone(), grants_total(&granted)));
-                }
                 // From its start until its run time is over; a task still running past
                 // it holds what it has for as long as it runs.
                 let start = Time::from_secs(*start_time);
                 let from = start.min(now);
                 let end = d.until(from);
                 let until = end.map(|end| end.max(soon));
+                if let Some(pe) = pe {
+                    held.pe.push(PeHold {
+                        pe: pe.clone(),
+                        slots: grants_total(&granted),
+                        from,
+                        until,
+                    });
+                }
                 let renew = match end {
                     _ if start > now => Some(soon),
                     Some(end) if end <= now => Some(soon),
@@ -314,8 +319,8 @@ impl<'a> ClusterView<'a> {
                 Some((was, d)) if Arc::ptr_eq(&was, job) => d,
                 _ => running_demand(&snap.catalog, job, snap.default_duration),
             };
-            for (pe, slots) in snap.hold_tasks(job, &d, &index, now, None).pe {
-                *snap.pe_used.entry(pe).or_insert(0) += slots;
+            for h in snap.hold_tasks(job, &d, &index, now, None).pe {
+                snap.hold_pe(h);
             }
             demands.insert(job.id, (Arc::clone(job), d));
         }

@@ -599,6 +599,8 @@ impl<'a> ClusterView<'a> {
             order: Vec::new(),
             pes: self.pes.clone(),
             pe_used: HashMap::new(),
+            pe_holds: Vec::new(),
+            pe_ahead: Default::default(),
             adjustments,
             now: Time::from_secs(0),
             calendar: Calendar::new(),
@@ -685,6 +687,8 @@ impl<'a> ClusterView<'a> {
     ) {
         snap.unbook_everything();
         snap.pe_used.clear();
+        snap.pe_holds.clear();
+        snap.pe_ahead.clear();
         self.judge_instances(snap, connected, now, adjusted);
         self.book_running(snap, now, |job| !self.in_holding_reservation(job));
         snap.book_reservations(self.ars.values());

@@ -17,7 +17,7 @@ use gantry_proto::{AdvanceReservation, ArState};
 
 use crate::book::{holds_resources, running_demand, TasksHeld};
 use crate::calendar::BookingId;
-use crate::model::Snapshot;
+use crate::model::{PeHold, Snapshot};
 use crate::time::Time;
 use crate::view::ClusterView;
 
@@ -35,8 +35,8 @@ pub(crate) struct Ledger {
     /// The jobs bound to a reservation: booked or not as the reservation holds or not.
     bound: BTreeSet<u64>,
     ars: BTreeMap<u64, HeldAr>,
-    /// The slots the booked jobs hold per parallel environment.
-    pe_jobs: HashMap<String, u32>,
+    /// The booked jobs that hold parallel environment slots.
+    parallel: BTreeSet<u64>,
     pub counters: LedgerCounters,
 }
 
@@ -68,8 +68,8 @@ struct HeldAr {
     start: i64,
     end: i64,
     bookings: Vec<BookingId>,
-    /// Its parallel environment, slots and window start.
-    pe: Option<(String, u32, Time)>,
+    /// The parallel environment slots it holds over its window.
+    pe: Option<PeHold>,
 }
 
 impl Snapshot {
@@ -93,19 +93,16 @@ impl Ledger {
         self.ars_up_to_date(view, snap, now);
 
         snap.pe_used.clear();
+        snap.pe_holds.clear();
+        snap.pe_ahead.clear();
         let jobs = self
-            .pe_jobs
+            .parallel
             .iter()
-            .filter(|(_, n)| **n > 0)
-            .map(|(pe, n)| (pe.clone(), *n));
-        let ars = self
-            .ars
-            .values()
-            .filter_map(|h| h.pe.clone())
-            .filter(|(_, _, from)| *from <= now)
-            .map(|(pe, slots, _)| (pe, slots));
-        for (pe, slots) in jobs.chain(ars) {
-            *snap.pe_used.entry(pe).or_insert(0) += slots;
+            .filter_map(|id| self.jobs.get(id))
+            .flat_map(|h| h.held.pe.iter());
+        let ars = self.ars.values().filter_map(|h| h.pe.as_ref());
+        for hold in jobs.chain(ars) {
+            snap.hold_pe(hold.clone());
         }
     }
 
@@ -154,11 +151,7 @@ impl Ledger {
                     self.counters.released += 1;
                 }
                 snap.release_all(&h.bookings);
-                for (pe, slots) in &h.held.pe {
-                    if let Some(n) = self.pe_jobs.get_mut(pe) {
-                        *n = n.saturating_sub(*slots);
-                    }
-                }
+                self.parallel.remove(&id);
                 if let Some(t) = h.held.renew_at {
                     self.renewals.remove(&(t, id));
                 }
@@ -179,8 +172,8 @@ impl Ledger {
             } else {
                 TasksHeld::default()
             };
-            for (pe, slots) in &held.pe {
-                *self.pe_jobs.entry(pe.clone()).or_insert(0) += slots;
+            if !held.pe.is_empty() {
+                self.parallel.insert(id);
             }
             if let Some(t) = held.renew_at {
                 self.renewals.insert((t, id));

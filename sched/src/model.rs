@@ -559,6 +559,12 @@ pub struct Snapshot {
     /// Parallel environments, and the slots running jobs hold in each.
     pub pes: BTreeMap<String, gantry_common::pe::Pe>,
     pub pe_used: HashMap<String, u32>,
+    /// The parallel environment slots running tasks and reservations hold, each over
+    /// its interval: what a reservation's window is checked against.
+    pub(crate) pe_holds: Vec<PeHold>,
+    /// The parallel environments some hold takes slots of only from a time to come (a
+    /// reservation's window): placing in them counts the slots over the run time.
+    pub(crate) pe_ahead: std::collections::HashSet<String>,
     /// `job_load_adjustments`: (load value, amount per job slot, the amount as written).
     pub adjustments: Vec<(usize, f64, String)>,
     /// The time the snapshot is taken at: "now" for every question it answers.
@@ -583,6 +589,66 @@ pub struct Snapshot {
     /// (the catalog they were resolved against is the base's, rebuilt with it).
     pub(crate) running_demands:
         HashMap<u64, (std::sync::Arc<Job>, Demand), foldhash::fast::RandomState>,
+}
+
+/// Slots of a parallel environment held over `[from, until)` (None: from then on).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct PeHold {
+    pub pe: String,
+    pub slots: u32,
+    pub from: Time,
+    pub until: Option<Time>,
+}
+
+impl Snapshot {
+    /// Slots of a parallel environment held over an interval: counted as used now
+    /// when it has begun, kept for questions about times to come.
+    pub(crate) fn hold_pe(&mut self, h: PeHold) {
+        if h.from <= self.now {
+            *self.pe_used.entry(h.pe.clone()).or_insert(0) += h.slots;
+        } else {
+            self.pe_ahead.insert(h.pe.clone());
+        }
+        self.pe_holds.push(h);
+    }
+
+    /// The slots of parallel environment `pe` in use for a task placed now until
+    /// `until` (None: from now on).
+    pub(crate) fn pe_in_use(&self, pe: &str, until: Option<Time>) -> u32 {
+        if self.pe_ahead.contains(pe) {
+            pe_peak(&self.pe_holds, pe, self.now, until.unwrap_or(Time::MAX))
+        } else {
+            self.pe_used.get(pe).copied().unwrap_or(0)
+        }
+    }
+}
+
+/// The most slots of parallel environment `pe` the holds take at any instant of
+/// `[from, until)`.
+pub(crate) fn pe_peak(holds: &[PeHold], pe: &str, from: Time, until: Time) -> u32 {
+    let mut level: i64 = 0;
+    // (time, change): ends before starts at the same instant (half-open).
+    let mut events: Vec<(Time, i64)> = Vec::new();
+    for h in holds.iter().filter(|h| h.pe == pe) {
+        if h.from >= until || h.until.is_some_and(|u| u <= from) {
+            continue;
+        }
+        if h.from <= from {
+            level += h.slots as i64;
+        } else {
+            events.push((h.from, h.slots as i64));
+        }
+        if let Some(u) = h.until.filter(|u| *u < until) {
+            events.push((u, -(h.slots as i64)));
+        }
+    }
+    events.sort_unstable();
+    let mut peak = level;
+    for (_, change) in events {
+        level += change;
+        peak = peak.max(level);
+    }
+    peak.max(0) as u32
 }
 
 /// Queue instances by queue and host name: per host, its instances (a handful).

@@ -196,7 +196,7 @@ impl Snapshot {
             }
             let free = pe
                 .slots
-                .saturating_sub(self.pe_used.get(&name).copied().unwrap_or(0));
+                .saturating_sub(self.pe_in_use(&name, d.until(self.now)));
             let max = per.max.min(free);
             if max < per.min {
                 continue;
@@ -250,7 +250,12 @@ impl Snapshot {
                     if let Some(m) = master {
                         self.debit(&per_job, &[(m, total)], 1.0);
                     }
-                    *self.pe_used.entry(name.clone()).or_insert(0) += total;
+                    self.hold_pe(PeHold {
+                        pe: name.clone(),
+                        slots: total,
+                        from: self.now,
+                        until: d.until(self.now),
+                    });
                     return Some((name, grants));
                 }
                 self.debit(&per_slot, &grants, -1.0);

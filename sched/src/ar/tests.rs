@@ -394,6 +394,37 @@ fn overlapping_reservations_never_exceed_a_parallel_environments_slots() {
     assert!(grant(&mut s, ar(3, 150, 250, smp("1")), 10).is_ok());
     // After both windows, all three again.
     assert!(grant(&mut s, ar(4, 250, 300, smp("3")), 10).is_ok());
+    // Open windows count only where they meet the new one: at 120, reservation 1 is
+    // open until 200 (two slots) and 3 opens at 150 (one): nothing left over
+    // [150, 200); from 200 one slot (3's) until 250.
+    assert!(grant(&mut s, ar(5, 160, 190, smp("1")), 120).is_err());
+    assert!(grant(&mut s, ar(6, 200, 250, smp("2")), 120).is_ok());
+}
+
+#[test]
+fn running_parallel_tasks_hold_their_environments_slots_until_they_end() {
+    let mut s = cluster("4");
+    if let Some(pe) = s.pes.get_mut("smp") {
+        pe.slots = 3;
+    }
+    // A parallel job of three slots runs from 0 for 100 s (h_rt), another without a
+    // run time holds nothing of smp (it runs in mpi).
+    let mut j = job(1, "u1", &[("h_rt", "100")], &[]);
+    j.spec.pe = Some(("smp".into(), "3".into()));
+    s.put_job(j);
+    let placed = dispatched(&s, 0);
+    assert_eq!(placed.len(), 1, "{placed:?}");
+    let d = s
+        .view()
+        .schedule(Time::from_secs(0), &s.connected())
+        .dispatches;
+    let mut j = gantry_common::job::Job::clone(&s.jobs[&1]);
+    j.tasks.insert(1, crate::synthetic::running(&d[0]));
+    s.put_job(j);
+    let smp = |a: &mut ArSpec| a.pe = Some(("smp".into(), "1".into()));
+    // While it runs, no smp slot is left; once its run time is over, all three are.
+    assert!(grant(&mut s, ar(1, 50, 150, smp), 10).is_err());
+    assert!(grant(&mut s, ar(2, 100, 150, smp), 10).is_ok());
 }
 
 #[test]
@@ -408,4 +439,32 @@ fn an_interactive_reservation_takes_only_interactive_instances() {
         slots(&grant(&mut s, ar(3, 100, 200, |_| {}), 10).unwrap()),
         vec!["all.q@n1=1"]
     );
+}
+
+#[test]
+fn a_parallel_job_starts_only_if_its_environment_has_slots_over_its_run_time() {
+    let mut s = cluster("4");
+    if let Some(pe) = s.pes.get_mut("smp") {
+        pe.slots = 3;
+    }
+    // All three smp slots reserved from 100 to 200 (on one host: $pe_slots).
+    let smp = |a: &mut ArSpec| a.pe = Some(("smp".into(), "3".into()));
+    grant(&mut s, ar(1, 100, 200, smp), 10).unwrap();
+    let parallel = |id: u64, hard: &[(&str, &str)]| {
+        let mut j = job(id, "u1", hard, &[]);
+        j.spec.pe = Some(("smp".into(), "1".into()));
+        j
+    };
+    // Without a run time it would hold a slot into the window: it waits, though the
+    // other host has every slot free; one that ends before the window starts.
+    s.put_job(parallel(2, &[]));
+    assert!(dispatched(&s, 10).is_empty());
+    s.put_job(parallel(3, &[("h_rt", "60")]));
+    assert_eq!(
+        dispatched(&s, 10).iter().map(|d| d.0).collect::<Vec<_>>(),
+        vec![3]
+    );
+    // After the window, the first one runs too.
+    s.ars.clear();
+    assert_eq!(dispatched(&s, 10).len(), 2);
 }
