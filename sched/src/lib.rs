@@ -6,7 +6,8 @@
 //! - [`model`]: the resource model of one cycle (layers, offers, demands, the snapshot);
 //! - [`matching`]: a demand against the snapshot, layer by layer;
 //! - [`quota`]: the resource quota sets (rule matching, the usage book, the cycle cache);
-//! - the cycle's stages: [`order`] (which job next), [`admit`] (gates such as the
+//! - the cycle's stages: `judge` (each queue instance usable or why not, and the
+//!   candidates' order), [`order`] (which job next), [`admit`] (gates such as the
 //!   quota sets), [`place`] (where its tasks go), [`book`] (what a placement takes);
 //! - [`cycle`]: the dispatch cycle over the stages, its explanations and the threshold
 //!   actions;
@@ -20,6 +21,7 @@ pub mod backfill;
 pub mod book;
 pub mod calendar;
 pub mod cycle;
+mod judge;
 pub mod kept;
 mod ledger;
 pub mod matching;

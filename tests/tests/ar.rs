@@ -56,6 +56,16 @@ fn cluster() -> Cluster {
     c
 }
 
+/// The ids of the running jobs (`qstat -u '*'`).
+fn running(c: &Cluster) -> Vec<String> {
+    c.client("qstat", &["-u", "*"])
+        .stdout
+        .lines()
+        .filter(|l| l.contains(" r "))
+        .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+        .collect()
+}
+
 fn qrstat_all(c: &Cluster) -> String {
     c.client("qrstat", &["-u", "*"]).stdout
 }
@@ -274,12 +284,7 @@ fn refused_reservations_say_what_sge_says_and_book_nothing() {
     wait_until(
         "the reservation's job runs",
         Duration::from_secs(20),
-        || {
-            c.client("qstat", &["-u", "*"])
-                .stdout
-                .lines()
-                .any(|l| l.trim_start().starts_with(&format!("{id} ")) && l.contains(" r "))
-        },
+        || running(&c).contains(&id),
     );
     let f = c.client("qstat", &["-f"]).stdout;
     assert!(f.contains("2/2/4"), "resv/used/tot: {f}");
@@ -412,14 +417,6 @@ fn a_reservation_holds_its_slots_runs_its_job_in_its_window_and_gives_them_back(
     let flood: Vec<String> = (0..6)
         .map(|_| c.submit("ar_u2", &["-b", "y", "sleep", "300"]))
         .collect();
-    let running = |c: &Cluster| -> Vec<String> {
-        c.client("qstat", &["-u", "*"])
-            .stdout
-            .lines()
-            .filter(|l| l.contains(" r "))
-            .filter_map(|l| l.split_whitespace().next().map(str::to_string))
-            .collect()
-    };
     wait_until("two ordinary jobs run", Duration::from_secs(15), || {
         let n = running(&c).len();
         if n != 2 {
@@ -772,12 +769,7 @@ fn reservation_options_reach_the_reservation_and_qrdel_f_forces() {
     wait_until(
         "the reservation's job runs",
         Duration::from_secs(20),
-        || {
-            c.client("qstat", &["-u", "*"])
-                .stdout
-                .lines()
-                .any(|l| l.trim_start().starts_with(&format!("{job} ")) && l.contains(" r "))
-        },
+        || running(&c).contains(&job),
     );
     let out = c.client("qrdel", &["-f", "mq"]);
     expect(
