@@ -144,6 +144,26 @@ pub enum Consumable {
     Job,
 }
 
+/// A group's configured quota in the tree of hierarchical group quotas.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub enum GroupQuota {
+    /// Weighted slots (written as an integer).
+    Static(u64),
+    /// A fraction of the parent's quota, at most 1 (written with a decimal point).
+    Proportional(f64),
+}
+
+/// One group of the tree of hierarchical group quotas (a line of `qconf -sgq`): its
+/// path (`physics.hep`), quota, whether it takes others' surplus, and whether its jobs
+/// over its quota compete again in `<none>`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GroupEntry {
+    pub name: String,
+    pub quota: GroupQuota,
+    pub accept_surplus: bool,
+    pub autoregroup: bool,
+}
+
 /// One complex attribute definition (a line of `qconf -sc`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ComplexAttr {
