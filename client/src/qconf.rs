@@ -89,6 +89,10 @@ const SPECS: &[OptSpec] = &[
     opt("-Arqs", Arity::One),
     opt("-mrqs", Arity::Optional),
     opt("-drqs", Arity::One),
+    opt("-sgq", Arity::None),
+    opt("-mgq", Arity::None),
+    opt("-Mgq", Arity::One),
+    opt("-dgq", Arity::None),
 ];
 
 pub fn usage() -> String {
@@ -188,6 +192,10 @@ pub fn usage() -> String {
         ("[-Mhgrp file]", "modify host group entry from file"),
         ("[-Mconf file_list]", "modify configurations from file_list"),
         ("[-sc]", "show complex attributes"),
+        ("[-sgq]", "show the group quota tree"),
+        ("[-mgq]", "modify the group quota tree"),
+        ("[-Mgq fname]", "modify the group quota tree from file"),
+        ("[-dgq]", "delete the group quota tree"),
         ("[-sconf [global]]", "show configurations"),
         ("[-sconfl]", "show a list of all local configurations"),
         ("[-se server]", "show given exec server"),
@@ -639,6 +647,16 @@ fn one(name: &str, arg: Option<&str>) -> Output {
             }
         }
         ("-Me", Some(file)) => from_file(file, ObjectKind::ExecHost, false),
+        ("-sgq", _) => show_object(ObjectKind::GroupTree, ""),
+        ("-mgq", _) => edit_object(ObjectKind::GroupTree, "", false),
+        ("-Mgq", Some(file)) => from_file(file, ObjectKind::GroupTree, false),
+        ("-dgq", _) => change(
+            ToMaster::DeleteObjects {
+                kind: ObjectKind::GroupTree,
+                names: Vec::new(),
+            },
+            false,
+        ),
         ("-ssconf", _) => show_object(ObjectKind::SchedConf, ""),
         ("-msconf", _) => edit_object(ObjectKind::SchedConf, "", false),
         ("-Msconf", Some(file)) => from_file(file, ObjectKind::SchedConf, false),

@@ -12,6 +12,7 @@ mod adminhosts;
 mod ckpts;
 mod complex_list;
 mod exechosts;
+mod group_tree;
 mod pes;
 mod projects;
 mod queues;
@@ -152,6 +153,7 @@ impl ClusterState {
         let text = match kind {
             ObjectKind::Rqs => return self.show_quota_sets(name),
             ObjectKind::Complex => complex::print_complexes(&self.complexes),
+            ObjectKind::GroupTree => self.show_group_tree(),
             ObjectKind::SchedConf => schedconf::print_schedconf(
                 (*self.sched)
                     .as_ref()
@@ -228,6 +230,7 @@ impl ClusterState {
             ObjectKind::Pe => self.modify_pe(who, text),
             ObjectKind::Ckpt => self.modify_ckpt(who, text),
             ObjectKind::Complex => self.modify_complex(who, text),
+            ObjectKind::GroupTree => self.modify_group_tree(who, text),
             ObjectKind::SchedConf => self.modify_schedconf(who, text),
             ObjectKind::ExecHost => self.modify_exec_host(who, text),
             ObjectKind::Queue => self.modify_queue(who, text),
@@ -250,6 +253,7 @@ impl ClusterState {
             ObjectKind::Pe => self.delete_pes(who, names),
             ObjectKind::Ckpt => self.delete_ckpts(who, names),
             ObjectKind::Queue => self.delete_queues(who, names),
+            ObjectKind::GroupTree => self.delete_group_tree(who),
             _ => Err(invalid(format!("cannot delete {kind:?} objects"))),
         }
     }

@@ -70,6 +70,8 @@ pub enum Object {
     /// A host that joined and has not reported yet: its first load report gives it its
     /// slots in `all.q`.
     NewHost(String),
+    /// The tree of hierarchical group quotas (`qconf -sgq`), whole.
+    GroupTree(Vec<gantry_proto::GroupEntry>),
 }
 
 impl Object {
@@ -98,6 +100,7 @@ impl Object {
             Object::Ar(a) => ar_key(a.id),
             Object::NextArId(_) => "next-ar-id".to_string(),
             Object::NewHost(h) => format!("newhost/{h}"),
+            Object::GroupTree(_) => "group-tree".to_string(),
         }
     }
 }
@@ -192,6 +195,8 @@ pub struct ClusterState {
     pub ars: Arc<BTreeMap<u64, gantry_proto::AdvanceReservation>>,
     /// The next advance reservation id (0 until the first is granted: then 1).
     pub next_ar_id: u64,
+    /// The tree of hierarchical group quotas, each parent before its children.
+    pub group_tree: Arc<Vec<gantry_proto::GroupEntry>>,
     /// Hosts that joined and have not reported yet (their slots in `all.q` come with
     /// their first report).
     pub new_hosts: BTreeSet<String>,
@@ -338,6 +343,7 @@ impl ClusterState {
                     Arc::make_mut(&mut self.ars).insert(a.id, a);
                 }
                 Object::NextArId(n) => self.next_ar_id = n,
+                Object::GroupTree(list) => self.group_tree = Arc::new(list),
                 Object::NewHost(h) => {
                     self.new_hosts.insert(h);
                 }

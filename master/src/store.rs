@@ -37,7 +37,8 @@ const ACCOUNTING: TableDefinition<(u64, u32, u32), &[u8]> = TableDefinition::new
 /// 17: a job keeps whether it runs with a pseudo terminal (`-pty y`).
 /// 18: advance reservations and their id counter; accounting records name their
 ///     reservation.
-pub const SCHEMA_VERSION: u32 = 18;
+/// 19: the tree of hierarchical group quotas (`qconf -sgq`).
+pub const SCHEMA_VERSION: u32 = 19;
 
 /// A checkpoint is taken once this many changes or this many journal bytes are waiting.
 /// The owner starts it in a turn of its own ([`Store::checkpoint_due`],

@@ -18,7 +18,7 @@ pub use objects::*;
 
 /// The protocol version. Both daemons and every client speak exactly one version; peers
 /// with another version are refused with a message naming both.
-pub const PROTOCOL_VERSION: u32 = 23;
+pub const PROTOCOL_VERSION: u32 = 24;
 
 /// Magic bytes at the start of every [`Hello`]: "GNTY".
 pub const HELLO_MAGIC: [u8; 4] = *b"GNTY";
@@ -324,6 +324,9 @@ pub enum ObjectKind {
     /// Checkpointing environments (`-sckpt`, `-sckptl`, `-ackpt`, `-Ackpt`, `-mckpt`,
     /// `-Mckpt`, `-dckpt`).
     Ckpt,
+    /// The tree of hierarchical group quotas (`-sgq`, `-mgq`, `-Mgq`, `-dgq`): one
+    /// object, replaced whole.
+    GroupTree,
 }
 
 /// The master's answer to a [`ToMaster`] request.
