@@ -21,6 +21,7 @@ pub mod backfill;
 pub mod book;
 pub mod calendar;
 pub mod cycle;
+pub mod groups;
 mod judge;
 pub mod kept;
 mod ledger;

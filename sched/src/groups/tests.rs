@@ -1,0 +1,291 @@
+#![allow(clippy::unwrap_used)]
+//! The allocation for hand-computed trees (each expected number worked out in a comment
+//! from the rules in the module's documentation, not from the code's output), and its
+//! properties over random trees.
+
+use super::*;
+use proptest::prelude::*;
+
+fn tree(text: &str) -> Vec<GroupEntry> {
+    gantry_common::groups::parse_groups(text).unwrap()
+}
+
+fn demand(pairs: &[(&str, f64)]) -> HashMap<String, f64> {
+    pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect()
+}
+
+/// (group, quota, allocation) for every group, rounded to 1e-6.
+fn table(a: &Allocation) -> Vec<(String, f64, f64)> {
+    let r = |x: f64| (x * 1e6).round() / 1e6;
+    a.groups
+        .iter()
+        .map(|g| (g.name.clone(), r(g.quota), r(g.allocation)))
+        .collect()
+}
+
+fn row(name: &str, quota: f64, allocation: f64) -> (String, f64, f64) {
+    (name.to_string(), quota, allocation)
+}
+
+#[test]
+fn hand_computed_trees() {
+    struct Case {
+        what: &'static str,
+        tree: &'static str,
+        demand: &'static [(&'static str, f64)],
+        pool: f64,
+        integral: bool,
+        want: Vec<(String, f64, f64)>,
+        unused: f64,
+    }
+    let cases = vec![
+        // Static only. Quotas: a 60, b 30, the root keeps 100 - 90 = 10. Fair share: a
+        // 60 (asks 80, 20 left), b 10 (20 unused), the root 0 (10 unused). The root's
+        // surplus 30 goes to the accepting child still asking: a gets its 20.
+        Case {
+            what: "static only, surplus accepted",
+            tree: "a 60 TRUE FALSE\nb 30 TRUE FALSE",
+            demand: &[("a", 80.0), ("b", 10.0)],
+            pool: 100.0,
+            integral: true,
+            want: vec![row(ROOT, 10.0, 0.0), row("a", 60.0, 80.0), row("b", 30.0, 10.0)],
+            unused: 10.0,
+        },
+        // The same with a refusing surplus: it stays at 60, 30 unused.
+        Case {
+            what: "static only, surplus refused",
+            tree: "a 60 FALSE FALSE\nb 30 TRUE FALSE",
+            demand: &[("a", 80.0), ("b", 10.0)],
+            pool: 100.0,
+            integral: true,
+            want: vec![row(ROOT, 10.0, 0.0), row("a", 60.0, 60.0), row("b", 30.0, 10.0)],
+            unused: 30.0,
+        },
+        // Proportional only, the example: 0.7 and 0.3 of 10 slots, both
+        // saturating: 7 and 3.
+        Case {
+            what: "proportional, saturating",
+            tree: "physics 0.7 TRUE FALSE\nchemistry 0.3 TRUE FALSE",
+            demand: &[("physics", 100.0), ("chemistry", 100.0)],
+            pool: 10.0,
+            integral: true,
+            want: vec![row(ROOT, 0.0, 0.0), row("chemistry", 3.0, 3.0), row("physics", 7.0, 7.0)],
+            unused: 0.0,
+        },
+        // Chemistry stops asking: its 3 go to physics, which accepts.
+        Case {
+            what: "a group without demand lends everything",
+            tree: "physics 0.7 TRUE FALSE\nchemistry 0.3 TRUE FALSE",
+            demand: &[("physics", 100.0)],
+            pool: 10.0,
+            integral: true,
+            want: vec![row(ROOT, 0.0, 0.0), row("chemistry", 3.0, 0.0), row("physics", 7.0, 10.0)],
+            unused: 0.0,
+        },
+        // Both ask for more than their quota and both accept: the root's surplus (none
+        // here) is all there is; each keeps its quota.
+        // Mixed: a static 40 first, b and c half each of the 60 left: 30 and 30; the
+        // root keeps nothing. Demands a 10 (30 unused), b 50 (20 short), c 45 (15
+        // short): the root shares 30 by quota between b and c, both accepting: 15 each;
+        // c needs only 15: b 45, c 45, nothing left.
+        Case {
+            what: "mixed static and proportional",
+            tree: "a 40 TRUE FALSE\nb 0.5 TRUE FALSE\nc 0.5 TRUE FALSE",
+            demand: &[("a", 10.0), ("b", 50.0), ("c", 45.0)],
+            pool: 100.0,
+            integral: true,
+            want: vec![
+                row(ROOT, 0.0, 0.0),
+                row("a", 40.0, 10.0),
+                row("b", 30.0, 45.0),
+                row("c", 30.0, 45.0),
+            ],
+            unused: 0.0,
+        },
+        // Nested: physics 0.7 of 100 = 70 for its subtree; hep static 20, th half of
+        // the 50 left = 25; physics keeps 70 - 45 = 25 for its own jobs; chemistry 30.
+        Case {
+            what: "nested quotas",
+            tree: "physics 0.7 TRUE FALSE\nphysics.hep 20 TRUE FALSE\nphysics.th 0.5 TRUE FALSE\nchemistry 0.3 TRUE FALSE",
+            demand: &[("physics", 25.0), ("physics.hep", 20.0), ("physics.th", 25.0), ("chemistry", 30.0)],
+            pool: 100.0,
+            integral: true,
+            want: vec![
+                row(ROOT, 0.0, 0.0),
+                row("chemistry", 30.0, 30.0),
+                row("physics", 25.0, 25.0),
+                row("physics.hep", 20.0, 20.0),
+                row("physics.th", 25.0, 25.0),
+            ],
+            unused: 0.0,
+        },
+        // Interior demand: physics 0.5 of 40 = 20, hep half of it = 10, physics keeps
+        // 10 for its own jobs (asking 30); chemistry 20 asks nothing. Hep asks 5: 5
+        // unused, handed at physics to physics itself (hep asks no more): physics 15.
+        // At the root chemistry's 20 unused go to physics (its subtree still asks 15):
+        // physics 30, and 5 stay unused.
+        Case {
+            what: "demand in an interior group",
+            tree: "physics 0.5 TRUE FALSE\nphysics.hep 0.5 TRUE FALSE\nchemistry 0.5 TRUE FALSE",
+            demand: &[("physics", 30.0), ("physics.hep", 5.0)],
+            pool: 40.0,
+            integral: true,
+            want: vec![
+                row(ROOT, 0.0, 0.0),
+                row("chemistry", 20.0, 0.0),
+                row("physics", 10.0, 30.0),
+                row("physics.hep", 10.0, 5.0),
+            ],
+            unused: 5.0,
+        },
+        // Thirds of 10: 0.333 each is 3.33, the root keeps 0.01, which it shares by
+        // quota as surplus: 3.3333 each. Whole slots: 3 each, fractions 0.3333 x 3 = 1
+        // pooled: one unit, fractions and quotas tie, the name decides: a 4.
+        Case {
+            what: "rounding of fractional slots",
+            tree: "a 0.333 TRUE FALSE\nb 0.333 TRUE FALSE\nc 0.333 TRUE FALSE",
+            demand: &[("a", 10.0), ("b", 10.0), ("c", 10.0)],
+            pool: 10.0,
+            integral: true,
+            want: vec![
+                row(ROOT, 0.01, 0.0),
+                row("a", 3.33, 4.0),
+                row("b", 3.33, 3.0),
+                row("c", 3.33, 3.0),
+            ],
+            unused: 0.0,
+        },
+        // Weighted demand (h_vmem-weighted, fractional) without whole slots: a 0.6 of
+        // 10 = 6 asks 2.5; b 4 asks 7.25: b gets its 4 and a's 3.5 unused.
+        Case {
+            what: "weighted demand, fractions kept",
+            tree: "a 0.6 TRUE FALSE\nb 0.4 TRUE FALSE",
+            demand: &[("a", 2.5), ("b", 7.25)],
+            pool: 10.0,
+            integral: false,
+            want: vec![row(ROOT, 0.0, 0.0), row("a", 6.0, 2.5), row("b", 4.0, 7.25)],
+            unused: 0.25,
+        },
+        // Jobs in no declared group run in the root: it keeps 50 of 100 and takes b's
+        // unused 50 too, b not asking.
+        Case {
+            what: "the root's own jobs",
+            tree: "b 50 TRUE FALSE",
+            demand: &[("<none>", 200.0)],
+            pool: 100.0,
+            integral: true,
+            want: vec![row(ROOT, 50.0, 100.0), row("b", 50.0, 0.0)],
+            unused: 0.0,
+        },
+    ];
+    for c in cases {
+        let a = allocate(&tree(c.tree), &demand(c.demand), c.pool, c.integral);
+        assert_eq!(table(&a), c.want, "{}", c.what);
+        assert!(
+            (a.unused - c.unused).abs() < 1e-6,
+            "{}: unused {}",
+            c.what,
+            a.unused
+        );
+    }
+}
+
+#[test]
+fn surplus_received_is_reported() {
+    let a = allocate(
+        &tree("physics 0.7 TRUE FALSE\nchemistry 0.3 TRUE FALSE"),
+        &demand(&[("physics", 100.0)]),
+        10.0,
+        true,
+    );
+    let p = a.get("physics").unwrap();
+    assert_eq!((p.quota, p.allocation, p.surplus), (7.0, 10.0, 3.0));
+    assert_eq!(a.get("chemistry").unwrap().surplus, 0.0);
+}
+
+/// A random tree of up to 8 groups under paths a, a.b, ... with valid quotas.
+fn random_tree() -> impl Strategy<Value = Vec<GroupEntry>> {
+    proptest::collection::vec(
+        (
+            proptest::collection::vec("[ab]", 1..3),
+            0..30u64,
+            1..5u32,
+            any::<bool>(),
+            any::<bool>(),
+        ),
+        0..8,
+    )
+    .prop_map(|groups| {
+        let mut out: Vec<GroupEntry> = Vec::new();
+        for (path, stat, frac, is_static, accept) in groups {
+            // Parents first: every prefix of the path becomes a group.
+            for depth in 1..=path.len() {
+                let name = path[..depth].join(".");
+                if out.iter().any(|g| g.name == name) {
+                    continue;
+                }
+                out.push(GroupEntry {
+                    name,
+                    quota: if is_static {
+                        GroupQuota::Static(stat)
+                    } else {
+                        GroupQuota::Proportional(frac as f64 / 10.0)
+                    },
+                    accept_surplus: accept,
+                    autoregroup: false,
+                });
+            }
+        }
+        out
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(500))]
+
+    #[test]
+    fn allocations_keep_their_promises(
+        groups in random_tree(),
+        demands in proptest::collection::vec(0..40u32, 8),
+        pool in 0..120u32,
+        integral in any::<bool>(),
+    ) {
+        let mut names: Vec<String> = groups.iter().map(|g| g.name.clone()).collect();
+        names.push(ROOT.to_string());
+        let d: HashMap<String, f64> = names
+            .iter()
+            .zip(&demands)
+            .map(|(n, &v)| (n.clone(), v as f64))
+            .collect();
+        let a = allocate(&groups, &d, pool as f64, integral);
+        let total: f64 = a.groups.iter().map(|g| g.allocation).sum();
+        // Never more than the pool, and never more than a group asks for.
+        prop_assert!(total <= pool as f64 + 1e-6, "{} > {}", total, pool);
+        for g in &a.groups {
+            prop_assert!(g.allocation <= g.demand + 1e-6, "{:?}", g);
+            // A group asking no more than its quota gets what it asks for.
+            if g.demand <= g.quota + 1e-9 {
+                prop_assert!((g.allocation - g.demand).abs() < 1e-6, "{:?}", g);
+            }
+            // Without accept_surplus, a group's subtree never beyond its quota (an
+            // interior group's configured quota is its subtree's total).
+            if !g.accept_surplus {
+                let prefix = format!("{}.", g.name);
+                let subtree: f64 = a
+                    .groups
+                    .iter()
+                    .filter(|s| s.name == g.name || s.name.starts_with(&prefix))
+                    .map(|s| s.allocation)
+                    .sum();
+                prop_assert!(subtree <= g.subtree_quota + 1e-6, "{:?}: {}", g, subtree);
+            }
+            if integral {
+                prop_assert!((g.allocation - g.allocation.round()).abs() < 1e-6, "{:?}", g);
+            }
+        }
+        // The order the groups were declared in changes nothing.
+        let mut reversed = groups.clone();
+        reversed.reverse();
+        prop_assert_eq!(allocate(&reversed, &d, pool as f64, integral), a);
+    }
+}
