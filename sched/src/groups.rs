@@ -100,6 +100,36 @@ enum Claimant {
     Child(usize),
 }
 
+/// What each group's jobs ask for: `jobs` gives each job's account string (`-A`) and
+/// weight; a job counts in the declared group its account names (by path, or path and
+/// user), else in the root.
+pub fn demand_by_group<'a>(
+    tree: &[GroupEntry],
+    jobs: impl Iterator<Item = (&'a str, f64)>,
+) -> HashMap<String, f64> {
+    let declared: std::collections::HashSet<&str> = tree.iter().map(|g| g.name.as_str()).collect();
+    let mut out: HashMap<String, f64> = HashMap::new();
+    for (account, weight) in jobs {
+        let mut name = account;
+        let group = loop {
+            if declared.contains(name) {
+                break name;
+            }
+            match name.rsplit_once('.') {
+                Some((p, _)) => name = p,
+                None => break ROOT,
+            }
+        };
+        match out.get_mut(group) {
+            Some(d) => *d += weight,
+            None => {
+                out.insert(group.to_string(), weight);
+            }
+        }
+    }
+    out
+}
+
 /// The allocation for `tree` (groups by path; any order) with `demand` per group name
 /// (`<none>` for the root's own jobs; unknown names ignored) over `pool` weighted
 /// slots; `integral`: hand out whole slots (step 3).

@@ -191,6 +191,31 @@ fn hand_computed_trees() {
 }
 
 #[test]
+fn jobs_count_in_the_group_their_account_names() {
+    let t = tree("physics 0.7 TRUE FALSE\nphysics.hep 20 TRUE FALSE\nchemistry 0.3 TRUE FALSE");
+    let jobs = [
+        ("physics.hep", 4.0),
+        ("physics.hep.alice", 2.0),
+        ("physics.bob", 1.0),
+        ("chemistry", 3.0),
+        ("sge", 5.0),
+        ("biology.x", 1.0),
+    ];
+    let d = demand_by_group(&t, jobs.into_iter());
+    let mut d: Vec<(String, f64)> = d.into_iter().collect();
+    d.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(
+        d,
+        [
+            ("<none>".to_string(), 6.0),
+            ("chemistry".to_string(), 3.0),
+            ("physics".to_string(), 1.0),
+            ("physics.hep".to_string(), 6.0),
+        ]
+    );
+}
+
+#[test]
 fn surplus_received_is_reported() {
     let a = allocate(
         &tree("physics 0.7 TRUE FALSE\nchemistry 0.3 TRUE FALSE"),
