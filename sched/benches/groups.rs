@@ -16,7 +16,7 @@ fn tree() -> Vec<GroupEntry> {
     let entry = |name: String, quota: GroupQuota, n: usize| GroupEntry {
         name,
         quota,
-        accept_surplus: n % 2 == 0,
+        accept_surplus: n.is_multiple_of(2),
         autoregroup: false,
     };
     for a in 0..10 {
