@@ -48,6 +48,7 @@ impl ClusterState {
             max_unheard: self.max_unheard(),
             max_aj_instances: self.max_aj_instances(),
             ars: &self.ars,
+            group_tree: &self.group_tree,
         }
     }
 
@@ -81,6 +82,7 @@ impl ClusterState {
             max_unheard: self.max_unheard(),
             max_aj_instances: self.max_aj_instances(),
             ars: Arc::clone(&self.ars),
+            group_tree: Arc::clone(&self.group_tree),
         }
     }
 

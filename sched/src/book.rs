@@ -208,6 +208,7 @@ pub(crate) fn running_demand(
             user: String::new(),
             groups: Vec::new(),
             project: None,
+            account: String::new(),
             slots: 1,
             pe: None,
             part: Part::Whole,

@@ -601,6 +601,7 @@ impl<'a> ClusterView<'a> {
             pe_used: HashMap::new(),
             pe_holds: Vec::new(),
             pe_ahead: Default::default(),
+            group_order: None,
             adjustments,
             now: Time::from_secs(0),
             calendar: Calendar::new(),
@@ -694,6 +695,11 @@ impl<'a> ClusterView<'a> {
         snap.book_reservations(self.ars.values());
         // The quota counters already hold what the running jobs use.
         snap.gates.get_mut().quota = self.quota_book.cycle();
+        snap.group_order = None;
+        if let Some((_, gate, order)) = self.group_quotas(snap) {
+            snap.add_gate(Box::new(gate));
+            snap.group_order = Some(order);
+        }
     }
 
     /// One scheduling cycle: pending tasks by priority, then submission order, each to
@@ -728,7 +734,15 @@ impl<'a> ClusterView<'a> {
 
     /// The dispatch part of a cycle, on a prepared snapshot, in SGE's default order.
     pub fn dispatch(&self, snap: &mut Snapshot, at: Time) -> Vec<Dispatch> {
-        self.dispatch_in(snap, at, &PriorityThenSubmission)
+        // With group quotas, the groups in starvation order.
+        match snap.group_order.take() {
+            Some(order) => {
+                let out = self.dispatch_in(snap, at, &order);
+                snap.group_order = Some(order);
+                out
+            }
+            None => self.dispatch_in(snap, at, &PriorityThenSubmission),
+        }
     }
 
     /// The dispatch part of a cycle, its stages in turn: *order* the eligible pending
@@ -1042,7 +1056,7 @@ impl<'a> ClusterView<'a> {
                     {
                         dropped_for_load_or_full += 1;
                     }
-                    if matches!(m, Misfit::Quota(_)) {
+                    if matches!(m, Misfit::Quota(_) | Misfit::GroupAtAllocation { .. }) {
                         let text = m.message(&i.queue, host);
                         if !reasons.contains(&text) {
                             reasons.push(text);

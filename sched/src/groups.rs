@@ -392,5 +392,8 @@ fn whole_slots(nodes: &mut [Node], names: &[&str], parents: &[usize], unused: f6
     unused + pooled - ((pooled + EPSILON).floor() - units)
 }
 
+mod cycle;
+pub use cycle::{GroupGate, StarvationOrder};
+
 #[cfg(test)]
 mod tests;

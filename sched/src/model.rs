@@ -255,6 +255,8 @@ pub struct Demand {
     /// The owner's Unix groups, for `@group` userset entries.
     pub groups: Vec<String>,
     pub project: Option<String>,
+    /// The account string (`-A`): the group of hierarchical group quotas it names.
+    pub account: String,
     pub slots: u32,
     /// `-pe pattern min-max`
     pub pe: Option<PeRequest>,
@@ -428,6 +430,7 @@ pub fn demand(catalog: &Catalog, job: &Job) -> Result<Demand, DemandError> {
         user: job.owner.user.clone(),
         groups: job.owner.groups.clone(),
         project: job.spec.project.clone(),
+        account: job.spec.account.clone(),
         slots: 1,
         pe: match &job.spec.pe {
             None => None,
@@ -565,6 +568,8 @@ pub struct Snapshot {
     /// The parallel environments some hold takes slots of only from a time to come (a
     /// reservation's window): placing in them counts the slots over the run time.
     pub(crate) pe_ahead: std::collections::HashSet<String>,
+    /// With group quotas, the order this cycle serves the groups in.
+    pub(crate) group_order: Option<crate::groups::StarvationOrder>,
     /// `job_load_adjustments`: (load value, amount per job slot, the amount as written).
     pub adjustments: Vec<(usize, f64, String)>,
     /// The time the snapshot is taken at: "now" for every question it answers.
@@ -772,6 +777,11 @@ pub enum Misfit {
     /// A resource quota rule that decides for the job on every queue instance is full
     /// (the cycle's path: the job's category can run nowhere else either).
     QuotaEverywhere,
+    /// The job's group (hierarchical group quotas) is at its allocation this cycle.
+    GroupAtAllocation {
+        group: String,
+        allocation: f64,
+    },
 }
 
 impl Misfit {
@@ -881,6 +891,9 @@ impl Misfit {
             }
             Misfit::Quota(denial) => denial.message(),
             Misfit::QuotaEverywhere => format!("queue instance \"{qi}\" dropped"),
+            Misfit::GroupAtAllocation { group, allocation } => format!(
+                "cannot run because group \"{group}\" is at its allocation of {allocation} slots"
+            ),
             // SCHEDD_INFO_NOGLOBFORCEDRES_SS (47063), _NOFORCEDRES_SS (47062),
             // _NOTREQFORCEDRES_SS (47056)
             Misfit::Forced { level, name } => match level {

@@ -9,7 +9,7 @@ use crate::matching::*;
 use crate::model::*;
 
 /// What makes jobs alike: the same requests by the same user and project (and advance
-/// reservation, which exempts from quotas). Jobs alike share a [`Category`].
+/// reservation, which exempts from quotas, and account, which names a job's group). Jobs alike share a [`Category`].
 pub type CategoryKey<'j> = (
     &'j [(String, String)],
     &'j [(String, String)],
@@ -21,6 +21,7 @@ pub type CategoryKey<'j> = (
     Option<&'j str>,
     Option<&'j (String, String)>,
     Option<u64>,
+    &'j str,
 );
 
 pub fn category_key(job: &Job) -> CategoryKey<'_> {
@@ -35,6 +36,7 @@ pub fn category_key(job: &Job) -> CategoryKey<'_> {
         job.spec.project.as_deref(),
         job.spec.pe.as_ref(),
         job.spec.ar,
+        &job.spec.account,
     )
 }
 

@@ -44,6 +44,8 @@ pub struct Cluster {
     pub max_aj_instances: Option<u32>,
     /// The advance reservations, by id.
     pub ars: BTreeMap<u64, gantry_proto::AdvanceReservation>,
+    /// The tree of hierarchical group quotas.
+    pub group_tree: Vec<gantry_proto::GroupEntry>,
 }
 
 impl Cluster {
@@ -104,6 +106,7 @@ impl Cluster {
                 .and_then(|v| v.parse::<u32>().ok())
                 .filter(|n| *n > 0),
             ars: BTreeMap::new(),
+            group_tree: Vec::new(),
         };
         c.settle_quotas();
         c
@@ -130,6 +133,7 @@ impl Cluster {
             max_unheard: self.max_unheard,
             max_aj_instances: self.max_aj_instances,
             ars: &self.ars,
+            group_tree: &self.group_tree,
         }
     }
 
@@ -176,6 +180,7 @@ impl Cluster {
             max_unheard: self.max_unheard,
             max_aj_instances: self.max_aj_instances,
             ars: keep(&self.ars, before.map(|b| &b.ars)),
+            group_tree: keep(&self.group_tree, before.map(|b| &b.group_tree)),
         }
     }
 

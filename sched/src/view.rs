@@ -7,7 +7,8 @@ use gantry_common::conf;
 use gantry_common::job::{wildcard, Job};
 use gantry_common::pe::Pe;
 use gantry_proto::{
-    AdvanceReservation, ClusterQueue, ComplexAttr, Config, ExecHost, HostGroup, LoadValue, UserSet,
+    AdvanceReservation, ClusterQueue, ComplexAttr, Config, ExecHost, GroupEntry, HostGroup,
+    LoadValue, UserSet,
 };
 
 use crate::quota::QuotaBook;
@@ -60,6 +61,8 @@ pub struct ClusterView<'a> {
     pub max_aj_instances: Option<u32>,
     /// The advance reservations, by id.
     pub ars: &'a BTreeMap<u64, AdvanceReservation>,
+    /// The tree of hierarchical group quotas (empty: none).
+    pub group_tree: &'a [GroupEntry],
 }
 
 /// The same input owned: every part the master keeps behind an `Arc` and changes
@@ -86,6 +89,7 @@ pub struct ClusterImage {
     pub max_unheard: u64,
     pub max_aj_instances: Option<u32>,
     pub ars: Arc<BTreeMap<u64, AdvanceReservation>>,
+    pub group_tree: Arc<Vec<GroupEntry>>,
 }
 
 impl ClusterImage {
@@ -110,6 +114,7 @@ impl ClusterImage {
             max_unheard: self.max_unheard,
             max_aj_instances: self.max_aj_instances,
             ars: &self.ars,
+            group_tree: &self.group_tree,
         }
     }
 }

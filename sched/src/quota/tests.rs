@@ -999,6 +999,7 @@ fn filter_matching_table() {
             user: user.to_string(),
             groups: groups.clone(),
             project: project.map(str::to_string),
+            account: String::new(),
             slots: 1,
             pe: None,
             part: crate::model::Part::Whole,

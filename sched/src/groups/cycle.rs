@@ -1,0 +1,205 @@
+//! Group quotas in the cycle: the *admit* stage's gate (a job's group at its
+//! allocation takes no more slots this cycle) and the *order* stage (groups served in
+//! starvation order, the root last).
+
+use std::collections::{HashMap, HashSet};
+
+use gantry_common::job::{Job, TaskState};
+
+use super::{allocate, Allocation};
+use crate::admit::Gate;
+use crate::model::{Demand, Misfit, Snapshot};
+use crate::order::JobOrder;
+use crate::view::ClusterView;
+use gantry_common::groups::ROOT;
+
+/// Below this, an amount is nothing.
+const EPSILON: f64 = 1e-9;
+
+/// The declared group an account string names (by path, or path and user), else the
+/// root.
+fn group_named<'a>(declared: &HashSet<String>, account: &'a str) -> &'a str {
+    let mut name = account;
+    loop {
+        if declared.contains(name) {
+            return name;
+        }
+        match name.rsplit_once('.') {
+            Some((p, _)) => name = p,
+            None => return ROOT,
+        }
+    }
+}
+
+/// The slots a pending task of the job takes (a parallel job: its range's minimum).
+fn task_slots(job: &Job) -> f64 {
+    job.spec
+        .pe
+        .as_ref()
+        .and_then(|(_, range)| gantry_common::pe::parse_slot_range(range))
+        .map_or(1.0, |(min, _)| min as f64)
+}
+
+/// The slots a job's tasks hold now (running or being deleted).
+fn running_slots(job: &Job) -> f64 {
+    job.tasks
+        .placed_states()
+        .map(|t| match t {
+            TaskState::Running { grants, .. } | TaskState::Deleting { grants, .. } => {
+                grants.iter().map(|g| g.slots as f64).sum()
+            }
+            _ => 0.0,
+        })
+        .sum()
+}
+
+/// A cycle's group quotas: the allocation and what each group uses.
+#[derive(Debug, Clone)]
+pub struct GroupGate {
+    declared: HashSet<String>,
+    /// Per group: its allocation and the slots its jobs hold (running, and placed
+    /// this cycle).
+    groups: HashMap<String, (f64, f64)>,
+}
+
+impl GroupGate {
+    fn group_of<'a>(&self, d: &'a Demand) -> &'a str {
+        group_named(&self.declared, &d.account)
+    }
+}
+
+impl Gate for GroupGate {
+    fn name(&self) -> &'static str {
+        "group quotas"
+    }
+
+    fn admit(
+        &mut self,
+        _snap: &Snapshot,
+        d: &Demand,
+        _inst: usize,
+        slots: u32,
+        detail: bool,
+    ) -> Result<(), Misfit> {
+        let group = self.group_of(d);
+        let Some(&(allocation, used)) = self.groups.get(group) else {
+            return Ok(());
+        };
+        if used + slots as f64 <= allocation + EPSILON {
+            return Ok(());
+        }
+        // The allocation decides on every queue instance alike.
+        Err(if detail {
+            Misfit::GroupAtAllocation {
+                group: group.to_string(),
+                allocation,
+            }
+        } else {
+            Misfit::QuotaEverywhere
+        })
+    }
+
+    fn book(&mut self, _snap: &Snapshot, d: &Demand, grants: &[(usize, u32)], sign: f64) {
+        let group = self.group_of(d).to_string();
+        let slots: f64 = grants.iter().map(|(_, n)| *n as f64).sum();
+        if let Some((_, used)) = self.groups.get_mut(&group) {
+            *used += sign * slots;
+        }
+    }
+
+    fn forget_bookings(&mut self) {
+        for (_, used) in self.groups.values_mut() {
+            *used = 0.0;
+        }
+    }
+
+    fn clone_box(&self) -> Box<dyn Gate> {
+        Box::new(self.clone())
+    }
+}
+
+/// Groups served in starvation order: the least used for its quota first (a group of
+/// quota 0 after every other), the root last; within a group by priority, then
+/// submission.
+#[derive(Debug, Clone)]
+pub struct StarvationOrder {
+    declared: HashSet<String>,
+    keys: HashMap<String, f64>,
+}
+
+impl JobOrder for StarvationOrder {
+    fn name(&self) -> &'static str {
+        "groups in starvation order, then priority, then submission"
+    }
+
+    fn sort(&self, jobs: &mut [&Job]) {
+        let key = |j: &Job| {
+            let g = group_named(&self.declared, &j.spec.account);
+            self.keys.get(g).copied().unwrap_or(f64::MAX)
+        };
+        jobs.sort_by(|a, b| {
+            key(a)
+                .total_cmp(&key(b))
+                .then(b.spec.priority.cmp(&a.spec.priority))
+                .then(a.id.cmp(&b.id))
+        });
+    }
+}
+
+impl<'a> ClusterView<'a> {
+    /// This cycle's group quotas over the snapshot's pool (every queue instance's
+    /// slots), or None without a tree: the allocation, its gate and its order.
+    pub fn group_quotas(
+        &self,
+        snap: &Snapshot,
+    ) -> Option<(Allocation, GroupGate, StarvationOrder)> {
+        if self.group_tree.is_empty() {
+            return None;
+        }
+        let declared: HashSet<String> = self.group_tree.iter().map(|g| g.name.clone()).collect();
+        let mut demand: HashMap<String, f64> = HashMap::new();
+        let mut used: HashMap<String, f64> = HashMap::new();
+        for job in self.jobs.values() {
+            let g = group_named(&declared, &job.spec.account);
+            let running = running_slots(job);
+            let pending = job.tasks.pending().len() as f64 * task_slots(job);
+            *demand.entry(g.to_string()).or_insert(0.0) += running + pending;
+            *used.entry(g.to_string()).or_insert(0.0) += running;
+        }
+        let slots = snap.catalog.id("slots");
+        let pool: f64 = snap
+            .instances
+            .iter()
+            .filter_map(|i| {
+                let o = i.layer.get(slots?)?;
+                match o.fixed {
+                    Some(gantry_common::value::Value::Num(n)) => Some(n),
+                    _ => None,
+                }
+            })
+            .sum();
+        let allocation = allocate(self.group_tree, &demand, pool, true);
+        let mut groups = HashMap::new();
+        let mut keys = HashMap::new();
+        for g in &allocation.groups {
+            let u = used.get(&g.name).copied().unwrap_or(0.0);
+            groups.insert(g.name.clone(), (g.allocation, u));
+            let key = if g.name == ROOT {
+                f64::MAX
+            } else if g.quota > EPSILON {
+                u / g.quota
+            } else {
+                f64::MAX / 2.0
+            };
+            keys.insert(g.name.clone(), key);
+        }
+        Some((
+            allocation,
+            GroupGate {
+                declared: declared.clone(),
+                groups,
+            },
+            StarvationOrder { declared, keys },
+        ))
+    }
+}
