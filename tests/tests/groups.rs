@@ -103,3 +103,74 @@ fn the_group_tree_is_replaced_whole_by_managers_and_survives_a_restart() {
         "{out:?}"
     );
 }
+
+/// Running jobs per name (`qstat -u '*'`, state `r`).
+fn running_named(c: &Cluster, name: &str) -> usize {
+    c.client("qstat", &["-u", "*"])
+        .stdout
+        .lines()
+        .filter(|l| l.contains(" r ") && l.split_whitespace().nth(2) == Some(name))
+        .count()
+}
+
+#[test]
+fn two_groups_share_ten_slots_seven_to_three_and_lend_what_they_leave() {
+    if !need_root("two_groups_share_ten_slots_seven_to_three_and_lend_what_they_leave") {
+        return;
+    }
+    ensure_user("gq_u1");
+    let c = Cluster::one_host();
+    assert_eq!(
+        c.qconf(&["-rattr", "queue", "slots", "10", "all.q"]).code,
+        0
+    );
+    assert_eq!(
+        c.qconf(&["-mattr", "queue", "load_thresholds", "NONE", "all.q"])
+            .code,
+        0
+    );
+    let file = c.dir.path().join("tree");
+    std::fs::write(&file, "physics 0.7 TRUE FALSE\nchemistry 0.3 TRUE FALSE\n").unwrap();
+    std::fs::set_permissions(&file, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
+    assert_eq!(c.qconf(&["-Mgq", file.to_str().unwrap()]).code, 0);
+    let submit = |group: &str, name: &str, secs: &str, n: usize, hold: bool| -> Vec<String> {
+        (0..n)
+            .map(|_| {
+                let mut args = vec!["-A", group, "-N", name, "-o", "/dev/null", "-j", "y"];
+                if hold {
+                    args.push("-h");
+                }
+                args.extend(["-b", "y", "sleep", secs]);
+                c.submit("gq_u1", &args)
+            })
+            .collect()
+    };
+    // Both groups' jobs released at once, chemistry's first: the allocation, not the
+    // order of submission, decides.
+    let chem = submit("chemistry", "chem", "600", 12, true);
+    let phys = submit("physics.gq_u1", "phys", "15", 30, true);
+    let all: Vec<&str> = chem.iter().chain(&phys).map(String::as_str).collect();
+    let out = c.as_user("gq_u1", "qrls", &[&all.join(",")]);
+    assert_eq!(out.code, 0, "{out:?}");
+    wait_until(
+        "seven physics and three chemistry jobs run",
+        Duration::from_secs(30),
+        || running_named(&c, "phys") == 7 && running_named(&c, "chem") == 3,
+    );
+    let pending = c.client("qstat", &["-j", &chem[11]]).stdout;
+    assert!(
+        pending.contains("cannot run because group \"chemistry\" is at its allocation of 3 slots"),
+        "{pending}"
+    );
+    // Chemistry stops: physics, accepting surplus, takes its three slots at once.
+    assert_eq!(c.client("qdel", &[&chem.join(",")]).code, 0);
+    wait_until("physics takes all ten", Duration::from_secs(30), || {
+        running_named(&c, "phys") == 10
+    });
+    // Chemistry asks again: it has its three back within one physics job's length
+    // (15 s), as physics jobs end, physics not starting beyond its seven meanwhile.
+    submit("chemistry", "chem", "600", 5, false);
+    wait_until("seven and three again", Duration::from_secs(25), || {
+        running_named(&c, "chem") == 3 && running_named(&c, "phys") == 7
+    });
+}
