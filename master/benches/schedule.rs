@@ -14,7 +14,7 @@ use gantry_master::sched::{KeptSnapshot, Time, Trigger};
 use gantry_master::synthetic::connected;
 
 mod common;
-use common::{build, with_quotas, with_reservations, JOBS};
+use common::{build, with_groups, with_quotas, with_reservations, JOBS};
 
 fn bench(c: &mut Criterion) {
     let s = build();
@@ -72,6 +72,27 @@ fn bench(c: &mut Criterion) {
     });
     g.bench_function("cycle_h_rt_with_max_reservation_100", |b| {
         b.iter(|| reserved.schedule(Time::from_secs(0), &hosts).dispatches)
+    });
+    // Hierarchical group quotas: the jobs in 100 groups of a tree, against the same
+    // jobs (the same accounts) without a tree.
+    let ungrouped = with_groups(s.clone(), 100, false);
+    let grouped = with_groups(s.clone(), 100, true);
+    eprintln!(
+        "with 100 groups: {} of {JOBS} jobs (without the tree {})",
+        grouped
+            .schedule(Time::from_secs(0), &hosts)
+            .dispatches
+            .len(),
+        ungrouped
+            .schedule(Time::from_secs(0), &hosts)
+            .dispatches
+            .len()
+    );
+    g.bench_function("cycle_accounts_without_groups", |b| {
+        b.iter(|| ungrouped.schedule(Time::from_secs(0), &hosts).dispatches)
+    });
+    g.bench_function("cycle_with_100_groups", |b| {
+        b.iter(|| grouped.schedule(Time::from_secs(0), &hosts).dispatches)
     });
     g.finish();
     // The scheduler's thread keeps its snapshot between cycles: after one host's load

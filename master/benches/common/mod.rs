@@ -211,3 +211,31 @@ pub fn with_reservations(
     s.apply(&Op::Put(Object::Config(conf)));
     s
 }
+
+/// The jobs in `n` groups of hierarchical group quotas (job `id` in group `g{id % n}`,
+/// along its category), each group of an equal proportion accepting surplus; with
+/// `tree` false the same accounts without a tree (the baseline).
+pub fn with_groups(
+    mut s: gantry_master::state::ClusterState,
+    n: u64,
+    tree: bool,
+) -> gantry_master::state::ClusterState {
+    let ids: Vec<u64> = s.jobs.keys().copied().collect();
+    for id in ids {
+        let mut j = gantry_master::jobs::Job::clone(&s.jobs[&id]);
+        j.spec.account = format!("g{}", id % n);
+        s.apply(&Op::Put(Object::Job(j)));
+    }
+    if tree {
+        let groups = (0..n)
+            .map(|g| gantry_proto::GroupEntry {
+                name: format!("g{g}"),
+                quota: gantry_proto::GroupQuota::Proportional(1.0 / n as f64),
+                accept_surplus: true,
+                autoregroup: false,
+            })
+            .collect();
+        s.apply(&Op::Put(Object::GroupTree(groups)));
+    }
+    s
+}

@@ -57,14 +57,37 @@ fn running_slots(job: &Job) -> f64 {
 #[derive(Debug, Clone)]
 pub struct GroupGate {
     declared: HashSet<String>,
-    /// Per group: its allocation and the slots its jobs hold (running, and placed
-    /// this cycle).
-    groups: HashMap<String, (f64, f64)>,
+    /// Group names, and per group its allocation and the slots its jobs hold (running,
+    /// and placed this cycle).
+    names: Vec<String>,
+    groups: Vec<(f64, f64)>,
+    index: HashMap<String, usize>,
+    /// A category's group (by the category's number in the cycle): resolved once.
+    by_category: Vec<Option<usize>>,
 }
 
 impl GroupGate {
-    fn group_of<'a>(&self, d: &'a Demand) -> &'a str {
-        group_named(&self.declared, &d.account)
+    /// The group of a demand: by its category when known, else looked up.
+    fn group_of(&mut self, d: &Demand) -> Option<usize> {
+        if let Some(Some(g)) = self.by_category.get(d.category) {
+            return Some(*g);
+        }
+        let g = self
+            .index
+            .get(group_named(&self.declared, &d.account))
+            .copied()?;
+        if d.category > 0 {
+            if self.by_category.len() <= d.category {
+                self.by_category.resize(d.category + 1, None);
+            }
+            self.by_category[d.category] = Some(g);
+        }
+        Some(g)
+    }
+
+    fn refuses(&self, g: usize, slots: u32) -> bool {
+        let (allocation, used) = self.groups[g];
+        used + slots as f64 > allocation + EPSILON
     }
 }
 
@@ -81,34 +104,36 @@ impl Gate for GroupGate {
         slots: u32,
         detail: bool,
     ) -> Result<(), Misfit> {
-        let group = self.group_of(d);
-        let Some(&(allocation, used)) = self.groups.get(group) else {
+        let Some(g) = self.group_of(d) else {
             return Ok(());
         };
-        if used + slots as f64 <= allocation + EPSILON {
+        if !self.refuses(g, slots) {
             return Ok(());
         }
         // The allocation decides on every queue instance alike.
         Err(if detail {
             Misfit::GroupAtAllocation {
-                group: group.to_string(),
-                allocation,
+                group: self.names[g].clone(),
+                allocation: self.groups[g].0,
             }
         } else {
             Misfit::QuotaEverywhere
         })
     }
 
+    fn known_refused(&self, d: &Demand, _inst: usize, slots: u32) -> bool {
+        matches!(self.by_category.get(d.category), Some(Some(g)) if self.refuses(*g, slots))
+    }
+
     fn book(&mut self, _snap: &Snapshot, d: &Demand, grants: &[(usize, u32)], sign: f64) {
-        let group = self.group_of(d).to_string();
         let slots: f64 = grants.iter().map(|(_, n)| *n as f64).sum();
-        if let Some((_, used)) = self.groups.get_mut(&group) {
-            *used += sign * slots;
+        if let Some(g) = self.group_of(d) {
+            self.groups[g].1 += sign * slots;
         }
     }
 
     fn forget_bookings(&mut self) {
-        for (_, used) in self.groups.values_mut() {
+        for (_, used) in &mut self.groups {
             *used = 0.0;
         }
     }
@@ -133,16 +158,18 @@ impl JobOrder for StarvationOrder {
     }
 
     fn sort(&self, jobs: &mut [&Job]) {
+        // Each job's group looked up once, not per comparison. Keys are never negative:
+        // their bits order as the numbers do.
         let key = |j: &Job| {
             let g = group_named(&self.declared, &j.spec.account);
-            self.keys.get(g).copied().unwrap_or(f64::MAX)
+            let starvation = self.keys.get(g).copied().unwrap_or(f64::MAX).max(0.0);
+            (
+                starvation.to_bits(),
+                std::cmp::Reverse(j.spec.priority),
+                j.id,
+            )
         };
-        jobs.sort_by(|a, b| {
-            key(a)
-                .total_cmp(&key(b))
-                .then(b.spec.priority.cmp(&a.spec.priority))
-                .then(a.id.cmp(&b.id))
-        });
+        jobs.sort_by_cached_key(|j| key(j));
     }
 }
 
@@ -179,11 +206,15 @@ impl<'a> ClusterView<'a> {
             })
             .sum();
         let allocation = allocate(self.group_tree, &demand, pool, true);
-        let mut groups = HashMap::new();
+        let mut names = Vec::new();
+        let mut groups = Vec::new();
+        let mut index = HashMap::new();
         let mut keys = HashMap::new();
         for g in &allocation.groups {
             let u = used.get(&g.name).copied().unwrap_or(0.0);
-            groups.insert(g.name.clone(), (g.allocation, u));
+            index.insert(g.name.clone(), names.len());
+            names.push(g.name.clone());
+            groups.push((g.allocation, u));
             let key = if g.name == ROOT {
                 f64::MAX
             } else if g.quota > EPSILON {
@@ -197,7 +228,10 @@ impl<'a> ClusterView<'a> {
             allocation,
             GroupGate {
                 declared: declared.clone(),
+                names,
                 groups,
+                index,
+                by_category: Vec::new(),
             },
             StarvationOrder { declared, keys },
         ))
