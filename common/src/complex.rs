@@ -179,19 +179,8 @@ pub fn print_complexes(list: &[ComplexAttr]) -> String {
 pub fn parse_complexes(text: &str) -> Result<Vec<ComplexAttr>, FileError> {
     let mut list: Vec<ComplexAttr> = Vec::new();
     let mut seen: std::collections::HashSet<&str> = std::collections::HashSet::new();
-    for (idx, raw) in text.lines().enumerate() {
-        let line = idx + 1;
-        let content = raw.split('#').next().unwrap_or("").trim();
-        if content.is_empty() {
-            continue;
-        }
-        let f: Vec<&str> = content.split_whitespace().collect();
-        if f.len() != 8 {
-            return Err(FileError::at(
-                line,
-                format!("expected 8 fields, found {}", f.len()),
-            ));
-        }
+    for row in crate::conf::table_rows(text, 8) {
+        let (line, f) = row?;
         let value_type = parse_type(f[2]).map_err(|e| FileError::at(line, e.to_string()))?;
         let relop = parse_relop(f[3]).map_err(|e| FileError::at(line, e.to_string()))?;
         let requestable = parse_requestable(f[4])

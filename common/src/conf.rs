@@ -27,6 +27,30 @@ impl FileError {
     }
 }
 
+/// The rows of a table file (`qconf -sc`, `qconf -sgq`): per line that is not blank
+/// or a comment (`#` starts one anywhere), its number and its whitespace-separated
+/// fields, which must be `fields` many.
+pub fn table_rows(
+    text: &str,
+    fields: usize,
+) -> impl Iterator<Item = Result<(usize, Vec<&str>), FileError>> {
+    text.lines().enumerate().filter_map(move |(idx, raw)| {
+        let content = raw.split('#').next().unwrap_or("").trim();
+        if content.is_empty() {
+            return None;
+        }
+        let f: Vec<&str> = content.split_whitespace().collect();
+        Some(if f.len() == fields {
+            Ok((idx + 1, f))
+        } else {
+            Err(FileError::at(
+                idx + 1,
+                format!("expected {fields} fields, found {}", f.len()),
+            ))
+        })
+    })
+}
+
 /// Split a file into entries. Blank lines and comments are skipped; a line without a
 /// value is an error (SGE requires every attribute to have one, `NONE` if empty).
 pub fn parse_entries(text: &str) -> Result<Vec<Entry>, FileError> {

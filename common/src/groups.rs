@@ -103,19 +103,8 @@ pub fn parent(name: &str) -> &str {
 /// order (each parent before its children), whatever order they were written in.
 pub fn parse_groups(text: &str) -> Result<Vec<GroupEntry>, FileError> {
     let mut groups: BTreeMap<String, (usize, GroupEntry)> = BTreeMap::new();
-    for (idx, raw) in text.lines().enumerate() {
-        let line = idx + 1;
-        let content = raw.split('#').next().unwrap_or("").trim();
-        if content.is_empty() {
-            continue;
-        }
-        let f: Vec<&str> = content.split_whitespace().collect();
-        if f.len() != 4 {
-            return Err(FileError::at(
-                line,
-                format!("expected 4 fields, found {}", f.len()),
-            ));
-        }
+    for row in crate::conf::table_rows(text, 4) {
+        let (line, f) = row?;
         if f[0] == ROOT {
             return Err(FileError::at(
                 line,

@@ -66,42 +66,25 @@ impl Snapshot {
         self.hold(d, grants, sign, from, d.until(from));
     }
 
-    /// Book an EXCL attribute: once globally, once on each host and on each queue
-    /// instance a task holds slots in, however many slots.
-    fn hold_exclusive(
+    /// Book `amount` of `attr` over `span` on one layer: the global one (None), or
+    /// queue instance `inst`'s with its host's too (`host` true) or alone.
+    fn book_layers(
         &mut self,
+        inst: Option<(usize, bool)>,
         attr: usize,
         amount: f64,
-        grants: &[(usize, u32)],
         (from, until): (Time, Option<Time>),
         mut ids: Option<&mut Vec<BookingId>>,
     ) {
-        if grants.is_empty() {
+        let Some((inst, with_host)) = inst else {
+            let layer = &mut self.global;
+            layer.book(&mut self.calendar, attr, amount, from, until, ids);
             return;
-        }
-        self.global.book(
-            &mut self.calendar,
-            attr,
-            amount,
-            from,
-            until,
-            ids.as_deref_mut(),
-        );
-        let mut hosts: Vec<usize> = Vec::new();
-        for &(inst, _) in grants {
+        };
+        if with_host {
             let host = self.instances[inst].host;
-            if !hosts.contains(&host) {
-                hosts.push(host);
-                self.hosts[host].layer.book(
-                    &mut self.calendar,
-                    attr,
-                    amount,
-                    from,
-                    until,
-                    ids.as_deref_mut(),
-                );
-            }
-            self.instances[inst].layer.book(
+            let layer = &mut self.hosts[host].layer;
+            layer.book(
                 &mut self.calendar,
                 attr,
                 amount,
@@ -109,6 +92,34 @@ impl Snapshot {
                 until,
                 ids.as_deref_mut(),
             );
+        }
+        let layer = &mut self.instances[inst].layer;
+        layer.book(&mut self.calendar, attr, amount, from, until, ids);
+    }
+
+    /// Book an EXCL attribute: once globally, once on each host and on each queue
+    /// instance a task holds slots in, however many slots.
+    fn hold_exclusive(
+        &mut self,
+        attr: usize,
+        amount: f64,
+        grants: &[(usize, u32)],
+        span: (Time, Option<Time>),
+        mut ids: Option<&mut Vec<BookingId>>,
+    ) {
+        if grants.is_empty() {
+            return;
+        }
+        self.book_layers(None, attr, amount, span, ids.as_deref_mut());
+        let mut hosts: Vec<usize> = Vec::new();
+        for &(inst, _) in grants {
+            let host = self.instances[inst].host;
+            let first_on_host = !hosts.contains(&host);
+            if first_on_host {
+                hosts.push(host);
+            }
+            let at = Some((inst, first_on_host));
+            self.book_layers(at, attr, amount, span, ids.as_deref_mut());
         }
     }
 
@@ -132,20 +143,14 @@ impl Snapshot {
         d: &Demand,
         grants: &[(usize, u32)],
         sign: f64,
-        (from, until): (Time, Option<Time>),
+        span: (Time, Option<Time>),
         mut ids: Option<&mut Vec<BookingId>>,
     ) {
         let total: u32 = grants.iter().map(|(_, n)| n).sum();
         let consumables: Vec<(usize, f64, Consumable)> = d.consumables(&self.catalog).collect();
         for (attr, amount, kind) in consumables {
             if self.catalog.exclusive.contains(&attr) {
-                self.hold_exclusive(
-                    attr,
-                    sign * amount,
-                    grants,
-                    (from, until),
-                    ids.as_deref_mut(),
-                );
+                self.hold_exclusive(attr, sign * amount, grants, span, ids.as_deref_mut());
                 continue;
             }
             let per_slot = kind != Consumable::Job;
@@ -154,37 +159,15 @@ impl Snapshot {
             } else {
                 amount
             };
-            self.global.book(
-                &mut self.calendar,
-                attr,
-                sign * global,
-                from,
-                until,
-                ids.as_deref_mut(),
-            );
+            self.book_layers(None, attr, sign * global, span, ids.as_deref_mut());
             for (n, (inst, slots)) in grants.iter().enumerate() {
                 let here = match (per_slot, n) {
                     (true, _) => amount * *slots as f64,
                     (false, 0) => amount,
                     (false, _) => 0.0,
                 };
-                let host = self.instances[*inst].host;
-                self.hosts[host].layer.book(
-                    &mut self.calendar,
-                    attr,
-                    sign * here,
-                    from,
-                    until,
-                    ids.as_deref_mut(),
-                );
-                self.instances[*inst].layer.book(
-                    &mut self.calendar,
-                    attr,
-                    sign * here,
-                    from,
-                    until,
-                    ids.as_deref_mut(),
-                );
+                let at = Some((*inst, true));
+                self.book_layers(at, attr, sign * here, span, ids.as_deref_mut());
             }
         }
     }
