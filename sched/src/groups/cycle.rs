@@ -132,8 +132,11 @@ impl Gate for GroupGate {
         }
     }
 
+    /// With nothing running, a group's allocation is not known either: it follows the
+    /// demand, which the job asked about is not part of yet (`qsub -w v`). No limit.
     fn forget_bookings(&mut self) {
-        for (_, used) in &mut self.groups {
+        for (allocation, used) in &mut self.groups {
+            *allocation = f64::INFINITY;
             *used = 0.0;
         }
     }

@@ -403,6 +403,17 @@ mod in_the_cycle {
     }
 
     #[test]
+    fn verifying_a_job_of_a_group_without_demand_finds_its_queues() {
+        // Chemistry asks for nothing: its allocation is 0 this cycle, which says
+        // nothing of where a new job of it could ever run (`qsub -w v`).
+        let mut c = cluster("physics 0.7 TRUE FALSE\nchemistry 0.3 FALSE FALSE");
+        submit(&mut c, 100, 20, "physics");
+        let mut j = job(1, "u1", &[], &[]);
+        j.spec.account = "chemistry".into();
+        assert_eq!(c.view().could_ever_run(&j), Ok(1));
+    }
+
+    #[test]
     fn jobs_in_no_group_run_in_the_root_last() {
         let mut c = cluster("physics 5 TRUE FALSE");
         submit(&mut c, 1, 20, "sge");
