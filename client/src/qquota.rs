@@ -45,11 +45,14 @@ const SPECS: &[OptSpec] = &[
     opt("-q", Arity::One),
     opt("-xml", Arity::None),
     opt("-json", Arity::None),
+    opt("-g", Arity::None),
 ];
+
+mod groups;
 
 pub fn usage() -> String {
     format!(
-        "Gantry {}\nusage: qquota [options]\n   [-h host_list]                           display only selected hosts\n   [-help]                                  print this help\n   [-json]                                  print the quotas as one JSON document\n   [-l resource_attributes]                 display only selected resources\n   [-P project_list]                        display only selected projects\n   [-pe pe_list]                            display only selected parallel environments\n   [-q wc_queue_list]                       display only selected queues\n   [-u user_list]                           display only selected users ('*' for all)\n   [-xml]                                   display the information in XML-Format\n\nhost_list                hostname[,hostname,...]\nresource_attributes      resource_name[,resource_name,...]\nuser_list                user|@group[,user|@group,...]\npe_list                  pe_name[,pe_name,...]\nproject_list             project[,project,...]\nwc_queue_list            wc_queue[,wc_queue,...]\n",
+        "Gantry {}\nusage: qquota [options]\n   [-g]                                     display the group quota tree's allocation\n   [-h host_list]                           display only selected hosts\n   [-help]                                  print this help\n   [-json]                                  print the quotas as one JSON document\n   [-l resource_attributes]                 display only selected resources\n   [-P project_list]                        display only selected projects\n   [-pe pe_list]                            display only selected parallel environments\n   [-q wc_queue_list]                       display only selected queues\n   [-u user_list]                           display only selected users ('*' for all)\n   [-xml]                                   display the information in XML-Format\n\nhost_list                hostname[,hostname,...]\nresource_attributes      resource_name[,resource_name,...]\nuser_list                user|@group[,user|@group,...]\npe_list                  pe_name[,pe_name,...]\nproject_list             project[,project,...]\nwc_queue_list            wc_queue[,wc_queue,...]\n",
         env!("CARGO_PKG_VERSION")
     )
 }
@@ -172,10 +175,26 @@ pub fn run(args: &[String]) -> Output {
         .iter()
         .map(|(p, t)| (p.as_str(), t.as_deref()))
         .collect();
+    let cmdline_groups = cmdline.has("-g");
     let settings = match settings_from(&files, cmdline) {
         Ok(s) => s,
         Err(out) => return out,
     };
+    if cmdline_groups {
+        let rows = match crate::ask(&ToMaster::ShowGroups) {
+            Ok(FromMaster::Groups(rows)) => rows,
+            Ok(other) => return crate::unexpected(&other),
+            Err(out) => return out,
+        };
+        return match settings.format {
+            Format::Text => Output::ok(groups::render_text(&rows)),
+            Format::Xml => Output::ok(groups::render_xml(&rows)),
+            Format::Json => match groups::render_json(&rows) {
+                Ok(doc) => Output::ok(doc),
+                Err(e) => Output::fail(format!("error: {e}"), exit::FAILURE),
+            },
+        };
+    }
     let rows = match crate::ask(&ToMaster::ShowQuotas(settings.query)) {
         Ok(FromMaster::Quotas(rows)) => rows,
         Ok(other) => return crate::unexpected(&other),

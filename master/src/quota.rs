@@ -73,3 +73,33 @@ impl ClusterState {
 
 #[cfg(test)]
 mod tests;
+
+impl ClusterState {
+    /// `qquota -g`: every group of the tree as the next cycle allocates (the root
+    /// first; nothing without a tree).
+    pub fn group_rows(&self) -> Vec<gantry_proto::GroupRow> {
+        let Some(allocation) = self.view().group_allocation() else {
+            return Vec::new();
+        };
+        allocation
+            .groups
+            .into_iter()
+            .map(|g| gantry_proto::GroupRow {
+                configured: self
+                    .group_tree
+                    .iter()
+                    .find(|e| e.name == g.name)
+                    .map(|e| e.quota),
+                name: g.name,
+                accept_surplus: g.accept_surplus,
+                autoregroup: g.autoregroup,
+                quota: g.quota,
+                subtree_quota: g.subtree_quota,
+                demand: g.demand,
+                running: g.running,
+                surplus: g.surplus,
+                allocation: g.allocation,
+            })
+            .collect()
+    }
+}

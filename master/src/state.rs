@@ -583,6 +583,7 @@ impl ClusterState {
             | ToMaster::DeleteArs { .. }
             | ToMaster::ShowQuotas(_)
             | ToMaster::SchedulingSummary
+            | ToMaster::ShowGroups
             | ToMaster::Accounting { .. } => Err(refuse(
                 RefusalKind::Internal,
                 "error: job requests are handled by the cluster",

@@ -223,6 +223,8 @@ pub enum ToMaster {
     ShowQuotas(QuotaQuery),
     /// `qstat -j` without a job: which pending jobs each kind of reason holds back.
     SchedulingSummary,
+    /// `qquota -g`: each group of the group quota tree as the next cycle allocates.
+    ShowGroups,
     /// `qsub -now y`: answer when the job has started, or was removed because it could
     /// not start at once.
     WaitStart { job_id: u64 },
@@ -374,6 +376,8 @@ pub enum FromMaster {
     Quotas(Vec<QuotaRow>),
     /// `qstat -j` without a job: (reason as SGE words it, the jobs it holds back).
     SchedulingSummary(Vec<(String, Vec<u64>)>),
+    /// `qquota -g`: the root, then every group in name order.
+    Groups(Vec<GroupRow>),
     /// A request naming several items (`qdel`): what became of each, in order.
     Items(Vec<ItemResult>),
     /// `qsub -now y`: the job has started.

@@ -164,6 +164,27 @@ pub struct GroupEntry {
     pub autoregroup: bool,
 }
 
+/// One group as a cycle allocates (`qquota -g`): in weighted slots.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GroupRow {
+    /// Its path, or `<none>` for the root.
+    pub name: String,
+    /// As configured (None: the root).
+    pub configured: Option<GroupQuota>,
+    pub accept_surplus: bool,
+    pub autoregroup: bool,
+    /// Its quota this cycle (an interior group's: what its children left it) and its
+    /// subtree's.
+    pub quota: f64,
+    pub subtree_quota: f64,
+    /// What its jobs ask for (running and pending) and hold now.
+    pub demand: f64,
+    pub running: f64,
+    /// What it got beyond its quota from others' surplus, and what it may have.
+    pub surplus: f64,
+    pub allocation: f64,
+}
+
 /// One complex attribute definition (a line of `qconf -sc`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ComplexAttr {

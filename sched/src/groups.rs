@@ -57,6 +57,8 @@ pub struct GroupShare {
     pub subtree_quota: f64,
     /// What its own jobs ask for (running and pending, weighted).
     pub demand: f64,
+    /// What its own jobs hold now (filled in by the cycle; 0 from [`allocate`]).
+    pub running: f64,
     /// What its own jobs may have this cycle.
     pub allocation: f64,
     /// What it got beyond its quota from others' surplus.
@@ -187,6 +189,7 @@ pub fn allocate(
                 quota: n.quota,
                 subtree_quota: n.subtree_quota,
                 demand: n.demand,
+                running: 0.0,
                 allocation: n.allocation,
                 surplus: (n.allocation - n.demand.min(n.quota)).max(0.0),
                 accept_surplus: n.accept_surplus,

@@ -157,6 +157,25 @@ fn two_groups_share_ten_slots_seven_to_three_and_lend_what_they_leave() {
         Duration::from_secs(30),
         || running_named(&c, "phys") == 7 && running_named(&c, "chem") == 3,
     );
+    // qquota -g: each group's configured and effective quota, surplus, demand (running
+    // and pending), running slots and allocation.
+    wait_until(
+        "qquota -g shows the allocation",
+        Duration::from_secs(10),
+        || {
+            let table = c.as_user("gq_u1", "qquota", &["-g"]).stdout;
+            table.contains(
+            "\nchemistry                      0.3                 3          0         12          3          3\n",
+        ) && table.contains(
+            "\nphysics                        0.7                 7          0         30          7          7\n",
+        )
+        },
+    );
+    let json = c.as_user("gq_u1", "qquota", &["-g", "-json"]).stdout;
+    assert!(
+        json.starts_with("{\"groups\":[{\"name\":\"<none>\""),
+        "{json}"
+    );
     let pending = c.client("qstat", &["-j", &chem[11]]).stdout;
     assert!(
         pending.contains("cannot run because group \"chemistry\" is at its allocation of 3 slots"),

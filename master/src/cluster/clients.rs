@@ -133,6 +133,7 @@ impl Cluster {
                     .quota_rows(&query, &caller.user, &|user| self.unix_groups.of_name(user));
                 FromMaster::Quotas(rows)
             }
+            ToMaster::ShowGroups => FromMaster::Groups(self.state.group_rows()),
             ToMaster::SchedulingSummary => {
                 let connected: HashSet<String> = self.dispatchable();
                 let blocked = self.state.quota_blocked_jobs(&connected, self.now());

@@ -177,6 +177,17 @@ impl JobOrder for StarvationOrder {
 }
 
 impl<'a> ClusterView<'a> {
+    /// The group quotas as the next cycle at `now` allocates them (`qquota -g`), on
+    /// the configured snapshot (every queue instance's slots the pool), or None
+    /// without a tree.
+    pub fn group_allocation(&self) -> Option<Allocation> {
+        if self.group_tree.is_empty() {
+            return None;
+        }
+        let snap = self.snapshot_base();
+        self.group_quotas(&snap).map(|(a, _, _)| a)
+    }
+
     /// This cycle's group quotas over the snapshot's pool (every queue instance's
     /// slots), or None without a tree: the allocation, its gate and its order.
     pub fn group_quotas(
@@ -208,7 +219,10 @@ impl<'a> ClusterView<'a> {
                 }
             })
             .sum();
-        let allocation = allocate(self.group_tree, &demand, pool, true);
+        let mut allocation = allocate(self.group_tree, &demand, pool, true);
+        for g in &mut allocation.groups {
+            g.running = used.get(&g.name).copied().unwrap_or(0.0);
+        }
         let mut names = Vec::new();
         let mut groups = Vec::new();
         let mut index = HashMap::new();
