@@ -535,6 +535,7 @@ impl Cluster {
                     quota_counters,
                     immediate_unplaced,
                     reservations,
+                    groups,
                 },
             took,
         } = outcome;
@@ -551,6 +552,18 @@ impl Cluster {
             dropped = checked.dropped,
             "cycle done"
         );
+        // The tree's allocation, group by group (`qquota -g` shows the same).
+        for g in groups.iter().flat_map(|a| &a.groups) {
+            tracing::debug!(
+                group = %g.name,
+                quota = g.quota,
+                demand = g.demand,
+                running = g.running,
+                surplus = g.surplus,
+                allocation = g.allocation,
+                "group allocation"
+            );
+        }
         if checked.dropped > 0 {
             // The jobs it dropped are decided again on the state as it is now.
             self.trigger.state_changed = true;

@@ -84,6 +84,8 @@ pub struct Decisions {
     /// The reservations the cycle made (`-R y` jobs that could not start), in the order
     /// made.
     pub reservations: Vec<crate::backfill::Reservation>,
+    /// With group quotas, the allocation the cycle placed under.
+    pub groups: Option<crate::groups::Allocation>,
 }
 
 /// A decision of the scheduler: start this task in this queue instance.
@@ -602,6 +604,7 @@ impl<'a> ClusterView<'a> {
             pe_holds: Vec::new(),
             pe_ahead: Default::default(),
             group_order: None,
+            group_allocation: None,
             adjustments,
             now: Time::from_secs(0),
             calendar: Calendar::new(),
@@ -696,9 +699,11 @@ impl<'a> ClusterView<'a> {
         // The quota counters already hold what the running jobs use.
         snap.gates.get_mut().quota = self.quota_book.cycle();
         snap.group_order = None;
-        if let Some((_, gate, order)) = self.group_quotas(snap) {
+        snap.group_allocation = None;
+        if let Some((allocation, gate, order)) = self.group_quotas(snap) {
             snap.add_gate(Box::new(gate));
             snap.group_order = Some(order);
+            snap.group_allocation = Some(allocation);
         }
     }
 
@@ -729,6 +734,7 @@ impl<'a> ClusterView<'a> {
             quota_counters: gates.quota.map_or(0, |q| q.usage.len()),
             immediate_unplaced,
             reservations: std::mem::take(&mut snap.reservations),
+            groups: snap.group_allocation.take(),
         }
     }
 

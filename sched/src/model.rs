@@ -570,6 +570,8 @@ pub struct Snapshot {
     pub(crate) pe_ahead: std::collections::HashSet<String>,
     /// With group quotas, the order this cycle serves the groups in.
     pub(crate) group_order: Option<crate::groups::StarvationOrder>,
+    /// With group quotas, this cycle's allocation (handed out with the decisions).
+    pub(crate) group_allocation: Option<crate::groups::Allocation>,
     /// `job_load_adjustments`: (load value, amount per job slot, the amount as written).
     pub adjustments: Vec<(usize, f64, String)>,
     /// The time the snapshot is taken at: "now" for every question it answers.

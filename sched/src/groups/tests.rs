@@ -322,6 +322,7 @@ mod in_the_cycle {
     use super::*;
     use crate::synthetic::{job, Cluster};
     use crate::time::Time;
+    use std::collections::HashSet;
 
     /// Five hosts of two slots: a pool of 10.
     fn cluster(tree_text: &str) -> Cluster {
@@ -421,5 +422,15 @@ mod in_the_cycle {
         let s = started(&c);
         // Physics asks 3 of its 5; the root keeps 5 and gets physics' 2 unused.
         assert_eq!((s.get("physics"), s.get("sge")), (Some(&3), Some(&7)));
+        // The cycle hands its allocation out with its decisions (the master logs it).
+        let d = c.view().schedule(Time::from_secs(0), &c.connected());
+        let groups = d.groups.expect("an allocation");
+        let root = groups.get(ROOT).unwrap();
+        assert_eq!((root.quota, root.demand, root.allocation), (5.0, 20.0, 7.0));
+        assert!(Cluster::new(&[])
+            .view()
+            .schedule(Time::from_secs(0), &HashSet::new())
+            .groups
+            .is_none());
     }
 }
