@@ -18,7 +18,7 @@ pub use objects::*;
 
 /// The protocol version. Both daemons and every client speak exactly one version; peers
 /// with another version are refused with a message naming both.
-pub const PROTOCOL_VERSION: u32 = 24;
+pub const PROTOCOL_VERSION: u32 = 25;
 
 /// Magic bytes at the start of every [`Hello`]: "GNTY".
 pub const HELLO_MAGIC: [u8; 4] = *b"GNTY";
@@ -223,8 +223,6 @@ pub enum ToMaster {
     ShowQuotas(QuotaQuery),
     /// `qstat -j` without a job: which pending jobs each kind of reason holds back.
     SchedulingSummary,
-    /// `qquota -g`: each group of the group quota tree as the next cycle allocates.
-    ShowGroups,
     /// `qsub -now y`: answer when the job has started, or was removed because it could
     /// not start at once.
     WaitStart { job_id: u64 },
@@ -244,6 +242,8 @@ pub enum ToMaster {
     /// `qrdel`: delete advance reservations (ids or names), with `-f` their jobs at
     /// once whatever their execds say.
     DeleteArs { ids: Vec<String>, force: bool },
+    /// `qquota -g`: each group of the group quota tree as the next cycle allocates.
+    ShowGroups,
 }
 
 /// What `qquota` asks about. An empty list means "any"; `users` empty means the caller
@@ -376,8 +376,6 @@ pub enum FromMaster {
     Quotas(Vec<QuotaRow>),
     /// `qstat -j` without a job: (reason as SGE words it, the jobs it holds back).
     SchedulingSummary(Vec<(String, Vec<u64>)>),
-    /// `qquota -g`: the root, then every group in name order.
-    Groups(Vec<GroupRow>),
     /// A request naming several items (`qdel`): what became of each, in order.
     Items(Vec<ItemResult>),
     /// `qsub -now y`: the job has started.
@@ -386,6 +384,8 @@ pub enum FromMaster {
     },
     /// `qrstat`: the advance reservations, by id.
     Ars(Vec<AdvanceReservation>),
+    /// `qquota -g`: the root, then every group in name order.
+    Groups(Vec<GroupRow>),
 }
 
 /// Why a request was refused. The kind decides the exit status (one table, in the
