@@ -190,10 +190,17 @@ pub fn parse_groups(text: &str) -> Result<Vec<GroupEntry>, FileError> {
 /// `group.path.user` form the longest declared prefix; None (the root) when it names
 /// no declared group.
 pub fn group_of<'a>(list: &'a [GroupEntry], account: &str) -> Option<&'a GroupEntry> {
+    let name = declared_group(account, |n| list.iter().any(|g| g.name == n))?;
+    list.iter().find(|g| g.name == name)
+}
+
+/// The path of the declared group (`is_declared` says which are) an account string
+/// names: itself, else its longest declared prefix; None (the root) when none is.
+pub fn declared_group(account: &str, is_declared: impl Fn(&str) -> bool) -> Option<&str> {
     let mut name = account;
     loop {
-        if let Some(g) = list.iter().find(|g| g.name == name) {
-            return Some(g);
+        if is_declared(name) {
+            return Some(name);
         }
         name = name.rsplit_once('.')?.0;
     }

@@ -39,7 +39,7 @@
 
 use std::collections::HashMap;
 
-use gantry_common::groups::{parent, ROOT};
+use gantry_common::groups::{declared_group, parent, ROOT};
 use gantry_proto::{GroupEntry, GroupQuota};
 
 /// Below this, an amount is nothing (float sums of shares).
@@ -112,16 +112,7 @@ pub fn demand_by_group<'a>(
     let declared: std::collections::HashSet<&str> = tree.iter().map(|g| g.name.as_str()).collect();
     let mut out: HashMap<String, f64> = HashMap::new();
     for (account, weight) in jobs {
-        let mut name = account;
-        let group = loop {
-            if declared.contains(name) {
-                break name;
-            }
-            match name.rsplit_once('.') {
-                Some((p, _)) => name = p,
-                None => break ROOT,
-            }
-        };
+        let group = declared_group(account, |n| declared.contains(n)).unwrap_or(ROOT);
         match out.get_mut(group) {
             Some(d) => *d += weight,
             None => {

@@ -19,16 +19,7 @@ const EPSILON: f64 = 1e-9;
 /// The declared group an account string names (by path, or path and user), else the
 /// root.
 fn group_named<'a>(declared: &HashSet<String>, account: &'a str) -> &'a str {
-    let mut name = account;
-    loop {
-        if declared.contains(name) {
-            return name;
-        }
-        match name.rsplit_once('.') {
-            Some((p, _)) => name = p,
-            None => return ROOT,
-        }
-    }
+    gantry_common::groups::declared_group(account, |n| declared.contains(n)).unwrap_or(ROOT)
 }
 
 /// The slots a pending task of the job takes (a parallel job: its range's minimum).
