@@ -13,6 +13,7 @@ pub mod config;
 pub mod context;
 pub mod dates;
 pub mod exechost;
+pub mod formula;
 pub mod groups;
 pub mod hostgroup;
 pub mod job;

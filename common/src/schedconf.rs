@@ -5,7 +5,7 @@ use crate::conf::{parse_entries, split_pairs, FileError};
 use crate::value::{parse_double, parse_time};
 use gantry_proto::Config;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy)]
 enum Kind {
     Text,
     Time,
@@ -16,6 +16,8 @@ enum Kind {
     /// `name=value,...` or `none`
     Pairs,
     Formula,
+    /// An arithmetic formula over the names a group quota setting offers.
+    GroupFormula(fn(&str) -> bool),
 }
 
 /// Every attribute in SGE's order, with the default of a fresh cell.
@@ -59,7 +61,24 @@ const ATTRIBUTES: &[(&str, &str, Kind)] = &[
     ("weight_priority", "0.000000", Kind::Double),
     ("max_reservation", "0", Kind::Uint),
     ("default_duration", "INFINITY", Kind::Time),
+    // Gantry's own, after SGE's: hierarchical group quotas (`qconf -sgq`).
+    ("group_quota_rounds", "3", Kind::Uint),
+    (
+        "group_sort",
+        "usage/quota",
+        Kind::GroupFormula(is_group_sort_name),
+    ),
+    ("group_slot_weight", "slots", Kind::GroupFormula(|_| true)),
 ];
+
+/// The names `group_sort` may use, per group: the weighted slots its jobs hold
+/// (`usage`), its quota this cycle, what its jobs ask for, its allocation this cycle and
+/// the surplus it got.
+pub const GROUP_SORT_NAMES: &[&str] = &["usage", "quota", "demand", "allocation", "surplus"];
+
+pub fn is_group_sort_name(name: &str) -> bool {
+    GROUP_SORT_NAMES.contains(&name)
+}
 
 /// The scheduler configuration of a fresh cell.
 pub fn default_schedconf() -> Config {
@@ -119,6 +138,7 @@ fn check(kind: Kind, key: &str, value: &str) -> Result<(), String> {
                     .is_ok_and(|p| p.iter().all(|(_, v)| parse_double(v).is_ok()))
         }
         Kind::Formula => parse_load_formula(value).is_ok(),
+        Kind::GroupFormula(known) => crate::formula::Formula::parse(value, known).is_ok(),
     };
     if ok {
         Ok(())
@@ -172,9 +192,15 @@ mod tests {
 
     #[test]
     fn defaults_print_as_sge_does() {
+        // SGE's attributes as SGE prints them, then Gantry's own.
+        let printed = print_schedconf(&default_schedconf());
+        let sge = include_str!("../tests/fixtures/qconf-ssconf.txt");
+        assert_eq!(&printed[..sge.len()], sge);
         assert_eq!(
-            print_schedconf(&default_schedconf()),
-            include_str!("../tests/fixtures/qconf-ssconf.txt")
+            &printed[sge.len()..],
+            "group_quota_rounds                3\n\
+             group_sort                        usage/quota\n\
+             group_slot_weight                 slots\n"
         );
         assert_eq!(
             parse_schedconf(&print_schedconf(&default_schedconf())).unwrap(),
@@ -190,6 +216,9 @@ mod tests {
             ("job_load_adjustments np_load_avg\n", "line 1: value \"np_load_avg\" for attribute \"job_load_adjustments\" of the scheduler configuration is invalid"),
             ("schedule_interval soon\n", "line 1: value \"soon\" for attribute \"schedule_interval\" of the scheduler configuration is invalid"),
             ("nosuch 1\n", "line 1: unknown attribute \"nosuch\" in scheduler configuration"),
+            ("group_sort usage/quotas\n", "line 1: value \"usage/quotas\" for attribute \"group_sort\" of the scheduler configuration is invalid"),
+            ("group_slot_weight slots*\n", "line 1: value \"slots*\" for attribute \"group_slot_weight\" of the scheduler configuration is invalid"),
+            ("group_quota_rounds -1\n", "line 1: value \"-1\" for attribute \"group_quota_rounds\" of the scheduler configuration is invalid"),
         ];
         for (text, want) in cases {
             assert_eq!(parse_schedconf(text).unwrap_err().to_string(), want);

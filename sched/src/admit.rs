@@ -47,7 +47,9 @@ pub trait Gate: std::fmt::Debug + Send {
 pub struct Gates {
     /// The resource quota sets (none while no set is enabled).
     pub quota: Option<QuotaCycle>,
-    /// Further gates, asked after the quota sets.
+    /// The group quotas (none without a group tree), asked after the quota sets.
+    pub groups: Option<crate::groups::GroupGate>,
+    /// Further gates, asked last.
     pub more: Vec<Box<dyn Gate>>,
 }
 
@@ -55,6 +57,7 @@ impl Clone for Gates {
     fn clone(&self) -> Gates {
         Gates {
             quota: self.quota.clone(),
+            groups: self.groups.clone(),
             more: self.more.iter().map(|g| g.clone_box()).collect(),
         }
     }
@@ -62,13 +65,14 @@ impl Clone for Gates {
 
 impl Gates {
     pub fn is_empty(&self) -> bool {
-        self.quota.is_none() && self.more.is_empty()
+        self.quota.is_none() && self.groups.is_none() && self.more.is_empty()
     }
 
     pub fn each(&self) -> impl Iterator<Item = &dyn Gate> {
         self.quota
             .iter()
             .map(|q| q as &dyn Gate)
+            .chain(self.groups.iter().map(|g| g as &dyn Gate))
             .chain(self.more.iter().map(|g| g.as_ref()))
     }
 
@@ -76,6 +80,7 @@ impl Gates {
         self.quota
             .iter_mut()
             .map(|q| q as &mut dyn Gate)
+            .chain(self.groups.iter_mut().map(|g| g as &mut dyn Gate))
             .chain(self.more.iter_mut().map(|g| g.as_mut() as &mut dyn Gate))
     }
 }

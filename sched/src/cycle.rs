@@ -6,12 +6,14 @@
 
 use std::collections::{HashMap, HashSet};
 
+use gantry_common::formula::Formula;
 use gantry_common::job::{Job, TaskState};
 use gantry_common::value::{self, Value};
 use gantry_common::{conf, queue, schedconf};
 use gantry_proto::Grant;
 
 use crate::calendar::Calendar;
+use crate::groups::DispatchPass;
 use crate::matching::*;
 use crate::model::*;
 use crate::order::{JobOrder, PriorityThenSubmission};
@@ -122,6 +124,13 @@ pub struct SchedConf {
     /// `DURATION_OFFSET` in `params`: a job in an advance reservation starts only when
     /// its run time and this end before the reservation does.
     pub duration_offset: Span,
+    /// `group_quota_rounds`: with group quotas, at most so many passes share out what
+    /// groups could not use (HTCondor's `GROUP_QUOTA_MAX_ALLOCATION_ROUNDS`).
+    pub group_quota_rounds: u32,
+    /// `group_sort`: groups are served in ascending order of it (root last).
+    pub group_sort: Formula,
+    /// `group_slot_weight`: what a job's slots weigh in group quotas.
+    pub group_slot_weight: Formula,
 }
 
 impl Default for SchedConf {
@@ -135,6 +144,13 @@ impl Default for SchedConf {
             max_reservation: 0,
             default_duration: None,
             duration_offset: Span::from_secs(gantry_common::ar::DEFAULT_DURATION_OFFSET),
+            group_quota_rounds: 3,
+            group_sort: Formula::Apply(
+                '/',
+                Box::new(Formula::Name("usage".into())),
+                Box::new(Formula::Name("quota".into())),
+            ),
+            group_slot_weight: Formula::Name("slots".into()),
         }
     }
 }
@@ -452,6 +468,21 @@ impl<'a> ClusterView<'a> {
         {
             c.max_reservation = n;
         }
+        if let Some(n) = conf
+            .get("group_quota_rounds")
+            .and_then(|v| v.parse::<u32>().ok())
+        {
+            c.group_quota_rounds = n;
+        }
+        let formula = |key: &str, known: fn(&str) -> bool| {
+            conf.get(key).and_then(|f| Formula::parse(f, known).ok())
+        };
+        if let Some(f) = formula("group_sort", schedconf::is_group_sort_name) {
+            c.group_sort = f;
+        }
+        if let Some(f) = formula("group_slot_weight", |_| true) {
+            c.group_slot_weight = f;
+        }
         c.default_duration = conf
             .get("default_duration")
             .filter(|v| !v.eq_ignore_ascii_case("INFINITY"))
@@ -700,8 +731,9 @@ impl<'a> ClusterView<'a> {
         snap.gates.get_mut().quota = self.quota_book.cycle();
         snap.group_order = None;
         snap.group_allocation = None;
+        snap.gates.get_mut().groups = None;
         if let Some((allocation, gate, order)) = self.group_quotas(snap) {
-            snap.add_gate(Box::new(gate));
+            snap.gates.get_mut().groups = Some(gate);
             snap.group_order = Some(order);
             snap.group_allocation = Some(allocation);
         }
@@ -738,12 +770,12 @@ impl<'a> ClusterView<'a> {
         }
     }
 
-    /// The dispatch part of a cycle, on a prepared snapshot, in SGE's default order.
+    /// The dispatch part of a cycle, on a prepared snapshot, in SGE's default order, or
+    /// with group quotas in their rounds (see [`ClusterView::dispatch_groups`]).
     pub fn dispatch(&self, snap: &mut Snapshot, at: Time) -> Vec<Dispatch> {
-        // With group quotas, the groups in starvation order.
         match snap.group_order.take() {
             Some(order) => {
-                let out = self.dispatch_in(snap, at, &order);
+                let out = self.dispatch_groups(snap, at, &order);
                 snap.group_order = Some(order);
                 out
             }
@@ -751,36 +783,54 @@ impl<'a> ClusterView<'a> {
         }
     }
 
-    /// The dispatch part of a cycle, its stages in turn: *order* the eligible pending
-    /// jobs; per job, its category's candidates; per task, *place* it (the layers and
-    /// the *admit* stage's gates decide where) and *book* what it takes.
+    /// The dispatch part of a cycle in one pass over every eligible pending job.
     pub fn dispatch_in(
         &self,
         snap: &mut Snapshot,
         at: Time,
         order: &dyn JobOrder,
     ) -> Vec<Dispatch> {
+        let mut pass = DispatchPass::new(self.sched_conf().max_reservation);
+        let mut out = Vec::new();
+        self.dispatch_pass(snap, at, order, &mut pass, &mut out);
+        out
+    }
+
+    /// One pass of the dispatch part of a cycle, its stages in turn: *order* the
+    /// eligible pending jobs (those `pass` takes); per job, its category's candidates;
+    /// per task, *place* it (the layers and the *admit* stage's gates decide where) and
+    /// *book* what it takes. What it places is added to `out` and noted in `pass`.
+    pub(crate) fn dispatch_pass(
+        &self,
+        snap: &mut Snapshot,
+        at: Time,
+        order: &dyn JobOrder,
+        pass: &mut DispatchPass,
+        out: &mut Vec<Dispatch>,
+    ) {
         let max_aj_instances = self.max_aj_instances;
         // A job's key is every request it makes (a dozen lists and strings), hashed once
         // per pending job and cycle: foldhash, seeded per process, costs a fraction of
         // SipHash there (7 % of a plain cycle's instructions went to hashing keys).
         let mut categories: HashMap<CategoryKey, Option<Category>, foldhash::fast::RandomState> =
             HashMap::default();
-        let mut out = Vec::new();
         // Per advance reservation with jobs to place: its own snapshot and categories.
         let mut reservations: HashMap<u64, Option<crate::ar::ReservationCycle>> = HashMap::new();
-        let mut reservations_left = self.sched_conf().max_reservation;
         for job in self.pending_in_order(at, order) {
+            if !pass.takes(job) {
+                continue;
+            }
             if let Some(id) = job.spec.ar {
                 let entry = reservations
                     .entry(id)
                     .or_insert_with(|| self.reservation_cycle(snap, id, at));
                 if let Some(rc) = entry.as_mut() {
-                    self.place_in_reservation(rc, job, at, max_aj_instances, &mut out);
+                    self.place_in_reservation(rc, job, at, max_aj_instances, out);
                 }
                 continue;
             }
-            let next_category = categories.len() + 1;
+            // Numbered across the cycle's passes: gates remember things per category.
+            let next_category = pass.categories_before + categories.len() + 1;
             let entry = categories
                 .entry(category_key(job))
                 .or_insert_with(|| snap.category(job, next_category));
@@ -788,19 +838,27 @@ impl<'a> ClusterView<'a> {
                 continue; // requests the complex no longer has
             };
             let before = out.len();
-            self.place_job(snap, cat, job, max_aj_instances, &mut out);
+            let earlier = pass.placed.get(&job.id);
+            self.place_job(snap, cat, job, earlier, max_aj_instances, out);
+            let placed_none = out.len() == before;
             // `-R y`: a job none of whose tasks started gets the earliest time its next
             // task fits, booked, so that the jobs after it only backfill around it.
-            if job.spec.reserve && out.len() == before && reservations_left > 0 {
+            if job.spec.reserve
+                && placed_none
+                && earlier.is_none()
+                && pass.reservations_left > 0
+                && pass.reserved.insert(job.id)
+            {
                 if let Some(task) = job.tasks.pending().iter().next() {
                     if let Some(r) = snap.reserve_job(cat, job, task) {
                         snap.reservations.push(r);
-                        reservations_left -= 1;
+                        pass.reservations_left -= 1;
                     }
                 }
             }
+            pass.note(&out[before..]);
         }
-        out
+        pass.categories_before += categories.len();
     }
 
     /// Place what a cycle can of one job with its category.
@@ -809,6 +867,7 @@ impl<'a> ClusterView<'a> {
         snap: &mut Snapshot,
         cat: &mut Category,
         job: &Job,
+        earlier: Option<&HashSet<u32>>,
         max_aj_instances: Option<u32>,
         out: &mut Vec<Dispatch>,
     ) {
@@ -818,7 +877,7 @@ impl<'a> ClusterView<'a> {
         // `-now y`: every pending task starts in this cycle or none does. One task is
         // placed or not, with nothing to take back.
         if !job.spec.immediate || job.tasks.pending().len() == 1 {
-            self.place_tasks(snap, cat, job, max_aj_instances, out);
+            self.place_tasks(snap, cat, job, earlier, max_aj_instances, out);
             return;
         }
         // Several are placed on a copy, kept only when all of them found room.
@@ -829,6 +888,7 @@ impl<'a> ClusterView<'a> {
             &mut trial,
             &mut trial_cat,
             job,
+            earlier,
             max_aj_instances,
             &mut placed,
         );
@@ -839,26 +899,29 @@ impl<'a> ClusterView<'a> {
         }
     }
 
-    /// Place a job's pending tasks, lowest first, as far as its category has room in this
-    /// cycle; each placement is booked on the snapshot and added to `out`.
+    /// Place a job's pending tasks (but those `earlier` passes of the cycle placed),
+    /// lowest first, as far as its category has room in this cycle; each placement is
+    /// booked on the snapshot and added to `out`.
     pub(crate) fn place_tasks(
         &self,
         snap: &mut Snapshot,
         cat: &mut Category,
         job: &Job,
+        earlier: Option<&HashSet<u32>>,
         max_aj_instances: Option<u32>,
         out: &mut Vec<Dispatch>,
     ) {
         // Lowest task first; the ids are produced as they are taken, so a cycle costs
         // what it dispatches, not the size of the array. `running` counts the tasks
         // that hold slots, those dispatched in this cycle included.
-        let already = job.tasks.holding_slots() as u32;
+        let already = (job.tasks.holding_slots() + earlier.map_or(0, HashSet::len)) as u32;
         // `-hold_jid_ad`: task N waits while task N of a predecessor is in the system.
         let predecessors = self.array_predecessors(job);
         let ready = job
             .tasks
             .pending()
             .iter()
+            .filter(|t| !earlier.is_some_and(|e| e.contains(t)))
             .filter(|t| !crate::view::waits_for_array_task(&predecessors, *t));
         for (running, task_id) in (already..).zip(ready) {
             if job.spec.max_running_tasks.is_some_and(|tc| running >= tc)

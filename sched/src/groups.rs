@@ -387,6 +387,8 @@ fn whole_slots(nodes: &mut [Node], names: &[&str], parents: &[usize], unused: f6
 }
 
 mod cycle;
+mod weight;
+pub(crate) use cycle::DispatchPass;
 pub use cycle::{GroupGate, StarvationOrder};
 
 #[cfg(test)]

@@ -4,14 +4,19 @@
 
 use std::collections::{HashMap, HashSet};
 
-use gantry_common::job::{Job, TaskState};
+use gantry_common::formula::Formula;
+use gantry_common::job::Job;
 
-use super::{allocate, Allocation};
+use super::weight::SlotWeight;
+use super::{allocate, Allocation, GroupShare};
 use crate::admit::Gate;
 use crate::model::{Demand, Misfit, Snapshot};
-use crate::order::JobOrder;
+use crate::order::{JobOrder, PriorityThenSubmission};
+use crate::time::Time;
 use crate::view::ClusterView;
+use crate::Dispatch;
 use gantry_common::groups::ROOT;
+use gantry_proto::GroupEntry;
 
 /// Below this, an amount is nothing.
 const EPSILON: f64 = 1e-9;
@@ -22,39 +27,61 @@ fn group_named<'a>(declared: &HashSet<String>, account: &'a str) -> &'a str {
     gantry_common::groups::declared_group(account, |n| declared.contains(n)).unwrap_or(ROOT)
 }
 
-/// The slots a pending task of the job takes (a parallel job: its range's minimum).
-fn task_slots(job: &Job) -> f64 {
-    job.spec
-        .pe
-        .as_ref()
-        .and_then(|(_, range)| gantry_common::pe::parse_slot_range(range))
-        .map_or(1.0, |(min, _)| min as f64)
+/// Which group of the gate an account string names.
+#[derive(Debug, Clone)]
+pub(crate) struct GroupLookup {
+    declared: HashSet<String>,
+    index: HashMap<String, usize>,
 }
 
-/// The slots a job's tasks hold now (running or being deleted).
-fn running_slots(job: &Job) -> f64 {
-    job.tasks
-        .placed_states()
-        .map(|t| match t {
-            TaskState::Running { grants, .. } | TaskState::Deleting { grants, .. } => {
-                grants.iter().map(|g| g.slots as f64).sum()
-            }
-            _ => 0.0,
-        })
-        .sum()
+impl GroupLookup {
+    pub(crate) fn index_of(&self, account: &str) -> Option<usize> {
+        self.index
+            .get(group_named(&self.declared, account))
+            .copied()
+    }
+}
+
+/// A group's place in the starvation order (`group_sort`, lower served first, given its
+/// usage): a value that is not a number (a division by zero: a group of quota 0 with the
+/// default `usage/quota`) puts it after every group that has one, before the root.
+fn starvation(sort: &Formula, g: &GroupShare, usage: f64) -> f64 {
+    let key = sort.eval(&|name| match name {
+        "usage" => Some(usage),
+        "quota" => Some(g.quota),
+        "demand" => Some(g.demand),
+        "allocation" => Some(g.allocation),
+        "surplus" => Some(g.surplus),
+        _ => None,
+    });
+    if key.is_finite() {
+        key
+    } else {
+        f64::MAX / 2.0
+    }
 }
 
 /// A cycle's group quotas: the allocation and what each group uses.
 #[derive(Debug, Clone)]
 pub struct GroupGate {
-    declared: HashSet<String>,
+    pub(crate) lookup: GroupLookup,
     /// Group names, and per group its allocation and the slots its jobs hold (running,
     /// and placed this cycle).
     names: Vec<String>,
-    groups: Vec<(f64, f64)>,
-    index: HashMap<String, usize>,
+    pub(crate) groups: Vec<(f64, f64)>,
+    /// Per group, what it asks for in this round's allocation (rounds lower it to
+    /// what a group could use), and the pool the allocation shares.
+    demand: Vec<f64>,
+    pool: f64,
+    /// Per group: what its jobs ask for (running and pending); does it take part in
+    /// the autoregroup pass; does that pass lift its limit now.
+    asked: Vec<f64>,
+    autoregroup: Vec<bool>,
+    unlimited: Vec<bool>,
     /// A category's group (by the category's number in the cycle): resolved once.
     by_category: Vec<Option<usize>>,
+    /// What a job's slots weigh.
+    weight: SlotWeight,
 }
 
 impl GroupGate {
@@ -63,10 +90,7 @@ impl GroupGate {
         if let Some(Some(g)) = self.by_category.get(d.category) {
             return Some(*g);
         }
-        let g = self
-            .index
-            .get(group_named(&self.declared, &d.account))
-            .copied()?;
+        let g = self.lookup.index_of(&d.account)?;
         if d.category > 0 {
             if self.by_category.len() <= d.category {
                 self.by_category.resize(d.category + 1, None);
@@ -76,9 +100,66 @@ impl GroupGate {
         Some(g)
     }
 
-    fn refuses(&self, g: usize, slots: u32) -> bool {
+    fn refuses(&self, g: usize, weight: f64) -> bool {
         let (allocation, used) = self.groups[g];
-        used + slots as f64 > allocation + EPSILON
+        !self.unlimited[g] && used + weight > allocation + EPSILON
+    }
+
+    /// After a pass: a group that could not use its allocation asks only for what it
+    /// got, and the allocation over `tree` is computed again. The groups that now get
+    /// more and still ask for more than they hold (to be served again), or None when no
+    /// group would.
+    pub(crate) fn next_round(&mut self, tree: &[GroupEntry]) -> Option<HashSet<usize>> {
+        let mut lowered = false;
+        for (g, (allocation, used)) in self.groups.iter().enumerate() {
+            if *used + EPSILON < *allocation && self.demand[g] > *used + EPSILON {
+                self.demand[g] = *used;
+                lowered = true;
+            }
+        }
+        if !lowered {
+            return None;
+        }
+        let demand: HashMap<String, f64> = self
+            .names
+            .iter()
+            .cloned()
+            .zip(self.demand.iter().copied())
+            .collect();
+        let allocation = allocate(tree, &demand, self.pool, true);
+        let mut grew = HashSet::new();
+        for (g, share) in allocation.groups.iter().enumerate().take(self.groups.len()) {
+            if share.allocation > self.groups[g].0 + EPSILON && self.wants_more(g) {
+                grew.insert(g);
+            }
+            self.groups[g].0 = share.allocation;
+        }
+        (!grew.is_empty()).then_some(grew)
+    }
+
+    /// Do the group's jobs ask for more than they hold?
+    fn wants_more(&self, g: usize) -> bool {
+        self.asked[g] > self.groups[g].1 + EPSILON
+    }
+
+    /// The autoregroup pass: when a group with `autoregroup` still asks for more than
+    /// it holds, lift the limit of every such group and of the root; the groups to
+    /// serve, or None.
+    pub(crate) fn open_autoregroup(&mut self) -> Option<HashSet<usize>> {
+        let mut open: HashSet<usize> = (0..self.groups.len())
+            .filter(|&g| self.autoregroup[g] && self.wants_more(g))
+            .collect();
+        if open.is_empty() {
+            return None;
+        }
+        open.extend((0..self.groups.len()).filter(|&g| self.autoregroup[g]));
+        if let Some(root) = self.names.iter().position(|n| n == ROOT) {
+            open.insert(root);
+        }
+        for &g in &open {
+            self.unlimited[g] = true;
+        }
+        Some(open)
     }
 }
 
@@ -89,7 +170,7 @@ impl Gate for GroupGate {
 
     fn admit(
         &mut self,
-        _snap: &Snapshot,
+        snap: &Snapshot,
         d: &Demand,
         _inst: usize,
         slots: u32,
@@ -98,7 +179,7 @@ impl Gate for GroupGate {
         let Some(g) = self.group_of(d) else {
             return Ok(());
         };
-        if !self.refuses(g, slots) {
+        if !self.refuses(g, self.weight.of_requests(snap, &d.hard, slots as f64)) {
             return Ok(());
         }
         // The allocation decides on every queue instance alike.
@@ -112,14 +193,17 @@ impl Gate for GroupGate {
         })
     }
 
+    /// Known only while a weighted slot is a slot (a formula needs the snapshot).
     fn known_refused(&self, d: &Demand, _inst: usize, slots: u32) -> bool {
-        matches!(self.by_category.get(d.category), Some(Some(g)) if self.refuses(*g, slots))
+        self.weight.is_slots()
+            && matches!(self.by_category.get(d.category),
+                Some(Some(g)) if self.refuses(*g, slots as f64))
     }
 
-    fn book(&mut self, _snap: &Snapshot, d: &Demand, grants: &[(usize, u32)], sign: f64) {
+    fn book(&mut self, snap: &Snapshot, d: &Demand, grants: &[(usize, u32)], sign: f64) {
         let slots: f64 = grants.iter().map(|(_, n)| *n as f64).sum();
         if let Some(g) = self.group_of(d) {
-            self.groups[g].1 += sign * slots;
+            self.groups[g].1 += sign * self.weight.of_requests(snap, &d.hard, slots);
         }
     }
 
@@ -152,13 +236,17 @@ impl JobOrder for StarvationOrder {
     }
 
     fn sort(&self, jobs: &mut [&Job]) {
-        // Each job's group looked up once, not per comparison. Keys are never negative:
-        // their bits order as the numbers do.
+        // Each job's group looked up once, not per comparison; the key's bits made to
+        // order as the numbers do (negative ones too).
         let key = |j: &Job| {
             let g = group_named(&self.declared, &j.spec.account);
-            let starvation = self.keys.get(g).copied().unwrap_or(f64::MAX).max(0.0);
+            let bits = self.keys.get(g).copied().unwrap_or(f64::MAX).to_bits();
             (
-                starvation.to_bits(),
+                if bits >> 63 == 1 {
+                    !bits
+                } else {
+                    bits | 1 << 63
+                },
                 std::cmp::Reverse(j.spec.priority),
                 j.id,
             )
@@ -189,28 +277,18 @@ impl<'a> ClusterView<'a> {
             return None;
         }
         let declared: HashSet<String> = self.group_tree.iter().map(|g| g.name.clone()).collect();
+        let conf = self.sched_conf();
+        let weight = SlotWeight::new(&conf.group_slot_weight);
         let mut demand: HashMap<String, f64> = HashMap::new();
         let mut used: HashMap<String, f64> = HashMap::new();
         for job in self.jobs.values() {
             let g = group_named(&declared, &job.spec.account);
-            let running = running_slots(job);
-            let pending = job.tasks.pending().len() as f64 * task_slots(job);
+            let (running, pending) = weight.of_job(snap, job);
             *demand.entry(g.to_string()).or_insert(0.0) += running + pending;
             *used.entry(g.to_string()).or_insert(0.0) += running;
         }
-        let slots = snap.catalog.id("slots");
-        let pool: f64 = snap
-            .instances
-            .iter()
-            .filter_map(|i| {
-                let o = i.layer.get(slots?)?;
-                match o.fixed {
-                    Some(gantry_common::value::Value::Num(n)) => Some(n),
-                    _ => None,
-                }
-            })
-            .sum();
-        let mut allocation = allocate(self.group_tree, &demand, pool, true);
+        let pool = weight.pool(snap);
+        let mut allocation = allocate(self.group_tree, &demand, pool, weight.is_slots());
         for g in &mut allocation.groups {
             g.running = used.get(&g.name).copied().unwrap_or(0.0);
         }
@@ -225,23 +303,128 @@ impl<'a> ClusterView<'a> {
             groups.push((g.allocation, u));
             let key = if g.name == ROOT {
                 f64::MAX
-            } else if g.quota > EPSILON {
-                u / g.quota
             } else {
-                f64::MAX / 2.0
+                starvation(&conf.group_sort, g, u)
             };
             keys.insert(g.name.clone(), key);
         }
+        let demand: Vec<f64> = allocation.groups.iter().map(|g| g.demand).collect();
+        let autoregroup: Vec<bool> = allocation.groups.iter().map(|g| g.autoregroup).collect();
         Some((
             allocation,
             GroupGate {
-                declared: declared.clone(),
+                lookup: GroupLookup {
+                    declared: declared.clone(),
+                    index,
+                },
+                asked: demand.clone(),
+                demand,
+                pool,
+                autoregroup,
+                unlimited: vec![false; names.len()],
                 names,
                 groups,
-                index,
                 by_category: Vec::new(),
+                weight,
             },
             StarvationOrder { declared, keys },
         ))
+    }
+}
+
+/// What the passes of one cycle's dispatch share: the tasks earlier passes placed (not
+/// placed again), the `-R y` jobs already given a reservation, how many more may get
+/// one, and which jobs a pass takes.
+pub(crate) struct DispatchPass {
+    pub(crate) placed: HashMap<u64, HashSet<u32>>,
+    pub(crate) reserved: HashSet<u64>,
+    pub(crate) reservations_left: u32,
+    /// The categories earlier passes numbered.
+    pub(crate) categories_before: usize,
+    /// A later pass of group quotas: only the jobs of these groups (by the group gate's
+    /// numbers), none in an advance reservation (placed whole by the first pass).
+    only: Option<(GroupLookup, HashSet<usize>)>,
+}
+
+impl DispatchPass {
+    pub(crate) fn new(max_reservation: u32) -> DispatchPass {
+        DispatchPass {
+            placed: HashMap::new(),
+            reserved: HashSet::new(),
+            reservations_left: max_reservation,
+            categories_before: 0,
+            only: None,
+        }
+    }
+
+    /// Does this pass consider the job?
+    pub(crate) fn takes(&self, job: &Job) -> bool {
+        match &self.only {
+            None => true,
+            Some((lookup, groups)) => {
+                job.spec.ar.is_none()
+                    && lookup
+                        .index_of(&job.spec.account)
+                        .is_some_and(|g| groups.contains(&g))
+            }
+        }
+    }
+
+    /// Remember what a pass placed.
+    pub(crate) fn note(&mut self, placed: &[Dispatch]) {
+        for d in placed {
+            self.placed.entry(d.job_id).or_default().insert(d.task_id);
+        }
+    }
+}
+
+impl<'a> ClusterView<'a> {
+    /// The dispatch part of a cycle with group quotas, in HTCondor's rounds: a first
+    /// pass over every job, groups in starvation order, each up to its allocation;
+    /// then, up to `group_quota_rounds` passes in all, a group that could not use its
+    /// allocation (its jobs fit nowhere else) asks only for what it got, the
+    /// allocation is computed again, and the groups that get more and had jobs held
+    /// back by their allocation are served again; at last, when a group with
+    /// `autoregroup` still has jobs held back by its allocation, one more pass serves
+    /// those jobs and the root's (by priority, then submission) with no group limit
+    /// but the cluster's room, as HTCondor negotiates them in the root group with the
+    /// whole pool for quota.
+    pub(crate) fn dispatch_groups(
+        &self,
+        snap: &mut Snapshot,
+        at: Time,
+        order: &StarvationOrder,
+    ) -> Vec<Dispatch> {
+        let conf = self.sched_conf();
+        let mut pass = DispatchPass::new(conf.max_reservation);
+        let mut out = Vec::new();
+        self.dispatch_pass(snap, at, order, &mut pass, &mut out);
+        for _ in 1..conf.group_quota_rounds.max(1) {
+            let Some(gate) = snap.gates.get_mut().groups.as_mut() else {
+                break;
+            };
+            let Some(grew) = gate.next_round(self.group_tree) else {
+                break;
+            };
+            pass.only = Some((gate.lookup.clone(), grew));
+            self.dispatch_pass(snap, at, order, &mut pass, &mut out);
+        }
+        if let Some(gate) = snap.gates.get_mut().groups.as_mut() {
+            if let Some(open) = gate.open_autoregroup() {
+                pass.only = Some((gate.lookup.clone(), open));
+                self.dispatch_pass(snap, at, &PriorityThenSubmission, &mut pass, &mut out);
+            }
+        }
+        // The allocation handed out is the last round's.
+        if let (Some(gate), Some(allocation)) = (
+            snap.gates.get_mut().groups.as_ref(),
+            snap.group_allocation.as_mut(),
+        ) {
+            for (share, (a, _)) in allocation.groups.iter_mut().zip(&gate.groups) {
+                share.allocation = *a;
+                share.surplus = (a - share.demand.min(share.quota)).max(0.0);
+            }
+        }
+        out
     }
 }

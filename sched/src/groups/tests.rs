@@ -433,4 +433,179 @@ mod in_the_cycle {
             .groups
             .is_none());
     }
+
+    /// The five hosts, the first of another architecture (a pool of 10 slots); each
+    /// group submits `count` jobs, `arm` those that run on the first host only.
+    fn one_arm_host(tree_text: &str, rounds: Option<&str>) -> Cluster {
+        let mut c = Cluster::new(&[]);
+        for n in 0..5 {
+            let arch = if n == 0 { "lx-arm64" } else { "lx-amd64" };
+            c.add_host(&format!("n{n}"), "", &[("arch", arch), ("num_proc", "2")]);
+        }
+        c.set_queue("all.q", "slots", "2");
+        c.group_tree = tree(tree_text);
+        if let Some(r) = rounds {
+            set_sched(&mut c, "group_quota_rounds", r);
+        }
+        c
+    }
+
+    /// One attribute of the scheduler configuration.
+    fn set_sched(c: &mut Cluster, key: &str, value: &str) {
+        let mut conf = c
+            .sched
+            .take()
+            .unwrap_or_else(gantry_common::schedconf::default_schedconf);
+        for (k, v) in &mut conf.entries {
+            if k == key {
+                *v = value.to_string();
+            }
+        }
+        c.sched = Some(conf);
+    }
+
+    fn submit_arm(c: &mut Cluster, first: u64, count: u64, account: &str) {
+        for id in first..first + count {
+            let mut j = job(id, "u1", &[("arch", "lx-arm64")], &[]);
+            j.spec.account = account.to_string();
+            c.put_job(j);
+        }
+    }
+
+    #[test]
+    fn rounds_hand_on_what_a_group_could_not_use() {
+        // Physics and chemistry 0.5 each of 10: 5 and 5 in the first round. Physics'
+        // jobs fit on the arm host only (2 slots): it uses 2 of its 5. The second round
+        // takes physics' demand as 2: chemistry, asking 20, gets 10 - 2 = 8 and starts
+        // 3 more. With one round (HTCondor's GROUP_QUOTA_MAX_ALLOCATION_ROUNDS 1) the
+        // 3 slots stay idle this cycle.
+        let tree_text = "physics 0.5 TRUE FALSE\nchemistry 0.5 TRUE FALSE";
+        for (rounds, want) in [(None, 8), (Some("2"), 8), (Some("1"), 5)] {
+            let mut c = one_arm_host(tree_text, rounds);
+            submit_arm(&mut c, 1, 20, "physics");
+            submit(&mut c, 100, 20, "chemistry");
+            let d = c.view().schedule(Time::from_secs(0), &c.connected());
+            let mut s: HashMap<String, usize> = HashMap::new();
+            for x in &d.dispatches {
+                *s.entry(c.jobs[&x.job_id].spec.account.clone()).or_insert(0) += 1;
+            }
+            assert_eq!(
+                (s.get("physics"), s.get("chemistry")),
+                (Some(&2), Some(&want)),
+                "rounds {rounds:?}"
+            );
+            // The allocation handed out is the last round's.
+            let groups = d.groups.expect("an allocation");
+            let chemistry = groups.get("chemistry").unwrap();
+            assert_eq!(chemistry.allocation, want as f64, "rounds {rounds:?}");
+            // Every task at most once.
+            let tasks: HashSet<(u64, u32)> =
+                d.dispatches.iter().map(|x| (x.job_id, x.task_id)).collect();
+            assert_eq!(tasks.len(), d.dispatches.len());
+        }
+    }
+
+    #[test]
+    fn a_later_round_places_an_array_job_s_remaining_tasks_once() {
+        // One array job per group: physics' 20 tasks fit on the arm host only.
+        let mut c = one_arm_host("physics 0.5 TRUE FALSE\nchemistry 0.5 TRUE FALSE", None);
+        let mut p = job(1, "u1", &[("arch", "lx-arm64")], &[]);
+        p.spec.account = "physics".into();
+        p.tasks = gantry_common::tasks::Tasks::array(1, 20, 1);
+        c.put_job(p);
+        let mut q = job(2, "u1", &[], &[]);
+        q.spec.account = "chemistry".into();
+        q.tasks = gantry_common::tasks::Tasks::array(1, 20, 1);
+        c.put_job(q);
+        let d = c.view().schedule(Time::from_secs(0), &c.connected());
+        let chemistry: Vec<u32> = d
+            .dispatches
+            .iter()
+            .filter(|x| x.job_id == 2)
+            .map(|x| x.task_id)
+            .collect();
+        assert_eq!(chemistry, (1..=8).collect::<Vec<u32>>());
+    }
+
+    #[test]
+    fn autoregroup_groups_compete_again_in_the_root() {
+        // Physics 0.3 of 10 refuses surplus; chemistry 0.7 asks for 2. Physics' 3 are
+        // all it may have, the root has no quota of its own (the children take it all):
+        // 5 slots stay idle. With autoregroup, physics' held-back jobs compete again in
+        // the root, whose limit is the whole pool: physics takes the idle 5 too.
+        for (autoregroup, want) in [("FALSE", 3), ("TRUE", 8)] {
+            let mut c = cluster(&format!(
+                "physics 0.3 FALSE {autoregroup}\nchemistry 0.7 TRUE FALSE"
+            ));
+            submit(&mut c, 1, 20, "physics");
+            submit(&mut c, 100, 2, "chemistry");
+            let s = started(&c);
+            assert_eq!(
+                (s.get("physics"), s.get("chemistry")),
+                (Some(&want), Some(&2)),
+                "autoregroup {autoregroup}"
+            );
+        }
+    }
+
+    #[test]
+    fn group_sort_decides_who_is_served_first() {
+        // Physics 0.6 (6 slots) and chemistry 0.4 (4) of 10, but two hosts are
+        // disabled: 6 slots to be had. With the default `usage/quota` both are at 0 and
+        // the earlier submission (chemistry's) goes first: chemistry 4, physics 2. With
+        // `-quota` the larger quota goes first: physics takes all 6.
+        for (sort, want) in [(None, (2, 4)), (Some("-quota"), (6, 0))] {
+            let mut c = cluster("physics 0.6 TRUE FALSE\nchemistry 0.4 TRUE FALSE");
+            for n in ["n3", "n4"] {
+                c.disabled.insert(("all.q".into(), n.into()));
+            }
+            if let Some(sort) = sort {
+                set_sched(&mut c, "group_sort", sort);
+            }
+            submit(&mut c, 1, 20, "chemistry");
+            submit(&mut c, 100, 20, "physics");
+            let s = started(&c);
+            let got = (
+                s.get("physics").copied().unwrap_or(0),
+                s.get("chemistry").copied().unwrap_or(0),
+            );
+            assert_eq!(got, want, "group_sort {sort:?}");
+        }
+    }
+
+    #[test]
+    fn slot_weight_formula_weighs_jobs_and_pool() {
+        // `slots*2`: the pool weighs 20; physics' static 6 is three jobs of weight 2,
+        // the root keeps 14, seven jobs, and gets physics' unused nothing: 3 + 7 = 10.
+        // By slots (the default) physics runs 6 and the root 4.
+        for (weight, want) in [(None, (6, 4)), (Some("slots*2"), (3, 7))] {
+            let mut c = cluster("physics 6 FALSE FALSE");
+            if let Some(w) = weight {
+                set_sched(&mut c, "group_slot_weight", w);
+            }
+            submit(&mut c, 1, 20, "physics");
+            submit(&mut c, 100, 20, "sge");
+            let s = started(&c);
+            assert_eq!(
+                (s["physics"], s["sge"]),
+                want,
+                "group_slot_weight {weight:?}"
+            );
+            let d = c.view().schedule(Time::from_secs(0), &c.connected());
+            let groups = d.groups.unwrap();
+            let want_pool = if weight.is_some() { 20.0 } else { 10.0 };
+            assert_eq!(groups.pool, want_pool);
+        }
+        // Fractions stay fractions: physics 0.33 of 20 weighs 6.6, three jobs (6); a
+        // fourth would take it to 8. The second round finds it used 6 of its 6.6, all
+        // it could, and allocates it that.
+        let mut c = cluster("physics 0.33 FALSE FALSE");
+        set_sched(&mut c, "group_slot_weight", "slots*2");
+        submit(&mut c, 1, 20, "physics");
+        assert_eq!(started(&c)["physics"], 3);
+        let d = c.view().schedule(Time::from_secs(0), &c.connected());
+        let physics = d.groups.unwrap().get("physics").unwrap().clone();
+        assert!((physics.quota - 6.6).abs() < 1e-9, "{physics:?}");
+        assert_eq!(physics.allocation, 6.0);
+    }
 }
