@@ -34,18 +34,32 @@ pub fn table_rows(
     text: &str,
     fields: usize,
 ) -> impl Iterator<Item = Result<(usize, Vec<&str>), FileError>> {
+    table_rows_between(text, fields, fields)
+}
+
+/// [`table_rows`] whose rows have from `min` to `max` fields (the last ones optional).
+pub fn table_rows_between(
+    text: &str,
+    min: usize,
+    max: usize,
+) -> impl Iterator<Item = Result<(usize, Vec<&str>), FileError>> {
     text.lines().enumerate().filter_map(move |(idx, raw)| {
         let content = raw.split('#').next().unwrap_or("").trim();
         if content.is_empty() {
             return None;
         }
         let f: Vec<&str> = content.split_whitespace().collect();
-        Some(if f.len() == fields {
+        Some(if (min..=max).contains(&f.len()) {
             Ok((idx + 1, f))
         } else {
+            let expected = if min == max {
+                min.to_string()
+            } else {
+                format!("{min} to {max}")
+            };
             Err(FileError::at(
                 idx + 1,
-                format!("expected {fields} fields, found {}", f.len()),
+                format!("expected {expected} fields, found {}", f.len()),
             ))
         })
     })

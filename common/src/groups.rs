@@ -1,6 +1,8 @@
 //! The tree of groups of hierarchical group quotas, as `qconf -sgq` prints it and
 //! `-Mgq` reads it: a header comment and one line per group, `name quota
-//! accept_surplus autoregroup`, the way `qconf -sc` writes the complex.
+//! accept_surplus autoregroup user_lists`, the way `qconf -sc` writes the complex.
+//! `user_lists` (optional, `NONE` by default) names the access lists whose members may
+//! submit to the group and its subtree.
 //!
 //! A group is named by its path from the implicit root `<none>` (`physics.hep` is the
 //! child `hep` of `physics`), and every group on a path must be declared. A quota with a
@@ -18,7 +20,7 @@ use crate::conf::FileError;
 /// The implicit root of the tree: jobs naming no declared group run in it.
 pub const ROOT: &str = "<none>";
 
-const HEADER: &str = "#name                          quota      accept_surplus autoregroup\n#-------------------------------------------------------------------\n";
+const HEADER: &str = "#name                          quota      accept_surplus autoregroup user_lists\n#------------------------------------------------------------------------------\n";
 const FOOTER: &str = "# >#< starts a comment but comments are not saved across edits --------\n";
 
 /// A quota as written: an integer for a static one, a decimal point for a proportion.
@@ -48,8 +50,13 @@ fn bool_str(b: bool) -> &'static str {
 pub fn print_groups(list: &[GroupEntry]) -> String {
     let mut out = String::from(HEADER);
     for g in list {
+        let lists = if g.user_lists.is_empty() {
+            "NONE".to_string()
+        } else {
+            g.user_lists.join(",")
+        };
         out.push_str(&format!(
-            "{:<30} {:<10} {:<14} {}\n",
+            "{:<30} {:<10} {:<14} {:<11} {lists}\n",
             g.name,
             quota_str(g.quota),
             bool_str(g.accept_surplus),
@@ -103,7 +110,7 @@ pub fn parent(name: &str) -> &str {
 /// order (each parent before its children), whatever order they were written in.
 pub fn parse_groups(text: &str) -> Result<Vec<GroupEntry>, FileError> {
     let mut groups: BTreeMap<String, (usize, GroupEntry)> = BTreeMap::new();
-    for row in crate::conf::table_rows(text, 4) {
+    for row in crate::conf::table_rows_between(text, 4, 5) {
         let (line, f) = row?;
         if f[0] == ROOT {
             return Err(FileError::at(
@@ -121,11 +128,23 @@ pub fn parse_groups(text: &str) -> Result<Vec<GroupEntry>, FileError> {
         let accept_surplus =
             parse_bool("accept_surplus", f[2]).map_err(|e| FileError::at(line, e))?;
         let autoregroup = parse_bool("autoregroup", f[3]).map_err(|e| FileError::at(line, e))?;
+        let user_lists = match f.get(4) {
+            None => Vec::new(),
+            Some(l) if l.eq_ignore_ascii_case("NONE") => Vec::new(),
+            Some(l) => {
+                let lists: Vec<String> = l.split(',').map(str::to_string).collect();
+                if lists.iter().any(|n| n.is_empty()) {
+                    return Err(FileError::at(line, format!("invalid user_lists \"{l}\"")));
+                }
+                lists
+            }
+        };
         let entry = GroupEntry {
             name: f[0].to_string(),
             quota,
             accept_surplus,
             autoregroup,
+            user_lists,
         };
         if groups.insert(f[0].to_string(), (line, entry)).is_some() {
             return Err(FileError::at(
@@ -204,6 +223,22 @@ pub fn declared_group(account: &str, is_declared: impl Fn(&str) -> bool) -> Opti
         }
         name = name.rsplit_once('.')?.0;
     }
+}
+
+/// The access lists a submitter to `group` must be on: the group's own and every
+/// ancestor's, each non-empty one a condition of its own (none: everybody may).
+pub fn access_lists<'a>(list: &'a [GroupEntry], group: &str) -> Vec<&'a [String]> {
+    let mut out = Vec::new();
+    let mut name = group;
+    while name != ROOT {
+        if let Some(g) = list.iter().find(|g| g.name == name) {
+            if !g.user_lists.is_empty() {
+                out.push(g.user_lists.as_slice());
+            }
+        }
+        name = parent(name);
+    }
+    out
 }
 
 #[cfg(test)]

@@ -541,6 +541,18 @@ impl ClusterState {
                 messages.push(format!("modified start time of job {id}"));
             }
             if let Some(a) = &changes.account {
+                // A job that runs stays in its group of hierarchical group quotas: its
+                // running tasks are that group's usage.
+                let group = |account: &str| {
+                    gantry_common::groups::group_of(&self.group_tree, account)
+                        .map(|g| g.name.clone())
+                };
+                if group(a) != group(&spec.account) && job.tasks.holding_slots() > 0 {
+                    return refused(
+                        RefusalKind::Invalid,
+                        format!("job {id} can't modify running jobs"),
+                    );
+                }
                 spec.account = a.clone();
                 messages.push(format!("modified account of job {id}"));
             }

@@ -312,6 +312,29 @@ pub fn check_spec(
             ));
         }
     }
+    // Hierarchical group quotas: the group the account names, and each of its
+    // ancestors, may restrict who submits to it.
+    if let Some(g) = gantry_common::groups::group_of(&state.group_tree, &spec.account) {
+        let member = |sets: &[String]| {
+            sets.iter().any(|s| {
+                state.usersets.get(s).is_some_and(|u| {
+                    gantry_common::userset::entries_contain(&u.entries, &caller.user, groups)
+                })
+            })
+        };
+        if !gantry_common::groups::access_lists(&state.group_tree, &g.name)
+            .into_iter()
+            .all(member)
+        {
+            return Err(refuse(
+                RefusalKind::Denied,
+                format!(
+                    "job rejected: user \"{}\" has no access to group \"{}\"",
+                    caller.user, g.name
+                ),
+            ));
+        }
+    }
     if let Some((pe, range)) = &spec.pe {
         if !state.pes.keys().any(|name| wildcard(pe, name)) {
             return Err(refuse(

@@ -38,7 +38,8 @@ const ACCOUNTING: TableDefinition<(u64, u32, u32), &[u8]> = TableDefinition::new
 /// 18: advance reservations and their id counter; accounting records name their
 ///     reservation.
 /// 19: the tree of hierarchical group quotas (`qconf -sgq`).
-pub const SCHEMA_VERSION: u32 = 19;
+/// 20: its groups' access lists (`user_lists`).
+pub const SCHEMA_VERSION: u32 = 20;
 
 /// A checkpoint is taken once this many changes or this many journal bytes are waiting.
 /// The owner starts it in a turn of its own ([`Store::checkpoint_due`],

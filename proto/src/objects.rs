@@ -162,6 +162,9 @@ pub struct GroupEntry {
     pub quota: GroupQuota,
     pub accept_surplus: bool,
     pub autoregroup: bool,
+    /// The access lists (usersets) whose members may submit to the group (and its
+    /// subtree); empty: everybody.
+    pub user_lists: Vec<String>,
 }
 
 /// One group as a cycle allocates (`qquota -g`): in weighted slots.

@@ -18,6 +18,7 @@ fn tree() -> Vec<GroupEntry> {
         quota,
         accept_surplus: n.is_multiple_of(2),
         autoregroup: false,
+        user_lists: Vec::new(),
     };
     for a in 0..10 {
         let top = format!("g{a}");

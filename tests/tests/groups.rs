@@ -8,8 +8,9 @@ use std::time::Duration;
 
 use gantry_tests::{ensure_user, need_root, wait_until, Cluster};
 
-const EMPTY: &str = "#name                          quota      accept_surplus autoregroup\n\
-#-------------------------------------------------------------------\n\
+const EMPTY: &str =
+    "#name                          quota      accept_surplus autoregroup user_lists\n\
+#------------------------------------------------------------------------------\n\
 # >#< starts a comment but comments are not saved across edits --------\n";
 
 #[test]
@@ -45,11 +46,11 @@ fn the_group_tree_is_replaced_whole_by_managers_and_survives_a_restart() {
     let shown = show(&c).stdout;
     assert_eq!(
         shown,
-        "#name                          quota      accept_surplus autoregroup\n\
-         #-------------------------------------------------------------------\n\
-         chemistry                      0.3        FALSE          FALSE\n\
-         physics                        0.7        TRUE           FALSE\n\
-         physics.hep                    20         TRUE           FALSE\n\
+        "#name                          quota      accept_surplus autoregroup user_lists\n\
+         #------------------------------------------------------------------------------\n\
+         chemistry                      0.3        FALSE          FALSE       NONE\n\
+         physics                        0.7        TRUE           FALSE       NONE\n\
+         physics.hep                    20         TRUE           FALSE       NONE\n\
          # >#< starts a comment but comments are not saved across edits --------\n"
     );
 
@@ -192,4 +193,148 @@ fn two_groups_share_ten_slots_seven_to_three_and_lend_what_they_leave() {
     wait_until("seven and three again", Duration::from_secs(25), || {
         running_named(&c, "chem") == 3 && running_named(&c, "phys") == 7
     });
+}
+
+/// The account line of `qstat -j`.
+fn account_of(c: &Cluster, job: &str) -> String {
+    c.client("qstat", &["-j", job])
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("account:"))
+        .map(|a| a.trim().to_string())
+        .unwrap_or_default()
+}
+
+#[test]
+fn access_lists_restrict_who_submits_to_a_group_and_qalter_a_moves_pending_jobs() {
+    if !need_root("access_lists_restrict_who_submits_to_a_group_and_qalter_a_moves_pending_jobs") {
+        return;
+    }
+    ensure_user("gq_u1");
+    ensure_user("gq_u2");
+    let c = Cluster::one_host();
+    assert_eq!(c.qconf(&["-au", "gq_u1", "physicists"]).code, 0);
+    let write = |text: &str| {
+        let p = c.dir.path().join("tree");
+        std::fs::write(&p, text).unwrap();
+        std::fs::set_permissions(&p, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
+        p.to_str().unwrap().to_string()
+    };
+    // An access list the cell does not have is refused, and nothing changes.
+    let out = c.qconf(&[
+        "-Mgq",
+        &write("physics 0.5 TRUE FALSE physicists,nolist\nchemistry 0.5 TRUE FALSE\n"),
+    ]);
+    assert_eq!(
+        (out.code, out.stderr.as_str()),
+        (
+            1,
+            "userset \"nolist\" in user_lists of group \"physics\" does not exist\n"
+        ),
+        "{out:?}"
+    );
+    assert_eq!(c.qconf(&["-sgq"]).stdout, EMPTY);
+    let tree = write(
+        "physics 0.5 TRUE FALSE physicists\nphysics.hep 0.5 TRUE FALSE\nchemistry 0.5 TRUE FALSE\n",
+    );
+    assert_eq!(c.qconf(&["-Mgq", &tree]).code, 0);
+    assert!(c.qconf(&["-sgq"]).stdout.contains(
+        "\nphysics                        0.5        TRUE           FALSE       physicists\n"
+    ));
+    // Only the list's members submit to physics and its subtree.
+    for account in ["physics", "physics.hep", "physics.hep.gq_u2"] {
+        let out = c.as_user(
+            "gq_u2",
+            "qsub",
+            &["-A", account, "-h", "-b", "y", "/bin/true"],
+        );
+        let group = if account == "physics" {
+            "physics"
+        } else {
+            "physics.hep"
+        };
+        assert_eq!(
+            (out.code, out.stderr.trim()),
+            (
+                1,
+                format!("Unable to run job: job rejected: user \"gq_u2\" has no access to group \"{group}\"\nExiting.").as_str()
+            ),
+            "{out:?}"
+        );
+    }
+    let mine = c.submit(
+        "gq_u1",
+        &["-A", "physics.hep", "-h", "-b", "y", "/bin/true"],
+    );
+    assert!(!mine.is_empty());
+    // qalter -A: not into a group the owner may not submit to; a pending job moves.
+    let theirs = c.submit("gq_u2", &["-A", "chemistry", "-h", "-b", "y", "/bin/true"]);
+    let out = c.as_user("gq_u2", "qalter", &["-A", "physics", &theirs]);
+    assert_eq!(
+        (out.code, out.stderr.trim()),
+        (
+            1,
+            "job rejected: user \"gq_u2\" has no access to group \"physics\""
+        ),
+        "{out:?}"
+    );
+    assert_eq!(account_of(&c, &theirs), "chemistry");
+    let out = c.as_user("gq_u1", "qalter", &["-A", "chemistry", &mine]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(account_of(&c, &mine), "chemistry");
+    // A job with a running task stays in its group (its slots are the group's usage);
+    // its account may change within the group. One slot: task 2 of 2 waits.
+    assert_eq!(c.qconf(&["-rattr", "queue", "slots", "1", "all.q"]).code, 0);
+    let running = c.submit(
+        "gq_u1",
+        &["-A", "physics", "-t", "1-2", "-b", "y", "sleep", "600"],
+    );
+    wait_until("the job runs", Duration::from_secs(20), || {
+        c.client("qstat", &["-u", "*"])
+            .stdout
+            .lines()
+            .any(|l| l.trim_start().starts_with(&format!("{running} ")) && l.contains(" r "))
+    });
+    let out = c.as_user("gq_u1", "qalter", &["-A", "chemistry", &running]);
+    assert_eq!(
+        (out.code, out.stderr.trim()),
+        (
+            1,
+            format!("job {running} can't modify running jobs").as_str()
+        ),
+        "{out:?}"
+    );
+    assert_eq!(account_of(&c, &running), "physics");
+    let out = c.as_user("gq_u1", "qalter", &["-A", "physics.gq_u1", &running]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(account_of(&c, &running), "physics.gq_u1");
+    // The list cannot go while the tree names it.
+    let out = c.qconf(&["-dul", "physicists"]);
+    assert_eq!(
+        (out.code, out.stderr.trim()),
+        (
+            1,
+            "denied: userset \"physicists\" is still referenced in group \"physics\" of the group quota tree"
+        ),
+        "{out:?}"
+    );
+    // The scheduler configuration carries the group quota settings, checked.
+    let conf = c.qconf(&["-ssconf"]).stdout;
+    for line in [
+        "group_quota_rounds                3",
+        "group_sort                        usage/quota",
+        "group_slot_weight                 slots",
+    ] {
+        assert!(conf.contains(&format!("\n{line}\n")), "{line}: {conf}");
+    }
+    let changed = conf.replace("usage/quota", "usage/quotas");
+    let file = c.dir.path().join("sconf");
+    std::fs::write(&file, changed).unwrap();
+    let out = c.qconf(&["-Msconf", file.to_str().unwrap()]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(
+        out.stderr.contains("value \"usage/quotas\" for attribute \"group_sort\" of the scheduler configuration is invalid"),
+        "{out:?}"
+    );
+    assert_eq!(c.qconf(&["-ssconf"]).stdout, conf);
 }

@@ -7,8 +7,8 @@ use proptest::prelude::*;
 
 const EXAMPLE: &str = "\
 #name quota accept_surplus autoregroup
-physics        0.7   TRUE  FALSE
-physics.hep    20    TRUE  FALSE
+physics        0.7   TRUE  FALSE  physicists,guests
+physics.hep    20    TRUE  FALSE  NONE
 chemistry      0.3   FALSE FALSE
 ";
 
@@ -20,14 +20,22 @@ fn the_issues_example_reads_in_name_order_and_prints_back() {
     assert_eq!(list[1].quota, GroupQuota::Proportional(0.7));
     assert_eq!(list[2].quota, GroupQuota::Static(20));
     assert!(list[2].accept_surplus && !list[0].accept_surplus);
+    // user_lists is optional (NONE: everybody); a group's subtree inherits its lists.
+    assert_eq!(list[1].user_lists, ["physicists", "guests"]);
+    assert!(list[0].user_lists.is_empty() && list[2].user_lists.is_empty());
+    assert_eq!(
+        access_lists(&list, "physics.hep"),
+        [&["physicists".to_string(), "guests".to_string()][..]]
+    );
+    assert!(access_lists(&list, "chemistry").is_empty());
     let printed = print_groups(&list);
     assert_eq!(
         printed,
-        "#name                          quota      accept_surplus autoregroup\n\
-         #-------------------------------------------------------------------\n\
-         chemistry                      0.3        FALSE          FALSE\n\
-         physics                        0.7        TRUE           FALSE\n\
-         physics.hep                    20         TRUE           FALSE\n\
+        "#name                          quota      accept_surplus autoregroup user_lists\n\
+         #------------------------------------------------------------------------------\n\
+         chemistry                      0.3        FALSE          FALSE       NONE\n\
+         physics                        0.7        TRUE           FALSE       physicists,guests\n\
+         physics.hep                    20         TRUE           FALSE       NONE\n\
          # >#< starts a comment but comments are not saved across edits --------\n"
     );
     assert_eq!(parse_groups(&printed).unwrap(), list);
@@ -36,7 +44,9 @@ fn the_issues_example_reads_in_name_order_and_prints_back() {
 #[test]
 fn a_file_breaking_a_rule_is_refused_with_its_line_and_reason() {
     let cases: &[(&str, &str)] = &[
-        ("a 1 TRUE", "line 1: expected 4 fields, found 3"),
+        ("a 1 TRUE", "line 1: expected 4 to 5 fields, found 3"),
+        ("a 1 TRUE FALSE x y", "line 1: expected 4 to 5 fields, found 6"),
+        ("a 1 TRUE FALSE x,,y", "line 1: invalid user_lists \"x,,y\""),
         ("<none> 1 TRUE FALSE", "line 1: the root group <none> is implicit and takes no quota"),
         ("a..b 1 TRUE FALSE", "line 1: invalid group name \"a..b\""),
         ("a/b 1 TRUE FALSE", "line 1: invalid group name \"a/b\""),
@@ -116,6 +126,7 @@ fn entry() -> impl Strategy<Value = GroupEntry> {
             quota,
             accept_surplus,
             autoregroup,
+            user_lists: Vec::new(),
         })
 }
 

@@ -233,6 +233,7 @@ pub fn with_groups(
                 quota: gantry_proto::GroupQuota::Proportional(1.0 / n as f64),
                 accept_surplus: true,
                 autoregroup: false,
+                user_lists: Vec::new(),
             })
             .collect();
         s.apply(&Op::Put(Object::GroupTree(groups)));

@@ -13,6 +13,18 @@ impl ClusterState {
     /// with its line and reason.
     pub(super) fn modify_group_tree(&self, who: &str, text: &str) -> Result<Reply, Refusal> {
         let tree = groups::parse_groups(text).map_err(|e| invalid(e.to_string()))?;
+        for g in &tree {
+            if let Some(set) = g
+                .user_lists
+                .iter()
+                .find(|s| !self.usersets.contains_key(*s))
+            {
+                return Err(invalid(format!(
+                    "userset \"{set}\" in user_lists of group \"{}\" does not exist",
+                    g.name
+                )));
+            }
+        }
         Ok(change(
             Op::Put(Object::GroupTree(tree)),
             format!("{who} modified the group quota tree"),

@@ -154,7 +154,12 @@ impl ClusterState {
                 .values()
                 .find(|p| p.acl.contains(n) || p.xacl.contains(n))
                 .map(|p| format!("project \"{}\"", p.name));
-            if let Some(place) = by_pe.or(by_project) {
+            let by_group = self
+                .group_tree
+                .iter()
+                .find(|g| g.user_lists.contains(n))
+                .map(|g| format!("group \"{}\" of the group quota tree", g.name));
+            if let Some(place) = by_pe.or(by_project).or(by_group) {
                 return Err(refuse(
                     RefusalKind::Invalid,
                     format!("denied: userset \"{n}\" is still referenced in {place}"),

@@ -258,6 +258,7 @@ fn random_tree() -> impl Strategy<Value = Vec<GroupEntry>> {
                     },
                     accept_surplus: accept,
                     autoregroup: false,
+                    user_lists: Vec::new(),
                 });
             }
         }
