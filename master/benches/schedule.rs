@@ -19,7 +19,7 @@ use common::{build, with_groups, with_quotas, with_reservations, JOBS};
 fn bench(c: &mut Criterion) {
     let s = build();
     let hosts = connected(&s);
-    // For profilers (perf, callgrind): `GANTRY_CYCLES=plain|quota|kept` runs five
+    // For profilers (perf, callgrind): `GANTRY_CYCLES=plain|quota|accounts|groups|kept` runs five
     // cycles of one kind and nothing else.
     if let Ok(kind) = std::env::var("GANTRY_CYCLES") {
         if kind == "kept" {
@@ -35,7 +35,12 @@ fn bench(c: &mut Criterion) {
             }
             std::process::exit(0);
         }
-        let s = if kind == "quota" { with_quotas(s) } else { s };
+        let s = match kind.as_str() {
+            "quota" => with_quotas(s),
+            "accounts" => with_groups(s, 100, false),
+            "groups" => with_groups(s, 100, true),
+            _ => s,
+        };
         for _ in 0..5 {
             std::hint::black_box(s.schedule(Time::from_secs(0), &hosts).dispatches);
         }

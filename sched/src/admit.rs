@@ -28,9 +28,10 @@ pub trait Gate: std::fmt::Debug + Send {
     ) -> Result<(), Misfit>;
 
     /// Is it known from earlier in this cycle that the gate refuses this (asked before
-    /// the layers, so it must be cheap)?
-    fn known_refused(&self, _d: &Demand, _inst: usize, _slots: u32) -> bool {
-        false
+    /// the layers, so it must be cheap)? How: [`Misfit::QuotaEverywhere`] when on every
+    /// instance alike, else [`Misfit::Unexplained`].
+    fn known_refused(&self, _d: &Demand, _inst: usize, _slots: u32) -> Option<Misfit> {
+        None
     }
 
     /// A placement was taken (`sign` 1) or given back (-1): count it.
@@ -103,10 +104,14 @@ impl Snapshot {
         Ok(())
     }
 
-    /// Does a gate already know it refuses this?
-    pub fn known_refused(&self, d: &Demand, inst: usize, slots: u32) -> bool {
+    /// Does a gate already know it refuses this, and how?
+    pub fn known_refused(&self, d: &Demand, inst: usize, slots: u32) -> Option<Misfit> {
         let gates = self.gates.borrow();
-        !gates.is_empty() && gates.each().any(|g| g.known_refused(d, inst, slots))
+        if gates.is_empty() {
+            return None;
+        }
+        let known = gates.each().find_map(|g| g.known_refused(d, inst, slots));
+        known
     }
 
     /// Tell every gate of a placement taken (`sign` 1) or given back (-1).

@@ -88,7 +88,7 @@ pub fn request_job(ar: &AdvanceReservation, groups: &[String]) -> Job {
 }
 
 /// The demand of a reservation's request, with its window as its run time.
-fn request_demand(catalog: &Catalog, ar: &AdvanceReservation) -> Option<Demand> {
+pub(crate) fn request_demand(catalog: &Catalog, ar: &AdvanceReservation) -> Option<Demand> {
     let mut d = demand(catalog, &request_job(ar, &[])).ok()?;
     d.run_time = Some(Span::from_secs(ar.end - ar.start));
     Some(d)
@@ -307,6 +307,10 @@ impl<'a> ClusterView<'a> {
         ar: &AdvanceReservation,
         groups: &[String],
     ) -> Result<Granted, CannotRun> {
+        // Group quotas allocate this cycle's slots among this cycle's demand: they do
+        // not limit a grant for a window (as the kept snapshot, which has no group
+        // gate, grants too); the reservation counts in its group once its window opens.
+        snap.gates.get_mut().groups = None;
         if ar.spec.interactive {
             // Interactive instances are taken as batch ones for it: on a copy, as that
             // is part of what a kept snapshot keeps.
@@ -379,6 +383,7 @@ impl<'a> ClusterView<'a> {
             demand: d,
             candidates,
             cursor: 0,
+            closed: false,
         };
         let Some(placed) = snap.place_task(&mut cat) else {
             let reasons = snap

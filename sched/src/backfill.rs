@@ -89,7 +89,7 @@ impl Snapshot {
         for t in self.start_times(&cat.demand, &candidates, now) {
             self.now = t;
             let mut trial = cat.clone();
-            trial.cursor = 0;
+            trial.reopen();
             let placed = self.place_task(&mut trial);
             if let Some(p) = &placed {
                 if !p.booked {

@@ -17,7 +17,7 @@ use crate::groups::DispatchPass;
 use crate::matching::*;
 use crate::model::*;
 use crate::order::{JobOrder, PriorityThenSubmission};
-use crate::place::{category_key, grants_total, Category, CategoryKey};
+use crate::place::{category_key, grants_total, Category};
 use crate::time::{Span, Time};
 use crate::view::ClusterView;
 
@@ -790,7 +790,7 @@ impl<'a> ClusterView<'a> {
         at: Time,
         order: &dyn JobOrder,
     ) -> Vec<Dispatch> {
-        let mut pass = DispatchPass::new(self.sched_conf().max_reservation);
+        let mut pass: DispatchPass<'_> = DispatchPass::new(self.sched_conf().max_reservation);
         let mut out = Vec::new();
         self.dispatch_pass(snap, at, order, &mut pass, &mut out);
         out
@@ -799,25 +799,28 @@ impl<'a> ClusterView<'a> {
     /// One pass of the dispatch part of a cycle, its stages in turn: *order* the
     /// eligible pending jobs (those `pass` takes); per job, its category's candidates;
     /// per task, *place* it (the layers and the *admit* stage's gates decide where) and
-    /// *book* what it takes. What it places is added to `out` and noted in `pass`.
+    /// *book* what it takes. What it places is added to `out` and noted in `pass`,
+    /// which keeps the jobs in order and their categories for the next pass.
     pub(crate) fn dispatch_pass(
         &self,
         snap: &mut Snapshot,
         at: Time,
         order: &dyn JobOrder,
-        pass: &mut DispatchPass,
+        pass: &mut DispatchPass<'a>,
         out: &mut Vec<Dispatch>,
     ) {
         let max_aj_instances = self.max_aj_instances;
-        // A job's key is every request it makes (a dozen lists and strings), hashed once
-        // per pending job and cycle: foldhash, seeded per process, costs a fraction of
-        // SipHash there (7 % of a plain cycle's instructions went to hashing keys).
-        let mut categories: HashMap<CategoryKey, Option<Category>, foldhash::fast::RandomState> =
-            HashMap::default();
         // Per advance reservation with jobs to place: its own snapshot and categories.
         let mut reservations: HashMap<u64, Option<crate::ar::ReservationCycle>> = HashMap::new();
-        for job in self.pending_in_order(at, order) {
-            if !pass.takes(job) {
+        let jobs = match pass.ordered.take() {
+            Some(jobs) => jobs,
+            None => {
+                pass.job_groups.clear();
+                self.pending_in_order(at, order)
+            }
+        };
+        for (i, &job) in jobs.iter().enumerate() {
+            if !pass.takes(i, job) {
                 continue;
             }
             if let Some(id) = job.spec.ar {
@@ -829,9 +832,9 @@ impl<'a> ClusterView<'a> {
                 }
                 continue;
             }
-            // Numbered across the cycle's passes: gates remember things per category.
-            let next_category = pass.categories_before + categories.len() + 1;
-            let entry = categories
+            let next_category = pass.categories.len() + 1;
+            let entry = pass
+                .categories
                 .entry(category_key(job))
                 .or_insert_with(|| snap.category(job, next_category));
             let Some(cat) = entry.as_mut() else {
@@ -839,13 +842,14 @@ impl<'a> ClusterView<'a> {
             };
             let before = out.len();
             let earlier = pass.placed.get(&job.id);
+            let placed_before = earlier.is_some();
             self.place_job(snap, cat, job, earlier, max_aj_instances, out);
             let placed_none = out.len() == before;
             // `-R y`: a job none of whose tasks started gets the earliest time its next
             // task fits, booked, so that the jobs after it only backfill around it.
             if job.spec.reserve
                 && placed_none
-                && earlier.is_none()
+                && !placed_before
                 && pass.reservations_left > 0
                 && pass.reserved.insert(job.id)
             {
@@ -858,7 +862,7 @@ impl<'a> ClusterView<'a> {
             }
             pass.note(&out[before..]);
         }
-        pass.categories_before += categories.len();
+        pass.ordered = Some(jobs);
     }
 
     /// Place what a cycle can of one job with its category.

@@ -255,9 +255,11 @@ impl Snapshot {
         if matches!(pass, Pass::All(_)) {
             self.admit(d, inst, slots, detail)?;
         }
-        if matches!(pass, Pass::Consumables(_)) && self.known_refused(d, inst, slots) {
+        if matches!(pass, Pass::Consumables(_)) {
             // A category like this one was already turned away here this cycle.
-            return Err(Misfit::Unexplained);
+            if let Some(m) = self.known_refused(d, inst, slots) {
+                return Err(m);
+            }
         }
         let layers = self.layers(inst);
         // A task placed now holds what it takes until its run time is over.

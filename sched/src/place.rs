@@ -48,13 +48,23 @@ pub struct Category {
     pub candidates: Vec<usize>,
     /// Candidates before this one cannot take another job of the category.
     pub cursor: usize,
+    /// A gate refused the category everywhere (a quota set, or its group at its
+    /// allocation): closed where its cursor stood, for a later pass of group quotas to
+    /// open again when the group gets more.
+    pub closed: bool,
 }
 
 impl Category {
     /// Nothing left for the category in this cycle: resources only shrink while a
     /// cycle places jobs.
     pub fn exhausted(&self) -> bool {
-        self.cursor >= self.candidates.len()
+        self.closed || self.cursor >= self.candidates.len()
+    }
+
+    /// Open it again from its first candidate.
+    pub fn reopen(&mut self) {
+        self.cursor = 0;
+        self.closed = false;
     }
 }
 
@@ -88,6 +98,7 @@ impl Snapshot {
             demand: d,
             candidates: scored.into_iter().map(|(_, i)| i).collect(),
             cursor: 0,
+            closed: false,
         })
     }
 
@@ -109,7 +120,7 @@ impl Snapshot {
                 }
             };
         }
-        while cat.cursor < cat.candidates.len() {
+        while !cat.exhausted() {
             match self.check(
                 d,
                 cat.candidates[cat.cursor],
@@ -118,9 +129,12 @@ impl Snapshot {
             ) {
                 Ok(()) => break,
                 // Full under a rule that decides everywhere: so is every other instance.
-                Err(Misfit::QuotaEverywhere) => cat.cursor = cat.candidates.len(),
+                Err(Misfit::QuotaEverywhere) => cat.closed = true,
                 Err(_) => cat.cursor += 1,
             }
+        }
+        if cat.closed {
+            return None;
         }
         let &inst = cat.candidates.get(cat.cursor)?;
         Some(Placement {

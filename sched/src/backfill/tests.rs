@@ -117,3 +117,46 @@ fn only_max_reservation_jobs_are_reserved() {
     let (_, reserved) = cycle(&s, 100);
     assert_eq!(reserved, vec![(10, 400)]);
 }
+
+#[test]
+fn a_reservation_counts_in_its_group_as_the_start_it_stands_for() {
+    // At 100, one slot free: the 4-slot job and the short one in group physics, whose
+    // allocation is the whole pool (4). Without `-R y` nothing of physics runs or is
+    // booked: the short job starts. With it, the reservation at 400 takes physics' 4 in this cycle, as the
+    // start it stands for would: the short job waits for the group, not for room.
+    for (reserve, started, reserved) in [(false, vec![11], vec![]), (true, vec![], vec![(10, 400)])]
+    {
+        let mut s = busy("1");
+        s.remove_job(1);
+        s.group_tree = gantry_common::groups::parse_groups("physics 1.0 TRUE FALSE").unwrap();
+        for id in [10, 11] {
+            let mut j = gantry_common::job::Job::clone(&s.jobs[&id]);
+            j.spec.account = "physics".into();
+            j.spec.reserve = reserve && id == 10;
+            s.put_job(j);
+        }
+        let (got, got_reserved) = cycle(&s, 100);
+        let physics: Vec<u64> = got.into_iter().filter(|id| [10, 11].contains(id)).collect();
+        assert_eq!(
+            (physics, got_reserved),
+            (started, reserved),
+            "reserve {reserve}"
+        );
+    }
+}
+
+#[test]
+fn a_parallel_job_takes_its_slots_of_its_group_once() {
+    // Every slot free, physics' allocation 4: the 4-slot job starts (its per-job part
+    // takes no slots of the group; it once counted them twice and waited for ever).
+    let mut s = busy("0");
+    for id in 1..=4 {
+        s.remove_job(id);
+    }
+    s.group_tree = gantry_common::groups::parse_groups("physics 1.0 FALSE FALSE").unwrap();
+    let mut j = gantry_common::job::Job::clone(&s.jobs[&10]);
+    j.spec.account = "physics".into();
+    s.put_job(j);
+    let (started, _) = cycle(&s, 0);
+    assert_eq!(started.first(), Some(&10));
+}

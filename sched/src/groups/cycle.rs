@@ -10,8 +10,9 @@ use gantry_common::job::Job;
 use super::weight::SlotWeight;
 use super::{allocate, Allocation, GroupShare};
 use crate::admit::Gate;
-use crate::model::{Demand, Misfit, Snapshot};
+use crate::model::{Demand, Misfit, Part, Snapshot};
 use crate::order::{JobOrder, PriorityThenSubmission};
+use crate::place::{Category, CategoryKey};
 use crate::time::Time;
 use crate::view::ClusterView;
 use crate::Dispatch;
@@ -100,6 +101,12 @@ impl GroupGate {
         Some(g)
     }
 
+    /// A parallel job's `JOB` consumables (its per-job part) take no slots: its slots
+    /// are counted with its per-slot part.
+    fn slots_of(d: &Demand, slots: u32) -> Option<f64> {
+        (d.part != Part::PerJob).then_some(slots as f64)
+    }
+
     fn refuses(&self, g: usize, weight: f64) -> bool {
         let (allocation, used) = self.groups[g];
         !self.unlimited[g] && used + weight > allocation + EPSILON
@@ -176,10 +183,10 @@ impl Gate for GroupGate {
         slots: u32,
         detail: bool,
     ) -> Result<(), Misfit> {
-        let Some(g) = self.group_of(d) else {
+        let (Some(g), Some(slots)) = (self.group_of(d), Self::slots_of(d, slots)) else {
             return Ok(());
         };
-        if !self.refuses(g, self.weight.of_requests(snap, &d.hard, slots as f64)) {
+        if !self.refuses(g, self.weight.of_requests(snap, &d.hard, slots)) {
             return Ok(());
         }
         // The allocation decides on every queue instance alike.
@@ -193,14 +200,20 @@ impl Gate for GroupGate {
         })
     }
 
-    /// Known only while a weighted slot is a slot (a formula needs the snapshot).
-    fn known_refused(&self, d: &Demand, _inst: usize, slots: u32) -> bool {
-        self.weight.is_slots()
+    /// Known only while a weighted slot is a slot (a formula needs the snapshot); on
+    /// every instance alike.
+    fn known_refused(&self, d: &Demand, _inst: usize, slots: u32) -> Option<Misfit> {
+        let known = self.weight.is_slots()
+            && d.part != Part::PerJob
             && matches!(self.by_category.get(d.category),
-                Some(Some(g)) if self.refuses(*g, slots as f64))
+                Some(Some(g)) if self.refuses(*g, slots as f64));
+        known.then_some(Misfit::QuotaEverywhere)
     }
 
     fn book(&mut self, snap: &Snapshot, d: &Demand, grants: &[(usize, u32)], sign: f64) {
+        if d.part == Part::PerJob {
+            return;
+        }
         let slots: f64 = grants.iter().map(|(_, n)| *n as f64).sum();
         if let Some(g) = self.group_of(d) {
             self.groups[g].1 += sign * self.weight.of_requests(snap, &d.hard, slots);
@@ -281,11 +294,22 @@ impl<'a> ClusterView<'a> {
         let weight = SlotWeight::new(&conf.group_slot_weight);
         let mut demand: HashMap<String, f64> = HashMap::new();
         let mut used: HashMap<String, f64> = HashMap::new();
-        for job in self.jobs.values() {
-            let g = group_named(&declared, &job.spec.account);
-            let (running, pending) = weight.of_job(snap, job);
+        let mut count = |account: &str, (running, pending): (f64, f64)| {
+            let g = group_named(&declared, account);
             *demand.entry(g.to_string()).or_insert(0.0) += running + pending;
             *used.entry(g.to_string()).or_insert(0.0) += running;
+        };
+        // A job in an advance reservation runs in what the reservation holds: the
+        // reservation counts instead, in its own group (`qrsub -A`), while its window
+        // is open, as a running job would.
+        for job in self.jobs.values().filter(|j| j.spec.ar.is_none()) {
+            count(&job.spec.account, weight.of_job(snap, job));
+        }
+        for ar in self.ars.values() {
+            let open = ar.start <= snap.now.secs() && snap.now.secs() < ar.end;
+            if open && crate::ar::holds(ar) {
+                count(&ar.spec.account, (weight.of_reservation(snap, ar), 0.0));
+            }
         }
         let pool = weight.pool(snap);
         let mut allocation = allocate(self.group_tree, &demand, pool, weight.is_slots());
@@ -332,42 +356,83 @@ impl<'a> ClusterView<'a> {
     }
 }
 
-/// What the passes of one cycle's dispatch share: the tasks earlier passes placed (not
-/// placed again), the `-R y` jobs already given a reservation, how many more may get
-/// one, and which jobs a pass takes.
-pub(crate) struct DispatchPass {
+/// What the passes of one cycle's dispatch share: the jobs in order, their categories
+/// (numbered across the passes: gates remember things per category), the tasks earlier
+/// passes placed (not placed again), the `-R y` jobs already given a reservation, how
+/// many more may get one, and which jobs a pass takes.
+pub(crate) struct DispatchPass<'j> {
+    pub(crate) ordered: Option<Vec<&'j Job>>,
+    /// A job's key is every request it makes (a dozen lists and strings), hashed once
+    /// per pending job and pass: foldhash, seeded per process, costs a fraction of
+    /// SipHash there (7 % of a plain cycle's instructions went to hashing keys).
+    pub(crate) categories: HashMap<CategoryKey<'j>, Option<Category>, foldhash::fast::RandomState>,
     pub(crate) placed: HashMap<u64, HashSet<u32>>,
     pub(crate) reserved: HashSet<u64>,
     pub(crate) reservations_left: u32,
-    /// The categories earlier passes numbered.
-    pub(crate) categories_before: usize,
-    /// A later pass of group quotas: only the jobs of these groups (by the group gate's
-    /// numbers), none in an advance reservation (placed whole by the first pass).
-    only: Option<(GroupLookup, HashSet<usize>)>,
+    /// A later pass of group quotas: per group (by the group gate's numbers), is it
+    /// served; the jobs in an advance reservation are not (the first pass placed them
+    /// in it).
+    only: Option<Vec<bool>>,
+    /// Each ordered job's group, looked up once for the later passes.
+    pub(crate) job_groups: Vec<Option<usize>>,
+    lookup: Option<GroupLookup>,
 }
 
-impl DispatchPass {
-    pub(crate) fn new(max_reservation: u32) -> DispatchPass {
+impl<'j> DispatchPass<'j> {
+    pub(crate) fn new(max_reservation: u32) -> DispatchPass<'j> {
         DispatchPass {
+            ordered: None,
+            categories: HashMap::default(),
             placed: HashMap::new(),
             reserved: HashSet::new(),
             reservations_left: max_reservation,
-            categories_before: 0,
             only: None,
+            job_groups: Vec::new(),
+            lookup: None,
         }
     }
 
-    /// Does this pass consider the job?
-    pub(crate) fn takes(&self, job: &Job) -> bool {
-        match &self.only {
-            None => true,
-            Some((lookup, groups)) => {
-                job.spec.ar.is_none()
-                    && lookup
-                        .index_of(&job.spec.account)
-                        .is_some_and(|g| groups.contains(&g))
+    /// The next pass serves only `groups` (by the gate's numbers): their categories,
+    /// which the group gate closed, are opened again where they stood (the candidates
+    /// before were full, and stay so); a parallel job's, whose environment's
+    /// allocation starts from the first candidate anyway, from there.
+    fn serve_again(&mut self, gate: &GroupGate, groups: HashSet<usize>) {
+        let lookup = &gate.lookup;
+        for cat in self.categories.values_mut().flatten() {
+            if lookup
+                .index_of(&cat.demand.account)
+                .is_some_and(|g| groups.contains(&g))
+            {
+                if cat.demand.pe.is_some() {
+                    cat.reopen();
+                } else {
+                    cat.closed = false;
+                }
             }
         }
+        let mut served = vec![false; gate.groups.len()];
+        for g in groups {
+            if let Some(s) = served.get_mut(g) {
+                *s = true;
+            }
+        }
+        self.only = Some(served);
+        self.lookup = Some(lookup.clone());
+    }
+
+    /// Does this pass consider the `i`th job in order?
+    pub(crate) fn takes(&mut self, i: usize, job: &Job) -> bool {
+        let (Some(served), Some(lookup)) = (&self.only, &self.lookup) else {
+            return true;
+        };
+        if job.spec.ar.is_some() {
+            return false;
+        }
+        if self.job_groups.len() <= i {
+            self.job_groups.resize(i + 1, None);
+            self.job_groups[i] = lookup.index_of(&job.spec.account);
+        }
+        self.job_groups[i].is_some_and(|g| served[g])
     }
 
     /// Remember what a pass placed.
@@ -395,6 +460,7 @@ impl<'a> ClusterView<'a> {
         at: Time,
         order: &StarvationOrder,
     ) -> Vec<Dispatch> {
+        // Each pass over the jobs in the first's order, with its categories.
         let conf = self.sched_conf();
         let mut pass = DispatchPass::new(conf.max_reservation);
         let mut out = Vec::new();
@@ -406,12 +472,14 @@ impl<'a> ClusterView<'a> {
             let Some(grew) = gate.next_round(self.group_tree) else {
                 break;
             };
-            pass.only = Some((gate.lookup.clone(), grew));
+            pass.serve_again(gate, grew);
             self.dispatch_pass(snap, at, order, &mut pass, &mut out);
         }
         if let Some(gate) = snap.gates.get_mut().groups.as_mut() {
             if let Some(open) = gate.open_autoregroup() {
-                pass.only = Some((gate.lookup.clone(), open));
+                pass.serve_again(gate, open);
+                // In the root, by priority then submission.
+                pass.ordered = None;
                 self.dispatch_pass(snap, at, &PriorityThenSubmission, &mut pass, &mut out);
             }
         }

@@ -609,4 +609,65 @@ mod in_the_cycle {
         assert!((physics.quota - 6.6).abs() < 1e-9, "{physics:?}");
         assert_eq!(physics.allocation, 6.0);
     }
+
+    #[test]
+    fn advance_reservations_count_in_their_group_while_their_window_is_open() {
+        // Chemistry holds four one-slot reservations (`qrsub -A chemistry`) open now:
+        // its usage is 4 of its 5. Of the 6 slots left, physics (0 of 5, the more
+        // starved) gets 5 and chemistry 1, though chemistry's jobs were submitted
+        // first. A job inside a reservation counts as the reservation does, not again.
+        use gantry_proto::{AdvanceReservation, ArSpec, ArState};
+        // Before the window opens the reservations count in no group: chemistry, its
+        // jobs first, takes its 5 of the 6 slots its jobs (of no known run time) can
+        // have beside the reservations, physics 1.
+        for (open, want) in [(true, (5, 1)), (false, (1, 5))] {
+            let mut c = cluster("physics 0.5 TRUE FALSE\nchemistry 0.5 TRUE FALSE");
+            let start = if open { 0 } else { 600 };
+            for id in 1..=4 {
+                let mut ar = AdvanceReservation {
+                    id,
+                    spec: ArSpec {
+                        account: "chemistry".into(),
+                        submit_host: "head".into(),
+                        ..ArSpec::default()
+                    },
+                    owner: "u1".into(),
+                    group: "u1".into(),
+                    submission_time: 0,
+                    start,
+                    end: start + 3600,
+                    granted: Vec::new(),
+                    granted_pe: None,
+                    state: if open {
+                        ArState::Running
+                    } else {
+                        ArState::Waiting
+                    },
+                    errors: Vec::new(),
+                };
+                let granted = c
+                    .view()
+                    .reserve(&ar, &[], &c.connected(), Time::from_secs(0))
+                    .unwrap();
+                ar.granted = granted.grants;
+                c.ars.insert(id, ar);
+            }
+            let mut inside = job(50, "u1", &[], &[]);
+            inside.spec.account = "chemistry".into();
+            inside.spec.ar = Some(1);
+            c.put_job(inside);
+            submit(&mut c, 1, 20, "chemistry");
+            submit(&mut c, 100, 20, "physics");
+            let d = c.view().schedule(Time::from_secs(0), &c.connected());
+            let count = |g: &str| {
+                d.dispatches
+                    .iter()
+                    .filter(|x| x.job_id != 50 && c.jobs[&x.job_id].spec.account == g)
+                    .count()
+            };
+            assert_eq!((count("physics"), count("chemistry")), want, "open {open}");
+            let chemistry = d.groups.unwrap().get("chemistry").unwrap().clone();
+            assert_eq!(chemistry.running, if open { 4.0 } else { 0.0 });
+        }
+    }
 }

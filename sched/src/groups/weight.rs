@@ -14,6 +14,7 @@
 use gantry_common::formula::Formula;
 use gantry_common::job::{Job, TaskState};
 use gantry_common::value::Value;
+use gantry_proto::AdvanceReservation;
 
 use crate::model::{demand, Request, Snapshot};
 
@@ -95,6 +96,18 @@ impl SlotWeight {
                 .sum(),
             pending * self.of_requests(snap, &hard, per_task),
         )
+    }
+
+    /// What an advance reservation's slots weigh.
+    pub fn of_reservation(&self, snap: &Snapshot, ar: &AdvanceReservation) -> f64 {
+        let slots: f64 = ar.granted.iter().map(|g| g.slots as f64).sum();
+        if self.0.is_none() {
+            return slots;
+        }
+        let hard = crate::ar::request_demand(&snap.catalog, ar)
+            .map(|d| d.hard)
+            .unwrap_or_default();
+        self.of_requests(snap, &hard, slots)
     }
 
     /// The pool: what every queue instance's slots weigh.

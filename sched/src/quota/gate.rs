@@ -260,15 +260,15 @@ impl AdmitGate for QuotaCycle {
         })
     }
 
-    fn known_refused(&self, d: &Demand, inst: usize, slots: u32) -> bool {
+    fn known_refused(&self, d: &Demand, inst: usize, slots: u32) -> Option<Misfit> {
         if d.quota_exempt || d.category == 0 || d.granted_pe.is_some() {
-            return false;
+            return None;
         }
-        let Some((id, _)) = self.plans.get(&(d.category, d.part)) else {
-            return false;
-        };
+        let (id, _) = self.plans.get(&(d.category, d.part))?;
         let (n, _) = amounts(d, slots);
-        self.denied.contains_key(&((*id, d.part, inst as u32), n))
+        self.denied
+            .contains_key(&((*id, d.part, inst as u32), n))
+            .then_some(Misfit::Unexplained)
     }
 
     fn book(&mut self, snap: &Snapshot, d: &Demand, grants: &[(usize, u32)], sign: f64) {
