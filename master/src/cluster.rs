@@ -126,6 +126,11 @@ pub struct Cluster {
     booted: Option<Time>,
     /// The last cycle's resource reservations (`-R y`), by job.
     reservations: HashMap<u64, gantry_sched::backfill::Reservation>,
+    /// The last cycle's group allocation and the tree it allocated (`qquota -g`).
+    group_allocation: Option<(
+        Arc<Vec<gantry_proto::GroupEntry>>,
+        gantry_sched::groups::Allocation,
+    )>,
     /// The snapshot advance reservations are granted on, kept between `qrsub`s.
     ar_snapshot: gantry_sched::KeptSnapshot,
 }
@@ -296,6 +301,7 @@ impl Cluster {
             clock: Clock::system(),
             booted: None,
             reservations: HashMap::new(),
+            group_allocation: None,
             ar_snapshot: Default::default(),
         })
     }
@@ -543,6 +549,7 @@ impl Cluster {
         let checked =
             self.state
                 .revalidate(&request.image, request.generation, dispatches, &connected);
+        let tree = request.image.group_tree.clone();
         // The image no longer holds the state's parts: changing them costs no copy.
         drop(request);
         Arc::make_mut(&mut self.state.quota_book).note_cycle_counters(quota_counters);
@@ -564,6 +571,7 @@ impl Cluster {
                 "group allocation"
             );
         }
+        self.group_allocation = groups.map(|a| (tree, a));
         if checked.dropped > 0 {
             // The jobs it dropped are decided again on the state as it is now.
             self.trigger.state_changed = true;

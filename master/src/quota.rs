@@ -75,12 +75,20 @@ impl ClusterState {
 mod tests;
 
 impl ClusterState {
-    /// `qquota -g`: every group of the tree as the next cycle allocates (the root
-    /// first; nothing without a tree).
+    /// `qquota -g` before a cycle has allocated the tree: every group as the first
+    /// round of the next cycle allocates (the root first; nothing without a tree).
     pub fn group_rows(&self) -> Vec<gantry_proto::GroupRow> {
-        let Some(allocation) = self.view().group_allocation() else {
-            return Vec::new();
-        };
+        match self.view().group_allocation() {
+            Some(allocation) => self.group_rows_of(allocation),
+            None => Vec::new(),
+        }
+    }
+
+    /// `qquota -g`'s rows of an allocation.
+    pub fn group_rows_of(
+        &self,
+        allocation: gantry_sched::groups::Allocation,
+    ) -> Vec<gantry_proto::GroupRow> {
         allocation
             .groups
             .into_iter()

@@ -57,7 +57,8 @@ pub struct GroupShare {
     pub subtree_quota: f64,
     /// What its own jobs ask for (running and pending, weighted).
     pub demand: f64,
-    /// What its own jobs hold now (filled in by the cycle; 0 from [`allocate`]).
+    /// What its own jobs hold (filled in by the cycle: at its start, and in what it
+    /// hands out with its decisions once its starts are made; 0 from [`allocate`]).
     pub running: f64,
     /// What its own jobs may have this cycle.
     pub allocation: f64,

@@ -133,7 +133,13 @@ impl Cluster {
                     .quota_rows(&query, &caller.user, &|user| self.unix_groups.of_name(user));
                 FromMaster::Quotas(rows)
             }
-            ToMaster::ShowGroups => FromMaster::Groups(self.state.group_rows()),
+            ToMaster::ShowGroups => FromMaster::Groups(match &self.group_allocation {
+                // The last cycle's, while the tree is the one it allocated.
+                Some((tree, allocation)) if Arc::ptr_eq(tree, &self.state.group_tree) => {
+                    self.state.group_rows_of(allocation.clone())
+                }
+                _ => self.state.group_rows(),
+            }),
             ToMaster::SchedulingSummary => {
                 let connected: HashSet<String> = self.dispatchable();
                 let blocked = self.state.quota_blocked_jobs(&connected, self.now());

@@ -488,8 +488,9 @@ impl<'a> ClusterView<'a> {
             snap.gates.get_mut().groups.as_ref(),
             snap.group_allocation.as_mut(),
         ) {
-            for (share, (a, _)) in allocation.groups.iter_mut().zip(&gate.groups) {
+            for (share, (a, used)) in allocation.groups.iter_mut().zip(&gate.groups) {
                 share.allocation = *a;
+                share.running = *used;
                 share.surplus = (a - share.demand.min(share.quota)).max(0.0);
             }
         }
