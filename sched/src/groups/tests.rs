@@ -672,4 +672,47 @@ mod in_the_cycle {
             assert_eq!(chemistry.running, 5.0);
         }
     }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(40))]
+
+        /// A cycle's decisions (its rounds and autoregroup pass included) do not
+        /// depend on the order the groups were declared in.
+        #[test]
+        fn a_cycle_does_not_depend_on_the_order_groups_were_declared_in(
+            groups in random_tree(),
+            jobs in proptest::collection::vec((0..9usize, 1..4u64), 1..8),
+            autoregroup in proptest::collection::vec(any::<bool>(), 8),
+        ) {
+            let mut groups = groups;
+            for (g, a) in groups.iter_mut().zip(&autoregroup) {
+                g.autoregroup = *a;
+            }
+            let mut names: Vec<String> = groups.iter().map(|g| g.name.clone()).collect();
+            names.push("sge".to_string());
+            let build = |tree: Vec<GroupEntry>| {
+                let mut c = cluster("");
+                c.group_tree = tree;
+                let mut id = 1;
+                for &(g, n) in &jobs {
+                    submit(&mut c, id, n * 3, &names[g % names.len()]);
+                    id += n * 3;
+                }
+                c
+            };
+            let a = build(groups.clone());
+            let mut reversed = groups.clone();
+            reversed.reverse();
+            let b = build(reversed);
+            let da = a.view().schedule(Time::from_secs(0), &a.connected());
+            let db = b.view().schedule(Time::from_secs(0), &b.connected());
+            let ids = |d: &crate::Decisions| {
+                d.dispatches.iter().map(|x| (x.job_id, x.task_id)).collect::<Vec<_>>()
+            };
+            prop_assert_eq!(ids(&da), ids(&db));
+            prop_assert_eq!(&da.groups, &db.groups);
+            // Never more than the cluster's ten slots.
+            prop_assert!(da.dispatches.len() <= 10);
+        }
+    }
 }
