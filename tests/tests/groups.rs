@@ -337,4 +337,34 @@ fn access_lists_restrict_who_submits_to_a_group_and_qalter_a_moves_pending_jobs(
         "{out:?}"
     );
     assert_eq!(c.qconf(&["-ssconf"]).stdout, conf);
+    // A slot weighs two: the pool of the one slot weighs 2, physics.hep's quota (a
+    // quarter of it) goes from 0.25 to 0.5 in the next cycle's allocation.
+    let hep = |c: &Cluster| {
+        let json = c.as_user("gq_u1", "qquota", &["-g", "-json"]).stdout;
+        json.contains("{\"name\":\"physics.hep\",\"configured_quota\":\"0.5\",\"accept_surplus\":true,\"autoregroup\":false,\"effective_quota\":0.25,")
+    };
+    wait_until(
+        "qquota -g: physics.hep's quota 0.25",
+        Duration::from_secs(10),
+        || hep(&c),
+    );
+    std::fs::write(
+        &file,
+        conf.replace(
+            "group_slot_weight                 slots",
+            "group_slot_weight                 slots*2",
+        ),
+    )
+    .unwrap();
+    let out = c.qconf(&["-Msconf", file.to_str().unwrap()]);
+    assert_eq!(out.code, 0, "{out:?}");
+    wait_until(
+        "qquota -g: physics.hep's quota 0.5",
+        Duration::from_secs(10),
+        || {
+            c.as_user("gq_u1", "qquota", &["-g", "-json"])
+            .stdout
+            .contains("{\"name\":\"physics.hep\",\"configured_quota\":\"0.5\",\"accept_surplus\":true,\"autoregroup\":false,\"effective_quota\":0.5,")
+        },
+    );
 }
