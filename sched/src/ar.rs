@@ -259,7 +259,7 @@ impl<'a> ClusterView<'a> {
         if cat.exhausted() || cat.demand.run_time.is_some_and(|r| at + r > rc.end) {
             return;
         }
-        self.place_tasks(&mut rc.snap, cat, job, None, max_aj_instances, out);
+        self.place_tasks(&mut rc.snap, cat, job, 0, max_aj_instances, out);
     }
 
     /// Is job `job` one of a reservation that holds its resources (and so placed and

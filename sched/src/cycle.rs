@@ -841,8 +841,8 @@ impl<'a> ClusterView<'a> {
                 continue; // requests the complex no longer has
             };
             let before = out.len();
-            let earlier = pass.placed.get(&job.id);
-            let placed_before = earlier.is_some();
+            let earlier = pass.placed.get(&job.id).copied().unwrap_or(0);
+            let placed_before = earlier > 0;
             self.place_job(snap, cat, job, earlier, max_aj_instances, out);
             let placed_none = out.len() == before;
             // `-R y`: a job none of whose tasks started gets the earliest time its next
@@ -860,7 +860,6 @@ impl<'a> ClusterView<'a> {
                     }
                 }
             }
-            pass.note(&out[before..]);
         }
         pass.ordered = Some(jobs);
     }
@@ -871,7 +870,7 @@ impl<'a> ClusterView<'a> {
         snap: &mut Snapshot,
         cat: &mut Category,
         job: &Job,
-        earlier: Option<&HashSet<u32>>,
+        earlier: usize,
         max_aj_instances: Option<u32>,
         out: &mut Vec<Dispatch>,
     ) {
@@ -903,7 +902,8 @@ impl<'a> ClusterView<'a> {
         }
     }
 
-    /// Place a job's pending tasks (but those `earlier` passes of the cycle placed),
+    /// Place a job's pending tasks (but the first `earlier` ready ones, which earlier
+    /// passes of the cycle placed),
     /// lowest first, as far as its category has room in this cycle; each placement is
     /// booked on the snapshot and added to `out`.
     pub(crate) fn place_tasks(
@@ -911,22 +911,22 @@ impl<'a> ClusterView<'a> {
         snap: &mut Snapshot,
         cat: &mut Category,
         job: &Job,
-        earlier: Option<&HashSet<u32>>,
+        earlier: usize,
         max_aj_instances: Option<u32>,
         out: &mut Vec<Dispatch>,
     ) {
         // Lowest task first; the ids are produced as they are taken, so a cycle costs
         // what it dispatches, not the size of the array. `running` counts the tasks
         // that hold slots, those dispatched in this cycle included.
-        let already = (job.tasks.holding_slots() + earlier.map_or(0, HashSet::len)) as u32;
+        let already = (job.tasks.holding_slots() + earlier) as u32;
         // `-hold_jid_ad`: task N waits while task N of a predecessor is in the system.
         let predecessors = self.array_predecessors(job);
         let ready = job
             .tasks
             .pending()
             .iter()
-            .filter(|t| !earlier.is_some_and(|e| e.contains(t)))
-            .filter(|t| !crate::view::waits_for_array_task(&predecessors, *t));
+            .filter(|t| !crate::view::waits_for_array_task(&predecessors, *t))
+            .skip(earlier);
         for (running, task_id) in (already..).zip(ready) {
             if job.spec.max_running_tasks.is_some_and(|tc| running >= tc)
                 || (job.is_array() && max_aj_instances.is_some_and(|m| running >= m))

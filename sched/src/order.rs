@@ -46,13 +46,17 @@ impl<'a> ClusterView<'a> {
 
     /// The jobs with pending tasks a cycle at `now` considers, in `order`.
     pub fn pending_in_order(&self, now: Time, order: &dyn JobOrder) -> Vec<&'a Job> {
-        let mut jobs: Vec<&'a Job> = self
-            .jobs
+        let mut jobs = self.pending_eligible(now);
+        order.sort(&mut jobs);
+        jobs
+    }
+
+    /// The jobs with pending tasks a cycle at `now` considers, in no order.
+    pub fn pending_eligible(&self, now: Time) -> Vec<&'a Job> {
+        self.jobs
             .values()
             .map(|j| &**j)
             .filter(|j| j.tasks.has_pending() && self.eligible(j, now))
-            .collect();
-        order.sort(&mut jobs);
-        jobs
+            .collect()
     }
 }

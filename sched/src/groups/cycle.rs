@@ -22,17 +22,22 @@ use gantry_proto::GroupEntry;
 /// Below this, an amount is nothing.
 const EPSILON: f64 = 1e-9;
 
+/// Maps and sets hashed with foldhash: looked up per job and per placement, where
+/// SipHash cost a tenth of what group quotas add to a cycle.
+type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
+type FastSet<K> = HashSet<K, foldhash::fast::RandomState>;
+
 /// The declared group an account string names (by path, or path and user), else the
 /// root.
-fn group_named<'a>(declared: &HashSet<String>, account: &'a str) -> &'a str {
+fn group_named<'a>(declared: &FastSet<String>, account: &'a str) -> &'a str {
     gantry_common::groups::declared_group(account, |n| declared.contains(n)).unwrap_or(ROOT)
 }
 
 /// Which group of the gate an account string names.
 #[derive(Debug, Clone)]
 pub(crate) struct GroupLookup {
-    declared: HashSet<String>,
-    index: HashMap<String, usize>,
+    declared: FastSet<String>,
+    index: FastMap<String, usize>,
 }
 
 impl GroupLookup {
@@ -133,7 +138,7 @@ impl GroupGate {
             .cloned()
             .zip(self.demand.iter().copied())
             .collect();
-        let allocation = allocate(tree, &demand, self.pool, true);
+        let allocation = allocate(tree, &demand, self.pool, self.weight.is_slots());
         let mut grew = HashSet::new();
         for (g, share) in allocation.groups.iter().enumerate().take(self.groups.len()) {
             if share.allocation > self.groups[g].0 + EPSILON && self.wants_more(g) {
@@ -239,8 +244,41 @@ impl Gate for GroupGate {
 /// submission.
 #[derive(Debug, Clone)]
 pub struct StarvationOrder {
-    declared: HashSet<String>,
-    keys: HashMap<String, f64>,
+    lookup: GroupLookup,
+    /// Per group (by the gate's numbers), its key's bits, made to order as the numbers
+    /// do (negative ones too).
+    keys: Vec<u64>,
+}
+
+impl StarvationOrder {
+    fn key_bits(key: f64) -> u64 {
+        let bits = key.to_bits();
+        if bits >> 63 == 1 {
+            !bits
+        } else {
+            bits | 1 << 63
+        }
+    }
+
+    fn key(&self, group: Option<usize>, job: &Job) -> (u64, std::cmp::Reverse<i32>, u64) {
+        let starvation = group.map_or(u64::MAX, |g| self.keys[g]);
+        (starvation, std::cmp::Reverse(job.spec.priority), job.id)
+    }
+
+    /// The jobs in order, with each one's group (by the gate's numbers), looked up
+    /// once for the sort and the later passes.
+    pub(crate) fn sorted<'j>(&self, jobs: Vec<&'j Job>) -> (Vec<&'j Job>, Vec<Option<usize>>) {
+        let groups: Vec<Option<usize>> = jobs
+            .iter()
+            .map(|j| self.lookup.index_of(&j.spec.account))
+            .collect();
+        let mut order: Vec<usize> = (0..jobs.len()).collect();
+        order.sort_by_cached_key(|&i| self.key(groups[i], jobs[i]));
+        (
+            order.iter().map(|&i| jobs[i]).collect(),
+            order.iter().map(|&i| groups[i]).collect(),
+        )
+    }
 }
 
 impl JobOrder for StarvationOrder {
@@ -249,22 +287,8 @@ impl JobOrder for StarvationOrder {
     }
 
     fn sort(&self, jobs: &mut [&Job]) {
-        // Each job's group looked up once, not per comparison; the key's bits made to
-        // order as the numbers do (negative ones too).
-        let key = |j: &Job| {
-            let g = group_named(&self.declared, &j.spec.account);
-            let bits = self.keys.get(g).copied().unwrap_or(f64::MAX).to_bits();
-            (
-                if bits >> 63 == 1 {
-                    !bits
-                } else {
-                    bits | 1 << 63
-                },
-                std::cmp::Reverse(j.spec.priority),
-                j.id,
-            )
-        };
-        jobs.sort_by_cached_key(|j| key(j));
+        // Each job's group looked up once, not per comparison.
+        jobs.sort_by_cached_key(|j| self.key(self.lookup.index_of(&j.spec.account), j));
     }
 }
 
@@ -289,15 +313,18 @@ impl<'a> ClusterView<'a> {
         if self.group_tree.is_empty() {
             return None;
         }
-        let declared: HashSet<String> = self.group_tree.iter().map(|g| g.name.clone()).collect();
+        let declared: FastSet<String> = self.group_tree.iter().map(|g| g.name.clone()).collect();
         let conf = self.sched_conf();
         let weight = SlotWeight::new(&conf.group_slot_weight);
-        let mut demand: HashMap<String, f64> = HashMap::new();
-        let mut used: HashMap<String, f64> = HashMap::new();
-        let mut count = |account: &str, (running, pending): (f64, f64)| {
-            let g = group_named(&declared, account);
-            *demand.entry(g.to_string()).or_insert(0.0) += running + pending;
-            *used.entry(g.to_string()).or_insert(0.0) += running;
+        // Per group named (borrowed from the accounts: no string made per job), what
+        // its jobs hold and ask for.
+        let mut counted: FastMap<&str, (f64, f64)> = FastMap::default();
+        let mut count = |account: &'a str, (running, pending): (f64, f64)| {
+            let c = counted
+                .entry(group_named(&declared, account))
+                .or_insert((0.0, 0.0));
+            c.0 += running;
+            c.1 += running + pending;
         };
         // A job in an advance reservation runs in what the reservation holds: the
         // reservation counts instead, in its own group (`qrsub -A`), while its window
@@ -311,17 +338,20 @@ impl<'a> ClusterView<'a> {
                 count(&ar.spec.account, (weight.of_reservation(snap, ar), 0.0));
             }
         }
+        let demand: HashMap<String, f64> =
+            counted.iter().map(|(g, c)| (g.to_string(), c.1)).collect();
+        let used: FastMap<&str, f64> = counted.iter().map(|(g, c)| (*g, c.0)).collect();
         let pool = weight.pool(snap);
         let mut allocation = allocate(self.group_tree, &demand, pool, weight.is_slots());
         for g in &mut allocation.groups {
-            g.running = used.get(&g.name).copied().unwrap_or(0.0);
+            g.running = used.get(g.name.as_str()).copied().unwrap_or(0.0);
         }
         let mut names = Vec::new();
         let mut groups = Vec::new();
-        let mut index = HashMap::new();
-        let mut keys = HashMap::new();
+        let mut index = FastMap::default();
+        let mut keys = Vec::new();
         for g in &allocation.groups {
-            let u = used.get(&g.name).copied().unwrap_or(0.0);
+            let u = used.get(g.name.as_str()).copied().unwrap_or(0.0);
             index.insert(g.name.clone(), names.len());
             names.push(g.name.clone());
             groups.push((g.allocation, u));
@@ -330,17 +360,15 @@ impl<'a> ClusterView<'a> {
             } else {
                 starvation(&conf.group_sort, g, u)
             };
-            keys.insert(g.name.clone(), key);
+            keys.push(StarvationOrder::key_bits(key));
         }
         let demand: Vec<f64> = allocation.groups.iter().map(|g| g.demand).collect();
         let autoregroup: Vec<bool> = allocation.groups.iter().map(|g| g.autoregroup).collect();
+        let lookup = GroupLookup { declared, index };
         Some((
             allocation,
             GroupGate {
-                lookup: GroupLookup {
-                    declared: declared.clone(),
-                    index,
-                },
+                lookup: lookup.clone(),
                 asked: demand.clone(),
                 demand,
                 pool,
@@ -351,7 +379,7 @@ impl<'a> ClusterView<'a> {
                 by_category: Vec::new(),
                 weight,
             },
-            StarvationOrder { declared, keys },
+            StarvationOrder { lookup, keys },
         ))
     }
 }
@@ -366,7 +394,11 @@ pub(crate) struct DispatchPass<'j> {
     /// per pending job and pass: foldhash, seeded per process, costs a fraction of
     /// SipHash there (7 % of a plain cycle's instructions went to hashing keys).
     pub(crate) categories: HashMap<CategoryKey<'j>, Option<Category>, foldhash::fast::RandomState>,
-    pub(crate) placed: HashMap<u64, HashSet<u32>>,
+    /// Per job, how many tasks earlier passes placed: always its first ready ones (a
+    /// pass places a job's ready tasks lowest first until one finds no room), noted
+    /// from the dispatches before a later pass.
+    pub(crate) placed: FastMap<u64, usize>,
+    noted: usize,
     pub(crate) reserved: HashSet<u64>,
     pub(crate) reservations_left: u32,
     /// A later pass of group quotas: per group (by the group gate's numbers), is it
@@ -383,7 +415,8 @@ impl<'j> DispatchPass<'j> {
         DispatchPass {
             ordered: None,
             categories: HashMap::default(),
-            placed: HashMap::new(),
+            placed: FastMap::default(),
+            noted: 0,
             reserved: HashSet::new(),
             reservations_left: max_reservation,
             only: None,
@@ -435,11 +468,12 @@ impl<'j> DispatchPass<'j> {
         self.job_groups[i].is_some_and(|g| served[g])
     }
 
-    /// Remember what a pass placed.
-    pub(crate) fn note(&mut self, placed: &[Dispatch]) {
-        for d in placed {
-            self.placed.entry(d.job_id).or_default().insert(d.task_id);
+    /// Note what the passes so far placed (`out`, their dispatches).
+    fn note(&mut self, out: &[Dispatch]) {
+        for d in &out[self.noted..] {
+            *self.placed.entry(d.job_id).or_default() += 1;
         }
+        self.noted = out.len();
     }
 }
 
@@ -463,6 +497,9 @@ impl<'a> ClusterView<'a> {
         // Each pass over the jobs in the first's order, with its categories.
         let conf = self.sched_conf();
         let mut pass = DispatchPass::new(conf.max_reservation);
+        let (jobs, groups) = order.sorted(self.pending_eligible(at));
+        pass.ordered = Some(jobs);
+        pass.job_groups = groups;
         let mut out = Vec::new();
         self.dispatch_pass(snap, at, order, &mut pass, &mut out);
         for _ in 1..conf.group_quota_rounds.max(1) {
@@ -472,11 +509,13 @@ impl<'a> ClusterView<'a> {
             let Some(grew) = gate.next_round(self.group_tree) else {
                 break;
             };
+            pass.note(&out);
             pass.serve_again(gate, grew);
             self.dispatch_pass(snap, at, order, &mut pass, &mut out);
         }
         if let Some(gate) = snap.gates.get_mut().groups.as_mut() {
             if let Some(open) = gate.open_autoregroup() {
+                pass.note(&out);
                 pass.serve_again(gate, open);
                 // In the root, by priority then submission.
                 pass.ordered = None;

@@ -65,16 +65,14 @@ impl SlotWeight {
     /// A job's weight running (what its tasks hold now) and pending (what its pending
     /// tasks would take, a parallel job's range minimum each).
     pub fn of_job(&self, snap: &Snapshot, job: &Job) -> (f64, f64) {
-        let running_slots: Vec<f64> = job
-            .tasks
-            .placed_states()
-            .filter_map(|t| match t {
+        let running_slots = || {
+            job.tasks.placed_states().filter_map(|t| match t {
                 TaskState::Running { grants, .. } | TaskState::Deleting { grants, .. } => {
-                    Some(grants.iter().map(|g| g.slots as f64).sum())
+                    Some(grants.iter().map(|g| g.slots as f64).sum::<f64>())
                 }
                 _ => None,
             })
-            .collect();
+        };
         let per_task = job
             .spec
             .pe
@@ -83,16 +81,15 @@ impl SlotWeight {
             .map_or(1.0, |(min, _)| min as f64);
         let pending = job.tasks.pending().len() as f64;
         if self.0.is_none() {
-            return (running_slots.iter().sum(), pending * per_task);
+            return (running_slots().sum(), pending * per_task);
         }
         // A job whose requests the complex no longer knows weighs its slots.
         let hard = demand(&snap.catalog, job)
             .map(|d| d.hard)
             .unwrap_or_default();
         (
-            running_slots
-                .iter()
-                .map(|s| self.of_requests(snap, &hard, *s))
+            running_slots()
+                .map(|s| self.of_requests(snap, &hard, s))
                 .sum(),
             pending * self.of_requests(snap, &hard, per_task),
         )
