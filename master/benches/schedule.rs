@@ -42,7 +42,11 @@ fn bench(c: &mut Criterion) {
             _ => s,
         };
         for _ in 0..5 {
+            let t = std::time::Instant::now();
             std::hint::black_box(s.schedule(Time::from_secs(0), &hosts).dispatches);
+            if std::env::var("GANTRY_CYCLE_TIMES").is_ok() {
+                eprintln!("{kind} cycle {:.1} ms", t.elapsed().as_secs_f64() * 1e3);
+            }
         }
         std::process::exit(0);
     }

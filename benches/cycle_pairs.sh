@@ -1,0 +1,27 @@
+#!/bin/sh
+# Two kinds of scheduling cycle of the issue-4 cluster (1,000 hosts, 10,000 jobs) timed
+# alternately, pair by pair, so that what the shared cores do to one run does to the
+# other too: per run, the median of five cycles (`GANTRY_CYCLES=KIND` of
+# `master/benches/schedule.rs`); per pair, the ratio B / A; at the end the medians.
+# Usage: benches/cycle_pairs.sh [A [B [PAIRS]]]   (defaults: accounts groups 10)
+#   kinds: plain, quota (100 quota sets), accounts (the jobs' accounts naming 100
+#   groups, no tree), groups (the same with a tree of 100 groups)
+set -eu
+A=${1:-accounts}
+B=${2:-groups}
+PAIRS=${3:-10}
+cd "$(dirname "$0")/.."
+cargo bench -p gantry-master --bench schedule --no-run >/dev/null 2>&1
+BIN=$(ls -t target/release/deps/schedule-* | grep -v '\.d$' | head -1)
+median() { sort -n | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else printf "%.2f\n", (a[NR/2]+a[NR/2+1])/2}'; }
+cycle() { GANTRY_CYCLE_TIMES=1 GANTRY_CYCLES=$1 "$BIN" --bench 2>&1 | awk '/ cycle / {print $3}' | median; }
+OUT=$(mktemp)
+trap 'rm -f "$OUT"' EXIT
+for i in $(seq 1 "$PAIRS"); do
+    a=$(cycle "$A")
+    b=$(cycle "$B")
+    r=$(awk -v a="$a" -v b="$b" 'BEGIN {printf "%.3f", b / a}')
+    echo "pair $i: $A $a ms, $B $b ms, $r x"
+    echo "$a $b $r" >>"$OUT"
+done
+echo "median: $A $(cut -d' ' -f1 "$OUT" | median) ms, $B $(cut -d' ' -f2 "$OUT" | median) ms, ratio $(cut -d' ' -f3 "$OUT" | median) x"
