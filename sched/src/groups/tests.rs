@@ -72,6 +72,19 @@ fn hand_computed_trees() {
             want: vec![row(ROOT, 0.0, 0.0), row("chemistry", 3.0, 3.0), row("physics", 7.0, 7.0)],
             unused: 0.0,
         },
+        // Autoregroup changes no allocation: a refuses surplus and stays at its 60 of
+        // 100 though it asks 80 (20 unused with b's 30, the root's 10 for its own 0);
+        // the cycle's last pass lets a's jobs compete for the idle slots in the root
+        // (`autoregroup_groups_compete_again_in_the_root`).
+        Case {
+            what: "autoregroup: the allocation as without it",
+            tree: "a 60 FALSE TRUE\nb 30 TRUE FALSE",
+            demand: &[("a", 80.0), ("b", 10.0)],
+            pool: 100.0,
+            integral: true,
+            want: vec![row(ROOT, 10.0, 0.0), row("a", 60.0, 60.0), row("b", 30.0, 10.0)],
+            unused: 30.0,
+        },
         // Chemistry stops asking: its 3 go to physics, which accepts.
         Case {
             what: "a group without demand lends everything",
