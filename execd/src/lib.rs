@@ -12,5 +12,6 @@ pub mod relay;
 pub mod sensor;
 pub mod session;
 pub mod shepherd;
+pub mod simulate;
 pub mod spawn;
 pub mod usage;

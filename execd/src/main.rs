@@ -43,6 +43,37 @@ enum Command {
         #[arg(long)]
         hostname: Option<String>,
     },
+    /// Run many simulated execution hosts in one process (for measuring the master at
+    /// scale): each joins the cell and keeps its own certificate and QUIC session,
+    /// reports load values, and finishes each job after the seconds its first argument
+    /// gives (3 without one) without starting any process.
+    Simulate {
+        /// Where every simulated host keeps its certificate and reports (`HOME/sim0001`).
+        #[arg(long)]
+        home: PathBuf,
+        /// How many hosts.
+        #[arg(long)]
+        hosts: usize,
+        /// The master, HOST:PORT.
+        #[arg(long)]
+        master: String,
+        /// The cell's join token (needed on first start only). Prefer --token-file or
+        /// GANTRY_JOIN_TOKEN.
+        #[arg(long, conflicts_with = "token_file")]
+        token: Option<String>,
+        /// A file holding the join token (mode 0600 or stricter).
+        #[arg(long)]
+        token_file: Option<PathBuf>,
+        /// The hosts' names: PREFIX0001, PREFIX0002, ...
+        #[arg(long, default_value = "sim")]
+        prefix: String,
+        /// The processors each host reports.
+        #[arg(long, default_value_t = 4)]
+        num_proc: u32,
+        /// The memory each host reports (`mem_total`).
+        #[arg(long, default_value = "16G")]
+        mem: String,
+    },
     /// Supervise one job task (started by the execd; not for interactive use).
     #[command(hide = true)]
     Shepherd { dir: PathBuf },
@@ -61,23 +92,6 @@ fn main() -> ExitCode {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
         )
         .init();
-    let Command::Run {
-        home,
-        master,
-        token,
-        token_file,
-        hostname,
-    } = cli.command
-    else {
-        return ExitCode::FAILURE;
-    };
-    let token = match join_token(token, token_file.as_deref()) {
-        Ok(t) => t,
-        Err(e) => {
-            eprintln!("gantry-execd: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -88,7 +102,43 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(run(home, master, token, hostname)) {
+    let outcome = match cli.command {
+        Command::Run {
+            home,
+            master,
+            token,
+            token_file,
+            hostname,
+        } => match join_token(token, token_file.as_deref()) {
+            Ok(token) => runtime.block_on(run(home, master, token, hostname)),
+            Err(e) => Err(e),
+        },
+        Command::Simulate {
+            home,
+            hosts,
+            master,
+            token,
+            token_file,
+            prefix,
+            num_proc,
+            mem,
+        } => match (
+            join_token(token, token_file.as_deref()),
+            gantry_common::value::parse_memory(&mem),
+        ) {
+            (Ok(token), Ok(mem_total)) if mem_total.is_finite() => {
+                let spec = gantry_execd::simulate::SimSpec {
+                    num_proc: num_proc.max(1),
+                    mem_total,
+                };
+                runtime.block_on(simulate(home, hosts, master, token, prefix, spec))
+            }
+            (Err(e), _) => Err(e),
+            _ => Err(format!("invalid memory size \"{mem}\" for --mem")),
+        },
+        Command::Shepherd { .. } => return ExitCode::FAILURE,
+    };
+    match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             error!("{e}");
@@ -161,45 +211,7 @@ async fn run(
     };
     let endpoint =
         quinn::Endpoint::client(bind).map_err(|e| format!("cannot open a UDP socket: {e}"))?;
-    let id = match identity::load(&home)? {
-        Some(id) => {
-            if let Some(h) = &hostname {
-                if h != &id.hostname {
-                    return Err(format!(
-                        "this execd joined as \"{}\"; it cannot run as \"{h}\" (use another --home to join as another host)",
-                        id.hostname
-                    ));
-                }
-            }
-            id
-        }
-        None => {
-            let Some(token) = token else {
-                return Err(format!(
-                    "{} holds no host certificate: the first start needs the join token (--token-file FILE or GANTRY_JOIN_TOKEN; gantry-master init and gantry-master token print it)",
-                    home.display()
-                ));
-            };
-            let hostname = hostname.unwrap_or_else(local_hostname);
-            let mut backoff = Backoff::new();
-            loop {
-                match identity::join(&endpoint, master_addr, &token, &hostname, &home).await {
-                    Ok(id) => {
-                        info!(host = %id.hostname, "joined the cell at {master}");
-                        break id;
-                    }
-                    Err(JoinError::Refused(reason)) => {
-                        return Err(format!("join refused: {reason}"))
-                    }
-                    Err(JoinError::Failed(reason)) => {
-                        let d = backoff.next_delay();
-                        error!("{reason}; retrying in {:.1} s", d.as_secs_f64());
-                        tokio::time::sleep(d).await;
-                    }
-                }
-            }
-        }
-    };
+    let id = identity_of(&endpoint, master_addr, &home, token.as_deref(), hostname).await?;
     let sensor = Sensor::new().map_err(|e| e.to_string())?;
     let paths = ExecdPaths::new(&home);
     let socket = paths.socket();
@@ -220,9 +232,8 @@ async fn run(
         endpoint.clone(),
         master_addr,
         id,
-        sensor,
+        session::RealHost { sensor, jobs },
         current_tx,
-        jobs,
         finished_rx,
         std::sync::Arc::clone(&shutdown),
     ));
@@ -235,6 +246,122 @@ async fn run(
     relay_task.abort();
     session_task.abort();
     let _ = std::fs::remove_file(&socket);
+    endpoint.close(0u32.into(), b"execd shutting down");
+    let _ = tokio::time::timeout(Duration::from_secs(2), endpoint.wait_idle()).await;
+    Ok(())
+}
+
+/// The identity kept in `home`, else one got by joining the cell with `token` (retried
+/// with backoff while the master cannot be reached). `hostname`: the name to join as
+/// (the system's by default), which a kept identity must have.
+async fn identity_of(
+    endpoint: &quinn::Endpoint,
+    master: SocketAddr,
+    home: &std::path::Path,
+    token: Option<&str>,
+    hostname: Option<String>,
+) -> Result<identity::Identity, String> {
+    if let Some(id) = identity::load(home)? {
+        if let Some(h) = &hostname {
+            if h != &id.hostname {
+                return Err(format!(
+                    "this execd joined as \"{}\"; it cannot run as \"{h}\" (use another --home to join as another host)",
+                    id.hostname
+                ));
+            }
+        }
+        return Ok(id);
+    }
+    let Some(token) = token else {
+        return Err(format!(
+            "{} holds no host certificate: the first start needs the join token (--token-file FILE or GANTRY_JOIN_TOKEN; gantry-master init and gantry-master token print it)",
+            home.display()
+        ));
+    };
+    let hostname = hostname.unwrap_or_else(local_hostname);
+    let mut backoff = Backoff::new();
+    loop {
+        match identity::join(endpoint, master, token, &hostname, home).await {
+            Ok(id) => {
+                info!(host = %id.hostname, "joined the cell at {master}");
+                return Ok(id);
+            }
+            Err(JoinError::Refused(reason)) => return Err(format!("join refused: {reason}")),
+            Err(JoinError::Failed(reason)) => {
+                let d = backoff.next_delay();
+                error!("{reason}; retrying in {:.1} s", d.as_secs_f64());
+                tokio::time::sleep(d).await;
+            }
+        }
+    }
+}
+
+/// `simulate`: `hosts` simulated execution hosts on one UDP socket, each with its own
+/// identity, session and report spool, until SIGTERM.
+async fn simulate(
+    home: PathBuf,
+    hosts: usize,
+    master: String,
+    token: Option<String>,
+    prefix: String,
+    spec: gantry_execd::simulate::SimSpec,
+) -> Result<(), String> {
+    use gantry_execd::simulate::{host_name, SimHost};
+    std::fs::create_dir_all(&home).map_err(|e| format!("{}: {e}", home.display()))?;
+    let master_addr = resolve(&master)?;
+    let bind: SocketAddr = if master_addr.is_ipv6() {
+        "[::]:0".parse().map_err(|e| format!("{e}"))?
+    } else {
+        "0.0.0.0:0".parse().map_err(|e| format!("{e}"))?
+    };
+    let endpoint =
+        quinn::Endpoint::client(bind).map_err(|e| format!("cannot open a UDP socket: {e}"))?;
+    let mut tasks = Vec::with_capacity(hosts);
+    for n in 1..=hosts {
+        let name = host_name(&prefix, n);
+        let host_home = home.join(&name);
+        let (endpoint, token, spec) = (endpoint.clone(), token.clone(), spec.clone());
+        tasks.push(tokio::spawn(async move {
+            let setup = async {
+                std::fs::create_dir_all(&host_home)
+                    .map_err(|e| format!("{}: {e}", host_home.display()))?;
+                let id = identity_of(
+                    &endpoint,
+                    master_addr,
+                    &host_home,
+                    token.as_deref(),
+                    Some(name.clone()),
+                )
+                .await?;
+                let (finished_tx, finished_rx) = tokio::sync::mpsc::unbounded_channel();
+                let host = SimHost::new(&host_home, &name, spec, finished_tx)
+                    .map_err(|e| format!("{}: {e}", host_home.display()))?;
+                Ok::<_, String>((id, host, finished_rx))
+            };
+            match setup.await {
+                Ok((id, host, finished_rx)) => {
+                    let (current_tx, _current_rx) = tokio::sync::watch::channel(None);
+                    session::run(
+                        endpoint,
+                        master_addr,
+                        id,
+                        host,
+                        current_tx,
+                        finished_rx,
+                        std::sync::Arc::new(tokio::sync::Notify::new()),
+                    )
+                    .await;
+                }
+                Err(e) => error!(host = %name, "{e}"),
+            }
+        }));
+    }
+    info!("simulating {hosts} execution hosts ({prefix}0001 ...) for the master at {master}");
+    wait_for_signal().await;
+    info!("shutting down");
+    for t in &tasks {
+        t.abort();
+    }
     endpoint.close(0u32.into(), b"execd shutting down");
     let _ = tokio::time::timeout(Duration::from_secs(2), endpoint.wait_idle()).await;
     Ok(())

@@ -11,10 +11,89 @@ use tokio::sync::watch;
 use tracing::{error, info, warn};
 
 use crate::identity::Identity;
-use crate::jobs::Jobs;
+use crate::jobs::{Jobs, TaskKey};
 use crate::sensor::Sensor;
-use gantry_proto::JobReport;
+use gantry_proto::{JobReport, JobStart, LoadValue, TaskUsage};
 use tokio::sync::mpsc::UnboundedReceiver;
+
+/// What a session needs of the host it speaks for: its load values, and its tasks
+/// (started, signalled, their reports kept until the master acknowledges them). A
+/// real host runs processes ([`RealHost`]); a simulated one only keeps time
+/// (`crate::simulate`), and the master cannot tell them apart.
+pub trait ExecHost: Send + 'static {
+    /// The load values of a report now.
+    fn load_values(&mut self) -> Vec<LoadValue>;
+    /// Tasks that run now.
+    fn running(&self) -> Vec<TaskKey>;
+    /// Reports not yet acknowledged by the master, oldest task first.
+    fn unacknowledged(&self) -> Vec<JobReport>;
+    /// What running tasks used so far (may read files: run off the session's thread).
+    fn usage(&self) -> std::pin::Pin<Box<dyn std::future::Future<Output = Vec<TaskUsage>> + Send>>;
+    fn start(&self, start: JobStart);
+    fn kill(&self, key: TaskKey);
+    fn signal(&self, key: TaskKey, signal: i32);
+    /// The master has the report: forget the task.
+    fn acknowledge(&self, key: TaskKey);
+    /// `qconf -kej`: end every task, reporting each.
+    fn end_all_for_shutdown(&self);
+}
+
+/// A compute host: its sensor and its jobs' processes.
+pub struct RealHost {
+    pub sensor: Sensor,
+    pub jobs: Jobs,
+}
+
+impl ExecHost for RealHost {
+    fn load_values(&mut self) -> Vec<LoadValue> {
+        let mut values = self.sensor.load_values();
+        if let Some(inuse) = self.jobs.topology_inuse() {
+            for v in values.iter_mut().filter(|v| v.name == "m_topology_inuse") {
+                v.value = inuse.clone();
+            }
+        }
+        values
+    }
+
+    fn running(&self) -> Vec<TaskKey> {
+        self.jobs.running()
+    }
+
+    fn unacknowledged(&self) -> Vec<JobReport> {
+        self.jobs.unacknowledged()
+    }
+
+    fn usage(&self) -> std::pin::Pin<Box<dyn std::future::Future<Output = Vec<TaskUsage>> + Send>> {
+        // Reading every task's control group or /proc is file I/O: off the session's
+        // thread.
+        let jobs = self.jobs.clone();
+        Box::pin(async move {
+            tokio::task::spawn_blocking(move || jobs.usage())
+                .await
+                .unwrap_or_default()
+        })
+    }
+
+    fn start(&self, start: JobStart) {
+        self.jobs.start(start);
+    }
+
+    fn kill(&self, key: TaskKey) {
+        self.jobs.kill(key);
+    }
+
+    fn signal(&self, key: TaskKey, signal: i32) {
+        self.jobs.signal(key, signal);
+    }
+
+    fn acknowledge(&self, key: TaskKey) {
+        self.jobs.acknowledge(key);
+    }
+
+    fn end_all_for_shutdown(&self) {
+        self.jobs.end_all_for_shutdown();
+    }
+}
 
 /// Backoff between connection attempts: 1 s doubling to 30 s, with jitter, reset after
 /// a session that lasted.
@@ -73,14 +152,12 @@ enum Ended {
 
 /// Keep a session with the master forever, reconnecting with backoff. The current
 /// connection is published on `current` for the client relay.
-#[allow(clippy::too_many_arguments)]
-pub async fn run(
+pub async fn run<H: ExecHost>(
     endpoint: quinn::Endpoint,
     master: SocketAddr,
     id: Identity,
-    mut sensor: Sensor,
+    mut host: H,
     current: watch::Sender<Option<quinn::Connection>>,
-    jobs: Jobs,
     mut finished: UnboundedReceiver<JobReport>,
     shutdown: std::sync::Arc<tokio::sync::Notify>,
 ) {
@@ -92,9 +169,8 @@ pub async fn run(
             &endpoint,
             master,
             &id,
-            &mut sensor,
+            &mut host,
             &current,
-            &jobs,
             &mut finished,
             &mut stopping,
         )
@@ -132,14 +208,12 @@ pub async fn run(
 /// their reports to be acknowledged.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(60);
 
-#[allow(clippy::too_many_arguments)]
-async fn session(
+async fn session<H: ExecHost>(
     endpoint: &quinn::Endpoint,
     master: SocketAddr,
     id: &Identity,
-    sensor: &mut Sensor,
+    jobs: &mut H,
     current: &watch::Sender<Option<quinn::Connection>>,
-    jobs: &Jobs,
     finished: &mut UnboundedReceiver<JobReport>,
     stopping: &mut Option<std::time::Instant>,
 ) -> Ended {
@@ -242,21 +316,11 @@ async fn session(
                 }
             }
             _ = ticker.tick() => {
-                let mut values = sensor.load_values();
-                if let Some(inuse) = jobs.topology_inuse() {
-                    for v in values.iter_mut().filter(|v| v.name == "m_topology_inuse") {
-                        v.value = inuse.clone();
-                    }
-                }
+                let values = jobs.load_values();
                 if let Err(e) = write_frame(&mut send, &FromExecd::LoadReport { values }).await {
                     return Ended::Dropped(close_reason(&conn).unwrap_or_else(|| e.to_string()));
                 }
-                // Reading every task's control group or /proc is file I/O: off the
-                // session's thread.
-                let tasks = {
-                    let jobs = jobs.clone();
-                    tokio::task::spawn_blocking(move || jobs.usage()).await.unwrap_or_default()
-                };
+                let tasks = jobs.usage().await;
                 if !tasks.is_empty() {
                     if let Err(e) = write_frame(&mut send, &FromExecd::TaskUsage { tasks }).await {
                         return Ended::Dropped(close_reason(&conn).unwrap_or_else(|| e.to_string()));
