@@ -155,14 +155,17 @@ impl SimHost {
     fn run(&self, key: TaskKey, task: SimTask, queue: String) {
         let host = self.clone();
         let wait = (task.end_time - now_secs()).max(0.0);
+        // Inserted under the lock the timer's end takes: it cannot end the task before
+        // the task is there, whatever thread runs it.
+        let Ok(mut running) = self.inner.running.lock() else {
+            return;
+        };
         let handle = tokio::spawn(async move {
             tokio::time::sleep(Duration::from_secs_f64(wait)).await;
             host.finish(key, 0, None, &queue);
         })
         .abort_handle();
-        if let Ok(mut running) = self.inner.running.lock() {
-            running.insert(key, (task, handle));
-        }
+        running.insert(key, (task, handle));
     }
 
     /// A task ended (`signal`: killed by it): its report kept on disk until the master
