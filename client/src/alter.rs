@@ -278,11 +278,15 @@ fn changes_of(p: &Parsed) -> Result<JobChanges, OptionError> {
     Ok(changes)
 }
 
-const HOLD_SPECS: &[OptSpec] = &[opt("-help", Arity::None), opt("-h", Arity::One)];
+const HOLD_SPECS: &[OptSpec] = &[
+    opt("-help", Arity::None),
+    opt("-h", Arity::One),
+    opt("-u", Arity::One),
+];
 
 fn hold_usage(cmd: &str) -> String {
     format!(
-        "Gantry {}\nusage: {cmd} [options] job_task_list\n   [-h u]                                   user hold (the only kind Gantry has)\n   [-help]                                  print this help\n",
+        "Gantry {}\nusage: {cmd} [options] job_task_list\n   [-h u]                                   user hold (the only kind Gantry has)\n   [-help]                                  print this help\n   [-u user_list]                           the jobs of these users (`*`: all)\n",
         env!("CARGO_PKG_VERSION")
     )
 }
@@ -310,13 +314,23 @@ fn hold(args: &[String], on: bool) -> Output {
         }
     }
     let ids = job_list(&p);
-    if ids.is_empty() {
+    let users: Vec<String> = p
+        .options
+        .iter()
+        .filter(|g| g.name == "-u")
+        .filter_map(|g| g.arg.as_deref())
+        .flat_map(|a| a.split(','))
+        .filter(|u| !u.is_empty())
+        .map(str::to_string)
+        .collect();
+    if ids.is_empty() && users.is_empty() {
         return Output::usage_error("error: no job id given", &usage());
     }
     send(ToMaster::AlterJobs {
         ids,
         changes: Box::new(JobChanges {
             hold: Some(on),
+            users,
             ..JobChanges::default()
         }),
     })

@@ -529,6 +529,17 @@ fn qmod_qhold_qrls_and_qalter_change_what_runs() {
         (bad.code, bad.stderr.as_str()),
         (1, "unknown resource \"nosuch\"\n")
     );
+    // qrls -u / qhold -u: every job of the users, no id needed (SGE's -u user_list).
+    assert_eq!(
+        c.as_user("gtuser1", "qrls", &["-u", "gtuser1"]).stdout,
+        format!("modified hold of job {id}\n")
+    );
+    assert!(!c.as_user("gtuser1", "qstat", &[]).stdout.contains(" hqw "));
+    assert_eq!(
+        c.as_user("gtuser1", "qhold", &["-u", "gtuser1"]).stdout,
+        format!("modified hold of job {id}\n")
+    );
+    assert!(c.as_user("gtuser1", "qstat", &[]).stdout.contains(" hqw "));
     assert_eq!(
         c.as_user("gtuser1", "qrls", &[&id]).stdout,
         format!("modified hold of job {id}\n")
