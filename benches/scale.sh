@@ -123,7 +123,9 @@ EOF
 }
 
 drain() {
-    as_user "$BIN/qdel" -u gtbench >/dev/null 2>&1 || true
+    # Forced (a manager's qdel -f): the next experiment starts on an empty cluster
+    # whatever a host does with its kill orders.
+    "$BIN/qdel" -f -u gtbench >/dev/null 2>&1 || true
     until [ -z "$(as_user "$BIN/qstat" 2>/dev/null)" ]; do sleep 0.5; done
 }
 

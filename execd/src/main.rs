@@ -92,10 +92,18 @@ fn main() -> ExitCode {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
         )
         .init();
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
+    // Many simulated hosts share the process: their sessions and file writes spread
+    // over threads, so that no host's session waits behind another's disk.
+    let runtime = if matches!(cli.command, Command::Simulate { .. }) {
+        tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+    } else {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+    };
+    let runtime = match runtime {
         Ok(r) => r,
         Err(e) => {
             eprintln!("gantry-execd: cannot start the runtime: {e}");
