@@ -418,6 +418,9 @@ impl Jobs {
     /// asked for `-notify` gets `SIGUSR2` first, and the kill its queue's `notify` time
     /// later.
     pub fn kill(&self, key: TaskKey) {
+        if self.report_unstarted(key) {
+            return;
+        }
         if let Some(delay) = self.warn(key, Signal::SIGUSR2) {
             let jobs = self.clone();
             tokio::spawn(async move {
@@ -427,6 +430,27 @@ impl Jobs {
             return;
         }
         self.kill_now(key);
+    }
+
+    /// A kill for a task this host has no trace of (its start order was lost with a
+    /// session): reported killed, kept until acknowledged like any report, so that the
+    /// master can end it. False when the task is known here.
+    fn report_unstarted(&self, key: TaskKey) -> bool {
+        let name = format!("{}.{}", key.0, key.1);
+        if task_dir(&self.inner.dir, key).exists()
+            || self.inner.jobs_dir.create_dir(&name, 0o755).is_err()
+        {
+            return false;
+        }
+        let report =
+            killed_before_start(key, &self.inner.host, gantry_net::cell::unix_now() as i64);
+        let _ = write_file_atomic(
+            &task_dir(&self.inner.dir, key).join(REPORT_FILE),
+            &crate::shepherd::encode_report(&report),
+            0o644,
+        );
+        let _ = self.inner.finished.send(report);
+        true
     }
 
     fn kill_now(&self, key: TaskKey) {
@@ -765,6 +789,26 @@ fn lookup_account(uid: u32, gid: u32) -> Option<Account> {
         home: user.dir.to_string_lossy().into_owned(),
         groups,
     })
+}
+
+/// The report of a task killed before it started here: SIGKILL, no run time.
+pub fn killed_before_start(key: TaskKey, host: &str, now: i64) -> JobReport {
+    JobReport {
+        job_id: key.0,
+        task_id: key.1,
+        host: host.to_string(),
+        queue: String::new(),
+        exit_status: 128 + 9,
+        signal: Some(9),
+        failed: 0,
+        failure: String::new(),
+        start_time: now,
+        end_time: now,
+        utime_us: 0,
+        stime_us: 0,
+        maxrss_kb: 0,
+        checkpointed: false,
+    }
 }
 
 fn failed_report(start: &JobStart, host: &str, why: String) -> JobReport {

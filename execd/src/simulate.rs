@@ -22,7 +22,7 @@ use gantry_proto::{JobReport, JobStart, LoadValue, TaskUsage};
 use tokio::sync::mpsc::UnboundedSender;
 use tracing::warn;
 
-use crate::jobs::TaskKey;
+use crate::jobs::{killed_before_start, TaskKey};
 use crate::session::ExecHost;
 use crate::shepherd::{decode_report, encode_report, REPORT_FILE};
 
@@ -212,6 +212,18 @@ impl SimHost {
     }
 
     fn end(&self, key: TaskKey, signal: i32) {
+        let dir = task_dir(&self.inner.dir, key);
+        if !dir.exists() {
+            // Never started here (its order lost with a session): reported killed, so
+            // that the master can end it.
+            if std::fs::create_dir(&dir).is_ok() {
+                let now = now_secs() as i64;
+                let report = killed_before_start(key, &self.inner.name, now);
+                let _ = write_file_atomic(&dir.join(REPORT_FILE), &encode_report(&report), 0o644);
+                let _ = self.inner.finished.send(report);
+            }
+            return;
+        }
         let queue = self.queue_of(key);
         self.finish(key, 128 + signal, Some(signal), &queue);
     }

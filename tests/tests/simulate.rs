@@ -144,3 +144,55 @@ fn simulated_hosts_run_jobs_and_account_each_once_across_restarts() {
     }
     sim.stop(nix::sys::signal::Signal::SIGTERM);
 }
+
+#[test]
+fn a_task_whose_start_and_kill_were_lost_ends_when_its_host_returns() {
+    if !need_root("a_task_whose_start_and_kill_were_lost_ends_when_its_host_returns") {
+        return;
+    }
+    ensure_user("sim_u1");
+    let mut c = Cluster::init(&[]);
+    c.start_master();
+    c.fast_reports("0:0:5");
+    let token = c.token();
+    let mut sim = simulator(&c, 1, Some(&token));
+    c.wait_host_reporting("sim0001");
+    assert_eq!(
+        c.qconf(&["-mattr", "queue", "load_thresholds", "NONE", "all.q"])
+            .code,
+        0
+    );
+    // The host hears nothing (stopped): the start order and then the kill wait unread.
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(sim.pid()),
+        nix::sys::signal::Signal::SIGSTOP,
+    )
+    .unwrap();
+    let job = c.submit(
+        "sim_u1",
+        &["-b", "y", "-o", "/dev/null", "-j", "y", "sleep", "600"],
+    );
+    let state = |c: &Cluster| {
+        c.client("qstat", &["-u", "*"])
+            .stdout
+            .lines()
+            .find(|l| l.trim_start().starts_with(&format!("{job} ")))
+            .and_then(|l| l.split_whitespace().nth(4).map(str::to_string))
+    };
+    wait_until("the job is sent", Duration::from_secs(20), || {
+        state(&c).as_deref() == Some("t")
+    });
+    assert_eq!(c.as_user("sim_u1", "qdel", &[&job]).code, 0);
+    wait_until("the job is being deleted", Duration::from_secs(20), || {
+        state(&c).as_deref() == Some("dr")
+    });
+    // The orders die with the process; the host comes back without the task.
+    sim.stop(nix::sys::signal::Signal::SIGKILL);
+    let mut sim = simulator(&c, 1, None);
+    wait_until(
+        "the deleted task is ended and accounted",
+        Duration::from_secs(30),
+        || state(&c).is_none() && records(&c, &job) == 1,
+    );
+    sim.stop(nix::sys::signal::Signal::SIGTERM);
+}

@@ -354,6 +354,26 @@ impl Handler<ExecdJobs> for Cluster {
                         }
                     }
                 }
+                // A task deleted while its execd could not hear it, which the execd does
+                // not run: either its report comes next (the execd sends its reports
+                // after this list) or its start order was lost too. The kill is sent
+                // again: an execd that never started the task reports it killed, one
+                // holding its report ignores it.
+                for job in self.state.jobs.values() {
+                    for (task, t) in job.tasks.placed() {
+                        if let TaskState::Deleting { host: h, .. } = t {
+                            if h == &host && !running.contains(&(job.id, task)) {
+                                info!(job = job.id, task, host = %host, "asking again for the end of a task deleted while its execd was away");
+                                if let Some(s) = self.sessions.get(&host) {
+                                    let _ = s.to_execd.send(ToExecd::KillJob {
+                                        job_id: job.id,
+                                        task_id: task,
+                                    });
+                                }
+                            }
+                        }
+                    }
+                }
                 self.started.extend(running.iter().copied());
                 // Orders lost in a crash or a cut are sent again; the execd ignores a
                 // task it already has (finished ones report themselves next).
