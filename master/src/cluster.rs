@@ -21,6 +21,7 @@ use crate::store::Store;
 mod clients;
 mod execds;
 mod jobs;
+mod rate;
 
 pub use clients::{call, ClientCall, WaitJob};
 pub use execds::{ExecdJobs, Join, Load, Register, SessionEnded};
@@ -126,6 +127,8 @@ pub struct Cluster {
     booted: Option<Time>,
     /// The last cycle's resource reservations (`-R y`), by job.
     reservations: HashMap<u64, gantry_sched::backfill::Reservation>,
+    /// What each user asked in the current second (`MAX_REQUESTS_PER_USER`).
+    request_rate: rate::RequestRate,
     /// The last cycle's group allocation and the tree it allocated (`qquota -g`).
     group_allocation: Option<(
         Arc<Vec<gantry_proto::GroupEntry>>,
@@ -302,6 +305,7 @@ impl Cluster {
             booted: None,
             reservations: HashMap::new(),
             group_allocation: None,
+            request_rate: rate::RequestRate::default(),
             ar_snapshot: Default::default(),
         })
     }

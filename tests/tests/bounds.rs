@@ -283,3 +283,39 @@ fn job_scripts_live_in_the_spool_not_in_the_masters_memory() {
     // Gone from the spool with the job.
     assert!(!spooled.exists());
 }
+
+#[test]
+fn a_user_over_the_request_rate_limit_is_told_to_try_again_later() {
+    if !need_root("a_user_over_the_request_rate_limit_is_told_to_try_again_later") {
+        return;
+    }
+    ensure_user("gtuser1");
+    let mut c = Cluster::init(&[]);
+    c.start_master();
+    // Off by default: a burst of requests is answered whole.
+    let burst = |c: &Cluster, user: &str| -> Vec<gantry_tests::Out> {
+        (0..15).map(|_| c.as_user(user, "qstat", &[])).collect()
+    };
+    assert!(burst(&c, "gtuser1").iter().all(|o| o.code == 0));
+    let conf = c.dir.path().join("global");
+    std::fs::write(&conf, "qmaster_params MAX_REQUESTS_PER_USER=3\n").unwrap();
+    assert_eq!(c.qconf(&["-Mconf", conf.to_str().unwrap()]).code, 0);
+    // Fifteen requests take well under five seconds: some go over three a second.
+    let started = std::time::Instant::now();
+    let outs = burst(&c, "gtuser1");
+    let took = started.elapsed();
+    let refused: Vec<&gantry_tests::Out> = outs.iter().filter(|o| o.code != 0).collect();
+    assert!(
+        !refused.is_empty() || took.as_secs_f64() > 5.0,
+        "none refused in {took:?}"
+    );
+    for o in &refused {
+        assert_eq!(
+            o.stderr,
+            "denied: user \"gtuser1\" sent more than 3 requests in one second (MAX_REQUESTS_PER_USER in qmaster_params): try again later\n",
+            "{o:?}"
+        );
+    }
+    // Managers are never limited.
+    assert!(burst(&c, "root").iter().all(|o| o.code == 0));
+}

@@ -38,11 +38,38 @@ impl Handler<ClientCall> for Cluster {
     type Result = MessageResult<ClientCall>;
 
     fn handle(&mut self, msg: ClientCall, _: &mut Self::Context) -> Self::Result {
+        if let Some(refused) = self.over_rate(&msg.caller) {
+            return MessageResult(refused);
+        }
         MessageResult(self.route(&msg.caller, msg.request))
     }
 }
 
 impl Cluster {
+    /// `MAX_REQUESTS_PER_USER` in `qmaster_params`: the refusal of a request over the
+    /// caller's limit in this second (managers are never limited).
+    fn over_rate(&mut self, caller: &Caller) -> Option<FromMaster> {
+        let global = self.state.global();
+        let limit =
+            super::rate::max_requests_per_user(global.get("qmaster_params").unwrap_or("none"))?;
+        if self.state.is_manager(&caller.user) {
+            return None;
+        }
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        if self.request_rate.admit(&caller.user, now, limit) {
+            return None;
+        }
+        Some(FromMaster::Refused(crate::state::refuse(
+            gantry_proto::RefusalKind::Denied,
+            format!(
+                "denied: user \"{}\" sent more than {limit} requests in one second (MAX_REQUESTS_PER_USER in qmaster_params): try again later",
+                caller.user
+            ),
+        )))
+    }
+
     /// The router: every kind of request, and where it is answered. The job requests
     /// are answered here (they read the execds' sessions, the spool's accounting or the
     /// finished jobs, or send to execds); the configuration, hosts and queue instances
