@@ -204,14 +204,13 @@ fn resolve(master: &str) -> Result<SocketAddr, String> {
         .ok_or_else(|| format!("the master address \"{master}\" resolves to nothing"))
 }
 
-async fn run(
-    home: PathBuf,
-    master: String,
-    token: Option<String>,
-    hostname: Option<String>,
-) -> Result<(), String> {
-    std::fs::create_dir_all(&home).map_err(|e| format!("{}: {e}", home.display()))?;
-    let master_addr = resolve(&master)?;
+/// Make `home`, resolve the master and open the UDP socket its sessions go out on.
+fn client_endpoint(
+    home: &std::path::Path,
+    master: &str,
+) -> Result<(SocketAddr, quinn::Endpoint), String> {
+    std::fs::create_dir_all(home).map_err(|e| format!("{}: {e}", home.display()))?;
+    let master_addr = resolve(master)?;
     let bind: SocketAddr = if master_addr.is_ipv6() {
         "[::]:0".parse().map_err(|e| format!("{e}"))?
     } else {
@@ -219,6 +218,16 @@ async fn run(
     };
     let endpoint =
         quinn::Endpoint::client(bind).map_err(|e| format!("cannot open a UDP socket: {e}"))?;
+    Ok((master_addr, endpoint))
+}
+
+async fn run(
+    home: PathBuf,
+    master: String,
+    token: Option<String>,
+    hostname: Option<String>,
+) -> Result<(), String> {
+    let (master_addr, endpoint) = client_endpoint(&home, &master)?;
     let id = identity_of(&endpoint, master_addr, &home, token.as_deref(), hostname).await?;
     let sensor = Sensor::new().map_err(|e| e.to_string())?;
     let paths = ExecdPaths::new(&home);
@@ -315,15 +324,7 @@ async fn simulate(
     spec: gantry_execd::simulate::SimSpec,
 ) -> Result<(), String> {
     use gantry_execd::simulate::{host_name, SimHost};
-    std::fs::create_dir_all(&home).map_err(|e| format!("{}: {e}", home.display()))?;
-    let master_addr = resolve(&master)?;
-    let bind: SocketAddr = if master_addr.is_ipv6() {
-        "[::]:0".parse().map_err(|e| format!("{e}"))?
-    } else {
-        "0.0.0.0:0".parse().map_err(|e| format!("{e}"))?
-    };
-    let endpoint =
-        quinn::Endpoint::client(bind).map_err(|e| format!("cannot open a UDP socket: {e}"))?;
+    let (master_addr, endpoint) = client_endpoint(&home, &master)?;
     let mut tasks = Vec::with_capacity(hosts);
     for n in 1..=hosts {
         let name = host_name(&prefix, n);
