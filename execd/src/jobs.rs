@@ -814,19 +814,11 @@ pub fn killed_before_start(key: TaskKey, host: &str, now: i64) -> JobReport {
 fn failed_report(start: &JobStart, host: &str, why: String) -> JobReport {
     let now = gantry_net::cell::unix_now() as i64;
     JobReport {
-        job_id: start.job_id,
-        task_id: start.task_id,
-        host: host.to_string(),
         queue: start.queue.clone(),
         exit_status: 1,
         signal: None,
         failed: ShepherdFailure::AfterJob.code(),
         failure: why,
-        start_time: now,
-        end_time: now,
-        utime_us: 0,
-        stime_us: 0,
-        maxrss_kb: 0,
-        checkpointed: false,
+        ..killed_before_start((start.job_id, start.task_id), host, now)
     }
 }

@@ -54,6 +54,21 @@ fn reports_waiting(c: &Cluster) -> Vec<String> {
     out
 }
 
+/// A master reporting every 5 s at most and `hosts` simulated hosts joined and
+/// reporting; the job owner `sim_u1` exists.
+fn cell_with_simulated_hosts(hosts: usize) -> (Cluster, Daemon) {
+    ensure_user("sim_u1");
+    let mut c = Cluster::init(&[]);
+    c.start_master();
+    c.fast_reports("0:0:5");
+    let token = c.token();
+    let sim = simulator(&c, hosts, Some(&token));
+    for n in 1..=hosts {
+        c.wait_host_reporting(&format!("sim{n:04}"));
+    }
+    (c, sim)
+}
+
 fn running(c: &Cluster, job: &str) -> bool {
     c.client("qstat", &["-u", "*"])
         .stdout
@@ -66,15 +81,7 @@ fn simulated_hosts_run_jobs_and_account_each_once_across_restarts() {
     if !need_root("simulated_hosts_run_jobs_and_account_each_once_across_restarts") {
         return;
     }
-    ensure_user("sim_u1");
-    let mut c = Cluster::init(&[]);
-    c.start_master();
-    c.fast_reports("0:0:5");
-    let token = c.token();
-    let mut sim = simulator(&c, 3, Some(&token));
-    for host in ["sim0001", "sim0002", "sim0003"] {
-        c.wait_host_reporting(host);
-    }
+    let (mut c, mut sim) = cell_with_simulated_hosts(3);
     // They report what they were given: 4 processors, 8 GiB.
     let line = c.qhost_line("sim0002").expect("sim0002 in qhost");
     let fields: Vec<&str> = line.split_whitespace().collect();
@@ -150,13 +157,7 @@ fn a_task_whose_start_and_kill_were_lost_ends_when_its_host_returns() {
     if !need_root("a_task_whose_start_and_kill_were_lost_ends_when_its_host_returns") {
         return;
     }
-    ensure_user("sim_u1");
-    let mut c = Cluster::init(&[]);
-    c.start_master();
-    c.fast_reports("0:0:5");
-    let token = c.token();
-    let mut sim = simulator(&c, 1, Some(&token));
-    c.wait_host_reporting("sim0001");
+    let (c, mut sim) = cell_with_simulated_hosts(1);
     assert_eq!(
         c.qconf(&["-mattr", "queue", "load_thresholds", "NONE", "all.q"])
             .code,
