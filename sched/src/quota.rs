@@ -48,6 +48,14 @@ pub struct Consumer<'a> {
 }
 
 impl<'a> Consumer<'a> {
+    /// No one: for the place filters, which look at no consumer.
+    const NONE: Consumer<'static> = Consumer {
+        user: "",
+        groups: &[],
+        project: None,
+        pe: None,
+    };
+
     pub fn of(d: &'a Demand, pe: Option<&'a str>) -> Consumer<'a> {
         Consumer {
             user: &d.user,
@@ -100,6 +108,17 @@ pub struct Quotas {
     place_ids: Vec<Vec<u32>>,
     /// The distinct (queues, hosts) filters, by id.
     places: Vec<(Option<Filter>, Option<Filter>)>,
+    /// The distinct hosts filters of the rules, by id (a host's answer is the same for
+    /// all its queue instances).
+    hosts_filters: Vec<Option<Filter>>,
+    /// By (queues, hosts) filters id: the id of their hosts filter.
+    place_hosts: Vec<u32>,
+    /// By set (of at most [`MASK_RULES`] rules): its rules without a queues or hosts
+    /// filter, as bits.
+    anywhere: Vec<u64>,
+    /// By distinct (queues, hosts) filters: the (set, rule) of the rules with them, in
+    /// sets of at most [`MASK_RULES`] rules, those without either filter left out.
+    filter_rules: Vec<Vec<(u32, u32)>>,
     /// By attribute: does some rule limit it?
     limited: Vec<bool>,
 }
@@ -224,17 +243,32 @@ impl Usage {
 
     /// The counter of a key, created at zero.
     pub fn slot(&mut self, key: UsageKey) -> usize {
-        if let Some(&n) = self.index.get(&key) {
-            return n;
+        match self.index.entry(key) {
+            std::collections::hash_map::Entry::Occupied(n) => *n.get(),
+            std::collections::hash_map::Entry::Vacant(v) => {
+                self.keys.push(key);
+                self.used.push(0.0);
+                *v.insert(self.used.len() - 1)
+            }
         }
-        self.keys.push(key);
-        self.used.push(0.0);
-        self.index.insert(key, self.used.len() - 1);
-        self.used.len() - 1
     }
 
     pub fn get(&self, key: &UsageKey) -> f64 {
         self.index.get(key).map_or(0.0, |&n| self.used[n])
+    }
+
+    /// Add to a counter (a credit with a negative amount); what is left of a credit
+    /// down to rounding is zero.
+    pub fn add(&mut self, slot: usize, amount: f64) {
+        self.used[slot] += amount;
+        if self.used[slot].abs() < 1e-9 {
+            self.used[slot] = 0.0;
+        }
+    }
+
+    /// Every counter back to zero (their slots stay).
+    pub fn zero_all(&mut self) {
+        self.used.fill(0.0);
     }
 
     pub fn at(&self, slot: usize) -> f64 {
@@ -325,6 +359,9 @@ pub struct RulePlan {
     /// The gates when they do not depend on the place (no expanded queues or hosts
     /// filter, no dynamic limit): worked out once.
     pub fixed: Option<Vec<RuleCheck>>,
+    /// Where a cycle keeps the gates when they depend on the place (see
+    /// `QuotaCycle`); 0 outside a cycle.
+    pub family: u32,
 }
 
 /// The rules of one set that may decide for a consumer.
@@ -332,7 +369,15 @@ pub struct RulePlan {
 pub struct SetPlan {
     pub set: u32,
     pub rules: Vec<RulePlan>,
+    /// The candidates' rule numbers as bits (bit r: rule r), when every rule of the set
+    /// has a number below [`MASK_RULES`]; 0 when one has not.
+    pub candidates: u64,
+    /// With `candidates`: by rule number, the candidate's position in `rules`.
+    pub position: Vec<u8>,
 }
+
+/// Sets of fewer rules than this are matched against a queue instance by bit masks.
+pub const MASK_RULES: usize = 63;
 
 /// A consumer's [`Quotas::plan`].
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -356,6 +401,13 @@ impl RuleCheck {
                 slot, need, limit, ..
             } => usage.at(*slot) + need.amount(slots, master) <= limit + 1e-9,
             RuleCheck::Never { .. } => false,
+        }
+    }
+
+    /// Debit (or with `sign` -1 credit) a placement on the gate's counter.
+    pub fn debit(&self, usage: &mut Usage, slots: u32, master: bool, sign: f64) {
+        if let RuleCheck::Counter { slot, need, .. } = self {
+            usage.add(*slot, sign * need.amount(slots, master));
         }
     }
 
@@ -441,7 +493,7 @@ impl Quotas {
             })
             .collect();
         let mut places: Vec<(Option<Filter>, Option<Filter>)> = Vec::new();
-        let place_ids = sets
+        let place_ids: Vec<Vec<u32>> = sets
             .iter()
             .map(|s| {
                 s.rules
@@ -464,7 +516,38 @@ impl Quotas {
         for l in limits.iter().flatten().flatten() {
             limited[l.attr] = true;
         }
+        let mut anywhere = vec![0u64; sets.len()];
+        let mut filter_rules = vec![Vec::new(); places.len()];
+        for (set, s) in sets.iter().enumerate() {
+            if s.rules.len() > MASK_RULES {
+                continue;
+            }
+            for (rule, r) in s.rules.iter().enumerate() {
+                if r.queues.is_none() && r.hosts.is_none() {
+                    anywhere[set] |= 1 << rule;
+                } else {
+                    filter_rules[place_ids[set][rule] as usize].push((set as u32, rule as u32));
+                }
+            }
+        }
+        let mut hosts_filters: Vec<Option<Filter>> = Vec::new();
+        let place_hosts = places
+            .iter()
+            .map(
+                |(_, hosts)| match hosts_filters.iter().position(|h| h == hosts) {
+                    Some(n) => n as u32,
+                    None => {
+                        hosts_filters.push(hosts.clone());
+                        hosts_filters.len() as u32 - 1
+                    }
+                },
+            )
+            .collect();
         Quotas {
+            hosts_filters,
+            place_hosts,
+            anywhere,
+            filter_rules,
             limited,
             place_ids,
             places,
@@ -498,6 +581,22 @@ impl Quotas {
         self.place_ids[set as usize][rule as usize]
     }
 
+    /// The rules of sets of at most [`MASK_RULES`] rules that take a place, as bits
+    /// by set, given which distinct (queues, hosts) filters take it.
+    pub fn place_masks(&self, filter_takes: &[bool], masks: &mut [u64]) {
+        masks.copy_from_slice(&self.anywhere);
+        for (rules, _) in self
+            .filter_rules
+            .iter()
+            .zip(filter_takes)
+            .filter(|(_, &takes)| takes)
+        {
+            for &(set, rule) in rules {
+                masks[set as usize] |= 1 << rule;
+            }
+        }
+    }
+
     /// How many distinct (queues, hosts) filters the sets have.
     pub fn place_count(&self) -> usize {
         self.places.len()
@@ -505,16 +604,34 @@ impl Quotas {
 
     /// Do the (queues, hosts) filters with this id take this place?
     pub fn place_filter_takes(&self, id: u32, p: &Place) -> bool {
-        let none = Consumer {
-            user: "",
-            groups: &[],
-            project: None,
-            pe: None,
-        };
-        let (queues, hosts) = &self.places[id as usize];
-        [(3, queues), (4, hosts)]
-            .into_iter()
-            .all(|(n, f)| f.as_ref().is_none_or(|f| self.filter_takes(n, f, &none, p)))
+        self.queues_filter_takes(id, p) && self.hosts_filter_takes(self.place_hosts[id as usize], p)
+    }
+
+    /// Does the queues filter of the (queues, hosts) filters with this id take this
+    /// place?
+    pub fn queues_filter_takes(&self, id: u32, p: &Place) -> bool {
+        self.places[id as usize]
+            .0
+            .as_ref()
+            .is_none_or(|f| self.filter_takes(3, f, &Consumer::NONE, p))
+    }
+
+    /// Does the distinct hosts filter with this id take this place (its host)?
+    pub fn hosts_filter_takes(&self, id: u32, p: &Place) -> bool {
+        self.hosts_filters[id as usize]
+            .as_ref()
+            .is_none_or(|f| self.filter_takes(4, f, &Consumer::NONE, p))
+    }
+
+    /// The id of the hosts filter of the (queues, hosts) filters with this id among the
+    /// distinct hosts filters.
+    pub fn place_hosts(&self, id: u32) -> u32 {
+        self.place_hosts[id as usize]
+    }
+
+    /// How many distinct hosts filters the sets have.
+    pub fn hosts_filter_count(&self) -> usize {
+        self.hosts_filters.len()
     }
 
     /// `set/name`, or `set/N` (from 1) for a rule without a name.
@@ -656,14 +773,19 @@ impl Quotas {
                     asks,
                     anywhere: rule.queues.is_none() && rule.hosts.is_none(),
                     fixed: None,
+                    family: 0,
                 };
-                let placeless = [&rule.queues, &rule.hosts]
-                    .iter()
-                    .all(|f| f.as_ref().is_none_or(|f| !f.expand))
-                    && self
-                        .limits(set as u32, r as u32)
+                // A rule that limits nothing the consumer asks for has no gates
+                // anywhere, whatever its filters.
+                let placeless = plan.asks.is_empty()
+                    || [&rule.queues, &rule.hosts]
                         .iter()
-                        .all(|l| matches!(l.value, LimitValue::Fixed(_)));
+                        .all(|f| f.as_ref().is_none_or(|f| !f.expand))
+                        && self
+                            .limits(set as u32, r as u32)
+                            .iter()
+                            .filter(|l| plan.asks.iter().any(|(attr, _)| *attr == l.attr))
+                            .all(|l| matches!(l.value, LimitValue::Fixed(_)));
                 if placeless {
                     let mut gates = Vec::new();
                     self.rule_gates(
@@ -680,9 +802,20 @@ impl Quotas {
                 rules.push(plan);
             }
             if !rules.is_empty() {
+                let (candidates, position) = if s.rules.len() <= MASK_RULES {
+                    let mut position = vec![0u8; s.rules.len()];
+                    for (k, rp) in rules.iter().enumerate() {
+                        position[rp.rule as usize] = k as u8;
+                    }
+                    (rules.iter().fold(0, |m, rp| m | 1u64 << rp.rule), position)
+                } else {
+                    (0, Vec::new())
+                };
                 sets.push(SetPlan {
                     set: set as u32,
                     rules,
+                    candidates,
+                    position,
                 });
             }
         }
@@ -811,12 +944,7 @@ impl Quotas {
     /// Debit (or with `sign` -1 credit) a placement on every counter of its gates.
     pub fn debit(gates: &[RuleCheck], usage: &mut Usage, slots: u32, master: bool, sign: f64) {
         for g in gates {
-            if let RuleCheck::Counter { slot, need, .. } = g {
-                usage.used[*slot] += sign * need.amount(slots, master);
-                if usage.used[*slot].abs() < 1e-9 {
-                    usage.used[*slot] = 0.0;
-                }
-            }
+            g.debit(usage, slots, master, sign);
         }
     }
 

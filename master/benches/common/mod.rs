@@ -184,6 +184,13 @@ pub fn with_quotas(
         gantry_common::rqs::check_set(&set, &s.complexes).expect("valid quota set");
         s.apply(&Op::Put(Object::QuotaSet { seq, set }));
     }
+    // As the master does after every cycle: the next one starts with room for as many
+    // quota counters as this one used.
+    let hosts = gantry_master::synthetic::connected(&s);
+    let counters = s
+        .schedule(gantry_master::sched::Time::from_secs(0), &hosts)
+        .quota_counters;
+    std::sync::Arc::make_mut(&mut s.quota_book).note_cycle_counters(counters);
     s
 }
 

@@ -1,5 +1,5 @@
 //! One cycle: the quota sets as a gate of the admit stage, with what the cycle has
-//! worked out already (plans per category, gates per queue instance, denials).
+//! worked out already (plans per category, what depends on the queue instance, denials).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -20,42 +20,157 @@ pub(crate) type PlanKey = (
     Vec<(usize, String)>,
 );
 
+/// A placement as the cycle remembers it: (plan, part, instance) and slots.
+type Placement = ((u32, Part, u32), u32);
+
+/// A rule of a set and the members of its expanded filters a consumer is counted under.
+type RuleMembers = (u32, u32, [u32; 3]);
+
+/// What a consumer asks of a rule's limits, as [`RulePlan::asks`].
+type Asks = Vec<(usize, Ask)>;
+
 /// The resource quota sets during one cycle: what running jobs and the jobs placed so
-/// far use, and each category's gates per queue instance (they depend only on the
-/// category and the instance, so they are worked out once).
+/// far use, each category's plan, and what depends only on the queue instance (which
+/// rules take it, the counters of rules expanded over queues or hosts), worked out once.
 #[derive(Debug, Clone)]
 pub struct QuotaCycle {
     pub quotas: Arc<Quotas>,
     pub usage: Usage,
-    /// (category, part) -> the id and plan of what its jobs meet in every set.
-    pub(crate) plans: SmallMap<(usize, Part), (u32, Arc<Plan>)>,
+    /// By `category * 3 + part`: the id and plan of what its jobs meet in every set.
+    pub(crate) plans: Vec<Option<(u32, Arc<Plan>)>>,
     /// The distinct plans of the cycle, by id.
     pub(crate) distinct: Vec<Arc<Plan>>,
     /// What a plan depends on -> its id.
     pub(crate) keys: HashMap<PlanKey, u32>,
-    /// Reused while gates are worked out.
-    pub(crate) scratch: Vec<RuleCheck>,
-    /// (plan, part, instance) -> the gates there.
-    pub(crate) gates: SmallMap<(u32, Part, u32), Arc<[RuleCheck]>>,
     /// ((plan, part, instance), slots) -> the gate that denied such a placement there.
-    pub(crate) denied: SmallMap<((u32, Part, u32), u32), RuleCheck>,
-    /// Per distinct (queues, hosts) filters of the rules, per instance: 0 not known
-    /// yet, 1 they take the instance, 2 they do not.
-    pub(crate) takes: Vec<Vec<u8>>,
+    pub(crate) denied: SmallMap<Placement, RuleCheck>,
+    /// Which rules take each queue instance.
+    pub(crate) places: Places,
+    /// The gates of the rules that depend on the place.
+    pub(crate) families: Families,
+    /// The last placement admitted ((plan, part, instance), slots, master queue) and
+    /// what it would add to which counters: booking it (as a rule, the next thing the
+    /// cycle does) needs no second walk.
+    last: Option<(Placement, bool)>,
+    last_counters: Vec<(usize, f64)>,
+}
+
+/// What the sets make of each queue instance, whatever the consumer: worked out the
+/// first time a cycle looks at the instance.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Places {
+    /// Per instance: worked out yet?
+    known: Vec<bool>,
+    /// Per instance and distinct (queues, hosts) filters of the rules
+    /// (`inst * filters + filter`): do they take the instance?
+    takes: Vec<bool>,
+    /// Per instance and set (`inst * sets + set`): the rules of the set (of at most
+    /// [`MASK_RULES`]) whose queues and hosts filters take the instance, as bits.
+    masks: Vec<u64>,
+    /// Per instance: the ids of its queue and host names.
+    ids: Vec<[u32; 2]>,
+    /// Per host and distinct hosts filter (`host * filters + filter`): 0 not known
+    /// yet, 1 the filter takes the host, 2 it does not.
+    hosts: Vec<u8>,
+}
+
+impl Places {
+    fn learn(&mut self, snap: &Snapshot, quotas: &Quotas, usage: &mut Usage, inst: usize) {
+        let (filters, sets) = (quotas.place_count(), quotas.sets.len());
+        if self.known.is_empty() {
+            let n = snap.instances.len();
+            self.known = vec![false; n];
+            self.takes = vec![false; n * filters];
+            self.masks = vec![0; n * sets];
+            self.ids = vec![[0, 0]; n];
+            self.hosts = vec![0; snap.hosts.len() * quotas.hosts_filter_count()];
+        }
+        let i = &snap.instances[inst];
+        let host = &snap.hosts[i.host];
+        let place = Place {
+            queue: &i.queue,
+            host: &host.name,
+            host_groups: &host.groups,
+        };
+        let takes = &mut self.takes[inst * filters..(inst + 1) * filters];
+        let per_host = quotas.hosts_filter_count();
+        let hosts = &mut self.hosts[i.host * per_host..(i.host + 1) * per_host];
+        for (id, t) in takes.iter_mut().enumerate() {
+            let hf = quotas.place_hosts(id as u32) as usize;
+            if hosts[hf] == 0 {
+                hosts[hf] = if quotas.hosts_filter_takes(hf as u32, &place) {
+                    1
+                } else {
+                    2
+                };
+            }
+            *t = hosts[hf] == 1 && quotas.queues_filter_takes(id as u32, &place);
+        }
+        quotas.place_masks(takes, &mut self.masks[inst * sets..(inst + 1) * sets]);
+        self.ids[inst] = [usage.name_id(&i.queue), usage.name_id(&host.name)];
+        self.known[inst] = true;
+    }
+}
+
+/// The gates of a rule that depends on the place (an expanded queues or hosts filter,
+/// a dynamic limit) are kept per *family*, the rule with the members and the asks of a
+/// consumer (plans that differ in nothing else share it), and per instance: worked out
+/// once per cycle, then read by every plan of the family.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Families {
+    /// (set, rule, expanded members) -> the asks of each family there and its id.
+    index: HashMap<RuleMembers, Vec<(Asks, u32)>>,
+    /// By family: its set, the rule plan its gates are built from, and whether they
+    /// depend on the queue (an expanded queues filter) or only on the host.
+    rules: Vec<(u32, RulePlan, bool)>,
+    /// By family, per instance (or host): where its gates are in `arena` (start
+    /// `u32::MAX`: not known yet).
+    at: Vec<Vec<(u32, u32)>>,
+    arena: Vec<RuleCheck>,
+}
+
+impl Families {
+    /// The family of a rule plan that depends on the place.
+    fn id(&mut self, quotas: &Quotas, snap: &Snapshot, set: u32, rp: &RulePlan) -> u32 {
+        let same = self.index.entry((set, rp.rule, rp.members)).or_default();
+        if let Some((_, id)) = same.iter().find(|(asks, _)| *asks == rp.asks) {
+            return *id;
+        }
+        let id = self.rules.len() as u32;
+        same.push((rp.asks.clone(), id));
+        let rule = &quotas.sets[set as usize].rules[rp.rule as usize];
+        let by_instance = rule.queues.as_ref().is_some_and(|f| f.expand);
+        self.rules.push((set, rp.clone(), by_instance));
+        let places = match by_instance {
+            true => snap.instances.len(),
+            false => snap.hosts.len(),
+        };
+        self.at.push(vec![(u32::MAX, 0); places]);
+        id
+    }
+
+    /// Where a family's gates on an instance are kept in `at`.
+    fn place(&self, snap: &Snapshot, family: usize, inst: usize) -> usize {
+        match self.rules[family].2 {
+            true => inst,
+            false => snap.instances[inst].host,
+        }
+    }
 }
 
 impl QuotaCycle {
     pub fn new(quotas: Arc<Quotas>, usage: Usage) -> QuotaCycle {
         QuotaCycle {
-            takes: vec![Vec::new(); quotas.place_count()],
+            places: Places::default(),
+            families: Families::default(),
+            last: None,
+            last_counters: Vec::new(),
             quotas,
             usage,
-            plans: Default::default(),
+            plans: Vec::new(),
             distinct: Vec::new(),
             keys: HashMap::new(),
-            gates: Default::default(),
             denied: Default::default(),
-            scratch: Vec::new(),
         }
     }
 }
@@ -64,7 +179,7 @@ impl QuotaCycle {
 /// per category (and part); a parallel job's, for the PE being tried, anew (no id).
 fn plan_of(snap: &Snapshot, q: &mut QuotaCycle, d: &Demand) -> (Option<u32>, Arc<Plan>) {
     let cacheable = d.category != 0 && d.granted_pe.is_none();
-    if let Some((id, p)) = q.plans.get(&(d.category, d.part)).filter(|_| cacheable) {
+    if let Some((id, p)) = q.plan_known(d).filter(|_| cacheable) {
         return (Some(*id), p.clone());
     }
     let pe = d
@@ -74,7 +189,13 @@ fn plan_of(snap: &Snapshot, q: &mut QuotaCycle, d: &Demand) -> (Option<u32>, Arc
     let quotas = q.quotas.clone();
     let build = |q: &mut QuotaCycle| {
         let consumer = Consumer::of(d, pe);
-        Arc::new(quotas.plan(&snap.catalog, d, &consumer, &mut q.usage, true))
+        let mut plan = quotas.plan(&snap.catalog, d, &consumer, &mut q.usage, true);
+        for sp in &mut plan.sets {
+            for rp in sp.rules.iter_mut().filter(|rp| rp.fixed.is_none()) {
+                rp.family = q.families.id(&quotas, snap, sp.set, rp);
+            }
+        }
+        Arc::new(plan)
     };
     if !cacheable {
         return (None, build(q));
@@ -105,113 +226,136 @@ fn plan_of(snap: &Snapshot, q: &mut QuotaCycle, d: &Demand) -> (Option<u32>, Arc
         }
     };
     let plan = q.distinct[id as usize].clone();
-    q.plans.insert((d.category, d.part), (id, plan.clone()));
+    let at = plan_slot(d);
+    if q.plans.len() <= at {
+        q.plans.resize(at + 1, None);
+    }
+    q.plans[at] = Some((id, plan.clone()));
     (Some(id), plan)
 }
 
-/// The quota gates a demand meets on an instance: in every set of its plan the
-/// effective rule there, and its counters (once per distinct plan and instance).
-/// With `check` (slots, master queue) the walk stops at the first gate that does
-/// not let such a placement by, which is remembered for the rest of the cycle: what
-/// is used only grows (until a placement is given back).
-fn checks_on(
+/// The gates of a family on an instance, as a range of its arena: worked out the
+/// first time any plan of the family asks.
+fn family_gates(
     snap: &Snapshot,
     q: &mut QuotaCycle,
-    d: &Demand,
+    quotas: &Quotas,
+    family: usize,
     inst: usize,
-    check: Option<(u32, bool)>,
-) -> Result<Arc<[RuleCheck]>, RuleCheck> {
-    let (id, plan) = plan_of(snap, q, d);
-    let memo = id.map(|id| (id, d.part, inst as u32));
-    if let Some(m) = memo {
-        if let Some(g) = q.gates.get(&m) {
-            return Ok(g.clone());
-        }
-        if let Some(g) = check.and_then(|c| q.denied.get(&(m, c.0)).copied()) {
-            return Err(g);
-        }
-    }
+) -> (u32, u32) {
+    let host = snap.instances[inst].host;
+    let at_place = q.families.place(snap, family, inst);
+    let Families {
+        rules, arena, at, ..
+    } = &mut q.families;
+    let start = arena.len();
+    let (set, rp, _) = &rules[family];
+    quotas.rule_gates(
+        *set,
+        rp,
+        q.places.ids[inst],
+        false,
+        &mut q.usage,
+        &|attr| snap.host_number(host, attr),
+        arena,
+    );
+    at[family][at_place] = (start as u32, (arena.len() - start) as u32);
+    at[family][at_place]
+}
+
+/// Every gate a demand (its plan) meets on an instance, in the order of its sets, until
+/// `visit` says no: in every set the effective rule there (the first of the plan's
+/// candidates that takes the instance) and that rule's counters. Returns the gate
+/// `visit` said no to.
+fn walk(
+    snap: &Snapshot,
+    q: &mut QuotaCycle,
+    plan: &Plan,
+    inst: usize,
+    mut visit: impl FnMut(&mut Usage, &RuleCheck) -> bool,
+) -> Option<RuleCheck> {
     let quotas = q.quotas.clone();
-    let i = &snap.instances[inst];
-    let host = &snap.hosts[i.host];
-    let place = Place {
-        queue: &i.queue,
-        host: &host.name,
-        host_groups: &host.groups,
-    };
-    let mut ids: Option<[u32; 2]> = None;
-    // A scratch buffer: a walk that ends in a denial allocates nothing.
-    let mut gates = std::mem::take(&mut q.scratch);
-    gates.clear();
+    if !q.places.known.get(inst).copied().unwrap_or(false) {
+        q.places.learn(snap, &quotas, &mut q.usage, inst);
+    }
+    let (sets, filters) = (quotas.sets.len(), quotas.place_count());
     for sp in &plan.sets {
-        // Whether a rule's queues and hosts filters take an instance is the same
-        // for every job, and for every rule with the same filters: worked out once
-        // per cycle and distinct filters. The effective rule is the first of the
-        // plan's candidates that takes it.
-        let takes_place = |q: &mut QuotaCycle, set: u32, rule: u32| -> bool {
-            let id = quotas.place_id(set, rule);
-            let table = &mut q.takes[id as usize];
-            if table.is_empty() {
-                table.resize(snap.instances.len(), 0);
-            }
-            if table[inst] == 0 {
-                table[inst] = if quotas.place_filter_takes(id, &place) {
-                    1
-                } else {
-                    2
-                };
-            }
-            table[inst] == 1
+        let chosen = if sp.candidates != 0 {
+            let taken = q.places.masks[inst * sets + sp.set as usize] & sp.candidates;
+            (taken != 0).then(|| {
+                let rule = taken.trailing_zeros();
+                let first = sp.candidates & ((1u64 << rule) - 1) == 0;
+                (first, &sp.rules[sp.position[rule as usize] as usize])
+            })
+        } else {
+            let takes = &q.places.takes[inst * filters..(inst + 1) * filters];
+            sp.rules
+                .iter()
+                .enumerate()
+                .find(|(_, rp)| rp.anywhere || takes[quotas.place_id(sp.set, rp.rule) as usize])
+                .map(|(k, rp)| (k == 0, rp))
         };
-        let mut chosen = None;
-        for (k, rp) in sp.rules.iter().enumerate() {
-            if rp.anywhere || takes_place(q, sp.set, rp.rule) {
-                chosen = Some((k, rp));
-                break;
-            }
-        }
-        let Some((k, rp)) = chosen else {
+        let Some((first, rp)) = chosen else {
             continue;
         };
-        let everywhere = k == 0 && rp.anywhere;
-        let start = gates.len();
-        match &rp.fixed {
-            Some(fixed) => gates.extend(fixed.iter().map(|g| g.everywhere(everywhere))),
+        let everywhere = first && rp.anywhere;
+        let gates = match &rp.fixed {
+            Some(fixed) => fixed.as_slice(),
             None => {
-                let place_ids = *ids.get_or_insert_with(|| {
-                    [q.usage.name_id(&i.queue), q.usage.name_id(&host.name)]
-                });
-                quotas.rule_gates(
-                    sp.set,
-                    rp,
-                    place_ids,
-                    everywhere,
-                    &mut q.usage,
-                    &|attr| snap.host_number(i.host, attr),
-                    &mut gates,
-                );
+                let family = rp.family as usize;
+                let at_place = q.families.place(snap, family, inst);
+                let (start, len) = match q.families.at[family][at_place] {
+                    (u32::MAX, _) => family_gates(snap, q, &quotas, family, inst),
+                    known => known,
+                };
+                &q.families.arena[start as usize..(start + len) as usize]
             }
-        }
-        if let Some((n, master)) = check {
-            if let Some(&g) = gates[start..]
-                .iter()
-                .find(|g| !g.allows(&q.usage, n, master))
-            {
-                if let Some(m) = memo {
-                    q.denied.insert((m, n), g);
-                }
-                q.scratch = gates;
-                return Err(g);
-            }
+        };
+        if let Some(g) = gates.iter().find(|g| !visit(&mut q.usage, g)) {
+            return Some(g.everywhere(everywhere));
         }
     }
-    let found: Arc<[RuleCheck]> = Arc::from(gates.as_slice());
-    q.scratch = gates;
-    let gates = found;
-    if let Some(m) = memo {
-        q.gates.insert(m, gates.clone());
+    None
+}
+
+/// Where a demand's category and part keep their plan in [`QuotaCycle::plans`].
+fn plan_slot(d: &Demand) -> usize {
+    d.category * 3 + d.part as usize
+}
+
+impl QuotaCycle {
+    /// The plan of a demand's category and part, once worked out.
+    fn plan_known(&self, d: &Demand) -> Option<&(u32, Arc<Plan>)> {
+        self.plans.get(plan_slot(d))?.as_ref()
     }
-    Ok(gates)
+
+    /// The gate that denies a placement of `n` slots on an instance, if one does; a
+    /// placement let by is remembered with the counters it would add to.
+    fn check(
+        &mut self,
+        snap: &Snapshot,
+        plan: &Plan,
+        memo: Option<Placement>,
+        inst: usize,
+        n: u32,
+        master: bool,
+    ) -> Option<RuleCheck> {
+        let mut counters = std::mem::take(&mut self.last_counters);
+        counters.clear();
+        let denied = walk(snap, self, plan, inst, |u, g| match g {
+            RuleCheck::Counter {
+                slot, need, limit, ..
+            } => {
+                let amount = need.amount(n, master);
+                counters.push((*slot, amount));
+                u.at(*slot) + amount <= limit + 1e-9
+            }
+            RuleCheck::Never { .. } => false,
+        });
+        self.last = memo.filter(|_| denied.is_none()).map(|m| (m, master));
+        self.last_counters = counters;
+        denied
+    }
 }
 
 /// How many slots a placement of a demand's part counts, and whether on the job's
@@ -244,12 +388,21 @@ impl AdmitGate for QuotaCycle {
             return Ok(());
         }
         let (n, master) = amounts(d, slots);
-        let check = match checks_on(snap, self, d, inst, Some((n, master))) {
-            Ok(checks) => match checks.iter().find(|c| !c.allows(&self.usage, n, master)) {
-                Some(&c) => c,
+        let (id, plan) = plan_of(snap, self, d);
+        // What is used only grows (until a placement is given back): a gate that
+        // denied a placement of so many slots there denies it for the rest of the cycle.
+        let memo = id.map(|id| ((id, d.part, inst as u32), n));
+        let check = match memo.and_then(|m| self.denied.get(&m).copied()) {
+            Some(g) => g,
+            None => match self.check(snap, &plan, memo, inst, n, master) {
                 None => return Ok(()),
+                Some(g) => {
+                    if let Some(m) = memo {
+                        self.denied.insert(m, g);
+                    }
+                    g
+                }
             },
-            Err(c) => c,
         };
         Err(if detail {
             Misfit::Quota(self.quotas.denial(&check, &self.usage))
@@ -261,10 +414,10 @@ impl AdmitGate for QuotaCycle {
     }
 
     fn known_refused(&self, d: &Demand, inst: usize, slots: u32) -> Option<Misfit> {
-        if d.quota_exempt || d.category == 0 || d.granted_pe.is_some() {
+        if self.denied.is_empty() || d.quota_exempt || d.category == 0 || d.granted_pe.is_some() {
             return None;
         }
-        let (id, _) = self.plans.get(&(d.category, d.part))?;
+        let (id, _) = self.plan_known(d)?;
         let (n, _) = amounts(d, slots);
         self.denied
             .contains_key(&((*id, d.part, inst as u32), n))
@@ -278,16 +431,25 @@ impl AdmitGate for QuotaCycle {
         if sign < 0.0 {
             self.denied.clear();
         }
+        let (id, plan) = plan_of(snap, self, d);
         for &(inst, slots) in grants {
             let (n, master) = amounts(d, slots);
-            if let Ok(checks) = checks_on(snap, self, d, inst, None) {
-                Quotas::debit(&checks, &mut self.usage, n, master, sign);
+            let admitted = id.map(|id| (((id, d.part, inst as u32), n), master));
+            if sign > 0.0 && admitted.is_some() && admitted == self.last {
+                for &(slot, amount) in &self.last_counters {
+                    self.usage.add(slot, amount);
+                }
+                continue;
             }
+            walk(snap, self, &plan, inst, |u, g| {
+                g.debit(u, n, master, sign);
+                true
+            });
         }
     }
 
     fn forget_bookings(&mut self) {
-        self.usage = Usage::default();
+        self.usage.zero_all();
         self.denied.clear();
     }
 

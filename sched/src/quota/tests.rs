@@ -1018,3 +1018,130 @@ fn filter_matching_table() {
         assert_eq!(got.as_deref(), *want, "{rule} for {user}");
     }
 }
+
+mod cycle_against_gates_at {
+    //! The cycle's quota gate (plans, place masks, families, the last placement's
+    //! counters) against the plain path, `plan` then `gates_at` per place: after the
+    //! cycles settle, no counter is over its limit, and every job left pending is
+    //! denied by some rule on every host.
+    use super::*;
+    use proptest::prelude::*;
+
+    const USERS: [&str; 6] = [
+        "",
+        "users {*}",
+        "users u1",
+        "users {u1,u2}",
+        "users !u2",
+        "users @team",
+    ];
+    const HOSTS: [&str; 6] = [
+        "",
+        "hosts {*}",
+        "hosts @ga",
+        "hosts {@gb}",
+        "hosts h1",
+        "hosts !h2",
+    ];
+    /// A dynamic limit needs its rule expanded over hosts.
+    const HOSTS_EACH: [&str; 6] = [
+        "hosts {*}",
+        "hosts {*}",
+        "hosts {@ga}",
+        "hosts {@gb}",
+        "hosts {h1}",
+        "hosts {!h2}",
+    ];
+    const QUEUES: [&str; 4] = ["", "queues all.q", "queues !all.q", "queues {all.q}"];
+
+    fn limit(kind: usize, n: u32) -> String {
+        match kind {
+            0 => format!("slots={n}"),
+            1 => format!("slots=$num_proc*{n}"),
+            2 => format!("lic={n}"),
+            _ => format!("slots={},lic={n}", n + 1),
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+        #[test]
+        fn no_counter_overrun_and_every_pending_job_denied(
+            nprocs in proptest::collection::vec(1u32..5, 4),
+            rules in proptest::collection::vec(
+                (0usize..6, 0usize..6, 0usize..4, 0usize..4, 1u32..6),
+                1..8,
+            ),
+            sets in 1usize..4,
+            lic_jobs in 0u64..5,
+        ) {
+            let names = ["h1", "h2", "h3", "h4"];
+            let nproc_text: Vec<String> = nprocs.iter().map(u32::to_string).collect();
+            let spec: Vec<(&str, &str)> = names
+                .iter()
+                .zip(&nproc_text)
+                .map(|(h, n)| (*h, n.as_str()))
+                .collect();
+            let mut s = hosts(&["lic INT <= YES YES 0"], &spec);
+            global_values(&mut s, &[("lic", "1000")]);
+            hostgroup(&mut s, "@ga", &["h1", "h2"]);
+            hostgroup(&mut s, "@gb", &["h3", "h4"]);
+            userset(&mut s, "team", &["u1", "u3"]);
+            let sets = sets.min(rules.len());
+            let mut text = String::new();
+            for set in 0..sets {
+                text.push_str(&format!("{{\n name set{set}\n enabled true\n"));
+                for (u, h, q, kind, n) in rules.iter().skip(set).step_by(sets) {
+                    let hosts = if *kind == 1 { HOSTS_EACH[*h] } else { HOSTS[*h] };
+                    let filters = [USERS[*u], QUEUES[*q], hosts].join(" ");
+                    text.push_str(&format!(" limit {filters} to {}\n", limit(*kind, *n)));
+                }
+                text.push_str("}\n");
+            }
+            let text = text.replace("   ", " ").replace("  ", " ");
+            add_sets(&mut s, &text);
+            for (k, user) in ["u1", "u2", "u3"].iter().enumerate() {
+                let first = 1 + 10 * k as u64;
+                jobs(&mut s, first, lic_jobs, user, &[("lic", "1")], None);
+                jobs(&mut s, first + lic_jobs, 8 - lic_jobs, user, &[], None);
+            }
+            settle(&mut s);
+            assert_usage_exact(&s);
+            let book = &s.quota_book;
+            let catalog = book.catalog.clone().expect("a catalog");
+            let quotas = book.quotas.clone();
+            let num_proc = catalog.id("num_proc").expect("num_proc");
+            let mut usage = book.usage.clone();
+            let gates_of = |job: &Job, host: &str, usage: &mut Usage| {
+                let d = crate::model::demand(&catalog, job).expect("a demand");
+                let c = Consumer::of(&d, None);
+                let plan = quotas.plan(&catalog, &d, &c, usage, true);
+                let groups = book.memberships.get(host).cloned().unwrap_or_default();
+                let place = Place { queue: "all.q", host, host_groups: &groups };
+                let n = nprocs[names.iter().position(|h| *h == host).expect("a host")];
+                quotas.gates_at(&plan, &place, usage, &|attr| {
+                    (attr == num_proc).then_some(f64::from(n))
+                })
+            };
+            for job in s.jobs.values() {
+                for t in job.tasks.placed_states() {
+                    if let TaskState::Running { host, .. } = t {
+                        for g in gates_of(job, host, &mut usage) {
+                            prop_assert!(g.allows(&usage, 0, true), "{g:?} over its limit\n{text}");
+                        }
+                    }
+                }
+            }
+            for job in s.jobs.values().filter(|j| j.tasks.placed_states().next().is_none()) {
+                for host in names {
+                    let gates = gates_of(job, host, &mut usage);
+                    prop_assert!(
+                        gates.iter().any(|g| !g.allows(&usage, 1, true)),
+                        "job {} pending though {host} takes it\n{text}",
+                        job.id
+                    );
+                }
+            }
+        }
+    }
+}
