@@ -359,9 +359,6 @@ pub struct RulePlan {
     /// The gates when they do not depend on the place (no expanded queues or hosts
     /// filter, no dynamic limit): worked out once.
     pub fixed: Option<Vec<RuleCheck>>,
-    /// Where a cycle keeps the gates when they depend on the place (see
-    /// `QuotaCycle`); 0 outside a cycle.
-    pub family: u32,
 }
 
 /// The rules of one set that may decide for a consumer.
@@ -369,11 +366,6 @@ pub struct RulePlan {
 pub struct SetPlan {
     pub set: u32,
     pub rules: Vec<RulePlan>,
-    /// The candidates' rule numbers as bits (bit r: rule r), when every rule of the set
-    /// has a number below [`MASK_RULES`]; 0 when one has not.
-    pub candidates: u64,
-    /// With `candidates`: by rule number, the candidate's position in `rules`.
-    pub position: Vec<u8>,
 }
 
 /// Sets of fewer rules than this are matched against a queue instance by bit masks.
@@ -773,7 +765,6 @@ impl Quotas {
                     asks,
                     anywhere: rule.queues.is_none() && rule.hosts.is_none(),
                     fixed: None,
-                    family: 0,
                 };
                 // A rule that limits nothing the consumer asks for has no gates
                 // anywhere, whatever its filters.
@@ -802,20 +793,9 @@ impl Quotas {
                 rules.push(plan);
             }
             if !rules.is_empty() {
-                let (candidates, position) = if s.rules.len() <= MASK_RULES {
-                    let mut position = vec![0u8; s.rules.len()];
-                    for (k, rp) in rules.iter().enumerate() {
-                        position[rp.rule as usize] = k as u8;
-                    }
-                    (rules.iter().fold(0, |m, rp| m | 1u64 << rp.rule), position)
-                } else {
-                    (0, Vec::new())
-                };
                 sets.push(SetPlan {
                     set: set as u32,
                     rules,
-                    candidates,
-                    position,
                 });
             }
         }

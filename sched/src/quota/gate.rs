@@ -37,9 +37,9 @@ pub struct QuotaCycle {
     pub quotas: Arc<Quotas>,
     pub usage: Usage,
     /// By `category * 3 + part`: the id and plan of what its jobs meet in every set.
-    pub(crate) plans: Vec<Option<(u32, Arc<Plan>)>>,
+    pub(crate) plans: Vec<Option<(u32, Arc<Laid>)>>,
     /// The distinct plans of the cycle, by id.
-    pub(crate) distinct: Vec<Arc<Plan>>,
+    pub(crate) distinct: Vec<Arc<Laid>>,
     /// What a plan depends on -> its id.
     pub(crate) keys: HashMap<PlanKey, u32>,
     /// ((plan, part, instance), slots) -> the gate that denied such a placement there.
@@ -175,9 +175,82 @@ impl QuotaCycle {
     }
 }
 
+/// A plan laid out for the cycle's walk, each kind of thing in one piece of memory in
+/// the order the walk reads it: the sets, their candidate rules, and the gates of
+/// those that do not depend on the place.
+#[derive(Debug, Default)]
+pub(crate) struct Laid {
+    steps: Vec<Step>,
+    candidates: Vec<Candidate>,
+    gates: Vec<RuleCheck>,
+}
+
+/// A set of a plan.
+#[derive(Debug, Clone, Copy)]
+struct Step {
+    set: u32,
+    /// The candidates' rule numbers as bits (bit r: rule r) when the set has at most
+    /// [`MASK_RULES`] rules; 0 when it has more.
+    rules: u64,
+    /// Its candidates: `candidates[first..first + count]`.
+    first: u32,
+    count: u32,
+}
+
+/// A rule of a set that takes the plan's consumer.
+#[derive(Debug, Clone, Copy)]
+struct Candidate {
+    rule: u32,
+    /// No queues or hosts filter.
+    anywhere: bool,
+    /// Its gates: `gates[start..start + len]` when they do not depend on the place,
+    /// else those of `family` there.
+    fixed: bool,
+    start: u32,
+    len: u32,
+    family: u32,
+}
+
+impl Laid {
+    fn out(plan: &Plan, quotas: &Quotas, snap: &Snapshot, families: &mut Families) -> Laid {
+        let mut laid = Laid::default();
+        for sp in &plan.sets {
+            let masked = quotas.sets[sp.set as usize].rules.len() <= MASK_RULES;
+            laid.steps.push(Step {
+                set: sp.set,
+                rules: match masked {
+                    true => sp.rules.iter().fold(0, |m, rp| m | 1u64 << rp.rule),
+                    false => 0,
+                },
+                first: laid.candidates.len() as u32,
+                count: sp.rules.len() as u32,
+            });
+            for rp in &sp.rules {
+                let start = laid.gates.len() as u32;
+                let family = match &rp.fixed {
+                    Some(fixed) => {
+                        laid.gates.extend_from_slice(fixed);
+                        0
+                    }
+                    None => families.id(quotas, snap, sp.set, rp),
+                };
+                laid.candidates.push(Candidate {
+                    rule: rp.rule,
+                    anywhere: rp.anywhere,
+                    fixed: rp.fixed.is_some(),
+                    start,
+                    len: laid.gates.len() as u32 - start,
+                    family,
+                });
+            }
+        }
+        laid
+    }
+}
+
 /// A demand's quota plan and its id among the distinct plans of the cycle: once
 /// per category (and part); a parallel job's, for the PE being tried, anew (no id).
-fn plan_of(snap: &Snapshot, q: &mut QuotaCycle, d: &Demand) -> (Option<u32>, Arc<Plan>) {
+fn plan_of(snap: &Snapshot, q: &mut QuotaCycle, d: &Demand) -> (Option<u32>, Arc<Laid>) {
     let cacheable = d.category != 0 && d.granted_pe.is_none();
     if let Some((id, p)) = q.plan_known(d).filter(|_| cacheable) {
         return (Some(*id), p.clone());
@@ -189,13 +262,8 @@ fn plan_of(snap: &Snapshot, q: &mut QuotaCycle, d: &Demand) -> (Option<u32>, Arc
     let quotas = q.quotas.clone();
     let build = |q: &mut QuotaCycle| {
         let consumer = Consumer::of(d, pe);
-        let mut plan = quotas.plan(&snap.catalog, d, &consumer, &mut q.usage, true);
-        for sp in &mut plan.sets {
-            for rp in sp.rules.iter_mut().filter(|rp| rp.fixed.is_none()) {
-                rp.family = q.families.id(&quotas, snap, sp.set, rp);
-            }
-        }
-        Arc::new(plan)
+        let plan = quotas.plan(&snap.catalog, d, &consumer, &mut q.usage, true);
+        Arc::new(Laid::out(&plan, &quotas, snap, &mut q.families))
     };
     if !cacheable {
         return (None, build(q));
@@ -270,7 +338,7 @@ fn family_gates(
 fn walk(
     snap: &Snapshot,
     q: &mut QuotaCycle,
-    plan: &Plan,
+    plan: &Laid,
     inst: usize,
     mut visit: impl FnMut(&mut Usage, &RuleCheck) -> bool,
 ) -> Option<RuleCheck> {
@@ -279,37 +347,36 @@ fn walk(
         q.places.learn(snap, &quotas, &mut q.usage, inst);
     }
     let (sets, filters) = (quotas.sets.len(), quotas.place_count());
-    for sp in &plan.sets {
-        let chosen = if sp.candidates != 0 {
-            let taken = q.places.masks[inst * sets + sp.set as usize] & sp.candidates;
+    for step in &plan.steps {
+        let first = step.first as usize;
+        let chosen = if step.rules != 0 {
+            let taken = q.places.masks[inst * sets + step.set as usize] & step.rules;
             (taken != 0).then(|| {
-                let rule = taken.trailing_zeros();
-                let first = sp.candidates & ((1u64 << rule) - 1) == 0;
-                (first, &sp.rules[sp.position[rule as usize] as usize])
+                let before = step.rules & ((1u64 << taken.trailing_zeros()) - 1);
+                (before == 0, first + before.count_ones() as usize)
             })
         } else {
             let takes = &q.places.takes[inst * filters..(inst + 1) * filters];
-            sp.rules
+            plan.candidates[first..first + step.count as usize]
                 .iter()
-                .enumerate()
-                .find(|(_, rp)| rp.anywhere || takes[quotas.place_id(sp.set, rp.rule) as usize])
-                .map(|(k, rp)| (k == 0, rp))
+                .position(|c| c.anywhere || takes[quotas.place_id(step.set, c.rule) as usize])
+                .map(|k| (k == 0, first + k))
         };
-        let Some((first, rp)) = chosen else {
+        let Some((first, k)) = chosen else {
             continue;
         };
-        let everywhere = first && rp.anywhere;
-        let gates = match &rp.fixed {
-            Some(fixed) => fixed.as_slice(),
-            None => {
-                let family = rp.family as usize;
-                let at_place = q.families.place(snap, family, inst);
-                let (start, len) = match q.families.at[family][at_place] {
-                    (u32::MAX, _) => family_gates(snap, q, &quotas, family, inst),
-                    known => known,
-                };
-                &q.families.arena[start as usize..(start + len) as usize]
-            }
+        let c = plan.candidates[k];
+        let everywhere = first && c.anywhere;
+        let gates = if c.fixed {
+            &plan.gates[c.start as usize..(c.start + c.len) as usize]
+        } else {
+            let family = c.family as usize;
+            let at_place = q.families.place(snap, family, inst);
+            let (start, len) = match q.families.at[family][at_place] {
+                (u32::MAX, _) => family_gates(snap, q, &quotas, family, inst),
+                known => known,
+            };
+            &q.families.arena[start as usize..(start + len) as usize]
         };
         if let Some(g) = gates.iter().find(|g| !visit(&mut q.usage, g)) {
             return Some(g.everywhere(everywhere));
@@ -325,7 +392,7 @@ fn plan_slot(d: &Demand) -> usize {
 
 impl QuotaCycle {
     /// The plan of a demand's category and part, once worked out.
-    fn plan_known(&self, d: &Demand) -> Option<&(u32, Arc<Plan>)> {
+    fn plan_known(&self, d: &Demand) -> Option<&(u32, Arc<Laid>)> {
         self.plans.get(plan_slot(d))?.as_ref()
     }
 
@@ -334,7 +401,7 @@ impl QuotaCycle {
     fn check(
         &mut self,
         snap: &Snapshot,
-        plan: &Plan,
+        plan: &Laid,
         memo: Option<Placement>,
         inst: usize,
         n: u32,
