@@ -8,7 +8,7 @@ use std::time::Duration;
 use gantry_common::conf::parse_entries;
 use gantry_net::cell::{write_file_atomic, ExecdPaths, JoinToken};
 use gantry_net::tls::{generate_host_key, join_client_config, MASTER_SERVER_NAME};
-use gantry_net::transport::{expect_hello_reply, read_frame, write_frame};
+use gantry_net::transport::{expect_hello_reply, read_frame, write_frame, TransportError};
 use gantry_proto::{FromExecd, Hello, PeerRole, ToExecd, PROTOCOL_VERSION};
 
 /// What an execd needs to connect with mutual TLS.
@@ -105,9 +105,12 @@ pub async fn join(
     )
     .await
     .map_err(|e| fail(&e))?;
-    expect_hello_reply(&mut recv)
-        .await
-        .map_err(|e| JoinError::Refused(e.to_string()))?;
+    // A master of another protocol refuses for good; a connection lost meanwhile (a
+    // master busy with a thousand joins at once) is tried again.
+    expect_hello_reply(&mut recv).await.map_err(|e| match e {
+        TransportError::VersionMismatch(_) => JoinError::Refused(e.to_string()),
+        other => fail(&other),
+    })?;
     let reply: ToExecd = tokio::time::timeout(Duration::from_secs(30), read_frame(&mut recv))
         .await
         .map_err(|_| fail(&"no answer from the master"))?

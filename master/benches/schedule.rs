@@ -11,7 +11,7 @@
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use gantry_master::sched::{KeptSnapshot, Time, Trigger};
-use gantry_master::synthetic::connected;
+use gantry_master::synthetic::{connected, start};
 
 mod common;
 use common::{build, with_groups, with_quotas, with_reservations, JOBS};
@@ -19,20 +19,29 @@ use common::{build, with_groups, with_quotas, with_reservations, JOBS};
 fn bench(c: &mut Criterion) {
     let s = build();
     let hosts = connected(&s);
-    // For profilers (perf, callgrind): `GANTRY_CYCLES=plain|quota|accounts|groups|kept` runs five
-    // cycles of one kind and nothing else (see `measured_cycles`).
+    // For profilers (perf, callgrind): `GANTRY_CYCLES=plain|quota|accounts|groups|kept|idle`
+    // runs five cycles of one kind and nothing else (see `measured_cycles`).
     if let Ok(kind) = std::env::var("GANTRY_CYCLES") {
-        if kind == "kept" {
-            // Five cycles on the kept snapshot, one host's load report before each.
+        if kind == "kept" || kind == "idle" {
+            // Five cycles on the kept snapshot, one host's load report before each;
+            // `idle`: after the first cycle's dispatches started (the cluster full, the
+            // jobs left pending placeable nowhere).
             let mut s = s;
+            if kind == "idle" {
+                let first = s.schedule(Time::from_secs(0), &hosts).dispatches;
+                for d in &first {
+                    start(&mut s, d.job_id, d.task_id, &d.queue, &d.host);
+                }
+            }
             let mut kept = KeptSnapshot::default();
             let host = "node0500".to_string();
             let report = s.runtime[&host].load_values.clone();
-            for _ in 0..5 {
+            std::hint::black_box(kept.schedule(&s.image(), Time::from_secs(0), &hosts));
+            measured_cycles(&kind, || {
                 s.record_load(&host, report.clone(), Time::from_secs(0));
                 let image = s.image();
                 std::hint::black_box(kept.schedule(&image, Time::from_secs(0), &hosts));
-            }
+            });
             std::process::exit(0);
         }
         let s = match kind.as_str() {
@@ -41,7 +50,9 @@ fn bench(c: &mut Criterion) {
             "groups" => with_groups(s, 100, true),
             _ => s,
         };
-        measured_cycles(&s, &hosts, &kind);
+        measured_cycles(&kind, || {
+            std::hint::black_box(s.schedule(Time::from_secs(0), &hosts).dispatches);
+        });
         std::process::exit(0);
     }
     let dispatched = s.schedule(Time::from_secs(0), &hosts).dispatches.len();
@@ -169,16 +180,13 @@ fn bench(c: &mut Criterion) {
 
 /// Five cycles, and nothing else: callgrind collects inside this function only
 /// (`--toggle-collect='*measured_cycles*'`), not in the cycle the quota sets' setup runs
-/// first (as the master, to size the next cycle's counters).
+/// first (as the master, to size the next cycle's counters) nor in the one that fills
+/// the cluster for `idle`.
 #[inline(never)]
-fn measured_cycles(
-    s: &gantry_master::state::ClusterState,
-    hosts: &std::collections::HashSet<String>,
-    kind: &str,
-) {
+fn measured_cycles(kind: &str, mut cycle: impl FnMut()) {
     for _ in 0..5 {
         let t = std::time::Instant::now();
-        std::hint::black_box(s.schedule(Time::from_secs(0), hosts).dispatches);
+        cycle();
         if std::env::var("GANTRY_CYCLE_TIMES").is_ok() {
             eprintln!("{kind} cycle {:.1} ms", t.elapsed().as_secs_f64() * 1e3);
         }

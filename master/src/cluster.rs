@@ -261,7 +261,16 @@ impl Cluster {
         scripts.remove_partial_writes();
         // A job spooled with its script inside (a cell from before job_scripts): the
         // script moves out, so that memory holds none.
-        for job in Arc::make_mut(&mut state.jobs).values_mut() {
+        let inline: Vec<u64> = state
+            .jobs
+            .values()
+            .filter(|j| matches!(&j.spec.script, JobScript::Script { contents, .. } if !contents.is_empty()))
+            .map(|j| j.id)
+            .collect();
+        for id in inline {
+            let Some(job) = Arc::make_mut(&mut state.jobs).get_mut(&id) else {
+                continue;
+            };
             let job = Arc::make_mut(job);
             if let JobScript::Script { contents, .. } = &mut job.spec.script {
                 if !contents.is_empty() {

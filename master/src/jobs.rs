@@ -669,9 +669,10 @@ impl ClusterState {
                         let state = match t {
                             TaskState::Deleting { .. } => JobState::Deleting,
                             _ if job.suspended.contains(&task) => JobState::Suspended,
-                            _ if self
-                                .suspended_queues
-                                .contains(&(queue.clone(), host.clone()))
+                            _ if (!self.suspended_queues.is_empty()
+                                && self
+                                    .suspended_queues
+                                    .contains(&(queue.clone(), host.clone())))
                                 || self.threshold_suspended.contains(&(job.id, task)) =>
                             {
                                 JobState::QueueSuspended

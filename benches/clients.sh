@@ -1,0 +1,77 @@
+#!/bin/sh
+# Many clients at once against a cell of N simulated hosts (issue 17, part 4): the
+# cluster full (4N tasks of one array running) and PENDING more jobs waiting, then
+# SUBMITTERS parallel loops of `qsub` and POLLERS parallel loops of `qstat` (all the
+# jobs: the one user owns them) for SECONDS seconds, every request a process of its own,
+# as users run them. Prints per kind how many requests, how many failed (non-zero exit
+# or no answer in 60 s), and their median, 95th percentile and longest time; the
+# master's RSS before, at its peak and after; and whether the master logged a refused
+# connection; and the scheduling cycles meanwhile (count, median, longest).
+# Usage: benches/clients.sh [N=1000] [PENDING=10000] [SUBMITTERS=32] [POLLERS=8] [SECONDS=60]
+# As root, after deploy/build.sh (release binaries); the user gtbench is created.
+set -eu
+N=${1:-1000}
+PENDING=${2:-10000}
+SUBMITTERS=${3:-32}
+POLLERS=${4:-8}
+SECONDS_=${5:-60}
+BIN=$(cd "$(dirname "$0")/.." && pwd)/target/release
+. "$(dirname "$0")/sim_cell.sh"
+cd /tmp
+SUB="-b y -q sim.q -o /dev/null -j y"
+rss() { awk '/^VmRSS:/ {printf "%.0f", $2/1024}' "/proc/$MPID/status"; }
+
+# The cluster full: one array of 4N tasks that run for an hour.
+as_user "$BIN/qsub" -t "1-$((4 * N))" $SUB sleep 3600 >/dev/null
+until [ "$(as_user "$BIN/qstat" -s r 2>/dev/null | awk 'NR > 2' | wc -l)" -ge $((4 * N)) ]; do sleep 1; done
+# PENDING single jobs waiting behind it, submitted four at a time.
+t0=$(now)
+fails=$(seq "$PENDING" | as_user xargs -P 4 -n 1 sh -c "$BIN/qsub $SUB sleep 3600 >/dev/null || echo failed" | grep -c failed || true)
+[ "$fails" -eq 0 ] || { echo "$fails of $PENDING submissions failed" >&2; exit 1; }
+t1=$(now)
+waiting=$(as_user "$BIN/qstat" -s p | awk 'NR > 2' | wc -l)
+echo "cell: $N hosts, $((4 * N)) tasks running, $waiting jobs pending (submitted in $(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.0f s", b-a}')); master RSS $(rss) MiB"
+echo 5 > "/proc/$MPID/clear_refs" 2>/dev/null || true
+before=$(rss)
+from=$(wc -l < "$D/master.log")
+c0=$(cpu)
+as_user python3 - "$BIN" "$SUBMITTERS" "$POLLERS" "$SECONDS_" "$SUB" <<'PY'
+import subprocess, sys, threading, time
+binary, submitters, pollers, seconds, sub = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]), sys.argv[5]
+kinds = {"qsub": [binary + "/qsub"] + sub.split() + ["sleep", "3600"], "qstat": [binary + "/qstat"]}
+results = {k: [] for k in kinds}
+lock = threading.Lock()
+end = time.monotonic() + seconds
+def client(kind):
+    while time.monotonic() < end:
+        t = time.monotonic()
+        try:
+            rc = subprocess.run(kinds[kind], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=60).returncode
+        except subprocess.TimeoutExpired:
+            rc = "timeout"
+        took = time.monotonic() - t
+        with lock:
+            results[kind].append((took, rc))
+threads = [threading.Thread(target=client, args=("qsub",)) for _ in range(submitters)]
+threads += [threading.Thread(target=client, args=("qstat",)) for _ in range(pollers)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+for kind, rs in results.items():
+    times = sorted(t for t, _ in rs)
+    failed = sum(1 for _, rc in rs if rc != 0)
+    n = len(times)
+    pct = lambda p: times[min(n - 1, int(p * n))] * 1000
+    print("%-5s %d clients: %d requests, %d failed; median %.0f ms, 95th percentile %.0f ms, longest %.0f ms"
+          % (kind, submitters if kind == "qsub" else pollers, n, failed, pct(0.5), pct(0.95), times[-1] * 1000))
+PY
+c1=$(cpu)
+after=$(rss)
+peak=$(awk '/^VmHWM:/ {printf "%.0f", $2/1024}' "/proc/$MPID/status")
+refused=$(tail -n +"$from" "$D/master.log" | grep -ciE 'refus|too many|connection (limit|rejected)' || true)
+# The scheduling cycles meanwhile: the cluster full, nothing placeable (each qsub asks
+# for one).
+tail -n +"$from" "$D/master.log" | sed -n 's/.*cycle done micros=\([0-9]*\).*/\1/p' | sort -n |
+    awk '{a[NR]=$1} END {if (NR) printf "cycles: %d, median %.1f ms, longest %.1f ms\n", NR, a[int((NR+1)/2)]/1000, a[NR]/1000}'
+echo "master: RSS $before MiB before, peak $peak MiB, $after MiB after; CPU $(awk -v c=$((c1 - c0)) -v hz="$hz" 'BEGIN {printf "%.1f", c / hz}') s; $refused refusals logged"
