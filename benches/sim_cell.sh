@@ -29,7 +29,12 @@ t0=$(now)
 joined() { "$BIN/qhost" 2>/dev/null | grep -cE '^sim[0-9]+ +lx-amd64 +4 ' || true; }
 deadline=$(($(date +%s) + 300))
 until [ "$(joined)" -ge "$N" ]; do
-    [ "$(date +%s)" -lt "$deadline" ] || { echo "only $(joined) of $N simulated hosts joined in 300 s:" >&2; grep ERROR "$D/sim.log" | tail -5 >&2; exit 1; }
+    [ "$(date +%s)" -lt "$deadline" ] || {
+        keep=$(mktemp -d /tmp/sim-cell-failed.XXXXXX)
+        cp "$D/sim.log" "$D/master.log" "$keep/"
+        echo "only $(joined) of $N simulated hosts joined in 300 s; the logs are kept in $keep" >&2
+        exit 1
+    }
     sleep 0.5
 done
 t1=$(now)
