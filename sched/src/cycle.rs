@@ -17,7 +17,7 @@ use crate::groups::DispatchPass;
 use crate::matching::*;
 use crate::model::*;
 use crate::order::{JobOrder, PriorityThenSubmission};
-use crate::place::{category_key, grants_total, Category};
+use crate::place::{category_key, grants_total, Category, CategoryKey};
 use crate::time::{Span, Time};
 use crate::view::ClusterView;
 
@@ -819,6 +819,10 @@ impl<'a> ClusterView<'a> {
                 self.pending_in_order(at, order)
             }
         };
+        // The key of the job before when its category had no room left: jobs alike one
+        // after another (a bulk submission) need no lookup to find that again (a job
+        // asking for a reservation still gets one).
+        let mut exhausted_before: Option<CategoryKey<'a>> = None;
         for (i, &job) in jobs.iter().enumerate() {
             if !pass.takes(i, job) {
                 continue;
@@ -832,10 +836,15 @@ impl<'a> ClusterView<'a> {
                 }
                 continue;
             }
+            let key = category_key(job);
+            if !job.spec.reserve && exhausted_before == Some(key) {
+                continue;
+            }
+            exhausted_before = None;
             let next_category = pass.categories.len() + 1;
             let entry = pass
                 .categories
-                .entry(category_key(job))
+                .entry(key)
                 .or_insert_with(|| snap.category(job, next_category));
             let Some(cat) = entry.as_mut() else {
                 continue; // requests the complex no longer has
@@ -859,6 +868,9 @@ impl<'a> ClusterView<'a> {
                         pass.reservations_left -= 1;
                     }
                 }
+            }
+            if cat.exhausted() {
+                exhausted_before = Some(key);
             }
         }
         pass.ordered = Some(jobs);

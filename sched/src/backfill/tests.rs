@@ -160,3 +160,28 @@ fn a_parallel_job_takes_its_slots_of_its_group_once() {
     let (started, _) = cycle(&s, 0);
     assert_eq!(started.first(), Some(&10));
 }
+
+#[test]
+fn a_reservation_is_made_behind_jobs_alike_that_found_no_room() {
+    // The host full until 100; three jobs alike (the same requests, user and project)
+    // in a row find no room, then the fourth, alike but asking for a reservation, gets
+    // one: jobs alike after an exhausted category are passed over without a lookup,
+    // except those that ask for a reservation.
+    let mut s = Cluster::new(&[]);
+    s.add_host("n1", "", LOAD);
+    s.set_queue("all.q", "slots", "1");
+    s.set_queue("all.q", "load_thresholds", "NONE");
+    set_sched(&mut s, "max_reservation", "5");
+    set_sched(&mut s, "job_load_adjustments", "NONE");
+    s.put_job(job(1, "u1", &[("h_rt", "100")], &[]));
+    s.start(1, 1, "all.q", "n1");
+    for id in 2..=4 {
+        s.put_job(job(id, "u2", &[("h_rt", "50")], &[]));
+    }
+    let mut last = job(5, "u2", &[("h_rt", "50")], &[]);
+    last.spec.reserve = true;
+    s.put_job(last);
+    let (started, reserved) = cycle(&s, 0);
+    assert!(started.is_empty(), "{started:?}");
+    assert_eq!(reserved, vec![(5, 100)]);
+}
