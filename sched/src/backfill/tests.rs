@@ -18,17 +18,24 @@ fn set_sched(s: &mut Cluster, key: &str, value: &str) {
     }
 }
 
+/// One host `n1` whose `all.q` has `slots`, no load thresholds and no load
+/// adjustments, with `max_reservation` set.
+fn one_host(slots: &str, max_reservation: &str) -> Cluster {
+    let mut s = Cluster::new(&[]);
+    s.add_host("n1", "", LOAD);
+    s.set_queue("all.q", "slots", slots);
+    s.set_queue("all.q", "load_thresholds", "NONE");
+    set_sched(&mut s, "max_reservation", max_reservation);
+    set_sched(&mut s, "job_load_adjustments", "NONE");
+    s
+}
+
 /// One host of four slots, each held by a job started at 0 and ending at 100, 200, 300
 /// and 400 (h_rt); then, by priority, a 4-slot `-R y` job and three 1-slot jobs: one
 /// short enough to end before 400, one that does not, one without a run time.
 fn busy(max_reservation: &str) -> Cluster {
-    let mut s = Cluster::new(&[]);
-    s.add_host("n1", "", LOAD);
-    s.set_queue("all.q", "slots", "4");
+    let mut s = one_host("4", max_reservation);
     s.set_queue("all.q", "pe_list", "smp");
-    s.set_queue("all.q", "load_thresholds", "NONE");
-    set_sched(&mut s, "max_reservation", max_reservation);
-    set_sched(&mut s, "job_load_adjustments", "NONE");
     for (id, rt) in [(1, "100"), (2, "200"), (3, "300"), (4, "400")] {
         s.put_job(job(id, "u1", &[("h_rt", rt)], &[]));
         s.start(id, 1, "all.q", "n1");
@@ -167,12 +174,7 @@ fn a_reservation_is_made_behind_jobs_alike_that_found_no_room() {
     // in a row find no room, then the fourth, alike but asking for a reservation, gets
     // one: jobs alike after an exhausted category are passed over without a lookup,
     // except those that ask for a reservation.
-    let mut s = Cluster::new(&[]);
-    s.add_host("n1", "", LOAD);
-    s.set_queue("all.q", "slots", "1");
-    s.set_queue("all.q", "load_thresholds", "NONE");
-    set_sched(&mut s, "max_reservation", "5");
-    set_sched(&mut s, "job_load_adjustments", "NONE");
+    let mut s = one_host("1", "5");
     s.put_job(job(1, "u1", &[("h_rt", "100")], &[]));
     s.start(1, 1, "all.q", "n1");
     for id in 2..=4 {
