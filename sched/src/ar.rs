@@ -378,12 +378,14 @@ impl<'a> ClusterView<'a> {
         snap.now = from;
         d.run_time = Some(Span::from_secs(ar.end - ar.start));
         d.category = 1;
-        let candidates = snap.static_candidates(&d);
+        let candidates = snap.static_candidates(&d, None);
         let mut cat = Category {
             demand: d,
             candidates,
             cursor: 0,
             closed: false,
+            job: 0,
+            restricted: false,
         };
         let Some(placed) = snap.place_task(&mut cat) else {
             let reasons = snap

@@ -644,6 +644,7 @@ impl<'a> ClusterView<'a> {
             default_duration: None,
             reservations: Vec::new(),
             running_demands: Default::default(),
+            settled: None,
         }
         .indexed()
     }
@@ -727,6 +728,13 @@ impl<'a> ClusterView<'a> {
         self.judge_instances(snap, connected, now, adjusted);
         self.book_running(snap, now, |job| !self.in_holding_reservation(job));
         snap.book_reservations(self.ars.values());
+        self.open_gates(snap);
+    }
+
+    /// The admit stage's gates for a cycle on `snap`, booked with what runs: the quota
+    /// sets, and with group quotas the groups' allocation and the order they are
+    /// served in.
+    pub(crate) fn open_gates(&self, snap: &mut Snapshot) {
         // The quota counters already hold what the running jobs use.
         snap.gates.get_mut().quota = self.quota_book.cycle();
         snap.group_order = None;
@@ -793,6 +801,16 @@ impl<'a> ClusterView<'a> {
         let mut pass: DispatchPass<'_> = DispatchPass::new(self.sched_conf().max_reservation);
         let mut out = Vec::new();
         self.dispatch_pass(snap, at, order, &mut pass, &mut out);
+        if let Some(settled) = snap.settled.as_mut() {
+            let adjustments = &snap.adjustments;
+            settled.note(
+                pass.categories
+                    .values()
+                    .flatten()
+                    .filter(|c| c.exhausted() && crate::settled::settles(&c.demand, adjustments))
+                    .map(|c| c.job),
+            );
+        }
         out
     }
 
@@ -845,10 +863,17 @@ impl<'a> ClusterView<'a> {
             let entry = pass
                 .categories
                 .entry(key)
-                .or_insert_with(|| snap.category(job, next_category));
+                .or_insert_with(|| snap.category_in_cycle(job, next_category));
             let Some(cat) = entry.as_mut() else {
                 continue; // requests the complex no longer has
             };
+            // A reservation is made on every candidate, not only where room may have
+            // come since the last cycle.
+            if cat.restricted && job.spec.reserve && pass.reservations_left > 0 {
+                if let Some(whole) = snap.category(job, cat.demand.category) {
+                    *cat = whole;
+                }
+            }
             let before = out.len();
             let earlier = pass.placed.get(&job.id).copied().unwrap_or(0);
             let placed_before = earlier > 0;
@@ -1165,7 +1190,7 @@ impl<'a> ClusterView<'a> {
         }
         if let Some(per) = &d.pe {
             let mut trial = snap.clone();
-            let candidates = trial.static_candidates(&d);
+            let candidates = trial.static_candidates(&d, None);
             if trial.allocate_pe(&d, per, &candidates).is_none() {
                 let mut trial = snap.clone();
                 let any = PeRequest {

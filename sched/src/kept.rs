@@ -26,8 +26,9 @@ use crate::ar::Granted;
 use crate::cycle::{CannotRun, Decisions};
 use crate::ledger::{Ledger, LedgerCounters};
 use crate::model::Snapshot;
+use crate::settled::{Aftermath, Settled, Unsettled};
 use crate::time::Time;
-use crate::view::{ClusterImage, HostRuntime};
+use crate::view::{ClusterImage, ClusterView, HostRuntime};
 
 /// The configuration parts of an image that a snapshot's base is built from.
 #[derive(Debug, Clone)]
@@ -76,9 +77,16 @@ struct Kept {
     /// Per host of the snapshot (same index), the report its values came from.
     reports: Vec<Option<Arc<HostRuntime>>>,
     snap: Snapshot,
-    /// What is booked on the snapshot, by job and reservation, when it is kept booked
-    /// between questions ([`KeptSnapshot::reserve`]); None when a cycle books afresh.
+    /// What is booked on the snapshot, by job and reservation, kept booked between
+    /// cycles and questions; None when it is to be booked afresh.
     ledger: Option<Ledger>,
+    /// The hosts (by index) whose values were built again since the last cycle.
+    refreshed: Vec<usize>,
+    /// What the last cycle left for the next to settle on (None: none, or the bookings
+    /// were made afresh since).
+    last: Option<Aftermath>,
+    /// The ledger's count of releases when the last cycle had brought it up to date.
+    released_seen: u64,
 }
 
 /// How a kept snapshot was brought up to date, for tests and benchmarks.
@@ -91,6 +99,10 @@ pub struct KeptCounters {
     /// Ledgers begun afresh (the first question, and after a base was rebuilt or a
     /// host's values came to define other attributes).
     pub ledgers_begun: u64,
+    /// Cycles that settled on the last one's outcome (see [`crate::settled`]).
+    pub settled: u64,
+    /// Why the last cycle that did not settle looked at every category whole.
+    pub unsettled: Option<Unsettled>,
 }
 
 /// The snapshot the scheduler's thread keeps between cycles.
@@ -135,6 +147,7 @@ impl KeptSnapshot {
                     host.nproc = values.nproc;
                     host.reported = values.reported;
                     *report = now_report.cloned();
+                    k.refreshed.push(n);
                     self.counters.hosts_refreshed += 1;
                 }
                 k
@@ -151,9 +164,29 @@ impl KeptSnapshot {
                         .collect(),
                     snap,
                     ledger: None,
+                    refreshed: Vec::new(),
+                    last: None,
+                    released_seen: 0,
                 }
             }
         }
+    }
+
+    /// The kept ledger brought up to `view` at `now` on the judged snapshot (begun
+    /// afresh when there is none); whether it released anything since the last cycle.
+    fn book_up_to_date(&mut self, kept: &mut Kept, view: &ClusterView, now: Time) -> bool {
+        let ledger = match kept.ledger.as_mut() {
+            Some(ledger) => ledger,
+            None => {
+                self.counters.ledgers_begun += 1;
+                kept.snap.unbook_everything();
+                kept.last = None;
+                kept.released_seen = 0;
+                kept.ledger.insert(Ledger::default())
+            }
+        };
+        ledger.bring_up_to_date(view, &mut kept.snap, now);
+        ledger.counters.released != kept.released_seen
     }
 
     /// The snapshot for a cycle on `image` at `now`, as
@@ -166,8 +199,9 @@ impl KeptSnapshot {
         now: Time,
     ) -> &mut Snapshot {
         let mut kept = self.refreshed(image);
-        // A cycle books everything afresh.
+        // Booked afresh.
         kept.ledger = None;
+        kept.last = None;
         image
             .view()
             .finish_snapshot(&mut kept.snap, connected, now, true);
@@ -175,19 +209,39 @@ impl KeptSnapshot {
     }
 
     /// One scheduling cycle on `image` at `now`: what
-    /// [`crate::ClusterView::schedule`] decides, on the kept snapshot.
+    /// [`crate::ClusterView::schedule`] decides, on the kept snapshot with what runs
+    /// kept booked (what the cycle books is taken back after it: the next cycle finds
+    /// what it placed running), settled on the last cycle's outcome where nothing can
+    /// have made room since (see [`crate::settled`]).
     pub fn schedule(
         &mut self,
         image: &ClusterImage,
         now: Time,
         connected: &HashSet<String>,
     ) -> Decisions {
+        let view = image.view();
         // Out while the cycle changes it, as above.
-        self.snapshot(image, connected, now);
-        let Some(mut kept) = self.kept.take() else {
-            return Decisions::default();
-        };
-        let decisions = image.view().decide_on(&mut kept.snap, now);
+        let mut kept = self.refreshed(image);
+        view.judge_instances(&mut kept.snap, connected, now, true);
+        let released = self.book_up_to_date(&mut kept, &view, now);
+        view.open_gates(&mut kept.snap);
+        let refreshed = std::mem::take(&mut kept.refreshed);
+        let (settled, how) =
+            Settled::settle(kept.last.take(), &view, &kept.snap, released, &refreshed);
+        match how {
+            Ok(()) => self.counters.settled += 1,
+            Err(why) => self.counters.unsettled = Some(why),
+        }
+        kept.snap.settled = Some(settled);
+        kept.snap.calendar.begin_trial();
+        let decisions = view.decide_on(&mut kept.snap, now);
+        kept.snap.calendar.rollback();
+        kept.last = kept
+            .snap
+            .settled
+            .take()
+            .map(|s| s.aftermath(&view, &kept.snap, &decisions.dispatches));
+        kept.released_seen = kept.ledger.as_ref().map_or(0, |l| l.counters.released);
         self.kept = Some(kept);
         decisions
     }
@@ -207,16 +261,8 @@ impl KeptSnapshot {
     ) -> Result<Granted, CannotRun> {
         let view = image.view();
         let mut kept = self.refreshed(image);
-        let ledger = match kept.ledger.as_mut() {
-            Some(ledger) => ledger,
-            None => {
-                self.counters.ledgers_begun += 1;
-                kept.snap.unbook_everything();
-                kept.ledger.insert(Ledger::default())
-            }
-        };
         view.judge_instances(&mut kept.snap, connected, now, false);
-        ledger.bring_up_to_date(&view, &mut kept.snap, now);
+        self.book_up_to_date(&mut kept, &view, now);
         kept.snap.gates.get_mut().quota = view.quota_book.cycle();
         kept.snap.calendar.begin_trial();
         let granted = view.reserve_on(&mut kept.snap, ar, groups);

@@ -30,6 +30,7 @@ pub mod model;
 pub mod order;
 pub mod place;
 pub mod quota;
+mod settled;
 pub mod synthetic;
 pub mod time;
 pub mod view;
@@ -39,6 +40,7 @@ pub use cycle::{CannotRun, Decisions, Dispatch, SchedConf, ThresholdActions, Tri
 pub use kept::{KeptCounters, KeptSnapshot};
 pub use ledger::LedgerCounters;
 pub use model::*;
+pub use settled::Unsettled;
 pub use time::{Span, Time};
 pub use view::{ClusterView, HostRuntime};
 

@@ -596,6 +596,9 @@ pub struct Snapshot {
     /// (the catalog they were resolved against is the base's, rebuilt with it).
     pub(crate) running_demands:
         HashMap<u64, (std::sync::Arc<Job>, Demand), foldhash::fast::RandomState>,
+    /// In a cycle on a kept snapshot: the categories the last cycle left without room,
+    /// and where room may have come since (None: every category is looked at whole).
+    pub(crate) settled: Option<crate::settled::Settled>,
 }
 
 /// Slots of a parallel environment held over `[from, until)` (None: from then on).

@@ -52,6 +52,11 @@ pub struct Category {
     /// allocation): closed where its cursor stood, for a later pass of group quotas to
     /// open again when the group gets more.
     pub closed: bool,
+    /// The job it was made for.
+    pub job: u64,
+    /// Its candidates are only the instances where room may have come since the last
+    /// cycle, which left it none (see [`crate::settled`]).
+    pub restricted: bool,
 }
 
 impl Category {
@@ -83,12 +88,27 @@ impl Snapshot {
     /// The category of a job, numbered `id` within the cycle (None: the job requests
     /// what the complex no longer has).
     pub fn category(&self, job: &Job, id: usize) -> Option<Category> {
+        self.category_among(job, id, None)
+    }
+
+    /// The same in a cycle on a kept snapshot: a category the last cycle left without
+    /// room gets as candidates only the instances where room may have come since.
+    pub(crate) fn category_in_cycle(&self, job: &Job, id: usize) -> Option<Category> {
+        let only = self
+            .settled
+            .as_ref()
+            .and_then(|s| s.still_exhausted(job).then_some(s.loosened.as_slice()));
+        self.category_among(job, id, only)
+    }
+
+    /// A category with the candidates among `only` (by instance; None: all).
+    fn category_among(&self, job: &Job, id: usize, only: Option<&[bool]>) -> Option<Category> {
         let mut d = demand(&self.catalog, job)
             .ok()?
             .with_default_run_time(self.default_duration);
         d.category = id;
         let mut scored: Vec<(usize, usize)> = self
-            .static_candidates(&d)
+            .static_candidates(&d, only)
             .into_iter()
             .map(|i| (self.soft_violations(&d, i), i))
             .collect();
@@ -99,6 +119,8 @@ impl Snapshot {
             candidates: scored.into_iter().map(|(_, i)| i).collect(),
             cursor: 0,
             closed: false,
+            job: job.id,
+            restricted: only.is_some(),
         })
     }
 
@@ -145,8 +167,9 @@ impl Snapshot {
     }
 
     /// The instances a category's jobs could run in, ignoring consumables, in sort order:
-    /// the global layer is matched once, each host once, each queue instance on top.
-    pub(crate) fn static_candidates(&self, d: &Demand) -> Vec<usize> {
+    /// the global layer is matched once, each host once, each queue instance on top;
+    /// only those of `only` (by instance) when given.
+    pub(crate) fn static_candidates(&self, d: &Demand, only: Option<&[bool]>) -> Vec<usize> {
         let layer_ok = |layer: &Layer| {
             d.hard
                 .iter()
@@ -169,6 +192,7 @@ impl Snapshot {
         self.order
             .iter()
             .copied()
+            .filter(|&inst| only.is_none_or(|only| only[inst]))
             .filter(|&inst| {
                 let h = self.instances[inst].host;
                 let ok = *host_ok[h].get_or_insert_with(|| {

@@ -18,12 +18,17 @@ fn host(n: usize) -> String {
 }
 
 fn load(np_load_avg: f64) -> Vec<(&'static str, String)> {
+    with_mem_free(np_load_avg, 4)
+}
+
+/// The load values of a host with `np_load_avg` and `mem_free` (in G).
+fn with_mem_free(np_load_avg: f64, mem_free: u8) -> Vec<(&'static str, String)> {
     vec![
         ("arch", "lx-amd64".into()),
         ("num_proc", "2".into()),
         ("np_load_avg", format!("{np_load_avg:.2}")),
         ("load_avg", format!("{:.2}", np_load_avg * 2.0)),
-        ("mem_free", "4G".into()),
+        ("mem_free", format!("{mem_free}G")),
     ]
 }
 
@@ -53,7 +58,7 @@ fn cluster() -> Cluster {
 
 #[derive(Debug, Clone)]
 enum Op {
-    /// A host reports a new `np_load_avg`.
+    /// A host reports a new `np_load_avg` and `mem_free` (0-5 G, from the same number).
     Report(usize, u8),
     /// A host reports the same values again (a new report, equal content).
     Same(usize),
@@ -67,8 +72,9 @@ enum Op {
     Disable(usize, bool),
     /// A host's execd leaves or comes back.
     Connected(usize, bool),
-    /// A job is submitted: licences, scratch in G, h_rt in seconds or none.
-    Submit(u8, u8, Option<u16>),
+    /// Jobs are submitted: licences, scratch in G, h_rt in seconds or none, mem_free
+    /// in G or none, how many alike.
+    Submit(u8, u8, Option<u16>, Option<u8>, u8),
     /// The last cycle's decisions are committed.
     Commit,
     /// The oldest job ends.
@@ -87,7 +93,10 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (0..HOSTS * 2, any::<bool>()).prop_map(|(i, d)| Op::Disable(i, d)),
         1 => (0..HOSTS, any::<bool>()).prop_map(|(h, c)| Op::Connected(h, c)),
         3 => (0..3u8, 0..6u8, proptest::option::of(1..900u16))
-            .prop_map(|(l, s, t)| Op::Submit(l, s, t)),
+            .prop_flat_map(|(l, s, t)| {
+                (proptest::option::of(1..6u8), 1..4u8)
+                    .prop_map(move |(m, n)| Op::Submit(l, s, t, m, n))
+            }),
         3 => Just(Op::Commit),
         1 => Just(Op::End),
         2 => (0..400u16).prop_map(Op::Advance),
@@ -118,7 +127,7 @@ impl World {
         let c = &mut self.c;
         match *op {
             Op::Report(h, l) => {
-                let values = load(l as f64 / 10.0)
+                let values = with_mem_free(l as f64 / 10.0, l % 6)
                     .into_iter()
                     .map(|(name, value)| LoadValue {
                         name: name.into(),
@@ -164,17 +173,23 @@ impl World {
                     self.connected.remove(&host(h));
                 }
             }
-            Op::Submit(lic, scratch, h_rt) => {
+            Op::Submit(lic, scratch, h_rt, mem_free, alike) => {
                 let (lic, scratch) = (lic.to_string(), format!("{scratch}G"));
                 let h_rt = h_rt.map(|t| t.to_string());
+                let mem_free = mem_free.map(|m| format!("{m}G"));
                 let mut hard = vec![("lic", lic.as_str()), ("scratch", scratch.as_str())];
                 if let Some(t) = h_rt.as_deref() {
                     hard.push(("h_rt", t));
                 }
-                self.next_id += 1;
-                let mut j = job(self.next_id, "alice", &hard, &[]);
-                j.submit_time = self.now.secs();
-                c.put_job(j);
+                if let Some(m) = mem_free.as_deref() {
+                    hard.push(("mem_free", m));
+                }
+                for _ in 0..alike {
+                    self.next_id += 1;
+                    let mut j = job(self.next_id, "alice", &hard, &[]);
+                    j.submit_time = self.now.secs();
+                    c.put_job(j);
+                }
             }
             Op::Commit => {
                 let now = self.now.secs();
@@ -202,14 +217,16 @@ impl World {
 use gantry_common::job::{Job, TaskState};
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 
     #[test]
     fn a_kept_snapshot_decides_what_a_fresh_one_does(ops in proptest::collection::vec(op(), 1..40)) {
         let c = cluster();
         let connected = c.connected();
         let mut w = World { c, image: None, connected, now: Time::from_secs(0), last: Vec::new(), next_id: 0 };
-        let mut kept = KeptSnapshot::default();
+        // One kept for snapshots, one for cycles (which keep their bookings between
+        // cycles and settle on the last one's outcome).
+        let (mut kept, mut cycles) = (KeptSnapshot::default(), KeptSnapshot::default());
         for op in &ops {
             w.apply(op);
             let image = w.c.image_after(w.image.as_ref());
@@ -217,7 +234,7 @@ proptest! {
             let kept_snap = seen(kept.snapshot(&image, &w.connected, w.now));
             prop_assert_eq!(kept_snap, seen(&fresh_snap), "after {:?}", op);
             let fresh = image.view().schedule(w.now, &w.connected);
-            let decided = kept.schedule(&image, w.now, &w.connected);
+            let decided = cycles.schedule(&image, w.now, &w.connected);
             prop_assert_eq!(&decided, &fresh, "after {:?}", op);
             w.last = decided.dispatches;
             w.image = Some(image);
@@ -235,6 +252,11 @@ fn report(c: &mut Cluster, h: usize, np_load_avg: f64) {
         .collect();
 }
 
+/// (bases built whole, hosts built again)
+fn built(kept: &KeptSnapshot) -> (u64, u64) {
+    (kept.counters.rebuilt, kept.counters.hosts_refreshed)
+}
+
 #[test]
 fn a_report_rebuilds_its_host_only_and_a_configuration_change_everything() {
     let mut c = cluster();
@@ -244,40 +266,19 @@ fn a_report_rebuilds_its_host_only_and_a_configuration_change_everything() {
     let mut kept = KeptSnapshot::default();
     let first = c.image_after(None);
     kept.schedule(&first, at, &connected);
-    assert_eq!(
-        kept.counters,
-        KeptCounters {
-            rebuilt: 1,
-            hosts_refreshed: 0,
-            ..KeptCounters::default()
-        }
-    );
+    assert_eq!(built(&kept), (1, 0));
 
     // Nothing changed: nothing is built again.
     let same = c.image_after(Some(&first));
     kept.schedule(&same, at, &connected);
-    assert_eq!(
-        kept.counters,
-        KeptCounters {
-            rebuilt: 1,
-            hosts_refreshed: 0,
-            ..KeptCounters::default()
-        }
-    );
+    assert_eq!(built(&kept), (1, 0));
 
     // Two hosts report: those two are built again.
     report(&mut c, 1, 0.5);
     report(&mut c, 3, 0.7);
     let reported = c.image_after(Some(&same));
     kept.schedule(&reported, at, &connected);
-    assert_eq!(
-        kept.counters,
-        KeptCounters {
-            rebuilt: 1,
-            hosts_refreshed: 2,
-            ..KeptCounters::default()
-        }
-    );
+    assert_eq!(built(&kept), (1, 2));
     let snap = kept.snapshot(&reported, &connected, at);
     let np = snap.catalog.id("np_load_avg").unwrap();
     let seen_load = |s: &Snapshot, h: usize| s.hosts[h].layer.get(np).unwrap().load.clone();
@@ -290,14 +291,7 @@ fn a_report_rebuilds_its_host_only_and_a_configuration_change_everything() {
     c.set_queue("all.q", "slots", "3");
     let changed = c.image_after(Some(&reported));
     kept.schedule(&changed, at, &connected);
-    assert_eq!(
-        kept.counters,
-        KeptCounters {
-            rebuilt: 2,
-            hosts_refreshed: 2,
-            ..KeptCounters::default()
-        }
-    );
+    assert_eq!(built(&kept), (2, 2));
 }
 
 /// A reservation request for the ledger test: `slots` (a parallel one for more than

@@ -164,6 +164,15 @@ impl QuotaBook {
     }
 
     /// The quota state a scheduling cycle starts from (none without an enabled set).
+    /// The quota sets a cycle counts under (None: no set is enabled).
+    pub fn cycle_quotas(&self) -> Option<Arc<Quotas>> {
+        self.quotas
+            .sets
+            .iter()
+            .any(|s| s.enabled)
+            .then(|| self.quotas.clone())
+    }
+
     pub fn cycle(&self) -> Option<QuotaCycle> {
         if !self.quotas.sets.iter().any(|s| s.enabled) {
             return None;
