@@ -483,3 +483,93 @@ fn a_task_past_its_run_time_stays_booked_until_just_after_now() {
     // The job itself never changed: booked once, then again only once past its end.
     assert_eq!(granting.ledger_counters().unwrap().released, 2);
 }
+
+/// Commit a cycle's dispatches as started at `now`.
+fn commit(c: &mut Cluster, dispatches: &[crate::cycle::Dispatch]) {
+    for d in dispatches {
+        let mut j = Job::clone(&c.jobs[&d.job_id]);
+        j.tasks.insert(d.task_id, crate::synthetic::running(d));
+        c.put_job(j);
+    }
+}
+
+#[test]
+fn a_full_cluster_settles_and_only_what_changed_is_looked_at_again() {
+    let mut c = cluster();
+    let connected = c.connected();
+    let at = Time::from_secs(0);
+    // 15 slots: 14 jobs alike, one asking for more memory than any host has free,
+    // then 5 more alike.
+    for id in 1..=14 {
+        c.put_job(job(id, "alice", &[], &[]));
+    }
+    c.put_job(job(15, "bob", &[("mem_free", "5G")], &[]));
+    for id in 16..=20 {
+        c.put_job(job(id, "alice", &[], &[]));
+    }
+    let mut kept = KeptSnapshot::default();
+    let mut image = c.image_after(None);
+    let first = kept.schedule(&image, at, &connected);
+    assert_eq!(first.dispatches.len(), 15);
+    assert!(first.dispatches.iter().all(|d| d.job_id != 15));
+    assert_eq!(kept.counters.unsettled, Some(Unsettled::NoLastCycle));
+    commit(&mut c, &first.dispatches);
+
+    // Full: the next cycles settle and place nothing.
+    for n in 1..=2 {
+        image = c.image_after(Some(&image));
+        let decided = kept.schedule(&image, at, &connected);
+        assert!(decided.dispatches.is_empty());
+        assert_eq!(kept.counters.settled, n);
+    }
+
+    // A job ends: the cycle looks at everything again; the next job in line, 17,
+    // takes its place, not bob's (no memory).
+    let mut ending = first.dispatches.iter().map(|d| d.job_id);
+    c.remove_job(ending.next().unwrap());
+    image = c.image_after(Some(&image));
+    let decided = kept.schedule(&image, at, &connected);
+    assert_eq!(kept.counters.unsettled, Some(Unsettled::Released));
+    assert_eq!(decided, image.view().schedule(at, &connected));
+    assert_eq!(decided.dispatches.len(), 1);
+    assert_eq!(decided.dispatches[0].job_id, 17);
+
+    // Not committed: the next cycle does not settle either, and decides the same.
+    image = c.image_after(Some(&image));
+    let again = kept.schedule(&image, at, &connected);
+    assert_eq!(kept.counters.unsettled, Some(Unsettled::NotStarted));
+    assert_eq!(again, decided);
+    commit(&mut c, &again.dispatches);
+
+    // Four more end: the last three alike start, then a slot stays free (bob's job
+    // has no memory anywhere), and the cycle after settles.
+    for next in [Some(18), Some(19), Some(20), None] {
+        c.remove_job(ending.next().unwrap());
+        image = c.image_after(Some(&image));
+        let decided = kept.schedule(&image, at, &connected);
+        assert_eq!(decided.dispatches.first().map(|d| d.job_id), next);
+        commit(&mut c, &decided.dispatches);
+    }
+    let settled = kept.counters.settled;
+    image = c.image_after(Some(&image));
+    assert!(kept.schedule(&image, at, &connected).dispatches.is_empty());
+    assert_eq!(kept.counters.settled, settled + 1);
+
+    // Every host reports more memory free: settled on the hosts that reported, bob's
+    // job is placed.
+    for h in 0..HOSTS {
+        c.host_runtime(&host(h)).load_values = with_mem_free(0.1, 6)
+            .into_iter()
+            .map(|(name, value)| LoadValue {
+                name: name.into(),
+                value,
+            })
+            .collect();
+    }
+    image = c.image_after(Some(&image));
+    let decided = kept.schedule(&image, at, &connected);
+    assert_eq!(kept.counters.settled, settled + 2);
+    assert_eq!(decided, image.view().schedule(at, &connected));
+    assert_eq!(decided.dispatches.len(), 1);
+    assert_eq!(decided.dispatches[0].job_id, 15);
+}
