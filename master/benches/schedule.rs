@@ -14,20 +14,26 @@ use gantry_master::sched::{KeptSnapshot, Time, Trigger};
 use gantry_master::synthetic::{connected, start};
 
 mod common;
-use common::{build, with_groups, with_quotas, with_reservations, JOBS};
+use common::{build, with_bulk, with_groups, with_quotas, with_reservations, JOBS};
 
 fn bench(c: &mut Criterion) {
     let s = build();
     let hosts = connected(&s);
-    // For profilers (perf, callgrind): `GANTRY_CYCLES=plain|quota|accounts|groups|kept|idle`
-    // runs five cycles of one kind and nothing else (see `measured_cycles`).
+    // For profilers (perf, callgrind):
+    // `GANTRY_CYCLES=plain|quota|accounts|groups|kept|idle|bulk` runs five cycles of one
+    // kind and nothing else (see `measured_cycles`).
     if let Ok(kind) = std::env::var("GANTRY_CYCLES") {
-        if kind == "kept" || kind == "idle" {
+        if kind == "kept" || kind == "idle" || kind == "bulk" {
             // Five cycles on the kept snapshot, one host's load report before each;
             // `idle`: after the first cycle's dispatches started (the cluster full, the
-            // jobs left pending placeable nowhere).
-            let mut s = s;
-            if kind == "idle" {
+            // jobs left pending placeable nowhere); `bulk`: the same with 20,000 more
+            // jobs of one category pending.
+            let mut s = if kind == "bulk" {
+                with_bulk(s, 20_000)
+            } else {
+                s
+            };
+            if kind != "kept" {
                 let first = s.schedule(Time::from_secs(0), &hosts).dispatches;
                 for d in &first {
                     start(&mut s, d.job_id, d.task_id, &d.queue, &d.host);

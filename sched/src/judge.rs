@@ -30,7 +30,7 @@ impl<'a> ClusterView<'a> {
         snap.reservations.clear();
         *snap.gates.get_mut() = Default::default();
         // Recently started job slots per host, each weighted by the decay time left.
-        let mut weights: HashMap<&str, f64> = HashMap::new();
+        let mut weights: HashMap<&str, f64, foldhash::fast::RandomState> = HashMap::default();
         if adjusted && sconf.decay_secs > 0.0 && !snap.adjustments.is_empty() {
             let now = now.secs();
             for job in self.jobs.values() {

@@ -129,6 +129,20 @@ pub fn build() -> gantry_master::state::ClusterState {
     s
 }
 
+/// `n` more jobs pending after those of [`build`], all of one category (its first),
+/// as a bulk submission leaves them.
+pub fn with_bulk(
+    mut s: gantry_master::state::ClusterState,
+    n: u64,
+) -> gantry_master::state::ClusterState {
+    let r = requests(0);
+    let r: Vec<(&str, &str)> = r.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    for id in JOBS + 1..=JOBS + n {
+        submit(&mut s, job(id, "user0", &r, &[]));
+    }
+    s
+}
+
 /// 100 resource quota sets of 10 rules each over the cluster of [`build`]: host groups
 /// `@rack0..9` (100 hosts each), ACLs `team0..4` (two users each), and rules mixing
 /// expanded and plain users, projects, PEs, queues, host groups and dynamic limits
