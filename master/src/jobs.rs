@@ -3,6 +3,7 @@
 //! tasks one by one), deletion and the views `qstat` shows.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use gantry_common::{complex, queue, value};
 use gantry_proto::{
@@ -483,11 +484,6 @@ impl ClusterState {
         used
     }
 
-    /// Is a job id or name still in the system (for `-hold_jid`)?
-    pub(crate) fn predecessor_active(&self, reference: &str) -> bool {
-        gantry_sched::view::predecessor_active(&self.jobs, reference)
-    }
-
     /// May a task of this job in this queue instance run again after its host failed
     /// under it? A checkpointing job may; else `qsub -r y|n`, else the queue's `rerun`
     /// on that host.
@@ -625,6 +621,38 @@ impl ClusterState {
 
     /// `qstat`'s rows: running tasks one by one, pending tasks of a job together.
     pub fn job_views(&self, users: &[String], started: &HashSet<(u64, u32)>) -> Vec<JobView> {
+        self.jobs_image().views(users, started)
+    }
+
+    /// What `qstat`'s rows are made of, to make them on another thread.
+    pub fn jobs_image(&self) -> JobsImage {
+        JobsImage {
+            jobs: self.jobs.clone(),
+            suspended_queues: self.suspended_queues.clone(),
+            threshold_suspended: self.threshold_suspended.clone(),
+        }
+    }
+}
+
+/// The parts of the state `qstat`'s rows are made of: shared with the state (each an
+/// `Arc` the state changes copy-on-write), so taking one costs three reference counts
+/// and the rows can be made off the actor's thread.
+#[derive(Debug, Clone)]
+pub struct JobsImage {
+    jobs: Arc<gantry_sched::view::JobTable>,
+    suspended_queues: Arc<HashSet<(String, String)>>,
+    threshold_suspended: Arc<std::collections::BTreeSet<(u64, u32)>>,
+}
+
+impl JobsImage {
+    /// Is a job id or name still in the system (for `-hold_jid`)?
+    fn predecessor_active(&self, reference: &str) -> bool {
+        gantry_sched::view::predecessor_active(&self.jobs, reference)
+    }
+
+    /// The rows of `users`' jobs (all: empty, or `*`); `started`: the tasks whose execd
+    /// reported them started.
+    pub fn views(&self, users: &[String], started: &HashSet<(u64, u32)>) -> Vec<JobView> {
         let mut running = Vec::new();
         let mut pending = Vec::new();
         for job in self.jobs.values() {

@@ -7,7 +7,7 @@ use actix::prelude::*;
 use gantry_proto::{Caller, FromMaster, Refusal, RefusalKind, ToMaster};
 use tracing::{error, info, warn};
 
-use crate::jobs::TaskState;
+use crate::jobs::{JobsImage, TaskState};
 
 use super::*;
 
@@ -550,6 +550,11 @@ pub async fn call(cluster: &Addr<Cluster>, caller: Caller, request: ToMaster) ->
         }
         return rx.await.unwrap_or_else(|_| gone());
     }
+    if let ToMaster::ShowJobs { users } = request {
+        return show_jobs_off_thread(cluster, caller, users)
+            .await
+            .unwrap_or_else(gone);
+    }
     if let ToMaster::WaitStart { job_id } = request {
         let (tx, rx) = tokio::sync::oneshot::channel();
         if cluster.send(WaitStart { job_id, reply: tx }).await.is_err() {
@@ -579,6 +584,56 @@ pub async fn call(cluster: &Addr<Cluster>, caller: Caller, request: ToMaster) ->
         .send(ClientCall { caller, request })
         .await
         .unwrap_or_else(|_| gone())
+}
+
+/// `qstat`'s jobs, wanted off the actor's thread.
+#[derive(Message)]
+#[rtype(result = "Result<(JobsImage, HashSet<(u64, u32)>), FromMaster>")]
+struct JobsForViews {
+    caller: Caller,
+}
+
+impl Handler<JobsForViews> for Cluster {
+    type Result = MessageResult<JobsForViews>;
+
+    fn handle(&mut self, msg: JobsForViews, _: &mut Self::Context) -> Self::Result {
+        if let Some(refused) = self.over_rate(&msg.caller) {
+            return MessageResult(Err(refused));
+        }
+        MessageResult(Ok((self.state.jobs_image(), self.started.clone())))
+    }
+}
+
+/// `qstat`: the actor hands out what the rows are made of (the job table is shared, not
+/// copied) and they are made on a blocking thread, so that polling clients listing
+/// tens of thousands of jobs hold neither the actor nor one another.
+async fn show_jobs_off_thread(
+    cluster: &Addr<Cluster>,
+    caller: Caller,
+    users: Vec<String>,
+) -> Option<FromMaster> {
+    let users = users_with_caller(&users, &caller.user);
+    // As many lists made at once as there are cores: a flood of `qstat`s waits here
+    // (before the jobs are taken: each list is of the jobs when its turn came) instead
+    // of holding a list of every job per request in memory at once.
+    let _turn = views_turns().acquire().await.ok()?;
+    let (image, started) = match cluster.send(JobsForViews { caller }).await.ok()? {
+        Ok(parts) => parts,
+        Err(refused) => return Some(refused),
+    };
+    let views = tokio::task::spawn_blocking(move || image.views(&users, &started))
+        .await
+        .ok()?;
+    Some(FromMaster::Jobs(views))
+}
+
+/// The turns at making `qstat`'s rows: one per core.
+fn views_turns() -> &'static tokio::sync::Semaphore {
+    static TURNS: std::sync::OnceLock<tokio::sync::Semaphore> = std::sync::OnceLock::new();
+    TURNS.get_or_init(|| {
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+        tokio::sync::Semaphore::new(cores)
+    })
 }
 
 /// A complex file larger than this is read and checked on a blocking thread, so that
