@@ -689,6 +689,20 @@ impl Quotas {
         self.filter_takes(n, f, &c, &p)
     }
 
+    /// Does some rule's dynamic limit read one of these attributes' values?
+    pub fn dynamic_limits_read(&self, attrs: &[usize]) -> bool {
+        self.limits
+            .iter()
+            .flatten()
+            .flatten()
+            .any(|l| match &l.value {
+                LimitValue::Dynamic(terms) => terms
+                    .iter()
+                    .any(|(_, a)| a.is_some_and(|a| attrs.contains(&a))),
+                LimitValue::Fixed(_) => false,
+            })
+    }
+
     /// What a limit allows on a host: a fixed value as it is, a dynamic one from the
     /// host's values (`host_value`), a missing value counting as [`MISSING_VALUE`].
     pub fn limit_on_host(l: &RuleLimit, host_value: &dyn Fn(usize) -> Option<f64>) -> Value {

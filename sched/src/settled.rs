@@ -44,6 +44,8 @@ pub(crate) struct Aftermath {
     dispatched: Vec<(u64, u32)>,
     /// Per queue instance: it took no jobs at all at the end of the cycle.
     unusable: Vec<bool>,
+    /// Per host: the weight of its recent starts at the end of the cycle.
+    weights: Vec<f64>,
     /// The quota sets the cycle counted under (None: none).
     quotas: Option<Arc<Quotas>>,
 }
@@ -124,7 +126,7 @@ impl Settled {
         let Some(last) = last else {
             return whole(Unsettled::NoLastCycle);
         };
-        if last.unusable.len() != snap.instances.len() {
+        if last.unusable.len() != snap.instances.len() || last.weights.len() != snap.hosts.len() {
             return whole(Unsettled::NoLastCycle);
         }
         if released {
@@ -157,10 +159,15 @@ impl Settled {
         for &h in refreshed {
             host_loosened[h] = true;
         }
-        // A dynamic limit may read a value the load adjustments lower as time passes.
-        if quotas.is_some() && !snap.adjustments.is_empty() {
+        // A dynamic limit may read a value the load adjustments lower as the weight of
+        // the recent starts decays.
+        let adjusted: Vec<usize> = snap.adjustments.iter().map(|(a, ..)| *a).collect();
+        if quotas
+            .as_ref()
+            .is_some_and(|q| q.dynamic_limits_read(&adjusted))
+        {
             for (h, host) in snap.hosts.iter().enumerate() {
-                host_loosened[h] |= host.weight > 0.0;
+                host_loosened[h] |= host.weight < last.weights[h];
             }
         }
         let loosened = snap
@@ -201,6 +208,7 @@ impl Settled {
                 .iter()
                 .map(|i| i.unusable.is_some())
                 .collect(),
+            weights: snap.hosts.iter().map(|h| h.weight).collect(),
             quotas: view.quota_book.cycle_quotas(),
         }
     }

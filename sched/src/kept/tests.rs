@@ -81,6 +81,9 @@ enum Op {
     End,
     /// Time passes.
     Advance(u16),
+    /// A quota set with a per-user limit of slots and a dynamic one per host (on: with
+    /// the user limit given), or none.
+    Quota(Option<u8>),
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -100,6 +103,7 @@ fn op() -> impl Strategy<Value = Op> {
         3 => Just(Op::Commit),
         1 => Just(Op::End),
         2 => (0..400u16).prop_map(Op::Advance),
+        1 => proptest::option::of(1..12u8).prop_map(Op::Quota),
     ]
 }
 
@@ -210,6 +214,25 @@ impl World {
                 }
             }
             Op::Advance(s) => self.now = self.now + crate::time::Span::from_secs(s as i64),
+            Op::Quota(limit) => {
+                c.quota_sets.clear();
+                if let Some(n) = limit {
+                    // Odd: the per-host limit falls as the adjusted load rises (and
+                    // rises again as the adjustment decays).
+                    let per_host = if n % 2 == 1 {
+                        "3-$np_load_avg*2"
+                    } else {
+                        "$num_proc"
+                    };
+                    let text = format!(
+                        "{{\n name limits\n enabled true\n limit users {{*}} to slots={n}\n limit hosts {{*}} to slots={per_host}\n}}\n"
+                    );
+                    let mut sets = gantry_common::rqs::parse_sets(&text).unwrap();
+                    c.put_quota_set(1, sets.remove(0));
+                } else {
+                    c.settle_quotas();
+                }
+            }
         }
     }
 }
@@ -572,4 +595,60 @@ fn a_full_cluster_settles_and_only_what_changed_is_looked_at_again() {
     assert_eq!(decided, image.view().schedule(at, &connected));
     assert_eq!(decided.dispatches.len(), 1);
     assert_eq!(decided.dispatches[0].job_id, 15);
+}
+
+#[test]
+fn a_dynamic_limit_on_an_adjusted_load_opens_again_as_the_adjustment_decays() {
+    let mut c = cluster();
+    c.set_queue("all.q", "load_thresholds", "NONE");
+    c.set_queue("all.q", "slots", "10");
+    c.set_queue("short.q", "slots", "0");
+    // The hosts stay reachable without reporting again (a report would loosen them).
+    c.max_unheard = 100_000;
+    let text = "{\n name limits\n enabled true\n limit hosts {*} to slots=6-$np_load_avg*4\n}\n";
+    let mut sets = gantry_common::rqs::parse_sets(text).unwrap();
+    c.put_quota_set(1, sets.remove(0));
+    let connected = c.connected();
+    let mut kept = KeptSnapshot::default();
+    let mut now = Time::from_secs(0);
+    // A few jobs start, then many more are submitted: where the first started, the
+    // adjusted load holds the limit below what the hosts' own load allows.
+    let mut image = c.image_after(None);
+    let mut started = 0;
+    for (first, last) in [(1, 4), (5, 40)] {
+        for id in first..=last {
+            c.put_job(job(id, "alice", &[], &[]));
+        }
+        image = c.image_after(Some(&image));
+        let decided = kept.schedule(&image, now, &connected);
+        assert_eq!(decided, image.view().schedule(now, &connected));
+        started += decided.dispatches.len();
+        commit_at(&mut c, &decided.dispatches, now);
+    }
+    image = c.image_after(Some(&image));
+    assert!(kept.schedule(&image, now, &connected).dispatches.is_empty());
+    let settled = kept.counters.settled;
+    // Later, nothing else changed: as the adjustment decays, the limit rises again.
+    now = now + crate::time::Span::from_secs(600);
+    image = c.image_after(Some(&image));
+    let decided = kept.schedule(&image, now, &connected);
+    assert_eq!(kept.counters.settled, settled + 1);
+    assert_eq!(decided, image.view().schedule(now, &connected));
+    assert!(
+        !decided.dispatches.is_empty(),
+        "{started} started, none more after the decay"
+    );
+}
+
+/// Commit a cycle's dispatches as started at `now`.
+fn commit_at(c: &mut Cluster, dispatches: &[crate::cycle::Dispatch], now: Time) {
+    for d in dispatches {
+        let mut j = Job::clone(&c.jobs[&d.job_id]);
+        let mut state = crate::synthetic::running(d);
+        if let TaskState::Running { start_time, .. } = &mut state {
+            *start_time = now.secs();
+        }
+        j.tasks.insert(d.task_id, state);
+        c.put_job(j);
+    }
 }
