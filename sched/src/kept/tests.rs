@@ -195,19 +195,7 @@ impl World {
                     c.put_job(j);
                 }
             }
-            Op::Commit => {
-                let now = self.now.secs();
-                for d in std::mem::take(&mut self.last) {
-                    if let Some(mut j) = c.jobs.get(&d.job_id).map(|j| Job::clone(j)) {
-                        let mut state = crate::synthetic::running(&d);
-                        if let TaskState::Running { start_time, .. } = &mut state {
-                            *start_time = now;
-                        }
-                        j.tasks.insert(d.task_id, state);
-                        c.put_job(j);
-                    }
-                }
-            }
+            Op::Commit => commit_at(c, &std::mem::take(&mut self.last), self.now),
             Op::End => {
                 if let Some(&id) = c.jobs.keys().next() {
                     c.remove_job(id);
@@ -507,15 +495,6 @@ fn a_task_past_its_run_time_stays_booked_until_just_after_now() {
     assert_eq!(granting.ledger_counters().unwrap().released, 2);
 }
 
-/// Commit a cycle's dispatches as started at `now`.
-fn commit(c: &mut Cluster, dispatches: &[crate::cycle::Dispatch]) {
-    for d in dispatches {
-        let mut j = Job::clone(&c.jobs[&d.job_id]);
-        j.tasks.insert(d.task_id, crate::synthetic::running(d));
-        c.put_job(j);
-    }
-}
-
 #[test]
 fn a_full_cluster_settles_and_only_what_changed_is_looked_at_again() {
     let mut c = cluster();
@@ -536,7 +515,7 @@ fn a_full_cluster_settles_and_only_what_changed_is_looked_at_again() {
     assert_eq!(first.dispatches.len(), 15);
     assert!(first.dispatches.iter().all(|d| d.job_id != 15));
     assert_eq!(kept.counters.unsettled, Some(Unsettled::NoLastCycle));
-    commit(&mut c, &first.dispatches);
+    commit_at(&mut c, &first.dispatches, at);
 
     // Full: the next cycles settle and place nothing.
     for n in 1..=2 {
@@ -562,7 +541,7 @@ fn a_full_cluster_settles_and_only_what_changed_is_looked_at_again() {
     let again = kept.schedule(&image, at, &connected);
     assert_eq!(kept.counters.unsettled, Some(Unsettled::NotStarted));
     assert_eq!(again, decided);
-    commit(&mut c, &again.dispatches);
+    commit_at(&mut c, &again.dispatches, at);
 
     // Four more end: the last three alike start, then a slot stays free (bob's job
     // has no memory anywhere), and the cycle after settles.
@@ -571,7 +550,7 @@ fn a_full_cluster_settles_and_only_what_changed_is_looked_at_again() {
         image = c.image_after(Some(&image));
         let decided = kept.schedule(&image, at, &connected);
         assert_eq!(decided.dispatches.first().map(|d| d.job_id), next);
-        commit(&mut c, &decided.dispatches);
+        commit_at(&mut c, &decided.dispatches, at);
     }
     let settled = kept.counters.settled;
     image = c.image_after(Some(&image));
@@ -640,10 +619,12 @@ fn a_dynamic_limit_on_an_adjusted_load_opens_again_as_the_adjustment_decays() {
     );
 }
 
-/// Commit a cycle's dispatches as started at `now`.
+/// Commit a cycle's dispatches as started at `now` (those of jobs still there).
 fn commit_at(c: &mut Cluster, dispatches: &[crate::cycle::Dispatch], now: Time) {
     for d in dispatches {
-        let mut j = Job::clone(&c.jobs[&d.job_id]);
+        let Some(mut j) = c.jobs.get(&d.job_id).map(|j| Job::clone(j)) else {
+            continue;
+        };
         let mut state = crate::synthetic::running(d);
         if let TaskState::Running { start_time, .. } = &mut state {
             *start_time = now.secs();
