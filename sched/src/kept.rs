@@ -240,7 +240,7 @@ impl KeptSnapshot {
             .snap
             .settled
             .take()
-            .map(|s| s.aftermath(&view, &kept.snap, &decisions.dispatches));
+            .map(|s| s.aftermath(&view, &kept.snap, &decisions));
         kept.released_seen = kept.ledger.as_ref().map_or(0, |l| l.counters.released);
         self.kept = Some(kept);
         decisions

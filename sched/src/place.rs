@@ -22,6 +22,7 @@ pub type CategoryKey<'j> = (
     Option<&'j (String, String)>,
     Option<u64>,
     &'j str,
+    &'j [String],
 );
 
 pub fn category_key(job: &Job) -> CategoryKey<'_> {
@@ -37,6 +38,8 @@ pub fn category_key(job: &Job) -> CategoryKey<'_> {
         job.spec.pe.as_ref(),
         job.spec.ar,
         &job.spec.account,
+        // The owner's Unix groups: `@group` entries of access lists and quota rules.
+        &job.owner.groups,
     )
 }
 

@@ -5,10 +5,13 @@
 //! a cycle had none on any of its candidates at the end. A cycle on the snapshot kept
 //! from the last ([`crate::KeptSnapshot`]) starts from the last one's bookings, brought up
 //! to date; when that released nothing (no job ended, changed or was taken back, no
-//! reservation ended, no quota set changed) and every task the last cycle placed now
-//! runs where it was placed, every queue instance holds at most what it held at the end
-//! of the last cycle, but for the instances whose host reported new values and those
-//! that take jobs again (enabled, reachable, under their thresholds). Such a cycle gives
+//! reservation ended, no quota set changed) and the last cycle placed nothing and
+//! reserved nothing (what it placed holds, as it runs, from the second it started; its
+//! `-R y` reservations are made afresh), every queue instance holds at most what it held
+//! at the end of the last cycle, but for the instances whose host reported new values,
+//! those that take jobs again (enabled, reachable, under their thresholds) and, under a
+//! quota limit that reads an adjusted load value, those whose recent starts' weight
+//! decayed. Such a cycle gives
 //! a category the last one left without room only those instances as candidates: a
 //! full cluster with thousands of jobs waiting costs a cycle what changed, not every
 //! category on every instance.
@@ -22,7 +25,7 @@ use std::collections::HashMap;
 use std::hash::BuildHasher;
 use std::sync::Arc;
 
-use gantry_common::job::{Job, TaskState};
+use gantry_common::job::Job;
 
 use crate::model::{Demand, Snapshot};
 use crate::place::category_key;
@@ -40,8 +43,8 @@ fn key_hash(job: &Job) -> u64 {
 pub(crate) struct Aftermath {
     /// A job of each category that had no room left at the end (those that settle).
     exhausted: Vec<Arc<Job>>,
-    /// The tasks the cycle placed, (job, task).
-    dispatched: Vec<(u64, u32)>,
+    /// Did the cycle place tasks, or reserve for `-R y` jobs?
+    placed_or_reserved: bool,
     /// Per queue instance: it took no jobs at all at the end of the cycle.
     unusable: Vec<bool>,
     /// Per host: the weight of its recent starts at the end of the cycle.
@@ -70,8 +73,11 @@ pub enum Unsettled {
     NoLastCycle,
     /// Bringing the bookings up to date released some (or began them afresh).
     Released,
-    /// A task the last cycle placed does not hold it now (not committed, ended).
-    NotStarted,
+    /// The last cycle placed tasks (each holds, as it runs, from the second it started,
+    /// not from the cycle's instant, or does not hold at all when it did not start) or
+    /// reserved for `-R y` jobs (made afresh in every cycle: the next may reserve
+    /// elsewhere or not at all).
+    Placed,
     /// The quota sets changed.
     Quotas,
     /// Group quotas order the cycle.
@@ -144,16 +150,8 @@ impl Settled {
         if !same_quotas {
             return whole(Unsettled::Quotas);
         }
-        let started = last.dispatched.iter().all(|(id, task)| {
-            view.jobs.get(id).is_some_and(|j| {
-                matches!(
-                    j.tasks.get(*task),
-                    Some(TaskState::Running { .. } | TaskState::Deleting { .. })
-                )
-            })
-        });
-        if !started {
-            return whole(Unsettled::NotStarted);
+        if last.placed_or_reserved {
+            return whole(Unsettled::Placed);
         }
         let mut host_loosened = vec![false; snap.hosts.len()];
         for &h in refreshed {
@@ -188,13 +186,13 @@ impl Settled {
         (settled, Ok(()))
     }
 
-    /// What this cycle leaves for the next: `snap` as the cycle left it, `dispatched`
-    /// what it placed.
+    /// What this cycle leaves for the next: `snap` as the cycle left it, `decisions`
+    /// what it decided.
     pub(crate) fn aftermath(
         self,
         view: &ClusterView,
         snap: &Snapshot,
-        dispatched: &[crate::cycle::Dispatch],
+        decisions: &crate::cycle::Decisions,
     ) -> Aftermath {
         Aftermath {
             exhausted: self
@@ -202,7 +200,8 @@ impl Settled {
                 .iter()
                 .filter_map(|id| view.jobs.get(id).cloned())
                 .collect(),
-            dispatched: dispatched.iter().map(|d| (d.job_id, d.task_id)).collect(),
+            placed_or_reserved: !decisions.dispatches.is_empty()
+                || !decisions.reservations.is_empty(),
             unusable: snap
                 .instances
                 .iter()

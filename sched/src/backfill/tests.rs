@@ -187,3 +187,36 @@ fn a_reservation_is_made_behind_jobs_alike_that_found_no_room() {
     assert!(started.is_empty(), "{started:?}");
     assert_eq!(reserved, vec![(5, 100)]);
 }
+
+/// A cycle on the kept snapshot after one that reserved looks at every category again:
+/// the reservation is made afresh (here not at all), and what it kept from others is
+/// free, though nothing was released.
+#[test]
+fn a_cycle_after_one_that_reserved_settles_on_nothing_it_kept_out() {
+    let mut s = one_host("4", "1");
+    s.set_queue("all.q", "pe_list", "smp");
+    for (id, rt) in [(1, "100"), (2, "200"), (3, "300")] {
+        s.put_job(job(id, "u1", &[("h_rt", rt)], &[]));
+        s.start(id, 1, "all.q", "n1");
+    }
+    let mut big = job(10, "u2", &[("h_rt", "100")], &[]);
+    big.spec.pe = Some(("smp".into(), "4".into()));
+    big.spec.reserve = true;
+    big.spec.priority = 100;
+    s.put_job(big);
+    // Without a run time it would hold the free slot into the reservation.
+    s.put_job(job(11, "u3", &[], &[]));
+    let connected = s.connected();
+    let at = Time::from_secs(0);
+    let mut kept = crate::KeptSnapshot::default();
+    let image = s.image_after(None);
+    let first = kept.schedule(&image, at, &connected);
+    assert!(first.dispatches.is_empty(), "{first:?}");
+    assert_eq!(first.reservations.len(), 1);
+    s.remove_job(10);
+    let image = s.image_after(Some(&image));
+    let decided = kept.schedule(&image, at, &connected);
+    assert_eq!(decided, image.view().schedule(at, &connected));
+    let started: Vec<u64> = decided.dispatches.iter().map(|d| d.job_id).collect();
+    assert_eq!(started, [11]);
+}

@@ -246,7 +246,7 @@ proptest! {
             prop_assert_eq!(kept_snap, seen(&fresh_snap), "after {:?}", op);
             let fresh = image.view().schedule(w.now, &w.connected);
             let decided = cycles.schedule(&image, w.now, &w.connected);
-            prop_assert_eq!(&decided, &fresh, "after {:?}", op);
+            prop_assert_eq!(counted_aside(&decided), counted_aside(&fresh), "after {:?}", op);
             w.last = decided.dispatches;
             w.image = Some(image);
         }
@@ -261,6 +261,16 @@ fn report(c: &mut Cluster, h: usize, np_load_avg: f64) {
             value,
         })
         .collect();
+}
+
+/// Decisions without the count of quota counters the cycle used (a hint sizing the
+/// next cycle's table: a settled cycle checks fewer instances, and makes fewer per-host
+/// counters).
+fn counted_aside(d: &Decisions) -> Decisions {
+    Decisions {
+        quota_counters: 0,
+        ..d.clone()
+    }
 }
 
 /// (bases built whole, hosts built again)
@@ -517,13 +527,15 @@ fn a_full_cluster_settles_and_only_what_changed_is_looked_at_again() {
     assert_eq!(kept.counters.unsettled, Some(Unsettled::NoLastCycle));
     commit_at(&mut c, &first.dispatches, at);
 
-    // Full: the next cycles settle and place nothing.
-    for n in 1..=2 {
+    // Full: the next cycle looks at everything (the last one placed tasks), those
+    // after it settle; none places anything.
+    for n in 0..=2 {
         image = c.image_after(Some(&image));
         let decided = kept.schedule(&image, at, &connected);
         assert!(decided.dispatches.is_empty());
         assert_eq!(kept.counters.settled, n);
     }
+    assert_eq!(kept.counters.unsettled, Some(Unsettled::Placed));
 
     // A job ends: the cycle looks at everything again; the next job in line, 17,
     // takes its place, not bob's (no memory).
@@ -537,9 +549,10 @@ fn a_full_cluster_settles_and_only_what_changed_is_looked_at_again() {
     assert_eq!(decided.dispatches[0].job_id, 17);
 
     // Not committed: the next cycle does not settle either, and decides the same.
+    let settled = kept.counters.settled;
     image = c.image_after(Some(&image));
     let again = kept.schedule(&image, at, &connected);
-    assert_eq!(kept.counters.unsettled, Some(Unsettled::NotStarted));
+    assert_eq!(kept.counters.settled, settled);
     assert_eq!(again, decided);
     commit_at(&mut c, &again.dispatches, at);
 
@@ -600,7 +613,10 @@ fn a_dynamic_limit_on_an_adjusted_load_opens_again_as_the_adjustment_decays() {
         }
         image = c.image_after(Some(&image));
         let decided = kept.schedule(&image, now, &connected);
-        assert_eq!(decided, image.view().schedule(now, &connected));
+        assert_eq!(
+            counted_aside(&decided),
+            counted_aside(&image.view().schedule(now, &connected))
+        );
         started += decided.dispatches.len();
         commit_at(&mut c, &decided.dispatches, now);
     }
@@ -612,7 +628,10 @@ fn a_dynamic_limit_on_an_adjusted_load_opens_again_as_the_adjustment_decays() {
     image = c.image_after(Some(&image));
     let decided = kept.schedule(&image, now, &connected);
     assert_eq!(kept.counters.settled, settled + 1);
-    assert_eq!(decided, image.view().schedule(now, &connected));
+    assert_eq!(
+        counted_aside(&decided),
+        counted_aside(&image.view().schedule(now, &connected))
+    );
     assert!(
         !decided.dispatches.is_empty(),
         "{started} started, none more after the decay"
