@@ -725,7 +725,7 @@ impl<'a> ClusterView<'a> {
         snap.pe_used.clear();
         snap.pe_holds.clear();
         snap.pe_ahead.clear();
-        self.judge_instances(snap, connected, now, adjusted);
+        self.judge_instances(snap, connected, now, adjusted, None);
         self.book_running(snap, now, |job| !self.in_holding_reservation(job));
         snap.book_reservations(self.ars.values());
         self.open_gates(snap);

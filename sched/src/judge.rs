@@ -5,7 +5,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use gantry_common::job::TaskState;
+use gantry_common::job::{Job, TaskState};
 use gantry_common::value::Value;
 
 use crate::matching::*;
@@ -16,13 +16,16 @@ use crate::view::ClusterView;
 impl<'a> ClusterView<'a> {
     /// Everything of [`ClusterView::finish_snapshot`] but the bookings: the time, the
     /// hosts' adjusted values and loads, every queue instance's state, the candidate
-    /// order, and the gates emptied of what an earlier cycle booked.
+    /// order, and the gates emptied of what an earlier cycle booked. `running`: the jobs
+    /// with running tasks when they are known (None: every job is looked at for the
+    /// load of their recent starts).
     pub(crate) fn judge_instances(
         &self,
         snap: &mut Snapshot,
         connected: &HashSet<String>,
         now: Time,
         adjusted: bool,
+        running: Option<&[&Job]>,
     ) {
         let sconf = self.sched_conf();
         snap.now = now;
@@ -33,7 +36,11 @@ impl<'a> ClusterView<'a> {
         let mut weights: HashMap<&str, f64, foldhash::fast::RandomState> = HashMap::default();
         if adjusted && sconf.decay_secs > 0.0 && !snap.adjustments.is_empty() {
             let now = now.secs();
-            for job in self.jobs.values() {
+            let jobs: Box<dyn Iterator<Item = &Job>> = match running {
+                Some(jobs) => Box::new(jobs.iter().copied()),
+                None => Box::new(self.jobs.values().map(|j| &**j)),
+            };
+            for job in jobs {
                 for t in job.tasks.placed_states() {
                     if let TaskState::Running {
                         grants, start_time, ..

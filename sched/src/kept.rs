@@ -222,8 +222,13 @@ impl KeptSnapshot {
         let view = image.view();
         // Out while the cycle changes it, as above.
         let mut kept = self.refreshed(image);
-        view.judge_instances(&mut kept.snap, connected, now, true);
+        // What runs first: the judge then looks for the load of recent starts in the
+        // jobs that run only.
+        kept.snap.now = now;
+        kept.snap.default_duration = view.sched_conf().default_duration;
         let released = self.book_up_to_date(&mut kept, &view, now);
+        let running = kept.ledger.as_ref().map(|l| l.running());
+        view.judge_instances(&mut kept.snap, connected, now, true, running.as_deref());
         view.open_gates(&mut kept.snap);
         let refreshed = std::mem::take(&mut kept.refreshed);
         let (settled, how) =
@@ -261,7 +266,7 @@ impl KeptSnapshot {
     ) -> Result<Granted, CannotRun> {
         let view = image.view();
         let mut kept = self.refreshed(image);
-        view.judge_instances(&mut kept.snap, connected, now, false);
+        view.judge_instances(&mut kept.snap, connected, now, false, None);
         self.book_up_to_date(&mut kept, &view, now);
         kept.snap.gates.get_mut().quota = view.quota_book.cycle();
         kept.snap.calendar.begin_trial();

@@ -37,6 +37,8 @@ pub(crate) struct Ledger {
     ars: BTreeMap<u64, HeldAr>,
     /// The booked jobs that hold parallel environment slots.
     parallel: BTreeSet<u64>,
+    /// The jobs with running tasks (booked or not: those of a reservation too).
+    running: BTreeSet<u64>,
     pub counters: LedgerCounters,
 }
 
@@ -51,8 +53,9 @@ pub struct LedgerCounters {
 
 #[derive(Debug)]
 struct HeldJob {
-    /// Held, never read: while it is, its address in `addresses` is no other job's.
-    _job: Arc<Job>,
+    /// The job as booked: while it is held, its address in `addresses` is no other
+    /// job's.
+    job: Arc<Job>,
     /// Its reservation, and whether that held resources (the job then inside what it
     /// holds, not booked here).
     ar: Option<(u64, bool)>,
@@ -106,6 +109,15 @@ impl Ledger {
         }
     }
 
+    /// The jobs with running tasks, as last brought up to date.
+    pub(crate) fn running(&self) -> Vec<&Job> {
+        self.running
+            .iter()
+            .filter_map(|id| self.jobs.get(id))
+            .map(|h| &*h.job)
+            .collect()
+    }
+
     /// The jobs that changed since the last time, or whose bookings are due again.
     fn changed_jobs(&mut self, view: &ClusterView, now: Time) -> Vec<u64> {
         let mut changed: Vec<u64> = Vec::new();
@@ -152,6 +164,7 @@ impl Ledger {
                 }
                 snap.release_all(&h.bookings);
                 self.parallel.remove(&id);
+                self.running.remove(&id);
                 if let Some(t) = h.held.renew_at {
                     self.renewals.remove(&(t, id));
                 }
@@ -181,10 +194,17 @@ impl Ledger {
             if job.spec.ar.is_some() {
                 self.bound.insert(id);
             }
+            if job
+                .tasks
+                .placed_states()
+                .any(|t| matches!(t, gantry_common::job::TaskState::Running { .. }))
+            {
+                self.running.insert(id);
+            }
             self.jobs.insert(
                 id,
                 HeldJob {
-                    _job: Arc::clone(job),
+                    job: Arc::clone(job),
                     ar: job.spec.ar.map(|ar| (ar, in_reservation)),
                     bookings,
                     held,
