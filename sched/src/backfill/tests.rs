@@ -30,13 +30,12 @@ fn one_host(slots: &str, max_reservation: &str) -> Cluster {
     s
 }
 
-/// One host of four slots, each held by a job started at 0 and ending at 100, 200, 300
-/// and 400 (h_rt); then, by priority, a 4-slot `-R y` job and three 1-slot jobs: one
-/// short enough to end before 400, one that does not, one without a run time.
-fn busy(max_reservation: &str) -> Cluster {
+/// One host of four slots, jobs 1, 2, ... started at 0 on it, each ending at its
+/// `ends` (h_rt), and job 10 waiting first in line: a 4-slot `-R y` job.
+fn held_until(ends: &[&str], max_reservation: &str) -> Cluster {
     let mut s = one_host("4", max_reservation);
     s.set_queue("all.q", "pe_list", "smp");
-    for (id, rt) in [(1, "100"), (2, "200"), (3, "300"), (4, "400")] {
+    for (id, rt) in (1..).zip(ends) {
         s.put_job(job(id, "u1", &[("h_rt", rt)], &[]));
         s.start(id, 1, "all.q", "n1");
     }
@@ -45,6 +44,14 @@ fn busy(max_reservation: &str) -> Cluster {
     big.spec.reserve = true;
     big.spec.priority = 100;
     s.put_job(big);
+    s
+}
+
+/// One host of four slots, each held by a job started at 0 and ending at 100, 200, 300
+/// and 400 (h_rt); then, by priority, a 4-slot `-R y` job and three 1-slot jobs: one
+/// short enough to end before 400, one that does not, one without a run time.
+fn busy(max_reservation: &str) -> Cluster {
+    let mut s = held_until(&["100", "200", "300", "400"], max_reservation);
     s.put_job(job(11, "u3", &[("h_rt", "50")], &[]));
     s.put_job(job(12, "u3", &[("h_rt", "500")], &[]));
     s.put_job(job(13, "u3", &[], &[]));
@@ -193,17 +200,8 @@ fn a_reservation_is_made_behind_jobs_alike_that_found_no_room() {
 /// free, though nothing was released.
 #[test]
 fn a_cycle_after_one_that_reserved_settles_on_nothing_it_kept_out() {
-    let mut s = one_host("4", "1");
-    s.set_queue("all.q", "pe_list", "smp");
-    for (id, rt) in [(1, "100"), (2, "200"), (3, "300")] {
-        s.put_job(job(id, "u1", &[("h_rt", rt)], &[]));
-        s.start(id, 1, "all.q", "n1");
-    }
-    let mut big = job(10, "u2", &[("h_rt", "100")], &[]);
-    big.spec.pe = Some(("smp".into(), "4".into()));
-    big.spec.reserve = true;
-    big.spec.priority = 100;
-    s.put_job(big);
+    // One slot free, the `-R y` job reserving all four from 300.
+    let mut s = held_until(&["100", "200", "300"], "1");
     // Without a run time it would hold the free slot into the reservation.
     s.put_job(job(11, "u3", &[], &[]));
     let connected = s.connected();
