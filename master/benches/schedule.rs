@@ -14,13 +14,13 @@ use gantry_master::sched::{KeptSnapshot, Time, Trigger};
 use gantry_master::synthetic::{connected, start};
 
 mod common;
-use common::{build, with_bulk, with_groups, with_quotas, with_reservations, JOBS};
+use common::{build, scale_array, with_bulk, with_groups, with_quotas, with_reservations, JOBS};
 
 fn bench(c: &mut Criterion) {
     let s = build();
     let hosts = connected(&s);
     // For profilers (perf, callgrind):
-    // `GANTRY_CYCLES=plain|quota|accounts|groups|kept|idle|bulk` runs five cycles of one
+    // `GANTRY_CYCLES=plain|quota|accounts|groups|kept|idle|bulk|array|array_quota` (and `_cold`) runs five cycles of one
     // kind and nothing else (see `measured_cycles`).
     if let Ok(kind) = std::env::var("GANTRY_CYCLES") {
         if kind == "kept" || kind == "idle" || kind == "bulk" {
@@ -46,6 +46,25 @@ fn bench(c: &mut Criterion) {
             measured_cycles(&kind, || {
                 s.record_load(&host, report.clone(), Time::from_secs(0));
                 let image = s.image();
+                std::hint::black_box(kept.schedule(&image, Time::from_secs(0), &hosts));
+            });
+            std::process::exit(0);
+        }
+        if kind.starts_with("array") {
+            // `benches/scale.sh`'s array experiment: one cycle places 4,000 tasks, on
+            // the scheduler thread's kept snapshot as in the master (`array_cold`,
+            // `array_quota_cold`: a snapshot built afresh for each cycle, as after the
+            // quota sets changed).
+            let s = scale_array(1000, kind.starts_with("array_quota"));
+            let hosts = connected(&s);
+            let image = s.image();
+            let mut kept = KeptSnapshot::default();
+            let placed = kept.schedule(&image, Time::from_secs(0), &hosts);
+            eprintln!("{kind}: {} dispatches", placed.dispatches.len());
+            measured_cycles(&kind, || {
+                if kind.ends_with("cold") {
+                    kept = KeptSnapshot::default();
+                }
                 std::hint::black_box(kept.schedule(&image, Time::from_secs(0), &hosts));
             });
             std::process::exit(0);

@@ -467,6 +467,7 @@ impl<'a> ClusterView<'a> {
             reservations: Vec::new(),
             running_demands: Default::default(),
             settled: None,
+            quota_places: None,
         }
         .indexed()
     }
@@ -558,7 +559,11 @@ impl<'a> ClusterView<'a> {
     /// served in.
     pub(crate) fn open_gates(&self, snap: &mut Snapshot) {
         // The quota counters already hold what the running jobs use.
-        snap.gates.get_mut().quota = self.quota_book.cycle();
+        let mut quota = self.quota_book.cycle();
+        if let Some(q) = &mut quota {
+            q.keep_places(snap.quota_places.take());
+        }
+        snap.gates.get_mut().quota = quota;
         snap.group_order = None;
         snap.group_allocation = None;
         snap.gates.get_mut().groups = None;
@@ -581,6 +586,8 @@ impl<'a> ClusterView<'a> {
     pub(crate) fn decide_on(&self, snap: &mut Snapshot, now: Time) -> Decisions {
         let dispatches = self.dispatch(snap, now);
         let gates = std::mem::take(snap.gates.get_mut());
+        let quota_counters = gates.quota.as_ref().map_or(0, |q| q.usage.len());
+        snap.quota_places = gates.quota.map(|q| (q.quotas, q.places));
         // Immediate jobs are placed whole or not at all: one without a dispatch did not
         // start, whatever held it back.
         let started: HashSet<u64> = dispatches.iter().map(|d| d.job_id).collect();
@@ -593,7 +600,7 @@ impl<'a> ClusterView<'a> {
         immediate_unplaced.sort_unstable();
         Decisions {
             dispatches,
-            quota_counters: gates.quota.map_or(0, |q| q.usage.len()),
+            quota_counters,
             immediate_unplaced,
             reservations: std::mem::take(&mut snap.reservations),
             groups: snap.group_allocation.take(),

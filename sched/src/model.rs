@@ -599,6 +599,11 @@ pub struct Snapshot {
     /// In a cycle on a kept snapshot: the categories the last cycle left without room,
     /// and where room may have come since (None: every category is looked at whole).
     pub(crate) settled: Option<crate::settled::Settled>,
+    /// Which rules of the quota sets take each queue instance, as the last cycle on
+    /// this snapshot worked it out, with the sets it was worked out under: a snapshot
+    /// kept between cycles is rebuilt when queues or host groups change, so the next
+    /// cycle under the same sets need not work it out again.
+    pub(crate) quota_places: Option<(std::sync::Arc<crate::quota::Quotas>, crate::quota::Places)>,
 }
 
 /// Slots of a parallel environment held over `[from, until)` (None: from then on).

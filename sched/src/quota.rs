@@ -29,6 +29,7 @@ mod gate;
 mod rows;
 
 pub use book::QuotaBook;
+pub(crate) use gate::Places;
 pub use gate::QuotaCycle;
 
 /// The value a dynamic limit uses for a complex its host does not report or define.
@@ -186,7 +187,7 @@ pub type SmallMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<SmallHashe
 /// checks them by index; consumer names (users, projects, PEs, queues, hosts) by id.
 #[derive(Debug, Clone, Default)]
 pub struct Usage {
-    names: HashMap<String, u32>,
+    names: HashMap<String, u32, foldhash::fast::RandomState>,
     name_list: Vec<String>,
     index: SmallMap<UsageKey, usize>,
     keys: Vec<UsageKey>,

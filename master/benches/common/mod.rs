@@ -261,3 +261,65 @@ pub fn with_groups(
     }
     s
 }
+
+/// The cell of `benches/scale.sh`'s `array` experiment: `hosts` hosts of 4 processors
+/// and 16G, `all.q` of 4 slots without load thresholds, one array of 10,000 tasks of one
+/// user pending; with `quotas`, the script's two quota sets (100 rules over 25 host
+/// groups, none binding, and `slots=$num_proc*2` per host).
+pub fn scale_array(hosts: usize, quotas: bool) -> gantry_master::state::ClusterState {
+    let mut s = cluster(&[]);
+    let names: Vec<String> = (1..=hosts).map(|h| format!("sim{h:04}")).collect();
+    for name in &names {
+        add_host(
+            &mut s,
+            name,
+            "",
+            &[
+                ("arch", "lx-amd64"),
+                ("num_proc", "4"),
+                ("load_avg", "0.000000"),
+                ("np_load_avg", "0.000000"),
+                ("mem_total", "16G"),
+                ("mem_free", "16G"),
+            ],
+        );
+    }
+    set_queue(&mut s, "all.q", "slots", "4");
+    set_queue(&mut s, "all.q", "load_thresholds", "NONE");
+    let mut array = job(1, "gtbench", &[], &[]);
+    array.tasks = gantry_common::tasks::Tasks::array(1, 10_000, 1);
+    submit(&mut s, array);
+    if !quotas {
+        return s;
+    }
+    let per = hosts / 25;
+    let mut text = String::from("{\n name simgroups\n enabled true\n");
+    for k in 1..=25 {
+        let g = format!("simg{k:02}");
+        s.apply(&Op::Put(Object::HostGroup(gantry_proto::HostGroup {
+            name: format!("@{g}"),
+            hostlist: names[(k - 1) * per..k * per].to_vec(),
+        })));
+        text.push_str(&format!(
+            " limit users {{user1}} hosts {{@{g}}} to slots=4\n\
+             limit users {{user2,user3}} hosts @{g} to slots=8\n\
+             limit users @testusers hosts {{@{g}}} to slots=4\n\
+             limit users * hosts @{g} to slots={}\n",
+            per * 4
+        ));
+    }
+    text.push_str("}\n{\n name perhost\n enabled true\n limit hosts {*} to slots=$num_proc*2\n}\n");
+    s.apply(&Op::Put(Object::UserSet(gantry_proto::UserSet {
+        name: "testusers".into(),
+        types: vec!["ACL".into()],
+        fshare: 0,
+        oticket: 0,
+        entries: vec!["user1".into()],
+    })));
+    let sets = gantry_common::rqs::parse_sets(&text).expect("the scale quota sets");
+    for (seq, set) in (1..).zip(sets) {
+        gantry_common::rqs::check_set(&set, &s.complexes).expect("valid quota set");
+        s.apply(&Op::Put(Object::QuotaSet { seq, set }));
+    }
+    s
+}

@@ -82,7 +82,8 @@ enum Op {
     /// Time passes.
     Advance(u16),
     /// A quota set with a per-user limit of slots and a dynamic one per host (on: with
-    /// the user limit given), or none.
+    /// the user limit given), or none. Its first rule holds one host (by the limit) to
+    /// one slot: sets differ in which rules take which queue instance.
     Quota(Option<u8>),
 }
 
@@ -212,8 +213,9 @@ impl World {
                     } else {
                         "$num_proc"
                     };
+                    let one = host(n as usize % HOSTS);
                     let text = format!(
-                        "{{\n name limits\n enabled true\n limit users {{*}} to slots={n}\n limit hosts {{*}} to slots={per_host}\n}}\n"
+                        "{{\n name limits\n enabled true\n limit hosts {one} to slots=1\n limit users {{*}} to slots={n}\n limit hosts {{*}} to slots={per_host}\n}}\n"
                     );
                     let mut sets = gantry_common::rqs::parse_sets(&text).unwrap();
                     c.put_quota_set(1, sets.remove(0));

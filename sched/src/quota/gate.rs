@@ -44,8 +44,12 @@ pub struct QuotaCycle {
     pub(crate) keys: HashMap<PlanKey, u32>,
     /// ((plan, part, instance), slots) -> the gate that denied such a placement there.
     pub(crate) denied: SmallMap<Placement, RuleCheck>,
-    /// Which rules take each queue instance.
+    /// Which rules take each queue instance (kept from the last cycle on a kept
+    /// snapshot under the same sets: see [`QuotaCycle::keep_places`]).
     pub(crate) places: Places,
+    /// Per instance: the ids of its queue and host names in this cycle's counters
+    /// (`[0, 0]`: not looked up yet; names count from 1).
+    ids: Vec<[u32; 2]>,
     /// The gates of the rules that depend on the place.
     pub(crate) families: Families,
     /// The last placement admitted ((plan, part, instance), slots, master queue) and
@@ -56,7 +60,9 @@ pub struct QuotaCycle {
 }
 
 /// What the sets make of each queue instance, whatever the consumer: worked out the
-/// first time a cycle looks at the instance.
+/// first time a cycle looks at the instance. It depends only on the sets and on the
+/// instances' queue, host and host groups, so a snapshot kept between cycles keeps it
+/// (see [`crate::model::Snapshot::quota_places`]).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Places {
     /// Per instance: worked out yet?
@@ -67,22 +73,19 @@ pub(crate) struct Places {
     /// Per instance and set (`inst * sets + set`): the rules of the set (of at most
     /// [`MASK_RULES`]) whose queues and hosts filters take the instance, as bits.
     masks: Vec<u64>,
-    /// Per instance: the ids of its queue and host names.
-    ids: Vec<[u32; 2]>,
     /// Per host and distinct hosts filter (`host * filters + filter`): 0 not known
     /// yet, 1 the filter takes the host, 2 it does not.
     hosts: Vec<u8>,
 }
 
 impl Places {
-    fn learn(&mut self, snap: &Snapshot, quotas: &Quotas, usage: &mut Usage, inst: usize) {
+    fn learn(&mut self, snap: &Snapshot, quotas: &Quotas, inst: usize) {
         let (filters, sets) = (quotas.place_count(), quotas.sets.len());
         if self.known.is_empty() {
             let n = snap.instances.len();
             self.known = vec![false; n];
             self.takes = vec![false; n * filters];
             self.masks = vec![0; n * sets];
-            self.ids = vec![[0, 0]; n];
             self.hosts = vec![0; snap.hosts.len() * quotas.hosts_filter_count()];
         }
         let i = &snap.instances[inst];
@@ -107,7 +110,6 @@ impl Places {
             *t = hosts[hf] == 1 && quotas.queues_filter_takes(id as u32, &place);
         }
         quotas.place_masks(takes, &mut self.masks[inst * sets..(inst + 1) * sets]);
-        self.ids[inst] = [usage.name_id(&i.queue), usage.name_id(&host.name)];
         self.known[inst] = true;
     }
 }
@@ -159,9 +161,20 @@ impl Families {
 }
 
 impl QuotaCycle {
+    /// Take the places `kept` knows (from the last cycle on the same snapshot) if they
+    /// were worked out under the same sets.
+    pub(crate) fn keep_places(&mut self, kept: Option<(Arc<Quotas>, Places)>) {
+        if let Some((quotas, places)) = kept {
+            if Arc::ptr_eq(&quotas, &self.quotas) {
+                self.places = places;
+            }
+        }
+    }
+
     pub fn new(quotas: Arc<Quotas>, usage: Usage) -> QuotaCycle {
         QuotaCycle {
             places: Places::default(),
+            ids: Vec::new(),
             families: Families::default(),
             last: None,
             last_counters: Vec::new(),
@@ -318,10 +331,20 @@ fn family_gates(
     } = &mut q.families;
     let start = arena.len();
     let (set, rp, _) = &rules[family];
+    if q.ids.is_empty() {
+        q.ids = vec![[0, 0]; snap.instances.len()];
+    }
+    if q.ids[inst] == [0, 0] {
+        let i = &snap.instances[inst];
+        q.ids[inst] = [
+            q.usage.name_id(&i.queue),
+            q.usage.name_id(&snap.hosts[i.host].name),
+        ];
+    }
     quotas.rule_gates(
         *set,
         rp,
-        q.places.ids[inst],
+        q.ids[inst],
         false,
         &mut q.usage,
         &|attr| snap.host_number(host, attr),
@@ -344,7 +367,7 @@ fn walk(
 ) -> Option<RuleCheck> {
     let quotas = q.quotas.clone();
     if !q.places.known.get(inst).copied().unwrap_or(false) {
-        q.places.learn(snap, &quotas, &mut q.usage, inst);
+        q.places.learn(snap, &quotas, inst);
     }
     let (sets, filters) = (quotas.sets.len(), quotas.place_count());
     for step in &plan.steps {
