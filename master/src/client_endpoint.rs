@@ -4,13 +4,13 @@
 use actix::Addr;
 use gantry_common::recent::{Recent, NAME_SERVICE_TTL};
 use gantry_net::transport::{
-    answer_accepted, local_caller, read_frame, read_hello, TransportError,
+    answer_accepted, answer_accepted_encoded, local_caller, read_frame, read_hello, TransportError,
 };
 use gantry_proto::{Caller, FromMaster, Refusal, RefusalKind, ToMaster, PROTOCOL_VERSION};
 use tokio::net::{UnixListener, UnixStream};
 use tracing::debug;
 
-use crate::cluster::Cluster;
+use crate::cluster::{Answer, Cluster};
 
 /// Accept client connections until the task is dropped.
 pub async fn serve(listener: UnixListener, cluster: Addr<Cluster>, host: String) {
@@ -45,9 +45,12 @@ async fn handle(
     let request: ToMaster = read_frame(&mut r).await?;
     let reply = match caller {
         Ok(caller) => crate::cluster::call(&cluster, caller, request).await,
-        Err(message) => refused(&message),
+        Err(message) => Answer::Message(Box::new(refused(&message))),
     };
-    answer_accepted(&mut w, PROTOCOL_VERSION, &reply).await
+    match reply {
+        Answer::Message(m) => answer_accepted(&mut w, PROTOCOL_VERSION, &m).await,
+        Answer::Encoded(bytes) => answer_accepted_encoded(&mut w, PROTOCOL_VERSION, &bytes).await,
+    }
 }
 
 fn refused(message: &str) -> FromMaster {

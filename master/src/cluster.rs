@@ -23,7 +23,7 @@ mod execds;
 mod jobs;
 mod rate;
 
-pub use clients::{call, ClientCall, WaitJob};
+pub use clients::{call, Answer, ClientCall, WaitJob};
 pub use execds::{ExecdJobs, Join, Load, Register, SessionEnded};
 
 /// A connected execd.

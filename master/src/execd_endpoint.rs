@@ -7,13 +7,15 @@ use std::time::Duration;
 use actix::Addr;
 use gantry_net::tls::fingerprint;
 use gantry_net::transport::{
-    accept_hello, peer_certificates, read_frame, write_frame, TransportError,
+    accept_hello, peer_certificates, read_frame, write_encoded_frame, write_frame, TransportError,
 };
 use gantry_proto::{FromExecd, Relayed, ToExecd, PROTOCOL_VERSION};
 use tokio::sync::mpsc;
 use tracing::{debug, info, warn, Instrument};
 
-use crate::cluster::{call, Cluster, ExecdJobs, Join, Load, Register, SessionEnded, CLOSE_REFUSED};
+use crate::cluster::{
+    call, Answer, Cluster, ExecdJobs, Join, Load, Register, SessionEnded, CLOSE_REFUSED,
+};
 
 static NEXT_SESSION: AtomicU64 = AtomicU64::new(1);
 
@@ -225,7 +227,10 @@ async fn relay(
             return;
         }
     };
-    let _ = write_frame(&mut send, &reply).await;
+    let _ = match reply {
+        Answer::Message(m) => write_frame(&mut send, &m).await,
+        Answer::Encoded(bytes) => write_encoded_frame(&mut send, &bytes).await,
+    };
     let _ = send.finish();
 }
 

@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use gantry_common::{complex, queue, value};
 use gantry_proto::{
-    AccountingRecord, Caller, JobOwner, JobReport, JobScript, JobSpec, JobStart, JobState, JobView,
-    Refusal, RefusalKind, ValueType,
+    AccountingRecord, Caller, JobOwner, JobReport, JobRow, JobScript, JobSpec, JobStart, JobState,
+    JobView, QueueAt, Refusal, RefusalKind, RowTasks, ValueType,
 };
 
 use crate::state::{refuse, ClusterState};
@@ -655,14 +655,58 @@ impl JobsImage {
     pub fn views(&self, users: &[String], started: &HashSet<(u64, u32)>) -> Vec<JobView> {
         let mut running = Vec::new();
         let mut pending = Vec::new();
+        self.rows(users, started, |row| match row.queue {
+            Some(_) => running.push(row.to_view()),
+            None => pending.push(row.to_view()),
+        });
+        running.extend(pending);
+        running
+    }
+
+    /// The encoding of [`gantry_proto::FromMaster::Jobs`] with the rows [`JobsImage::views`] makes,
+    /// encoded from the job table as they are made (no row is copied out of it first).
+    pub fn encoded_views(
+        &self,
+        users: &[String],
+        started: &HashSet<(u64, u32)>,
+    ) -> Result<Vec<u8>, gantry_proto::ProtoError> {
+        let (mut running, mut pending) = (Vec::new(), Vec::new());
+        let mut count = 0;
+        let mut failed = None;
+        self.rows(users, started, |row| {
+            let into = match row.queue {
+                Some(_) => &mut running,
+                None => &mut pending,
+            };
+            match gantry_proto::encode_job_row(&row, std::mem::take(into)) {
+                Ok(rows) => *into = rows,
+                Err(e) => failed = Some(e),
+            }
+            count += 1;
+        });
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        running.extend_from_slice(&pending);
+        gantry_proto::encode_jobs_answer(count, &running)
+    }
+
+    /// Each row of `users`' jobs, as [`JobsImage::views`] lists them (running tasks one
+    /// by one, pending tasks of a job together), borrowed from the job table.
+    fn rows(
+        &self,
+        users: &[String],
+        started: &HashSet<(u64, u32)>,
+        mut emit: impl FnMut(JobRow<'_>),
+    ) {
         for job in self.jobs.values() {
             if !users.is_empty() && !users.iter().any(|u| u == "*" || u == &job.owner.user) {
                 continue;
             }
-            let base = |state: JobState, tasks: String| JobView {
+            let base = |state: JobState, tasks: RowTasks| JobRow {
                 job_id: job.id,
-                name: job.spec.name.clone(),
-                owner: job.owner.user.clone(),
+                name: &job.spec.name,
+                owner: &job.owner.user,
                 priority: job.spec.priority,
                 state,
                 submit_time: job.submit_time,
@@ -670,10 +714,14 @@ impl JobsImage {
                 queue: None,
                 slots: 1,
                 tasks,
-                hard_resources: job.spec.hard_resources.clone(),
-                hold_jids: job.spec.hold_jids.clone(),
+                hard_resources: &job.spec.hard_resources,
+                hold_jids: &job.spec.hold_jids,
                 is_array: job.is_array(),
                 restarted: false,
+            };
+            let ranges = |tasks: &[u32]| match job.is_array() {
+                true => RowTasks::Ranges(task_ranges(tasks, job.spec.array.map_or(1, |r| r.step))),
+                false => RowTasks::None,
             };
             let mut failed: Vec<u32> = Vec::new();
             for (task, t) in job.tasks.placed() {
@@ -708,19 +756,19 @@ impl JobsImage {
                             _ if started.contains(&(job.id, task)) => JobState::Running,
                             _ => JobState::Transferring,
                         };
-                        let mut v = base(
+                        let mut row = base(
                             state,
                             if job.is_array() {
-                                task.to_string()
+                                RowTasks::One(task)
                             } else {
-                                String::new()
+                                RowTasks::None
                             },
                         );
-                        v.start_time = Some(*start_time);
-                        v.restarted = job.restarted.contains_key(&task);
-                        v.queue = Some(format!("{queue}@{host}"));
-                        v.slots = grants.iter().map(|g| g.slots).sum::<u32>().max(1);
-                        running.push(v);
+                        row.start_time = Some(*start_time);
+                        row.restarted = job.restarted.contains_key(&task);
+                        row.queue = Some(QueueAt { queue, host });
+                        row.slots = grants.iter().map(|g| g.slots).sum::<u32>().max(1);
+                        emit(row);
                     }
                 }
             }
@@ -751,37 +799,24 @@ impl JobsImage {
                 let fresh = fresh.as_ref().unwrap_or(pending_tasks);
                 if !fresh.is_empty() {
                     let tasks = if job.is_array() {
-                        fresh.ranges_text()
+                        RowTasks::Ranges(fresh.ranges_text())
                     } else {
-                        String::new()
+                        RowTasks::None
                     };
-                    pending.push(base(JobState::Pending { held }, tasks));
+                    emit(base(JobState::Pending { held }, tasks));
                 }
                 if !again.is_empty() {
-                    let tasks = if job.is_array() {
-                        task_ranges(&again, job.spec.array.map_or(1, |r| r.step))
-                    } else {
-                        String::new()
-                    };
-                    let mut v = base(JobState::Pending { held }, tasks);
-                    v.restarted = true;
-                    pending.push(v);
+                    let mut row = base(JobState::Pending { held }, ranges(&again));
+                    row.restarted = true;
+                    emit(row);
                 }
             }
             if !failed.is_empty() {
-                let tasks = if job.is_array() {
-                    task_ranges(&failed, job.spec.array.map_or(1, |r| r.step))
-                } else {
-                    String::new()
-                };
-                pending.push(base(JobState::Error, tasks));
+                emit(base(JobState::Error, ranges(&failed)));
             }
         }
-        running.extend(pending);
-        running
     }
 }
-
 /// A finished job as `qstat -s z` shows it.
 pub fn zombie_view(job: &Job, end_time: i64) -> JobView {
     JobView {
@@ -854,6 +889,63 @@ impl ClusterState {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `qstat`'s listing encoded from the job table is the listing of its rows encoded
+    /// whole: running, transferring, suspended and deleting tasks, pending, held,
+    /// restarted and failed ones of arrays, plain jobs, and only the users asked for.
+    #[test]
+    fn the_encoded_listing_is_the_listing_of_its_rows() {
+        use crate::synthetic::{job, running_on, submit};
+        let mut s = crate::synthetic::cluster(&[]);
+        let mut plain = job(1, "alice", &[("h_rt", "60")], &[]);
+        plain.tasks.insert(1, running_on("all.q", "node1"));
+        submit(&mut s, plain);
+        let mut array = job(2, "bob", &[], &[]);
+        array.spec.array = Some(gantry_proto::TaskRange {
+            first: 1,
+            last: 9,
+            step: 2,
+        });
+        array.tasks = gantry_common::tasks::Tasks::array(1, 9, 2);
+        array.tasks.insert(1, running_on("all.q", "node1"));
+        array.tasks.insert(3, running_on("all.q", "node2"));
+        array.tasks.insert(5, TaskState::Error { reason: "x".into() });
+        array.restarted.insert(7, 1);
+        array.suspended.insert(3);
+        submit(&mut s, array);
+        let mut held = job(3, "alice", &[], &[]);
+        held.spec.hold = true;
+        held.spec.hold_jids = vec!["2".into()];
+        submit(&mut s, held);
+        let image = s.jobs_image();
+        let started: HashSet<(u64, u32)> = [(2, 1)].into_iter().collect();
+        for users in [vec![], vec!["alice".to_string()], vec!["*".to_string()]] {
+            let views = image.views(&users, &started);
+            assert!(!views.is_empty());
+            assert_eq!(
+                image.encoded_views(&users, &started).unwrap(),
+                gantry_proto::encode(&gantry_proto::FromMaster::Jobs(views)).unwrap(),
+                "{users:?}"
+            );
+        }
+        let all = image.views(&[], &started);
+        let states: Vec<(u64, &str, &str)> = all
+            .iter()
+            .map(|v| (v.job_id, v.state_letters(), v.tasks.as_str()))
+            .collect();
+        assert_eq!(
+            states,
+            [
+                (1, "t", ""),
+                (2, "r", "1"),
+                (2, "s", "3"),
+                (2, "qw", "9"),
+                (2, "Rq", "7"),
+                (2, "Eqw", "5"),
+                (3, "hqw", ""),
+            ]
+        );
+    }
 
     #[test]
     fn the_script_size_limit_comes_from_qmaster_params() {

@@ -46,6 +46,16 @@ where
     Ok(())
 }
 
+/// Write one frame whose payload is encoded already.
+pub async fn write_encoded_frame<W>(w: &mut W, payload: &[u8]) -> Result<(), TransportError>
+where
+    W: AsyncWrite + Unpin,
+{
+    w.write_all(&length_prefix(payload.len())).await?;
+    w.write_all(payload).await?;
+    Ok(())
+}
+
 /// Read one frame's bytes; `None` on a clean end of stream before the frame started.
 pub async fn read_frame_bytes<R>(r: &mut R) -> Result<Option<Vec<u8>>, TransportError>
 where
@@ -229,6 +239,23 @@ where
     push_frame(&mut out, &accepted(our_version))?;
     push_frame(&mut out, reply)?;
     w.write_all(&out).await?;
+    Ok(())
+}
+
+/// The same with the answer encoded already (its frame's payload).
+pub async fn answer_accepted_encoded<W>(
+    w: &mut W,
+    our_version: u32,
+    payload: &[u8],
+) -> Result<(), TransportError>
+where
+    W: AsyncWrite + Unpin,
+{
+    let mut out = Vec::new();
+    push_frame(&mut out, &accepted(our_version))?;
+    out.extend_from_slice(&length_prefix(payload.len()));
+    w.write_all(&out).await?;
+    w.write_all(payload).await?;
     Ok(())
 }
 

@@ -499,6 +499,24 @@ pub fn encode<T: Serialize>(msg: &T) -> Result<Vec<u8>, ProtoError> {
     Ok(postcard::to_stdvec(msg)?)
 }
 
+/// Append one [`JobRow`] to `rows`, for [`encode_jobs_answer`].
+pub fn encode_job_row(row: &JobRow<'_>, rows: Vec<u8>) -> Result<Vec<u8>, ProtoError> {
+    Ok(postcard::to_extend(row, rows)?)
+}
+
+/// The encoding of [`FromMaster::Jobs`] whose `count` rows are `rows`, encoded one
+/// after another with [`encode_job_row`]: the same bytes as the message with the rows
+/// made first.
+pub fn encode_jobs_answer(count: usize, rows: &[u8]) -> Result<Vec<u8>, ProtoError> {
+    // The variant's tag, then the list's length (the empty list's is one byte).
+    let mut out = encode(&FromMaster::Jobs(Vec::new()))?;
+    out.pop();
+    out = postcard::to_extend(&count, out)?;
+    out.reserve_exact(rows.len());
+    out.extend_from_slice(rows);
+    Ok(out)
+}
+
 /// Decode a postcard message.
 pub fn decode<'a, T: Deserialize<'a>>(bytes: &'a [u8]) -> Result<T, ProtoError> {
     Ok(postcard::from_bytes(bytes)?)
@@ -511,4 +529,48 @@ pub fn decode_hello(bytes: &[u8]) -> Result<Hello, ProtoError> {
         return Err(ProtoError::BadMagic(hello.magic));
     }
     Ok(hello)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A listing encoded row by row is the listing encoded whole, however many rows
+    /// (the list's length takes one byte up to 127, more after).
+    #[test]
+    fn jobs_encoded_row_by_row_are_the_jobs_answer() {
+        for count in [0usize, 1, 127, 128, 300] {
+            let rows: Vec<JobRow<'_>> = (0..count)
+                .map(|n| JobRow {
+                    job_id: n as u64 + 1,
+                    name: "job",
+                    owner: "user1",
+                    priority: 0,
+                    state: JobState::Running,
+                    submit_time: 10,
+                    start_time: Some(20),
+                    queue: Some(QueueAt {
+                        queue: "all.q",
+                        host: "h1",
+                    }),
+                    slots: 1,
+                    tasks: RowTasks::One(n as u32),
+                    hard_resources: &[],
+                    hold_jids: &[],
+                    is_array: true,
+                    restarted: false,
+                })
+                .collect();
+            let mut encoded = Vec::new();
+            for row in &rows {
+                encoded = encode_job_row(row, encoded).unwrap();
+            }
+            let whole = FromMaster::Jobs(rows.iter().map(JobRow::to_view).collect());
+            assert_eq!(
+                encode_jobs_answer(count, &encoded).unwrap(),
+                encode(&whole).unwrap(),
+                "{count} rows"
+            );
+        }
+    }
 }

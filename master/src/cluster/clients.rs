@@ -535,25 +535,41 @@ pub fn not_scheduled() -> FromMaster {
     })
 }
 
+/// The answer to a client's request: a message, or a message encoded already (a
+/// `qstat` listing, encoded on the thread that made it rather than the one writing it).
+#[derive(Debug)]
+pub enum Answer {
+    Message(Box<FromMaster>),
+    Encoded(Vec<u8>),
+}
+
 /// A client request, whatever its kind: waits are answered when the job ends.
-pub async fn call(cluster: &Addr<Cluster>, caller: Caller, request: ToMaster) -> FromMaster {
-    let gone = || {
-        FromMaster::Refused(Refusal {
-            kind: RefusalKind::Internal,
-            message: "error: the master is shutting down".into(),
-        })
-    };
+pub async fn call(cluster: &Addr<Cluster>, caller: Caller, request: ToMaster) -> Answer {
+    if let ToMaster::ShowJobs { users } = request {
+        return match show_jobs_off_thread(cluster, caller, users).await {
+            Some(answer) => answer,
+            None => Answer::Message(Box::new(shutting_down())),
+        };
+    }
+    Answer::Message(Box::new(call_message(cluster, caller, request).await))
+}
+
+fn shutting_down() -> FromMaster {
+    FromMaster::Refused(Refusal {
+        kind: RefusalKind::Internal,
+        message: "error: the master is shutting down".into(),
+    })
+}
+
+/// Any request but `qstat`'s.
+async fn call_message(cluster: &Addr<Cluster>, caller: Caller, request: ToMaster) -> FromMaster {
+    let gone = shutting_down;
     if let ToMaster::WaitJob { job_id } = request {
         let (tx, rx) = tokio::sync::oneshot::channel();
         if cluster.send(WaitJob { job_id, reply: tx }).await.is_err() {
             return gone();
         }
         return rx.await.unwrap_or_else(|_| gone());
-    }
-    if let ToMaster::ShowJobs { users } = request {
-        return show_jobs_off_thread(cluster, caller, users)
-            .await
-            .unwrap_or_else(gone);
     }
     if let ToMaster::WaitStart { job_id } = request {
         let (tx, rx) = tokio::sync::oneshot::channel();
@@ -605,13 +621,14 @@ impl Handler<JobsForViews> for Cluster {
 }
 
 /// `qstat`: the actor hands out what the rows are made of (the job table is shared, not
-/// copied) and they are made on a blocking thread, so that polling clients listing
-/// tens of thousands of jobs hold neither the actor nor one another.
+/// copied) and they are made and encoded on a blocking thread, so that polling clients
+/// listing tens of thousands of jobs hold neither the actor (nor the thread that runs
+/// it and writes the answers) nor one another.
 async fn show_jobs_off_thread(
     cluster: &Addr<Cluster>,
     caller: Caller,
     users: Vec<String>,
-) -> Option<FromMaster> {
+) -> Option<Answer> {
     let users = users_with_caller(&users, &caller.user);
     // As many lists made at once as there are cores: a flood of `qstat`s waits here
     // (before the jobs are taken: each list is of the jobs when its turn came) instead
@@ -619,12 +636,18 @@ async fn show_jobs_off_thread(
     let _turn = views_turns().acquire().await.ok()?;
     let (image, started) = match cluster.send(JobsForViews { caller }).await.ok()? {
         Ok(parts) => parts,
-        Err(refused) => return Some(refused),
+        Err(refused) => return Some(Answer::Message(Box::new(refused))),
     };
-    let views = tokio::task::spawn_blocking(move || image.views(&users, &started))
+    let encoded = tokio::task::spawn_blocking(move || image.encoded_views(&users, &started))
         .await
         .ok()?;
-    Some(FromMaster::Jobs(views))
+    Some(match encoded {
+        Ok(bytes) => Answer::Encoded(bytes),
+        Err(e) => Answer::Message(Box::new(FromMaster::Refused(Refusal {
+            kind: RefusalKind::Internal,
+            message: format!("error: the job list could not be encoded: {e}"),
+        }))),
+    })
 }
 
 /// The turns at making `qstat`'s rows: one per core.
