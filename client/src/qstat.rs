@@ -57,9 +57,11 @@ struct Rows {
 }
 
 impl Rows {
-    /// Append one job line to `out`.
+    /// Append one job line to `out`: the columns of
+    /// `"{:>7} {prior} {:<10.10} {:<12.12} {:<5} {when}[ {:<30}] {:>5} {tasks}"`, written
+    /// field by field (the formatting machinery's padding was most of a long listing's
+    /// time).
     fn push(&mut self, out: &mut String, j: &JobView, with_queue: bool) {
-        use std::fmt::Write as _;
         let p = j.priority;
         if self.prior.as_ref().is_none_or(|(q, _)| *q != p) {
             self.prior = Some((p, prior(p)));
@@ -76,22 +78,61 @@ impl Rows {
         } else {
             &j.tasks
         };
-        // Writing to a String cannot fail.
-        let _ = write!(
-            out,
-            "{:>7} {} {:<10.10} {:<12.12} {:<5} {}",
-            j.job_id,
-            prior,
-            j.name,
-            j.owner,
-            j.state_letters(),
-            when
-        );
+        let mut digits = [0u8; 20];
+        pad_left(out, decimal(j.job_id, &mut digits), 7);
+        out.push(' ');
+        out.push_str(prior);
+        out.push(' ');
+        pad_right(out, j.name.as_str(), 10, true);
+        out.push(' ');
+        pad_right(out, j.owner.as_str(), 12, true);
+        out.push(' ');
+        pad_right(out, j.state_letters(), 5, false);
+        out.push(' ');
+        out.push_str(when);
         if with_queue {
-            let _ = write!(out, " {:<30}", j.queue.as_deref().unwrap_or(""));
+            out.push(' ');
+            pad_right(out, j.queue.as_deref().unwrap_or(""), 30, false);
         }
-        let _ = writeln!(out, " {:>5} {}", j.slots, tasks);
+        out.push(' ');
+        pad_left(out, decimal(u64::from(j.slots), &mut digits), 5);
+        out.push(' ');
+        out.push_str(tasks);
+        out.push('\n');
     }
+}
+
+/// `n` in decimal, written at the end of `buf`.
+fn decimal(mut n: u64, buf: &mut [u8; 20]) -> &str {
+    let mut at = buf.len();
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    // Only ASCII digits were written.
+    std::str::from_utf8(&buf[at..]).unwrap_or("")
+}
+
+/// `s` right-aligned in `width` columns (`{:>width}`): never cut.
+fn pad_left(out: &mut String, s: &str, width: usize) {
+    let chars = s.chars().count();
+    out.extend(std::iter::repeat_n(' ', width.saturating_sub(chars)));
+    out.push_str(s);
+}
+
+/// `s` left-aligned in `width` columns (`{:<width}`), cut at `width` characters when
+/// `cut` (`{:<width.width}`).
+fn pad_right(out: &mut String, s: &str, width: usize, cut: bool) {
+    let (shown, chars) = match s.char_indices().nth(width) {
+        Some((end, _)) if cut => (&s[..end], width),
+        _ => (s, s.chars().count()),
+    };
+    out.push_str(shown);
+    out.extend(std::iter::repeat_n(' ', width.saturating_sub(chars)));
 }
 
 /// The `-r` lines under a job.
@@ -770,6 +811,74 @@ mod tests {
                 }],
             }],
             complexes: vec![],
+        }
+    }
+
+    /// A line written field by field is the line `format!` pads and cuts: long, short
+    /// and non-ASCII names and owners, job ids wider than their column, long queue
+    /// names, task ranges.
+    #[test]
+    fn job_lines_pad_and_cut_as_the_format_does() {
+        let names = [
+            "",
+            "sleep",
+            "exactly10c",
+            "a_much_longer_job_name",
+            "héllo wörld ñame",
+        ];
+        let owners = ["u", "twelve_chars", "thirteen_char", "ünïcödé_owner_name"];
+        let queues = [
+            None,
+            Some("all.q@node0001"),
+            Some("a.very.long.queue.name@a.host.with.a.long.name"),
+        ];
+        let mut n = 0u64;
+        for name in names {
+            for owner in owners {
+                for queue in queues {
+                    n += 1;
+                    let j = JobView {
+                        job_id: [1, 1234567, 12345678, u64::MAX][n as usize % 4],
+                        name: name.into(),
+                        owner: owner.into(),
+                        priority: (n as i32 * 97) % 2048 - 1023,
+                        state: JobState::Pending {
+                            held: n.is_multiple_of(2),
+                        },
+                        submit_time: 1_700_000_000 + n as i64,
+                        start_time: None,
+                        queue: queue.map(str::to_string),
+                        slots: [1, 99999, 123456][n as usize % 3],
+                        tasks: ["", "7", "1-10000:1"][n as usize % 3].into(),
+                        hard_resources: vec![],
+                        hold_jids: vec![],
+                        is_array: !n.is_multiple_of(3),
+                        restarted: n.is_multiple_of(5),
+                    };
+                    let tasks = if j.tasks.is_empty() {
+                        "       "
+                    } else {
+                        &j.tasks
+                    };
+                    let line = format!(
+                        "{:>7} {} {:<10.10} {:<12.12} {:<5} {}",
+                        j.job_id,
+                        prior(j.priority),
+                        j.name,
+                        j.owner,
+                        j.state_letters(),
+                        local_time(j.submit_time, "%m/%d/%Y %H:%M:%S")
+                    );
+                    for with_queue in [false, true] {
+                        let mut want = line.clone();
+                        if with_queue {
+                            want.push_str(&format!(" {:<30}", j.queue.as_deref().unwrap_or("")));
+                        }
+                        want.push_str(&format!(" {:>5} {}\n", j.slots, tasks));
+                        assert_eq!(job_line(&j, with_queue), want, "{j:?}");
+                    }
+                }
+            }
         }
     }
 

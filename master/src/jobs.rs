@@ -909,7 +909,9 @@ mod tests {
         array.tasks = gantry_common::tasks::Tasks::array(1, 9, 2);
         array.tasks.insert(1, running_on("all.q", "node1"));
         array.tasks.insert(3, running_on("all.q", "node2"));
-        array.tasks.insert(5, TaskState::Error { reason: "x".into() });
+        array
+            .tasks
+            .insert(5, TaskState::Error { reason: "x".into() });
         array.restarted.insert(7, 1);
         array.suspended.insert(3);
         submit(&mut s, array);
