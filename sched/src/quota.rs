@@ -110,8 +110,12 @@ pub struct Quotas {
     /// The distinct (queues, hosts) filters, by id.
     places: Vec<(Option<Filter>, Option<Filter>)>,
     /// The distinct hosts filters of the rules, by id (a host's answer is the same for
-    /// all its queue instances).
+    /// all its queue instances), told apart by their items only: `{@g}` takes the
+    /// hosts `@g` does.
     hosts_filters: Vec<Option<Filter>>,
+    /// By hosts filter: does it name host groups only (its answer is the same for
+    /// hosts in the same groups)?
+    by_groups: Vec<bool>,
     /// By (queues, hosts) filters id: the id of their hosts filter.
     place_hosts: Vec<u32>,
     /// By set (of at most [`MASK_RULES`] rules): its rules without a queues or hosts
@@ -524,10 +528,11 @@ impl Quotas {
             }
         }
         let mut hosts_filters: Vec<Option<Filter>> = Vec::new();
+        let items = |f: &Option<Filter>| f.as_ref().map(|f| f.items.clone());
         let place_hosts = places
             .iter()
             .map(
-                |(_, hosts)| match hosts_filters.iter().position(|h| h == hosts) {
+                |(_, hosts)| match hosts_filters.iter().position(|h| items(h) == items(hosts)) {
                     Some(n) => n as u32,
                     None => {
                         hosts_filters.push(hosts.clone());
@@ -536,7 +541,15 @@ impl Quotas {
                 },
             )
             .collect();
+        let by_groups = hosts_filters
+            .iter()
+            .map(|f| {
+                f.as_ref()
+                    .is_some_and(|f| f.items.iter().all(|i| i.name.starts_with('@')))
+            })
+            .collect();
         Quotas {
+            by_groups,
             hosts_filters,
             place_hosts,
             anywhere,
@@ -620,6 +633,11 @@ impl Quotas {
     /// distinct hosts filters.
     pub fn place_hosts(&self, id: u32) -> u32 {
         self.place_hosts[id as usize]
+    }
+
+    /// Does the distinct hosts filter with this id name host groups only?
+    pub fn hosts_filter_by_groups(&self, id: u32) -> bool {
+        self.by_groups[id as usize]
     }
 
     /// How many distinct hosts filters the sets have.

@@ -76,6 +76,9 @@ pub(crate) struct Places {
     /// Per host and distinct hosts filter (`host * filters + filter`): 0 not known
     /// yet, 1 the filter takes the host, 2 it does not.
     hosts: Vec<u8>,
+    /// By a host's groups: the answers (as in `hosts`) of the hosts filters that name
+    /// host groups only, the same for every host in those groups.
+    by_groups: HashMap<Vec<String>, Vec<u8>, foldhash::fast::RandomState>,
 }
 
 impl Places {
@@ -98,14 +101,30 @@ impl Places {
         let takes = &mut self.takes[inst * filters..(inst + 1) * filters];
         let per_host = quotas.hosts_filter_count();
         let hosts = &mut self.hosts[i.host * per_host..(i.host + 1) * per_host];
+        let answer = |hf: usize| match quotas.hosts_filter_takes(hf as u32, &place) {
+            true => 1,
+            false => 2,
+        };
+        if !self.by_groups.contains_key(&host.groups) {
+            let row = (0..per_host)
+                .map(|hf| match quotas.hosts_filter_by_groups(hf as u32) {
+                    true => answer(hf),
+                    false => 0,
+                })
+                .collect();
+            self.by_groups.insert(host.groups.clone(), row);
+        }
+        if let Some(row) = self.by_groups.get(&host.groups) {
+            for (h, &known) in hosts.iter_mut().zip(row) {
+                if *h == 0 {
+                    *h = known;
+                }
+            }
+        }
         for (id, t) in takes.iter_mut().enumerate() {
             let hf = quotas.place_hosts(id as u32) as usize;
             if hosts[hf] == 0 {
-                hosts[hf] = if quotas.hosts_filter_takes(hf as u32, &place) {
-                    1
-                } else {
-                    2
-                };
+                hosts[hf] = answer(hf);
             }
             *t = hosts[hf] == 1 && quotas.queues_filter_takes(id as u32, &place);
         }
