@@ -41,6 +41,11 @@ fn read_frame(s: &mut UnixStream) -> Result<Vec<u8>, ConnError> {
 
 /// Send one request to the daemon of `$GANTRY_HOME` and wait for the answer.
 pub fn request(req: &ToMaster) -> Result<FromMaster, ConnError> {
+    Ok(decode(&request_bytes(req)?)?)
+}
+
+/// The same, the answer left encoded (to decode in place).
+pub fn request_bytes(req: &ToMaster) -> Result<Vec<u8>, ConnError> {
     let path = socket_path(&client_home());
     let mut stream = UnixStream::connect(&path).map_err(|source| ConnError::Connect {
         path: path.clone(),
@@ -59,5 +64,5 @@ pub fn request(req: &ToMaster) -> Result<FromMaster, ConnError> {
             return Err(ConnError::VersionMismatch(message))
         }
     }
-    Ok(decode(&read_frame(&mut stream)?)?)
+    read_frame(&mut stream)
 }

@@ -129,6 +129,28 @@ pub fn ask(req: &gantry_proto::ToMaster) -> Result<gantry_proto::FromMaster, Out
     }
 }
 
+/// A `qstat` listing's encoded answer, asked for with `req`; its rows are decoded in
+/// place with [`jobs_in`].
+pub fn ask_jobs(req: &gantry_proto::ToMaster) -> Result<Vec<u8>, Output> {
+    conn::request_bytes(req).map_err(|e| Output::fail(e.to_string(), exit::FAILURE))
+}
+
+/// The rows of a listing's answer, borrowed from it; a refusal or any other answer as
+/// [`ask`] reports it.
+pub fn jobs_in(bytes: &[u8]) -> Result<Vec<gantry_proto::JobViewRef<'_>>, Output> {
+    match gantry_proto::decode_jobs_answer(bytes) {
+        Ok(Ok(rows)) => Ok(rows),
+        Ok(Err(gantry_proto::FromMaster::Refused(r))) => {
+            Err(Output::fail(r.message, exit::for_refusal(r.kind)))
+        }
+        Ok(Err(other)) => Err(unexpected(&other)),
+        Err(e) => Err(Output::fail(
+            conn::ConnError::from(e).to_string(),
+            exit::FAILURE,
+        )),
+    }
+}
+
 /// Send a request whose answer the command prints on standard output, refusals included,
 /// as SGE's `qdel`, `qrdel` and `qrsub` do: each item of the answer on a line of its own
 /// (exit status 1 if any was refused), what was done, a verification, or the refusal.

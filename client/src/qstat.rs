@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 
-use gantry_proto::{FromMaster, JobState, JobView, ToMaster};
+use gantry_proto::{FromMaster, JobState, JobViewRef, ToMaster};
 
 use crate::dates::local_time;
 use crate::opts::{opt, Arity, OptSpec};
@@ -41,7 +41,7 @@ fn prior(p: i32) -> String {
 }
 
 #[cfg(test)]
-fn job_line(j: &JobView, with_queue: bool) -> String {
+fn job_line(j: &JobViewRef, with_queue: bool) -> String {
     let mut out = String::new();
     Rows::default().push(&mut out, j, with_queue);
     out
@@ -61,7 +61,7 @@ impl Rows {
     /// `"{:>7} {prior} {:<10.10} {:<12.12} {:<5} {when}[ {:<30}] {:>5} {tasks}"`, written
     /// field by field (the formatting machinery's padding was most of a long listing's
     /// time).
-    fn push(&mut self, out: &mut String, j: &JobView, with_queue: bool) {
+    fn push(&mut self, out: &mut String, j: &JobViewRef, with_queue: bool) {
         let p = j.priority;
         if self.prior.as_ref().is_none_or(|(q, _)| *q != p) {
             self.prior = Some((p, prior(p)));
@@ -76,23 +76,23 @@ impl Rows {
         let tasks = if j.tasks.is_empty() {
             "       "
         } else {
-            &j.tasks
+            j.tasks
         };
         let mut digits = [0u8; 20];
         pad_left(out, decimal(j.job_id, &mut digits), 7);
         out.push(' ');
         out.push_str(prior);
         out.push(' ');
-        pad_right(out, j.name.as_str(), 10, true);
+        pad_right(out, j.name, 10, true);
         out.push(' ');
-        pad_right(out, j.owner.as_str(), 12, true);
+        pad_right(out, j.owner, 12, true);
         out.push(' ');
         pad_right(out, j.state_letters(), 5, false);
         out.push(' ');
         out.push_str(when);
         if with_queue {
             out.push(' ');
-            pad_right(out, j.queue.as_deref().unwrap_or(""), 30, false);
+            pad_right(out, j.queue.unwrap_or(""), 30, false);
         }
         out.push(' ');
         pad_left(out, decimal(u64::from(j.slots), &mut digits), 5);
@@ -136,7 +136,7 @@ fn pad_right(out: &mut String, s: &str, width: usize, cut: bool) {
 }
 
 /// The `-r` lines under a job.
-fn resource_lines(j: &JobView) -> String {
+fn resource_lines(j: &JobViewRef) -> String {
     let mut s = format!("       Full jobname:     {}\n", j.name);
     if let Some(q) = &j.queue {
         s.push_str(&format!("       Master Queue:     {q}\n"));
@@ -162,7 +162,7 @@ fn resource_lines(j: &JobView) -> String {
     s
 }
 
-pub fn render_qstat(jobs: &[JobView]) -> String {
+pub fn render_qstat(jobs: &[JobViewRef]) -> String {
     if jobs.is_empty() {
         return String::new();
     }
@@ -177,7 +177,7 @@ pub fn render_qstat(jobs: &[JobView]) -> String {
 }
 
 /// Default output with `-r`.
-pub fn render_qstat_r(jobs: &[JobView]) -> String {
+pub fn render_qstat_r(jobs: &[JobViewRef]) -> String {
     if jobs.is_empty() {
         return String::new();
     }
@@ -199,7 +199,7 @@ const PENDING_BANNER: &str = "\n################################################
 /// is empty), or `None` without `-F`.
 pub fn render_qstat_f(
     hosts: &gantry_proto::HostReport,
-    jobs: &[JobView],
+    jobs: &[JobViewRef],
     resources: bool,
     offered: Option<&[String]>,
 ) -> String {
@@ -222,9 +222,9 @@ pub fn render_qstat_f(
     instances.sort_by(|a, b| a.0.cmp(&b.0));
     // The running jobs by queue instance, in their order: looked up per instance, not
     // searched for among every job.
-    let mut running: HashMap<&str, Vec<&JobView>> = HashMap::new();
+    let mut running: HashMap<&str, Vec<&JobViewRef>> = HashMap::new();
     for j in jobs {
-        if let Some(q) = j.queue.as_deref() {
+        if let Some(q) = j.queue {
             running.entry(q).or_default().push(j);
         }
     }
@@ -266,7 +266,7 @@ pub fn render_qstat_f(
             }
         }
     }
-    let pending: Vec<&JobView> = jobs.iter().filter(|j| j.queue.is_none()).collect();
+    let pending: Vec<&JobViewRef> = jobs.iter().filter(|j| j.queue.is_none()).collect();
     if !pending.is_empty() {
         out.push_str(PENDING_BANNER);
         for j in pending {
@@ -281,7 +281,7 @@ pub fn render_qstat_f(
 
 const QSTAT_XMLNS: &str = "xmlns:xsd=\"http://arc.liv.ac.uk/repos/darcs/sge/source/dist/util/resources/schemas/qstat/qstat.xsd\"";
 
-fn xml_job(x: &mut crate::xml::Xml, indent: usize, j: &JobView, with_queue: bool) {
+fn xml_job(x: &mut crate::xml::Xml, indent: usize, j: &JobViewRef, with_queue: bool) {
     let running = j.queue.is_some();
     x.open(
         indent,
@@ -291,8 +291,8 @@ fn xml_job(x: &mut crate::xml::Xml, indent: usize, j: &JobView, with_queue: bool
     let i = indent + 2;
     x.element(i, "JB_job_number", &[], &j.job_id.to_string());
     x.element(i, "JAT_prio", &[], &prior(j.priority));
-    x.element(i, "JB_name", &[], &j.name);
-    x.element(i, "JB_owner", &[], &j.owner);
+    x.element(i, "JB_name", &[], j.name);
+    x.element(i, "JB_owner", &[], j.owner);
     x.element(i, "state", &[], j.state_letters());
     let iso = |t: i64| local_time(t, "%Y-%m-%dT%H:%M:%S");
     match j.start_time {
@@ -300,17 +300,17 @@ fn xml_job(x: &mut crate::xml::Xml, indent: usize, j: &JobView, with_queue: bool
         None => x.element(i, "JB_submission_time", &[], &iso(j.submit_time)),
     }
     if with_queue {
-        x.element(i, "queue_name", &[], j.queue.as_deref().unwrap_or(""));
+        x.element(i, "queue_name", &[], j.queue.unwrap_or(""));
     }
     x.element(i, "slots", &[], &j.slots.to_string());
     if !j.tasks.is_empty() {
-        x.element(i, "tasks", &[], &j.tasks);
+        x.element(i, "tasks", &[], j.tasks);
     }
     x.close(indent, "job_list");
 }
 
 /// `qstat -xml` (and with `-f`, the queue instances).
-pub fn render_qstat_xml(hosts: Option<&gantry_proto::HostReport>, jobs: &[JobView]) -> String {
+pub fn render_qstat_xml(hosts: Option<&gantry_proto::HostReport>, jobs: &[JobViewRef]) -> String {
     let mut x = crate::xml::Xml::new();
     x.open_raw(0, "job_info ", QSTAT_XMLNS);
     x.open(2, "queue_info", &[]);
@@ -341,10 +341,7 @@ pub fn render_qstat_xml(hosts: Option<&gantry_proto::HostReport>, jobs: &[JobVie
                     if !q.states.is_empty() {
                         x.element(6, "state", &[], &q.states);
                     }
-                    for j in jobs
-                        .iter()
-                        .filter(|j| j.queue.as_deref() == Some(name.as_str()))
-                    {
+                    for j in jobs.iter().filter(|j| j.queue == Some(name.as_str())) {
                         xml_job(&mut x, 6, j, false);
                     }
                     x.close(4, "Queue-List");
@@ -696,19 +693,31 @@ pub fn qstat(args: &[String]) -> Output {
             Err(out) => out,
         };
     }
-    let mut jobs = match crate::ask(&ToMaster::ShowJobs { users }) {
-        Ok(FromMaster::Jobs(j)) => j,
-        Ok(other) => return crate::unexpected(&other),
+    // The rows are decoded in place, borrowed from the answers' bytes.
+    let listed = match crate::ask_jobs(&ToMaster::ShowJobs { users }) {
+        Ok(bytes) => bytes,
         Err(out) => return out,
     };
-    if p.arg("-s").is_some_and(|s| s.contains('z')) {
-        let users: Vec<String> = match p.arg("-u") {
-            Some(u) => u.split(',').map(str::to_string).collect(),
-            None => vec![caller_name()],
-        };
-        match crate::ask(&ToMaster::ShowFinishedJobs { users }) {
-            Ok(FromMaster::Jobs(z)) => jobs.extend(z),
-            Ok(other) => return crate::unexpected(&other),
+    let mut jobs = match crate::jobs_in(&listed) {
+        Ok(j) => j,
+        Err(out) => return out,
+    };
+    let finished = match p.arg("-s").is_some_and(|s| s.contains('z')) {
+        true => {
+            let users: Vec<String> = match p.arg("-u") {
+                Some(u) => u.split(',').map(str::to_string).collect(),
+                None => vec![caller_name()],
+            };
+            match crate::ask_jobs(&ToMaster::ShowFinishedJobs { users }) {
+                Ok(bytes) => bytes,
+                Err(out) => return out,
+            }
+        }
+        false => Vec::new(),
+    };
+    if !finished.is_empty() {
+        match crate::jobs_in(&finished) {
+            Ok(z) => jobs.extend(z),
             Err(out) => return out,
         }
     }
@@ -837,19 +846,19 @@ mod tests {
             for owner in owners {
                 for queue in queues {
                     n += 1;
-                    let j = JobView {
+                    let j = JobViewRef {
                         job_id: [1, 1234567, 12345678, u64::MAX][n as usize % 4],
-                        name: name.into(),
-                        owner: owner.into(),
+                        name,
+                        owner,
                         priority: (n as i32 * 97) % 2048 - 1023,
                         state: JobState::Pending {
                             held: n.is_multiple_of(2),
                         },
                         submit_time: 1_700_000_000 + n as i64,
                         start_time: None,
-                        queue: queue.map(str::to_string),
+                        queue,
                         slots: [1, 99999, 123456][n as usize % 3],
-                        tasks: ["", "7", "1-10000:1"][n as usize % 3].into(),
+                        tasks: ["", "7", "1-10000:1"][n as usize % 3],
                         hard_resources: vec![],
                         hold_jids: vec![],
                         is_array: !n.is_multiple_of(3),
@@ -858,7 +867,7 @@ mod tests {
                     let tasks = if j.tasks.is_empty() {
                         "       "
                     } else {
-                        &j.tasks
+                        j.tasks
                     };
                     let line = format!(
                         "{:>7} {} {:<10.10} {:<12.12} {:<5} {}",
@@ -872,7 +881,7 @@ mod tests {
                     for with_queue in [false, true] {
                         let mut want = line.clone();
                         if with_queue {
-                            want.push_str(&format!(" {:<30}", j.queue.as_deref().unwrap_or("")));
+                            want.push_str(&format!(" {:<30}", j.queue.unwrap_or("")));
                         }
                         want.push_str(&format!(" {:>5} {}\n", j.slots, tasks));
                         assert_eq!(job_line(&j, with_queue), want, "{j:?}");
@@ -916,18 +925,18 @@ mod tests {
         assert_eq!(render_qstat(&[]), "");
     }
 
-    fn job(id: u64, state: JobState, queue: Option<&str>, tasks: &str) -> JobView {
-        JobView {
+    fn job<'a>(id: u64, state: JobState, queue: Option<&'a str>, tasks: &'a str) -> JobViewRef<'a> {
+        JobViewRef {
             job_id: id,
-            name: "sleep".into(),
-            owner: "user1".into(),
+            name: "sleep",
+            owner: "user1",
             priority: 0,
             state,
             submit_time: 0,
             start_time: queue.map(|_| 0),
-            queue: queue.map(str::to_string),
+            queue,
             slots: 1,
-            tasks: tasks.into(),
+            tasks,
             hard_resources: vec![],
             hold_jids: vec![],
             is_array: !tasks.is_empty(),
@@ -1094,7 +1103,7 @@ mod tests {
             j.submit_time = submitted;
             jobs.push(j);
         }
-        jobs[1].queue = Some("all.q@vm".into());
+        jobs[1].queue = Some("all.q@vm");
         jobs[1].start_time = Some(30);
         let listed = render_qstat(&jobs);
         let alone: String = jobs.iter().map(|j| job_line(j, true)).collect();

@@ -499,6 +499,19 @@ pub fn encode<T: Serialize>(msg: &T) -> Result<Vec<u8>, ProtoError> {
     Ok(postcard::to_stdvec(msg)?)
 }
 
+/// Decode an answer that may be [`FromMaster::Jobs`]: a listing's rows borrowed from
+/// `bytes` (`Ok(Ok(rows))`), or any other answer whole (`Ok(Err(answer))`).
+pub fn decode_jobs_answer(
+    bytes: &[u8],
+) -> Result<Result<Vec<JobViewRef<'_>>, FromMaster>, ProtoError> {
+    let mut tag = encode(&FromMaster::Jobs(Vec::new()))?;
+    tag.pop();
+    Ok(match bytes.strip_prefix(tag.as_slice()) {
+        Some(rows) => Ok(decode(rows)?),
+        None => Err(decode(bytes)?),
+    })
+}
+
 /// Append one [`JobRow`] to `rows`, for [`encode_jobs_answer`].
 pub fn encode_job_row(row: &JobRow<'_>, rows: Vec<u8>) -> Result<Vec<u8>, ProtoError> {
     Ok(postcard::to_extend(row, rows)?)
@@ -534,6 +547,88 @@ pub fn decode_hello(bytes: &[u8]) -> Result<Hello, ProtoError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A listing decoded in place is the listing decoded whole, row for row; any other
+    /// answer comes back whole.
+    #[test]
+    fn a_jobs_answer_decodes_in_place() {
+        let view = |n: u64, queue: Option<&str>, res: usize| JobView {
+            job_id: n,
+            name: format!("job{n}"),
+            owner: "ünï".into(),
+            priority: -5,
+            state: JobState::Pending {
+                held: n.is_multiple_of(2),
+            },
+            submit_time: 10,
+            start_time: queue.map(|_| 20),
+            queue: queue.map(str::to_string),
+            slots: 4,
+            tasks: if n > 1 { "1-9:2".into() } else { String::new() },
+            hard_resources: (0..res)
+                .map(|r| (format!("attr{r}"), format!("{r}G")))
+                .collect(),
+            hold_jids: (0..res).map(|r| r.to_string()).collect(),
+            is_array: n > 1,
+            restarted: n == 3,
+        };
+        let views: Vec<JobView> = (0..200)
+            .map(|n| view(n, (n % 3 == 0).then_some("all.q@h1"), n as usize % 3))
+            .collect();
+        let bytes = encode(&FromMaster::Jobs(views.clone())).unwrap();
+        let Ok(Ok(rows)) = decode_jobs_answer(&bytes) else {
+            panic!("not a listing");
+        };
+        assert_eq!(rows.len(), views.len());
+        for (row, view) in rows.iter().zip(&views) {
+            assert_eq!(
+                (row.job_id, row.name, row.owner, row.priority, row.state),
+                (
+                    view.job_id,
+                    view.name.as_str(),
+                    view.owner.as_str(),
+                    view.priority,
+                    view.state
+                )
+            );
+            assert_eq!(
+                (row.submit_time, row.start_time, row.slots, row.tasks),
+                (
+                    view.submit_time,
+                    view.start_time,
+                    view.slots,
+                    view.tasks.as_str()
+                )
+            );
+            assert_eq!(
+                (row.is_array, row.restarted),
+                (view.is_array, view.restarted)
+            );
+            assert_eq!(row.queue, view.queue.as_deref());
+            let pairs: Vec<(&str, &str)> = view
+                .hard_resources
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_str()))
+                .collect();
+            assert_eq!(row.hard_resources, pairs);
+            assert_eq!(
+                row.hold_jids,
+                view.hold_jids
+                    .iter()
+                    .map(String::as_str)
+                    .collect::<Vec<_>>()
+            );
+            assert_eq!(row.state_letters(), view.state_letters());
+        }
+        let refused = FromMaster::Refused(Refusal {
+            kind: RefusalKind::Denied,
+            message: "no".into(),
+        });
+        match decode_jobs_answer(&encode(&refused).unwrap()) {
+            Ok(Err(answer)) => assert_eq!(answer, refused),
+            other => panic!("{other:?}"),
+        }
+    }
 
     /// A listing encoded row by row is the listing encoded whole, however many rows
     /// (the list's length takes one byte up to 127, more after).

@@ -793,6 +793,40 @@ pub struct JobView {
     pub restarted: bool,
 }
 
+/// A [`JobView`] decoded in place: its strings borrowed from the answer's bytes, so a
+/// client listing tens of thousands of rows makes no string per field (see
+/// [`crate::decode_jobs_answer`]).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct JobViewRef<'a> {
+    pub job_id: u64,
+    pub name: &'a str,
+    pub owner: &'a str,
+    pub priority: i32,
+    pub state: JobState,
+    pub submit_time: i64,
+    pub start_time: Option<i64>,
+    pub queue: Option<&'a str>,
+    pub slots: u32,
+    pub tasks: &'a str,
+    #[serde(borrow)]
+    pub hard_resources: Vec<(&'a str, &'a str)>,
+    #[serde(borrow)]
+    pub hold_jids: Vec<&'a str>,
+    pub is_array: bool,
+    pub restarted: bool,
+}
+
+impl JobViewRef<'_> {
+    /// The row's state as `qstat` prints it.
+    pub fn state_letters(&self) -> &'static str {
+        if self.restarted {
+            self.state.letters_restarted()
+        } else {
+            self.state.letters()
+        }
+    }
+}
+
 /// A [`JobView`] made of what the master's job table holds, borrowed: it encodes
 /// exactly as the `JobView` it stands for, so that a listing of tens of thousands of
 /// rows is encoded without copying each job's strings into a row first (see

@@ -630,17 +630,33 @@ async fn show_jobs_off_thread(
     users: Vec<String>,
 ) -> Option<Answer> {
     let users = users_with_caller(&users, &caller.user);
+    let asked = std::time::Instant::now();
     // As many lists made at once as there are cores: a flood of `qstat`s waits here
     // (before the jobs are taken: each list is of the jobs when its turn came) instead
     // of holding a list of every job per request in memory at once.
     let _turn = views_turns().acquire().await.ok()?;
+    let turn = asked.elapsed();
     let (image, started) = match cluster.send(JobsForViews { caller }).await.ok()? {
         Ok(parts) => parts,
         Err(refused) => return Some(Answer::Message(Box::new(refused))),
     };
-    let encoded = tokio::task::spawn_blocking(move || image.encoded_views(&users, &started))
-        .await
-        .ok()?;
+    let taken = asked.elapsed();
+    let encoded = tokio::task::spawn_blocking(move || {
+        let from = std::time::Instant::now();
+        (image.encoded_views(&users, &started), from.elapsed())
+    })
+    .await
+    .ok();
+    let (encoded, made) = encoded?;
+    // Where a listing's time went: waiting for a turn, for the actor, making the rows.
+    tracing::debug!(
+        turn_micros = turn.as_micros() as u64,
+        actor_micros = (taken - turn).as_micros() as u64,
+        made_micros = made.as_micros() as u64,
+        total_micros = asked.elapsed().as_micros() as u64,
+        bytes = encoded.as_ref().map_or(0, Vec::len),
+        "jobs listed"
+    );
     Some(match encoded {
         Ok(bytes) => Answer::Encoded(bytes),
         Err(e) => Answer::Message(Box::new(FromMaster::Refused(Refusal {
