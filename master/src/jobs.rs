@@ -644,6 +644,53 @@ pub struct JobsImage {
     threshold_suspended: Arc<std::collections::BTreeSet<(u64, u32)>>,
 }
 
+/// Does a listing of `users` (all: empty, or `*`) show the jobs of `owner`?
+fn wanted(users: &[String], owner: &str) -> bool {
+    users.is_empty() || users.iter().any(|u| u == "*" || u == owner)
+}
+
+/// The encoded rows of the jobs whose rows depend on nothing but the job (nothing of it
+/// placed, no `-hold_jid`), kept from one `qstat` listing to the next, so that a listing
+/// encodes again only the jobs that changed since. A job is told unchanged by its `Arc`:
+/// the cache holds a `Weak` of the one it encoded, so no other job can take its address
+/// and no one can change it in place (`Arc::make_mut` moves a value that has `Weak`s).
+#[derive(Debug, Default)]
+pub struct ListingCache {
+    /// In job id order (the job table's).
+    entries: Vec<CachedJob>,
+    /// The owners' names, indexed by [`CachedJob::owner`].
+    owners: Vec<String>,
+    /// Every entry's rows, one after another.
+    rows: Vec<u8>,
+}
+
+#[derive(Debug)]
+struct CachedJob {
+    id: u64,
+    job: std::sync::Weak<Job>,
+    owner: u32,
+    /// How many rows, in `rows[start..end]`.
+    count: usize,
+    start: usize,
+    end: usize,
+}
+
+impl ListingCache {
+    /// Keep an entry of the last cache, with its rows.
+    fn keep(&mut self, e: &CachedJob, rows: &[u8]) {
+        let start = self.rows.len();
+        self.rows.extend_from_slice(rows);
+        self.entries.push(CachedJob {
+            id: e.id,
+            job: e.job.clone(),
+            owner: e.owner,
+            count: e.count,
+            start,
+            end: self.rows.len(),
+        });
+    }
+}
+
 impl JobsImage {
     /// Is a job id or name still in the system (for `-hold_jid`)?
     fn predecessor_active(&self, reference: &str) -> bool {
@@ -663,32 +710,111 @@ impl JobsImage {
         running
     }
 
-    /// The encoding of [`gantry_proto::FromMaster::Jobs`] with the rows [`JobsImage::views`] makes,
-    /// encoded from the job table as they are made (no row is copied out of it first).
+    /// The encoding of [`gantry_proto::FromMaster::Jobs`] with the rows
+    /// [`JobsImage::views`] makes, encoded from the job table as they are made (no row
+    /// is copied out of it first).
     pub fn encoded_views(
         &self,
         users: &[String],
         started: &HashSet<(u64, u32)>,
     ) -> Result<Vec<u8>, gantry_proto::ProtoError> {
+        Ok(self.encoded_views_with(users, started, None)?.0)
+    }
+
+    /// The same, with the rows of every job that has not changed since `cache` was made
+    /// taken from it; and the cache for the next listing.
+    pub fn encoded_views_with(
+        &self,
+        users: &[String],
+        started: &HashSet<(u64, u32)>,
+        cache: Option<&ListingCache>,
+    ) -> Result<(Vec<u8>, ListingCache), gantry_proto::ProtoError> {
+        let empty = ListingCache::default();
+        let cache = cache.unwrap_or(&empty);
+        let mut next = ListingCache {
+            entries: Vec::with_capacity(cache.entries.len()),
+            owners: cache.owners.clone(),
+            rows: Vec::with_capacity(cache.rows.len()),
+        };
+        let mut owner_ids: HashMap<String, u32> = (0..)
+            .zip(&next.owners)
+            .map(|(n, o)| (o.clone(), n))
+            .collect();
+        let owner_wanted: Vec<bool> = cache.owners.iter().map(|o| wanted(users, o)).collect();
         let (mut running, mut pending) = (Vec::new(), Vec::new());
         let mut count = 0;
         let mut failed = None;
-        self.rows(users, started, |row| {
-            let into = match row.queue {
-                Some(_) => &mut running,
-                None => &mut pending,
-            };
-            match gantry_proto::encode_job_row(&row, std::mem::take(into)) {
-                Ok(rows) => *into = rows,
-                Err(e) => failed = Some(e),
+        let mut encode = |row: &JobRow<'_>, into: &mut Vec<u8>| match gantry_proto::encode_job_row(
+            row,
+            std::mem::take(into),
+        ) {
+            Ok(rows) => *into = rows,
+            Err(e) => failed = Some(e),
+        };
+        let mut old = cache.entries.iter().peekable();
+        for (&id, job) in self.jobs.iter() {
+            while old.next_if(|e| e.id < id).is_some() {}
+            let same = old
+                .next_if(|e| e.id == id)
+                .filter(|e| e.job.as_ptr() == Arc::as_ptr(job));
+            if let Some(e) = same {
+                let rows = &cache.rows[e.start..e.end];
+                if owner_wanted[e.owner as usize] {
+                    pending.extend_from_slice(rows);
+                    count += e.count;
+                }
+                next.keep(e, rows);
+                continue;
             }
-            count += 1;
-        });
+            let wanted = wanted(users, &job.owner.user);
+            // A job's rows depend on nothing but the job when nothing of it is placed
+            // (running tasks' states come from elsewhere) and it waits for no other job.
+            if job.tasks.placed().next().is_some() || !job.spec.hold_jids.is_empty() {
+                if wanted {
+                    self.job_rows(job, started, &mut |row| {
+                        let into = match row.queue {
+                            Some(_) => &mut running,
+                            None => &mut pending,
+                        };
+                        encode(&row, into);
+                        count += 1;
+                    });
+                }
+                continue;
+            }
+            let start = next.rows.len();
+            let mut rows = 0;
+            self.job_rows(job, started, &mut |row| {
+                encode(&row, &mut next.rows);
+                rows += 1;
+            });
+            if wanted {
+                pending.extend_from_slice(&next.rows[start..]);
+                count += rows;
+            }
+            let owner = match owner_ids.get(&job.owner.user) {
+                Some(&n) => n,
+                None => {
+                    let n = next.owners.len() as u32;
+                    next.owners.push(job.owner.user.clone());
+                    owner_ids.insert(job.owner.user.clone(), n);
+                    n
+                }
+            };
+            next.entries.push(CachedJob {
+                id,
+                job: Arc::downgrade(job),
+                owner,
+                count: rows,
+                start,
+                end: next.rows.len(),
+            });
+        }
         if let Some(e) = failed {
             return Err(e);
         }
         running.extend_from_slice(&pending);
-        gantry_proto::encode_jobs_answer(count, &running)
+        Ok((gantry_proto::encode_jobs_answer(count, &running)?, next))
     }
 
     /// Each row of `users`' jobs, as [`JobsImage::views`] lists them (running tasks one
@@ -700,9 +826,20 @@ impl JobsImage {
         mut emit: impl FnMut(JobRow<'_>),
     ) {
         for job in self.jobs.values() {
-            if !users.is_empty() && !users.iter().any(|u| u == "*" || u == &job.owner.user) {
-                continue;
+            if wanted(users, &job.owner.user) {
+                self.job_rows(job, started, &mut emit);
             }
+        }
+    }
+
+    /// One job's rows.
+    fn job_rows<'j>(
+        &self,
+        job: &'j Job,
+        started: &HashSet<(u64, u32)>,
+        emit: &mut impl FnMut(JobRow<'j>),
+    ) {
+        {
             let base = |state: JobState, tasks: RowTasks| JobRow {
                 job_id: job.id,
                 name: &job.spec.name,
@@ -947,6 +1084,79 @@ mod tests {
                 (3, "hqw", ""),
             ]
         );
+    }
+
+    /// A listing that takes the unchanged jobs' rows from the last one's is the listing
+    /// made afresh, whatever changed in between: a job changed, removed, added, started,
+    /// held, waiting for another; and whoever lists (the cache keeps every owner's).
+    #[test]
+    fn a_listing_from_the_last_ones_rows_is_the_listing_made_afresh() {
+        use crate::synthetic::{job, running_on, submit};
+        let mut s = crate::synthetic::cluster(&[]);
+        for id in 1..=40 {
+            submit(
+                &mut s,
+                job(id, ["alice", "bob", "carol"][id as usize % 3], &[], &[]),
+            );
+        }
+        let started = HashSet::new();
+        let everyone: Vec<String> = Vec::new();
+        let (_, mut cache) = s
+            .jobs_image()
+            .encoded_views_with(&everyone, &started, None)
+            .unwrap();
+        type Change = Box<dyn Fn(&mut ClusterState)>;
+        let changes: Vec<Change> = vec![
+            Box::new(|_| {}),
+            Box::new(|s| {
+                let mut j = Job::clone(&s.jobs[&5]);
+                j.spec.name = "renamed".into();
+                submit(s, j);
+            }),
+            Box::new(|s| {
+                crate::state::ClusterState::apply(
+                    s,
+                    &crate::state::Op::Delete(crate::state::job_key(7)),
+                );
+            }),
+            Box::new(|s| submit(s, job(41, "dave", &[], &[]))),
+            Box::new(|s| {
+                let mut j = Job::clone(&s.jobs[&9]);
+                j.tasks.insert(1, running_on("all.q", "node1"));
+                submit(s, j);
+            }),
+            Box::new(|s| {
+                let mut j = Job::clone(&s.jobs[&10]);
+                j.spec.hold = true;
+                submit(s, j);
+            }),
+            Box::new(|s| {
+                let mut j = Job::clone(&s.jobs[&11]);
+                j.spec.hold_jids = vec!["12".into()];
+                submit(s, j);
+            }),
+            Box::new(|s| {
+                crate::state::ClusterState::apply(
+                    s,
+                    &crate::state::Op::Delete(crate::state::job_key(12)),
+                );
+            }),
+        ];
+        for (n, change) in changes.iter().enumerate() {
+            change(&mut s);
+            let image = s.jobs_image();
+            for users in [vec![], vec!["alice".to_string()], vec!["dave".to_string()]] {
+                let afresh = image.encoded_views(&users, &started).unwrap();
+                let (cached, _) = image
+                    .encoded_views_with(&users, &started, Some(&cache))
+                    .unwrap();
+                assert_eq!(cached, afresh, "change {n}, {users:?}");
+            }
+            cache = image
+                .encoded_views_with(&everyone, &started, Some(&cache))
+                .unwrap()
+                .1;
+        }
     }
 
     #[test]

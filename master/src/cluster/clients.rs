@@ -7,7 +7,7 @@ use actix::prelude::*;
 use gantry_proto::{Caller, FromMaster, Refusal, RefusalKind, ToMaster};
 use tracing::{error, info, warn};
 
-use crate::jobs::{JobsImage, TaskState};
+use crate::jobs::{JobsImage, ListingCache, TaskState};
 
 use super::*;
 
@@ -643,7 +643,16 @@ async fn show_jobs_off_thread(
     let taken = asked.elapsed();
     let encoded = tokio::task::spawn_blocking(move || {
         let from = std::time::Instant::now();
-        (image.encoded_views(&users, &started), from.elapsed())
+        let last = listings().lock().ok().and_then(|last| last.clone());
+        let encoded = image
+            .encoded_views_with(&users, &started, last.as_deref())
+            .map(|(bytes, next)| {
+                if let Ok(mut last) = listings().lock() {
+                    *last = Some(Arc::new(next));
+                }
+                bytes
+            });
+        (encoded, from.elapsed())
     })
     .await
     .ok();
@@ -664,6 +673,14 @@ async fn show_jobs_off_thread(
             message: format!("error: the job list could not be encoded: {e}"),
         }))),
     })
+}
+
+/// The rows of the last `qstat` listing made, for the next to take the rows of the jobs
+/// that did not change since (see [`ListingCache`]).
+fn listings() -> &'static std::sync::Mutex<Option<Arc<ListingCache>>> {
+    static LAST: std::sync::OnceLock<std::sync::Mutex<Option<Arc<ListingCache>>>> =
+        std::sync::OnceLock::new();
+    LAST.get_or_init(Default::default)
 }
 
 /// The turns at making `qstat`'s rows: one per core.
