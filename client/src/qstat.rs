@@ -119,20 +119,42 @@ fn decimal(mut n: u64, buf: &mut [u8; 20]) -> &str {
 
 /// `s` right-aligned in `width` columns (`{:>width}`): never cut.
 fn pad_left(out: &mut String, s: &str, width: usize) {
-    let chars = s.chars().count();
-    out.extend(std::iter::repeat_n(' ', width.saturating_sub(chars)));
+    spaces(out, width.saturating_sub(columns(s)));
     out.push_str(s);
 }
 
 /// `s` left-aligned in `width` columns (`{:<width}`), cut at `width` characters when
 /// `cut` (`{:<width.width}`).
 fn pad_right(out: &mut String, s: &str, width: usize, cut: bool) {
-    let (shown, chars) = match s.char_indices().nth(width) {
-        Some((end, _)) if cut => (&s[..end], width),
-        _ => (s, s.chars().count()),
+    let (shown, chars) = match s.is_ascii() {
+        true if cut && s.len() > width => (&s[..width], width),
+        true => (s, s.len()),
+        false => match s.char_indices().nth(width) {
+            Some((end, _)) if cut => (&s[..end], width),
+            _ => (s, s.chars().count()),
+        },
     };
     out.push_str(shown);
-    out.extend(std::iter::repeat_n(' ', width.saturating_sub(chars)));
+    spaces(out, width.saturating_sub(chars));
+}
+
+/// How many characters `s` has (as `format!` counts them for padding).
+fn columns(s: &str) -> usize {
+    match s.is_ascii() {
+        true => s.len(),
+        false => s.chars().count(),
+    }
+}
+
+/// Append `n` spaces.
+fn spaces(out: &mut String, n: usize) {
+    const SPACES: &str = "                                ";
+    let mut left = n;
+    while left > 0 {
+        let now = left.min(SPACES.len());
+        out.push_str(&SPACES[..now]);
+        left -= now;
+    }
 }
 
 /// The `-r` lines under a job.
@@ -166,7 +188,9 @@ pub fn render_qstat(jobs: &[JobViewRef]) -> String {
     if jobs.is_empty() {
         return String::new();
     }
-    let mut out = String::from("job-ID  prior   name       user         state submit/start at     queue                          slots ja-task-ID \n");
+    // A line is 113 columns and more: room for all of them at once.
+    let mut out = String::with_capacity(120 * (jobs.len() + 2));
+    out.push_str("job-ID  prior   name       user         state submit/start at     queue                          slots ja-task-ID \n");
     out.push_str(&"-".repeat(113));
     out.push('\n');
     let mut rows = Rows::default();
