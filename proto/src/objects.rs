@@ -725,6 +725,14 @@ impl JobState {
         self == JobState::Pending { held: true }
     }
 
+    /// A row's letters: [`JobState::letters_restarted`] for a task that runs again.
+    pub fn letters_of_row(self, restarted: bool) -> &'static str {
+        match restarted {
+            true => self.letters_restarted(),
+            false => self.letters(),
+        }
+    }
+
     /// SGE's letters for a task that runs again (after a host failure or a migration):
     /// `R` in SGE's place for it (`job_get_state_string`), and no `w` (`Rq`, `hRq`,
     /// `Rr`, `dRr`).
@@ -746,11 +754,7 @@ impl JobState {
 impl JobView {
     /// The row's state as `qstat` prints it.
     pub fn state_letters(&self) -> &'static str {
-        if self.restarted {
-            self.state.letters_restarted()
-        } else {
-            self.state.letters()
-        }
+        self.state.letters_of_row(self.restarted)
     }
 }
 
@@ -819,11 +823,7 @@ pub struct JobViewRef<'a> {
 impl JobViewRef<'_> {
     /// The row's state as `qstat` prints it.
     pub fn state_letters(&self) -> &'static str {
-        if self.restarted {
-            self.state.letters_restarted()
-        } else {
-            self.state.letters()
-        }
+        self.state.letters_of_row(self.restarted)
     }
 }
 
