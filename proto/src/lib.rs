@@ -13,8 +13,10 @@ use serde::{Deserialize, Serialize};
 
 pub mod frame;
 pub mod objects;
+pub mod rows;
 
 pub use objects::*;
+pub use rows::*;
 
 /// The protocol version. Both daemons and every client speak exactly one version; peers
 /// with another version are refused with a message naming both.

@@ -1,0 +1,487 @@
+//! `qstat`'s listing: the rows of the job table, made and encoded off the actor's
+//! thread, and the rows kept from one listing to the next.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use gantry_proto::{JobRow, JobState, JobView, QueueAt, RowTasks};
+
+use super::{task_ranges, Job, TaskState};
+
+/// The parts of the state `qstat`'s rows are made of: shared with the state (each an
+/// `Arc` the state changes copy-on-write), so taking one costs three reference counts
+/// and the rows can be made off the actor's thread.
+#[derive(Debug, Clone)]
+pub struct JobsImage {
+    pub(super) jobs: Arc<gantry_sched::view::JobTable>,
+    pub(super) suspended_queues: Arc<HashSet<(String, String)>>,
+    pub(super) threshold_suspended: Arc<std::collections::BTreeSet<(u64, u32)>>,
+}
+
+/// Does a listing of `users` (all: empty, or `*`) show the jobs of `owner`?
+fn wanted(users: &[String], owner: &str) -> bool {
+    users.is_empty() || users.iter().any(|u| u == "*" || u == owner)
+}
+
+/// The encoded rows of the jobs whose rows depend on nothing but the job (nothing of it
+/// placed, no `-hold_jid`), kept from one `qstat` listing to the next, so that a listing
+/// encodes again only the jobs that changed since. A job is told unchanged by its `Arc`:
+/// the cache holds a `Weak` of the one it encoded, so no other job can take its address
+/// and no one can change it in place (`Arc::make_mut` moves a value that has `Weak`s).
+#[derive(Debug, Default)]
+pub struct ListingCache {
+    /// In job id order (the job table's).
+    entries: Vec<CachedJob>,
+    /// The owners' names, indexed by [`CachedJob::owner`].
+    owners: Vec<String>,
+    /// Every entry's rows, one after another.
+    rows: Vec<u8>,
+}
+
+#[derive(Debug)]
+struct CachedJob {
+    id: u64,
+    job: std::sync::Weak<Job>,
+    owner: u32,
+    /// How many rows, in `rows[start..end]`.
+    count: usize,
+    start: usize,
+    end: usize,
+}
+
+impl ListingCache {
+    /// Keep an entry of the last cache, with its rows.
+    fn keep(&mut self, e: &CachedJob, rows: &[u8]) {
+        let start = self.rows.len();
+        self.rows.extend_from_slice(rows);
+        self.entries.push(CachedJob {
+            id: e.id,
+            job: e.job.clone(),
+            owner: e.owner,
+            count: e.count,
+            start,
+            end: self.rows.len(),
+        });
+    }
+}
+
+impl JobsImage {
+    /// Is a job id or name still in the system (for `-hold_jid`)?
+    fn predecessor_active(&self, reference: &str) -> bool {
+        gantry_sched::view::predecessor_active(&self.jobs, reference)
+    }
+
+    /// The rows of `users`' jobs (all: empty, or `*`); `started`: the tasks whose execd
+    /// reported them started.
+    pub fn views(&self, users: &[String], started: &HashSet<(u64, u32)>) -> Vec<JobView> {
+        let mut running = Vec::new();
+        let mut pending = Vec::new();
+        self.rows(users, started, |row| match row.queue {
+            Some(_) => running.push(row.to_view()),
+            None => pending.push(row.to_view()),
+        });
+        running.extend(pending);
+        running
+    }
+
+    /// The encoding of [`gantry_proto::FromMaster::Jobs`] with the rows
+    /// [`JobsImage::views`] makes, encoded from the job table as they are made (no row
+    /// is copied out of it first).
+    pub fn encoded_views(
+        &self,
+        users: &[String],
+        started: &HashSet<(u64, u32)>,
+    ) -> Result<Vec<u8>, gantry_proto::ProtoError> {
+        Ok(self.encoded_views_with(users, started, None)?.0)
+    }
+
+    /// The same, with the rows of every job that has not changed since `cache` was made
+    /// taken from it; and the cache for the next listing.
+    pub fn encoded_views_with(
+        &self,
+        users: &[String],
+        started: &HashSet<(u64, u32)>,
+        cache: Option<&ListingCache>,
+    ) -> Result<(Vec<u8>, ListingCache), gantry_proto::ProtoError> {
+        let empty = ListingCache::default();
+        let cache = cache.unwrap_or(&empty);
+        let mut next = ListingCache {
+            entries: Vec::with_capacity(cache.entries.len()),
+            owners: cache.owners.clone(),
+            rows: Vec::with_capacity(cache.rows.len()),
+        };
+        let mut owner_ids: HashMap<String, u32> = (0..)
+            .zip(&next.owners)
+            .map(|(n, o)| (o.clone(), n))
+            .collect();
+        let owner_wanted: Vec<bool> = cache.owners.iter().map(|o| wanted(users, o)).collect();
+        let (mut running, mut pending) = (Vec::new(), Vec::new());
+        let mut count = 0;
+        let mut failed = None;
+        let mut encode = |row: &JobRow<'_>, into: &mut Vec<u8>| match gantry_proto::encode_job_row(
+            row,
+            std::mem::take(into),
+        ) {
+            Ok(rows) => *into = rows,
+            Err(e) => failed = Some(e),
+        };
+        let mut old = cache.entries.iter().peekable();
+        for (&id, job) in self.jobs.iter() {
+            while old.next_if(|e| e.id < id).is_some() {}
+            let same = old
+                .next_if(|e| e.id == id)
+                .filter(|e| e.job.as_ptr() == Arc::as_ptr(job));
+            if let Some(e) = same {
+                let rows = &cache.rows[e.start..e.end];
+                if owner_wanted[e.owner as usize] {
+                    pending.extend_from_slice(rows);
+                    count += e.count;
+                }
+                next.keep(e, rows);
+                continue;
+            }
+            let wanted = wanted(users, &job.owner.user);
+            // A job's rows depend on nothing but the job when nothing of it is placed
+            // (running tasks' states come from elsewhere) and it waits for no other job.
+            if job.tasks.placed().next().is_some() || !job.spec.hold_jids.is_empty() {
+                if wanted {
+                    self.job_rows(job, started, &mut |row| {
+                        let into = match row.queue {
+                            Some(_) => &mut running,
+                            None => &mut pending,
+                        };
+                        encode(&row, into);
+                        count += 1;
+                    });
+                }
+                continue;
+            }
+            let start = next.rows.len();
+            let mut rows = 0;
+            self.job_rows(job, started, &mut |row| {
+                encode(&row, &mut next.rows);
+                rows += 1;
+            });
+            if wanted {
+                pending.extend_from_slice(&next.rows[start..]);
+                count += rows;
+            }
+            let owner = match owner_ids.get(&job.owner.user) {
+                Some(&n) => n,
+                None => {
+                    let n = next.owners.len() as u32;
+                    next.owners.push(job.owner.user.clone());
+                    owner_ids.insert(job.owner.user.clone(), n);
+                    n
+                }
+            };
+            next.entries.push(CachedJob {
+                id,
+                job: Arc::downgrade(job),
+                owner,
+                count: rows,
+                start,
+                end: next.rows.len(),
+            });
+        }
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        running.extend_from_slice(&pending);
+        Ok((gantry_proto::encode_jobs_answer(count, &running)?, next))
+    }
+
+    /// Each row of `users`' jobs, as [`JobsImage::views`] lists them (running tasks one
+    /// by one, pending tasks of a job together), borrowed from the job table.
+    fn rows(
+        &self,
+        users: &[String],
+        started: &HashSet<(u64, u32)>,
+        mut emit: impl FnMut(JobRow<'_>),
+    ) {
+        for job in self.jobs.values() {
+            if wanted(users, &job.owner.user) {
+                self.job_rows(job, started, &mut emit);
+            }
+        }
+    }
+
+    /// One job's rows.
+    fn job_rows<'j>(
+        &self,
+        job: &'j Job,
+        started: &HashSet<(u64, u32)>,
+        emit: &mut impl FnMut(JobRow<'j>),
+    ) {
+        {
+            let base = |state: JobState, tasks: RowTasks| JobRow {
+                job_id: job.id,
+                name: &job.spec.name,
+                owner: &job.owner.user,
+                priority: job.spec.priority,
+                state,
+                submit_time: job.submit_time,
+                start_time: None,
+                queue: None,
+                slots: 1,
+                tasks,
+                hard_resources: &job.spec.hard_resources,
+                hold_jids: &job.spec.hold_jids,
+                is_array: job.is_array(),
+                restarted: false,
+            };
+            let ranges = |tasks: &[u32]| match job.is_array() {
+                true => RowTasks::Ranges(task_ranges(tasks, job.spec.array.map_or(1, |r| r.step))),
+                false => RowTasks::None,
+            };
+            let mut failed: Vec<u32> = Vec::new();
+            for (task, t) in job.tasks.placed() {
+                match t {
+                    TaskState::Pending => {}
+                    TaskState::Error { .. } => failed.push(task),
+                    TaskState::Running {
+                        host,
+                        queue,
+                        start_time,
+                        grants,
+                        ..
+                    }
+                    | TaskState::Deleting {
+                        host,
+                        queue,
+                        start_time,
+                        grants,
+                        ..
+                    } => {
+                        let state = match t {
+                            TaskState::Deleting { .. } => JobState::Deleting,
+                            _ if job.suspended.contains(&task) => JobState::Suspended,
+                            _ if (!self.suspended_queues.is_empty()
+                                && self
+                                    .suspended_queues
+                                    .contains(&(queue.clone(), host.clone())))
+                                || self.threshold_suspended.contains(&(job.id, task)) =>
+                            {
+                                JobState::QueueSuspended
+                            }
+                            _ if started.contains(&(job.id, task)) => JobState::Running,
+                            _ => JobState::Transferring,
+                        };
+                        let mut row = base(
+                            state,
+                            if job.is_array() {
+                                RowTasks::One(task)
+                            } else {
+                                RowTasks::None
+                            },
+                        );
+                        row.start_time = Some(*start_time);
+                        row.restarted = job.restarted.contains_key(&task);
+                        row.queue = Some(QueueAt { queue, host });
+                        row.slots = grants.iter().map(|g| g.slots).sum::<u32>().max(1);
+                        emit(row);
+                    }
+                }
+            }
+            if job.tasks.has_pending() {
+                let held = job.spec.hold
+                    || job
+                        .spec
+                        .hold_jids
+                        .iter()
+                        .any(|r| self.predecessor_active(r));
+                // Tasks waiting to run again are a row of their own (`Rq`), as SGE
+                // groups tasks by state.
+                let pending_tasks = job.tasks.pending();
+                let again: Vec<u32> = job
+                    .restarted
+                    .keys()
+                    .copied()
+                    .filter(|t| pending_tasks.contains(*t))
+                    .collect();
+                let mut fresh = None;
+                if !again.is_empty() {
+                    let mut rest = pending_tasks.clone();
+                    for t in &again {
+                        rest.remove(*t);
+                    }
+                    fresh = Some(rest);
+                }
+                let fresh = fresh.as_ref().unwrap_or(pending_tasks);
+                if !fresh.is_empty() {
+                    let tasks = if job.is_array() {
+                        RowTasks::Ranges(fresh.ranges_text())
+                    } else {
+                        RowTasks::None
+                    };
+                    emit(base(JobState::Pending { held }, tasks));
+                }
+                if !again.is_empty() {
+                    let mut row = base(JobState::Pending { held }, ranges(&again));
+                    row.restarted = true;
+                    emit(row);
+                }
+            }
+            if !failed.is_empty() {
+                emit(base(JobState::Error, ranges(&failed)));
+            }
+        }
+    }
+}
+/// A finished job as `qstat -s z` shows it.
+pub fn zombie_view(job: &Job, end_time: i64) -> JobView {
+    JobView {
+        job_id: job.id,
+        name: job.spec.name.clone(),
+        owner: job.owner.user.clone(),
+        priority: job.spec.priority,
+        state: JobState::Zombie,
+        submit_time: job.submit_time,
+        start_time: Some(end_time),
+        queue: None,
+        slots: 1,
+        tasks: String::new(),
+        hard_resources: job.spec.hard_resources.clone(),
+        hold_jids: job.spec.hold_jids.clone(),
+        is_array: job.is_array(),
+        restarted: false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::state::ClusterState;
+
+    /// `qstat`'s listing encoded from the job table is the listing of its rows encoded
+    /// whole: running, transferring, suspended and deleting tasks, pending, held,
+    /// restarted and failed ones of arrays, plain jobs, and only the users asked for.
+    #[test]
+    fn the_encoded_listing_is_the_listing_of_its_rows() {
+        use crate::synthetic::{job, running_on, submit};
+        let mut s = crate::synthetic::cluster(&[]);
+        let mut plain = job(1, "alice", &[("h_rt", "60")], &[]);
+        plain.tasks.insert(1, running_on("all.q", "node1"));
+        submit(&mut s, plain);
+        let mut array = job(2, "bob", &[], &[]);
+        array.spec.array = Some(gantry_proto::TaskRange {
+            first: 1,
+            last: 9,
+            step: 2,
+        });
+        array.tasks = gantry_common::tasks::Tasks::array(1, 9, 2);
+        array.tasks.insert(1, running_on("all.q", "node1"));
+        array.tasks.insert(3, running_on("all.q", "node2"));
+        array
+            .tasks
+            .insert(5, TaskState::Error { reason: "x".into() });
+        array.restarted.insert(7, 1);
+        array.suspended.insert(3);
+        submit(&mut s, array);
+        let mut held = job(3, "alice", &[], &[]);
+        held.spec.hold = true;
+        held.spec.hold_jids = vec!["2".into()];
+        submit(&mut s, held);
+        let image = s.jobs_image();
+        let started: HashSet<(u64, u32)> = [(2, 1)].into_iter().collect();
+        for users in [vec![], vec!["alice".to_string()], vec!["*".to_string()]] {
+            let views = image.views(&users, &started);
+            assert!(!views.is_empty());
+            assert_eq!(
+                image.encoded_views(&users, &started).unwrap(),
+                gantry_proto::encode(&gantry_proto::FromMaster::Jobs(views)).unwrap(),
+                "{users:?}"
+            );
+        }
+        let all = image.views(&[], &started);
+        let states: Vec<(u64, &str, &str)> = all
+            .iter()
+            .map(|v| (v.job_id, v.state_letters(), v.tasks.as_str()))
+            .collect();
+        assert_eq!(
+            states,
+            [
+                (1, "t", ""),
+                (2, "r", "1"),
+                (2, "s", "3"),
+                (2, "qw", "9"),
+                (2, "Rq", "7"),
+                (2, "Eqw", "5"),
+                (3, "hqw", ""),
+            ]
+        );
+    }
+
+    /// A listing that takes the unchanged jobs' rows from the last one's is the listing
+    /// made afresh, whatever changed in between: a job changed, removed, added, started,
+    /// held, waiting for another; and whoever lists (the cache keeps every owner's).
+    #[test]
+    fn a_listing_from_the_last_ones_rows_is_the_listing_made_afresh() {
+        use crate::synthetic::{job, running_on, submit};
+        let mut s = crate::synthetic::cluster(&[]);
+        for id in 1..=40 {
+            submit(
+                &mut s,
+                job(id, ["alice", "bob", "carol"][id as usize % 3], &[], &[]),
+            );
+        }
+        let started = HashSet::new();
+        let everyone: Vec<String> = Vec::new();
+        let (_, mut cache) = s
+            .jobs_image()
+            .encoded_views_with(&everyone, &started, None)
+            .unwrap();
+        type Change = Box<dyn Fn(&mut ClusterState)>;
+        let changes: Vec<Change> = vec![
+            Box::new(|_| {}),
+            Box::new(|s| {
+                let mut j = Job::clone(&s.jobs[&5]);
+                j.spec.name = "renamed".into();
+                submit(s, j);
+            }),
+            Box::new(|s| {
+                crate::state::ClusterState::apply(
+                    s,
+                    &crate::state::Op::Delete(crate::state::job_key(7)),
+                );
+            }),
+            Box::new(|s| submit(s, job(41, "dave", &[], &[]))),
+            Box::new(|s| {
+                let mut j = Job::clone(&s.jobs[&9]);
+                j.tasks.insert(1, running_on("all.q", "node1"));
+                submit(s, j);
+            }),
+            Box::new(|s| {
+                let mut j = Job::clone(&s.jobs[&10]);
+                j.spec.hold = true;
+                submit(s, j);
+            }),
+            Box::new(|s| {
+                let mut j = Job::clone(&s.jobs[&11]);
+                j.spec.hold_jids = vec!["12".into()];
+                submit(s, j);
+            }),
+            Box::new(|s| {
+                crate::state::ClusterState::apply(
+                    s,
+                    &crate::state::Op::Delete(crate::state::job_key(12)),
+                );
+            }),
+        ];
+        for (n, change) in changes.iter().enumerate() {
+            change(&mut s);
+            let image = s.jobs_image();
+            for users in [vec![], vec!["alice".to_string()], vec!["dave".to_string()]] {
+                let afresh = image.encoded_views(&users, &started).unwrap();
+                let (cached, _) = image
+                    .encoded_views_with(&users, &started, Some(&cache))
+                    .unwrap();
+                assert_eq!(cached, afresh, "change {n}, {users:?}");
+            }
+            cache = image
+                .encoded_views_with(&everyone, &started, Some(&cache))
+                .unwrap()
+                .1;
+        }
+    }
+}
