@@ -11,7 +11,7 @@
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use gantry_master::sched::{KeptSnapshot, Time, Trigger};
-use gantry_master::synthetic::{connected, start};
+use gantry_master::synthetic::{connected, job, start, submit};
 
 mod common;
 use common::{build, scale_array, with_bulk, with_groups, with_quotas, with_reservations, JOBS};
@@ -48,6 +48,45 @@ fn bench(c: &mut Criterion) {
                 let image = s.image();
                 std::hint::black_box(kept.schedule(&image, Time::from_secs(0), &hosts));
             });
+            std::process::exit(0);
+        }
+        if kind == "full" || kind == "full_quota" {
+            // `benches/clients.sh`'s cell: 1,000 hosts full (4,000 tasks of one array
+            // running), 30,000 single jobs pending that fit nowhere; each measured cycle
+            // follows one more `qsub` (and every other one a host's load report), as
+            // there every submission asks for a cycle.
+            let mut s = scale_array(1000, kind == "full_quota");
+            let hosts = connected(&s);
+            let mut kept = KeptSnapshot::default();
+            let first = kept.schedule(&s.image(), Time::from_secs(0), &hosts);
+            for d in &first.dispatches {
+                start(&mut s, d.job_id, d.task_id, &d.queue, &d.host);
+            }
+            let mut next = 2;
+            let mut one_more = |s: &mut gantry_master::state::ClusterState| {
+                let mut j = job(next, "gtbench", &[], &[]);
+                j.spec.args = vec!["3600".into()];
+                submit(s, j);
+                next += 1;
+            };
+            for _ in 0..30_000 {
+                one_more(&mut s);
+            }
+            std::hint::black_box(kept.schedule(&s.image(), Time::from_secs(1), &hosts));
+            let host = "sim0500".to_string();
+            let report = s.runtime[&host].load_values.clone();
+            let mut n = 0;
+            measured_cycles(&kind, || {
+                one_more(&mut s);
+                if n % 2 == 1 {
+                    s.record_load(&host, report.clone(), Time::from_secs(1));
+                }
+                n += 1;
+                let image = s.image();
+                let d = kept.schedule(&image, Time::from_secs(1), &hosts);
+                assert!(d.dispatches.is_empty(), "the cluster is full");
+            });
+            eprintln!("{kind}: {:?}", kept.counters);
             std::process::exit(0);
         }
         if kind.starts_with("array") {
@@ -209,7 +248,12 @@ fn bench(c: &mut Criterion) {
 /// the cluster for `idle`.
 #[inline(never)]
 fn measured_cycles(kind: &str, mut cycle: impl FnMut()) {
-    for _ in 0..5 {
+    // `GANTRY_CYCLE_COUNT`: more than five (for a sampling profiler).
+    let count = std::env::var("GANTRY_CYCLE_COUNT")
+        .ok()
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(5);
+    for _ in 0..count {
         let t = std::time::Instant::now();
         cycle();
         if std::env::var("GANTRY_CYCLE_TIMES").is_ok() {

@@ -585,9 +585,7 @@ impl<'a> ClusterView<'a> {
     /// [`ClusterView::finish_snapshot`]).
     pub(crate) fn decide_on(&self, snap: &mut Snapshot, now: Time) -> Decisions {
         let dispatches = self.dispatch(snap, now);
-        let gates = std::mem::take(snap.gates.get_mut());
-        let quota_counters = gates.quota.as_ref().map_or(0, |q| q.usage.len());
-        snap.quota_places = gates.quota.map(|q| (q.quotas, q.places));
+        let quota_counters = snap.close_gates();
         // Immediate jobs are placed whole or not at all: one without a dispatch did not
         // start, whatever held it back.
         let started: HashSet<u64> = dispatches.iter().map(|d| d.job_id).collect();
@@ -632,12 +630,24 @@ impl<'a> ClusterView<'a> {
         self.dispatch_pass(snap, at, order, &mut pass, &mut out);
         if let Some(settled) = snap.settled.as_mut() {
             let adjustments = &snap.adjustments;
+            let settles =
+                |c: &Category| c.exhausted() && crate::settled::settles(&c.demand, adjustments);
+            let whole = pass
+                .categories
+                .values()
+                .all(|c| c.as_ref().is_some_and(settles))
+                && pass
+                    .ordered
+                    .iter()
+                    .flatten()
+                    .all(|j| j.spec.ar.is_none() && !j.spec.reserve);
             settled.note(
                 pass.categories
                     .values()
                     .flatten()
-                    .filter(|c| c.exhausted() && crate::settled::settles(&c.demand, adjustments))
+                    .filter(|c| settles(c))
                     .map(|c| c.job),
+                whole,
             );
         }
         out

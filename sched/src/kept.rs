@@ -101,6 +101,8 @@ pub struct KeptCounters {
     pub ledgers_begun: u64,
     /// Cycles that settled on the last one's outcome (see [`crate::settled`]).
     pub settled: u64,
+    /// Settled cycles that were quiet: nothing to decide, no pass over the jobs.
+    pub quiet: u64,
     /// Why the last cycle that did not settle looked at every category whole.
     pub unsettled: Option<Unsettled>,
 }
@@ -239,13 +241,34 @@ impl KeptSnapshot {
         }
         kept.snap.settled = Some(settled);
         kept.snap.calendar.begin_trial();
-        let decisions = view.decide_on(&mut kept.snap, now);
+        let quiet = how
+            .ok()
+            .and_then(|()| Settled::quiet_cycle(&mut kept.snap, &image.jobs, now));
+        let decisions = match quiet {
+            Some(quiet) => {
+                self.counters.quiet += 1;
+                let decisions = Decisions {
+                    quota_counters: kept.snap.close_gates(),
+                    ..Decisions::default()
+                };
+                kept.last = kept
+                    .snap
+                    .settled
+                    .take()
+                    .map(|s| s.quiet_aftermath(&view, &kept.snap, quiet));
+                decisions
+            }
+            None => {
+                let decisions = view.decide_on(&mut kept.snap, now);
+                kept.last = kept
+                    .snap
+                    .settled
+                    .take()
+                    .map(|s| s.aftermath(&view, &kept.snap, &decisions, &image.jobs, now));
+                decisions
+            }
+        };
         kept.snap.calendar.rollback();
-        kept.last = kept
-            .snap
-            .settled
-            .take()
-            .map(|s| s.aftermath(&view, &kept.snap, &decisions));
         kept.released_seen = kept.ledger.as_ref().map_or(0, |l| l.counters.released);
         self.kept = Some(kept);
         decisions

@@ -616,6 +616,15 @@ pub(crate) struct PeHold {
 }
 
 impl Snapshot {
+    /// The cycle's gates closed at its end: the quota places kept for the next cycle
+    /// under the same sets; how many quota usage counters the cycle used.
+    pub(crate) fn close_gates(&mut self) -> usize {
+        let gates = std::mem::take(self.gates.get_mut());
+        let quota_counters = gates.quota.as_ref().map_or(0, |q| q.usage.len());
+        self.quota_places = gates.quota.map(|q| (q.quotas, q.places));
+        quota_counters
+    }
+
     /// Slots of a parallel environment held over an interval: counted as used now
     /// when it has begun, kept for questions about times to come.
     pub(crate) fn hold_pe(&mut self, h: PeHold) {

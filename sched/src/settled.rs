@@ -20,17 +20,28 @@
 //! over several instances), categories that request a value the load adjustments
 //! change with time, cycles with group quotas, and a job that asks for a reservation
 //! (`-R y`, its category made whole again for it).
+//!
+//! A *quiet* cycle goes further: when the last cycle left every job it considered in
+//! a category without room (one that settles), and since then only jobs of such
+//! categories were added or changed (found by comparing the job tables, which share
+//! what did not change) and no category finds room on an instance where room may have
+//! come, the cycle decides nothing without passing over the pending jobs: a
+//! submission to a full cluster costs what was submitted, not the whole queue. Jobs
+//! that wait for a time (`-a`) or for other jobs (`-hold_jid`) in a category that has
+//! room left make the cycle whole when their time comes or another job changes.
 
 use std::collections::HashMap;
 use std::hash::BuildHasher;
 use std::sync::Arc;
 
 use gantry_common::job::Job;
+use imbl::ordmap::DiffItem;
 
 use crate::model::{Demand, Snapshot};
 use crate::place::category_key;
 use crate::quota::Quotas;
-use crate::view::ClusterView;
+use crate::time::Time;
+use crate::view::{ClusterView, JobTable};
 
 /// The hash categories are looked up by from one cycle to the next: fixed, as the key
 /// of a job of the last cycle is hashed again in this one.
@@ -51,6 +62,22 @@ pub(crate) struct Aftermath {
     weights: Vec<f64>,
     /// The quota sets the cycle counted under (None: none).
     quotas: Option<Arc<Quotas>>,
+    /// Whether the next cycle may be quiet, and what it compares with.
+    quiet: Option<Quiet>,
+}
+
+/// What a quiet cycle compares with: the last cycle left every job it considered
+/// without room.
+#[derive(Debug, Clone)]
+pub(crate) struct Quiet {
+    /// The job table the last cycle saw.
+    jobs: Arc<JobTable>,
+    /// The earliest start time (`-a`) of a pending job waiting for it whose category
+    /// was not left without room: the cycle at that second is whole.
+    next_start: Option<i64>,
+    /// A pending job waits for others (`-hold_jid`) and its category was not left
+    /// without room: a cycle after any other job changed or went is whole.
+    dependents: bool,
 }
 
 /// For one cycle on a kept snapshot: the categories the last cycle left without room,
@@ -64,6 +91,11 @@ pub(crate) struct Settled {
     pub(crate) loosened: Vec<bool>,
     /// The jobs of the categories left without room in this cycle, one each.
     noted: Vec<u64>,
+    /// Every job the dispatch pass took found its category without room (see
+    /// [`Settled::note`]).
+    whole: bool,
+    /// The last cycle's [`Quiet`], if it may be followed by a quiet one.
+    quiet: Option<Quiet>,
 }
 
 /// Why a cycle cannot settle on the last one's outcome, for tests and benchmarks.
@@ -106,9 +138,12 @@ impl Settled {
             .is_some_and(|jobs| jobs.iter().any(|j| category_key(j) == key))
     }
 
-    /// Note the categories a dispatch pass left without room (by a job of each).
-    pub(crate) fn note(&mut self, jobs: impl Iterator<Item = u64>) {
+    /// Note the categories a dispatch pass left without room (by a job of each);
+    /// `whole`: every job the pass took was in one of them, none in an advance
+    /// reservation or asking for a reservation.
+    pub(crate) fn note(&mut self, jobs: impl Iterator<Item = u64>, whole: bool) {
         self.noted.extend(jobs);
+        self.whole = whole;
     }
 
     /// Settle a cycle on the last one's outcome: `snap` judged and its bookings brought
@@ -126,6 +161,8 @@ impl Settled {
                 exhausted: HashMap::new(),
                 loosened: vec![true; snap.instances.len()],
                 noted: Vec::new(),
+                whole: false,
+                quiet: None,
             };
             (settled, Err(why))
         };
@@ -182,33 +219,160 @@ impl Settled {
             exhausted,
             loosened,
             noted: Vec::new(),
+            whole: false,
+            quiet: last.quiet,
         };
         (settled, Ok(()))
     }
 
+    /// A quiet cycle on `snap` (settled, judged, its gates open) for the job table
+    /// `jobs` at `now`: the [`Quiet`] for the next cycle when this one can decide
+    /// nothing (see the module's text), None when it is to pass over the jobs.
+    pub(crate) fn quiet_cycle(
+        snap: &mut Snapshot,
+        jobs: &Arc<JobTable>,
+        now: Time,
+    ) -> Option<Quiet> {
+        let settled = snap.settled.as_ref()?;
+        let last = settled.quiet.as_ref()?;
+        let next = Quiet {
+            jobs: jobs.clone(),
+            ..last.clone()
+        };
+        if next.next_start.is_some_and(|t| t <= now.secs()) {
+            return None;
+        }
+        for item in last.jobs.diff(jobs) {
+            let job = match item {
+                DiffItem::Remove(..) if next.dependents => return None,
+                DiffItem::Remove(..) => continue,
+                DiffItem::Update { .. } if next.dependents => return None,
+                DiffItem::Add(_, job) | DiffItem::Update { new: (_, job), .. } => job,
+            };
+            if !job.tasks.has_pending() {
+                continue;
+            }
+            if job.spec.immediate
+                || job.spec.ar.is_some()
+                || job.spec.reserve
+                || !job.spec.hold_jids.is_empty()
+                || !settled.still_exhausted(job)
+            {
+                return None;
+            }
+        }
+        // Room may have come on some instances: a category that finds it there makes
+        // the cycle whole (which then places the first of its jobs in order).
+        if settled.loosened.iter().any(|&l| l) {
+            let exemplars: Vec<Arc<Job>> = settled.exhausted.values().flatten().cloned().collect();
+            for (n, job) in exemplars.iter().enumerate() {
+                let Some(mut cat) = snap.category_in_cycle(job, n + 1) else {
+                    continue; // requests what the complex no longer has: placed nowhere
+                };
+                if snap.place_task(&mut cat).is_some() {
+                    return None;
+                }
+            }
+        }
+        Some(next)
+    }
+
+    /// What a quiet cycle leaves for the next: the categories still without room,
+    /// `quiet` from [`Settled::quiet_cycle`].
+    pub(crate) fn quiet_aftermath(
+        self,
+        view: &ClusterView,
+        snap: &Snapshot,
+        quiet: Quiet,
+    ) -> Aftermath {
+        Aftermath {
+            exhausted: self.exhausted.into_values().flatten().collect(),
+            placed_or_reserved: false,
+            unusable: unusable(snap),
+            weights: snap.hosts.iter().map(|h| h.weight).collect(),
+            quotas: view.quota_book.cycle_quotas(),
+            quiet: Some(quiet),
+        }
+    }
+
     /// What this cycle leaves for the next: `snap` as the cycle left it, `decisions`
-    /// what it decided.
+    /// what it decided, on the job table `jobs` at `now`.
     pub(crate) fn aftermath(
         self,
         view: &ClusterView,
         snap: &Snapshot,
         decisions: &crate::cycle::Decisions,
+        jobs: &Arc<JobTable>,
+        now: Time,
     ) -> Aftermath {
+        let exhausted: Vec<Arc<Job>> = self
+            .noted
+            .iter()
+            .filter_map(|id| view.jobs.get(id).cloned())
+            .collect();
+        let decided_nothing = decisions.dispatches.is_empty()
+            && decisions.reservations.is_empty()
+            && decisions.immediate_unplaced.is_empty();
+        let quiet = (self.whole && decided_nothing && snap.group_order.is_none())
+            .then(|| waiting(view, &exhausted, jobs, now))
+            .flatten();
         Aftermath {
-            exhausted: self
-                .noted
-                .iter()
-                .filter_map(|id| view.jobs.get(id).cloned())
-                .collect(),
+            exhausted,
             placed_or_reserved: !decisions.dispatches.is_empty()
                 || !decisions.reservations.is_empty(),
-            unusable: snap
-                .instances
-                .iter()
-                .map(|i| i.unusable.is_some())
-                .collect(),
+            unusable: unusable(snap),
             weights: snap.hosts.iter().map(|h| h.weight).collect(),
             quotas: view.quota_book.cycle_quotas(),
+            quiet,
         }
     }
+}
+
+/// Per queue instance: it takes no jobs at all.
+fn unusable(snap: &Snapshot) -> Vec<bool> {
+    snap.instances
+        .iter()
+        .map(|i| i.unusable.is_some())
+        .collect()
+}
+
+/// After a cycle that left every job it considered without room (`exhausted`, a job
+/// of each category): what the jobs it did not consider wait for, as a [`Quiet`] for
+/// the next cycle; None when one of them asks for what a quiet cycle does not look
+/// at (`-now y`, an advance reservation, a reservation).
+fn waiting(
+    view: &ClusterView,
+    exhausted: &[Arc<Job>],
+    jobs: &Arc<JobTable>,
+    now: Time,
+) -> Option<Quiet> {
+    let mut by_hash: HashMap<u64, Vec<&Job>> = HashMap::new();
+    for job in exhausted {
+        by_hash.entry(key_hash(job)).or_default().push(job);
+    }
+    let without_room = |job: &Job| {
+        let key = category_key(job);
+        by_hash
+            .get(&key_hash(job))
+            .is_some_and(|jobs| jobs.iter().any(|j| category_key(j) == key))
+    };
+    let mut quiet = Quiet {
+        jobs: jobs.clone(),
+        next_start: None,
+        dependents: false,
+    };
+    for job in view.jobs.values().filter(|j| j.tasks.has_pending()) {
+        if job.spec.immediate || job.spec.ar.is_some() || job.spec.reserve {
+            return None;
+        }
+        // Held: released by a change of the job itself, which the next cycle sees.
+        if job.spec.hold || view.eligible(job, now) || without_room(job) {
+            continue;
+        }
+        match job.spec.start_after.filter(|&t| t > now.secs()) {
+            Some(t) => quiet.next_start = Some(quiet.next_start.map_or(t, |n| n.min(t))),
+            None => quiet.dependents = true,
+        }
+    }
+    Some(quiet)
 }

@@ -49,6 +49,9 @@ fn cluster() -> Cluster {
     }
     c.put_queue(short);
     c.set_queue("short.q", "slots", "1");
+    for pe in gantry_common::pe::default_pes() {
+        c.put_pe(pe);
+    }
     let mut global =
         gantry_common::exechost::parse_exechost("hostname h0\ncomplex_values lic=8\n").unwrap();
     global.hostname = "global".into();
@@ -75,6 +78,13 @@ enum Op {
     /// Jobs are submitted: licences, scratch in G, h_rt in seconds or none, mem_free
     /// in G or none, how many alike.
     Submit(u8, u8, Option<u16>, Option<u8>, u8),
+    /// A job like [`Op::Submit`]'s that waits: held (`-h`), for a start time (`-a`,
+    /// seconds from now) or for the newest job (`-hold_jid`).
+    SubmitWaiting(u8, u8, Waits),
+    /// The oldest held job is released (`qrls`).
+    Release,
+    /// A parallel job (`-pe mpi N`) with licences.
+    SubmitParallel(u8, u8),
     /// The last cycle's decisions are committed.
     Commit,
     /// The oldest job ends.
@@ -85,6 +95,13 @@ enum Op {
     /// the user limit given), or none. Its first rule holds one host (by the limit) to
     /// one slot: sets differ in which rules take which queue instance.
     Quota(Option<u8>),
+}
+
+#[derive(Debug, Clone)]
+enum Waits {
+    Held,
+    StartAfter(u16),
+    Newest,
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -101,6 +118,14 @@ fn op() -> impl Strategy<Value = Op> {
                 (proptest::option::of(1..6u8), 1..4u8)
                     .prop_map(move |(m, n)| Op::Submit(l, s, t, m, n))
             }),
+        2 => (0..3u8, 0..6u8, prop_oneof![
+                Just(Waits::Held),
+                (1..300u16).prop_map(Waits::StartAfter),
+                Just(Waits::Newest),
+            ])
+            .prop_map(|(l, s, w)| Op::SubmitWaiting(l, s, w)),
+        1 => Just(Op::Release),
+        1 => (0..3u8, 2..6u8).prop_map(|(l, n)| Op::SubmitParallel(l, n)),
         3 => Just(Op::Commit),
         1 => Just(Op::End),
         2 => (0..400u16).prop_map(Op::Advance),
@@ -193,6 +218,37 @@ impl World {
                     self.next_id += 1;
                     let mut j = job(self.next_id, "alice", &hard, &[]);
                     j.submit_time = self.now.secs();
+                    c.put_job(j);
+                }
+            }
+            Op::SubmitWaiting(lic, scratch, ref waits) => {
+                let (lic, scratch) = (lic.to_string(), format!("{scratch}G"));
+                let hard = [("lic", lic.as_str()), ("scratch", scratch.as_str())];
+                let newest = c.jobs.keys().next_back().copied();
+                self.next_id += 1;
+                let mut j = job(self.next_id, "alice", &hard, &[]);
+                j.submit_time = self.now.secs();
+                match *waits {
+                    Waits::Held => j.spec.hold = true,
+                    Waits::StartAfter(s) => j.spec.start_after = Some(self.now.secs() + s as i64),
+                    Waits::Newest => {
+                        j.spec.hold_jids = newest.map(|id| id.to_string()).into_iter().collect()
+                    }
+                }
+                c.put_job(j);
+            }
+            Op::SubmitParallel(lic, slots) => {
+                let lic = lic.to_string();
+                self.next_id += 1;
+                let mut j = job(self.next_id, "alice", &[("lic", lic.as_str())], &[]);
+                j.submit_time = self.now.secs();
+                j.spec.pe = Some(("mpi".into(), slots.to_string()));
+                c.put_job(j);
+            }
+            Op::Release => {
+                if let Some(held) = c.jobs.values().find(|j| j.spec.hold) {
+                    let mut j = (**held).clone();
+                    j.spec.hold = false;
                     c.put_job(j);
                 }
             }
@@ -589,6 +645,73 @@ fn a_full_cluster_settles_and_only_what_changed_is_looked_at_again() {
     assert_eq!(decided, image.view().schedule(at, &connected));
     assert_eq!(decided.dispatches.len(), 1);
     assert_eq!(decided.dispatches[0].job_id, 15);
+}
+
+#[test]
+fn a_submission_to_a_full_cluster_is_a_quiet_cycle_unless_it_may_find_room() {
+    let mut c = cluster();
+    let connected = c.connected();
+    let at = Time::from_secs(0);
+    // 15 slots, 20 jobs alike.
+    for id in 1..=20 {
+        c.put_job(job(id, "alice", &[], &[]));
+    }
+    let mut kept = KeptSnapshot::default();
+    let mut image = c.image_after(None);
+    let first = kept.schedule(&image, at, &connected);
+    assert_eq!(first.dispatches.len(), 15);
+    commit_at(&mut c, &first.dispatches, at);
+    let mut cycle = |c: &mut Cluster, at: Time, quiet: bool| {
+        image = c.image_after(Some(&image));
+        let before = kept.counters.quiet;
+        let decided = kept.schedule(&image, at, &connected);
+        assert_eq!(decided, image.view().schedule(at, &connected));
+        assert_eq!(
+            kept.counters.quiet,
+            before + u64::from(quiet),
+            "quiet: {quiet}"
+        );
+        decided
+    };
+    // The cycle after the one that placed passes over the jobs, the next is quiet.
+    assert!(cycle(&mut c, at, false).dispatches.is_empty());
+    assert!(cycle(&mut c, at, true).dispatches.is_empty());
+    // A job alike: quiet. One of a category not seen before: a whole cycle, quiet again
+    // after it.
+    c.put_job(job(21, "alice", &[], &[]));
+    cycle(&mut c, at, true);
+    c.put_job(job(22, "bob", &[("mem_free", "1G")], &[]));
+    cycle(&mut c, at, false);
+    cycle(&mut c, at, true);
+    // A full host reports: nothing finds room there, quiet.
+    c.host_runtime(&host(2)).last_heard = Some(at);
+    cycle(&mut c, at, true);
+    // Held, then released: quiet both times (its category has no room).
+    let mut held = job(23, "alice", &[], &[]);
+    held.spec.hold = true;
+    c.put_job(held.clone());
+    cycle(&mut c, at, true);
+    held.spec.hold = false;
+    c.put_job(held);
+    cycle(&mut c, at, true);
+    // A job of a new category waiting for a start time: whole once, quiet until the
+    // time comes, whole then.
+    let mut later = job(24, "carol", &[], &[]);
+    later.spec.start_after = Some(60);
+    c.put_job(later);
+    cycle(&mut c, at, false);
+    cycle(&mut c, Time::from_secs(59), true);
+    cycle(&mut c, Time::from_secs(60), false);
+    // One waiting for job 1 to end, in a category with room (it asks for nothing
+    // another job asks): whole when job 1 ends.
+    let mut after = job(25, "dave", &[], &[]);
+    after.spec.hold_jids = vec!["1".into()];
+    c.put_job(after);
+    cycle(&mut c, at, false);
+    cycle(&mut c, at, true);
+    c.remove_job(1);
+    let decided = cycle(&mut c, at, false);
+    assert_eq!(decided.dispatches.len(), 1);
 }
 
 #[test]
