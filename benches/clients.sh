@@ -2,7 +2,8 @@
 # Many clients at once against a cell of N simulated hosts (issue 17, part 4): the
 # cluster full (4N tasks of one array running) and PENDING more jobs waiting, then
 # SUBMITTERS parallel loops of `qsub` and POLLERS parallel loops of `qstat` (all the
-# jobs: the one user owns them) for SECONDS seconds, every request a process of its own,
+# jobs: the one user owns them) for SECONDS seconds, each client a process of its own
+# and every request one it starts,
 # as users run them. Prints per kind how many requests, how many failed (non-zero exit
 # or no answer in 60 s), and their median, 95th percentile and longest time; the
 # master's RSS before, at its peak and after; and whether the master logged a refused
@@ -36,32 +37,51 @@ before=$(rss)
 from=$(wc -l < "$D/master.log")
 c0=$(cpu)
 as_user python3 - "$BIN" "$SUBMITTERS" "$POLLERS" "$SECONDS_" "$SUB" <<'PY'
-import os, subprocess, sys, threading, time
+import json, os, signal, sys, tempfile, time
 binary, submitters, pollers, seconds, sub = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]), sys.argv[5]
 kinds = {"qsub": [binary + "/qsub"] + sub.split() + ["sleep", "3600"], "qstat": [binary + "/qstat"]}
-results = {k: [] for k in kinds}
-lock = threading.Lock()
+quiet = [(os.POSIX_SPAWN_OPEN, fd, "/dev/null", os.O_WRONLY, 0) for fd in (1, 2)]
 end = time.monotonic() + seconds
-def client(kind):
+out = tempfile.mkdtemp()
+# Every client a process of its own (as users' shells are), not a thread of one
+# interpreter: the times are not the interpreter's lock's.
+def client(kind, n):
+    argv, results, child = kinds[kind], [], [0]
+    def expire(*_):
+        # A request still unanswered after 60 s counts as failed.
+        if child[0]:
+            os.kill(child[0], signal.SIGKILL)
+    signal.signal(signal.SIGALRM, expire)
     while time.monotonic() < end:
         t = time.monotonic()
-        p = subprocess.Popen(kinds[kind], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        child[0] = os.posix_spawn(argv[0], argv, os.environ, file_actions=quiet)
+        signal.alarm(60)
         # wait4: the request's own CPU time too (user and system), to tell computing
-        # from waiting; a request still unanswered after 60 s counts as failed.
-        timer = threading.Timer(60, p.kill)
-        timer.start()
-        _, status, usage = os.wait4(p.pid, 0)
-        timer.cancel()
+        # from waiting.
+        _, status, usage = os.wait4(child[0], 0)
+        signal.alarm(0)
         took = time.monotonic() - t
-        rc = os.waitstatus_to_exitcode(status)
-        with lock:
-            results[kind].append((took, rc, usage.ru_utime + usage.ru_stime))
-threads = [threading.Thread(target=client, args=("qsub",)) for _ in range(submitters)]
-threads += [threading.Thread(target=client, args=("qstat",)) for _ in range(pollers)]
-for t in threads:
-    t.start()
-for t in threads:
-    t.join()
+        results.append((took, os.waitstatus_to_exitcode(status), usage.ru_utime + usage.ru_stime))
+    with open(os.path.join(out, "%s.%d" % (kind, n)), "w") as f:
+        json.dump(results, f)
+clients = [("qsub", n) for n in range(submitters)] + [("qstat", n) for n in range(pollers)]
+pids = []
+for kind, n in clients:
+    pid = os.fork()
+    if pid == 0:
+        try:
+            client(kind, n)
+        finally:
+            os._exit(0)
+    pids.append(pid)
+for pid in pids:
+    os.waitpid(pid, 0)
+results = {k: [] for k in kinds}
+for kind, n in clients:
+    with open(os.path.join(out, "%s.%d" % (kind, n))) as f:
+        results[kind].extend(json.load(f))
+    os.unlink(os.path.join(out, "%s.%d" % (kind, n)))
+os.rmdir(out)
 for kind, rs in results.items():
     times = sorted(t for t, _, _ in rs)
     cpus = sorted(c for _, _, c in rs)
