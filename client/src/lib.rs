@@ -135,20 +135,22 @@ pub fn ask_jobs(req: &gantry_proto::ToMaster) -> Result<Vec<u8>, Output> {
     conn::request_bytes(req).map_err(|e| Output::fail(e.to_string(), exit::FAILURE))
 }
 
-/// The rows of a listing's answer, borrowed from it; a refusal or any other answer as
-/// [`ask`] reports it.
-pub fn jobs_in(bytes: &[u8]) -> Result<Vec<gantry_proto::JobViewRef<'_>>, Output> {
+/// The rows of a listing's answer, decoded as they are taken and borrowed from it; a
+/// refusal or any other answer as [`ask`] reports it.
+pub fn jobs_in(bytes: &[u8]) -> Result<gantry_proto::JobRows<'_>, Output> {
     match gantry_proto::decode_jobs_answer(bytes) {
         Ok(Ok(rows)) => Ok(rows),
         Ok(Err(gantry_proto::FromMaster::Refused(r))) => {
             Err(Output::fail(r.message, exit::for_refusal(r.kind)))
         }
         Ok(Err(other)) => Err(unexpected(&other)),
-        Err(e) => Err(Output::fail(
-            conn::ConnError::from(e).to_string(),
-            exit::FAILURE,
-        )),
+        Err(e) => Err(undecodable(e)),
     }
+}
+
+/// An answer that could not be decoded, as the command reports it.
+pub fn undecodable(e: gantry_proto::ProtoError) -> Output {
+    Output::fail(conn::ConnError::from(e).to_string(), exit::FAILURE)
 }
 
 /// Send a request whose answer the command prints on standard output, refusals included,

@@ -185,19 +185,54 @@ fn resource_lines(j: &JobViewRef) -> String {
 }
 
 pub fn render_qstat(jobs: &[JobViewRef]) -> String {
-    if jobs.is_empty() {
+    let mut out = Vec::new();
+    let rows = jobs.iter().map(|j| Ok(j.clone()));
+    if write_qstat(rows, |_| true, &mut out).is_err() {
         return String::new();
     }
-    // A line is 113 columns and more: room for all of them at once.
-    let mut out = String::with_capacity(120 * (jobs.len() + 2));
-    out.push_str("job-ID  prior   name       user         state submit/start at     queue                          slots ja-task-ID \n");
-    out.push_str(&"-".repeat(113));
-    out.push('\n');
-    let mut rows = Rows::default();
-    for j in jobs {
-        rows.push(&mut out, j, true);
+    String::from_utf8(out).unwrap_or_default()
+}
+
+/// The default listing of `rows` (those `shown`) written to `w` as they come, in
+/// pieces of about 64 KiB: nothing when none is shown. A row that cannot be decoded
+/// ends it with the error (what was written before stays). Errors writing are
+/// ignored, as for every command's output (see [`crate::Output::print`]).
+pub fn write_qstat<'a>(
+    rows: impl Iterator<Item = Result<JobViewRef<'a>, gantry_proto::ProtoError>>,
+    shown: impl Fn(&JobViewRef) -> bool,
+    w: &mut impl std::io::Write,
+) -> Result<(), gantry_proto::ProtoError> {
+    const PIECE: usize = 64 * 1024;
+    let mut out = String::with_capacity(PIECE + 1024);
+    let mut lines = Rows::default();
+    let mut any = false;
+    let mut ended = Ok(());
+    for row in rows {
+        let j = match row {
+            Ok(j) => j,
+            Err(e) => {
+                ended = Err(e);
+                break;
+            }
+        };
+        if !shown(&j) {
+            continue;
+        }
+        if !any {
+            any = true;
+            out.push_str("job-ID  prior   name       user         state submit/start at     queue                          slots ja-task-ID \n");
+            out.push_str(&"-".repeat(113));
+            out.push('\n');
+        }
+        lines.push(&mut out, &j, true);
+        if out.len() >= PIECE {
+            let _ = w.write_all(out.as_bytes());
+            out.clear();
+        }
     }
-    out
+    let _ = w.write_all(out.as_bytes());
+    let _ = w.flush();
+    ended
 }
 
 /// Default output with `-r`.
@@ -722,8 +757,8 @@ pub fn qstat(args: &[String]) -> Output {
         Ok(bytes) => bytes,
         Err(out) => return out,
     };
-    let mut jobs = match crate::jobs_in(&listed) {
-        Ok(j) => j,
+    let rows = match crate::jobs_in(&listed) {
+        Ok(rows) => rows,
         Err(out) => return out,
     };
     let finished = match p.arg("-s").is_some_and(|s| s.contains('z')) {
@@ -739,14 +774,16 @@ pub fn qstat(args: &[String]) -> Output {
         }
         false => Vec::new(),
     };
-    if !finished.is_empty() {
-        match crate::jobs_in(&finished) {
-            Ok(z) => jobs.extend(z),
+    let finished = match finished.is_empty() {
+        true => None,
+        false => match crate::jobs_in(&finished) {
+            Ok(z) => Some(z),
             Err(out) => return out,
-        }
-    }
-    if let Some(s) = p.arg("-s") {
-        jobs.retain(|j| {
+        },
+    };
+    let states = p.arg("-s");
+    let shown = |j: &JobViewRef| {
+        states.is_none_or(|s| {
             s.chars().any(|c| match c {
                 'p' => j.state.is_pending(),
                 'r' => j.state.is_running(),
@@ -754,7 +791,28 @@ pub fn qstat(args: &[String]) -> Output {
                 'z' => j.state == JobState::Zombie,
                 _ => false,
             })
-        });
+        })
+    };
+    let rows = rows.chain(finished.into_iter().flatten());
+    let listing_only = ["-json", "-xml", "-f", "-F", "-r"]
+        .iter()
+        .all(|o| !p.has(o));
+    if listing_only {
+        // Written as the rows are decoded: no list of tens of thousands of rows, nor
+        // their lines all at once, in between.
+        let mut stdout = std::io::stdout().lock();
+        return match write_qstat(rows, shown, &mut stdout) {
+            Ok(()) => Output::ok(String::new()),
+            Err(e) => crate::undecodable(e),
+        };
+    }
+    let mut jobs = Vec::new();
+    for row in rows {
+        match row {
+            Ok(j) if shown(&j) => jobs.push(j),
+            Ok(_) => {}
+            Err(e) => return crate::undecodable(e),
+        }
     }
     if p.has("-json") {
         let doc = serde_json::json!({ "jobs": jobs.iter().map(|j| serde_json::json!({
@@ -1133,6 +1191,57 @@ mod tests {
         let alone: String = jobs.iter().map(|j| job_line(j, true)).collect();
         assert!(listed.ends_with(&alone), "{listed}");
         assert_eq!(listed.lines().count(), jobs.len() + 2);
+    }
+
+    #[test]
+    fn a_long_listing_is_written_in_pieces_as_its_rows_are_decoded() {
+        use gantry_proto::{encode, FromMaster, JobView};
+        let view = |n: u64| JobView {
+            job_id: n,
+            name: format!("job{n}"),
+            owner: "user1".into(),
+            priority: 0,
+            state: match n % 3 {
+                0 => JobState::Running,
+                _ => JobState::Pending { held: n % 3 == 2 },
+            },
+            submit_time: n as i64,
+            start_time: n.is_multiple_of(3).then_some(n as i64),
+            queue: n.is_multiple_of(3).then(|| "all.q@vm".to_string()),
+            slots: 1,
+            tasks: String::new(),
+            hard_resources: vec![],
+            hold_jids: vec![],
+            is_array: false,
+            restarted: false,
+        };
+        // Over 64 KiB of lines: several pieces.
+        let bytes = encode(&FromMaster::Jobs((1..=2_000).map(view).collect())).unwrap();
+        let rows = || crate::jobs_in(&bytes).unwrap();
+        let whole = render_qstat(&rows().collect_all().unwrap());
+        assert!(whole.len() > 3 * 64 * 1024);
+        let mut written = Vec::new();
+        write_qstat(rows(), |_| true, &mut written).unwrap();
+        assert_eq!(String::from_utf8(written).unwrap(), whole);
+        // Only the rows shown; the header only when one is.
+        let mut held = Vec::new();
+        write_qstat(rows(), |j| j.state.is_held(), &mut held).unwrap();
+        let held = String::from_utf8(held).unwrap();
+        assert_eq!(
+            held.lines().count(),
+            2 + (1..=2_000).filter(|n| n % 3 == 2).count()
+        );
+        assert!(held.lines().skip(2).all(|l| l.contains(" hqw ")), "{held}");
+        let mut none = Vec::new();
+        write_qstat(rows(), |_| false, &mut none).unwrap();
+        assert!(none.is_empty());
+        // Cut short: the whole rows before are written, then the error.
+        let cut = &bytes[..bytes.len() - 5];
+        let mut partial = Vec::new();
+        assert!(write_qstat(crate::jobs_in(cut).unwrap(), |_| true, &mut partial).is_err());
+        let partial = String::from_utf8(partial).unwrap();
+        assert_eq!(partial.lines().count(), 2 + 1_999);
+        assert!(whole.starts_with(&partial));
     }
 
     #[test]

@@ -501,17 +501,60 @@ pub fn encode<T: Serialize>(msg: &T) -> Result<Vec<u8>, ProtoError> {
     Ok(postcard::to_stdvec(msg)?)
 }
 
-/// Decode an answer that may be [`FromMaster::Jobs`]: a listing's rows borrowed from
-/// `bytes` (`Ok(Ok(rows))`), or any other answer whole (`Ok(Err(answer))`).
-pub fn decode_jobs_answer(
-    bytes: &[u8],
-) -> Result<Result<Vec<JobViewRef<'_>>, FromMaster>, ProtoError> {
+/// Decode an answer that may be [`FromMaster::Jobs`]: a listing's rows, each decoded
+/// when it is taken and borrowed from `bytes` (`Ok(Ok(rows))`), or any other answer
+/// whole (`Ok(Err(answer))`).
+pub fn decode_jobs_answer(bytes: &[u8]) -> Result<Result<JobRows<'_>, FromMaster>, ProtoError> {
     let mut tag = encode(&FromMaster::Jobs(Vec::new()))?;
     tag.pop();
     Ok(match bytes.strip_prefix(tag.as_slice()) {
-        Some(rows) => Ok(decode(rows)?),
+        Some(rows) => {
+            let (left, rest) = postcard::take_from_bytes::<usize>(rows)?;
+            Ok(JobRows { left, rest })
+        }
         None => Err(decode(bytes)?),
     })
+}
+
+/// The rows of a listing, decoded one at a time (see [`decode_jobs_answer`]): a
+/// command can write each as it comes, with no list of them all in between.
+#[derive(Debug, Clone)]
+pub struct JobRows<'a> {
+    left: usize,
+    rest: &'a [u8],
+}
+
+impl<'a> JobRows<'a> {
+    /// Every row, in a list made to their number at once.
+    pub fn collect_all(self) -> Result<Vec<JobViewRef<'a>>, ProtoError> {
+        // Each row takes bytes: a count larger than those is not believed.
+        let mut all = Vec::with_capacity(self.left.min(self.rest.len()));
+        for row in self {
+            all.push(row?);
+        }
+        Ok(all)
+    }
+}
+
+impl<'a> Iterator for JobRows<'a> {
+    type Item = Result<JobViewRef<'a>, ProtoError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.left == 0 {
+            return None;
+        }
+        match postcard::take_from_bytes::<JobViewRef<'a>>(self.rest) {
+            Ok((row, rest)) => {
+                self.left -= 1;
+                self.rest = rest;
+                Some(Ok(row))
+            }
+            Err(e) => {
+                self.left = 0;
+                Some(Err(e.into()))
+            }
+        }
+    }
 }
 
 /// Append one [`JobRow`] to `rows`, for [`encode_jobs_answer`].
@@ -581,7 +624,16 @@ mod tests {
         let Ok(Ok(rows)) = decode_jobs_answer(&bytes) else {
             panic!("not a listing");
         };
+        let rows = rows.collect_all().unwrap();
         assert_eq!(rows.len(), views.len());
+        // Cut short: the row cut is an error, the rows before it are whole.
+        let Ok(Ok(cut)) = decode_jobs_answer(&bytes[..bytes.len() - 3]) else {
+            panic!("not a listing");
+        };
+        let decoded: Vec<_> = cut.collect();
+        assert_eq!(decoded.len(), views.len());
+        assert!(decoded[..views.len() - 1].iter().all(Result::is_ok));
+        assert!(decoded[views.len() - 1].is_err());
         for (row, view) in rows.iter().zip(&views) {
             assert_eq!(
                 (row.job_id, row.name, row.owner, row.priority, row.state),
