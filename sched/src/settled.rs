@@ -49,6 +49,30 @@ fn key_hash(job: &Job) -> u64 {
     foldhash::fast::FixedState::default().hash_one(category_key(job))
 }
 
+/// Jobs by the hash of their category's key.
+fn by_key_hash<J: std::ops::Deref<Target = Job>>(
+    jobs: impl IntoIterator<Item = J>,
+) -> HashMap<u64, Vec<J>> {
+    let mut by_hash: HashMap<u64, Vec<J>> = HashMap::new();
+    for job in jobs {
+        by_hash.entry(key_hash(&job)).or_default().push(job);
+    }
+    by_hash
+}
+
+/// Is `job` of the category of one of `jobs` (by [`by_key_hash`])?
+fn of_a_category_in<J: std::ops::Deref<Target = Job>>(
+    jobs: &HashMap<u64, Vec<J>>,
+    job: &Job,
+) -> bool {
+    if jobs.is_empty() {
+        return false;
+    }
+    let key = category_key(job);
+    jobs.get(&key_hash(job))
+        .is_some_and(|alike| alike.iter().any(|j| category_key(j) == key))
+}
+
 /// What a cycle on a kept snapshot leaves for the next one.
 #[derive(Debug, Default)]
 pub(crate) struct Aftermath {
@@ -129,13 +153,7 @@ pub(crate) fn settles(d: &Demand, adjustments: &[(usize, f64, String)]) -> bool 
 impl Settled {
     /// Did the last cycle leave this job's category without room?
     pub(crate) fn still_exhausted(&self, job: &Job) -> bool {
-        if self.exhausted.is_empty() {
-            return false;
-        }
-        let key = category_key(job);
-        self.exhausted
-            .get(&key_hash(job))
-            .is_some_and(|jobs| jobs.iter().any(|j| category_key(j) == key))
+        of_a_category_in(&self.exhausted, job)
     }
 
     /// Note the categories a dispatch pass left without room (by a job of each);
@@ -211,10 +229,7 @@ impl Settled {
             .zip(&last.unusable)
             .map(|(inst, &was)| host_loosened[inst.host] || (was && inst.unusable.is_none()))
             .collect();
-        let mut exhausted: HashMap<u64, Vec<Arc<Job>>> = HashMap::new();
-        for job in last.exhausted {
-            exhausted.entry(key_hash(&job)).or_default().push(job);
-        }
+        let exhausted = by_key_hash(last.exhausted);
         let settled = Settled {
             exhausted,
             loosened,
@@ -346,16 +361,8 @@ fn waiting(
     jobs: &Arc<JobTable>,
     now: Time,
 ) -> Option<Quiet> {
-    let mut by_hash: HashMap<u64, Vec<&Job>> = HashMap::new();
-    for job in exhausted {
-        by_hash.entry(key_hash(job)).or_default().push(job);
-    }
-    let without_room = |job: &Job| {
-        let key = category_key(job);
-        by_hash
-            .get(&key_hash(job))
-            .is_some_and(|jobs| jobs.iter().any(|j| category_key(j) == key))
-    };
+    let by_hash = by_key_hash(exhausted.iter().map(|j| &**j));
+    let without_room = |job: &Job| of_a_category_in(&by_hash, job);
     let mut quiet = Quiet {
         jobs: jobs.clone(),
         next_start: None,
