@@ -3,8 +3,11 @@
 
 use actix::Addr;
 use gantry_common::recent::{Recent, NAME_SERVICE_TTL};
+use std::io::Write;
+
 use gantry_net::transport::{
-    answer_accepted, answer_accepted_encoded, local_caller, read_frame, read_hello, TransportError,
+    accepted_before, accepted_with, answer_accepted, answer_accepted_encoded, local_caller,
+    read_frame, read_hello, TransportError,
 };
 use gantry_proto::{Caller, FromMaster, Refusal, RefusalKind, ToMaster, PROTOCOL_VERSION};
 use tokio::net::{UnixListener, UnixStream};
@@ -43,15 +46,51 @@ async fn handle(
     let (mut r, mut w) = stream.into_split();
     read_hello(&mut r, &mut w, PROTOCOL_VERSION, "the master").await?;
     let request: ToMaster = read_frame(&mut r).await?;
-    let reply = match caller {
-        Ok(caller) => crate::cluster::call(&cluster, caller, request).await,
-        Err(message) => Answer::Message(Box::new(refused(&message))),
+    let reply = match (caller, request) {
+        (Ok(caller), ToMaster::ShowJobs { users }) => {
+            // The listing is written by the thread that makes it, the socket blocking
+            // there (see `list_jobs_writing`); a refusal is small and written here.
+            let stream = r
+                .reunite(w)
+                .map_err(|_| std::io::Error::other("the socket's halves do not match"))?
+                .into_std()?;
+            stream.set_nonblocking(false)?;
+            stream.set_write_timeout(Some(LISTING_WRITE_TIMEOUT))?;
+            let mut writer = stream.try_clone()?;
+            let write = Box::new(move |payload: &[u8]| {
+                let written = accepted_before(PROTOCOL_VERSION, payload.len()).and_then(|head| {
+                    writer.write_all(&head)?;
+                    writer.write_all(payload)?;
+                    Ok(())
+                });
+                if let Err(e) = written {
+                    debug!("client connection: {e}");
+                }
+            });
+            let answer = crate::cluster::list_jobs_writing(&cluster, caller, users, write).await;
+            let mut stream = stream;
+            return match answer {
+                Answer::Sent => Ok(()),
+                Answer::Message(m) => Ok(stream.write_all(&accepted_with(PROTOCOL_VERSION, &m)?)?),
+                Answer::Encoded(bytes) => {
+                    stream.write_all(&accepted_before(PROTOCOL_VERSION, bytes.len())?)?;
+                    Ok(stream.write_all(&bytes)?)
+                }
+            };
+        }
+        (Ok(caller), request) => crate::cluster::call(&cluster, caller, request).await,
+        (Err(message), _) => Answer::Message(Box::new(refused(&message))),
     };
     match reply {
         Answer::Message(m) => answer_accepted(&mut w, PROTOCOL_VERSION, &m).await,
         Answer::Encoded(bytes) => answer_accepted_encoded(&mut w, PROTOCOL_VERSION, &bytes).await,
+        Answer::Sent => Ok(()),
     }
 }
+
+/// How long a listing's writer waits for a client that reads nothing before it gives
+/// up on it (a `qstat` reads its answer whole as it comes).
+const LISTING_WRITE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 fn refused(message: &str) -> FromMaster {
     FromMaster::Refused(Refusal {

@@ -23,7 +23,7 @@ mod execds;
 mod jobs;
 mod rate;
 
-pub use clients::{call, Answer, ClientCall, WaitJob};
+pub use clients::{call, list_jobs_writing, Answer, ClientCall, WaitJob};
 pub use execds::{ExecdJobs, Join, Load, Register, SessionEnded};
 
 /// A connected execd.

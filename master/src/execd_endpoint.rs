@@ -230,6 +230,8 @@ async fn relay(
     let _ = match reply {
         Answer::Message(m) => write_frame(&mut send, &m).await,
         Answer::Encoded(bytes) => write_encoded_frame(&mut send, &bytes).await,
+        // Only a local client's listing is written where it is made.
+        Answer::Sent => Ok(()),
     };
     let _ = send.finish();
 }

@@ -235,11 +235,16 @@ where
     W: AsyncWrite + Unpin,
     T: Serialize,
 {
+    w.write_all(&accepted_with(our_version, reply)?).await?;
+    Ok(())
+}
+
+/// The handshake's acceptance and the answer, as [`answer_accepted`] writes them.
+pub fn accepted_with<T: Serialize>(our_version: u32, reply: &T) -> Result<Vec<u8>, TransportError> {
     let mut out = Vec::new();
     push_frame(&mut out, &accepted(our_version))?;
     push_frame(&mut out, reply)?;
-    w.write_all(&out).await?;
-    Ok(())
+    Ok(out)
 }
 
 /// The same with the answer encoded already (its frame's payload).
@@ -251,12 +256,19 @@ pub async fn answer_accepted_encoded<W>(
 where
     W: AsyncWrite + Unpin,
 {
-    let mut out = Vec::new();
-    push_frame(&mut out, &accepted(our_version))?;
-    out.extend_from_slice(&length_prefix(payload.len()));
-    w.write_all(&out).await?;
+    w.write_all(&accepted_before(our_version, payload.len())?)
+        .await?;
     w.write_all(payload).await?;
     Ok(())
+}
+
+/// What goes before an answer of `len` bytes encoded already: the handshake's
+/// acceptance and the answer's length.
+pub fn accepted_before(our_version: u32, len: usize) -> Result<Vec<u8>, TransportError> {
+    let mut out = Vec::new();
+    push_frame(&mut out, &accepted(our_version))?;
+    out.extend_from_slice(&length_prefix(len));
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -541,17 +541,45 @@ pub fn not_scheduled() -> FromMaster {
 pub enum Answer {
     Message(Box<FromMaster>),
     Encoded(Vec<u8>),
+    /// Written to the client already (see [`list_jobs_writing`]).
+    Sent,
 }
+
+/// Writes a listing's encoded answer to its client, on the blocking thread that made it.
+pub type ListingWriter = Box<dyn FnOnce(&[u8]) + Send>;
 
 /// A client request, whatever its kind: waits are answered when the job ends.
 pub async fn call(cluster: &Addr<Cluster>, caller: Caller, request: ToMaster) -> Answer {
     if let ToMaster::ShowJobs { users } = request {
-        return match show_jobs_off_thread(cluster, caller, users).await {
-            Some(answer) => answer,
-            None => Answer::Message(Box::new(shutting_down())),
-        };
+        return list_jobs(cluster, caller, users, None).await;
     }
     Answer::Message(Box::new(call_message(cluster, caller, request).await))
+}
+
+/// `qstat` for a client on the master's host: its listing is written by the blocking
+/// thread that made it (`write`), not handed back to the thread that runs the actor,
+/// which then neither wakes for it nor feeds an answer of a megabyte to the socket piece
+/// by piece between other clients' requests. [`Answer::Sent`] when it was written;
+/// else the answer to send (a refusal).
+pub async fn list_jobs_writing(
+    cluster: &Addr<Cluster>,
+    caller: Caller,
+    users: Vec<String>,
+    write: ListingWriter,
+) -> Answer {
+    list_jobs(cluster, caller, users, Some(write)).await
+}
+
+async fn list_jobs(
+    cluster: &Addr<Cluster>,
+    caller: Caller,
+    users: Vec<String>,
+    write: Option<ListingWriter>,
+) -> Answer {
+    match show_jobs_off_thread(cluster, caller, users, write).await {
+        Some(answer) => answer,
+        None => Answer::Message(Box::new(shutting_down())),
+    }
 }
 
 fn shutting_down() -> FromMaster {
@@ -628,20 +656,21 @@ async fn show_jobs_off_thread(
     cluster: &Addr<Cluster>,
     caller: Caller,
     users: Vec<String>,
+    write: Option<ListingWriter>,
 ) -> Option<Answer> {
     let users = users_with_caller(&users, &caller.user);
     let asked = std::time::Instant::now();
     // As many lists made at once as there are cores: a flood of `qstat`s waits here
     // (before the jobs are taken: each list is of the jobs when its turn came) instead
     // of holding a list of every job per request in memory at once.
-    let _turn = views_turns().acquire().await.ok()?;
+    let turn_held = views_turns().acquire().await.ok()?;
     let turn = asked.elapsed();
     let (image, started) = match cluster.send(JobsForViews { caller }).await.ok()? {
         Ok(parts) => parts,
         Err(refused) => return Some(Answer::Message(Box::new(refused))),
     };
     let taken = asked.elapsed();
-    let encoded = tokio::task::spawn_blocking(move || {
+    tokio::task::spawn_blocking(move || {
         let from = std::time::Instant::now();
         let last = listings().lock().ok().and_then(|last| last.clone());
         let encoded = image
@@ -652,27 +681,40 @@ async fn show_jobs_off_thread(
                 }
                 bytes
             });
-        (encoded, from.elapsed())
+        // The next list may be made while this one is written.
+        drop(turn_held);
+        // Where a listing's time went: waiting for a turn, for the actor, making the
+        // rows (then, when written here, writing them).
+        let made = from.elapsed();
+        let made_at = asked.elapsed();
+        let answer = match (encoded, write) {
+            (Ok(bytes), Some(write)) => {
+                write(&bytes);
+                Err(bytes.len())
+            }
+            (Ok(bytes), None) => Ok(Answer::Encoded(bytes)),
+            (Err(e), _) => Ok(Answer::Message(Box::new(FromMaster::Refused(Refusal {
+                kind: RefusalKind::Internal,
+                message: format!("error: the job list could not be encoded: {e}"),
+            })))),
+        };
+        tracing::debug!(
+            turn_micros = turn.as_micros() as u64,
+            actor_micros = (taken - turn).as_micros() as u64,
+            made_micros = made.as_micros() as u64,
+            total_micros = made_at.as_micros() as u64,
+            written_micros = (asked.elapsed() - made_at).as_micros() as u64,
+            bytes = match &answer {
+                Ok(Answer::Encoded(bytes)) => bytes.len(),
+                Err(written) => *written,
+                Ok(_) => 0,
+            },
+            "jobs listed"
+        );
+        answer.unwrap_or(Answer::Sent)
     })
     .await
-    .ok();
-    let (encoded, made) = encoded?;
-    // Where a listing's time went: waiting for a turn, for the actor, making the rows.
-    tracing::debug!(
-        turn_micros = turn.as_micros() as u64,
-        actor_micros = (taken - turn).as_micros() as u64,
-        made_micros = made.as_micros() as u64,
-        total_micros = asked.elapsed().as_micros() as u64,
-        bytes = encoded.as_ref().map_or(0, Vec::len),
-        "jobs listed"
-    );
-    Some(match encoded {
-        Ok(bytes) => Answer::Encoded(bytes),
-        Err(e) => Answer::Message(Box::new(FromMaster::Refused(Refusal {
-            kind: RefusalKind::Internal,
-            message: format!("error: the job list could not be encoded: {e}"),
-        }))),
-    })
+    .ok()
 }
 
 /// The rows of the last `qstat` listing made, for the next to take the rows of the jobs
