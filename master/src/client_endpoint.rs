@@ -57,12 +57,24 @@ async fn handle(
             stream.set_nonblocking(false)?;
             stream.set_write_timeout(Some(LISTING_WRITE_TIMEOUT))?;
             let mut writer = stream.try_clone()?;
-            let write = Box::new(move |payload: &[u8]| {
-                let written = accepted_before(PROTOCOL_VERSION, payload.len()).and_then(|head| {
-                    writer.write_all(&head)?;
-                    writer.write_all(payload)?;
-                    Ok(())
-                });
+            let write = Box::new(move |made: Result<&[u8], String>| {
+                let written = match made {
+                    Ok(payload) => {
+                        accepted_before(PROTOCOL_VERSION, payload.len()).and_then(|head| {
+                            writer.write_all(&head)?;
+                            writer.write_all(payload)?;
+                            Ok(())
+                        })
+                    }
+                    Err(message) => {
+                        let refusal = FromMaster::Refused(Refusal {
+                            kind: RefusalKind::Internal,
+                            message,
+                        });
+                        accepted_with(PROTOCOL_VERSION, &refusal)
+                            .and_then(|bytes| Ok(writer.write_all(&bytes)?))
+                    }
+                };
                 if let Err(e) = written {
                     debug!("client connection: {e}");
                 }

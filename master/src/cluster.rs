@@ -21,6 +21,7 @@ use crate::store::Store;
 mod clients;
 mod execds;
 mod jobs;
+mod listings;
 mod rate;
 
 pub use clients::{call, list_jobs_writing, Answer, ClientCall, WaitJob};

@@ -7,7 +7,7 @@ use actix::prelude::*;
 use gantry_proto::{Caller, FromMaster, Refusal, RefusalKind, ToMaster};
 use tracing::{error, info, warn};
 
-use crate::jobs::{JobsImage, ListingCache, TaskState};
+use crate::jobs::{JobsImage, TaskState};
 
 use super::*;
 
@@ -545,8 +545,9 @@ pub enum Answer {
     Sent,
 }
 
-/// Writes a listing's encoded answer to its client, on the blocking thread that made it.
-pub type ListingWriter = Box<dyn FnOnce(&[u8]) + Send>;
+/// Writes a listing's encoded answer (or why it could not be made) to its client, on
+/// the blocking thread that made it.
+pub type ListingWriter = super::listings::Deliver;
 
 /// A client request, whatever its kind: waits are answered when the job ends.
 pub async fn call(cluster: &Addr<Cluster>, caller: Caller, request: ToMaster) -> Answer {
@@ -632,7 +633,7 @@ async fn call_message(cluster: &Addr<Cluster>, caller: Caller, request: ToMaster
 
 /// `qstat`'s jobs, wanted off the actor's thread.
 #[derive(Message)]
-#[rtype(result = "Result<(JobsImage, HashSet<(u64, u32)>), FromMaster>")]
+#[rtype(result = "Result<(u64, JobsImage, HashSet<(u64, u32)>), FromMaster>")]
 struct JobsForViews {
     caller: Caller,
 }
@@ -644,14 +645,20 @@ impl Handler<JobsForViews> for Cluster {
         if let Some(refused) = self.over_rate(&msg.caller) {
             return MessageResult(Err(refused));
         }
-        MessageResult(Ok((self.state.jobs_image(), self.started.clone())))
+        MessageResult(Ok((
+            super::listings::next_image(),
+            self.state.jobs_image(),
+            self.started.clone(),
+        )))
     }
 }
 
 /// `qstat`: the actor hands out what the rows are made of (the job table is shared, not
 /// copied) and they are made and encoded on a blocking thread, so that polling clients
 /// listing tens of thousands of jobs hold neither the actor (nor the thread that runs
-/// it and writes the answers) nor one another.
+/// it and writes the answers) nor one another; requests waiting at once share a listing
+/// (see [`super::listings`]). `write`: the listing is written where it is made (else it
+/// comes back as [`Answer::Encoded`]).
 async fn show_jobs_off_thread(
     cluster: &Addr<Cluster>,
     caller: Caller,
@@ -660,69 +667,46 @@ async fn show_jobs_off_thread(
 ) -> Option<Answer> {
     let users = users_with_caller(&users, &caller.user);
     let asked = std::time::Instant::now();
-    // As many lists made at once as there are cores: a flood of `qstat`s waits here
-    // (before the jobs are taken: each list is of the jobs when its turn came) instead
-    // of holding a list of every job per request in memory at once.
-    let turn_held = views_turns().acquire().await.ok()?;
-    let turn = asked.elapsed();
-    let (image, started) = match cluster.send(JobsForViews { caller }).await.ok()? {
+    let (seq, image, started) = match cluster.send(JobsForViews { caller }).await.ok()? {
         Ok(parts) => parts,
         Err(refused) => return Some(Answer::Message(Box::new(refused))),
     };
-    let taken = asked.elapsed();
-    tokio::task::spawn_blocking(move || {
-        let from = std::time::Instant::now();
-        let last = listings().lock().ok().and_then(|last| last.clone());
-        let encoded = image
-            .encoded_views_with(&users, &started, last.as_deref())
-            .map(|(bytes, next)| {
-                if let Ok(mut last) = listings().lock() {
-                    *last = Some(Arc::new(next));
-                }
-                bytes
+    let (deliver, answer) = match write {
+        Some(write) => (write, None),
+        None => {
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            let deliver: ListingWriter = Box::new(move |made: Result<&[u8], String>| {
+                let _ = tx.send(made.map(<[u8]>::to_vec));
             });
-        // The next list may be made while this one is written.
-        drop(turn_held);
-        // Where a listing's time went: waiting for a turn, for the actor, making the
-        // rows (then, when written here, writing them).
-        let made = from.elapsed();
-        let made_at = asked.elapsed();
-        let answer = match (encoded, write) {
-            (Ok(bytes), Some(write)) => {
-                write(&bytes);
-                Err(bytes.len())
-            }
-            (Ok(bytes), None) => Ok(Answer::Encoded(bytes)),
-            (Err(e), _) => Ok(Answer::Message(Box::new(FromMaster::Refused(Refusal {
-                kind: RefusalKind::Internal,
-                message: format!("error: the job list could not be encoded: {e}"),
-            })))),
-        };
-        tracing::debug!(
-            turn_micros = turn.as_micros() as u64,
-            actor_micros = (taken - turn).as_micros() as u64,
-            made_micros = made.as_micros() as u64,
-            total_micros = made_at.as_micros() as u64,
-            written_micros = (asked.elapsed() - made_at).as_micros() as u64,
-            bytes = match &answer {
-                Ok(Answer::Encoded(bytes)) => bytes.len(),
-                Err(written) => *written,
-                Ok(_) => 0,
-            },
-            "jobs listed"
-        );
-        answer.unwrap_or(Answer::Sent)
+            (deliver, Some(rx))
+        }
+    };
+    super::listings::enqueue(super::listings::Waiting {
+        seq,
+        image,
+        started,
+        users,
+        asked,
+        actor: asked.elapsed(),
+        deliver,
+    });
+    // As many listings made at once as there are cores; a turn makes those of every
+    // request waiting then, this one's too unless an earlier turn took it.
+    let turn = views_turns().acquire().await.ok()?;
+    tokio::task::spawn_blocking(super::listings::serve_waiting)
+        .await
+        .ok()?;
+    drop(turn);
+    let Some(answer) = answer else {
+        return Some(Answer::Sent);
+    };
+    Some(match answer.await.ok()? {
+        Ok(bytes) => Answer::Encoded(bytes),
+        Err(message) => Answer::Message(Box::new(FromMaster::Refused(Refusal {
+            kind: RefusalKind::Internal,
+            message,
+        }))),
     })
-    .await
-    .ok()
-}
-
-/// The rows of the last `qstat` listing made, for the next to take the rows of the jobs
-/// that did not change since (see [`ListingCache`]).
-fn listings() -> &'static std::sync::Mutex<Option<Arc<ListingCache>>> {
-    static LAST: std::sync::OnceLock<std::sync::Mutex<Option<Arc<ListingCache>>>> =
-        std::sync::OnceLock::new();
-    LAST.get_or_init(Default::default)
 }
 
 /// The turns at making `qstat`'s rows: one per core.
