@@ -101,14 +101,16 @@ tail -n +"$from" "$D/master.log" | sed -n 's/.*cycle done micros=\([0-9]*\).*/\1
     awk '{a[NR]=$1} END {if (NR) printf "cycles: %d, median %.1f ms, longest %.1f ms\n", NR, a[int((NR+1)/2)]/1000, a[NR]/1000}'
 # Where the master's part of each qstat went: waiting for a turn at making a list (one
 # per core at once), for the actor's answer, making and encoding the rows (medians).
-tail -n +"$from" "$D/master.log" | sed -n 's/.*jobs listed turn_micros=\([0-9]*\) actor_micros=\([0-9]*\) made_micros=\([0-9]*\) total_micros=\([0-9]*\) \(written_micros=\([0-9]*\) \)\{0,1\}bytes=\([0-9]*\).*/\1 \2 \3 \4 \7 \6/p' |
+tail -n +"$from" "$D/master.log" | sed -n 's/.*jobs listed turn_micros=\([0-9]*\) actor_micros=\([0-9]*\) made_micros=\([0-9]*\) total_micros=\([0-9]*\) \(written_micros=\([0-9]*\) \)\{0,1\}bytes=\([0-9]*\)\( batch=\([0-9]*\)\)\{0,1\}.*/\1 \2 \3 \4 \7 \6 \9/p' |
     python3 -c '
 import sys
 rows = [list(map(int, l.split())) for l in sys.stdin]
 if rows:
     med = lambda i: sorted(r[i] for r in rows)[len(rows) // 2]
     written = [r[5] for r in rows if len(r) > 5]
-    print("master per qstat (median of %d): turn %.1f ms, actor %.1f ms, rows made %.1f ms, in all %.1f ms; %.1f MB%s"
+    batch = [r[6] for r in rows if len(r) > 6]
+    print("master per qstat (median of %d): turn %.1f ms, actor %.1f ms, rows made %.1f ms, in all %.1f ms; %.1f MB%s%s"
           % (len(rows), med(0) / 1e3, med(1) / 1e3, med(2) / 1e3, med(3) / 1e3, med(4) / 1e6,
-             "; written by the thread that made them in %.1f ms" % (sorted(written)[len(written) // 2] / 1e3) if written else ""))'
+             "; written by the thread that made them in %.1f ms" % (sorted(written)[len(written) // 2] / 1e3) if written else "",
+             "; answered with %d others (median), %d listings made" % (sorted(batch)[len(batch) // 2] - 1, sum(1.0 / b for b in batch) + 0.5) if batch else ""))'
 echo "master: RSS $before MiB before, peak $peak MiB, $after MiB after; CPU $(awk -v c=$((c1 - c0)) -v hz="$hz" 'BEGIN {printf "%.1f", c / hz}') s; $refused refusals logged"

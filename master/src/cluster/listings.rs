@@ -113,7 +113,8 @@ pub(crate) fn serve_waiting() {
             })
             .map_err(|e| format!("error: the job list could not be encoded: {e}"));
         let made = from.elapsed();
-        for (asked, actor, deliver) in group {
+        let encoded = &encoded;
+        let one = move |(asked, actor, deliver): (Instant, Duration, Deliver)| {
             let waited = began.saturating_duration_since(asked + actor);
             let made_at = asked.elapsed();
             let bytes = encoded.as_ref().map_or(0, Vec::len);
@@ -131,7 +132,26 @@ pub(crate) fn serve_waiting() {
                 batch = size,
                 "jobs listed"
             );
-        }
+        };
+        // Each client reads its answer as it gets a core: written side by side, not one
+        // after another (the last one here).
+        let mut group = group;
+        let last = group.pop();
+        std::thread::scope(|scope| {
+            for request in group {
+                let spawned = std::thread::Builder::new()
+                    .name("qstat-writer".into())
+                    .spawn_scoped(scope, move || one(request));
+                if let Err(e) = spawned {
+                    tracing::error!(
+                        "cannot start a thread to write a job list ({e}): its client gets none"
+                    );
+                }
+            }
+            if let Some(request) = last {
+                one(request);
+            }
+        });
     }
 }
 
