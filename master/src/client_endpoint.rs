@@ -60,6 +60,7 @@ async fn handle(
             let write = Box::new(move |made: Result<&[u8], String>| {
                 let written = match made {
                     Ok(payload) => {
+                        room_for(&writer, payload.len());
                         accepted_before(PROTOCOL_VERSION, payload.len()).and_then(|head| {
                             writer.write_all(&head)?;
                             writer.write_all(payload)?;
@@ -97,6 +98,21 @@ async fn handle(
         Answer::Message(m) => answer_accepted(&mut w, PROTOCOL_VERSION, &m).await,
         Answer::Encoded(bytes) => answer_accepted_encoded(&mut w, PROTOCOL_VERSION, &bytes).await,
         Answer::Sent => Ok(()),
+    }
+}
+
+/// Let the socket take a whole answer of `len` bytes at once, so that its writer does
+/// not wait for the client to read one buffer's worth after another (each a wake-up of
+/// either side): as root beyond `net.core.wmem_max`, else up to it.
+fn room_for(socket: &std::os::unix::net::UnixStream, len: usize) {
+    use nix::sys::socket::{getsockopt, setsockopt, sockopt};
+    // The kernel counts each piece's own overhead against the buffer too.
+    let wanted = len.saturating_add(len / 4).saturating_add(64 << 10);
+    if getsockopt(socket, sockopt::SndBuf).is_ok_and(|has| has >= wanted) {
+        return;
+    }
+    if setsockopt(socket, sockopt::SndBufForce, &wanted).is_err() {
+        let _ = setsockopt(socket, sockopt::SndBuf, &wanted);
     }
 }
 
