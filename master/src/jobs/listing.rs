@@ -4,6 +4,8 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
+use imbl::ordmap::DiffItem;
+
 use gantry_proto::{JobRow, JobState, JobView, QueueAt, RowTasks};
 
 use super::{task_ranges, Job, TaskState};
@@ -24,24 +26,28 @@ fn wanted(users: &[String], owner: &str) -> bool {
 }
 
 /// The encoded rows of the jobs whose rows depend on nothing but the job (nothing of it
-/// placed, no `-hold_jid`), kept from one `qstat` listing to the next, so that a listing
-/// encodes again only the jobs that changed since. A job is told unchanged by its `Arc`:
-/// the cache holds a `Weak` of the one it encoded, so no other job can take its address
-/// and no one can change it in place (`Arc::make_mut` moves a value that has `Weak`s).
+/// placed, no `-hold_jid`), kept from one `qstat` listing to the next with the job
+/// table they were made from: the next listing compares the two tables (`imbl`'s diff
+/// skips what they share, and tells a job unchanged by its `Arc`) and encodes again
+/// only the jobs that changed since; the rows of the others are copied in runs.
 #[derive(Debug, Default)]
 pub struct ListingCache {
-    /// In job id order (the job table's).
+    /// The job table the cache is of.
+    jobs: gantry_sched::view::JobTable,
+    /// The cached jobs, in job id order.
     entries: Vec<CachedJob>,
     /// The owners' names, indexed by [`CachedJob::owner`].
     owners: Vec<String>,
     /// Every entry's rows, one after another.
     rows: Vec<u8>,
+    /// The jobs of the table whose rows are made for every listing (something placed,
+    /// or `-hold_jid`).
+    live: std::collections::BTreeSet<u64>,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone, Copy)]
 struct CachedJob {
     id: u64,
-    job: std::sync::Weak<Job>,
     owner: u32,
     /// How many rows, in `rows[start..end]`.
     count: usize,
@@ -50,19 +56,56 @@ struct CachedJob {
 }
 
 impl ListingCache {
-    /// Keep an entry of the last cache, with its rows.
-    fn keep(&mut self, e: &CachedJob, rows: &[u8]) {
-        let start = self.rows.len();
-        self.rows.extend_from_slice(rows);
-        self.entries.push(CachedJob {
-            id: e.id,
-            job: e.job.clone(),
-            owner: e.owner,
-            count: e.count,
-            start,
-            end: self.rows.len(),
-        });
+    /// Keep the entries `from[range]` of the last cache, with their rows (one copy).
+    fn keep(&mut self, from: &ListingCache, range: std::ops::Range<usize>) {
+        let kept = &from.entries[range];
+        let (Some(first), Some(last)) = (kept.first(), kept.last()) else {
+            return;
+        };
+        let shift = self.rows.len() as isize - first.start as isize;
+        self.rows
+            .extend_from_slice(&from.rows[first.start..last.end]);
+        self.entries.extend(kept.iter().map(|e| CachedJob {
+            start: (e.start as isize + shift) as usize,
+            end: (e.end as isize + shift) as usize,
+            ..*e
+        }));
     }
+
+    /// Append the rows of `entries[range]` whose owners are wanted to `out`; how many.
+    fn copy_rows(
+        &self,
+        range: std::ops::Range<usize>,
+        owner_wanted: &[bool],
+        out: &mut Vec<u8>,
+    ) -> usize {
+        let mut count = 0;
+        // Runs of wanted entries, each copied at once.
+        let mut run: Option<(usize, usize)> = None;
+        for e in &self.entries[range] {
+            if owner_wanted[e.owner as usize] {
+                count += e.count;
+                run = match run {
+                    Some((start, end)) if end == e.start => Some((start, e.end)),
+                    Some((start, end)) => {
+                        out.extend_from_slice(&self.rows[start..end]);
+                        Some((e.start, e.end))
+                    }
+                    None => Some((e.start, e.end)),
+                };
+            }
+        }
+        if let Some((start, end)) = run {
+            out.extend_from_slice(&self.rows[start..end]);
+        }
+        count
+    }
+}
+
+/// Are a job's rows made for every listing: does anything but the job decide them
+/// (running tasks' states come from elsewhere, `-hold_jid` from other jobs)?
+fn live(job: &Job) -> bool {
+    job.tasks.placed().next().is_some() || !job.spec.hold_jids.is_empty()
 }
 
 impl JobsImage {
@@ -104,19 +147,18 @@ impl JobsImage {
         cache: Option<&ListingCache>,
     ) -> Result<(Vec<u8>, ListingCache), gantry_proto::ProtoError> {
         let empty = ListingCache::default();
-        let cache = cache.unwrap_or(&empty);
+        let old = cache.unwrap_or(&empty);
         let mut next = ListingCache {
-            entries: Vec::with_capacity(cache.entries.len()),
-            owners: cache.owners.clone(),
-            rows: Vec::with_capacity(cache.rows.len()),
+            jobs: (*self.jobs).clone(),
+            entries: Vec::with_capacity(old.entries.len() + 64),
+            owners: old.owners.clone(),
+            rows: Vec::with_capacity(old.rows.len() + 4096),
+            live: old.live.clone(),
         };
         let mut owner_ids: HashMap<String, u32> = (0..)
             .zip(&next.owners)
             .map(|(n, o)| (o.clone(), n))
             .collect();
-        let owner_wanted: Vec<bool> = cache.owners.iter().map(|o| wanted(users, o)).collect();
-        let (mut running, mut pending) = (Vec::new(), Vec::new());
-        let mut count = 0;
         let mut failed = None;
         let mut encode = |row: &JobRow<'_>, into: &mut Vec<u8>| match gantry_proto::encode_job_row(
             row,
@@ -125,47 +167,33 @@ impl JobsImage {
             Ok(rows) => *into = rows,
             Err(e) => failed = Some(e),
         };
-        let mut old = cache.entries.iter().peekable();
-        for (&id, job) in self.jobs.iter() {
-            while old.next_if(|e| e.id < id).is_some() {}
-            let same = old
-                .next_if(|e| e.id == id)
-                .filter(|e| e.job.as_ptr() == Arc::as_ptr(job));
-            if let Some(e) = same {
-                let rows = &cache.rows[e.start..e.end];
-                if owner_wanted[e.owner as usize] {
-                    pending.extend_from_slice(rows);
-                    count += e.count;
+        // The jobs changed since the cache was made, in id order: each one's entry goes,
+        // and a job still there is cached again (or made live).
+        let mut at = 0;
+        for change in old.jobs.diff(&self.jobs) {
+            let (id, now) = match change {
+                DiffItem::Add(id, job) | DiffItem::Update { new: (id, job), .. } => {
+                    (*id, Some(job))
                 }
-                next.keep(e, rows);
+                DiffItem::Remove(id, _) => (*id, None),
+            };
+            let upto = at + old.entries[at..].partition_point(|e| e.id < id);
+            next.keep(old, at..upto);
+            at = upto + usize::from(old.entries.get(upto).is_some_and(|e| e.id == id));
+            next.live.remove(&id);
+            let Some(job) = now else {
                 continue;
-            }
-            let wanted = wanted(users, &job.owner.user);
-            // A job's rows depend on nothing but the job when nothing of it is placed
-            // (running tasks' states come from elsewhere) and it waits for no other job.
-            if job.tasks.placed().next().is_some() || !job.spec.hold_jids.is_empty() {
-                if wanted {
-                    self.job_rows(job, started, &mut |row| {
-                        let into = match row.queue {
-                            Some(_) => &mut running,
-                            None => &mut pending,
-                        };
-                        encode(&row, into);
-                        count += 1;
-                    });
-                }
+            };
+            if live(job) {
+                next.live.insert(id);
                 continue;
             }
             let start = next.rows.len();
-            let mut rows = 0;
+            let mut count = 0;
             self.job_rows(job, started, &mut |row| {
                 encode(&row, &mut next.rows);
-                rows += 1;
+                count += 1;
             });
-            if wanted {
-                pending.extend_from_slice(&next.rows[start..]);
-                count += rows;
-            }
             let owner = match owner_ids.get(&job.owner.user) {
                 Some(&n) => n,
                 None => {
@@ -177,13 +205,38 @@ impl JobsImage {
             };
             next.entries.push(CachedJob {
                 id,
-                job: Arc::downgrade(job),
                 owner,
-                count: rows,
+                count,
                 start,
                 end: next.rows.len(),
             });
         }
+        next.keep(old, at..old.entries.len());
+        // The listing: the running rows of the live jobs, then every pending row in id
+        // order, the cached ones copied between the live jobs' own.
+        let owner_wanted: Vec<bool> = next.owners.iter().map(|o| wanted(users, o)).collect();
+        let (mut running, mut pending) = (Vec::new(), Vec::with_capacity(next.rows.len()));
+        let mut count = 0;
+        let mut at = 0;
+        for id in &next.live {
+            let Some(job) = self.jobs.get(id) else {
+                continue;
+            };
+            let upto = at + next.entries[at..].partition_point(|e| e.id < *id);
+            count += next.copy_rows(at..upto, &owner_wanted, &mut pending);
+            at = upto;
+            if wanted(users, &job.owner.user) {
+                self.job_rows(job, started, &mut |row| {
+                    let into = match row.queue {
+                        Some(_) => &mut running,
+                        None => &mut pending,
+                    };
+                    encode(&row, into);
+                    count += 1;
+                });
+            }
+        }
+        count += next.copy_rows(at..next.entries.len(), &owner_wanted, &mut pending);
         if let Some(e) = failed {
             return Err(e);
         }
@@ -482,6 +535,90 @@ mod tests {
                 .encoded_views_with(&everyone, &started, Some(&cache))
                 .unwrap()
                 .1;
+        }
+    }
+
+    #[derive(Debug, Clone)]
+    enum Change {
+        Submit(usize),
+        Rename(u64),
+        Delete(u64),
+        Place(u64),
+        Unplace(u64),
+        Hold(u64),
+        HoldJid(u64, u64),
+        /// A listing of these users (none: everyone), checked against one made afresh,
+        /// whose cache the next listing starts from.
+        List(Option<usize>),
+    }
+
+    fn change() -> impl proptest::strategy::Strategy<Value = Change> {
+        use proptest::prelude::*;
+        prop_oneof![
+            3 => (0..3usize).prop_map(Change::Submit),
+            1 => (1..30u64).prop_map(Change::Rename),
+            1 => (1..30u64).prop_map(Change::Delete),
+            1 => (1..30u64).prop_map(Change::Place),
+            1 => (1..30u64).prop_map(Change::Unplace),
+            1 => (1..30u64).prop_map(Change::Hold),
+            1 => (1..30u64, 1..30u64).prop_map(|(a, b)| Change::HoldJid(a, b)),
+            3 => proptest::option::of(0..3usize).prop_map(Change::List),
+        ]
+    }
+
+    proptest::proptest! {
+        /// Listings from the last one's cache, after any changes between them, are
+        /// the listings made afresh, for any users.
+        #[test]
+        fn cached_listings_are_listings_made_afresh(changes in proptest::collection::vec(change(), 1..60)) {
+            use crate::synthetic::{job, running_on, submit};
+            const OWNERS: [&str; 3] = ["alice", "bob", "carol"];
+            let mut s = crate::synthetic::cluster(&[]);
+            let started = HashSet::new();
+            let mut cache: Option<ListingCache> = None;
+            let mut next_id = 1;
+            let edit = |s: &mut ClusterState, id: u64, f: &dyn Fn(&mut Job)| {
+                if let Some(j) = s.jobs.get(&id) {
+                    let mut j = Job::clone(j);
+                    f(&mut j);
+                    submit(s, j);
+                }
+            };
+            for c in changes {
+                match c {
+                    Change::Submit(o) => {
+                        submit(&mut s, job(next_id, OWNERS[o], &[], &[]));
+                        next_id += 1;
+                    }
+                    Change::Rename(id) => edit(&mut s, id, &|j| j.spec.name.push('x')),
+                    Change::Delete(id) => ClusterState::apply(
+                        &mut s,
+                        &crate::state::Op::Delete(crate::state::job_key(id)),
+                    ),
+                    Change::Place(id) => edit(&mut s, id, &|j| {
+                        j.tasks.insert(1, running_on("all.q", "node1"));
+                    }),
+                    Change::Unplace(id) => edit(&mut s, id, &|j| {
+                        j.tasks.insert(1, TaskState::Pending);
+                    }),
+                    Change::Hold(id) => edit(&mut s, id, &|j| j.spec.hold = !j.spec.hold),
+                    Change::HoldJid(id, on) => edit(&mut s, id, &|j| j.spec.hold_jids = vec![on.to_string()]),
+                    Change::List(users) => {
+                        let users: Vec<String> = users.map(|o| OWNERS[o].to_string()).into_iter().collect();
+                        let image = s.jobs_image();
+                        // Made row by row, apart from the encoding's own code.
+                        let afresh = gantry_proto::encode(&gantry_proto::FromMaster::Jobs(
+                            image.views(&users, &started),
+                        ))
+                        .unwrap();
+                        let (cached, next) = image
+                            .encoded_views_with(&users, &started, cache.as_ref())
+                            .unwrap();
+                        proptest::prop_assert_eq!(cached, afresh);
+                        cache = Some(next);
+                    }
+                }
+            }
         }
     }
 }
