@@ -543,7 +543,7 @@ impl<'a> Iterator for JobRows<'a> {
         if self.left == 0 {
             return None;
         }
-        match postcard::take_from_bytes::<JobViewRef<'a>>(self.rest) {
+        match JobViewRef::take_from(self.rest) {
             Ok((row, rest)) => {
                 self.left -= 1;
                 self.rest = rest;
