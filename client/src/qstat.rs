@@ -1187,6 +1187,31 @@ mod tests {
         }
         jobs[1].queue = Some("all.q@vm");
         jobs[1].start_time = Some(30);
+        // Then rows alike but for one column after the name each.
+        let like = |n: u64| {
+            let mut j = job(n, JobState::Pending { held: false }, None, "");
+            j.submit_time = 3_600;
+            j
+        };
+        let mut next = 7;
+        for vary in 0..7 {
+            jobs.push(like(next));
+            let mut j = like(next + 1);
+            match vary {
+                0 => j.owner = "user2",
+                1 => j.state = JobState::Pending { held: true },
+                2 => j.submit_time = 3_601,
+                3 => {
+                    j.queue = Some("all.q@vm");
+                    j.start_time = Some(3_600);
+                }
+                4 => j.slots = 2,
+                5 => j.tasks = "1-3:1",
+                _ => j.name = "other",
+            }
+            jobs.push(j);
+            next += 2;
+        }
         let listed = render_qstat(&jobs);
         let alone: String = jobs.iter().map(|j| job_line(j, true)).collect();
         assert!(listed.ends_with(&alone), "{listed}");
