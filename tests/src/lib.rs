@@ -441,6 +441,10 @@ impl Drop for Cluster {
         if std::thread::panicking() && self.master.is_none() {
             eprintln!("----- log of gantry-master -----\n{}", self.master_log());
         }
+        // The daemons first: a master and execds still running could start a job after
+        // the jobs are looked for below.
+        drop(self.master.take());
+        self.execds.clear();
         // Shepherds outlive their execd by design: end the jobs this test left running.
         let Ok(entries) = std::fs::read_dir(self.dir.path()) else {
             return;
