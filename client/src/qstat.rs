@@ -1082,7 +1082,7 @@ mod tests {
         // Over 64 KiB of lines: several pieces.
         let bytes = encode(&FromMaster::Jobs((1..=2_000).map(view).collect())).unwrap();
         let rows = || crate::jobs_in(&bytes).unwrap();
-        let whole = render_qstat(&rows().collect_all().unwrap());
+        let whole = render_qstat(&rows().collect::<Result<Vec<_>, _>>().unwrap());
         assert!(whole.len() > 3 * 64 * 1024);
         let mut written = Vec::new();
         write_qstat(rows(), |_| true, &mut written).unwrap();

@@ -20,7 +20,7 @@ fn bench(c: &mut Criterion) {
     let s = build();
     let hosts = connected(&s);
     // For profilers (perf, callgrind):
-    // `GANTRY_CYCLES=plain|quota|accounts|groups|kept|idle|bulk|array|array_quota` (and `_cold`) runs five cycles of one
+    // `GANTRY_CYCLES=plain|quota|accounts|groups|kept|idle|bulk|full|full_quota|array|array_quota` (and `_cold`) runs five cycles of one
     // kind and nothing else (see `measured_cycles`).
     if let Ok(kind) = std::env::var("GANTRY_CYCLES") {
         if kind == "kept" || kind == "idle" || kind == "bulk" {

@@ -58,25 +58,7 @@ async fn handle(
             stream.set_write_timeout(Some(LISTING_WRITE_TIMEOUT))?;
             let mut writer = stream.try_clone()?;
             let write = Box::new(move |made: Result<&[u8], String>| {
-                let written = match made {
-                    Ok(payload) => {
-                        room_for(&writer, payload.len());
-                        accepted_before(PROTOCOL_VERSION, payload.len()).and_then(|head| {
-                            writer.write_all(&head)?;
-                            writer.write_all(payload)?;
-                            Ok(())
-                        })
-                    }
-                    Err(message) => {
-                        let refusal = FromMaster::Refused(Refusal {
-                            kind: RefusalKind::Internal,
-                            message,
-                        });
-                        accepted_with(PROTOCOL_VERSION, &refusal)
-                            .and_then(|bytes| Ok(writer.write_all(&bytes)?))
-                    }
-                };
-                if let Err(e) = written {
+                if let Err(e) = write_listing(&mut writer, made) {
                     debug!("client connection: {e}");
                 }
             });
@@ -85,10 +67,7 @@ async fn handle(
             return match answer {
                 Answer::Sent => Ok(()),
                 Answer::Message(m) => Ok(stream.write_all(&accepted_with(PROTOCOL_VERSION, &m)?)?),
-                Answer::Encoded(bytes) => {
-                    stream.write_all(&accepted_before(PROTOCOL_VERSION, bytes.len())?)?;
-                    Ok(stream.write_all(&bytes)?)
-                }
+                Answer::Encoded(bytes) => write_listing(&mut stream, Ok(&bytes)),
             };
         }
         (Ok(caller), request) => crate::cluster::call(&cluster, caller, request).await,
@@ -99,6 +78,23 @@ async fn handle(
         Answer::Encoded(bytes) => answer_accepted_encoded(&mut w, PROTOCOL_VERSION, &bytes).await,
         Answer::Sent => Ok(()),
     }
+}
+
+/// A listing's answer (or why it could not be made) written to a local client's
+/// socket, blocking.
+fn write_listing(
+    socket: &mut std::os::unix::net::UnixStream,
+    made: Result<&[u8], String>,
+) -> Result<(), TransportError> {
+    match made {
+        Ok(payload) => {
+            room_for(socket, payload.len());
+            socket.write_all(&accepted_before(PROTOCOL_VERSION, payload.len())?)?;
+            socket.write_all(payload)?;
+        }
+        Err(message) => socket.write_all(&accepted_with(PROTOCOL_VERSION, &refused(&message))?)?,
+    }
+    Ok(())
 }
 
 /// Let the socket take a whole answer of `len` bytes at once, so that its writer does

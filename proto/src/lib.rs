@@ -524,18 +524,6 @@ pub struct JobRows<'a> {
     rest: &'a [u8],
 }
 
-impl<'a> JobRows<'a> {
-    /// Every row, in a list made to their number at once.
-    pub fn collect_all(self) -> Result<Vec<JobViewRef<'a>>, ProtoError> {
-        // Each row takes bytes: a count larger than those is not believed.
-        let mut all = Vec::with_capacity(self.left.min(self.rest.len()));
-        for row in self {
-            all.push(row?);
-        }
-        Ok(all)
-    }
-}
-
 impl<'a> Iterator for JobRows<'a> {
     type Item = Result<JobViewRef<'a>, ProtoError>;
 
@@ -624,7 +612,7 @@ mod tests {
         let Ok(Ok(rows)) = decode_jobs_answer(&bytes) else {
             panic!("not a listing");
         };
-        let rows = rows.collect_all().unwrap();
+        let rows: Vec<JobViewRef<'_>> = rows.collect::<Result<_, _>>().unwrap();
         assert_eq!(rows.len(), views.len());
         // Cut short: the row cut is an error, the rows before it are whole.
         let Ok(Ok(cut)) = decode_jobs_answer(&bytes[..bytes.len() - 3]) else {

@@ -129,7 +129,9 @@ impl JobsImage {
 
     /// The encoding of [`gantry_proto::FromMaster::Jobs`] with the rows
     /// [`JobsImage::views`] makes, encoded from the job table as they are made (no row
-    /// is copied out of it first).
+    /// is copied out of it first). (The master makes listings with a cache: see
+    /// [`JobsImage::encoded_views_with`].)
+    #[cfg(test)]
     pub fn encoded_views(
         &self,
         users: &[String],
