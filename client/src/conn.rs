@@ -46,6 +46,21 @@ pub fn request(req: &ToMaster) -> Result<FromMaster, ConnError> {
 
 /// The same, the answer left encoded (to decode in place).
 pub fn request_bytes(req: &ToMaster) -> Result<Vec<u8>, ConnError> {
+    let mut stream = request_stream(req)?;
+    read_frame(&mut stream)
+}
+
+/// The same, the answer left on the socket: its length, then the socket to read
+/// exactly that many bytes from (a long answer read a piece at a time).
+pub fn request_reader(req: &ToMaster) -> Result<(usize, UnixStream), ConnError> {
+    let mut stream = request_stream(req)?;
+    let mut prefix = [0u8; 4];
+    stream.read_exact(&mut prefix)?;
+    Ok((payload_len(prefix)?, stream))
+}
+
+/// Send `req` and read the master's hello: the socket, its answer next.
+fn request_stream(req: &ToMaster) -> Result<UnixStream, ConnError> {
     let path = socket_path(&client_home());
     let mut stream = UnixStream::connect(&path).map_err(|source| ConnError::Connect {
         path: path.clone(),
@@ -64,5 +79,5 @@ pub fn request_bytes(req: &ToMaster) -> Result<Vec<u8>, ConnError> {
             return Err(ConnError::VersionMismatch(message))
         }
     }
-    read_frame(&mut stream)
+    Ok(stream)
 }

@@ -135,11 +135,29 @@ pub fn ask_jobs(req: &gantry_proto::ToMaster) -> Result<Vec<u8>, Output> {
     conn::request_bytes(req).map_err(|e| Output::fail(e.to_string(), exit::FAILURE))
 }
 
+/// The same, the answer left on the socket (see [`conn::request_reader`]).
+pub fn ask_reader(
+    req: &gantry_proto::ToMaster,
+) -> Result<(usize, std::os::unix::net::UnixStream), Output> {
+    conn::request_reader(req).map_err(|e| Output::fail(e.to_string(), exit::FAILURE))
+}
+
 /// The rows of a listing's answer, decoded as they are taken and borrowed from it; a
 /// refusal or any other answer as [`ask`] reports it.
 pub fn jobs_in(bytes: &[u8]) -> Result<gantry_proto::JobRows<'_>, Output> {
-    match gantry_proto::decode_jobs_answer(bytes) {
-        Ok(Ok(rows)) => Ok(rows),
+    listing_in(gantry_proto::decode_jobs_answer(bytes))
+}
+
+/// The same for the default listing's job lines.
+pub fn job_lines_in(bytes: &[u8]) -> Result<gantry_proto::JobLines<'_>, Output> {
+    listing_in(gantry_proto::decode_job_lines_answer(bytes))
+}
+
+fn listing_in<T>(
+    decoded: Result<Result<T, gantry_proto::FromMaster>, gantry_proto::ProtoError>,
+) -> Result<T, Output> {
+    match decoded {
+        Ok(Ok(items)) => Ok(items),
         Ok(Err(gantry_proto::FromMaster::Refused(r))) => {
             Err(Output::fail(r.message, exit::for_refusal(r.kind)))
         }

@@ -79,9 +79,7 @@ pub fn render_qstat_r(jobs: &[JobViewRef]) -> String {
     if jobs.is_empty() {
         return String::new();
     }
-    let mut out = String::from("job-ID  prior   name       user         state submit/start at     queue                          slots ja-task-ID \n");
-    out.push_str(&"-".repeat(113));
-    out.push('\n');
+    let mut out = header();
     let mut rows = Rows::default();
     for j in jobs {
         rows.push(&mut out, j, true);
@@ -591,6 +589,38 @@ pub fn qstat(args: &[String]) -> Output {
             Err(out) => out,
         };
     }
+    let states = p.arg("-s");
+    let shown = |state: JobState| {
+        states.is_none_or(|s| {
+            s.chars().any(|c| match c {
+                'p' => state.is_pending(),
+                'r' => state.is_running(),
+                'h' => state.is_held(),
+                'z' => state == JobState::Zombie,
+                _ => false,
+            })
+        })
+    };
+    let listing_only = ["-json", "-xml", "-f", "-F", "-r"]
+        .iter()
+        .all(|o| !p.has(o));
+    if listing_only && !states.is_some_and(|s| s.contains('z')) {
+        // The default listing's lines as the master writes them (only the time
+        // column is written here), written out as they come.
+        let (len, answer) = match crate::ask_reader(&ToMaster::ShowJobLines { users }) {
+            Ok(answer) => answer,
+            Err(out) => return out,
+        };
+        let mut stdout = std::io::stdout().lock();
+        let mut writer = LineWriter::new(&mut stdout);
+        let read = read_job_lines(answer, len, |line| {
+            if shown(line.state) {
+                writer.line(line);
+            }
+        });
+        writer.finish();
+        return read.map_or_else(|out| out, |()| Output::ok(String::new()));
+    }
     // The rows are decoded in place, borrowed from the answers' bytes.
     let listed = match crate::ask_jobs(&ToMaster::ShowJobs { users }) {
         Ok(bytes) => bytes,
@@ -620,22 +650,8 @@ pub fn qstat(args: &[String]) -> Output {
             Err(out) => return out,
         },
     };
-    let states = p.arg("-s");
-    let shown = |j: &JobViewRef| {
-        states.is_none_or(|s| {
-            s.chars().any(|c| match c {
-                'p' => j.state.is_pending(),
-                'r' => j.state.is_running(),
-                'h' => j.state.is_held(),
-                'z' => j.state == JobState::Zombie,
-                _ => false,
-            })
-        })
-    };
     let rows = rows.chain(finished.into_iter().flatten());
-    let listing_only = ["-json", "-xml", "-f", "-F", "-r"]
-        .iter()
-        .all(|o| !p.has(o));
+    let shown = |j: &JobViewRef| shown(j.state);
     if listing_only {
         // Written as the rows are decoded: no list of tens of thousands of rows, nor
         // their lines all at once, in between.
@@ -1106,6 +1122,125 @@ mod tests {
         let partial = String::from_utf8(partial).unwrap();
         assert_eq!(partial.lines().count(), 2 + 1_999);
         assert!(whole.starts_with(&partial));
+    }
+
+    /// The default listing's lines as the master writes them (head and tail, the time
+    /// written here) are the lines the client writes of the same rows: whole, chosen
+    /// by state, none, or cut short.
+    #[test]
+    fn job_lines_from_the_master_are_written_as_rows_are() {
+        use gantry_common::joblines::{push_head, push_tail};
+        use gantry_proto::{encode, FromMaster, JobLine, JobView};
+        let view = |n: u64| JobView {
+            job_id: n * 997,
+            name: format!("a-rather-long-name{n}"),
+            owner: "user1".into(),
+            priority: (n % 5) as i32 * 100 - 200,
+            state: match n % 4 {
+                0 => JobState::Running,
+                1 => JobState::Suspended,
+                _ => JobState::Pending { held: n % 4 == 2 },
+            },
+            submit_time: 1_700_000_000 + (n / 7) as i64,
+            start_time: (n % 4 < 2).then_some(1_700_000_100),
+            queue: (n % 4 < 2).then(|| format!("all.q@node{n}")),
+            slots: 1 + (n % 3) as u32,
+            tasks: if n.is_multiple_of(2) {
+                String::new()
+            } else {
+                n.to_string()
+            },
+            hard_resources: vec![],
+            hold_jids: vec![],
+            is_array: n % 2 == 1,
+            restarted: false,
+        };
+        // Over 256 KiB of lines: read in several pieces.
+        let views: Vec<JobView> = (1..=6_000).map(view).collect();
+        let line = |v: &JobView| {
+            let mut head = String::new();
+            push_head(
+                &mut head,
+                v.job_id,
+                &prior(v.priority),
+                &v.name,
+                &v.owner,
+                v.state_letters(),
+            );
+            let mut tail = String::new();
+            push_tail(
+                &mut tail,
+                Some(&[v.queue.as_deref().unwrap_or("")]),
+                v.slots,
+                &v.tasks,
+            );
+            JobLine {
+                state: v.state,
+                head,
+                when: v.start_time.unwrap_or(v.submit_time),
+                tail,
+            }
+        };
+        let rows = encode(&FromMaster::Jobs(views.clone())).unwrap();
+        let lines = encode(&FromMaster::JobLines(views.iter().map(line).collect())).unwrap();
+        assert!(lines.len() > 2 * lines::READ);
+        let read = |answer: &[u8], piece: usize, shown: &dyn Fn(JobState) -> bool| {
+            let mut got = Vec::new();
+            let mut writer = LineWriter::new(&mut got);
+            let read = lines::read_in_pieces(answer, answer.len(), piece, |l| {
+                if shown(l.state) {
+                    writer.line(l)
+                }
+            });
+            writer.finish();
+            (
+                read.map_err(|out| out.code),
+                String::from_utf8(got).unwrap(),
+            )
+        };
+        for shown in [
+            &(|_: JobState| true) as &dyn Fn(JobState) -> bool,
+            &|s: JobState| s.is_held(),
+            &|s: JobState| s.is_running(),
+            &|_: JobState| false,
+        ] {
+            let mut want = Vec::new();
+            write_qstat(
+                crate::jobs_in(&rows).unwrap(),
+                |j| shown(j.state),
+                &mut want,
+            )
+            .unwrap();
+            let want = String::from_utf8(want).unwrap();
+            // In pieces of any size: lines cut at a piece's end, a piece shorter than a line.
+            for piece in [lines::READ, 4_096, 97, 7] {
+                assert_eq!(
+                    read(&lines, piece, shown),
+                    (Ok(()), want.clone()),
+                    "piece {piece}"
+                );
+            }
+        }
+        // Cut short: the whole lines before, then the error.
+        let cut = &lines[..lines.len() - 3];
+        let (ended, partial) = read(cut, lines::READ, &|_| true);
+        assert_eq!(ended, Err(crate::exit::FAILURE));
+        assert_eq!(partial.lines().count(), 2 + 5_999);
+        // Another answer is no listing: its refusal is what the command reports.
+        let refused = encode(&FromMaster::Refused(gantry_proto::Refusal {
+            kind: gantry_proto::RefusalKind::Denied,
+            message: "denied".into(),
+        }))
+        .unwrap();
+        assert!(crate::job_lines_in(&refused).is_err());
+        let (ended, written) = read(&refused, lines::READ, &|_| true);
+        assert_eq!(
+            (ended, written.as_str()),
+            (
+                Err(crate::exit::for_refusal(gantry_proto::RefusalKind::Denied)),
+                ""
+            )
+        );
     }
 
     #[test]

@@ -17,6 +17,7 @@ pub mod formula;
 pub mod groups;
 pub mod hostgroup;
 pub mod job;
+pub mod joblines;
 pub mod jsv;
 pub mod load;
 pub mod mail;

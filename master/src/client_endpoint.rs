@@ -14,6 +14,7 @@ use tokio::net::{UnixListener, UnixStream};
 use tracing::debug;
 
 use crate::cluster::{Answer, Cluster};
+use crate::jobs::ListingForm;
 
 /// Accept client connections until the task is dropped.
 pub async fn serve(listener: UnixListener, cluster: Addr<Cluster>, host: String) {
@@ -46,8 +47,8 @@ async fn handle(
     let (mut r, mut w) = stream.into_split();
     read_hello(&mut r, &mut w, PROTOCOL_VERSION, "the master").await?;
     let request: ToMaster = read_frame(&mut r).await?;
-    let reply = match (caller, request) {
-        (Ok(caller), ToMaster::ShowJobs { users }) => {
+    let reply = match (caller, ListingForm::asked(&request)) {
+        (Ok(caller), Some((users, form))) => {
             // The listing is written by the thread that makes it, the socket blocking
             // there (see `list_jobs_writing`); a refusal is small and written here.
             let stream = r
@@ -62,7 +63,8 @@ async fn handle(
                     debug!("client connection: {e}");
                 }
             });
-            let answer = crate::cluster::list_jobs_writing(&cluster, caller, users, write).await;
+            let answer =
+                crate::cluster::list_jobs_writing(&cluster, caller, users, form, write).await;
             let mut stream = stream;
             return match answer {
                 Answer::Sent => Ok(()),
@@ -70,7 +72,7 @@ async fn handle(
                 Answer::Encoded(bytes) => write_listing(&mut stream, Ok(&bytes)),
             };
         }
-        (Ok(caller), request) => crate::cluster::call(&cluster, caller, request).await,
+        (Ok(caller), None) => crate::cluster::call(&cluster, caller, request).await,
         (Err(message), _) => Answer::Message(Box::new(refused(&message))),
     };
     match reply {

@@ -573,6 +573,7 @@ impl ClusterState {
             | ToMaster::SuspendJobs { .. }
             | ToMaster::ChangeQueueInstances { .. }
             | ToMaster::ShowJobs { .. }
+            | ToMaster::ShowJobLines { .. }
             | ToMaster::DeleteJobs { .. }
             | ToMaster::WaitJob { .. }
             | ToMaster::WaitStart { .. }

@@ -20,7 +20,7 @@ pub use rows::*;
 
 /// The protocol version. Both daemons and every client speak exactly one version; peers
 /// with another version are refused with a message naming both.
-pub const PROTOCOL_VERSION: u32 = 26;
+pub const PROTOCOL_VERSION: u32 = 27;
 
 /// Magic bytes at the start of every [`Hello`]: "GNTY".
 pub const HELLO_MAGIC: [u8; 4] = *b"GNTY";
@@ -246,6 +246,9 @@ pub enum ToMaster {
     DeleteArs { ids: Vec<String>, force: bool },
     /// `qquota -g`: each group of the group quota tree as the next cycle allocates.
     ShowGroups,
+    /// `qstat`'s default listing: the jobs of these users (all if empty) as the job
+    /// lines it prints (see [`JobLine`]).
+    ShowJobLines { users: Vec<String> },
 }
 
 /// What `qquota` asks about. An empty list means "any"; `users` empty means the caller
@@ -388,6 +391,8 @@ pub enum FromMaster {
     Ars(Vec<AdvanceReservation>),
     /// `qquota -g`: the root, then every group in name order.
     Groups(Vec<GroupRow>),
+    /// `qstat`'s default listing, line by line (see [`ToMaster::ShowJobLines`]).
+    JobLines(Vec<JobLine>),
 }
 
 /// Why a request was refused. The kind decides the exit status (one table, in the
@@ -501,41 +506,101 @@ pub fn encode<T: Serialize>(msg: &T) -> Result<Vec<u8>, ProtoError> {
     Ok(postcard::to_stdvec(msg)?)
 }
 
-/// Decode an answer that may be [`FromMaster::Jobs`]: a listing's rows, each decoded
-/// when it is taken and borrowed from `bytes` (`Ok(Ok(rows))`), or any other answer
-/// whole (`Ok(Err(answer))`).
-pub fn decode_jobs_answer(bytes: &[u8]) -> Result<Result<JobRows<'_>, FromMaster>, ProtoError> {
-    let mut tag = encode(&FromMaster::Jobs(Vec::new()))?;
+/// The bytes a listing answer (`FromMaster::Jobs` or `FromMaster::JobLines`) starts
+/// with: its variant's tag (the empty list's encoding without its length).
+fn listing_tag(empty: &FromMaster) -> Result<Vec<u8>, ProtoError> {
+    let mut tag = encode(empty)?;
     tag.pop();
-    Ok(match bytes.strip_prefix(tag.as_slice()) {
-        Some(rows) => {
-            let (left, rest) = postcard::take_from_bytes::<usize>(rows)?;
-            Ok(JobRows { left, rest })
+    Ok(tag)
+}
+
+/// Decode an answer that may be the listing `empty` is the empty one of: its items,
+/// each decoded by `take` when it is taken and borrowed from `bytes` (`Ok(Ok(items))`),
+/// or any other answer whole (`Ok(Err(answer))`).
+fn decode_listing<'a, T>(
+    bytes: &'a [u8],
+    empty: &FromMaster,
+    take: Take<'a, T>,
+) -> Result<Result<Listing<'a, T>, FromMaster>, ProtoError> {
+    Ok(match bytes.strip_prefix(listing_tag(empty)?.as_slice()) {
+        Some(items) => {
+            let (left, rest) = postcard::take_from_bytes::<usize>(items)?;
+            Ok(Listing { left, rest, take })
         }
         None => Err(decode(bytes)?),
     })
 }
 
-/// The rows of a listing, decoded one at a time (see [`decode_jobs_answer`]): a
-/// command can write each as it comes, with no list of them all in between.
-#[derive(Debug, Clone)]
-pub struct JobRows<'a> {
-    left: usize,
-    rest: &'a [u8],
+/// Decode an answer that may be [`FromMaster::Jobs`]: a listing's rows, each decoded
+/// when it is taken and borrowed from `bytes` (`Ok(Ok(rows))`), or any other answer
+/// whole (`Ok(Err(answer))`).
+pub fn decode_jobs_answer(bytes: &[u8]) -> Result<Result<JobRows<'_>, FromMaster>, ProtoError> {
+    decode_listing(bytes, &FromMaster::Jobs(Vec::new()), JobViewRef::take_from)
 }
 
-impl<'a> Iterator for JobRows<'a> {
-    type Item = Result<JobViewRef<'a>, ProtoError>;
+/// The same for [`FromMaster::JobLines`].
+pub fn decode_job_lines_answer(
+    bytes: &[u8],
+) -> Result<Result<JobLines<'_>, FromMaster>, ProtoError> {
+    decode_listing(
+        bytes,
+        &FromMaster::JobLines(Vec::new()),
+        JobLineRef::take_from,
+    )
+}
+
+/// Where the lines of a [`FromMaster::JobLines`] answer start, for a reader that takes
+/// them a piece at a time: how many lines, and the offset of the first in `start` (the
+/// answer's first bytes); `None` for any other answer.
+pub fn job_lines_start(start: &[u8]) -> Result<Option<(usize, usize)>, ProtoError> {
+    let tag = listing_tag(&FromMaster::JobLines(Vec::new()))?;
+    Ok(match start.strip_prefix(tag.as_slice()) {
+        Some(lines) => {
+            let (count, first) = postcard::take_from_bytes::<usize>(lines)?;
+            Some((count, start.len() - first.len()))
+        }
+        None => None,
+    })
+}
+
+type Take<'a, T> = fn(&'a [u8]) -> Result<(T, &'a [u8]), postcard::Error>;
+
+/// The items of a listing, decoded one at a time (see [`decode_jobs_answer`]): a
+/// command can write each as it comes, with no list of them all in between.
+#[derive(Clone)]
+pub struct Listing<'a, T> {
+    left: usize,
+    rest: &'a [u8],
+    take: Take<'a, T>,
+}
+
+/// A listing's rows.
+pub type JobRows<'a> = Listing<'a, JobViewRef<'a>>;
+
+/// A listing's job lines.
+pub type JobLines<'a> = Listing<'a, JobLineRef<'a>>;
+
+impl<T> std::fmt::Debug for Listing<'_, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Listing")
+            .field("left", &self.left)
+            .field("bytes", &self.rest.len())
+            .finish()
+    }
+}
+
+impl<'a, T> Iterator for Listing<'a, T> {
+    type Item = Result<T, ProtoError>;
 
     fn next(&mut self) -> Option<Self::Item> {
         if self.left == 0 {
             return None;
         }
-        match JobViewRef::take_from(self.rest) {
-            Ok((row, rest)) => {
+        match (self.take)(self.rest) {
+            Ok((item, rest)) => {
                 self.left -= 1;
                 self.rest = rest;
-                Some(Ok(row))
+                Some(Ok(item))
             }
             Err(e) => {
                 self.left = 0;
@@ -545,22 +610,36 @@ impl<'a> Iterator for JobRows<'a> {
     }
 }
 
-/// Append one [`JobRow`] to `rows`, for [`encode_jobs_answer`].
+/// Append the encoding of one row of a [`FromMaster::Jobs`] listing to `rows`.
 pub fn encode_job_row(row: &JobRow<'_>, rows: Vec<u8>) -> Result<Vec<u8>, ProtoError> {
     Ok(postcard::to_extend(row, rows)?)
+}
+
+/// Append the encoding of one line of a [`FromMaster::JobLines`] listing to `lines`.
+pub fn encode_job_line(line: &JobLineOut<'_>, lines: Vec<u8>) -> Result<Vec<u8>, ProtoError> {
+    Ok(postcard::to_extend(line, lines)?)
+}
+
+/// The encoding of the listing `empty` is the empty one of, whose `count` items are
+/// `items`, encoded one after another.
+fn encode_listing(empty: &FromMaster, count: usize, items: &[u8]) -> Result<Vec<u8>, ProtoError> {
+    // The variant's tag, then the list's length.
+    let mut out = postcard::to_extend(&count, listing_tag(empty)?)?;
+    out.reserve_exact(items.len());
+    out.extend_from_slice(items);
+    Ok(out)
 }
 
 /// The encoding of [`FromMaster::Jobs`] whose `count` rows are `rows`, encoded one
 /// after another with [`encode_job_row`]: the same bytes as the message with the rows
 /// made first.
 pub fn encode_jobs_answer(count: usize, rows: &[u8]) -> Result<Vec<u8>, ProtoError> {
-    // The variant's tag, then the list's length (the empty list's is one byte).
-    let mut out = encode(&FromMaster::Jobs(Vec::new()))?;
-    out.pop();
-    out = postcard::to_extend(&count, out)?;
-    out.reserve_exact(rows.len());
-    out.extend_from_slice(rows);
-    Ok(out)
+    encode_listing(&FromMaster::Jobs(Vec::new()), count, rows)
+}
+
+/// The same for [`FromMaster::JobLines`] and [`encode_job_line`].
+pub fn encode_job_lines_answer(count: usize, lines: &[u8]) -> Result<Vec<u8>, ProtoError> {
+    encode_listing(&FromMaster::JobLines(Vec::new()), count, lines)
 }
 
 /// Decode a postcard message.
@@ -708,6 +787,67 @@ mod tests {
                 encode(&whole).unwrap(),
                 "{count} rows"
             );
+        }
+    }
+
+    /// A listing of lines encoded line by line is the message with the lines made
+    /// first, whatever their count (the count's varint grows), and decodes to them; an
+    /// answer cut short ends with an error after the whole lines before the cut.
+    #[test]
+    fn job_lines_encoded_one_by_one_are_the_message() {
+        for count in [0usize, 1, 2, 127, 128, 300] {
+            let lines: Vec<JobLine> = (0..count)
+                .map(|n| JobLine {
+                    state: match n % 3 {
+                        0 => JobState::Running,
+                        1 => JobState::Pending { held: true },
+                        _ => JobState::Pending { held: false },
+                    },
+                    head: format!("{n:>7} 0.50000 sleep      user1        r     "),
+                    when: 1_700_000_000 + n as i64,
+                    tail: format!(" all.q@h{n:<24}     1 {n}\n"),
+                })
+                .collect();
+            let mut encoded = Vec::new();
+            for l in &lines {
+                let out = JobLineOut {
+                    state: l.state,
+                    head: &l.head,
+                    when: l.when,
+                    tail: &l.tail,
+                };
+                encoded = encode_job_line(&out, encoded).unwrap();
+            }
+            let answer = encode_job_lines_answer(count, &encoded).unwrap();
+            assert_eq!(
+                answer,
+                encode(&FromMaster::JobLines(lines.clone())).unwrap()
+            );
+            let Ok(Ok(read)) = decode_job_lines_answer(&answer) else {
+                panic!("not a listing of lines");
+            };
+            let read: Vec<JobLineRef<'_>> = read.collect::<Result<_, _>>().unwrap();
+            assert_eq!(read.len(), count);
+            for (r, l) in read.iter().zip(&lines) {
+                assert_eq!(
+                    (r.state, r.head, r.when, r.tail),
+                    (l.state, l.head.as_bytes(), l.when, l.tail.as_bytes())
+                );
+            }
+            if count > 0 {
+                let Ok(Ok(cut)) = decode_job_lines_answer(&answer[..answer.len() - 1]) else {
+                    panic!("not a listing of lines");
+                };
+                let cut: Vec<_> = cut.collect();
+                assert_eq!(cut.len(), count);
+                assert!(cut[count - 1].is_err() && cut[..count - 1].iter().all(Result::is_ok));
+            }
+            // Another answer is decoded whole.
+            let refused = encode(&FromMaster::Names(vec!["x".into()])).unwrap();
+            assert!(matches!(
+                decode_job_lines_answer(&refused),
+                Ok(Err(FromMaster::Names(_)))
+            ));
         }
     }
 }

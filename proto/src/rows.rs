@@ -247,14 +247,19 @@ impl<'a> RowReader<'a> {
         usize::try_from(self.u64()?).map_err(|_| postcard::Error::DeserializeBadVarint)
     }
 
-    fn str(&mut self) -> Read<&'a str> {
+    /// A string's bytes, unchecked.
+    fn string_bytes(&mut self) -> Read<&'a [u8]> {
         let len = self.len()?;
         if len > self.bytes.len() {
             return Err(postcard::Error::DeserializeUnexpectedEnd);
         }
         let (s, rest) = self.bytes.split_at(len);
         self.bytes = rest;
-        std::str::from_utf8(s).map_err(|_| postcard::Error::DeserializeBadUtf8)
+        Ok(s)
+    }
+
+    fn str(&mut self) -> Read<&'a str> {
+        std::str::from_utf8(self.string_bytes()?).map_err(|_| postcard::Error::DeserializeBadUtf8)
     }
 
     fn option<T>(&mut self, some: impl FnOnce(&mut Self) -> Read<T>) -> Read<Option<T>> {
@@ -319,6 +324,52 @@ impl<'a> JobViewRef<'a> {
         let mut r = RowReader { bytes };
         let row = r.row()?;
         Ok((row, r.bytes))
+    }
+}
+
+/// One line of `qstat`'s default listing as the master writes it for a client: the
+/// columns before the time and those after it, as `gantry_common::joblines` writes
+/// them, the time (seconds since the epoch) for the client to write in its own zone,
+/// and the row's state for the client's `-s` to choose by.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobLine {
+    pub state: JobState,
+    pub head: String,
+    pub when: i64,
+    pub tail: String,
+}
+
+/// A [`JobLine`] borrowed from the master's own strings: encodes exactly as the
+/// `JobLine` it stands for (see [`crate::encode_job_line`]).
+#[derive(Debug, Clone, Serialize)]
+pub struct JobLineOut<'a> {
+    pub state: JobState,
+    pub head: &'a str,
+    pub when: i64,
+    pub tail: &'a str,
+}
+
+/// A [`JobLine`] decoded in place: its columns are the answer's bytes, written out as
+/// they are (the master made them of strings), with no check or copy in between.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct JobLineRef<'a> {
+    pub state: JobState,
+    pub head: &'a [u8],
+    pub when: i64,
+    pub tail: &'a [u8],
+}
+
+impl<'a> JobLineRef<'a> {
+    /// The line at the start of `bytes`, and the bytes after it.
+    pub fn take_from(bytes: &'a [u8]) -> Result<(JobLineRef<'a>, &'a [u8]), postcard::Error> {
+        let mut r = RowReader { bytes };
+        let line = JobLineRef {
+            state: r.state()?,
+            head: r.string_bytes()?,
+            when: r.i64()?,
+            tail: r.string_bytes()?,
+        };
+        Ok((line, r.bytes))
     }
 }
 
@@ -406,6 +457,21 @@ mod reader_tests {
             let cut = cut.index(whole);
             prop_assert!(JobViewRef::take_from(&bytes[..cut]).is_err());
             prop_assert!(postcard::take_from_bytes::<JobViewRef<'_>>(&bytes[..cut]).is_err());
+        }
+
+        /// The line reader reads what the derived deserializer reads (the strings as
+        /// their bytes), and refuses any cut of a line.
+        #[test]
+        fn the_line_reader_reads_what_serde_reads(state in state(), head in ".{0,60}", when in any::<i64>(), tail in ".{0,60}", after in proptest::collection::vec(any::<u8>(), 0..4), cut in any::<prop::sample::Index>()) {
+            let line = JobLine { state, head, when, tail };
+            let mut bytes = crate::encode(&line).unwrap();
+            prop_assert_eq!(&bytes, &crate::encode(&JobLineOut { state, head: &line.head, when, tail: &line.tail }).unwrap());
+            let whole = bytes.len();
+            bytes.extend(&after);
+            let (read, rest) = JobLineRef::take_from(&bytes).unwrap();
+            prop_assert_eq!(read, JobLineRef { state, head: line.head.as_bytes(), when, tail: line.tail.as_bytes() });
+            prop_assert_eq!(rest, &after[..]);
+            prop_assert!(JobLineRef::take_from(&bytes[..cut.index(whole)]).is_err());
         }
 
         /// Bytes that are no row: refused by both, or read alike by both.

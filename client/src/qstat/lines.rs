@@ -1,14 +1,11 @@
 //! `qstat`'s job lines: written column by column into a listing, as its rows are
 //! decoded.
 
-use gantry_proto::JobViewRef;
+use gantry_proto::{JobLineRef, JobViewRef};
 
-use crate::dates::local_time;
-
-/// SGE's normalized priority column for a POSIX priority in -1023..1024.
-pub(super) fn prior(p: i32) -> String {
-    format!("{:.5}", (f64::from(p) + 1024.0) / 2048.0)
-}
+use crate::dates::{local_zone, time_in};
+pub(super) use gantry_common::joblines::prior;
+use gantry_common::joblines::{push_head, push_tail};
 
 #[cfg(test)]
 pub(super) fn job_line(j: &JobViewRef, with_queue: bool) -> String {
@@ -23,8 +20,41 @@ pub(super) fn job_line(j: &JobViewRef, with_queue: bool) -> String {
 #[derive(Default)]
 pub(super) struct Rows {
     prior: Option<(i32, String)>,
-    when: Option<(i64, String)>,
+    when: When,
 }
+
+/// The time column (`submit/start at`) in the local zone (taken once), that of the
+/// line before kept.
+struct When {
+    zone: jiff::tz::TimeZone,
+    last: Option<(i64, String)>,
+}
+
+impl Default for When {
+    fn default() -> Self {
+        When {
+            zone: local_zone(),
+            last: None,
+        }
+    }
+}
+
+impl When {
+    fn of(&mut self, t: i64) -> &str {
+        if self.last.as_ref().is_none_or(|(u, _)| *u != t) {
+            self.last = Some((t, time_in(&self.zone, t, "%m/%d/%Y %H:%M:%S")));
+        }
+        self.last.as_ref().map_or("", |(_, text)| text)
+    }
+}
+
+/// The listing's two header lines.
+pub(super) fn header() -> String {
+    format!("job-ID  prior   name       user         state submit/start at     queue                          slots ja-task-ID \n{}\n", "-".repeat(113))
+}
+
+/// The pieces a long listing is written in.
+const PIECE: usize = 64 * 1024;
 
 impl Rows {
     /// Append one job line to `out`: the columns of
@@ -33,97 +63,14 @@ impl Rows {
     /// time).
     pub(super) fn push(&mut self, out: &mut String, j: &JobViewRef, with_queue: bool) {
         let p = j.priority;
-        if self.prior.as_ref().is_none_or(|(q, _)| *q != p) {
-            self.prior = Some((p, prior(p)));
-        }
-        let t = j.start_time.unwrap_or(j.submit_time);
-        if self.when.as_ref().is_none_or(|(u, _)| *u != t) {
-            self.when = Some((t, local_time(t, "%m/%d/%Y %H:%M:%S")));
-        }
-        let (Some((_, prior)), Some((_, when))) = (&self.prior, &self.when) else {
-            return;
+        let prior = match &mut self.prior {
+            Some((q, text)) if *q == p => text,
+            slot => &slot.insert((p, prior(p))).1,
         };
-        let tasks = if j.tasks.is_empty() {
-            "       "
-        } else {
-            j.tasks
-        };
-        let mut digits = [0u8; 20];
-        pad_left(out, decimal(j.job_id, &mut digits), 7);
-        out.push(' ');
-        out.push_str(prior);
-        out.push(' ');
-        pad_right(out, j.name, 10, true);
-        out.push(' ');
-        pad_right(out, j.owner, 12, true);
-        out.push(' ');
-        pad_right(out, j.state_letters(), 5, false);
-        out.push(' ');
-        out.push_str(when);
-        if with_queue {
-            out.push(' ');
-            pad_right(out, j.queue.unwrap_or(""), 30, false);
-        }
-        out.push(' ');
-        pad_left(out, decimal(u64::from(j.slots), &mut digits), 5);
-        out.push(' ');
-        out.push_str(tasks);
-        out.push('\n');
-    }
-}
-
-/// `n` in decimal, written at the end of `buf`.
-pub(super) fn decimal(mut n: u64, buf: &mut [u8; 20]) -> &str {
-    let mut at = buf.len();
-    loop {
-        at -= 1;
-        buf[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    // Only ASCII digits were written.
-    std::str::from_utf8(&buf[at..]).unwrap_or("")
-}
-
-/// `s` right-aligned in `width` columns (`{:>width}`): never cut.
-pub(super) fn pad_left(out: &mut String, s: &str, width: usize) {
-    spaces(out, width.saturating_sub(columns(s)));
-    out.push_str(s);
-}
-
-/// `s` left-aligned in `width` columns (`{:<width}`), cut at `width` characters when
-/// `cut` (`{:<width.width}`).
-pub(super) fn pad_right(out: &mut String, s: &str, width: usize, cut: bool) {
-    let (shown, chars) = match s.is_ascii() {
-        true if cut && s.len() > width => (&s[..width], width),
-        true => (s, s.len()),
-        false => match s.char_indices().nth(width) {
-            Some((end, _)) if cut => (&s[..end], width),
-            _ => (s, s.chars().count()),
-        },
-    };
-    out.push_str(shown);
-    spaces(out, width.saturating_sub(chars));
-}
-
-/// How many characters `s` has (as `format!` counts them for padding).
-pub(super) fn columns(s: &str) -> usize {
-    match s.is_ascii() {
-        true => s.len(),
-        false => s.chars().count(),
-    }
-}
-
-/// Append `n` spaces.
-pub(super) fn spaces(out: &mut String, n: usize) {
-    const SPACES: &str = "                                ";
-    let mut left = n;
-    while left > 0 {
-        let now = left.min(SPACES.len());
-        out.push_str(&SPACES[..now]);
-        left -= now;
+        push_head(out, j.job_id, prior, j.name, j.owner, j.state_letters());
+        out.push_str(self.when.of(j.start_time.unwrap_or(j.submit_time)));
+        let queue = [j.queue.unwrap_or("")];
+        push_tail(out, with_queue.then_some(&queue[..]), j.slots, j.tasks);
     }
 }
 
@@ -136,7 +83,6 @@ pub fn write_qstat<'a>(
     shown: impl Fn(&JobViewRef) -> bool,
     w: &mut impl std::io::Write,
 ) -> Result<(), gantry_proto::ProtoError> {
-    const PIECE: usize = 64 * 1024;
     let mut out = String::with_capacity(PIECE + 1024);
     let mut lines = Rows::default();
     let mut any = false;
@@ -154,9 +100,7 @@ pub fn write_qstat<'a>(
         }
         if !any {
             any = true;
-            out.push_str("job-ID  prior   name       user         state submit/start at     queue                          slots ja-task-ID \n");
-            out.push_str(&"-".repeat(113));
-            out.push('\n');
+            out.push_str(&header());
         }
         lines.push(&mut out, &j, true);
         if out.len() >= PIECE {
@@ -167,4 +111,120 @@ pub fn write_qstat<'a>(
     let _ = w.write_all(out.as_bytes());
     let _ = w.flush();
     ended
+}
+
+/// Writes the default listing's job lines as the master wrote them, each with its time
+/// written here, to `w` in pieces of about 64 KiB; the header before the first.
+pub struct LineWriter<'w, W: std::io::Write> {
+    w: &'w mut W,
+    out: Vec<u8>,
+    when: When,
+    any: bool,
+}
+
+impl<'w, W: std::io::Write> LineWriter<'w, W> {
+    pub fn new(w: &'w mut W) -> Self {
+        LineWriter {
+            w,
+            out: Vec::with_capacity(PIECE + 1024),
+            when: When::default(),
+            any: false,
+        }
+    }
+
+    pub fn line(&mut self, line: JobLineRef<'_>) {
+        if !self.any {
+            self.any = true;
+            self.out.extend_from_slice(header().as_bytes());
+        }
+        self.out.extend_from_slice(line.head);
+        self.out
+            .extend_from_slice(self.when.of(line.when).as_bytes());
+        self.out.extend_from_slice(line.tail);
+        if self.out.len() >= PIECE {
+            let _ = self.w.write_all(&self.out);
+            self.out.clear();
+        }
+    }
+
+    /// Write what is left. Errors writing are ignored, as for every command's output
+    /// (see [`crate::Output::print`]).
+    pub fn finish(self) {
+        let _ = self.w.write_all(&self.out);
+        let _ = self.w.flush();
+    }
+}
+
+/// The pieces a listing's answer is read in.
+pub(super) const READ: usize = 256 * 1024;
+
+/// The job lines of the master's answer, its `len` bytes read from `answer` a piece at
+/// a time, each given to `each` once it is whole: a listing of megabytes is never in
+/// memory at once. Any other answer (a refusal) is read whole and reported as the
+/// command reports it; so is an answer that ends in the middle of a line (after the
+/// lines before it).
+pub fn read_job_lines(
+    answer: impl std::io::Read,
+    len: usize,
+    each: impl FnMut(JobLineRef<'_>),
+) -> Result<(), crate::Output> {
+    read_in_pieces(answer, len, READ, each)
+}
+
+/// The same in pieces of `piece` bytes (at first).
+pub(super) fn read_in_pieces(
+    mut answer: impl std::io::Read,
+    len: usize,
+    piece: usize,
+    mut each: impl FnMut(JobLineRef<'_>),
+) -> Result<(), crate::Output> {
+    let failed = |e: std::io::Error| {
+        crate::Output::fail(
+            crate::conn::ConnError::Io(e).to_string(),
+            crate::exit::FAILURE,
+        )
+    };
+    let mut buf = vec![0u8; piece.max(1).min(len)];
+    answer.read_exact(&mut buf).map_err(failed)?;
+    let mut unread = len - buf.len();
+    let (mut left, first) = match gantry_proto::job_lines_start(&buf) {
+        Ok(Some(start)) => start,
+        Ok(None) | Err(_) => {
+            let read = buf.len();
+            buf.resize(len, 0);
+            answer.read_exact(&mut buf[read..]).map_err(failed)?;
+            for line in crate::job_lines_in(&buf)? {
+                each(line.map_err(crate::undecodable)?);
+            }
+            return Ok(());
+        }
+    };
+    let (mut start, mut end) = (first, buf.len());
+    while left > 0 {
+        match JobLineRef::take_from(&buf[start..end]) {
+            Ok((line, rest)) => {
+                each(line);
+                start = end - rest.len();
+                left -= 1;
+            }
+            Err(e) if unread == 0 => return Err(crate::undecodable(e.into())),
+            Err(_) => {
+                // The line goes on in the next piece: what is left of this one moves to
+                // the front (the buffer grows for a line longer than it).
+                buf.copy_within(start..end, 0);
+                end -= start;
+                start = 0;
+                if end == buf.len() {
+                    buf.resize(2 * buf.len(), 0);
+                }
+                let more = (buf.len() - end).min(unread);
+                answer
+                    .read_exact(&mut buf[end..end + more])
+                    .map_err(failed)?;
+                end += more;
+                unread -= more;
+            }
+        }
+    }
+    Ok(())
 }

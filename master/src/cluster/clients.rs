@@ -7,7 +7,7 @@ use actix::prelude::*;
 use gantry_proto::{Caller, FromMaster, Refusal, RefusalKind, ToMaster};
 use tracing::{error, info, warn};
 
-use crate::jobs::{JobsImage, TaskState};
+use crate::jobs::{JobsImage, ListingForm, TaskState};
 
 use super::*;
 
@@ -88,6 +88,10 @@ impl Cluster {
             ToMaster::ShowJobs { users } => {
                 let users = users_with_caller(&users, &caller.user);
                 FromMaster::Jobs(self.state.job_views(&users, &self.started))
+            }
+            ToMaster::ShowJobLines { users } => {
+                let users = users_with_caller(&users, &caller.user);
+                FromMaster::JobLines(self.state.jobs_image().lines(&users, &self.started))
             }
             ToMaster::JobDetails { ids } => {
                 let connected: HashSet<String> = self.dispatchable();
@@ -551,8 +555,8 @@ pub type ListingWriter = super::listings::Deliver;
 
 /// A client request, whatever its kind: waits are answered when the job ends.
 pub async fn call(cluster: &Addr<Cluster>, caller: Caller, request: ToMaster) -> Answer {
-    if let ToMaster::ShowJobs { users } = request {
-        return list_jobs(cluster, caller, users, None).await;
+    if let Some((users, form)) = ListingForm::asked(&request) {
+        return list_jobs(cluster, caller, users, form, None).await;
     }
     Answer::Message(Box::new(call_message(cluster, caller, request).await))
 }
@@ -566,18 +570,20 @@ pub async fn list_jobs_writing(
     cluster: &Addr<Cluster>,
     caller: Caller,
     users: Vec<String>,
+    form: ListingForm,
     write: ListingWriter,
 ) -> Answer {
-    list_jobs(cluster, caller, users, Some(write)).await
+    list_jobs(cluster, caller, users, form, Some(write)).await
 }
 
 async fn list_jobs(
     cluster: &Addr<Cluster>,
     caller: Caller,
     users: Vec<String>,
+    form: ListingForm,
     write: Option<ListingWriter>,
 ) -> Answer {
-    match show_jobs_off_thread(cluster, caller, users, write).await {
+    match show_jobs_off_thread(cluster, caller, users, form, write).await {
         Some(answer) => answer,
         None => Answer::Message(Box::new(shutting_down())),
     }
@@ -663,6 +669,7 @@ async fn show_jobs_off_thread(
     cluster: &Addr<Cluster>,
     caller: Caller,
     users: Vec<String>,
+    form: ListingForm,
     write: Option<ListingWriter>,
 ) -> Option<Answer> {
     let users = users_with_caller(&users, &caller.user);
@@ -686,6 +693,7 @@ async fn show_jobs_off_thread(
         image,
         started,
         users,
+        form,
         asked,
         actor: asked.elapsed(),
         deliver,

@@ -13,7 +13,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use crate::jobs::{JobsImage, ListingCache};
+use crate::jobs::{JobsImage, ListingCache, ListingForm};
 
 /// Where one request's listing goes: its encoded answer, or why it could not be made.
 pub type Deliver = Box<dyn FnOnce(Result<&[u8], String>) + Send>;
@@ -25,8 +25,9 @@ pub(crate) struct Waiting {
     /// The job table (and the tasks whose start was confirmed) when it arrived.
     pub image: JobsImage,
     pub started: HashSet<(u64, u32)>,
-    /// The users whose jobs it lists (the caller's name for `$user`).
+    /// The users whose jobs it lists (the caller's name for `$user`), and in what form.
     pub users: Vec<String>,
+    pub form: ListingForm,
     /// When it arrived, and how long the actor took to hand out its image.
     pub asked: Instant,
     pub actor: Duration,
@@ -53,11 +54,17 @@ fn queue() -> &'static Mutex<Queue> {
     QUEUE.get_or_init(Default::default)
 }
 
-/// The rows of the last listing made, for the next to take the rows of the jobs that
-/// did not change since (see [`ListingCache`]).
-fn last_listing() -> &'static Mutex<Option<Arc<ListingCache>>> {
-    static LAST: OnceLock<Mutex<Option<Arc<ListingCache>>>> = OnceLock::new();
-    LAST.get_or_init(Default::default)
+/// The rows of the last listing made in `form`, for the next to take the rows of the
+/// jobs that did not change since (see [`ListingCache`]).
+fn last_listing(form: ListingForm) -> &'static Mutex<Option<Arc<ListingCache>>> {
+    type Last = Mutex<Option<Arc<ListingCache>>>;
+    static ROWS: OnceLock<Last> = OnceLock::new();
+    static LINES: OnceLock<Last> = OnceLock::new();
+    match form {
+        ListingForm::Rows => &ROWS,
+        ListingForm::Lines => &LINES,
+    }
+    .get_or_init(Default::default)
 }
 
 /// Queue a request with its image.
@@ -78,13 +85,15 @@ pub(crate) fn serve_waiting() {
     let size = batch.len();
     // The newest image answers them all: taken after every request of the batch came.
     let mut newest: Option<Newest> = None;
-    let mut by_users: HashMap<Vec<String>, Vec<(Instant, Duration, Deliver)>> = HashMap::new();
+    type Group = Vec<(Instant, Duration, Deliver)>;
+    let mut by_users: HashMap<(ListingForm, Vec<String>), Group> = HashMap::new();
     for w in batch {
         let Waiting {
             seq,
             image,
             started,
             users,
+            form,
             asked,
             actor,
             deliver,
@@ -93,20 +102,20 @@ pub(crate) fn serve_waiting() {
             newest = Some((seq, image, started));
         }
         by_users
-            .entry(users)
+            .entry((form, users))
             .or_default()
             .push((asked, actor, deliver));
     }
     let Some((_, image, started)) = newest else {
         return;
     };
-    for (users, group) in by_users {
+    for ((form, users), group) in by_users {
         let from = Instant::now();
-        let last = last_listing().lock().ok().and_then(|last| last.clone());
+        let last = last_listing(form).lock().ok().and_then(|last| last.clone());
         let encoded = image
-            .encoded_views_with(&users, &started, last.as_deref())
+            .encoded_views_with(&users, &started, last.as_deref(), form)
             .map(|(bytes, next)| {
-                if let Ok(mut last) = last_listing().lock() {
+                if let Ok(mut last) = last_listing(form).lock() {
                     *last = Some(Arc::new(next));
                 }
                 bytes
@@ -183,6 +192,7 @@ mod tests {
                 image: image.clone(),
                 started: HashSet::new(),
                 users: users.iter().map(|u| u.to_string()).collect(),
+                form: ListingForm::Rows,
                 asked: Instant::now(),
                 actor: Duration::ZERO,
                 deliver: Box::new(move |made: Result<&[u8], String>| {

@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use imbl::ordmap::DiffItem;
 
-use gantry_proto::{JobRow, JobState, JobView, QueueAt, RowTasks};
+use gantry_common::joblines::{decimal, prior, push_head, push_tail};
+use gantry_proto::{JobLine, JobLineOut, JobRow, JobState, JobView, QueueAt, RowTasks};
 
 use super::{task_ranges, Job, TaskState};
 
@@ -18,6 +19,77 @@ pub struct JobsImage {
     pub(super) jobs: Arc<gantry_sched::view::JobTable>,
     pub(super) suspended_queues: Arc<HashSet<(String, String)>>,
     pub(super) threshold_suspended: Arc<std::collections::BTreeSet<(u64, u32)>>,
+}
+
+/// What a listing is made of: rows (`qstat`'s forms that choose their columns, or
+/// order the jobs by queue) or the job lines of the default listing, as the client
+/// prints them (see [`gantry_proto::JobLine`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum ListingForm {
+    #[default]
+    Rows,
+    Lines,
+}
+
+impl ListingForm {
+    /// The users whose jobs a `qstat` listing shows, and its form; `None` for any other
+    /// request.
+    pub fn asked(request: &gantry_proto::ToMaster) -> Option<(Vec<String>, Self)> {
+        match request {
+            gantry_proto::ToMaster::ShowJobs { users } => Some((users.clone(), ListingForm::Rows)),
+            gantry_proto::ToMaster::ShowJobLines { users } => {
+                Some((users.clone(), ListingForm::Lines))
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Writes rows as the default listing's job lines, the priority column of the row
+/// before kept (jobs submitted together share it).
+#[derive(Debug, Default)]
+struct LineMaker {
+    prior: Option<(i32, String)>,
+    head: String,
+    tail: String,
+}
+
+impl LineMaker {
+    /// `row`'s line, borrowed from the maker until the next.
+    fn line(&mut self, row: &JobRow<'_>) -> JobLineOut<'_> {
+        let p = row.priority;
+        let prior = match &mut self.prior {
+            Some((q, text)) if *q == p => text,
+            slot => &mut slot.insert((p, prior(p))).1,
+        };
+        self.head.clear();
+        push_head(
+            &mut self.head,
+            row.job_id,
+            prior,
+            row.name,
+            row.owner,
+            row.state.letters_of_row(row.restarted),
+        );
+        let mut digits = [0u8; 20];
+        let tasks = match &row.tasks {
+            RowTasks::None => "",
+            RowTasks::One(t) => decimal(u64::from(*t), &mut digits),
+            RowTasks::Ranges(r) => r,
+        };
+        self.tail.clear();
+        let queue = match row.queue {
+            Some(q) => [q.queue, "@", q.host],
+            None => [""; 3],
+        };
+        push_tail(&mut self.tail, Some(&queue), row.slots, tasks);
+        JobLineOut {
+            state: row.state,
+            head: &self.head,
+            when: row.start_time.unwrap_or(row.submit_time),
+            tail: &self.tail,
+        }
+    }
 }
 
 /// Does a listing of `users` (all: empty, or `*`) show the jobs of `owner`?
@@ -32,6 +104,8 @@ fn wanted(users: &[String], owner: &str) -> bool {
 /// only the jobs that changed since; the rows of the others are copied in runs.
 #[derive(Debug, Default)]
 pub struct ListingCache {
+    /// What its entries are.
+    form: ListingForm,
     /// The job table the cache is of.
     jobs: gantry_sched::view::JobTable,
     /// The cached jobs, in job id order.
@@ -127,6 +201,29 @@ impl JobsImage {
         running
     }
 
+    /// The default listing's job lines of `users`' jobs, in the order of
+    /// [`JobsImage::views`].
+    pub fn lines(&self, users: &[String], started: &HashSet<(u64, u32)>) -> Vec<JobLine> {
+        let mut maker = LineMaker::default();
+        let mut running = Vec::new();
+        let mut pending = Vec::new();
+        self.rows(users, started, |row| {
+            let to = match row.queue {
+                Some(_) => &mut running,
+                None => &mut pending,
+            };
+            let line = maker.line(&row);
+            to.push(JobLine {
+                state: line.state,
+                head: line.head.to_string(),
+                when: line.when,
+                tail: line.tail.to_string(),
+            });
+        });
+        running.extend(pending);
+        running
+    }
+
     /// The encoding of [`gantry_proto::FromMaster::Jobs`] with the rows
     /// [`JobsImage::views`] makes, encoded from the job table as they are made (no row
     /// is copied out of it first). (The master makes listings with a cache: see
@@ -137,20 +234,29 @@ impl JobsImage {
         users: &[String],
         started: &HashSet<(u64, u32)>,
     ) -> Result<Vec<u8>, gantry_proto::ProtoError> {
-        Ok(self.encoded_views_with(users, started, None)?.0)
+        Ok(self
+            .encoded_views_with(users, started, None, ListingForm::Rows)?
+            .0)
     }
 
-    /// The same, with the rows of every job that has not changed since `cache` was made
-    /// taken from it; and the cache for the next listing.
+    /// The same in `form` (the encoding of [`gantry_proto::FromMaster::JobLines`] with
+    /// [`JobsImage::lines`]' lines for [`ListingForm::Lines`]), with the rows of every
+    /// job that has not changed since `cache` was made taken from it (one of the same
+    /// form); and the cache for the next listing.
     pub fn encoded_views_with(
         &self,
         users: &[String],
         started: &HashSet<(u64, u32)>,
         cache: Option<&ListingCache>,
+        form: ListingForm,
     ) -> Result<(Vec<u8>, ListingCache), gantry_proto::ProtoError> {
-        let empty = ListingCache::default();
-        let old = cache.unwrap_or(&empty);
+        let empty = ListingCache {
+            form,
+            ..ListingCache::default()
+        };
+        let old = cache.filter(|c| c.form == form).unwrap_or(&empty);
         let mut next = ListingCache {
+            form,
             jobs: (*self.jobs).clone(),
             entries: Vec::with_capacity(old.entries.len() + 64),
             owners: old.owners.clone(),
@@ -162,12 +268,17 @@ impl JobsImage {
             .map(|(n, o)| (o.clone(), n))
             .collect();
         let mut failed = None;
-        let mut encode = |row: &JobRow<'_>, into: &mut Vec<u8>| match gantry_proto::encode_job_row(
-            row,
-            std::mem::take(into),
-        ) {
-            Ok(rows) => *into = rows,
-            Err(e) => failed = Some(e),
+        let mut lines = LineMaker::default();
+        let mut encode = |row: &JobRow<'_>, into: &mut Vec<u8>| {
+            let before = std::mem::take(into);
+            let made = match form {
+                ListingForm::Rows => gantry_proto::encode_job_row(row, before),
+                ListingForm::Lines => gantry_proto::encode_job_line(&lines.line(row), before),
+            };
+            match made {
+                Ok(rows) => *into = rows,
+                Err(e) => failed = Some(e),
+            }
         };
         // The jobs changed since the cache was made, in id order: each one's entry goes,
         // and a job still there is cached again (or made live).
@@ -243,7 +354,11 @@ impl JobsImage {
             return Err(e);
         }
         running.extend_from_slice(&pending);
-        Ok((gantry_proto::encode_jobs_answer(count, &running)?, next))
+        let answer = match form {
+            ListingForm::Rows => gantry_proto::encode_jobs_answer(count, &running)?,
+            ListingForm::Lines => gantry_proto::encode_job_lines_answer(count, &running)?,
+        };
+        Ok((answer, next))
     }
 
     /// Each row of `users`' jobs, as [`JobsImage::views`] lists them (running tasks one
@@ -444,9 +559,42 @@ mod tests {
             assert!(!views.is_empty());
             assert_eq!(
                 image.encoded_views(&users, &started).unwrap(),
-                gantry_proto::encode(&gantry_proto::FromMaster::Jobs(views)).unwrap(),
+                gantry_proto::encode(&gantry_proto::FromMaster::Jobs(views.clone())).unwrap(),
                 "{users:?}"
             );
+            // The default listing's lines: those of the same rows, in the same order,
+            // each the format's columns.
+            let lines = image.lines(&users, &started);
+            assert_eq!(
+                image
+                    .encoded_views_with(&users, &started, None, ListingForm::Lines)
+                    .unwrap()
+                    .0,
+                gantry_proto::encode(&gantry_proto::FromMaster::JobLines(lines.clone())).unwrap(),
+                "{users:?}"
+            );
+            assert_eq!(lines.len(), views.len());
+            for (line, v) in lines.iter().zip(&views) {
+                let head = format!(
+                    "{:>7} {} {:<10.10} {:<12.12} {:<5} ",
+                    v.job_id,
+                    prior(v.priority),
+                    v.name,
+                    v.owner,
+                    v.state_letters()
+                );
+                let tasks = if v.tasks.is_empty() {
+                    "       "
+                } else {
+                    &v.tasks
+                };
+                let queue = v.queue.as_deref().unwrap_or("");
+                let tail = format!(" {queue:<30} {:>5} {tasks}\n", v.slots);
+                assert_eq!(
+                    (line.state, &line.head, line.when, &line.tail),
+                    (v.state, &head, v.start_time.unwrap_or(v.submit_time), &tail)
+                );
+            }
         }
         let all = image.views(&[], &started);
         let states: Vec<(u64, &str, &str)> = all
@@ -484,7 +632,7 @@ mod tests {
         let everyone: Vec<String> = Vec::new();
         let (_, mut cache) = s
             .jobs_image()
-            .encoded_views_with(&everyone, &started, None)
+            .encoded_views_with(&everyone, &started, None, ListingForm::Rows)
             .unwrap();
         type Change = Box<dyn Fn(&mut ClusterState)>;
         let changes: Vec<Change> = vec![
@@ -529,12 +677,23 @@ mod tests {
             for users in [vec![], vec!["alice".to_string()], vec!["dave".to_string()]] {
                 let afresh = image.encoded_views(&users, &started).unwrap();
                 let (cached, _) = image
-                    .encoded_views_with(&users, &started, Some(&cache))
+                    .encoded_views_with(&users, &started, Some(&cache), ListingForm::Rows)
                     .unwrap();
                 assert_eq!(cached, afresh, "change {n}, {users:?}");
+                // A cache of rows is none for a listing of lines.
+                let (lines, _) = image
+                    .encoded_views_with(&users, &started, Some(&cache), ListingForm::Lines)
+                    .unwrap();
+                assert_eq!(
+                    lines,
+                    gantry_proto::encode(&gantry_proto::FromMaster::JobLines(
+                        image.lines(&users, &started)
+                    ))
+                    .unwrap()
+                );
             }
             cache = image
-                .encoded_views_with(&everyone, &started, Some(&cache))
+                .encoded_views_with(&everyone, &started, Some(&cache), ListingForm::Rows)
                 .unwrap()
                 .1;
         }
@@ -578,6 +737,7 @@ mod tests {
             let mut s = crate::synthetic::cluster(&[]);
             let started = HashSet::new();
             let mut cache: Option<ListingCache> = None;
+            let mut line_cache: Option<ListingCache> = None;
             let mut next_id = 1;
             let edit = |s: &mut ClusterState, id: u64, f: &dyn Fn(&mut Job)| {
                 if let Some(j) = s.jobs.get(&id) {
@@ -614,10 +774,20 @@ mod tests {
                         ))
                         .unwrap();
                         let (cached, next) = image
-                            .encoded_views_with(&users, &started, cache.as_ref())
+                            .encoded_views_with(&users, &started, cache.as_ref(), ListingForm::Rows)
                             .unwrap();
                         proptest::prop_assert_eq!(cached, afresh);
                         cache = Some(next);
+                        // The default listing's lines, cached alike.
+                        let afresh = gantry_proto::encode(&gantry_proto::FromMaster::JobLines(
+                            image.lines(&users, &started),
+                        ))
+                        .unwrap();
+                        let (cached, next) = image
+                            .encoded_views_with(&users, &started, line_cache.as_ref(), ListingForm::Lines)
+                            .unwrap();
+                        proptest::prop_assert_eq!(cached, afresh);
+                        line_cache = Some(next);
                     }
                 }
             }
