@@ -14,7 +14,7 @@ use tokio::net::{UnixListener, UnixStream};
 use tracing::debug;
 
 use crate::cluster::{Answer, Cluster};
-use crate::jobs::ListingForm;
+use crate::jobs::{ListingAnswer, ListingForm};
 
 /// Accept client connections until the task is dropped.
 pub async fn serve(listener: UnixListener, cluster: Addr<Cluster>, host: String) {
@@ -58,8 +58,10 @@ async fn handle(
             stream.set_nonblocking(false)?;
             stream.set_write_timeout(Some(LISTING_WRITE_TIMEOUT))?;
             let mut writer = stream.try_clone()?;
-            let write = Box::new(move |made: Result<&[u8], String>| {
-                if let Err(e) = write_listing(&mut writer, made) {
+            let write = Box::new(move |made: Result<&ListingAnswer, String>| {
+                let parts = made.map(|answer| answer.slices().collect::<Vec<_>>());
+                if let Err(e) = write_listing(&mut writer, parts.as_deref().map_err(String::clone))
+                {
                     debug!("client connection: {e}");
                 }
             });
@@ -69,7 +71,7 @@ async fn handle(
             return match answer {
                 Answer::Sent => Ok(()),
                 Answer::Message(m) => Ok(stream.write_all(&accepted_with(PROTOCOL_VERSION, &m)?)?),
-                Answer::Encoded(bytes) => write_listing(&mut stream, Ok(&bytes)),
+                Answer::Encoded(bytes) => write_listing(&mut stream, Ok(&[&bytes])),
             };
         }
         (Ok(caller), None) => crate::cluster::call(&cluster, caller, request).await,
@@ -86,15 +88,39 @@ async fn handle(
 /// socket, blocking.
 fn write_listing(
     socket: &mut std::os::unix::net::UnixStream,
-    made: Result<&[u8], String>,
+    made: Result<&[&[u8]], String>,
 ) -> Result<(), TransportError> {
     match made {
-        Ok(payload) => {
-            room_for(socket, payload.len());
-            socket.write_all(&accepted_before(PROTOCOL_VERSION, payload.len())?)?;
-            socket.write_all(payload)?;
+        Ok(parts) => {
+            let len = parts.iter().map(|p| p.len()).sum();
+            room_for(socket, len);
+            let head = accepted_before(PROTOCOL_VERSION, len)?;
+            let mut slices: Vec<std::io::IoSlice<'_>> = std::iter::once(&head[..])
+                .chain(parts.iter().copied())
+                .filter(|p| !p.is_empty())
+                .map(std::io::IoSlice::new)
+                .collect();
+            write_all_vectored(socket, &mut slices)?;
         }
         Err(message) => socket.write_all(&accepted_with(PROTOCOL_VERSION, &refused(&message))?)?,
+    }
+    Ok(())
+}
+
+/// Write every slice, as many at once as the system takes.
+fn write_all_vectored(
+    w: &mut impl Write,
+    mut slices: &mut [std::io::IoSlice<'_>],
+) -> std::io::Result<()> {
+    // IOV_MAX on Linux.
+    const AT_ONCE: usize = 1024;
+    while !slices.is_empty() {
+        match w.write_vectored(&slices[..slices.len().min(AT_ONCE)]) {
+            Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+            Ok(n) => std::io::IoSlice::advance_slices(&mut slices, n),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
     }
     Ok(())
 }
@@ -123,4 +149,62 @@ fn refused(message: &str) -> FromMaster {
         kind: RefusalKind::Internal,
         message: message.to_string(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Takes at most `at_once` bytes per write, and counts the slices it was offered.
+    struct Trickle {
+        got: Vec<u8>,
+        at_once: usize,
+        most_slices: usize,
+    }
+
+    impl Write for Trickle {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.write_vectored(&[std::io::IoSlice::new(buf)])
+        }
+
+        fn write_vectored(&mut self, bufs: &[std::io::IoSlice<'_>]) -> std::io::Result<usize> {
+            self.most_slices = self.most_slices.max(bufs.len());
+            let mut n = 0;
+            for b in bufs {
+                let take = b.len().min(self.at_once - n);
+                self.got.extend_from_slice(&b[..take]);
+                n += take;
+                if n == self.at_once {
+                    break;
+                }
+            }
+            Ok(n)
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// Every byte of every slice is written in order, whatever the writer takes at a
+    /// time, and never more slices at once than the system takes.
+    #[test]
+    fn slices_are_written_whole_and_in_order() {
+        let parts: Vec<Vec<u8>> = (0..3_000u32)
+            .map(|n| n.to_string().into_bytes().repeat(1 + n as usize % 3))
+            .collect();
+        let want: Vec<u8> = parts.concat();
+        for at_once in [1, 7, 4_096, usize::MAX / 2] {
+            let mut slices: Vec<std::io::IoSlice<'_>> =
+                parts.iter().map(|p| std::io::IoSlice::new(p)).collect();
+            let mut w = Trickle {
+                got: Vec::new(),
+                at_once,
+                most_slices: 0,
+            };
+            write_all_vectored(&mut w, &mut slices).unwrap();
+            assert_eq!(w.got, want, "{at_once} at once");
+            assert!(w.most_slices <= 1024);
+        }
+    }
 }

@@ -634,7 +634,7 @@ impl ClusterState {
 }
 
 mod listing;
-pub use listing::{zombie_view, JobsImage, ListingCache, ListingForm};
+pub use listing::{zombie_view, JobsImage, ListingAnswer, ListingCache, ListingForm};
 
 /// Resolve `qdel` arguments to the tasks they name: `id`, `id.task`, `id.first-last`.
 /// The jobs a list of job ids and names (wildcards allowed) names, each once, in the

@@ -7,7 +7,7 @@ use actix::prelude::*;
 use gantry_proto::{Caller, FromMaster, Refusal, RefusalKind, ToMaster};
 use tracing::{error, info, warn};
 
-use crate::jobs::{JobsImage, ListingForm, TaskState};
+use crate::jobs::{JobsImage, ListingAnswer, ListingForm, TaskState};
 
 use super::*;
 
@@ -682,8 +682,8 @@ async fn show_jobs_off_thread(
         Some(write) => (write, None),
         None => {
             let (tx, rx) = tokio::sync::oneshot::channel();
-            let deliver: ListingWriter = Box::new(move |made: Result<&[u8], String>| {
-                let _ = tx.send(made.map(<[u8]>::to_vec));
+            let deliver: ListingWriter = Box::new(move |made: Result<&ListingAnswer, String>| {
+                let _ = tx.send(made.map(ListingAnswer::to_vec));
             });
             (deliver, Some(rx))
         }

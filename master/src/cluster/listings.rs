@@ -13,10 +13,10 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use crate::jobs::{JobsImage, ListingCache, ListingForm};
+use crate::jobs::{JobsImage, ListingAnswer, ListingCache, ListingForm};
 
 /// Where one request's listing goes: its encoded answer, or why it could not be made.
-pub type Deliver = Box<dyn FnOnce(Result<&[u8], String>) + Send>;
+pub type Deliver = Box<dyn FnOnce(Result<&ListingAnswer, String>) + Send>;
 
 /// A request waiting for its listing.
 pub(crate) struct Waiting {
@@ -116,7 +116,7 @@ pub(crate) fn serve_waiting() {
             .encoded_views_with(&users, &started, last.as_deref(), form)
             .map(|(bytes, next)| {
                 if let Ok(mut last) = last_listing(form).lock() {
-                    *last = Some(Arc::new(next));
+                    *last = Some(next);
                 }
                 bytes
             })
@@ -126,8 +126,8 @@ pub(crate) fn serve_waiting() {
         let one = move |(asked, actor, deliver): (Instant, Duration, Deliver)| {
             let waited = began.saturating_duration_since(asked + actor);
             let made_at = asked.elapsed();
-            let bytes = encoded.as_ref().map_or(0, Vec::len);
-            deliver(encoded.as_deref().map_err(String::clone));
+            let bytes = encoded.as_ref().map_or(0, ListingAnswer::len);
+            deliver(encoded.as_ref().map_err(String::clone));
             // Where a listing's time went: the actor's image, waiting for a turn (or
             // for the listing another request's turn made), making the rows, writing
             // them; how many requests the listing answered.
@@ -195,7 +195,7 @@ mod tests {
                 form: ListingForm::Rows,
                 asked: Instant::now(),
                 actor: Duration::ZERO,
-                deliver: Box::new(move |made: Result<&[u8], String>| {
+                deliver: Box::new(move |made: Result<&ListingAnswer, String>| {
                     got.lock().unwrap().push((n, made.unwrap().to_vec()));
                 }),
             }

@@ -146,33 +146,76 @@ impl ListingCache {
         }));
     }
 
-    /// Append the rows of `entries[range]` whose owners are wanted to `out`; how many.
-    fn copy_rows(
+    /// The runs of rows of `entries[range]` whose owners are wanted, as parts of a
+    /// listing (adjacent rows one part); how many rows.
+    fn wanted_runs(
         &self,
         range: std::ops::Range<usize>,
         owner_wanted: &[bool],
-        out: &mut Vec<u8>,
+        parts: &mut Vec<Part>,
     ) -> usize {
         let mut count = 0;
-        // Runs of wanted entries, each copied at once.
-        let mut run: Option<(usize, usize)> = None;
         for e in &self.entries[range] {
             if owner_wanted[e.owner as usize] {
                 count += e.count;
-                run = match run {
-                    Some((start, end)) if end == e.start => Some((start, e.end)),
-                    Some((start, end)) => {
-                        out.extend_from_slice(&self.rows[start..end]);
-                        Some((e.start, e.end))
-                    }
-                    None => Some((e.start, e.end)),
-                };
+                match parts.last_mut() {
+                    Some(Part::Cached(run)) if run.end == e.start => run.end = e.end,
+                    _ => parts.push(Part::Cached(e.start..e.end)),
+                }
             }
         }
-        if let Some((start, end)) = run {
-            out.extend_from_slice(&self.rows[start..end]);
-        }
         count
+    }
+}
+
+/// A part of a listing's answer after its header and running rows: rows of the cache
+/// it was made with, or rows made for it.
+#[derive(Debug, Clone)]
+enum Part {
+    Cached(std::ops::Range<usize>),
+    Made(std::ops::Range<usize>),
+}
+
+/// A listing's encoded answer as the parts it is written from: its header (the
+/// answer's tag and number of rows), the running rows, then the pending ones, runs of
+/// them in the cache it was made with and shares rather than copies (a listing of
+/// megabytes is not copied again to be written), between rows made for it.
+#[derive(Debug)]
+pub struct ListingAnswer {
+    header: Vec<u8>,
+    running: Vec<u8>,
+    made: Vec<u8>,
+    pending: Vec<Part>,
+    cache: Arc<ListingCache>,
+}
+
+impl ListingAnswer {
+    /// Its bytes, part after part.
+    pub fn slices(&self) -> impl Iterator<Item = &[u8]> {
+        let pending = self.pending.iter().map(|p| match p {
+            Part::Cached(r) => &self.cache.rows[r.clone()],
+            Part::Made(r) => &self.made[r.clone()],
+        });
+        [&self.header[..], &self.running[..]]
+            .into_iter()
+            .chain(pending)
+    }
+
+    pub fn len(&self) -> usize {
+        self.slices().map(<[u8]>::len).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Its bytes in one buffer (an answer relayed to another host).
+    pub fn to_vec(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.len());
+        for s in self.slices() {
+            out.extend_from_slice(s);
+        }
+        out
     }
 }
 
@@ -236,7 +279,8 @@ impl JobsImage {
     ) -> Result<Vec<u8>, gantry_proto::ProtoError> {
         Ok(self
             .encoded_views_with(users, started, None, ListingForm::Rows)?
-            .0)
+            .0
+            .to_vec())
     }
 
     /// The same in `form` (the encoding of [`gantry_proto::FromMaster::JobLines`] with
@@ -249,7 +293,7 @@ impl JobsImage {
         started: &HashSet<(u64, u32)>,
         cache: Option<&ListingCache>,
         form: ListingForm,
-    ) -> Result<(Vec<u8>, ListingCache), gantry_proto::ProtoError> {
+    ) -> Result<(ListingAnswer, Arc<ListingCache>), gantry_proto::ProtoError> {
         let empty = ListingCache {
             form,
             ..ListingCache::default()
@@ -326,9 +370,9 @@ impl JobsImage {
         }
         next.keep(old, at..old.entries.len());
         // The listing: the running rows of the live jobs, then every pending row in id
-        // order, the cached ones copied between the live jobs' own.
+        // order, runs of the cached ones between the live jobs' own.
         let owner_wanted: Vec<bool> = next.owners.iter().map(|o| wanted(users, o)).collect();
-        let (mut running, mut pending) = (Vec::new(), Vec::with_capacity(next.rows.len()));
+        let (mut running, mut made, mut pending) = (Vec::new(), Vec::new(), Vec::new());
         let mut count = 0;
         let mut at = 0;
         for id in &next.live {
@@ -336,29 +380,40 @@ impl JobsImage {
                 continue;
             };
             let upto = at + next.entries[at..].partition_point(|e| e.id < *id);
-            count += next.copy_rows(at..upto, &owner_wanted, &mut pending);
+            count += next.wanted_runs(at..upto, &owner_wanted, &mut pending);
             at = upto;
             if wanted(users, &job.owner.user) {
+                let from = made.len();
                 self.job_rows(job, started, &mut |row| {
                     let into = match row.queue {
                         Some(_) => &mut running,
-                        None => &mut pending,
+                        None => &mut made,
                     };
                     encode(&row, into);
                     count += 1;
                 });
+                if made.len() > from {
+                    pending.push(Part::Made(from..made.len()));
+                }
             }
         }
-        count += next.copy_rows(at..next.entries.len(), &owner_wanted, &mut pending);
+        count += next.wanted_runs(at..next.entries.len(), &owner_wanted, &mut pending);
         if let Some(e) = failed {
             return Err(e);
         }
-        running.extend_from_slice(&pending);
-        let answer = match form {
-            ListingForm::Rows => gantry_proto::encode_jobs_answer(count, &running)?,
-            ListingForm::Lines => gantry_proto::encode_job_lines_answer(count, &running)?,
+        let header = match form {
+            ListingForm::Rows => gantry_proto::encode_jobs_answer(count, &[])?,
+            ListingForm::Lines => gantry_proto::encode_job_lines_answer(count, &[])?,
         };
-        Ok((answer, next))
+        let cache = Arc::new(next);
+        let answer = ListingAnswer {
+            header,
+            running,
+            made,
+            pending,
+            cache: cache.clone(),
+        };
+        Ok((answer, cache))
     }
 
     /// Each row of `users`' jobs, as [`JobsImage::views`] lists them (running tasks one
@@ -569,7 +624,8 @@ mod tests {
                 image
                     .encoded_views_with(&users, &started, None, ListingForm::Lines)
                     .unwrap()
-                    .0,
+                    .0
+                    .to_vec(),
                 gantry_proto::encode(&gantry_proto::FromMaster::JobLines(lines.clone())).unwrap(),
                 "{users:?}"
             );
@@ -679,13 +735,13 @@ mod tests {
                 let (cached, _) = image
                     .encoded_views_with(&users, &started, Some(&cache), ListingForm::Rows)
                     .unwrap();
-                assert_eq!(cached, afresh, "change {n}, {users:?}");
+                assert_eq!(cached.to_vec(), afresh, "change {n}, {users:?}");
                 // A cache of rows is none for a listing of lines.
                 let (lines, _) = image
                     .encoded_views_with(&users, &started, Some(&cache), ListingForm::Lines)
                     .unwrap();
                 assert_eq!(
-                    lines,
+                    lines.to_vec(),
                     gantry_proto::encode(&gantry_proto::FromMaster::JobLines(
                         image.lines(&users, &started)
                     ))
@@ -736,8 +792,8 @@ mod tests {
             const OWNERS: [&str; 3] = ["alice", "bob", "carol"];
             let mut s = crate::synthetic::cluster(&[]);
             let started = HashSet::new();
-            let mut cache: Option<ListingCache> = None;
-            let mut line_cache: Option<ListingCache> = None;
+            let mut cache: Option<Arc<ListingCache>> = None;
+            let mut line_cache: Option<Arc<ListingCache>> = None;
             let mut next_id = 1;
             let edit = |s: &mut ClusterState, id: u64, f: &dyn Fn(&mut Job)| {
                 if let Some(j) = s.jobs.get(&id) {
@@ -774,9 +830,9 @@ mod tests {
                         ))
                         .unwrap();
                         let (cached, next) = image
-                            .encoded_views_with(&users, &started, cache.as_ref(), ListingForm::Rows)
+                            .encoded_views_with(&users, &started, cache.as_deref(), ListingForm::Rows)
                             .unwrap();
-                        proptest::prop_assert_eq!(cached, afresh);
+                        proptest::prop_assert_eq!(cached.to_vec(), afresh);
                         cache = Some(next);
                         // The default listing's lines, cached alike.
                         let afresh = gantry_proto::encode(&gantry_proto::FromMaster::JobLines(
@@ -784,9 +840,9 @@ mod tests {
                         ))
                         .unwrap();
                         let (cached, next) = image
-                            .encoded_views_with(&users, &started, line_cache.as_ref(), ListingForm::Lines)
+                            .encoded_views_with(&users, &started, line_cache.as_deref(), ListingForm::Lines)
                             .unwrap();
-                        proptest::prop_assert_eq!(cached, afresh);
+                        proptest::prop_assert_eq!(cached.to_vec(), afresh);
                         line_cache = Some(next);
                     }
                 }
