@@ -97,8 +97,8 @@ peak=$(awk '/^VmHWM:/ {printf "%.0f", $2/1024}' "/proc/$MPID/status")
 refused=$(tail -n +"$from" "$D/master.log" | grep -ciE 'refus|too many|connection (limit|rejected)' || true)
 # The scheduling cycles meanwhile: the cluster full, nothing placeable (each qsub asks
 # for one).
-tail -n +"$from" "$D/master.log" | sed -n 's/.*cycle done micros=\([0-9]*\).*/\1/p' | sort -n |
-    awk '{a[NR]=$1} END {if (NR) printf "cycles: %d, median %.1f ms, longest %.1f ms\n", NR, a[int((NR+1)/2)]/1000, a[NR]/1000}'
+tail -n +"$from" "$D/master.log" | sed -n 's/.*cycle done micros=\([0-9]*\).* quiet=\([a-z]*\).*/\1 \2/p' | sort -n |
+    awk '{a[NR]=$1; q+=($2=="true")} END {if (NR) printf "cycles: %d (%d quiet), median %.1f ms, longest %.1f ms\n", NR, q, a[int((NR+1)/2)]/1000, a[NR]/1000}'
 # Where the master's part of each qstat went: waiting for a turn at making a list (one
 # per core at once), for the actor's answer, making and encoding the rows (medians).
 tail -n +"$from" "$D/master.log" | sed -n 's/.*jobs listed turn_micros=\([0-9]*\) actor_micros=\([0-9]*\) made_micros=\([0-9]*\) total_micros=\([0-9]*\) \(written_micros=\([0-9]*\) \)\{0,1\}bytes=\([0-9]*\)\( batch=\([0-9]*\)\)\{0,1\}.*/\1 \2 \3 \4 \7 \6 \9/p' |

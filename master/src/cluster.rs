@@ -556,6 +556,7 @@ impl Cluster {
                     immediate_unplaced,
                     reservations,
                     groups,
+                    quiet,
                 },
             took,
         } = outcome;
@@ -571,6 +572,7 @@ impl Cluster {
             micros = took.as_micros() as u64,
             kept = checked.kept.len(),
             dropped = checked.dropped,
+            quiet,
             "cycle done"
         );
         // The tree's allocation, group by group (`qquota -g` shows the same).

@@ -81,6 +81,9 @@ pub struct Decisions {
     pub reservations: Vec<crate::backfill::Reservation>,
     /// With group quotas, the allocation the cycle placed under.
     pub groups: Option<crate::groups::Allocation>,
+    /// A quiet cycle: nothing changed that could decide anything, and it decided
+    /// nothing without passing over the pending jobs (see [`crate::settled`]).
+    pub quiet: bool,
 }
 
 /// A decision of the scheduler: start this task in this queue instance.
@@ -602,6 +605,7 @@ impl<'a> ClusterView<'a> {
             immediate_unplaced,
             reservations: std::mem::take(&mut snap.reservations),
             groups: snap.group_allocation.take(),
+            quiet: false,
         }
     }
 

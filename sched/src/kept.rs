@@ -249,6 +249,7 @@ impl KeptSnapshot {
                 self.counters.quiet += 1;
                 let decisions = Decisions {
                     quota_counters: kept.snap.close_gates(),
+                    quiet: true,
                     ..Decisions::default()
                 };
                 kept.last = kept
