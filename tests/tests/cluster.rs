@@ -99,6 +99,31 @@ fn one_host_cluster_reports_real_load_values() {
     assert!(!c.qconf(&["-sm"]).stdout.contains("relayuser"));
 }
 
+/// A job listing relayed by an execd (the master's answer passing through it) is the
+/// one the master's own socket gives, for the default form and another.
+#[test]
+fn a_job_listing_relayed_by_an_execd_is_the_masters() {
+    if !gantry_tests::need_root("a_job_listing_relayed_by_an_execd_is_the_masters") {
+        return;
+    }
+    gantry_tests::ensure_user("gtuser1");
+    let c = Cluster::one_host();
+    for name in ["relayed", "another"] {
+        c.submit("gtuser1", &["-h", "-b", "y", "-N", name, "/bin/true"]);
+    }
+    for args in [&[][..], &["-r"][..]] {
+        let direct = c.as_user("gtuser1", "qstat", args);
+        assert!(direct.stdout.contains(" relayed "), "{direct:?}");
+        assert!(direct.stdout.contains(" hqw "), "{direct:?}");
+        let relayed = c.client_at(&c.execd_home("node1"), "qstat", args, Some("gtuser1"));
+        assert_eq!(
+            (relayed.code, relayed.stdout),
+            (0, direct.stdout),
+            "{args:?}"
+        );
+    }
+}
+
 #[test]
 fn default_configuration_matches_a_fresh_sge_install() {
     let mut c = Cluster::init(&[]);
