@@ -193,7 +193,13 @@ pub type SmallMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<SmallHashe
 pub struct Usage {
     names: HashMap<String, u32, foldhash::fast::RandomState>,
     name_list: Vec<String>,
+    /// The counters of keys without a host of their own.
     index: SmallMap<UsageKey, usize>,
+    /// The counters of keys with a host of their own (a rule's `hosts {...}`): per key
+    /// without its host, by the host's name id, each counter's index + 1 (0: none yet).
+    /// A cycle makes one for every such rule and host it checks (100,000 of them in a
+    /// big cluster): an array by host costs a fraction of a hash table of them all.
+    by_host: SmallMap<UsageKey, Vec<u32>>,
     keys: Vec<UsageKey>,
     used: Vec<f64>,
 }
@@ -203,7 +209,6 @@ impl Usage {
     /// every rule it checks: as many as the cycle before, as a rule).
     pub fn reserve(&mut self, counters: usize) {
         let more = counters.saturating_sub(self.keys.len());
-        self.index.reserve(more);
         self.keys.reserve(more);
         self.used.reserve(more);
     }
@@ -248,18 +253,51 @@ impl Usage {
 
     /// The counter of a key, created at zero.
     pub fn slot(&mut self, key: UsageKey) -> usize {
-        match self.index.entry(key) {
-            std::collections::hash_map::Entry::Occupied(n) => *n.get(),
-            std::collections::hash_map::Entry::Vacant(v) => {
+        let host = key.members[4] as usize;
+        if host == 0 {
+            return match self.index.entry(key) {
+                std::collections::hash_map::Entry::Occupied(n) => *n.get(),
+                std::collections::hash_map::Entry::Vacant(v) => {
+                    self.keys.push(key);
+                    self.used.push(0.0);
+                    *v.insert(self.used.len() - 1)
+                }
+            };
+        }
+        let mut rest = key;
+        rest.members[4] = 0;
+        let names = self.name_list.len();
+        let by_host = self.by_host.entry(rest).or_default();
+        if by_host.len() <= host {
+            by_host.resize(host.max(names) + 1, 0);
+        }
+        match by_host[host] {
+            0 => {
                 self.keys.push(key);
                 self.used.push(0.0);
-                *v.insert(self.used.len() - 1)
+                by_host[host] = self.used.len() as u32;
+                self.used.len() - 1
             }
+            n => n as usize - 1,
+        }
+    }
+
+    /// The index of a key's counter, if it has one.
+    fn index_of(&self, key: &UsageKey) -> Option<usize> {
+        let host = key.members[4] as usize;
+        if host == 0 {
+            return self.index.get(key).copied();
+        }
+        let mut rest = *key;
+        rest.members[4] = 0;
+        match self.by_host.get(&rest)?.get(host).copied()? {
+            0 => None,
+            n => Some(n as usize - 1),
         }
     }
 
     pub fn get(&self, key: &UsageKey) -> f64 {
-        self.index.get(key).map_or(0.0, |&n| self.used[n])
+        self.index_of(key).map_or(0.0, |n| self.used[n])
     }
 
     /// Add to a counter (a credit with a negative amount); what is left of a credit

@@ -1145,3 +1145,47 @@ mod cycle_against_gates_at {
         }
     }
 }
+
+/// A key has one counter, found again by `slot` and read by `get`, whether it has a host
+/// of its own (kept by host) or not; keys differing in any part, the host included,
+/// have counters of their own; a key never given a counter reads 0.
+#[test]
+fn every_key_has_one_counter_with_or_without_a_host() {
+    let mut usage = Usage::default();
+    let (alice, node1, node2) = (
+        usage.name_id("alice"),
+        usage.name_id("node1"),
+        usage.name_id("node2"),
+    );
+    let key = |set: u32, user: u32, host: u32, attr: u32| UsageKey {
+        set,
+        rule: 1,
+        members: [user, 0, 0, 0, host],
+        attr,
+    };
+    let keys = [
+        key(0, alice, 0, 0),
+        key(0, alice, node1, 0),
+        key(0, alice, node2, 0),
+        key(0, 0, node1, 0),
+        key(1, alice, node1, 0),
+        key(0, alice, node1, 1),
+        // A host id beyond the names known when the first counters were made.
+        key(0, alice, 40, 0),
+    ];
+    let slots: Vec<usize> = keys.iter().map(|k| usage.slot(*k)).collect();
+    assert_eq!(slots, (0..keys.len()).collect::<Vec<_>>());
+    for (n, k) in keys.iter().enumerate() {
+        assert_eq!(usage.slot(*k), slots[n]);
+        assert_eq!(usage.key(slots[n]), k);
+        usage.add(slots[n], n as f64 + 1.0);
+    }
+    for (n, k) in keys.iter().enumerate() {
+        assert_eq!(usage.get(k), n as f64 + 1.0);
+    }
+    assert_eq!(usage.len(), keys.len());
+    assert_eq!(usage.get(&key(0, alice, 39, 0)), 0.0);
+    assert_eq!(usage.get(&key(0, alice, 41, 0)), 0.0);
+    assert_eq!(usage.get(&key(2, alice, node1, 0)), 0.0);
+    assert_eq!(usage.consumer_text(&keys[1]), "alice////node1/");
+}
