@@ -144,9 +144,12 @@ pub(crate) struct Families {
     /// By family: its set, the rule plan its gates are built from, and whether they
     /// depend on the queue (an expanded queues filter) or only on the host.
     rules: Vec<(u32, RulePlan, bool)>,
-    /// By family, per instance (or host): where its gates are in `arena` (start
-    /// `u32::MAX`: not known yet).
-    at: Vec<Vec<(u32, u32)>>,
+    /// Per host, by family: where the family's gates on the host are in `arena` (start
+    /// `u32::MAX`: not known yet); per instance for the families that depend on the
+    /// queue. Laid out by place, not by family: a check reads the gates of every family
+    /// of its plan on one place, next to one another rather than one cache line each.
+    by_host: Vec<Vec<(u32, u32)>>,
+    by_instance: Vec<Vec<(u32, u32)>>,
     arena: Vec<RuleCheck>,
 }
 
@@ -162,19 +165,35 @@ impl Families {
         let rule = &quotas.sets[set as usize].rules[rp.rule as usize];
         let by_instance = rule.queues.as_ref().is_some_and(|f| f.expand);
         self.rules.push((set, rp.clone(), by_instance));
-        let places = match by_instance {
-            true => snap.instances.len(),
-            false => snap.hosts.len(),
-        };
-        self.at.push(vec![(u32::MAX, 0); places]);
+        if self.by_host.is_empty() {
+            self.by_host = vec![Vec::new(); snap.hosts.len()];
+            self.by_instance = vec![Vec::new(); snap.instances.len()];
+        }
         id
     }
 
-    /// Where a family's gates on an instance are kept in `at`.
-    fn place(&self, snap: &Snapshot, family: usize, inst: usize) -> usize {
-        match self.rules[family].2 {
-            true => inst,
-            false => snap.instances[inst].host,
+    /// Where a family's gates on an instance are kept in `arena`, if known.
+    fn gates_at(&self, snap: &Snapshot, family: usize, inst: usize) -> Option<(u32, u32)> {
+        let row = match self.rules[family].2 {
+            true => self.by_instance.get(inst)?,
+            false => self.by_host.get(snap.instances[inst].host)?,
+        };
+        row.get(family)
+            .copied()
+            .filter(|(start, _)| *start != u32::MAX)
+    }
+
+    /// Keep where a family's gates on an instance are in `arena`.
+    fn keep_gates_at(&mut self, snap: &Snapshot, family: usize, inst: usize, at: (u32, u32)) {
+        let row = match self.rules[family].2 {
+            true => self.by_instance.get_mut(inst),
+            false => self.by_host.get_mut(snap.instances[inst].host),
+        };
+        if let Some(row) = row {
+            if row.len() <= family {
+                row.resize(self.rules.len().max(family + 1), (u32::MAX, 0));
+            }
+            row[family] = at;
         }
     }
 }
@@ -344,10 +363,7 @@ fn family_gates(
     inst: usize,
 ) -> (u32, u32) {
     let host = snap.instances[inst].host;
-    let at_place = q.families.place(snap, family, inst);
-    let Families {
-        rules, arena, at, ..
-    } = &mut q.families;
+    let Families { rules, arena, .. } = &mut q.families;
     let start = arena.len();
     let (set, rp, _) = &rules[family];
     if q.ids.is_empty() {
@@ -369,8 +385,9 @@ fn family_gates(
         &|attr| snap.host_number(host, attr),
         arena,
     );
-    at[family][at_place] = (start as u32, (arena.len() - start) as u32);
-    at[family][at_place]
+    let at = (start as u32, (arena.len() - start) as u32);
+    q.families.keep_gates_at(snap, family, inst, at);
+    at
 }
 
 /// Every gate a demand (its plan) meets on an instance, in the order of its sets, until
@@ -413,10 +430,9 @@ fn walk(
             &plan.gates[c.start as usize..(c.start + c.len) as usize]
         } else {
             let family = c.family as usize;
-            let at_place = q.families.place(snap, family, inst);
-            let (start, len) = match q.families.at[family][at_place] {
-                (u32::MAX, _) => family_gates(snap, q, &quotas, family, inst),
-                known => known,
+            let (start, len) = match q.families.gates_at(snap, family, inst) {
+                Some(known) => known,
+                None => family_gates(snap, q, &quotas, family, inst),
             };
             &q.families.arena[start as usize..(start + len) as usize]
         };
