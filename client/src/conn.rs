@@ -51,12 +51,14 @@ pub fn request_bytes(req: &ToMaster) -> Result<Vec<u8>, ConnError> {
 }
 
 /// The same, the answer left on the socket: its length, then the socket to read
-/// exactly that many bytes from (a long answer read a piece at a time).
+/// exactly that many bytes from. The length is not held to the frame limit: a reader
+/// that takes a long answer a piece at a time holds no more of it than it must (and
+/// checks the limit where it would hold the whole).
 pub fn request_reader(req: &ToMaster) -> Result<(usize, UnixStream), ConnError> {
     let mut stream = request_stream(req)?;
     let mut prefix = [0u8; 4];
     stream.read_exact(&mut prefix)?;
-    Ok((payload_len(prefix)?, stream))
+    Ok((u32::from_be_bytes(prefix) as usize, stream))
 }
 
 /// Send `req` and read the master's hello: the socket, its answer next.

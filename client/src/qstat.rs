@@ -1213,7 +1213,8 @@ mod tests {
             .unwrap();
             let want = String::from_utf8(want).unwrap();
             // In pieces of any size: lines cut at a piece's end, a piece shorter than a line.
-            for piece in [lines::READ, 4_096, 97, 7] {
+            // A piece of 1 or 2 bytes holds less than the answer's tag and count.
+            for piece in [lines::READ, 4_096, 97, 7, 2, 1] {
                 assert_eq!(
                     read(&lines, piece, shown),
                     (Ok(()), want.clone()),
@@ -1241,6 +1242,92 @@ mod tests {
                 ""
             )
         );
+    }
+
+    /// Lines as a job listing's answer: `count` of them, each with a tail of `width`
+    /// bytes.
+    fn long_lines(count: u64, width: usize) -> Vec<u8> {
+        use gantry_proto::{encode, FromMaster, JobLine};
+        let lines = (0..count)
+            .map(|n| JobLine {
+                state: JobState::Pending { held: false },
+                head: format!("{n:>7} 0.50000 sleep      user1        qw    "),
+                when: 1_700_000_000,
+                tail: format!(" {:width$}\n", n),
+            })
+            .collect();
+        encode(&FromMaster::JobLines(lines)).unwrap()
+    }
+
+    /// The answer is read off the socket as fast as it comes, whatever standard output
+    /// does (a pager that waits): the last byte is read before the first line is taken.
+    #[test]
+    fn a_listing_is_read_whole_while_its_first_line_waits() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        struct Counted<'a>(&'a [u8], &'a AtomicUsize);
+        impl std::io::Read for Counted<'_> {
+            fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+                let n = self.0.read(buf)?;
+                self.1.fetch_add(n, Ordering::SeqCst);
+                Ok(n)
+            }
+        }
+        let answer = long_lines(20_000, 40);
+        let got = AtomicUsize::new(0);
+        let mut first = true;
+        let mut taken = 0;
+        let read = lines::read_in_pieces(Counted(&answer, &got), answer.len(), 4_096, |_| {
+            if first {
+                first = false;
+                let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+                while got.load(Ordering::SeqCst) < answer.len() {
+                    assert!(
+                        std::time::Instant::now() < deadline,
+                        "the reader waited for the lines"
+                    );
+                    std::thread::yield_now();
+                }
+            }
+            taken += 1;
+        });
+        assert!(read.is_ok());
+        assert_eq!(taken, 20_000);
+    }
+
+    /// A listing of lines longer than any other answer may be (16 MiB) is read (it is
+    /// never held whole); another answer that long is refused before it is read.
+    #[test]
+    fn a_listing_of_lines_may_be_longer_than_a_frame() {
+        let answer = long_lines(17_000, 1_000);
+        assert!(answer.len() > gantry_proto::frame::MAX_FRAME);
+        let mut taken = 0;
+        let read = lines::read_in_pieces(&answer[..], answer.len(), lines::READ, |_| taken += 1);
+        assert!(read.is_ok());
+        assert_eq!(taken, 17_000);
+        let len = gantry_proto::frame::MAX_FRAME + 1;
+        let other = std::io::Read::take(std::io::repeat(0), len as u64);
+        let refused = lines::read_in_pieces(other, len, lines::READ, |_| panic!("no line"));
+        let out = refused.unwrap_err();
+        assert_eq!(out.code, crate::exit::FAILURE);
+        assert!(out.stderr.contains("16777216"), "{}", out.stderr);
+    }
+
+    /// A socket that closes before the whole answer came: the lines before, then the
+    /// error.
+    #[test]
+    fn a_listing_cut_off_by_the_socket_ends_with_an_error() {
+        let answer = long_lines(3_000, 10);
+        let half = &answer[..answer.len() / 2];
+        let mut taken = 0;
+        let read = lines::read_in_pieces(half, answer.len(), 4_096, |_| taken += 1);
+        let out = read.unwrap_err();
+        assert_eq!(out.code, crate::exit::FAILURE);
+        assert!(
+            out.stderr.contains("talking to the daemon"),
+            "{}",
+            out.stderr
+        );
+        assert!(taken > 1_000 && taken < 1_500, "{taken}");
     }
 
     #[test]

@@ -141,7 +141,8 @@ fn room_for(socket: &std::os::unix::net::UnixStream, len: usize) {
 }
 
 /// How long a listing's writer waits for a client that reads nothing before it gives
-/// up on it (a `qstat` reads its answer whole as it comes).
+/// up on it (a `qstat` reads its answer off the socket as it comes, whatever its
+/// standard output waits for).
 const LISTING_WRITE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 fn refused(message: &str) -> FromMaster {

@@ -76,6 +76,23 @@ fn samples() -> Vec<(&'static str, Vec<u8>)> {
             }]))
             .unwrap(),
         ),
+        (
+            "show_job_lines",
+            encode(&ToMaster::ShowJobLines {
+                users: vec!["u".into()],
+            })
+            .unwrap(),
+        ),
+        (
+            "job_lines",
+            encode(&FromMaster::JobLines(vec![JobLine {
+                state: JobState::Running,
+                head: "h".into(),
+                when: -1,
+                tail: "t".into(),
+            }]))
+            .unwrap(),
+        ),
     ]
 }
 
@@ -91,6 +108,8 @@ fn encodings_are_pinned() {
         ("refused", "0800026e6f"),
         ("job_state", "0001"),
         ("items", "1301017801"),
+        ("show_job_lines", "36010175"),
+        ("job_lines", "1701030168010174"),
     ];
     let got = samples();
     for ((name, bytes), (wname, whex)) in got.iter().zip(want.iter()) {

@@ -1,5 +1,6 @@
-//! `qstat`'s job lines: written column by column into a listing, as its rows are
-//! decoded.
+//! `qstat`'s job lines: the default listing's as the master wrote them, read off the
+//! socket and written out as they come; those of the other forms (`-r`, `-f`, `-s z`)
+//! written column by column from rows as they are decoded.
 
 use gantry_proto::{JobLineRef, JobViewRef};
 
@@ -159,23 +160,67 @@ impl<'w, W: std::io::Write> LineWriter<'w, W> {
 pub(super) const READ: usize = 256 * 1024;
 
 /// The job lines of the master's answer, its `len` bytes read from `answer` a piece at
-/// a time, each given to `each` once it is whole: a listing of megabytes is never in
-/// memory at once. Any other answer (a refusal) is read whole and reported as the
-/// command reports it; so is an answer that ends in the middle of a line (after the
-/// lines before it).
+/// a time, each line given to `each` once it is whole. A thread of its own reads the
+/// socket as fast as the master writes, whatever `each` waits for (standard output
+/// into a pager): the master's writer never waits for the command's reader, and the
+/// answer is in memory at once only when standard output holds it up; pieces written
+/// out are read into again. Any other answer (a refusal) is read whole and reported
+/// as the command reports it; so is an answer that ends in the middle of a line (after
+/// the lines before it).
 pub fn read_job_lines(
-    answer: impl std::io::Read,
+    answer: impl std::io::Read + Send,
     len: usize,
     each: impl FnMut(JobLineRef<'_>),
 ) -> Result<(), crate::Output> {
     read_in_pieces(answer, len, READ, each)
 }
 
-/// The same in pieces of `piece` bytes (at first).
+/// The same in pieces of `piece` bytes.
 pub(super) fn read_in_pieces(
+    answer: impl std::io::Read + Send,
+    len: usize,
+    piece: usize,
+    each: impl FnMut(JobLineRef<'_>),
+) -> Result<(), crate::Output> {
+    let (pieces, read) = std::sync::mpsc::channel();
+    let (spent, spare) = std::sync::mpsc::channel();
+    std::thread::scope(|scope| {
+        scope.spawn(move || read_all(answer, len, piece.max(1), &pieces, &spare));
+        // The pieces' receiver goes with `take_lines`: once it has what it takes (or
+        // fails), the reader stops at its next piece rather than read on.
+        take_lines(read, &spent, len, each)
+    })
+}
+
+/// Read `len` bytes from `answer` in pieces, each sent on once read, into the pieces
+/// sent back when they are spent (else new ones); the first error ends it. Stops when
+/// the pieces are no longer taken.
+fn read_all(
     mut answer: impl std::io::Read,
     len: usize,
     piece: usize,
+    pieces: &std::sync::mpsc::Sender<std::io::Result<Vec<u8>>>,
+    spare: &std::sync::mpsc::Receiver<Vec<u8>>,
+) {
+    let mut left = len;
+    while left > 0 {
+        let mut buf = spare.try_recv().unwrap_or_default();
+        buf.resize(piece.min(left), 0);
+        let read = answer.read_exact(&mut buf).map(|()| buf);
+        let failed = read.is_err();
+        if pieces.send(read).is_err() || failed {
+            return;
+        }
+        left -= piece.min(left);
+    }
+}
+
+/// The lines of an answer of `len` bytes whose pieces come from `read`, each piece sent
+/// back on `spent` once its lines are taken.
+fn take_lines(
+    read: std::sync::mpsc::Receiver<std::io::Result<Vec<u8>>>,
+    spent: &std::sync::mpsc::Sender<Vec<u8>>,
+    len: usize,
     mut each: impl FnMut(JobLineRef<'_>),
 ) -> Result<(), crate::Output> {
     let failed = |e: std::io::Error| {
@@ -184,45 +229,49 @@ pub(super) fn read_in_pieces(
             crate::exit::FAILURE,
         )
     };
-    let mut buf = vec![0u8; piece.max(1).min(len)];
-    answer.read_exact(&mut buf).map_err(failed)?;
-    let mut unread = len - buf.len();
-    let (mut left, first) = match gantry_proto::job_lines_start(&buf) {
+    let next = || match read.recv() {
+        Ok(piece) => piece.map_err(failed),
+        Err(_) => Err(failed(std::io::ErrorKind::UnexpectedEof.into())),
+    };
+    let mut work = if len == 0 { Vec::new() } else { next()? };
+    let mut unread = len - work.len();
+    let (mut left, first) = match gantry_proto::job_lines_start(&work) {
         Ok(Some(start)) => start,
         Ok(None) | Err(_) => {
-            let read = buf.len();
-            buf.resize(len, 0);
-            answer.read_exact(&mut buf[read..]).map_err(failed)?;
-            for line in crate::job_lines_in(&buf)? {
+            // Another answer, whole: as long as any other frame may be.
+            if len > gantry_proto::frame::MAX_FRAME {
+                let e =
+                    gantry_proto::ProtoError::FrameTooLarge(len, gantry_proto::frame::MAX_FRAME);
+                return Err(crate::undecodable(e));
+            }
+            while unread > 0 {
+                let piece = next()?;
+                unread -= piece.len();
+                work.extend_from_slice(&piece);
+            }
+            for line in crate::job_lines_in(&work)? {
                 each(line.map_err(crate::undecodable)?);
             }
             return Ok(());
         }
     };
-    let (mut start, mut end) = (first, buf.len());
+    let mut start = first;
     while left > 0 {
-        match JobLineRef::take_from(&buf[start..end]) {
+        match JobLineRef::take_from(&work[start..]) {
             Ok((line, rest)) => {
                 each(line);
-                start = end - rest.len();
+                start = work.len() - rest.len();
                 left -= 1;
             }
             Err(e) if unread == 0 => return Err(crate::undecodable(e.into())),
             Err(_) => {
-                // The line goes on in the next piece: what is left of this one moves to
-                // the front (the buffer grows for a line longer than it).
-                buf.copy_within(start..end, 0);
-                end -= start;
+                // The line goes on in the next piece: what is left of this one stays.
+                let piece = next()?;
+                unread -= piece.len();
+                work.drain(..start);
                 start = 0;
-                if end == buf.len() {
-                    buf.resize(2 * buf.len(), 0);
-                }
-                let more = (buf.len() - end).min(unread);
-                answer
-                    .read_exact(&mut buf[end..end + more])
-                    .map_err(failed)?;
-                end += more;
-                unread -= more;
+                work.extend_from_slice(&piece);
+                let _ = spent.send(piece);
             }
         }
     }

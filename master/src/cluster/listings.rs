@@ -54,8 +54,8 @@ fn queue() -> &'static Mutex<Queue> {
     QUEUE.get_or_init(Default::default)
 }
 
-/// The rows of the last listing made in `form`, for the next to take the rows of the
-/// jobs that did not change since (see [`ListingCache`]).
+/// The rows (or lines) of the last listing made in `form`, for the next to take those
+/// of the jobs that did not change since (see [`ListingCache`]).
 fn last_listing(form: ListingForm) -> &'static Mutex<Option<Arc<ListingCache>>> {
     type Last = Mutex<Option<Arc<ListingCache>>>;
     static ROWS: OnceLock<Last> = OnceLock::new();
@@ -122,8 +122,9 @@ pub(crate) fn serve_waiting() {
             })
             .map_err(|e| format!("error: the job list could not be encoded: {e}"));
         let made = from.elapsed();
-        let encoded = &encoded;
-        let one = move |(asked, actor, deliver): (Instant, Duration, Deliver)| {
+        let encoded = Arc::new(encoded);
+        let one = move |encoded: &Result<ListingAnswer, String>,
+                        (asked, actor, deliver): (Instant, Duration, Deliver)| {
             let waited = began.saturating_duration_since(asked + actor);
             let made_at = asked.elapsed();
             let bytes = encoded.as_ref().map_or(0, ListingAnswer::len);
@@ -142,25 +143,20 @@ pub(crate) fn serve_waiting() {
                 "jobs listed"
             );
         };
-        // Each client reads its answer as it gets a core: written side by side, not one
-        // after another (the last one here).
-        let mut group = group;
-        let last = group.pop();
-        std::thread::scope(|scope| {
-            for request in group {
-                let spawned = std::thread::Builder::new()
-                    .name("qstat-writer".into())
-                    .spawn_scoped(scope, move || one(request));
-                if let Err(e) = spawned {
-                    tracing::error!(
-                        "cannot start a thread to write a job list ({e}): its client gets none"
-                    );
-                }
+        // Each client reads its answer as it gets a core: written side by side, each
+        // by a thread of its own, after this turn at making is over (a client that
+        // reads slowly holds its writer, not the turns of the others).
+        for request in group {
+            let encoded = encoded.clone();
+            let spawned = std::thread::Builder::new()
+                .name("qstat-writer".into())
+                .spawn(move || one(&encoded, request));
+            if let Err(e) = spawned {
+                tracing::error!(
+                    "cannot start a thread to write a job list ({e}): its client gets none"
+                );
             }
-            if let Some(request) = last {
-                one(request);
-            }
-        });
+        }
     }
 }
 
@@ -206,6 +202,12 @@ mod tests {
         enqueue(request(2, 8, &older, &["*"]));
         serve_waiting();
         serve_waiting();
+        // Written by threads of their own: each comes.
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while got.lock().unwrap().len() < 3 {
+            assert!(Instant::now() < deadline, "not every listing was written");
+            std::thread::sleep(Duration::from_millis(1));
+        }
         let mut got = got.lock().unwrap().clone();
         got.sort();
         assert_eq!(

@@ -1,5 +1,6 @@
-//! `qstat`'s listing: the rows of the job table, made and encoded off the actor's
-//! thread, and the rows kept from one listing to the next.
+//! `qstat`'s listing: the rows of the job table (or the default listing's lines made
+//! of them), made and encoded off the actor's thread, and kept from one listing to the
+//! next.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -97,11 +98,12 @@ fn wanted(users: &[String], owner: &str) -> bool {
     users.is_empty() || users.iter().any(|u| u == "*" || u == owner)
 }
 
-/// The encoded rows of the jobs whose rows depend on nothing but the job (nothing of it
-/// placed, no `-hold_jid`), kept from one `qstat` listing to the next with the job
-/// table they were made from: the next listing compares the two tables (`imbl`'s diff
-/// skips what they share, and tells a job unchanged by its `Arc`) and encodes again
-/// only the jobs that changed since; the rows of the others are copied in runs.
+/// The encoded rows (or lines, by its form) of the jobs whose rows depend on nothing but
+/// the job (nothing of it placed, no `-hold_jid`), kept from one `qstat` listing to the
+/// next with the job table they were made from: the next listing compares the two
+/// tables (`imbl`'s diff skips what they share, and tells a job unchanged by its `Arc`)
+/// and encodes again only the jobs that changed since; the rows of the others are kept
+/// in runs.
 #[derive(Debug, Default)]
 pub struct ListingCache {
     /// What its entries are.
@@ -112,7 +114,7 @@ pub struct ListingCache {
     entries: Vec<CachedJob>,
     /// The owners' names, indexed by [`CachedJob::owner`].
     owners: Vec<String>,
-    /// Every entry's rows, one after another.
+    /// Every entry's rows (or lines), one after another.
     rows: Vec<u8>,
     /// The jobs of the table whose rows are made for every listing (something placed,
     /// or `-hold_jid`).
