@@ -41,6 +41,20 @@ pub fn push_tail(out: &mut String, queue: Option<&[&str]>, slots: u32, tasks: &s
     out.push('\n');
 }
 
+/// The priority column of one line after another, that of the line before kept (jobs
+/// submitted together share it, and formatting it is dear).
+#[derive(Debug, Default, Clone)]
+pub struct PriorColumn(Option<(i32, String)>);
+
+impl PriorColumn {
+    pub fn of(&mut self, p: i32) -> &str {
+        if self.0.as_ref().is_none_or(|(q, _)| *q != p) {
+            self.0 = Some((p, prior(p)));
+        }
+        self.0.as_ref().map_or("", |(_, text)| text)
+    }
+}
+
 /// SGE's normalized priority column for a POSIX priority in -1023..1024.
 pub fn prior(p: i32) -> String {
     format!("{:.5}", (f64::from(p) + 1024.0) / 2048.0)

@@ -6,7 +6,7 @@ use gantry_proto::{JobLineRef, JobViewRef};
 
 use crate::dates::{local_zone, time_in};
 pub(super) use gantry_common::joblines::prior;
-use gantry_common::joblines::{push_head, push_tail};
+use gantry_common::joblines::{push_head, push_tail, PriorColumn};
 
 #[cfg(test)]
 pub(super) fn job_line(j: &JobViewRef, with_queue: bool) -> String {
@@ -20,7 +20,7 @@ pub(super) fn job_line(j: &JobViewRef, with_queue: bool) -> String {
 /// them row after row (formatting them was a third of a long `qstat`'s time).
 #[derive(Default)]
 pub(super) struct Rows {
-    prior: Option<(i32, String)>,
+    prior: PriorColumn,
     when: When,
 }
 
@@ -63,11 +63,7 @@ impl Rows {
     /// field by field (the formatting machinery's padding was most of a long listing's
     /// time).
     pub(super) fn push(&mut self, out: &mut String, j: &JobViewRef, with_queue: bool) {
-        let p = j.priority;
-        let prior = match &mut self.prior {
-            Some((q, text)) if *q == p => text,
-            slot => &slot.insert((p, prior(p))).1,
-        };
+        let prior = self.prior.of(j.priority);
         push_head(out, j.job_id, prior, j.name, j.owner, j.state_letters());
         out.push_str(self.when.of(j.start_time.unwrap_or(j.submit_time)));
         let queue = [j.queue.unwrap_or("")];

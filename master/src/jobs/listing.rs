@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use imbl::ordmap::DiffItem;
 
-use gantry_common::joblines::{decimal, prior, push_head, push_tail};
+use gantry_common::joblines::{decimal, push_head, push_tail, PriorColumn};
 use gantry_proto::{JobLine, JobLineOut, JobRow, JobState, JobView, QueueAt, RowTasks};
 
 use super::{task_ranges, Job, TaskState};
@@ -50,7 +50,7 @@ impl ListingForm {
 /// before kept (jobs submitted together share it).
 #[derive(Debug, Default)]
 struct LineMaker {
-    prior: Option<(i32, String)>,
+    prior: PriorColumn,
     head: String,
     tail: String,
 }
@@ -58,11 +58,7 @@ struct LineMaker {
 impl LineMaker {
     /// `row`'s line, borrowed from the maker until the next.
     fn line(&mut self, row: &JobRow<'_>) -> JobLineOut<'_> {
-        let p = row.priority;
-        let prior = match &mut self.prior {
-            Some((q, text)) if *q == p => text,
-            slot => &mut slot.insert((p, prior(p))).1,
-        };
+        let prior = self.prior.of(row.priority);
         self.head.clear();
         push_head(
             &mut self.head,
@@ -636,7 +632,7 @@ mod tests {
                 let head = format!(
                     "{:>7} {} {:<10.10} {:<12.12} {:<5} ",
                     v.job_id,
-                    prior(v.priority),
+                    gantry_common::joblines::prior(v.priority),
                     v.name,
                     v.owner,
                     v.state_letters()
