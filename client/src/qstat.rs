@@ -1185,9 +1185,21 @@ mod tests {
         let lines = encode(&FromMaster::JobLines(views.iter().map(line).collect())).unwrap();
         assert!(lines.len() > 2 * lines::READ);
         let read = |answer: &[u8], piece: usize, shown: &dyn Fn(JobState) -> bool| {
+            // Read as it is taken, and on a thread of its own: alike.
+            let direct = read_apart(answer, piece, shown, false);
+            let apart = read_apart(answer, piece, shown, true);
+            assert_eq!(direct, apart, "piece {piece}");
+            direct
+        };
+        fn read_apart(
+            answer: &[u8],
+            piece: usize,
+            shown: &dyn Fn(JobState) -> bool,
+            apart: bool,
+        ) -> (Result<(), u8>, String) {
             let mut got = Vec::new();
             let mut writer = LineWriter::new(&mut got);
-            let read = lines::read_in_pieces(answer, answer.len(), piece, |l| {
+            let read = lines::read_in_pieces(answer, answer.len(), piece, apart, |l| {
                 if shown(l.state) {
                     writer.line(l)
                 }
@@ -1197,7 +1209,7 @@ mod tests {
                 read.map_err(|out| out.code),
                 String::from_utf8(got).unwrap(),
             )
-        };
+        }
         for shown in [
             &(|_: JobState| true) as &dyn Fn(JobState) -> bool,
             &|s: JobState| s.is_held(),
@@ -1276,7 +1288,7 @@ mod tests {
         let got = AtomicUsize::new(0);
         let mut first = true;
         let mut taken = 0;
-        let read = lines::read_in_pieces(Counted(&answer, &got), answer.len(), 4_096, |_| {
+        let read = lines::read_in_pieces(Counted(&answer, &got), answer.len(), 4_096, true, |_| {
             if first {
                 first = false;
                 let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
@@ -1300,16 +1312,21 @@ mod tests {
     fn a_listing_of_lines_may_be_longer_than_a_frame() {
         let answer = long_lines(17_000, 1_000);
         assert!(answer.len() > gantry_proto::frame::MAX_FRAME);
-        let mut taken = 0;
-        let read = lines::read_in_pieces(&answer[..], answer.len(), lines::READ, |_| taken += 1);
-        assert!(read.is_ok());
-        assert_eq!(taken, 17_000);
-        let len = gantry_proto::frame::MAX_FRAME + 1;
-        let other = std::io::Read::take(std::io::repeat(0), len as u64);
-        let refused = lines::read_in_pieces(other, len, lines::READ, |_| panic!("no line"));
-        let out = refused.unwrap_err();
-        assert_eq!(out.code, crate::exit::FAILURE);
-        assert!(out.stderr.contains("16777216"), "{}", out.stderr);
+        for apart in [false, true] {
+            let mut taken = 0;
+            let read = lines::read_in_pieces(&answer[..], answer.len(), lines::READ, apart, |_| {
+                taken += 1
+            });
+            assert!(read.is_ok());
+            assert_eq!(taken, 17_000);
+            let len = gantry_proto::frame::MAX_FRAME + 1;
+            let other = std::io::Read::take(std::io::repeat(0), len as u64);
+            let refused =
+                lines::read_in_pieces(other, len, lines::READ, apart, |_| panic!("no line"));
+            let out = refused.unwrap_err();
+            assert_eq!(out.code, crate::exit::FAILURE);
+            assert!(out.stderr.contains("16777216"), "{}", out.stderr);
+        }
     }
 
     /// A socket that closes before the whole answer came: the lines before, then the
@@ -1318,16 +1335,18 @@ mod tests {
     fn a_listing_cut_off_by_the_socket_ends_with_an_error() {
         let answer = long_lines(3_000, 10);
         let half = &answer[..answer.len() / 2];
-        let mut taken = 0;
-        let read = lines::read_in_pieces(half, answer.len(), 4_096, |_| taken += 1);
-        let out = read.unwrap_err();
-        assert_eq!(out.code, crate::exit::FAILURE);
-        assert!(
-            out.stderr.contains("talking to the daemon"),
-            "{}",
-            out.stderr
-        );
-        assert!(taken > 1_000 && taken < 1_500, "{taken}");
+        for apart in [false, true] {
+            let mut taken = 0;
+            let read = lines::read_in_pieces(half, answer.len(), 4_096, apart, |_| taken += 1);
+            let out = read.unwrap_err();
+            assert_eq!(out.code, crate::exit::FAILURE);
+            assert!(
+                out.stderr.contains("talking to the daemon"),
+                "{}",
+                out.stderr
+            );
+            assert!(taken > 1_000 && taken < 1_500, "{taken}");
+        }
     }
 
     #[test]

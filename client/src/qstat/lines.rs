@@ -156,11 +156,11 @@ impl<'w, W: std::io::Write> LineWriter<'w, W> {
 pub(super) const READ: usize = 256 * 1024;
 
 /// The job lines of the master's answer, its `len` bytes read from `answer` a piece at
-/// a time, each line given to `each` once it is whole. A thread of its own reads the
-/// socket as fast as the master writes, whatever `each` waits for (standard output
-/// into a pager): the master's writer never waits for the command's reader, and the
-/// answer is in memory at once only when standard output holds it up; pieces written
-/// out are read into again. Any other answer (a refusal) is read whole and reported
+/// a time, each line given to `each` once it is whole, and the pieces read into again.
+/// When standard output may hold up its writer (a pipe to a pager, a terminal), a
+/// thread of its own reads the socket as fast as the master writes: the master's writer
+/// never waits for the command's reader, and the answer is in memory at once only when
+/// standard output holds it up. Any other answer (a refusal) is read whole and reported
 /// as the command reports it; so is an answer that ends in the middle of a line (after
 /// the lines before it).
 pub fn read_job_lines(
@@ -168,24 +168,103 @@ pub fn read_job_lines(
     len: usize,
     each: impl FnMut(JobLineRef<'_>),
 ) -> Result<(), crate::Output> {
-    read_in_pieces(answer, len, READ, each)
+    read_in_pieces(answer, len, READ, stdout_may_wait(), each)
 }
 
-/// The same in pieces of `piece` bytes.
+/// May standard output hold up its writer for long: anything but a file or a device
+/// such as `/dev/null`, which take what they are given (a terminal may be stopped)?
+fn stdout_may_wait() -> bool {
+    use std::io::IsTerminal;
+    use std::os::fd::AsFd;
+    use std::os::unix::fs::FileTypeExt;
+    let out = std::io::stdout();
+    if out.is_terminal() {
+        return true;
+    }
+    let kind = out
+        .as_fd()
+        .try_clone_to_owned()
+        .map(std::fs::File::from)
+        .and_then(|f| f.metadata())
+        .map(|m| m.file_type());
+    !kind.is_ok_and(|k| k.is_file() || k.is_char_device())
+}
+
+/// The same in pieces of `piece` bytes, read on a thread of their own when `apart`.
 pub(super) fn read_in_pieces(
     answer: impl std::io::Read + Send,
     len: usize,
     piece: usize,
+    apart: bool,
     each: impl FnMut(JobLineRef<'_>),
 ) -> Result<(), crate::Output> {
+    let piece = piece.max(1);
+    if !apart {
+        let direct = Direct {
+            answer,
+            left: len,
+            piece,
+            spare: None,
+        };
+        return take_lines(direct, len, each);
+    }
     let (pieces, read) = std::sync::mpsc::channel();
     let (spent, spare) = std::sync::mpsc::channel();
     std::thread::scope(|scope| {
-        scope.spawn(move || read_all(answer, len, piece.max(1), &pieces, &spare));
+        scope.spawn(move || read_all(answer, len, piece, &pieces, &spare));
         // The pieces' receiver goes with `take_lines`: once it has what it takes (or
         // fails), the reader stops at its next piece rather than read on.
-        take_lines(read, &spent, len, each)
+        take_lines(Apart { read, spent }, len, each)
     })
+}
+
+/// Where an answer's pieces come from, and go back to once spent.
+trait Pieces {
+    fn next(&mut self) -> std::io::Result<Vec<u8>>;
+    fn spent(&mut self, piece: Vec<u8>);
+}
+
+/// Pieces read as they are taken.
+struct Direct<R> {
+    answer: R,
+    left: usize,
+    piece: usize,
+    spare: Option<Vec<u8>>,
+}
+
+impl<R: std::io::Read> Pieces for Direct<R> {
+    fn next(&mut self) -> std::io::Result<Vec<u8>> {
+        if self.left == 0 {
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        }
+        let mut buf = self.spare.take().unwrap_or_default();
+        buf.resize(self.piece.min(self.left), 0);
+        self.answer.read_exact(&mut buf)?;
+        self.left -= buf.len();
+        Ok(buf)
+    }
+
+    fn spent(&mut self, piece: Vec<u8>) {
+        self.spare = Some(piece);
+    }
+}
+
+/// Pieces read by a thread of their own (see [`read_all`]).
+struct Apart {
+    read: std::sync::mpsc::Receiver<std::io::Result<Vec<u8>>>,
+    spent: std::sync::mpsc::Sender<Vec<u8>>,
+}
+
+impl Pieces for Apart {
+    fn next(&mut self) -> std::io::Result<Vec<u8>> {
+        self.read
+            .recv()
+            .unwrap_or_else(|_| Err(std::io::ErrorKind::UnexpectedEof.into()))
+    }
+
+    fn spent(&mut self, piece: Vec<u8>) {
+        let _ = self.spent.send(piece);
+    }
 }
 
 /// Read `len` bytes from `answer` in pieces, each sent on once read, into the pieces
@@ -211,11 +290,10 @@ fn read_all(
     }
 }
 
-/// The lines of an answer of `len` bytes whose pieces come from `read`, each piece sent
-/// back on `spent` once its lines are taken.
+/// The lines of an answer of `len` bytes in `pieces`, each piece given back once its
+/// lines are taken.
 fn take_lines(
-    read: std::sync::mpsc::Receiver<std::io::Result<Vec<u8>>>,
-    spent: &std::sync::mpsc::Sender<Vec<u8>>,
+    mut pieces: impl Pieces,
     len: usize,
     mut each: impl FnMut(JobLineRef<'_>),
 ) -> Result<(), crate::Output> {
@@ -225,11 +303,11 @@ fn take_lines(
             crate::exit::FAILURE,
         )
     };
-    let next = || match read.recv() {
-        Ok(piece) => piece.map_err(failed),
-        Err(_) => Err(failed(std::io::ErrorKind::UnexpectedEof.into())),
+    let mut work = if len == 0 {
+        Vec::new()
+    } else {
+        pieces.next().map_err(failed)?
     };
-    let mut work = if len == 0 { Vec::new() } else { next()? };
     let mut unread = len - work.len();
     let (mut left, first) = match gantry_proto::job_lines_start(&work) {
         Ok(Some(start)) => start,
@@ -241,7 +319,7 @@ fn take_lines(
                 return Err(crate::undecodable(e));
             }
             while unread > 0 {
-                let piece = next()?;
+                let piece = pieces.next().map_err(failed)?;
                 unread -= piece.len();
                 work.extend_from_slice(&piece);
             }
@@ -251,24 +329,59 @@ fn take_lines(
             return Ok(());
         }
     };
-    let mut start = first;
+    // Lines are taken where they lie in each piece; only a line cut at a piece's end
+    // is put together (in `cut`) from its parts.
+    let (mut piece, mut at) = (work, first);
+    let mut cut: Vec<u8> = Vec::new();
     while left > 0 {
-        match JobLineRef::take_from(&work[start..]) {
-            Ok((line, rest)) => {
-                each(line);
-                start = work.len() - rest.len();
-                left -= 1;
+        if !cut.is_empty() {
+            // The rest of the cut line is at the start of this piece: take as much of
+            // it as the line may need, more while it is still cut.
+            let mut took = 0;
+            loop {
+                let more = (piece.len() - took).min(cut.len().max(256));
+                cut.extend_from_slice(&piece[took..took + more]);
+                took += more;
+                match JobLineRef::take_from(&cut) {
+                    Ok((line, rest)) => {
+                        each(line);
+                        left -= 1;
+                        at = took - rest.len();
+                        cut.clear();
+                        break;
+                    }
+                    Err(e) if took == piece.len() && unread == 0 => {
+                        return Err(crate::undecodable(e.into()))
+                    }
+                    Err(_) if took == piece.len() => {
+                        at = took;
+                        break;
+                    }
+                    Err(_) => {}
+                }
             }
-            Err(e) if unread == 0 => return Err(crate::undecodable(e.into())),
-            Err(_) => {
-                // The line goes on in the next piece: what is left of this one stays.
-                let piece = next()?;
-                unread -= piece.len();
-                work.drain(..start);
-                start = 0;
-                work.extend_from_slice(&piece);
-                let _ = spent.send(piece);
+        }
+        while left > 0 {
+            match JobLineRef::take_from(&piece[at..]) {
+                Ok((line, rest)) => {
+                    each(line);
+                    left -= 1;
+                    at = piece.len() - rest.len();
+                }
+                Err(e) if unread == 0 => return Err(crate::undecodable(e.into())),
+                Err(_) => {
+                    // Cut at the piece's end (or the piece ends with a line).
+                    cut.extend_from_slice(&piece[at..]);
+                    at = piece.len();
+                    break;
+                }
             }
+        }
+        if left > 0 {
+            let spent = std::mem::replace(&mut piece, pieces.next().map_err(failed)?);
+            pieces.spent(spent);
+            unread -= piece.len();
+            at = 0;
         }
     }
     Ok(())
