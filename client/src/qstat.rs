@@ -604,7 +604,8 @@ pub fn qstat(args: &[String]) -> Output {
     let listing_only = ["-json", "-xml", "-f", "-F", "-r"]
         .iter()
         .all(|o| !p.has(o));
-    if listing_only && !states.is_some_and(|s| s.contains('z')) {
+    let zombies = states.is_some_and(|s| s.contains('z'));
+    if listing_only && !zombies {
         // The default listing's lines as the master writes them (only the time
         // column is written here), written out as they come.
         let (len, answer) = match crate::ask_reader(&ToMaster::ShowJobLines { users }) {
@@ -622,7 +623,9 @@ pub fn qstat(args: &[String]) -> Output {
         return read.map_or_else(|out| out, |()| Output::ok(String::new()));
     }
     // The rows are decoded in place, borrowed from the answers' bytes.
-    let listed = match crate::ask_jobs(&ToMaster::ShowJobs { users }) {
+    let listed = match crate::ask_jobs(&ToMaster::ShowJobs {
+        users: users.clone(),
+    }) {
         Ok(bytes) => bytes,
         Err(out) => return out,
     };
@@ -630,17 +633,11 @@ pub fn qstat(args: &[String]) -> Output {
         Ok(rows) => rows,
         Err(out) => return out,
     };
-    let finished = match p.arg("-s").is_some_and(|s| s.contains('z')) {
-        true => {
-            let users: Vec<String> = match p.arg("-u") {
-                Some(u) => u.split(',').map(str::to_string).collect(),
-                None => vec![caller_name()],
-            };
-            match crate::ask_jobs(&ToMaster::ShowFinishedJobs { users }) {
-                Ok(bytes) => bytes,
-                Err(out) => return out,
-            }
-        }
+    let finished = match zombies {
+        true => match crate::ask_jobs(&ToMaster::ShowFinishedJobs { users }) {
+            Ok(bytes) => bytes,
+            Err(out) => return out,
+        },
         false => Vec::new(),
     };
     let finished = match finished.is_empty() {
