@@ -621,7 +621,7 @@ impl Snapshot {
     pub(crate) fn close_gates(&mut self) -> usize {
         let gates = std::mem::take(self.gates.get_mut());
         let quota_counters = gates.quota.as_ref().map_or(0, |q| q.usage.len());
-        self.quota_places = gates.quota.map(|q| (q.quotas, q.places));
+        self.quota_places = gates.quota.map(|q| (q.quotas, q.at.places));
         quota_counters
     }
 

@@ -36,14 +36,27 @@ type Asks = Vec<(usize, Ask)>;
 pub struct QuotaCycle {
     pub quotas: Arc<Quotas>,
     pub usage: Usage,
-    /// By `category * 3 + part`: the id and plan of what its jobs meet in every set.
-    pub(crate) plans: Vec<Option<(u32, Arc<Laid>)>>,
+    /// By `category * 3 + part`: the id of the plan of what its jobs meet in every set.
+    pub(crate) plans: Vec<Option<u32>>,
     /// The distinct plans of the cycle, by id.
     pub(crate) distinct: Vec<Arc<Laid>>,
     /// What a plan depends on -> its id.
     pub(crate) keys: HashMap<PlanKey, u32>,
     /// ((plan, part, instance), slots) -> the gate that denied such a placement there.
     pub(crate) denied: SmallMap<Placement, RuleCheck>,
+    /// What depends on the queue instance.
+    pub(crate) at: AtPlaces,
+    /// The last placement admitted ((plan, part, instance), slots, master queue) and
+    /// what it would add to which counters: booking it (as a rule, the next thing the
+    /// cycle does) needs no second walk.
+    last: Option<(Placement, bool)>,
+    last_counters: Vec<(usize, f64)>,
+}
+
+/// What a cycle works out about the queue instances it looks at: apart from the plans
+/// and the counters, so that a walk can read a plan while it learns places.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct AtPlaces {
     /// Which rules take each queue instance (kept from the last cycle on a kept
     /// snapshot under the same sets: see [`QuotaCycle::keep_places`]).
     pub(crate) places: Places,
@@ -52,11 +65,6 @@ pub struct QuotaCycle {
     ids: Vec<[u32; 2]>,
     /// The gates of the rules that depend on the place.
     pub(crate) families: Families,
-    /// The last placement admitted ((plan, part, instance), slots, master queue) and
-    /// what it would add to which counters: booking it (as a rule, the next thing the
-    /// cycle does) needs no second walk.
-    last: Option<(Placement, bool)>,
-    last_counters: Vec<(usize, f64)>,
 }
 
 /// What the sets make of each queue instance, whatever the consumer: worked out the
@@ -204,16 +212,14 @@ impl QuotaCycle {
     pub(crate) fn keep_places(&mut self, kept: Option<(Arc<Quotas>, Places)>) {
         if let Some((quotas, places)) = kept {
             if Arc::ptr_eq(&quotas, &self.quotas) {
-                self.places = places;
+                self.at.places = places;
             }
         }
     }
 
     pub fn new(quotas: Arc<Quotas>, usage: Usage) -> QuotaCycle {
         QuotaCycle {
-            places: Places::default(),
-            ids: Vec::new(),
-            families: Families::default(),
+            at: AtPlaces::default(),
             last: None,
             last_counters: Vec::new(),
             quotas,
@@ -234,6 +240,9 @@ pub(crate) struct Laid {
     steps: Vec<Step>,
     candidates: Vec<Candidate>,
     gates: Vec<RuleCheck>,
+    /// Of a step with its rules as bits, by rule from `Step::offsets`: the rule's
+    /// position among the step's candidates (read in place of counting bits).
+    offsets: Vec<u8>,
 }
 
 /// A set of a plan.
@@ -246,6 +255,8 @@ struct Step {
     /// Its candidates: `candidates[first..first + count]`.
     first: u32,
     count: u32,
+    /// Where its rules' positions among its candidates start in `Laid::offsets`.
+    offsets: u32,
 }
 
 /// A rule of a set that takes the plan's consumer.
@@ -267,6 +278,15 @@ impl Laid {
         let mut laid = Laid::default();
         for sp in &plan.sets {
             let masked = quotas.sets[sp.set as usize].rules.len() <= MASK_RULES;
+            let offsets = laid.offsets.len();
+            if masked {
+                let highest = sp.rules.iter().map(|rp| rp.rule as usize).max();
+                laid.offsets
+                    .resize(offsets + highest.map_or(0, |r| r + 1), 0);
+                for (k, rp) in sp.rules.iter().enumerate() {
+                    laid.offsets[offsets + rp.rule as usize] = k as u8;
+                }
+            }
             laid.steps.push(Step {
                 set: sp.set,
                 rules: match masked {
@@ -275,6 +295,7 @@ impl Laid {
                 },
                 first: laid.candidates.len() as u32,
                 count: sp.rules.len() as u32,
+                offsets: offsets as u32,
             });
             for rp in &sp.rules {
                 let start = laid.gates.len() as u32;
@@ -299,25 +320,48 @@ impl Laid {
     }
 }
 
-/// A demand's quota plan and its id among the distinct plans of the cycle: once
-/// per category (and part); a parallel job's, for the PE being tried, anew (no id).
-fn plan_of(snap: &Snapshot, q: &mut QuotaCycle, d: &Demand) -> (Option<u32>, Arc<Laid>) {
+/// A demand's quota plan: one of the distinct plans of the cycle (worked out once per
+/// category and part), or for a parallel job, for the PE being tried, one made anew.
+enum PlanOf {
+    Known(u32),
+    Anew(Laid),
+}
+
+impl PlanOf {
+    fn id(&self) -> Option<u32> {
+        match self {
+            PlanOf::Known(id) => Some(*id),
+            PlanOf::Anew(_) => None,
+        }
+    }
+
+    fn laid<'a>(&'a self, distinct: &'a [Arc<Laid>]) -> &'a Laid {
+        match self {
+            PlanOf::Known(id) => &distinct[*id as usize],
+            PlanOf::Anew(laid) => laid,
+        }
+    }
+}
+
+fn plan_of(snap: &Snapshot, q: &mut QuotaCycle, d: &Demand) -> PlanOf {
     let cacheable = d.category != 0 && d.granted_pe.is_none();
-    if let Some((id, p)) = q.plan_known(d).filter(|_| cacheable) {
-        return (Some(*id), p.clone());
+    if let Some(&id) = q.plan_known(d).filter(|_| cacheable) {
+        return PlanOf::Known(id);
     }
     let pe = d
         .granted_pe
         .as_deref()
         .or(d.pe.as_ref().map(|p| p.pattern.as_str()));
-    let quotas = q.quotas.clone();
-    let build = |q: &mut QuotaCycle| {
+    let QuotaCycle {
+        quotas, usage, at, ..
+    } = q;
+    let mut build = || {
         let consumer = Consumer::of(d, pe);
-        let plan = quotas.plan(&snap.catalog, d, &consumer, &mut q.usage, true);
-        Arc::new(Laid::out(&plan, &quotas, snap, &mut q.families))
+        let plan = quotas.plan(&snap.catalog, d, &consumer, usage, true);
+        Laid::out(&plan, quotas, snap, &mut at.families)
     };
     if !cacheable {
-        return (None, build(q));
+        return PlanOf::Anew(build());
     }
     // Categories that differ in nothing the quotas look at (owner, project, PE and
     // the requests of limited resources) share a plan, and what is known about
@@ -337,57 +381,57 @@ fn plan_of(snap: &Snapshot, q: &mut QuotaCycle, d: &Demand) -> (Option<u32>, Arc
     let id = match q.keys.get(&key) {
         Some(&id) => id,
         None => {
-            let plan = build(q);
-            q.distinct.push(plan);
+            let plan = build();
+            q.distinct.push(Arc::new(plan));
             let id = (q.distinct.len() - 1) as u32;
             q.keys.insert(key, id);
             id
         }
     };
-    let plan = q.distinct[id as usize].clone();
     let at = plan_slot(d);
     if q.plans.len() <= at {
         q.plans.resize(at + 1, None);
     }
-    q.plans[at] = Some((id, plan.clone()));
-    (Some(id), plan)
+    q.plans[at] = Some(id);
+    PlanOf::Known(id)
 }
 
 /// The gates of a family on an instance, as a range of its arena: worked out the
 /// first time any plan of the family asks.
 fn family_gates(
     snap: &Snapshot,
-    q: &mut QuotaCycle,
     quotas: &Quotas,
+    at: &mut AtPlaces,
+    usage: &mut Usage,
     family: usize,
     inst: usize,
 ) -> (u32, u32) {
     let host = snap.instances[inst].host;
-    let Families { rules, arena, .. } = &mut q.families;
+    let Families { rules, arena, .. } = &mut at.families;
     let start = arena.len();
     let (set, rp, _) = &rules[family];
-    if q.ids.is_empty() {
-        q.ids = vec![[0, 0]; snap.instances.len()];
+    if at.ids.is_empty() {
+        at.ids = vec![[0, 0]; snap.instances.len()];
     }
-    if q.ids[inst] == [0, 0] {
+    if at.ids[inst] == [0, 0] {
         let i = &snap.instances[inst];
-        q.ids[inst] = [
-            q.usage.name_id(&i.queue),
-            q.usage.name_id(&snap.hosts[i.host].name),
+        at.ids[inst] = [
+            usage.name_id(&i.queue),
+            usage.name_id(&snap.hosts[i.host].name),
         ];
     }
     quotas.rule_gates(
         *set,
         rp,
-        q.ids[inst],
+        at.ids[inst],
         false,
-        &mut q.usage,
+        usage,
         &|attr| snap.host_number(host, attr),
         arena,
     );
-    let at = (start as u32, (arena.len() - start) as u32);
-    q.families.keep_gates_at(snap, family, inst, at);
-    at
+    let range = (start as u32, (arena.len() - start) as u32);
+    at.families.keep_gates_at(snap, family, inst, range);
+    range
 }
 
 /// Every gate a demand (its plan) meets on an instance, in the order of its sets, until
@@ -396,26 +440,27 @@ fn family_gates(
 /// `visit` said no to.
 fn walk(
     snap: &Snapshot,
-    q: &mut QuotaCycle,
+    quotas: &Quotas,
+    at: &mut AtPlaces,
+    usage: &mut Usage,
     plan: &Laid,
     inst: usize,
     mut visit: impl FnMut(&mut Usage, &RuleCheck) -> bool,
 ) -> Option<RuleCheck> {
-    let quotas = q.quotas.clone();
-    if !q.places.known.get(inst).copied().unwrap_or(false) {
-        q.places.learn(snap, &quotas, inst);
+    if !at.places.known.get(inst).copied().unwrap_or(false) {
+        at.places.learn(snap, quotas, inst);
     }
     let (sets, filters) = (quotas.sets.len(), quotas.place_count());
     for step in &plan.steps {
         let first = step.first as usize;
         let chosen = if step.rules != 0 {
-            let taken = q.places.masks[inst * sets + step.set as usize] & step.rules;
+            let taken = at.places.masks[inst * sets + step.set as usize] & step.rules;
             (taken != 0).then(|| {
-                let before = step.rules & ((1u64 << taken.trailing_zeros()) - 1);
-                (before == 0, first + before.count_ones() as usize)
+                let k = plan.offsets[step.offsets as usize + taken.trailing_zeros() as usize];
+                (k == 0, first + k as usize)
             })
         } else {
-            let takes = &q.places.takes[inst * filters..(inst + 1) * filters];
+            let takes = &at.places.takes[inst * filters..(inst + 1) * filters];
             plan.candidates[first..first + step.count as usize]
                 .iter()
                 .position(|c| c.anywhere || takes[quotas.place_id(step.set, c.rule) as usize])
@@ -430,13 +475,13 @@ fn walk(
             &plan.gates[c.start as usize..(c.start + c.len) as usize]
         } else {
             let family = c.family as usize;
-            let (start, len) = match q.families.gates_at(snap, family, inst) {
+            let (start, len) = match at.families.gates_at(snap, family, inst) {
                 Some(known) => known,
-                None => family_gates(snap, q, &quotas, family, inst),
+                None => family_gates(snap, quotas, at, usage, family, inst),
             };
-            &q.families.arena[start as usize..(start + len) as usize]
+            &at.families.arena[start as usize..(start + len) as usize]
         };
-        if let Some(g) = gates.iter().find(|g| !visit(&mut q.usage, g)) {
+        if let Some(g) = gates.iter().find(|g| !visit(usage, g)) {
             return Some(g.everywhere(everywhere));
         }
     }
@@ -449,8 +494,8 @@ fn plan_slot(d: &Demand) -> usize {
 }
 
 impl QuotaCycle {
-    /// The plan of a demand's category and part, once worked out.
-    fn plan_known(&self, d: &Demand) -> Option<&(u32, Arc<Laid>)> {
+    /// The id of the plan of a demand's category and part, once worked out.
+    fn plan_known(&self, d: &Demand) -> Option<&u32> {
         self.plans.get(plan_slot(d))?.as_ref()
     }
 
@@ -459,7 +504,7 @@ impl QuotaCycle {
     fn check(
         &mut self,
         snap: &Snapshot,
-        plan: &Laid,
+        plan: &PlanOf,
         memo: Option<Placement>,
         inst: usize,
         n: u32,
@@ -467,16 +512,31 @@ impl QuotaCycle {
     ) -> Option<RuleCheck> {
         let mut counters = std::mem::take(&mut self.last_counters);
         counters.clear();
-        let denied = walk(snap, self, plan, inst, |u, g| match g {
-            RuleCheck::Counter {
-                slot, need, limit, ..
-            } => {
-                let amount = need.amount(n, master);
-                counters.push((*slot, amount));
-                u.at(*slot) + amount <= limit + 1e-9
-            }
-            RuleCheck::Never { .. } => false,
-        });
+        let QuotaCycle {
+            quotas,
+            usage,
+            at,
+            distinct,
+            ..
+        } = self;
+        let denied = walk(
+            snap,
+            quotas,
+            at,
+            usage,
+            plan.laid(distinct),
+            inst,
+            |u, g| match g {
+                RuleCheck::Counter {
+                    slot, need, limit, ..
+                } => {
+                    let amount = need.amount(n, master);
+                    counters.push((*slot, amount));
+                    u.at(*slot) + amount <= limit + 1e-9
+                }
+                RuleCheck::Never { .. } => false,
+            },
+        );
         self.last = memo.filter(|_| denied.is_none()).map(|m| (m, master));
         self.last_counters = counters;
         denied
@@ -513,10 +573,10 @@ impl AdmitGate for QuotaCycle {
             return Ok(());
         }
         let (n, master) = amounts(d, slots);
-        let (id, plan) = plan_of(snap, self, d);
+        let plan = plan_of(snap, self, d);
         // What is used only grows (until a placement is given back): a gate that
         // denied a placement of so many slots there denies it for the rest of the cycle.
-        let memo = id.map(|id| ((id, d.part, inst as u32), n));
+        let memo = plan.id().map(|id| ((id, d.part, inst as u32), n));
         let check = match memo.and_then(|m| self.denied.get(&m).copied()) {
             Some(g) => g,
             None => match self.check(snap, &plan, memo, inst, n, master) {
@@ -542,10 +602,10 @@ impl AdmitGate for QuotaCycle {
         if self.denied.is_empty() || d.quota_exempt || d.category == 0 || d.granted_pe.is_some() {
             return None;
         }
-        let (id, _) = self.plan_known(d)?;
+        let &id = self.plan_known(d)?;
         let (n, _) = amounts(d, slots);
         self.denied
-            .contains_key(&((*id, d.part, inst as u32), n))
+            .contains_key(&((id, d.part, inst as u32), n))
             .then_some(Misfit::Unexplained)
     }
 
@@ -556,20 +616,37 @@ impl AdmitGate for QuotaCycle {
         if sign < 0.0 {
             self.denied.clear();
         }
-        let (id, plan) = plan_of(snap, self, d);
+        let plan = plan_of(snap, self, d);
+        let QuotaCycle {
+            quotas,
+            usage,
+            at,
+            distinct,
+            last,
+            last_counters,
+            ..
+        } = self;
         for &(inst, slots) in grants {
             let (n, master) = amounts(d, slots);
-            let admitted = id.map(|id| (((id, d.part, inst as u32), n), master));
-            if sign > 0.0 && admitted.is_some() && admitted == self.last {
-                for &(slot, amount) in &self.last_counters {
-                    self.usage.add(slot, amount);
+            let admitted = plan.id().map(|id| (((id, d.part, inst as u32), n), master));
+            if sign > 0.0 && admitted.is_some() && admitted == *last {
+                for &(slot, amount) in last_counters.iter() {
+                    usage.add(slot, amount);
                 }
                 continue;
             }
-            walk(snap, self, &plan, inst, |u, g| {
-                g.debit(u, n, master, sign);
-                true
-            });
+            walk(
+                snap,
+                quotas,
+                at,
+                usage,
+                plan.laid(distinct),
+                inst,
+                |u, g| {
+                    g.debit(u, n, master, sign);
+                    true
+                },
+            );
         }
     }
 
