@@ -199,7 +199,9 @@ pub struct Usage {
     /// without its host, by the host's name id, each counter's index + 1 (0: none yet).
     /// A cycle makes one for every such rule and host it checks (100,000 of them in a
     /// big cluster): an array by host costs a fraction of a hash table of them all.
-    by_host: SmallMap<UsageKey, Vec<u32>>,
+    /// The arrays are `rows`, found by key here ([`Usage::host_row`]).
+    by_host: SmallMap<UsageKey, u32>,
+    rows: Vec<Vec<u32>>,
     keys: Vec<UsageKey>,
     used: Vec<f64>,
 }
@@ -266,8 +268,26 @@ impl Usage {
         }
         let mut rest = key;
         rest.members[4] = 0;
+        let row = self.host_row(rest);
+        self.slot_in_row(row, key)
+    }
+
+    /// The row of the counters by host of a key without its host (`members[4]` 0).
+    pub fn host_row(&mut self, rest: UsageKey) -> u32 {
+        let rows = &mut self.rows;
+        *self.by_host.entry(rest).or_insert_with(|| {
+            rows.push(Vec::new());
+            rows.len() as u32 - 1
+        })
+    }
+
+    /// The counter of a key with a host of its own, created at zero, in the row of
+    /// its key without the host ([`Usage::host_row`]: a caller that meets the same
+    /// rule on many hosts looks the row up once).
+    pub fn slot_in_row(&mut self, row: u32, key: UsageKey) -> usize {
+        let host = key.members[4] as usize;
         let names = self.name_list.len();
-        let by_host = self.by_host.entry(rest).or_default();
+        let by_host = &mut self.rows[row as usize];
         if by_host.len() <= host {
             by_host.resize(host.max(names) + 1, 0);
         }
@@ -290,7 +310,8 @@ impl Usage {
         }
         let mut rest = *key;
         rest.members[4] = 0;
-        match self.by_host.get(&rest)?.get(host).copied()? {
+        let row = *self.by_host.get(&rest)?;
+        match self.rows[row as usize].get(host).copied()? {
             0 => None,
             n => Some(n as usize - 1),
         }
@@ -857,6 +878,7 @@ impl Quotas {
                         false,
                         usage,
                         &|_| None,
+                        None,
                         &mut gates,
                     );
                     plan.fixed = Some(gates);
@@ -911,6 +933,7 @@ impl Quotas {
                 first == 0 && rp.anywhere,
                 usage,
                 host_value,
+                None,
                 &mut out,
             );
         }
@@ -919,6 +942,10 @@ impl Quotas {
 
     /// The gates of one rule for a consumer (its plan) at a place (queue and host ids).
     #[allow(clippy::too_many_arguments)]
+    ///
+    /// `rows`, by ask, where the rule's hosts filter is expanded and its queues filter
+    /// is not: the rows of its counters by host ([`Usage::host_row`], `u32::MAX` until
+    /// looked up), kept by a caller that meets the rule on many hosts.
     pub fn rule_gates(
         &self,
         set: u32,
@@ -927,6 +954,7 @@ impl Quotas {
         everywhere: bool,
         usage: &mut Usage,
         host_value: &dyn Fn(usize) -> Option<f64>,
+        mut rows: Option<&mut [u32]>,
         out: &mut Vec<RuleCheck>,
     ) {
         let rule = &self.sets[set as usize].rules[rp.rule as usize];
@@ -937,7 +965,7 @@ impl Quotas {
             }
         }
         let limits = self.limits(set, rp.rule);
-        for (attr, ask) in &rp.asks {
+        for (n, (attr, ask)) in rp.asks.iter().enumerate() {
             let Some(l) = limits.iter().find(|l| l.attr == *attr) else {
                 continue;
             };
@@ -963,10 +991,21 @@ impl Quotas {
                     let Value::Num(limit) = Self::limit_on_host(l, host_value) else {
                         continue;
                     };
+                    let slot = match rows.as_deref_mut().and_then(|r| r.get_mut(n)) {
+                        Some(row) if key.members[4] != 0 && key.members[3] == 0 => {
+                            if *row == u32::MAX {
+                                let mut rest = key;
+                                rest.members[4] = 0;
+                                *row = usage.host_row(rest);
+                            }
+                            usage.slot_in_row(*row, key)
+                        }
+                        _ => usage.slot(key),
+                    };
                     out.push(RuleCheck::Counter {
                         set,
                         rule: rp.rule,
-                        slot: usage.slot(key),
+                        slot,
                         need: *need,
                         limit,
                         everywhere,

@@ -179,7 +179,12 @@ impl QuotaBook {
         }
         let mut usage = self.usage.clone();
         usage.reserve(self.cycle_counters);
-        Some(QuotaCycle::new(self.quotas.clone(), usage))
+        let mut cycle = QuotaCycle::new(self.quotas.clone(), usage);
+        // As a rule a counter is checked through one gate: room for as many gates as
+        // the counters of the last cycle, taken at once rather than grown into by
+        // copying (megabytes in a big cluster, on fresh pages each time).
+        cycle.reserve_gates(self.cycle_counters);
+        Some(cycle)
     }
 
     /// A cycle used so many counters: the next one starts with room for as many (the

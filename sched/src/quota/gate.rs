@@ -152,6 +152,8 @@ pub(crate) struct Families {
     /// By family: its set, the rule plan its gates are built from, and whether they
     /// depend on the queue (an expanded queues filter) or only on the host.
     rules: Vec<(u32, RulePlan, bool)>,
+    /// By family and ask: the row of its counters by host (see [`Quotas::rule_gates`]).
+    rows: Vec<Vec<u32>>,
     /// Per host, by family: where the family's gates on the host are in `arena` (start
     /// `u32::MAX`: not known yet); per instance for the families that depend on the
     /// queue. Laid out by place, not by family: a check reads the gates of every family
@@ -173,6 +175,7 @@ impl Families {
         let rule = &quotas.sets[set as usize].rules[rp.rule as usize];
         let by_instance = rule.queues.as_ref().is_some_and(|f| f.expand);
         self.rules.push((set, rp.clone(), by_instance));
+        self.rows.push(vec![u32::MAX; rp.asks.len()]);
         if self.by_host.is_empty() {
             self.by_host = vec![Vec::new(); snap.hosts.len()];
             self.by_instance = vec![Vec::new(); snap.instances.len()];
@@ -180,11 +183,18 @@ impl Families {
         id
     }
 
-    /// Where a family's gates on an instance are kept in `arena`, if known.
-    fn gates_at(&self, snap: &Snapshot, family: usize, inst: usize) -> Option<(u32, u32)> {
-        let row = match self.rules[family].2 {
+    /// Where a family's gates on an instance (on its host) are kept in `arena`, if
+    /// known; `by_instance`: the family depends on the queue.
+    fn gates_at(
+        &self,
+        family: usize,
+        by_instance: bool,
+        inst: usize,
+        host: usize,
+    ) -> Option<(u32, u32)> {
+        let row = match by_instance {
             true => self.by_instance.get(inst)?,
-            false => self.by_host.get(snap.instances[inst].host)?,
+            false => self.by_host.get(host)?,
         };
         row.get(family)
             .copied()
@@ -215,6 +225,11 @@ impl QuotaCycle {
                 self.at.places = places;
             }
         }
+    }
+
+    /// Room for this many gates of rules that depend on the place.
+    pub fn reserve_gates(&mut self, gates: usize) {
+        self.at.families.arena.reserve(gates);
     }
 
     pub fn new(quotas: Arc<Quotas>, usage: Usage) -> QuotaCycle {
@@ -265,6 +280,8 @@ struct Candidate {
     rule: u32,
     /// No queues or hosts filter.
     anywhere: bool,
+    /// Its family's gates depend on the queue, not only on the host.
+    by_instance: bool,
     /// Its gates: `gates[start..start + len]` when they do not depend on the place,
     /// else those of `family` there.
     fixed: bool,
@@ -309,6 +326,7 @@ impl Laid {
                 laid.candidates.push(Candidate {
                     rule: rp.rule,
                     anywhere: rp.anywhere,
+                    by_instance: rp.fixed.is_none() && families.rules[family as usize].2,
                     fixed: rp.fixed.is_some(),
                     start,
                     len: laid.gates.len() as u32 - start,
@@ -407,7 +425,9 @@ fn family_gates(
     inst: usize,
 ) -> (u32, u32) {
     let host = snap.instances[inst].host;
-    let Families { rules, arena, .. } = &mut at.families;
+    let Families {
+        rules, arena, rows, ..
+    } = &mut at.families;
     let start = arena.len();
     let (set, rp, _) = &rules[family];
     if at.ids.is_empty() {
@@ -427,6 +447,7 @@ fn family_gates(
         false,
         usage,
         &|attr| snap.host_number(host, attr),
+        rows.get_mut(family).map(Vec::as_mut_slice),
         arena,
     );
     let range = (start as u32, (arena.len() - start) as u32);
@@ -451,6 +472,7 @@ fn walk(
         at.places.learn(snap, quotas, inst);
     }
     let (sets, filters) = (quotas.sets.len(), quotas.place_count());
+    let host = snap.instances[inst].host;
     for step in &plan.steps {
         let first = step.first as usize;
         let chosen = if step.rules != 0 {
@@ -475,7 +497,7 @@ fn walk(
             &plan.gates[c.start as usize..(c.start + c.len) as usize]
         } else {
             let family = c.family as usize;
-            let (start, len) = match at.families.gates_at(snap, family, inst) {
+            let (start, len) = match at.families.gates_at(family, c.by_instance, inst, host) {
                 Some(known) => known,
                 None => family_gates(snap, quotas, at, usage, family, inst),
             };

@@ -343,6 +343,31 @@ fn dynamic_limits_follow_each_hosts_num_proc() {
 }
 
 #[test]
+fn a_rule_over_each_host_counts_each_of_its_limits_apart_in_one_cycle() {
+    // Two limits of one rule expanded over hosts: on every host, three slots and four
+    // licences. Two jobs of two licences each fill the licences first; the cycle
+    // finds each limit's counters on each host by their own rows.
+    let mut s = hosts(&["lic INT <= YES YES 0"], &[("n1", "4"), ("n2", "4")]);
+    global_values(&mut s, &[("lic", "100")]);
+    add_sets(
+        &mut s,
+        "{\n name per_host\n enabled true\n limit hosts {*} to slots=3,lic=4\n}\n",
+    );
+    jobs(&mut s, 1, 10, "u1", &[("lic", "2")], None);
+    let first = s
+        .view()
+        .schedule(Time::from_secs(0), &s.connected())
+        .dispatches;
+    s.commit(&first);
+    assert_eq!(per_host(&s), map(&[("n1", 2), ("n2", 2)]));
+    // Jobs without licences: one more slot on each host.
+    jobs(&mut s, 11, 10, "u1", &[], None);
+    settle(&mut s);
+    assert_eq!(per_host(&s), map(&[("n1", 3), ("n2", 3)]));
+    assert_usage_exact(&s);
+}
+
+#[test]
 fn inside_a_set_the_first_matching_rule_decides() {
     let mut s = hosts(&[], &[("n1", "2")]);
     add_sets(
