@@ -587,6 +587,17 @@ impl<'a> ClusterView<'a> {
     /// The cycle's decisions on a finished snapshot (see
     /// [`ClusterView::finish_snapshot`]).
     pub(crate) fn decide_on(&self, snap: &mut Snapshot, now: Time) -> Decisions {
+        // A cycle that reserves nothing places jobs from now only: the quota counters
+        // a host's capacity bounds need no gate (a reservation counts as a start does,
+        // whenever it begins, so the capacity at one time bounds nothing then).
+        let reserves = self.sched_conf().max_reservation > 0
+            && self
+                .jobs
+                .values()
+                .any(|j| j.spec.reserve && j.tasks.has_pending());
+        if let Some(q) = snap.gates.get_mut().quota.as_mut().filter(|_| !reserves) {
+            q.bound_by_capacity();
+        }
         let dispatches = self.dispatch(snap, now);
         let quota_counters = snap.close_gates();
         // Immediate jobs are placed whole or not at all: one without a dispatch did not

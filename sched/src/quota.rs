@@ -317,6 +317,27 @@ impl Usage {
         }
     }
 
+    /// The most any host's counter of a key without its host uses (0 without one).
+    pub fn most_on_any_host(&self, rest: &UsageKey) -> f64 {
+        let Some(&row) = self.by_host.get(rest) else {
+            return 0.0;
+        };
+        self.rows[row as usize]
+            .iter()
+            .filter(|&&n| n != 0)
+            .map(|&n| self.used[n as usize - 1])
+            .fold(0.0, f64::max)
+    }
+
+    /// What a key with a host of its own uses, its row known ([`Usage::host_row`]).
+    pub fn get_in_row(&self, row: u32, key: &UsageKey) -> f64 {
+        let host = key.members[4] as usize;
+        match self.rows[row as usize].get(host).copied() {
+            None | Some(0) => 0.0,
+            Some(n) => self.used[n as usize - 1],
+        }
+    }
+
     pub fn get(&self, key: &UsageKey) -> f64 {
         self.index_of(key).map_or(0.0, |n| self.used[n])
     }
@@ -380,6 +401,18 @@ impl Need {
             Need::PerJob(_) => 0.0,
         }
     }
+}
+
+/// What a caller meeting a rule with a counter per host on many hosts gives
+/// [`Quotas::rule_gates`] (nothing: every counter looked up and kept).
+#[derive(Default)]
+pub struct PerHost<'a> {
+    /// By ask: the rows of its counters by host ([`Usage::host_row`], `u32::MAX` until
+    /// looked up).
+    pub rows: Option<&'a mut [u32]>,
+    /// By attribute: the most the jobs placed from now on can add to a counter on the
+    /// host (its capacity there).
+    pub growth: Option<&'a dyn Fn(usize) -> Option<f64>>,
 }
 
 /// What one effective rule asks of a placement.
@@ -878,7 +911,7 @@ impl Quotas {
                         false,
                         usage,
                         &|_| None,
-                        None,
+                        PerHost::default(),
                         &mut gates,
                     );
                     plan.fixed = Some(gates);
@@ -933,7 +966,7 @@ impl Quotas {
                 first == 0 && rp.anywhere,
                 usage,
                 host_value,
-                None,
+                PerHost::default(),
                 &mut out,
             );
         }
@@ -941,11 +974,13 @@ impl Quotas {
     }
 
     /// The gates of one rule for a consumer (its plan) at a place (queue and host ids).
-    #[allow(clippy::too_many_arguments)]
     ///
-    /// `rows`, by ask, where the rule's hosts filter is expanded and its queues filter
-    /// is not: the rows of its counters by host ([`Usage::host_row`], `u32::MAX` until
-    /// looked up), kept by a caller that meets the rule on many hosts.
+    /// Where the rule's hosts filter is expanded and its queues filter is not (a counter
+    /// per host), `per_host` may give the rows of its counters (looked up once by a
+    /// caller that meets the rule on many hosts) and the most the jobs placed from now
+    /// on can add to a counter on the host: a counter that cannot reach its limit that
+    /// way gets no gate, since it could refuse nothing the host's own capacity lets by.
+    #[allow(clippy::too_many_arguments)]
     pub fn rule_gates(
         &self,
         set: u32,
@@ -954,7 +989,7 @@ impl Quotas {
         everywhere: bool,
         usage: &mut Usage,
         host_value: &dyn Fn(usize) -> Option<f64>,
-        mut rows: Option<&mut [u32]>,
+        PerHost { mut rows, growth }: PerHost<'_>,
         out: &mut Vec<RuleCheck>,
     ) {
         let rule = &self.sets[set as usize].rules[rp.rule as usize];
@@ -991,16 +1026,30 @@ impl Quotas {
                     let Value::Num(limit) = Self::limit_on_host(l, host_value) else {
                         continue;
                     };
-                    let slot = match rows.as_deref_mut().and_then(|r| r.get_mut(n)) {
-                        Some(row) if key.members[4] != 0 && key.members[3] == 0 => {
+                    let per_host = key.members[4] != 0 && key.members[3] == 0;
+                    let row = match rows.as_deref_mut().and_then(|r| r.get_mut(n)) {
+                        Some(row) if per_host => {
                             if *row == u32::MAX {
                                 let mut rest = key;
                                 rest.members[4] = 0;
                                 *row = usage.host_row(rest);
                             }
-                            usage.slot_in_row(*row, key)
+                            Some(*row)
                         }
-                        _ => usage.slot(key),
+                        _ => None,
+                    };
+                    if let Some(most) = growth.filter(|_| per_host).and_then(|g| g(l.attr)) {
+                        let used = match row {
+                            Some(row) => usage.get_in_row(row, &key),
+                            None => usage.get(&key),
+                        };
+                        if used + most <= limit {
+                            continue;
+                        }
+                    }
+                    let slot = match row {
+                        Some(row) => usage.slot_in_row(row, key),
+                        None => usage.slot(key),
                     };
                     out.push(RuleCheck::Counter {
                         set,

@@ -65,6 +65,102 @@ pub(crate) struct AtPlaces {
     ids: Vec<[u32; 2]>,
     /// The gates of the rules that depend on the place.
     pub(crate) families: Families,
+    /// The cycle places jobs from now only (it makes no reservation for later): a
+    /// counter per host that the host's capacity keeps under its limit gets no gate
+    /// (see [`Quotas::rule_gates`]). Off for the questions of `qstat -j` and the like,
+    /// whose reasons name a quota rule before a full host.
+    capacity_bounds: bool,
+    /// Over every host, for the families' bounds.
+    extremes: HostExtremes,
+}
+
+/// Per attribute, over every host of the snapshot (worked out the first time a cycle
+/// asks): the most any host's capacity holds (None: a host has none), and the least
+/// and the most of the hosts' values (one not reported counting as [`MISSING_VALUE`]).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct HostExtremes {
+    capacity: HashMap<usize, Option<f64>>,
+    values: HashMap<usize, (f64, f64)>,
+}
+
+impl HostExtremes {
+    fn capacity(&mut self, snap: &Snapshot, attr: usize) -> Option<f64> {
+        *self.capacity.entry(attr).or_insert_with(|| {
+            (0..snap.hosts.len())
+                .map(|h| capacity_on_host(snap, h, attr))
+                .try_fold(0.0_f64, |most, c| c.map(|c| most.max(c)))
+        })
+    }
+
+    fn values(&mut self, snap: &Snapshot, attr: usize) -> (f64, f64) {
+        *self.values.entry(attr).or_insert_with(|| {
+            (0..snap.hosts.len())
+                .map(|h| snap.host_number(h, attr).unwrap_or(MISSING_VALUE))
+                .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
+                    (lo.min(v), hi.max(v))
+                })
+        })
+    }
+
+    /// The least a limit is on any host (None: not a number).
+    fn least_limit(&mut self, snap: &Snapshot, l: &RuleLimit) -> Option<f64> {
+        match &l.value {
+            LimitValue::Fixed(Value::Num(v)) => Some(*v),
+            LimitValue::Fixed(_) => None,
+            LimitValue::Dynamic(terms) => Some(
+                terms
+                    .iter()
+                    .map(|&(w, attr)| match attr {
+                        None => w,
+                        Some(a) => {
+                            let (lo, hi) = self.values(snap, a);
+                            w * if w >= 0.0 { lo } else { hi }
+                        }
+                    })
+                    .sum(),
+            ),
+        }
+    }
+}
+
+/// Can a family's counters (a rule with a counter per host) reach a limit in a cycle
+/// that places jobs from now only? Not when on every host what its counter uses
+/// already plus all the host can hold stays within the least the limit is anywhere.
+fn never_full(
+    quotas: &Quotas,
+    snap: &Snapshot,
+    set: u32,
+    rp: &RulePlan,
+    usage: &Usage,
+    extremes: &mut HostExtremes,
+) -> bool {
+    let rule = &quotas.sets[set as usize].rules[rp.rule as usize];
+    let expanded = |f: &Option<gantry_common::rqs::Filter>| f.as_ref().is_some_and(|f| f.expand);
+    if !expanded(&rule.hosts) || expanded(&rule.queues) {
+        return false;
+    }
+    let limits = quotas.limits(set, rp.rule);
+    rp.asks.iter().all(|(attr, ask)| {
+        let Some(l) = limits.iter().find(|l| l.attr == *attr) else {
+            return true; // no gate for it
+        };
+        if !matches!(ask, Ask::Need(_)) {
+            return false;
+        }
+        let (Some(most), Some(least)) = (
+            extremes.capacity(snap, *attr),
+            extremes.least_limit(snap, l),
+        ) else {
+            return false;
+        };
+        let rest = UsageKey {
+            set,
+            rule: rp.rule,
+            members: [rp.members[0], rp.members[1], rp.members[2], 0, 0],
+            attr: l.attr as u32,
+        };
+        usage.most_on_any_host(&rest) + most <= least
+    })
 }
 
 /// What the sets make of each queue instance, whatever the consumer: worked out the
@@ -154,6 +250,9 @@ pub(crate) struct Families {
     rules: Vec<(u32, RulePlan, bool)>,
     /// By family and ask: the row of its counters by host (see [`Quotas::rule_gates`]).
     rows: Vec<Vec<u32>>,
+    /// By family: no host's capacity lets its counters reach their limits in this
+    /// cycle (see [`AtPlaces::capacity_bounds`]), so it has no gates anywhere.
+    never_full: Vec<bool>,
     /// Per host, by family: where the family's gates on the host are in `arena` (start
     /// `u32::MAX`: not known yet); per instance for the families that depend on the
     /// queue. Laid out by place, not by family: a check reads the gates of every family
@@ -164,8 +263,16 @@ pub(crate) struct Families {
 }
 
 impl Families {
-    /// The family of a rule plan that depends on the place.
-    fn id(&mut self, quotas: &Quotas, snap: &Snapshot, set: u32, rp: &RulePlan) -> u32 {
+    /// The family of a rule plan that depends on the place. With `bounds` (the cycle
+    /// places jobs from now only), whether it can ever be full is worked out with it.
+    fn id(
+        &mut self,
+        quotas: &Quotas,
+        snap: &Snapshot,
+        set: u32,
+        rp: &RulePlan,
+        bounds: Option<(&Usage, &mut HostExtremes)>,
+    ) -> u32 {
         let same = self.index.entry((set, rp.rule, rp.members)).or_default();
         if let Some((_, id)) = same.iter().find(|(asks, _)| *asks == rp.asks) {
             return *id;
@@ -176,6 +283,11 @@ impl Families {
         let by_instance = rule.queues.as_ref().is_some_and(|f| f.expand);
         self.rules.push((set, rp.clone(), by_instance));
         self.rows.push(vec![u32::MAX; rp.asks.len()]);
+        self.never_full.push(
+            bounds.is_some_and(|(usage, extremes)| {
+                never_full(quotas, snap, set, rp, usage, extremes)
+            }),
+        );
         if self.by_host.is_empty() {
             self.by_host = vec![Vec::new(); snap.hosts.len()];
             self.by_instance = vec![Vec::new(); snap.instances.len()];
@@ -225,6 +337,11 @@ impl QuotaCycle {
                 self.at.places = places;
             }
         }
+    }
+
+    /// The cycle places jobs from now only: see [`AtPlaces::capacity_bounds`].
+    pub fn bound_by_capacity(&mut self) {
+        self.at.capacity_bounds = true;
     }
 
     /// Room for this many gates of rules that depend on the place.
@@ -291,7 +408,13 @@ struct Candidate {
 }
 
 impl Laid {
-    fn out(plan: &Plan, quotas: &Quotas, snap: &Snapshot, families: &mut Families) -> Laid {
+    fn out(
+        plan: &Plan,
+        quotas: &Quotas,
+        snap: &Snapshot,
+        families: &mut Families,
+        mut bounds: Option<(&Usage, &mut HostExtremes)>,
+    ) -> Laid {
         let mut laid = Laid::default();
         for sp in &plan.sets {
             let masked = quotas.sets[sp.set as usize].rules.len() <= MASK_RULES;
@@ -319,18 +442,23 @@ impl Laid {
                 let family = match &rp.fixed {
                     Some(fixed) => {
                         laid.gates.extend_from_slice(fixed);
-                        0
+                        None
                     }
-                    None => families.id(quotas, snap, sp.set, rp),
+                    None => {
+                        let bounds = bounds.as_mut().map(|(u, e)| (*u, &mut **e));
+                        let id = families.id(quotas, snap, sp.set, rp, bounds);
+                        // A family never full takes its place in the set, with no gates.
+                        (!families.never_full[id as usize]).then_some(id)
+                    }
                 };
                 laid.candidates.push(Candidate {
                     rule: rp.rule,
                     anywhere: rp.anywhere,
-                    by_instance: rp.fixed.is_none() && families.rules[family as usize].2,
-                    fixed: rp.fixed.is_some(),
+                    by_instance: family.is_some_and(|f| families.rules[f as usize].2),
+                    fixed: family.is_none(),
                     start,
                     len: laid.gates.len() as u32 - start,
-                    family,
+                    family: family.unwrap_or(0),
                 });
             }
         }
@@ -376,7 +504,8 @@ fn plan_of(snap: &Snapshot, q: &mut QuotaCycle, d: &Demand) -> PlanOf {
     let mut build = || {
         let consumer = Consumer::of(d, pe);
         let plan = quotas.plan(&snap.catalog, d, &consumer, usage, true);
-        Laid::out(&plan, quotas, snap, &mut at.families)
+        let bounds = at.capacity_bounds.then_some((&*usage, &mut at.extremes));
+        Laid::out(&plan, quotas, snap, &mut at.families, bounds)
     };
     if !cacheable {
         return PlanOf::Anew(build());
@@ -440,6 +569,7 @@ fn family_gates(
             usage.name_id(&snap.hosts[i.host].name),
         ];
     }
+    let growth = |attr| capacity_on_host(snap, host, attr);
     quotas.rule_gates(
         *set,
         rp,
@@ -447,12 +577,44 @@ fn family_gates(
         false,
         usage,
         &|attr| snap.host_number(host, attr),
-        rows.get_mut(family).map(Vec::as_mut_slice),
+        PerHost {
+            rows: rows.get_mut(family).map(Vec::as_mut_slice),
+            growth: at
+                .capacity_bounds
+                .then_some(&growth as &dyn Fn(usize) -> Option<f64>),
+        },
         arena,
     );
     let range = (start as u32, (arena.len() - start) as u32);
     at.families.keep_gates_at(snap, family, inst, range);
     range
+}
+
+/// The most of a consumable (or `slots`) the jobs on a host can hold at once, as its
+/// layers configure it: the host's own capacity, or the sum of its queue instances'
+/// when every one of them has one (the less of the two when both do). None when
+/// nothing on the host bounds it (a capacity only global, a value only reported) or
+/// when it is not counted by amount (EXCL).
+fn capacity_on_host(snap: &Snapshot, host: usize, attr: usize) -> Option<f64> {
+    let a = snap.catalog.attrs.get(attr)?;
+    if a.consumable == Consumable::No || a.relop == gantry_proto::Relop::Excl {
+        return None;
+    }
+    let configured = |layer: &crate::model::Layer| match layer.get(attr)?.fixed {
+        Some(Value::Num(c)) => Some(c),
+        _ => None,
+    };
+    let h = &snap.hosts[host];
+    let on_host = configured(&h.layer);
+    let instances: Option<f64> = h
+        .instances
+        .iter()
+        .map(|&i| configured(&snap.instances[i].layer))
+        .sum();
+    match (on_host, instances) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
 }
 
 /// Every gate a demand (its plan) meets on an instance, in the order of its sets, until

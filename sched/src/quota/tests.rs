@@ -368,6 +368,71 @@ fn a_rule_over_each_host_counts_each_of_its_limits_apart_in_one_cycle() {
 }
 
 #[test]
+fn a_cycle_keeps_no_counter_a_hosts_capacity_keeps_under_its_limit() {
+    // Four slots a host. u1's rule allows 8 a host (never reached: no counter kept);
+    // u2's allows 3 (a counter a host, and it binds).
+    let sets =
+        "{\n name roomy\n enabled true\n limit users {u1} hosts {*} to slots=$num_proc*2\n}\n\
+                {\n name tight\n enabled true\n limit users {u2} hosts {*} to slots=3\n}\n";
+    let cluster = |user: &str| {
+        let mut s = hosts(&[], &[("n1", "4"), ("n2", "4")]);
+        s.set_queue("all.q", "slots", "4");
+        add_sets(&mut s, sets);
+        jobs(&mut s, 1, 10, user, &[("h_rt", "100")], None);
+        s
+    };
+    let mut s = cluster("u1");
+    let d = s.view().schedule(Time::from_secs(0), &s.connected());
+    assert_eq!((d.dispatches.len(), d.quota_counters), (8, 0));
+    s.commit(&d.dispatches);
+    assert_eq!(per_host(&s), map(&[("n1", 4), ("n2", 4)]));
+    assert_usage_exact(&s);
+    let mut s = cluster("u2");
+    let d = s.view().schedule(Time::from_secs(0), &s.connected());
+    assert_eq!((d.dispatches.len(), d.quota_counters), (6, 2));
+    s.commit(&d.dispatches);
+    assert_eq!(per_host(&s), map(&[("n1", 3), ("n2", 3)]));
+    // Host by host: $num_proc*2 reaches n1's four slots, not n2's two.
+    let mut s = hosts(&[], &[("n1", "2"), ("n2", "1")]);
+    s.set_queue("all.q", "slots", "4");
+    add_sets(&mut s, sets);
+    jobs(&mut s, 1, 10, "u1", &[], None);
+    let d = s.view().schedule(Time::from_secs(0), &s.connected());
+    assert_eq!((d.dispatches.len(), d.quota_counters), (6, 1));
+    s.commit(&d.dispatches);
+    assert_eq!(per_host(&s), map(&[("n1", 4), ("n2", 2)]));
+    // What the counter already holds counts: four jobs still run on n1 in a queue that
+    // is gone (the host's capacity no longer holds them), so a limit of six a host
+    // leaves two more there.
+    let mut s = hosts(&[], &[("n1", "4")]);
+    s.set_queue("all.q", "slots", "4");
+    add_sets(
+        &mut s,
+        "{\n name six\n enabled true\n limit users {u1} hosts {*} to slots=6\n}\n",
+    );
+    jobs(&mut s, 1, 10, "u1", &[], None);
+    for id in 1..=4 {
+        s.start(id, 1, "gone.q", "n1");
+    }
+    s.settle_quotas();
+    settle(&mut s);
+    assert_eq!(per_host(&s), map(&[("n1", 6)]));
+    // A cycle that may reserve keeps every counter: a reservation counts whenever it
+    // starts, beyond what the host holds now.
+    let mut s = cluster("u1");
+    let conf = s.sched.as_mut().unwrap();
+    conf.entries.retain(|(k, _)| k != "max_reservation");
+    conf.entries
+        .push(("max_reservation".to_string(), "10".to_string()));
+    let mut waiting = job(20, "u1", &[("h_rt", "100")], &[]);
+    waiting.spec.reserve = true;
+    s.put_job(waiting);
+    let d = s.view().schedule(Time::from_secs(0), &s.connected());
+    assert_eq!((d.dispatches.len(), d.quota_counters), (8, 2));
+    assert_eq!(d.reservations.len(), 1);
+}
+
+#[test]
 fn inside_a_set_the_first_matching_rule_decides() {
     let mut s = hosts(&[], &[("n1", "2")]);
     add_sets(
