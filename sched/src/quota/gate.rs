@@ -51,6 +51,18 @@ pub struct QuotaCycle {
     /// cycle does) needs no second walk.
     last: Option<(Placement, bool)>,
     last_counters: Vec<(usize, f64)>,
+    /// The ways of the cycle's plans through the sets, by class of instance.
+    routes: Routes,
+}
+
+/// By (plan, class of instance): a plan's way through the sets on the instances of the
+/// class, worked out once and walked by every check there. Per set, the candidate
+/// whose rule decides there (its index in the plan's candidates, and whether it
+/// decides everywhere), left out when it has no gates.
+#[derive(Debug, Clone, Default)]
+struct Routes {
+    by: HashMap<(u32, u32), (u32, u32), foldhash::fast::RandomState>,
+    steps: Vec<(u32, bool)>,
 }
 
 /// What a cycle works out about the queue instances it looks at: apart from the plans
@@ -183,6 +195,10 @@ pub(crate) struct Places {
     /// By a host's groups: the answers (as in `hosts`) of the hosts filters that name
     /// host groups only, the same for every host in those groups.
     by_groups: HashMap<Vec<String>, Vec<u8>, foldhash::fast::RandomState>,
+    /// Per instance: its class, the instances whose `takes` are the same (the rules
+    /// take them alike, so a plan goes the same way through the sets on all of them).
+    class: Vec<u32>,
+    classes: HashMap<Vec<bool>, u32, foldhash::fast::RandomState>,
 }
 
 impl Places {
@@ -194,6 +210,7 @@ impl Places {
             self.takes = vec![false; n * filters];
             self.masks = vec![0; n * sets];
             self.hosts = vec![0; snap.hosts.len() * quotas.hosts_filter_count()];
+            self.class = vec![0; n];
         }
         let i = &snap.instances[inst];
         let host = &snap.hosts[i.host];
@@ -233,6 +250,14 @@ impl Places {
             *t = hosts[hf] == 1 && quotas.queues_filter_takes(id as u32, &place);
         }
         quotas.place_masks(takes, &mut self.masks[inst * sets..(inst + 1) * sets]);
+        let next = self.classes.len() as u32;
+        self.class[inst] = match self.classes.get(&*takes) {
+            Some(&class) => class,
+            None => {
+                self.classes.insert(takes.to_vec(), next);
+                next
+            }
+        };
         self.known[inst] = true;
     }
 }
@@ -352,6 +377,7 @@ impl QuotaCycle {
     pub fn new(quotas: Arc<Quotas>, usage: Usage) -> QuotaCycle {
         QuotaCycle {
             at: AtPlaces::default(),
+            routes: Routes::default(),
             last: None,
             last_counters: Vec::new(),
             quotas,
@@ -620,41 +646,25 @@ fn capacity_on_host(snap: &Snapshot, host: usize, attr: usize) -> Option<f64> {
 /// Every gate a demand (its plan) meets on an instance, in the order of its sets, until
 /// `visit` says no: in every set the effective rule there (the first of the plan's
 /// candidates that takes the instance) and that rule's counters. Returns the gate
-/// `visit` said no to.
+/// `visit` said no to. With `routes` and the plan's id, the way through the sets is
+/// read from (or kept in) the routes of the instance's class.
+#[allow(clippy::too_many_arguments)]
 fn walk(
     snap: &Snapshot,
     quotas: &Quotas,
     at: &mut AtPlaces,
     usage: &mut Usage,
     plan: &Laid,
+    routes: Option<(&mut Routes, u32)>,
     inst: usize,
     mut visit: impl FnMut(&mut Usage, &RuleCheck) -> bool,
 ) -> Option<RuleCheck> {
     if !at.places.known.get(inst).copied().unwrap_or(false) {
         at.places.learn(snap, quotas, inst);
     }
-    let (sets, filters) = (quotas.sets.len(), quotas.place_count());
     let host = snap.instances[inst].host;
-    for step in &plan.steps {
-        let first = step.first as usize;
-        let chosen = if step.rules != 0 {
-            let taken = at.places.masks[inst * sets + step.set as usize] & step.rules;
-            (taken != 0).then(|| {
-                let k = plan.offsets[step.offsets as usize + taken.trailing_zeros() as usize];
-                (k == 0, first + k as usize)
-            })
-        } else {
-            let takes = &at.places.takes[inst * filters..(inst + 1) * filters];
-            plan.candidates[first..first + step.count as usize]
-                .iter()
-                .position(|c| c.anywhere || takes[quotas.place_id(step.set, c.rule) as usize])
-                .map(|k| (k == 0, first + k))
-        };
-        let Some((first, k)) = chosen else {
-            continue;
-        };
+    let mut meet = |at: &mut AtPlaces, usage: &mut Usage, k: usize, everywhere: bool| {
         let c = plan.candidates[k];
-        let everywhere = first && c.anywhere;
         let gates = if c.fixed {
             &plan.gates[c.start as usize..(c.start + c.len) as usize]
         } else {
@@ -665,11 +675,71 @@ fn walk(
             };
             &at.families.arena[start as usize..(start + len) as usize]
         };
-        if let Some(g) = gates.iter().find(|g| !visit(usage, g)) {
-            return Some(g.everywhere(everywhere));
+        gates
+            .iter()
+            .find(|g| !visit(usage, g))
+            .map(|g| g.everywhere(everywhere))
+    };
+    let Some((routes, id)) = routes else {
+        for step in &plan.steps {
+            if let Some((first, k)) = chosen(quotas, &at.places, plan, step, inst) {
+                let everywhere = first && plan.candidates[k].anywhere;
+                if let Some(g) = meet(at, usage, k, everywhere) {
+                    return Some(g);
+                }
+            }
+        }
+        return None;
+    };
+    let class = at.places.class[inst];
+    let (start, len) = match routes.by.get(&(id, class)) {
+        Some(&known) => known,
+        None => {
+            let start = routes.steps.len() as u32;
+            for step in &plan.steps {
+                if let Some((first, k)) = chosen(quotas, &at.places, plan, step, inst) {
+                    let c = plan.candidates[k];
+                    if !c.fixed || c.len > 0 {
+                        routes.steps.push((k as u32, first && c.anywhere));
+                    }
+                }
+            }
+            let route = (start, routes.steps.len() as u32 - start);
+            routes.by.insert((id, class), route);
+            route
+        }
+    };
+    for &(k, everywhere) in &routes.steps[start as usize..(start + len) as usize] {
+        if let Some(g) = meet(at, usage, k as usize, everywhere) {
+            return Some(g);
         }
     }
     None
+}
+
+/// The candidate of a plan's set whose rule decides on an instance (the first whose
+/// queues and hosts filters take it), and whether it is the set's first candidate.
+fn chosen(
+    quotas: &Quotas,
+    places: &Places,
+    plan: &Laid,
+    step: &Step,
+    inst: usize,
+) -> Option<(bool, usize)> {
+    let first = step.first as usize;
+    if step.rules != 0 {
+        let taken = places.masks[inst * quotas.sets.len() + step.set as usize] & step.rules;
+        return (taken != 0).then(|| {
+            let k = plan.offsets[step.offsets as usize + taken.trailing_zeros() as usize];
+            (k == 0, first + k as usize)
+        });
+    }
+    let filters = quotas.place_count();
+    let takes = &places.takes[inst * filters..(inst + 1) * filters];
+    plan.candidates[first..first + step.count as usize]
+        .iter()
+        .position(|c| c.anywhere || takes[quotas.place_id(step.set, c.rule) as usize])
+        .map(|k| (k == 0, first + k))
 }
 
 /// Where a demand's category and part keep their plan in [`QuotaCycle::plans`].
@@ -701,6 +771,7 @@ impl QuotaCycle {
             usage,
             at,
             distinct,
+            routes,
             ..
         } = self;
         let denied = walk(
@@ -709,6 +780,7 @@ impl QuotaCycle {
             at,
             usage,
             plan.laid(distinct),
+            plan.id().map(|id| (routes, id)),
             inst,
             |u, g| match g {
                 RuleCheck::Counter {
@@ -808,6 +880,7 @@ impl AdmitGate for QuotaCycle {
             distinct,
             last,
             last_counters,
+            routes,
             ..
         } = self;
         for &(inst, slots) in grants {
@@ -819,12 +892,14 @@ impl AdmitGate for QuotaCycle {
                 }
                 continue;
             }
+            let routes = plan.id().map(|id| (&mut *routes, id));
             walk(
                 snap,
                 quotas,
                 at,
                 usage,
                 plan.laid(distinct),
+                routes,
                 inst,
                 |u, g| {
                     g.debit(u, n, master, sign);
