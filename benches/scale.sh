@@ -18,6 +18,8 @@
 # (count, median and longest).
 # Usage: benches/scale.sh [N=1000] [EXPERIMENTS="held array indiv"] [QUOTAS="off on"]
 # As root, after deploy/build.sh (release binaries); the user gtbench is created.
+# SCALE_PERF=PREFIX: `perf record` the master (with call graphs) during each experiment,
+# into PREFIX.EXPERIMENT.QUOTAS (for where the time goes; it slows what it records).
 set -eu
 N=${1:-1000}
 EXPS=${2:-"held array indiv"}
@@ -102,10 +104,25 @@ drain() {
     until [ -z "$(as_user "$BIN/qstat" 2>/dev/null)" ]; do sleep 0.5; done
 }
 
+# Until the master is done with what came before (the hosts' reports of the tasks a
+# drain killed, a configuration change): at most 5 % of a core for a second (2 min at most).
+# Else an experiment's cycles share the cores with the last one's aftermath.
+quiesce() {
+    until_s=$(( $(date +%s) + 120 ))
+    last=$(cpu)
+    while sleep 1; do
+        c=$(cpu)
+        [ $((c - last)) -le $((hz / 20)) ] && break
+        [ "$(date +%s)" -ge "$until_s" ] && break
+        last=$c
+    done
+}
+
 cd /tmp
 SUB="-b y -q sim.q -o /dev/null -j y"
 for quotas in $QUOTAS; do
     [ "$quotas" = on ] && quotas_on
+    quiesce
     for e in $EXPS; do
         case $e in
             array) jobs=10000 ;;
@@ -114,8 +131,16 @@ for quotas in $QUOTAS; do
         target=$jobs; [ "$target" -gt $((4 * N)) ] && target=$((4 * N))
         if [ "$e" = held ]; then
             as_user sh -c "i=0; while [ \$i -lt $jobs ]; do $BIN/qsub -h $SUB sleep 30 >/dev/null; i=\$((i+1)); done"
+            quiesce
         fi
         from=$(wc -l < "$D/master.log")
+        PERF=
+        if [ -n "${SCALE_PERF:-}" ]; then
+            perf record -q -F 1999 --call-graph dwarf,32768 -p "$MPID" \
+                -o "$SCALE_PERF.$e.$quotas" >/dev/null 2>&1 &
+            PERF=$!
+            sleep 2
+        fi
         echo 5 > "/proc/$MPID/clear_refs" 2>/dev/null || true
         c0=$(cpu)
         t0=$(now)
@@ -126,6 +151,10 @@ for quotas in $QUOTAS; do
         esac
         set -- $(dispatched "$from" "$target")
         c1=$(cpu)
+        if [ -n "$PERF" ]; then
+            kill -INT "$PERF"
+            wait "$PERF" || true
+        fi
         peak=$(awk '/^VmHWM:/ {printf "%.0f", $2/1024}' "/proc/$MPID/status")
         awk -v e="$e" -v q="$quotas" -v n="$target" -v t0="$t0" -v at="$1" -v cyc="$2" -v med="$3" -v max="$4" \
             -v cpu=$((c1 - c0)) -v hz="$hz" -v peak="$peak" -v hosts="$N" 'BEGIN {
@@ -133,5 +162,6 @@ for quotas in $QUOTAS; do
             printf "%-5s quotas %-3s %d hosts: %d dispatched in %.2f s, %.0f jobs/s; master CPU %.2f s, peak RSS %d MiB; %d cycles, median %.1f ms, longest %.1f ms\n",
                 e, q, hosts, n, s, n / s, cpu / hz, peak, cyc, med, max }'
         drain
+        quiesce
     done
 done
