@@ -587,16 +587,29 @@ impl<'a> ClusterView<'a> {
     /// The cycle's decisions on a finished snapshot (see
     /// [`ClusterView::finish_snapshot`]).
     pub(crate) fn decide_on(&self, snap: &mut Snapshot, now: Time) -> Decisions {
-        // A cycle that reserves nothing places jobs from now only: the quota counters
-        // a host's capacity bounds need no gate (a reservation counts as a start does,
-        // whenever it begins, so the capacity at one time bounds nothing then).
-        let reserves = self.sched_conf().max_reservation > 0
-            && self
-                .jobs
-                .values()
-                .any(|j| j.spec.reserve && j.tasks.has_pending());
-        if let Some(q) = snap.gates.get_mut().quota.as_mut().filter(|_| !reserves) {
-            q.bound_by_capacity();
+        let adjusted: Vec<usize> = snap.adjustments.iter().map(|(a, ..)| *a).collect();
+        if let Some(q) = snap.gates.get_mut().quota.as_mut() {
+            // What earlier questions on these gates (a quiet cycle's samples) worked
+            // out per category does not hold for this cycle's categories.
+            q.forget_categories();
+            // A cycle that places jobs from now only, each taking what it counts from
+            // its host's configured capacity, needs no gate for the quota counters that
+            // capacity bounds. Not so when it may reserve (a reservation counts whenever
+            // it begins), when a dynamic limit reads a value the cycle's own starts
+            // move (the load adjustments), or when a job asks for a negative amount
+            // (which gives a host more than its capacity).
+            let max_reservation = self.sched_conf().max_reservation;
+            let unbounded = q.quotas.dynamic_limits_read(&adjusted)
+                || self.jobs.values().any(|j| {
+                    (max_reservation > 0 && j.spec.reserve && j.tasks.has_pending())
+                        || j.spec
+                            .hard_resources
+                            .iter()
+                            .any(|(_, v)| v.trim_start().starts_with('-'))
+                });
+            if !unbounded {
+                q.bound_by_capacity();
+            }
         }
         let dispatches = self.dispatch(snap, now);
         let quota_counters = snap.close_gates();

@@ -197,8 +197,9 @@ pub struct Usage {
     index: SmallMap<UsageKey, usize>,
     /// The counters of keys with a host of their own (a rule's `hosts {...}`): per key
     /// without its host, by the host's name id, each counter's index + 1 (0: none yet).
-    /// A cycle makes one for every such rule and host it checks (100,000 of them in a
-    /// big cluster): an array by host costs a fraction of a hash table of them all.
+    /// A cycle makes one for every such rule and host it checks and cannot leave out
+    /// (up to 100,000 of them in a big cluster): an array by host costs a fraction of a
+    /// hash table of them all.
     /// The arrays are `rows`, found by key here ([`Usage::host_row`]).
     by_host: SmallMap<UsageKey, u32>,
     rows: Vec<Vec<u32>>,

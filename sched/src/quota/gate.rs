@@ -58,7 +58,8 @@ pub struct QuotaCycle {
 /// By (plan, class of instance): a plan's way through the sets on the instances of the
 /// class, worked out once and walked by every check there. Per set, the candidate
 /// whose rule decides there (its index in the plan's candidates, and whether it
-/// decides everywhere), left out when it has no gates.
+/// decides everywhere), left out when it has no gates anywhere (a family's gates,
+/// which depend on the host, are looked up as the route is walked).
 #[derive(Debug, Clone, Default)]
 struct Routes {
     by: HashMap<(u32, u32), (u32, u32), foldhash::fast::RandomState>,
@@ -87,8 +88,10 @@ pub(crate) struct AtPlaces {
 }
 
 /// Per attribute, over every host of the snapshot (worked out the first time a cycle
-/// asks): the most any host's capacity holds (None: a host has none), and the least
-/// and the most of the hosts' values (one not reported counting as [`MISSING_VALUE`]).
+/// asks, which holds for the cycle: a cycle whose starts move host values, through
+/// load adjustments a dynamic limit reads, has no capacity bounds): the most any
+/// host's capacity holds (None: a host has none), and the least and the most of the
+/// hosts' values (one not reported counting as [`MISSING_VALUE`]).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct HostExtremes {
     capacity: HashMap<usize, Option<f64>>,
@@ -369,6 +372,12 @@ impl QuotaCycle {
         self.at.capacity_bounds = true;
     }
 
+    /// Forget which plan each category has (the plans themselves stay): categories
+    /// are numbered afresh by each pass that asks.
+    pub fn forget_categories(&mut self) {
+        self.plans.clear();
+    }
+
     /// Room for this many gates of rules that depend on the place.
     pub fn reserve_gates(&mut self, gates: usize) {
         self.at.families.arena.reserve(gates);
@@ -425,8 +434,8 @@ struct Candidate {
     anywhere: bool,
     /// Its family's gates depend on the queue, not only on the host.
     by_instance: bool,
-    /// Its gates: `gates[start..start + len]` when they do not depend on the place,
-    /// else those of `family` there.
+    /// Its gates: `gates[start..start + len]` when they do not depend on the place
+    /// (none for a family that can never be full), else those of `family` there.
     fixed: bool,
     start: u32,
     len: u32,
@@ -645,7 +654,8 @@ fn capacity_on_host(snap: &Snapshot, host: usize, attr: usize) -> Option<f64> {
 
 /// Every gate a demand (its plan) meets on an instance, in the order of its sets, until
 /// `visit` says no: in every set the effective rule there (the first of the plan's
-/// candidates that takes the instance) and that rule's counters. Returns the gate
+/// candidates that takes the instance) and that rule's gates (its counters, less
+/// those its host's capacity keeps under their limits). Returns the gate
 /// `visit` said no to. With `routes` and the plan's id, the way through the sets is
 /// read from (or kept in) the routes of the instance's class.
 #[allow(clippy::too_many_arguments)]

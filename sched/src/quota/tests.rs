@@ -417,6 +417,42 @@ fn a_cycle_keeps_no_counter_a_hosts_capacity_keeps_under_its_limit() {
     s.settle_quotas();
     settle(&mut s);
     assert_eq!(per_host(&s), map(&[("n1", 6)]));
+    // A dynamic limit reading a value the cycle's own starts move (np_load_avg, by
+    // the load adjustments) is not the same all through the cycle: its counters stay.
+    let mut s = hosts(&[], &[("n1", "4"), ("n2", "4")]);
+    s.set_queue("all.q", "slots", "4");
+    add_sets(
+        &mut s,
+        "{\n name adjusted\n enabled true\n limit users {u1} hosts {*} to slots=8-$np_load_avg*4\n}\n",
+    );
+    jobs(&mut s, 1, 10, "u1", &[], None);
+    let d = s.view().schedule(Time::from_secs(0), &s.connected());
+    assert_eq!(d.quota_counters, 2);
+    // A job asking for a negative amount gives its host more than its capacity: then
+    // the capacity bounds nothing, and every counter is kept. n1 has four licences;
+    // u1's running job asks for -2; u2's rule allows four.
+    let mut s = Cluster::new(&["lic INT <= YES YES 0"]);
+    s.add_host(
+        "n1",
+        "lic=4",
+        &[
+            ("arch", "lx-amd64"),
+            ("num_proc", "4"),
+            ("np_load_avg", "0.00"),
+        ],
+    );
+    s.set_queue("all.q", "slots", "10");
+    s.set_queue("all.q", "load_thresholds", "NONE");
+    add_sets(
+        &mut s,
+        "{\n name lic\n enabled true\n limit users {u2} hosts {*} to lic=4\n}\n",
+    );
+    jobs(&mut s, 1, 1, "u1", &[("lic", "-2")], None);
+    s.start(1, 1, "all.q", "n1");
+    jobs(&mut s, 11, 6, "u2", &[("lic", "1")], None);
+    s.settle_quotas();
+    settle(&mut s);
+    assert_eq!(per_user(&s), map(&[("u1", 1), ("u2", 4)]));
     // A cycle that may reserve keeps every counter: a reservation counts whenever it
     // starts, beyond what the host holds now.
     let mut s = cluster("u1");
