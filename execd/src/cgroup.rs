@@ -141,6 +141,16 @@ impl TaskGroup {
         )
     }
 
+    /// Has a freeze taken effect on every process of the group (`frozen 1` in
+    /// `cgroup.events`)?
+    pub fn frozen(&self) -> bool {
+        std::fs::read_to_string(self.path.join("cgroup.events")).is_ok_and(|events| {
+            events
+                .lines()
+                .any(|l| l.split_whitespace().collect::<Vec<_>>() == ["frozen", "1"])
+        })
+    }
+
     pub fn cpu_usage(&self) -> Option<CpuUsage> {
         let stat = std::fs::read_to_string(self.path.join("cpu.stat")).ok()?;
         let get = |key: &str| {

@@ -24,7 +24,9 @@ use std::time::Duration;
 
 use gantry_common::ckpt::{expand_command, Method};
 use gantry_proto::Checkpointing;
-use nix::sys::signal::{killpg, SigSet, Signal};
+use nix::sys::signal::{SigSet, Signal};
+
+use crate::processes::TaskProcesses;
 use nix::unistd::Pid;
 
 use crate::spawn;
@@ -153,20 +155,25 @@ pub struct Outcome {
 pub struct Checkpointer {
     ckpt: Checkpointing,
     method: Method,
-    job: Pid,
+    /// Every process of the job, which its signal and a migration's kill reach.
+    processes: TaskProcesses,
     context: Arc<CommandContext>,
     progress: Arc<Mutex<Progress>>,
     notes: Arc<Mutex<Vec<String>>>,
 }
 
 impl Checkpointer {
-    /// Start checkpointing the job whose process group is `job`: the periodic
-    /// checkpoints, and the thread that takes migration requests.
-    pub fn start(ckpt: &Checkpointing, job: Pid, context: CommandContext) -> Checkpointer {
+    /// Start checkpointing the job of `processes`: the periodic checkpoints, and the
+    /// thread that takes migration requests.
+    pub fn start(
+        ckpt: &Checkpointing,
+        processes: TaskProcesses,
+        context: CommandContext,
+    ) -> Checkpointer {
         let c = Checkpointer {
             ckpt: ckpt.clone(),
             method: Method::of(&ckpt.env.interface),
-            job,
+            processes,
             context: Arc::new(context),
             progress: Arc::new(Mutex::new(Progress::default())),
             notes: Arc::new(Mutex::new(Vec::new())),
@@ -197,7 +204,7 @@ impl Checkpointer {
         Checkpointer {
             ckpt: self.ckpt.clone(),
             method: self.method,
-            job: self.job,
+            processes: self.processes.clone(),
             context: Arc::clone(&self.context),
             progress: Arc::clone(&self.progress),
             notes: Arc::clone(&self.notes),
@@ -227,7 +234,7 @@ impl Checkpointer {
             }
             Method::Signal => {
                 if let Some(sig) = self.signal() {
-                    let _ = killpg(self.job, sig);
+                    self.processes.signal(sig);
                 }
             }
         }
@@ -254,7 +261,7 @@ impl Checkpointer {
                 p.arena = true;
             }
         }
-        let _ = killpg(self.job, Signal::SIGKILL);
+        self.processes.kill();
         true
     }
 

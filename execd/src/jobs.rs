@@ -21,6 +21,7 @@ use tracing::{info, warn};
 use crate::cgroup::TaskGroup;
 use crate::mail::Plan;
 use crate::private_fs::{self, Dir};
+use crate::processes::{is_shepherd_of, TaskProcesses};
 use crate::shepherd::{
     decode_report, Account, Order, TaskRecord, REPORT_FILE, SCRIPT_FILE, START_FILE,
 };
@@ -98,7 +99,7 @@ impl Jobs {
         let cgroup_parent = crate::cgroup::parent();
         match &cgroup_parent {
             Some(p) => info!("each job task gets a control group in {}", p.display()),
-            None => info!("no writable cgroup v2 hierarchy: job tasks are tracked by process group and parentage only"),
+            None => info!("no writable cgroup v2 hierarchy: job tasks are tracked by the shepherd's process tree (see docs/admin/execution-hosts.md)"),
         }
         Ok(Jobs {
             inner: Arc::new(Inner {
@@ -308,8 +309,14 @@ impl Jobs {
         let now = std::time::Instant::now();
         let mut out = Vec::new();
         for key in self.running() {
-            let record = TaskRecord::read(&task_dir(&self.inner.dir, key));
-            let Some(sample) = crate::usage::sample(record.job, record.cgroup.as_deref()) else {
+            let dir = task_dir(&self.inner.dir, key);
+            let record = TaskRecord::read(&dir);
+            let tree = match &record.cgroup {
+                Some(_) => Vec::new(),
+                None => task_processes(&record, &dir).pids(),
+            };
+            let Some(sample) = crate::usage::sample(record.job, record.cgroup.as_deref(), &tree)
+            else {
                 continue;
             };
             let Ok(mut used) = self.inner.used.lock() else {
@@ -454,15 +461,12 @@ impl Jobs {
     }
 
     fn kill_now(&self, key: TaskKey) {
-        let record = TaskRecord::read(&task_dir(&self.inner.dir, key));
-        if let Some(path) = &record.cgroup {
-            TaskGroup { path: path.clone() }.kill_all();
-        }
+        let dir = task_dir(&self.inner.dir, key);
+        let record = TaskRecord::read(&dir);
         match (record.shepherd, record.job) {
-            (_, Some(job)) => {
-                let _ = killpg(Pid::from_raw(job), Signal::SIGKILL);
-            }
-            (Some(shepherd), None) => {
+            (_, Some(_)) => task_processes(&record, &dir).kill(),
+            // Not started yet: the shepherd itself goes.
+            (Some(shepherd), None) if is_shepherd_of(shepherd, &dir) => {
                 let _ = kill(Pid::from_raw(shepherd), Signal::SIGKILL);
             }
             _ => {}
@@ -473,17 +477,21 @@ impl Jobs {
     /// before acting.
     fn warn(&self, key: TaskKey, warning: Signal) -> Option<Duration> {
         let delay = *self.inner.notify.lock().ok()?.get(&key)?;
-        let job = TaskRecord::read(&task_dir(&self.inner.dir, key)).job?;
+        let dir = task_dir(&self.inner.dir, key);
+        let record = TaskRecord::read(&dir);
+        record.job?;
         info!(
             job = key.0,
             task = key.1,
             "notifying the job with {warning}"
         );
-        killpg(Pid::from_raw(job), warning).ok()?;
-        Some(delay)
+        task_processes(&record, &dir)
+            .signal(warning)
+            .then_some(delay)
     }
 
-    /// Send a signal to a task's process group (suspend and resume). A job that asked
+    /// Send a signal to every process of a task (suspend and resume: its control group
+    /// frozen and thawed where it has one). A job that asked
     /// for `-notify` gets `SIGUSR1` before a suspension, which comes its queue's
     /// `notify` time later.
     pub fn signal(&self, key: TaskKey, signal: i32) {
@@ -566,11 +574,16 @@ impl Jobs {
     }
 
     fn signal_now(&self, key: TaskKey, sig: Signal) {
-        let record = TaskRecord::read(&task_dir(&self.inner.dir, key));
-        if let Some(job) = record.job {
-            if killpg(Pid::from_raw(job), sig).is_ok()
-                && matches!(sig, Signal::SIGSTOP | Signal::SIGCONT)
-            {
+        let dir = task_dir(&self.inner.dir, key);
+        let record = TaskRecord::read(&dir);
+        if record.job.is_some() {
+            let processes = task_processes(&record, &dir);
+            let done = match sig {
+                Signal::SIGSTOP => processes.suspend(),
+                Signal::SIGCONT => processes.resume(),
+                other => processes.signal(other),
+            };
+            if done && matches!(sig, Signal::SIGSTOP | Signal::SIGCONT) {
                 let plan = self
                     .inner
                     .mail
@@ -654,6 +667,20 @@ impl Jobs {
             });
         }
     }
+}
+
+/// Every process of the task in `dir` as its `pids` file names them: its control
+/// group, the tree below its shepherd (while that pid is still its shepherd), its job's
+/// process group.
+fn task_processes(record: &TaskRecord, dir: &Path) -> TaskProcesses {
+    TaskProcesses::new(
+        record.cgroup.clone().map(|path| TaskGroup { path }),
+        record
+            .shepherd
+            .filter(|p| is_shepherd_of(*p, dir))
+            .map(Pid::from_raw),
+        record.job.map(Pid::from_raw),
+    )
 }
 
 fn describe_exit(status: ExitStatus) -> String {

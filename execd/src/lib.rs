@@ -8,6 +8,7 @@ pub mod identity;
 pub mod jobs;
 pub mod mail;
 pub mod private_fs;
+pub mod processes;
 pub mod relay;
 pub mod sensor;
 pub mod session;

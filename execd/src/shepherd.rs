@@ -17,11 +17,12 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use gantry_common::value::{parse_memory, parse_time};
 use gantry_proto::{JobReport, JobScript, JobStart, ShepherdFailure};
-use nix::sys::signal::{killpg, Signal};
+use nix::sys::signal::Signal;
 use nix::unistd::{Gid, Pid, Uid};
 
 use crate::cgroup::TaskGroup;
 use crate::private_fs;
+use crate::processes::TaskProcesses;
 use crate::spawn;
 
 pub const START_FILE: &str = "start.bin";
@@ -636,13 +637,19 @@ fn supervise(
     // The job's side of the terminal is the job's alone now.
     let terminal = terminal.map(Terminal::relay);
     let pgid = Pid::from_raw(child);
+    // Every process of the job, wherever it goes: what each signal below reaches.
+    let processes = TaskProcesses::new(
+        held.group.clone(),
+        Some(Pid::from_raw(std::process::id() as i32)),
+        Some(pgid),
+    );
     report.start_time = now();
     notes.add("job", child);
     notes.add("start", report.start_time);
     let checkpointer = start.checkpoint.as_ref().map(|c| {
         crate::checkpoint::Checkpointer::start(
             c,
-            pgid,
+            processes.clone(),
             crate::checkpoint::CommandContext {
                 env: env.clone(),
                 cwd: cwd.clone(),
@@ -660,21 +667,23 @@ fn supervise(
     // Run-time limits.
     let notify = setting(start, "notify").and_then(time_of).unwrap_or(60.0);
     if let Some(s_rt) = limit(start, "s_rt", time_of) {
+        let processes = processes.clone();
         std::thread::spawn(move || {
             std::thread::sleep(Duration::from_secs_f64(s_rt));
-            let _ = killpg(pgid, Signal::SIGUSR1);
+            processes.signal(Signal::SIGUSR1);
             std::thread::sleep(Duration::from_secs_f64(notify));
-            let _ = killpg(pgid, Signal::SIGKILL);
+            processes.kill();
         });
     }
     let h_rt = limit(start, "h_rt", time_of);
     let h_rt_reached = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     if let Some(h_rt) = h_rt {
         let reached = std::sync::Arc::clone(&h_rt_reached);
+        let processes = processes.clone();
         std::thread::spawn(move || {
             std::thread::sleep(Duration::from_secs_f64(h_rt));
             reached.store(true, std::sync::atomic::Ordering::SeqCst);
-            let _ = killpg(pgid, Signal::SIGKILL);
+            processes.kill();
         });
     }
     let status = loop {
@@ -694,7 +703,7 @@ fn supervise(
     }
     // Whatever the job left goes with it: its process group, its control group, and
     // every process that ended up a child of the shepherd.
-    end_what_is_left(pgid, held.group.as_ref());
+    end_what_is_left(&processes);
     if let Some(t) = terminal {
         t.finish();
     }
@@ -882,55 +891,22 @@ fn cwd_is_ok(cwd: &Path, job: &spawn::JobProcess) -> bool {
     }
 }
 
-/// The processes (other than zombies already waited for) whose parent is `parent`.
-fn children_of(parent: u32) -> Vec<i32> {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|pid| {
-            std::fs::read_to_string(format!("/proc/{pid}/stat"))
-                .ok()
-                .and_then(|s| {
-                    // pid (comm) state ppid ...: comm may hold spaces and parentheses.
-                    let rest = &s[s.rfind(')')? + 1..];
-                    rest.split_whitespace().nth(1)?.parse::<u32>().ok()
-                })
-                == Some(parent)
-        })
-        .collect()
-}
-
 /// Kill everything left of the job once its first process has ended, and wait until
 /// nothing is left (at most a minute; a process the kernel will not let go of, stuck
 /// in uninterruptible sleep, is not waited for longer).
-fn end_what_is_left(pgid: Pid, group: Option<&TaskGroup>) {
+fn end_what_is_left(processes: &TaskProcesses) {
     use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    let me = std::process::id();
     loop {
-        let _ = killpg(pgid, Signal::SIGKILL);
-        if let Some(g) = group {
-            g.kill_all();
-        }
-        // Reap what has ended; note whether children remain.
-        let children_left = loop {
+        processes.kill();
+        // Reap what has ended (the job's processes re-parented to the shepherd too).
+        loop {
             match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
-                Ok(WaitStatus::StillAlive) => break true,
+                Ok(WaitStatus::StillAlive) | Err(_) => break,
                 Ok(_) => continue,
-                Err(_) => break false,
-            }
-        };
-        if children_left {
-            for pid in children_of(me) {
-                let _ = nix::sys::signal::kill(Pid::from_raw(pid), Signal::SIGKILL);
             }
         }
-        let group_left = group.is_some_and(TaskGroup::populated);
-        let pgroup_left = killpg(pgid, None).is_ok();
-        if !(children_left || group_left || pgroup_left) || std::time::Instant::now() > deadline {
+        if !processes.any_left() || std::time::Instant::now() > deadline {
             return;
         }
         std::thread::sleep(Duration::from_millis(5));

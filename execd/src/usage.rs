@@ -94,8 +94,9 @@ fn io(pid: i32) -> f64 {
 }
 
 /// Measure a task: the processes of `cgroup` (its CPU time from the group's own count,
-/// which keeps that of processes gone), else those of process group `pgid`.
-pub fn sample(pgid: Option<i32>, cgroup: Option<&Path>) -> Option<Sample> {
+/// which keeps that of processes gone), else those of process group `pgid` and `tree`
+/// (the processes below its shepherd, which left the group or not).
+pub fn sample(pgid: Option<i32>, cgroup: Option<&Path>, tree: &[i32]) -> Option<Sample> {
     let pids: Vec<i32> = match cgroup {
         Some(dir) => std::fs::read_to_string(dir.join("cgroup.procs"))
             .ok()?
@@ -104,12 +105,18 @@ pub fn sample(pgid: Option<i32>, cgroup: Option<&Path>) -> Option<Sample> {
             .collect(),
         None => {
             let pgid = pgid?;
-            std::fs::read_dir("/proc")
+            let mut pids: Vec<i32> = std::fs::read_dir("/proc")
                 .ok()?
                 .flatten()
                 .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
                 .filter(|&pid| stat(pid).is_some_and(|(g, _, _)| g == pgid))
-                .collect()
+                .collect();
+            for pid in tree {
+                if !pids.contains(pid) {
+                    pids.push(*pid);
+                }
+            }
+            pids
         }
     };
     let mut s = Sample::default();
@@ -168,7 +175,7 @@ mod tests {
     #[test]
     fn this_process_group_is_measured() {
         let pgid = nix::unistd::getpgrp().as_raw();
-        let s = sample(Some(pgid), None).expect("a sample");
+        let s = sample(Some(pgid), None, &[]).expect("a sample");
         assert!(s.vmem > 0.0, "{s:?}");
     }
 }
