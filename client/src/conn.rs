@@ -74,7 +74,20 @@ fn request_stream(req: &ToMaster) -> Result<UnixStream, ConnError> {
         env!("CARGO_PKG_VERSION"),
     ))?);
     out.extend_from_slice(&frame(&encode(req)?));
-    stream.write_all(&out)?;
+    if let Err(e) = stream.write_all(&out) {
+        // A daemon that refuses the connection at its door answers before it reads and
+        // may have closed it already: its answer is still there to read.
+        if e.kind() != std::io::ErrorKind::BrokenPipe {
+            return Err(e.into());
+        }
+        return match read_frame(&mut stream).map(|b| decode::<HelloReply>(&b)) {
+            Ok(Ok(HelloReply::Accepted { .. })) => Ok(stream),
+            Ok(Ok(HelloReply::VersionMismatch { message, .. })) => {
+                Err(ConnError::VersionMismatch(message))
+            }
+            _ => Err(e.into()),
+        };
+    }
     match decode::<HelloReply>(&read_frame(&mut stream)?)? {
         HelloReply::Accepted { .. } => {}
         HelloReply::VersionMismatch { message, .. } => {

@@ -2,24 +2,50 @@
 //! their requests to the master, vouching for the caller the kernel names.
 
 use gantry_common::recent::{Recent, NAME_SERVICE_TTL};
+use gantry_net::door::{user_name, Door, DoorLimits, RefusalLog, Spare, REQUEST_DEADLINE};
 use gantry_net::transport::{
     answer_accepted, local_caller, read_frame, read_hello, write_frame, TransportError,
 };
 use gantry_proto::{Caller, FromMaster, Refusal, RefusalKind, Relayed, ToMaster, PROTOCOL_VERSION};
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::watch;
-use tracing::debug;
+use tracing::{debug, info};
 
+/// Accept client connections until the task is dropped, each admitted by its user at
+/// the door (see `gantry_net::door`), so that no user can take the descriptors the
+/// execd's jobs need.
 pub async fn serve(
     listener: UnixListener,
     hostname: String,
     current: watch::Receiver<Option<quinn::Connection>>,
 ) {
+    let door = Door::new(DoorLimits::from_descriptors(), "the execd");
+    let limits = door.limits();
+    info!(
+        per_user = limits.per_user,
+        total = limits.total,
+        "client connections bounded"
+    );
+    let mut spare = Spare::new();
+    let mut refusals = RefusalLog::default();
     // Callers' user names, looked up once a minute at most.
     let mut names = Recent::new(NAME_SERVICE_TTL);
     loop {
         match listener.accept().await {
             Ok((stream, _)) => {
+                let Ok(uid) = stream.peer_cred().map(|c| c.uid()) else {
+                    continue;
+                };
+                let admitted = match door.admit(uid) {
+                    Ok(a) => a,
+                    Err(refused) => {
+                        let user = user_name(&mut names, uid);
+                        let message = door.message(&refused, user.as_deref());
+                        refusals.note(&message);
+                        door.turn_away(stream, message);
+                        continue;
+                    }
+                };
                 let caller = local_caller(&stream, &hostname, &mut names);
                 let hostname = hostname.clone();
                 let conn = current.borrow().clone();
@@ -27,11 +53,14 @@ pub async fn serve(
                     if let Err(e) = handle(stream, hostname, caller, conn).await {
                         debug!("client connection: {e}");
                     }
+                    drop(admitted);
                 });
             }
             Err(e) => {
-                tracing::warn!("accepting a client connection failed: {e}");
-                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                if !spare.on_accept_error(&listener, &e).await {
+                    tracing::warn!("accepting a client connection failed: {e}");
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                }
             }
         }
     }
@@ -51,8 +80,13 @@ async fn handle(
     conn: Option<quinn::Connection>,
 ) -> Result<(), TransportError> {
     let (mut r, mut w) = stream.into_split();
-    read_hello(&mut r, &mut w, PROTOCOL_VERSION, "the execd").await?;
-    let request: ToMaster = read_frame(&mut r).await?;
+    // The hello and the request, in time, or the connection goes.
+    let request: ToMaster = tokio::time::timeout(REQUEST_DEADLINE, async {
+        read_hello(&mut r, &mut w, PROTOCOL_VERSION, "the execd").await?;
+        read_frame(&mut r).await
+    })
+    .await
+    .map_err(|_| std::io::Error::from(std::io::ErrorKind::TimedOut))??;
     let reply = match (caller, conn) {
         (Err(m), _) => refused(m),
         (Ok(_), None) => refused(format!(

@@ -5,35 +5,62 @@ use actix::Addr;
 use gantry_common::recent::{Recent, NAME_SERVICE_TTL};
 use std::io::Write;
 
+use gantry_net::door::{user_name, Door, DoorLimits, RefusalLog, Spare, REQUEST_DEADLINE};
 use gantry_net::transport::{
     accepted_before, accepted_with, answer_accepted, answer_accepted_encoded, local_caller,
     read_frame, read_hello, TransportError,
 };
 use gantry_proto::{Caller, FromMaster, Refusal, RefusalKind, ToMaster, PROTOCOL_VERSION};
 use tokio::net::{UnixListener, UnixStream};
-use tracing::debug;
+use tracing::{debug, info};
 
 use crate::cluster::{Answer, Cluster};
 use crate::jobs::{ListingAnswer, ListingForm};
 
-/// Accept client connections until the task is dropped.
+/// Accept client connections until the task is dropped, each admitted by its user at
+/// the door (see `gantry_net::door`).
 pub async fn serve(listener: UnixListener, cluster: Addr<Cluster>, host: String) {
+    let door = Door::new(DoorLimits::from_descriptors(), "the master");
+    let limits = door.limits();
+    info!(
+        per_user = limits.per_user,
+        total = limits.total,
+        "client connections bounded"
+    );
+    let mut spare = Spare::new();
+    let mut refusals = RefusalLog::default();
     // Callers' user names, looked up once a minute at most.
     let mut names = Recent::new(NAME_SERVICE_TTL);
     loop {
         match listener.accept().await {
             Ok((stream, _)) => {
+                let Ok(uid) = stream.peer_cred().map(|c| c.uid()) else {
+                    continue;
+                };
+                let admitted = match door.admit(uid) {
+                    Ok(a) => a,
+                    Err(refused) => {
+                        let user = user_name(&mut names, uid);
+                        let message = door.message(&refused, user.as_deref());
+                        refusals.note(&message);
+                        door.turn_away(stream, message);
+                        continue;
+                    }
+                };
                 let cluster = cluster.clone();
                 let caller = local_caller(&stream, &host, &mut names);
                 actix_rt::spawn(async move {
                     if let Err(e) = handle(stream, cluster, caller).await {
                         debug!("client connection: {e}");
                     }
+                    drop(admitted);
                 });
             }
             Err(e) => {
-                tracing::warn!("accepting a client connection failed: {e}");
-                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                if !spare.on_accept_error(&listener, &e).await {
+                    tracing::warn!("accepting a client connection failed: {e}");
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                }
             }
         }
     }
@@ -45,8 +72,13 @@ async fn handle(
     caller: Result<Caller, String>,
 ) -> Result<(), TransportError> {
     let (mut r, mut w) = stream.into_split();
-    read_hello(&mut r, &mut w, PROTOCOL_VERSION, "the master").await?;
-    let request: ToMaster = read_frame(&mut r).await?;
+    // The hello and the request, in time, or the connection goes.
+    let request: ToMaster = tokio::time::timeout(REQUEST_DEADLINE, async {
+        read_hello(&mut r, &mut w, PROTOCOL_VERSION, "the master").await?;
+        read_frame(&mut r).await
+    })
+    .await
+    .map_err(|_| std::io::Error::from(std::io::ErrorKind::TimedOut))??;
     let reply = match (caller, ListingForm::asked(&request)) {
         (Ok(caller), Some((users, form))) => {
             // The listing is written by the thread that makes it, the socket blocking

@@ -2,15 +2,17 @@
 //! per connected execd (load reports in, settings out, relayed client requests).
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use actix::Addr;
 use gantry_net::tls::fingerprint;
 use gantry_net::transport::{
-    accept_hello, peer_certificates, read_frame, write_encoded_frame, write_frame, TransportError,
+    accept_hello, peer_certificates, read_frame, read_frame_max, write_encoded_frame, write_frame,
+    TransportError,
 };
 use gantry_proto::{FromExecd, Relayed, ToExecd, PROTOCOL_VERSION};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 use tracing::{debug, info, warn, Instrument};
 
 use crate::cluster::{
@@ -21,12 +23,21 @@ static NEXT_SESSION: AtomicU64 = AtomicU64::new(1);
 
 /// Accept execd connections until the endpoint is closed.
 pub async fn serve(endpoint: quinn::Endpoint, cluster: Addr<Cluster>) {
+    let unregistered = Arc::new(Semaphore::new(MAX_UNREGISTERED));
+    let mut refusals = gantry_net::door::RefusalLog::default();
     while let Some(incoming) = endpoint.accept().await {
         let cluster = cluster.clone();
         let peer = incoming.remote_address();
+        let Ok(permit) = Arc::clone(&unregistered).try_acquire_owned() else {
+            refusals.note(&format!(
+                "{MAX_UNREGISTERED} connections have not registered yet; refused {peer}"
+            ));
+            incoming.refuse();
+            continue;
+        };
         tokio::spawn(
             async move {
-                match handle(incoming, cluster).await {
+                match handle(incoming, cluster, permit).await {
                     Ok(()) => {}
                     Err(e) => warn!("refused: {e}"),
                 }
@@ -55,25 +66,55 @@ async fn refuse(
     Err(TransportError::VersionMismatch(reason))
 }
 
-async fn handle(incoming: quinn::Incoming, cluster: Addr<Cluster>) -> Result<(), TransportError> {
+/// Connections that have not registered or joined yet (handshakes, hellos, joins under
+/// way): more are refused until some are done. Each holds at most the pre-session
+/// receive window of the master's memory.
+const MAX_UNREGISTERED: usize = 128;
+
+/// How long a new connection has for its TLS handshake, hello and first message.
+const FIRST_MESSAGE_DEADLINE: Duration = Duration::from_secs(10);
+
+/// The largest first message (a join or a registration) the master reads.
+const MAX_FIRST_MESSAGE: usize = 64 * 1024;
+
+async fn handle(
+    incoming: quinn::Incoming,
+    cluster: Addr<Cluster>,
+    unregistered: OwnedSemaphorePermit,
+) -> Result<(), TransportError> {
     let peer = incoming.remote_address();
-    let conn = incoming.await?;
-    let (mut send, mut recv) =
-        match tokio::time::timeout(Duration::from_secs(10), conn.accept_bi()).await {
-            Ok(r) => r?,
-            Err(_) => {
-                conn.close(CLOSE_REFUSED.into(), b"no hello");
-                return Err(TransportError::Closed);
-            }
-        };
-    if let Err(e) = accept_hello(&mut recv, &mut send, PROTOCOL_VERSION, "the master").await {
+    let deadline = tokio::time::Instant::now() + FIRST_MESSAGE_DEADLINE;
+    let conn = match tokio::time::timeout_at(deadline, incoming).await {
+        Ok(conn) => conn?,
+        Err(_) => return Err(TransportError::Closed),
+    };
+    let (mut send, mut recv) = match tokio::time::timeout_at(deadline, conn.accept_bi()).await {
+        Ok(r) => r?,
+        Err(_) => {
+            conn.close(CLOSE_REFUSED.into(), b"no hello");
+            return Err(TransportError::Closed);
+        }
+    };
+    let hello = tokio::time::timeout_at(
+        deadline,
+        accept_hello(&mut recv, &mut send, PROTOCOL_VERSION, "the master"),
+    )
+    .await
+    .unwrap_or_else(|_| Err(TransportError::Closed));
+    if let Err(e) = hello {
         let _ = send.finish();
         let _ = tokio::time::timeout(Duration::from_secs(2), conn.closed()).await;
         conn.close(CLOSE_REFUSED.into(), e.to_string().as_bytes());
         return Err(e);
     }
     let certs = peer_certificates(&conn);
-    let first: FromExecd = match read_frame(&mut recv).await {
+    let first = tokio::time::timeout_at(
+        deadline,
+        read_frame_max::<_, FromExecd>(&mut recv, MAX_FIRST_MESSAGE),
+    )
+    .await
+    .unwrap_or_else(|_| Err(TransportError::Closed));
+    let first = match first {
         Ok(m) => m,
         Err(e) => {
             conn.close(CLOSE_REFUSED.into(), b"malformed message");
@@ -137,6 +178,10 @@ async fn handle(incoming: quinn::Incoming, cluster: Addr<Cluster>) -> Result<(),
         Ok(r) => r,
         Err(reason) => return refuse(&mut send, &conn, reason).await,
     };
+    // A registered execd: the room of a session, and its place among the unregistered
+    // given up.
+    gantry_net::tls::open_session_limits(&conn);
+    drop(unregistered);
     write_frame(
         &mut send,
         &ToExecd::Settings {

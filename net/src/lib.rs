@@ -3,6 +3,7 @@
 //! The `q*` commands do not link this crate (checked by `.ci/run`).
 
 pub mod cell;
+pub mod door;
 pub mod mailer;
 pub mod tls;
 pub mod transport;

@@ -170,14 +170,51 @@ fn alpn_list(version: u32) -> Vec<Vec<u8>> {
 /// firewalls keep state, and an execd learns within a second from a restarted master's
 /// stateless reset that its connection is gone), and a connection is declared dead
 /// after 15 s of silence.
+/// No peer may open a unidirectional stream: Gantry uses none, and each could hold a
+/// stream's window of the receiver's memory unread.
 pub fn transport_config() -> Arc<quinn::TransportConfig> {
+    Arc::new(base_transport())
+}
+
+fn base_transport() -> quinn::TransportConfig {
     let mut t = quinn::TransportConfig::default();
     t.keep_alive_interval(Some(Duration::from_secs(1)));
     if let Ok(idle) = quinn::IdleTimeout::try_from(Duration::from_secs(15)) {
         t.max_idle_timeout(Some(idle));
     }
-    t.max_concurrent_bidi_streams(256u32.into());
+    t.max_concurrent_bidi_streams(SESSION_STREAMS.into());
+    t.max_concurrent_uni_streams(0u32.into());
+    t
+}
+
+/// Streams a registered execd may have open at once (its control stream and the client
+/// requests it relays).
+pub const SESSION_STREAMS: u32 = 256;
+
+/// What a registered execd may have sent the master unread, over all its streams.
+pub const SESSION_RECEIVE_WINDOW: u32 = 32 * 1024 * 1024;
+
+/// What a peer the master does not know yet (no certificate checked, no registration)
+/// may send unread: its hello and its join or registration fit many times over.
+pub const PRE_SESSION_RECEIVE_WINDOW: u32 = 256 * 1024;
+
+/// The master's side: until a connection has registered (or joined), its peer may open
+/// one stream and have [`PRE_SESSION_RECEIVE_WINDOW`] bytes unread; the session then
+/// raises both ([`open_session_limits`]).
+fn master_transport_config() -> Arc<quinn::TransportConfig> {
+    let mut t = base_transport();
+    t.max_concurrent_bidi_streams(1u32.into());
+    t.receive_window(PRE_SESSION_RECEIVE_WINDOW.into());
+    // Per stream (fixed for the connection's life); the connection's window, raised
+    // with the session, bounds what all of them hold together.
+    t.stream_receive_window((1024u32 * 1024).into());
     Arc::new(t)
+}
+
+/// Give a registered execd's connection the room of a session.
+pub fn open_session_limits(conn: &quinn::Connection) {
+    conn.set_max_concurrent_bi_streams(SESSION_STREAMS.into());
+    conn.set_receive_window(SESSION_RECEIVE_WINDOW.into());
 }
 
 /// Random 8-byte connection ids, any of which the endpoint takes as possibly its own.
@@ -245,7 +282,7 @@ pub fn master_server_config(
     let quic = quinn::crypto::rustls::QuicServerConfig::try_from(tls)
         .map_err(|e| TlsError::Quic(e.to_string()))?;
     let mut cfg = quinn::ServerConfig::with_crypto(Arc::new(quic));
-    cfg.transport_config(transport_config());
+    cfg.transport_config(master_transport_config());
     Ok(cfg)
 }
 

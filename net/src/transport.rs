@@ -61,6 +61,20 @@ pub async fn read_frame_bytes<R>(r: &mut R) -> Result<Option<Vec<u8>>, Transport
 where
     R: AsyncRead + Unpin,
 {
+    read_frame_bytes_max(r, gantry_proto::frame::MAX_FRAME).await
+}
+
+/// [`read_frame_bytes`] for a frame of at most `max` bytes (less than the protocol's
+/// limit where a peer has not shown who it is yet). The frame's buffer grows as its
+/// bytes arrive, never to more than have come: a peer that announces a large frame and
+/// sends it slowly, or not at all, holds no more of the daemon's memory than it sent.
+pub async fn read_frame_bytes_max<R>(
+    r: &mut R,
+    max: usize,
+) -> Result<Option<Vec<u8>>, TransportError>
+where
+    R: AsyncRead + Unpin,
+{
     let mut prefix = [0u8; 4];
     match r.read_exact(&mut prefix).await {
         Ok(_) => {}
@@ -68,16 +82,29 @@ where
         Err(e) => return Err(e.into()),
     }
     let len = payload_len(prefix)?;
-    let mut buf = vec![0u8; len];
-    r.read_exact(&mut buf).await.map_err(|e| {
-        if e.kind() == std::io::ErrorKind::UnexpectedEof {
-            TransportError::Closed
-        } else {
-            e.into()
+    if len > max {
+        return Err(ProtoError::FrameTooLarge(len, max).into());
+    }
+    let mut buf = Vec::with_capacity(len.min(FIRST_CHUNK));
+    let mut limited = r.take(len as u64);
+    while buf.len() < len {
+        // Room for what may come next, at most what is still missing: the buffer
+        // doubles as bytes arrive, so it ends at the frame's size.
+        let missing = len - buf.len();
+        buf.reserve_exact(missing.min(buf.capacity().max(FIRST_CHUNK)));
+        if limited.read_buf(&mut buf).await? == 0 {
+            return Err(TransportError::Closed);
         }
-    })?;
+    }
     Ok(Some(buf))
 }
+
+/// What a frame's buffer starts with before its bytes have come.
+const FIRST_CHUNK: usize = 64 * 1024;
+
+/// The largest first frame (the [`Hello`]) a daemon reads from a peer it does not know
+/// yet.
+pub const MAX_HELLO: usize = 4 * 1024;
 
 /// Read one message; an end of stream is [`TransportError::Closed`].
 pub async fn read_frame<R, T>(r: &mut R) -> Result<T, TransportError>
@@ -86,6 +113,18 @@ where
     T: DeserializeOwned,
 {
     let bytes = read_frame_bytes(r).await?.ok_or(TransportError::Closed)?;
+    Ok(decode(&bytes)?)
+}
+
+/// [`read_frame`] for a message of at most `max` bytes.
+pub async fn read_frame_max<R, T>(r: &mut R, max: usize) -> Result<T, TransportError>
+where
+    R: AsyncRead + Unpin,
+    T: DeserializeOwned,
+{
+    let bytes = read_frame_bytes_max(r, max)
+        .await?
+        .ok_or(TransportError::Closed)?;
     Ok(decode(&bytes)?)
 }
 
@@ -140,7 +179,9 @@ where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
 {
-    let bytes = read_frame_bytes(r).await?.ok_or(TransportError::Closed)?;
+    let bytes = read_frame_bytes_max(r, MAX_HELLO)
+        .await?
+        .ok_or(TransportError::Closed)?;
     let hello = decode_hello(&bytes)?;
     if hello.protocol_version != our_version {
         let peer = match hello.role {
@@ -291,6 +332,46 @@ mod tests {
         ));
         drop(a);
         assert!(read_frame_bytes(&mut b).await.unwrap().is_none());
+    }
+
+    /// A frame announced large and sent slowly is held only as far as it came; one cut
+    /// short is an error, and one over the reader's bound is refused before any byte of
+    /// it is read.
+    #[tokio::test]
+    async fn a_frame_grows_as_its_bytes_arrive() {
+        let (mut a, mut b) = tokio::io::duplex(1 << 10);
+        let len = 3 * FIRST_CHUNK + 17;
+        let payload: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
+        let sent = payload.clone();
+        let writer = tokio::spawn(async move {
+            a.write_all(&length_prefix(len)).await.unwrap();
+            for piece in sent.chunks(1000) {
+                a.write_all(piece).await.unwrap();
+            }
+            a
+        });
+        let got = read_frame_bytes(&mut b).await.unwrap().unwrap();
+        assert_eq!(got, payload);
+        assert!(got.capacity() < 2 * len, "capacity {}", got.capacity());
+        let mut a = writer.await.unwrap();
+        // Announced 16 MiB, sent 5 bytes, then gone: nothing like 16 MiB was allocated,
+        // and the reader says the stream closed.
+        a.write_all(&length_prefix(gantry_proto::frame::MAX_FRAME))
+            .await
+            .unwrap();
+        a.write_all(b"12345").await.unwrap();
+        drop(a);
+        assert!(matches!(
+            read_frame_bytes(&mut b).await,
+            Err(TransportError::Closed)
+        ));
+        // Over the bound: refused from the prefix.
+        let (mut a, mut b) = tokio::io::duplex(1 << 10);
+        a.write_all(&length_prefix(MAX_HELLO + 1)).await.unwrap();
+        assert!(matches!(
+            read_frame_bytes_max(&mut b, MAX_HELLO).await,
+            Err(TransportError::Proto(ProtoError::FrameTooLarge(..)))
+        ));
     }
 
     #[tokio::test]

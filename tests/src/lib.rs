@@ -463,6 +463,11 @@ impl Drop for Cluster {
                     else {
                         continue;
                     };
+                    // A job may have left its process group: everything below its
+                    // shepherd goes first, while the shepherd still holds it.
+                    if line.starts_with("shepherd=") {
+                        kill_tree_below(pid);
+                    }
                     let pid = nix::unistd::Pid::from_raw(pid);
                     if line.starts_with("job=") {
                         let _ = nix::sys::signal::killpg(pid, nix::sys::signal::Signal::SIGKILL);
@@ -491,6 +496,46 @@ impl Drop for Cluster {
                 }
             }
         }
+    }
+}
+
+/// Kill every process below `root` in the process tree (repeatedly, until none is left
+/// or a second has passed: a process may fork while the tree is read).
+fn kill_tree_below(root: i32) {
+    let deadline = Instant::now() + Duration::from_secs(1);
+    while Instant::now() < deadline {
+        let mut parents: Vec<(i32, i32)> = Vec::new();
+        for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+            let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+                continue;
+            };
+            let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+            let parent = stat
+                .rsplit(')')
+                .next()
+                .and_then(|r| r.split_whitespace().nth(1))
+                .and_then(|p| p.parse::<i32>().ok());
+            if let Some(parent) = parent {
+                parents.push((pid, parent));
+            }
+        }
+        let mut below = vec![root];
+        let mut i = 0;
+        while i < below.len() {
+            let p = below[i];
+            below.extend(parents.iter().filter(|(_, q)| *q == p).map(|(c, _)| *c));
+            i += 1;
+        }
+        if below.len() == 1 {
+            return;
+        }
+        for pid in &below[1..] {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(*pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+        std::thread::sleep(Duration::from_millis(5));
     }
 }
 
