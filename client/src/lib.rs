@@ -91,14 +91,35 @@ macro_rules! command_main {
             _argc: std::os::raw::c_int,
             _argv: *const *const std::os::raw::c_char,
         ) -> std::os::raw::c_int {
-            std::os::raw::c_int::from($command(&$crate::args()).print())
+            let output = match $crate::args() {
+                Ok(args) => $command(&args),
+                Err(refused) => refused,
+            };
+            std::os::raw::c_int::from(output.print())
         }
     };
 }
 
 /// The arguments after the program name.
-pub fn args() -> Vec<String> {
-    std::env::args().skip(1).collect()
+/// The arguments after the program name. One that is not UTF-8 (a name, a path, a
+/// value: nothing Gantry stores may hold one) is refused with its place, never a panic.
+pub fn args() -> Result<Vec<String>, Output> {
+    std::env::args_os()
+        .skip(1)
+        .enumerate()
+        .map(|(i, a)| {
+            a.into_string().map_err(|raw| {
+                Output::fail(
+                    format!(
+                        "error: argument {} is not valid UTF-8: {}",
+                        i + 1,
+                        raw.to_string_lossy().escape_debug()
+                    ),
+                    exit::FAILURE,
+                )
+            })
+        })
+        .collect()
 }
 
 /// Parse a command's options. `-help` (printing `usage`) and usage errors come back as

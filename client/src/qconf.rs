@@ -379,7 +379,7 @@ fn tempfile_in_tmp() -> Result<(std::path::PathBuf, std::fs::File), String> {
 
 /// A resource quota file, with SGE's message when it cannot be read.
 fn read_rqs_file(path: &str) -> Result<String, Output> {
-    std::fs::read_to_string(path).map_err(|e| {
+    let text = std::fs::read_to_string(path).map_err(|e| {
         let reason = match e.kind() {
             std::io::ErrorKind::NotFound => "No such file or directory".to_string(),
             std::io::ErrorKind::PermissionDenied => "Permission denied".to_string(),
@@ -389,7 +389,19 @@ fn read_rqs_file(path: &str) -> Result<String, Output> {
             format!("error opening file \"{path}\" for reading: {reason}"),
             exit::FAILURE,
         )
-    })
+    })?;
+    // No set at all: refused (SGE's -Arqs crashes on it, its -Mrqs does nothing).
+    let holds_nothing = text.lines().all(|l| {
+        let l = l.trim();
+        l.is_empty() || l.starts_with('#')
+    });
+    if holds_nothing {
+        return Err(Output::fail(
+            format!("error: error reading file: \"{path}\""),
+            exit::FAILURE,
+        ));
+    }
+    Ok(text)
 }
 
 fn read_file(path: &str) -> Result<String, Output> {
@@ -430,9 +442,53 @@ fn edit_object(kind: ObjectKind, name: &str, adding: bool) -> Output {
     }
 }
 
+/// An object file, refused as SGE's qconf refuses it when it holds no attribute at all
+/// (empty, or only blank lines and comments): `error: error reading file: "FILE"`, then
+/// the line SGE adds for the object's kind (`then`), exit 1. Nothing is sent: an empty
+/// file must never read as "every attribute at its default".
+fn read_object_file(path: &str, then: Option<&str>) -> Result<String, Output> {
+    let text = read_file(path)?;
+    let holds_nothing = text.lines().all(|l| {
+        let l = l.trim();
+        l.is_empty() || l.starts_with('#')
+    });
+    if !holds_nothing {
+        return Ok(text);
+    }
+    let mut message = format!("error: error reading file: \"{path}\"");
+    if let Some(then) = then {
+        message.push('\n');
+        message.push_str(then);
+    }
+    Err(Output::fail(message, exit::FAILURE))
+}
+
+/// What SGE's qconf says after `error reading file` for an object kind.
+fn empty_file_line(kind: ObjectKind) -> Option<&'static str> {
+    match kind {
+        ObjectKind::ExecHost => Some("invalid format"),
+        ObjectKind::SchedConf | ObjectKind::Pe | ObjectKind::Ckpt | ObjectKind::Project => {
+            Some("error reading in file")
+        }
+        _ => None,
+    }
+}
+
 /// `-A<object>` / `-M<object>`: the object from a file.
 fn from_file(path: &str, kind: ObjectKind, adding: bool) -> Output {
-    match read_file(path) {
+    let read = match kind {
+        // A complex file is a table; SGE refuses an empty one with its own words.
+        ObjectKind::Complex => read_object_file(path, None).map_err(|_| {
+            Output::fail(
+                format!("Complex attribute file \"{path}\" is not correct"),
+                exit::FAILURE,
+            )
+        }),
+        // The group quota tree (Gantry's own): an empty file empties it, as -dgq does.
+        ObjectKind::GroupTree => read_file(path),
+        _ => read_object_file(path, empty_file_line(kind)),
+    };
+    match read {
         Ok(text) => send_object(kind, text, adding),
         Err(o) => o,
     }
@@ -622,7 +678,7 @@ fn one(name: &str, arg: Option<&str>) -> Output {
             Ok(text) => change(ToMaster::AddExecHost { text }, false),
             Err(e) => Output::fail(e, exit::FAILURE),
         },
-        ("-Ae", Some(file)) => match read_file(file) {
+        ("-Ae", Some(file)) => match read_object_file(file, Some("invalid format")) {
             Ok(text) => change(ToMaster::AddExecHost { text }, false),
             Err(o) => o,
         },
@@ -847,7 +903,10 @@ fn one(name: &str, arg: Option<&str>) -> Output {
                     .file_name()
                     .map(|n| n.to_string_lossy().into_owned())
                     .unwrap_or_default();
-                let text = match read_file(&file) {
+                let text = match read_object_file(
+                    &file,
+                    Some(&format!("error reading configuration from file {file}")),
+                ) {
                     Ok(t) => t,
                     Err(o) => return o,
                 };
@@ -950,7 +1009,7 @@ fn one(name: &str, arg: Option<&str>) -> Output {
                 Err(e) => Output::fail(e, exit::FAILURE),
             }
         }
-        ("-Ahgrp", Some(file)) => match read_file(file) {
+        ("-Ahgrp", Some(file)) => match read_object_file(file, None) {
             Ok(text) => change(ToMaster::AddHostGroup { text }, false),
             Err(o) => o,
         },
@@ -963,7 +1022,7 @@ fn one(name: &str, arg: Option<&str>) -> Output {
             },
             other => answer(other, |_| None),
         },
-        ("-Mhgrp", Some(file)) => match read_file(file) {
+        ("-Mhgrp", Some(file)) => match read_object_file(file, None) {
             Ok(text) => change(ToMaster::ModifyHostGroup { text }, false),
             Err(o) => o,
         },
@@ -992,11 +1051,11 @@ fn one(name: &str, arg: Option<&str>) -> Output {
             change(request, true)
         }
         ("-dul", Some(lists)) => change(ToMaster::DeleteUserSets { names: list(lists) }, false),
-        ("-Au", Some(file)) => match read_file(file) {
+        ("-Au", Some(file)) => match read_object_file(file, Some("error reading in file")) {
             Ok(text) => change(ToMaster::AddUserSet { text }, false),
             Err(o) => o,
         },
-        ("-Mu", Some(file)) => match read_file(file) {
+        ("-Mu", Some(file)) => match read_object_file(file, Some("error reading in file")) {
             Ok(text) => change(ToMaster::ModifyUserSet { text }, false),
             Err(o) => o,
         },

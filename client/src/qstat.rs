@@ -284,6 +284,27 @@ pub fn render_unsubmitted_job(spec: &gantry_proto::JobSpec) -> String {
     out
 }
 
+/// A value as one line of `qstat -j`: a newline or another control character a user
+/// put in a `-v` value, a job argument or a context variable is shown escaped (`\n`,
+/// `\x1b`), so that no value can print a line of its own (`owner: root`). SGE 8.1.9
+/// prints them raw.
+fn one_line(value: &str) -> std::borrow::Cow<'_, str> {
+    let breaks = |c: char| c.is_control() && c != '\t';
+    if !value.chars().any(breaks) {
+        return std::borrow::Cow::Borrowed(value);
+    }
+    let mut out = String::with_capacity(value.len() + 8);
+    for c in value.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            c if breaks(c) => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 fn render_job(out: &mut String, d: &gantry_proto::JobDetail, unsubmitted: bool) {
     {
         let spec = &d.spec;
@@ -470,6 +491,7 @@ fn render_job(out: &mut String, d: &gantry_proto::JobDetail, unsubmitted: bool) 
             // Keys too long for the column get two blanks, as SGE prints them (and so
             // does `jid_predecessor_list (req):`, one short of it, in show_job.c).
             let key = format!("{k}:");
+            let v = one_line(v);
             if key.len() >= 27 {
                 out.push_str(&format!("{key}  {v}\n"));
             } else {

@@ -94,6 +94,14 @@ pub fn parse_entries(text: &str) -> Result<Vec<Entry>, FileError> {
                 format!("attribute \"{key}\" has no value"),
             ));
         }
+        // A NUL or another control character would be stored and printed back as it
+        // is (SGE cuts the value at a NUL): no object holds one.
+        if let Some(c) = logical.chars().find(|c| c.is_control() && *c != '\t') {
+            return Err(FileError::at(
+                line_no,
+                format!("the line holds a control character (U+{:04X})", c as u32),
+            ));
+        }
         if entries.iter().any(|e: &Entry| e.key == key) {
             return Err(FileError::at(
                 line_no,

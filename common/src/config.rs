@@ -10,7 +10,12 @@ enum Kind {
     /// Any single word or list (paths, commands, user lists): taken verbatim.
     Text,
     Time,
+    /// A time of at least one second (how often hosts report, how long they may be
+    /// silent: zero would report without pause, or mark every host unreachable).
+    Interval,
     Uint,
+    /// A user or group id: 0 to 4294967295.
+    Id,
     Bool,
     /// One of a fixed set of words.
     OneOf(&'static [&'static str]),
@@ -39,16 +44,16 @@ const ATTRIBUTES: &[(&str, &str, Kind)] = &[
     ("epilog", "none", Kind::Text),
     ("shell_start_mode", "posix_compliant", Kind::OneOf(SHELL_START_MODES)),
     ("login_shells", "bash,sh,ksh,csh,tcsh", Kind::Text),
-    ("min_uid", "1000", Kind::Uint),
-    ("min_gid", "1000", Kind::Uint),
+    ("min_uid", "1000", Kind::Id),
+    ("min_gid", "1000", Kind::Id),
     ("user_lists", "none", Kind::Text),
     ("xuser_lists", "none", Kind::Text),
     ("projects", "none", Kind::Text),
     ("xprojects", "none", Kind::Text),
     ("enforce_project", "false", Kind::Bool),
     ("enforce_user", "auto", Kind::OneOf(ENFORCE_USER)),
-    ("load_report_time", "00:00:40", Kind::Time),
-    ("max_unheard", "00:05:00", Kind::Time),
+    ("load_report_time", "00:00:40", Kind::Interval),
+    ("max_unheard", "00:05:00", Kind::Interval),
     ("reschedule_unknown", "00:00:00", Kind::Time),
     ("loglevel", "log_warning", Kind::OneOf(LOGLEVELS)),
     ("administrator_mail", "root", Kind::Text),
@@ -101,7 +106,9 @@ fn check(kind: Kind, key: &str, value: &str) -> Result<(), String> {
     let ok = match kind {
         Kind::Text => true,
         Kind::Time => parse_time(value).map(f64::is_finite).unwrap_or(false),
+        Kind::Interval => parse_time(value).is_ok_and(|t| t.is_finite() && t >= 1.0),
         Kind::Uint => value.parse::<u64>().is_ok(),
+        Kind::Id => value.parse::<u32>().is_ok(),
         Kind::Bool => parse_bool(value).is_ok(),
         Kind::OneOf(words) => words.iter().any(|w| w.eq_ignore_ascii_case(value)),
         Kind::Range => value
@@ -115,7 +122,9 @@ fn check(kind: Kind, key: &str, value: &str) -> Result<(), String> {
     let expected = match kind {
         Kind::Text => "a value".to_string(),
         Kind::Time => "a time (h:m:s or seconds)".to_string(),
+        Kind::Interval => "a time of at least one second (h:m:s or seconds)".to_string(),
         Kind::Uint => "a non-negative integer".to_string(),
+        Kind::Id => "an id from 0 to 4294967295".to_string(),
         Kind::Bool => "true or false".to_string(),
         Kind::OneOf(words) => format!("one of {}", words.join(", ")),
         Kind::Range => "a range low-high".to_string(),
@@ -130,6 +139,12 @@ fn check(kind: Kind, key: &str, value: &str) -> Result<(), String> {
 /// default. The whole file is refused on the first error.
 pub fn parse_config(name: &str, text: &str) -> Result<Config, FileError> {
     let entries = parse_entries(text)?;
+    if entries.is_empty() {
+        // An empty file would read as every attribute at its default.
+        return Err(FileError::Object(format!(
+            "error reading configuration of \"{name}\": the file holds no attribute"
+        )));
+    }
     for e in &entries {
         let Some((_, _, kind)) = ATTRIBUTES.iter().find(|(k, _, _)| *k == e.key) else {
             return Err(FileError::at(
@@ -138,6 +153,35 @@ pub fn parse_config(name: &str, text: &str) -> Result<Config, FileError> {
             ));
         };
         check(*kind, &e.key, &e.value).map_err(|r| FileError::at(e.line, r))?;
+    }
+    // Hosts are marked unreachable after max_unheard without a report: shorter than
+    // the time between reports, every connected host would be.
+    let seconds = |key: &str| {
+        entries
+            .iter()
+            .find(|e| e.key == key)
+            .map(|e| (e.line, parse_time(&e.value).unwrap_or(0.0)))
+    };
+    let default_seconds = |key: &str| {
+        ATTRIBUTES
+            .iter()
+            .find(|(k, _, _)| *k == key)
+            .and_then(|(_, d, _)| parse_time(d).ok())
+            .unwrap_or(0.0)
+    };
+    let report = seconds("load_report_time");
+    let unheard = seconds("max_unheard");
+    if report.is_some() || unheard.is_some() {
+        let (report_line, report_s) = report.unwrap_or((0, default_seconds("load_report_time")));
+        let (unheard_line, unheard_s) = unheard.unwrap_or((0, default_seconds("max_unheard")));
+        if unheard_s < report_s {
+            return Err(FileError::at(
+                unheard_line.max(report_line),
+                format!(
+                    "max_unheard ({unheard_s} s) is shorter than load_report_time ({report_s} s): every host would be marked unreachable"
+                ),
+            ));
+        }
     }
     Ok(Config {
         name: name.to_string(),
@@ -209,7 +253,7 @@ mod tests {
         let cases = [
             (
                 "load_report_time abc\n",
-                "line 1: value \"abc\" for attribute \"load_report_time\" is invalid: expected a time (h:m:s or seconds)",
+                "line 1: value \"abc\" for attribute \"load_report_time\" is invalid: expected a time of at least one second (h:m:s or seconds)",
             ),
             (
                 "min_uid 0\nbogus_attr 1\n",
@@ -217,7 +261,7 @@ mod tests {
             ),
             (
                 "max_unheard INFINITY\n",
-                "line 1: value \"INFINITY\" for attribute \"max_unheard\" is invalid: expected a time (h:m:s or seconds)",
+                "line 1: value \"INFINITY\" for attribute \"max_unheard\" is invalid: expected a time of at least one second (h:m:s or seconds)",
             ),
             (
                 "enforce_project maybe\n",
@@ -231,8 +275,19 @@ mod tests {
                 "gid_range 10-5\n",
                 "line 1: value \"10-5\" for attribute \"gid_range\" is invalid: expected a range low-high",
             ),
-            ("min_uid -1\n", "line 1: value \"-1\" for attribute \"min_uid\" is invalid: expected a non-negative integer"),
+            ("min_uid -1\n", "line 1: value \"-1\" for attribute \"min_uid\" is invalid: expected an id from 0 to 4294967295"),
             ("min_uid\n", "line 1: attribute \"min_uid\" has no value"),
+            // What a careless administrator wrote (issue 34): each accepted by SGE 8.1.9,
+            // each leaving the cluster broken.
+            ("min_uid 4294967296\n", "line 1: value \"4294967296\" for attribute \"min_uid\" is invalid: expected an id from 0 to 4294967295"),
+            ("max_unheard 0\n", "line 1: value \"0\" for attribute \"max_unheard\" is invalid: expected a time of at least one second (h:m:s or seconds)"),
+            ("load_report_time 00:00:00\n", "line 1: value \"00:00:00\" for attribute \"load_report_time\" is invalid: expected a time of at least one second (h:m:s or seconds)"),
+            ("administrator_mail root\0x\n", "line 1: the line holds a control character (U+0000)"),
+            ("min_uid 0\nmailer /bin/mail\u{7}\n", "line 2: the line holds a control character (U+0007)"),
+            ("load_report_time 0:1:0\nmax_unheard 0:0:30\n", "line 2: max_unheard (30 s) is shorter than load_report_time (60 s): every host would be marked unreachable"),
+            ("max_unheard 0:0:30\n", "line 1: max_unheard (30 s) is shorter than load_report_time (40 s): every host would be marked unreachable"),
+            ("", "error reading configuration of \"global\": the file holds no attribute"),
+            ("# only a comment\n\n", "error reading configuration of \"global\": the file holds no attribute"),
         ];
         for (text, want) in cases {
             assert_eq!(parse_config("global", text).unwrap_err().to_string(), want);

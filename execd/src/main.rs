@@ -167,6 +167,11 @@ fn join_token(
     let from_env = std::env::var("GANTRY_JOIN_TOKEN").ok();
     std::env::remove_var("GANTRY_JOIN_TOKEN");
     if given.is_some() {
+        // Said where the administrator sees it and where it is kept: the token is on
+        // the command line, which every user of this host may read.
+        let warning = "--token puts the join token on the command line, where every user of this host can read it (ps, /proc/PID/cmdline): use --token-file FILE (mode 0600) or GANTRY_JOIN_TOKEN";
+        eprintln!("gantry-execd: warning: {warning}");
+        tracing::warn!("{warning}");
         return Ok(given);
     }
     if let Some(path) = file {

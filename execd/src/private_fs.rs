@@ -29,8 +29,10 @@ use nix::unistd::{fchown, Gid, Uid, UnlinkatFlags};
 /// How many names are tried before giving up (a planted name, or a leftover).
 const ATTEMPTS: u32 = 32;
 
-/// Directory trees deeper than this are not removed (the rest is logged by the caller).
-const MAX_DEPTH: usize = 256;
+/// How deep a removal descends holding a descriptor per level; what lies deeper is
+/// moved up to the top of the tree being removed and removed from there, so that a tree
+/// of any depth goes without the execd running out of descriptors or stack.
+const MAX_DEPTH: usize = 64;
 
 /// A directory held open. Operations inside it are relative to the descriptor.
 #[derive(Debug)]
@@ -146,32 +148,39 @@ impl Dir {
         Ok(())
     }
 
-    /// Remove the entry `name` and, if it is a directory, everything in it, without
-    /// following a link anywhere. A missing entry is not an error.
+    /// Remove the entry `name` and, if it is a directory, everything in it, however
+    /// deep, without following a link anywhere. A missing entry is not an error.
     pub fn remove_tree(&self, name: &str) -> io::Result<()> {
         let c = check_name(name)?;
-        match remove_at(&self.fd, &c, 0) {
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
-            other => other,
+        match nix::unistd::unlinkat(self.fd.as_fd(), c.as_c_str(), UnlinkatFlags::NoRemoveDir) {
+            Ok(()) => return Ok(()),
+            Err(Errno::ENOENT) => return Ok(()),
+            // Linux answers EISDIR for a directory (POSIX allows EPERM).
+            Err(Errno::EISDIR | Errno::EPERM) => {}
+            Err(e) => return Err(e.into()),
         }
+        let top = openat(self.fd.as_fd(), c.as_c_str(), DIR_FLAGS, Mode::empty())?;
+        // Each pass empties the tree down to MAX_DEPTH and moves what lies deeper to
+        // the top; a pass that moved nothing left the tree empty.
+        let mut moved = 0u64;
+        loop {
+            let before = moved;
+            empty_dir(&top, &top, 1, &mut moved)?;
+            if moved == before {
+                break;
+            }
+        }
+        nix::unistd::unlinkat(self.fd.as_fd(), c.as_c_str(), UnlinkatFlags::RemoveDir)?;
+        Ok(())
     }
 }
 
-fn remove_at(parent: &OwnedFd, name: &CStr, depth: usize) -> io::Result<()> {
-    match nix::unistd::unlinkat(parent.as_fd(), name, UnlinkatFlags::NoRemoveDir) {
-        Ok(()) => return Ok(()),
-        // Linux answers EISDIR for a directory (POSIX allows EPERM).
-        Err(Errno::EISDIR | Errno::EPERM) => {}
-        Err(e) => return Err(e.into()),
-    }
-    if depth >= MAX_DEPTH {
-        return Err(io::Error::other(format!(
-            "directory tree deeper than {MAX_DEPTH} levels"
-        )));
-    }
-    let fd = openat(parent.as_fd(), name, DIR_FLAGS, Mode::empty())?;
+/// Remove everything in `dir` (at `depth` below `top`); a directory deeper than
+/// [`MAX_DEPTH`] is moved to `top` under a new name instead (counted in `moved`), for a
+/// later pass. The first error is returned once everything else was tried.
+fn empty_dir(dir: &OwnedFd, top: &OwnedFd, depth: usize, moved: &mut u64) -> io::Result<()> {
     let mut names: Vec<CString> = Vec::new();
-    let mut listing = nix::dir::Dir::from_fd(fd.try_clone()?)?;
+    let mut listing = nix::dir::Dir::from_fd(dir.try_clone()?)?;
     for entry in listing.iter() {
         let entry = entry?;
         let n = entry.file_name();
@@ -182,14 +191,47 @@ fn remove_at(parent: &OwnedFd, name: &CStr, depth: usize) -> io::Result<()> {
     drop(listing);
     let mut first_error = None;
     for n in &names {
-        if let Err(e) = remove_at(&fd, n, depth + 1) {
+        if let Err(e) = remove_entry(dir, n, top, depth, moved) {
             first_error.get_or_insert(e);
         }
     }
-    if let Some(e) = first_error {
-        return Err(e);
+    first_error.map_or(Ok(()), Err)
+}
+
+fn remove_entry(
+    dir: &OwnedFd,
+    name: &CStr,
+    top: &OwnedFd,
+    depth: usize,
+    moved: &mut u64,
+) -> io::Result<()> {
+    match nix::unistd::unlinkat(dir.as_fd(), name, UnlinkatFlags::NoRemoveDir) {
+        Ok(()) => return Ok(()),
+        Err(Errno::EISDIR | Errno::EPERM) => {}
+        Err(e) => return Err(e.into()),
     }
-    nix::unistd::unlinkat(parent.as_fd(), name, UnlinkatFlags::RemoveDir)?;
+    if depth >= MAX_DEPTH {
+        // Up to the top, under a name nothing there has.
+        loop {
+            let to = CString::new(format!(".gantry-deeper.{moved}")).map_err(io::Error::other)?;
+            *moved += 1;
+            match nix::fcntl::renameat2(
+                dir.as_fd(),
+                name,
+                top.as_fd(),
+                to.as_c_str(),
+                nix::fcntl::RenameFlags::RENAME_NOREPLACE,
+            ) {
+                Ok(()) => return Ok(()),
+                Err(Errno::EEXIST) => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+    let sub = openat(dir.as_fd(), name, DIR_FLAGS, Mode::empty())?;
+    empty_dir(&sub, top, depth + 1, moved)?;
+    drop(sub);
+    nix::unistd::unlinkat(dir.as_fd(), name, UnlinkatFlags::RemoveDir)?;
     Ok(())
 }
 
@@ -368,6 +410,24 @@ mod tests {
         );
         // Removing again, or something already gone, is fine.
         remove_task_tmpdir(first.path()).unwrap();
+        // A tree far deeper than a removal descends at once (a job's attempt to leave
+        // its TMPDIR behind), with a file at every level and a name at the top that
+        // the removal would use for what it moves up: all of it goes.
+        let deep = create_task_tmpdir(&base, "9.1.all.q", me.0, me.1, |_| Ok(())).unwrap();
+        std::fs::create_dir(deep.path().join(".gantry-deeper.0")).unwrap();
+        let mut level = Dir::open_trusted(deep.path()).unwrap();
+        for _ in 0..(5 * MAX_DEPTH + 3) {
+            use std::io::Write;
+            level
+                .create_file("f", 0o644)
+                .unwrap()
+                .write_all(b"x")
+                .unwrap();
+            level = level.create_dir("d", 0o755).unwrap();
+        }
+        drop(level);
+        remove_task_tmpdir(deep.path()).unwrap();
+        assert!(!deep.path().exists());
         // A fill that fails leaves nothing behind.
         let err = create_task_tmpdir(&base, "8.1.all.q", me.0, me.1, |_| {
             Err(io::Error::other("no"))

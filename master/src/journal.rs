@@ -21,6 +21,7 @@
 use std::fs::{File, OpenOptions};
 use std::io::Read;
 use std::os::unix::fs::FileExt;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 /// A record's header: length, checksum, sequence.
@@ -297,7 +298,11 @@ impl Journal {
             .write(true)
             .create(true)
             .truncate(false)
+            .mode(0o600)
             .open(path)?;
+        // Every job's environment passes through it: the master's user's alone, also
+        // when an earlier version created it readable by all.
+        file.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(0o600))?;
         let mut first = vec![0u8; FILE_HEADER];
         let got = file.read_at(&mut first, 0).unwrap_or(0);
         let keep = got == FILE_HEADER && decode_header(&first) == HeaderRead::Found(header);

@@ -71,6 +71,11 @@ pub enum StoreError {
     Schema { found: u32 },
     #[error("encoding a spool object: {0}")]
     Encode(#[from] gantry_proto::ProtoError),
+    #[error("cannot make the spool {} readable by its owner only: {source}", path.display())]
+    Permissions {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("spool journal {}: {source}", path.display())]
     Journal {
         path: PathBuf,
@@ -255,6 +260,18 @@ pub fn describe_change(payload: &[u8]) -> String {
     }
 }
 
+/// The spool holds every job's environment and script path: readable by the master's
+/// user alone (mode 0600), also when an earlier version created it readable by all.
+fn owner_only(path: &Path) -> Result<(), StoreError> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(|source| {
+        StoreError::Permissions {
+            path: path.to_path_buf(),
+            source,
+        }
+    })
+}
+
 /// redb's page cache. Its default (1 GiB) is filled by every checkpoint: the master's
 /// resident memory grew by some 37 KB per finished job until the cache was full. The
 /// master reads the spool whole once, at start; later reads (`qacct`) are rare and the
@@ -267,6 +284,7 @@ impl Store {
         let db = Builder::new()
             .set_cache_size(SPOOL_CACHE_BYTES)
             .create(path)?;
+        owner_only(path)?;
         let spool_id: u64 = rand::random();
         let txn = db.begin_write()?;
         {
@@ -318,6 +336,7 @@ impl Store {
         let db = Builder::new()
             .set_cache_size(SPOOL_CACHE_BYTES)
             .open(path)?;
+        owner_only(path)?;
         let (applied, spool_id, generation, clean) = {
             let txn = db.begin_read()?;
             let meta = txn.open_table(META)?;

@@ -388,13 +388,83 @@ fn configuration_changes_are_validated_and_survive_a_restart() {
     assert_eq!(bad.code, 1);
     assert_eq!(
         bad.stderr,
-        "line 1: value \"soon\" for attribute \"load_report_time\" is invalid: expected a time (h:m:s or seconds)\n"
+        "line 1: value \"soon\" for attribute \"load_report_time\" is invalid: expected a time of at least one second (h:m:s or seconds)\n"
     );
     assert_eq!(
         c.qconf(&["-sconf"]).stdout,
         before,
         "a refused file changes nothing"
     );
+    // A careless administrator's files (issue 34): an empty one, as SGE 8.1.9 refuses
+    // it (recorded from it, byte for byte), and values SGE takes that would break the
+    // cluster; each refused whole, nothing changed.
+    let path = file.to_str().unwrap();
+    std::fs::write(&file, "").unwrap();
+    let bad = c.qconf(&["-Mconf", path]);
+    assert_eq!(bad.code, 1, "{bad:?}");
+    assert_eq!(
+        bad.stderr,
+        format!(
+            "error: error reading file: \"{path}\"\nerror reading configuration from file {path}\n"
+        )
+    );
+    for (text, why) in [
+        ("# nothing but a comment\n\n", "error: error reading file: "),
+        (
+            "administrator_mail root\0evil\n",
+            "line 1: the line holds a control character (U+0000)",
+        ),
+        (
+            "min_uid 4294967296\n",
+            "expected an id from 0 to 4294967295",
+        ),
+        ("max_unheard 0\n", "expected a time of at least one second"),
+        (
+            "load_report_time 00:00:00\n",
+            "expected a time of at least one second",
+        ),
+    ] {
+        std::fs::write(&file, text).unwrap();
+        let bad = c.qconf(&["-Mconf", path]);
+        assert_eq!(bad.code, 1, "{text:?}: {bad:?}");
+        assert!(bad.stderr.contains(why), "{text:?}: {bad:?}");
+        assert_eq!(
+            c.qconf(&["-sconf"]).stdout,
+            before,
+            "{text:?} changed the configuration"
+        );
+    }
+    // Every other object file the same: an empty one is refused with SGE's words.
+    let queues = c.qconf(&["-sql"]).stdout;
+    std::fs::write(&file, "").unwrap();
+    for (option, then) in [
+        ("-Aq", ""),
+        ("-Mq", ""),
+        ("-Ae", "invalid format\n"),
+        ("-Ap", "error reading in file\n"),
+        ("-Au", "error reading in file\n"),
+        ("-Msconf", "error reading in file\n"),
+        ("-Ahgrp", ""),
+        ("-Arqs", ""),
+        ("-Mrqs", ""),
+    ] {
+        let bad = c.qconf(&[option, path]);
+        assert_eq!(bad.code, 1, "{option}: {bad:?}");
+        assert_eq!(
+            bad.stderr,
+            format!("error: error reading file: \"{path}\"\n{then}"),
+            "{option}"
+        );
+    }
+    let bad = c.qconf(&["-Mc", path]);
+    assert_eq!(
+        (bad.code, bad.stderr.as_str()),
+        (
+            1,
+            format!("Complex attribute file \"{path}\" is not correct\n").as_str()
+        )
+    );
+    assert_eq!(c.qconf(&["-sql"]).stdout, queues);
     std::fs::write(&file, "load_report_time 0:0:1\nmax_unheard 0:0:4\n").unwrap();
     let good = c.qconf(&["-Mconf", file.to_str().unwrap()]);
     assert_eq!(
@@ -737,4 +807,49 @@ fn usersets_as_sge_manages_them() {
         c.qconf(&["-su", "arusers"]).stdout.lines().last(),
         Some("entries user1")
     );
+}
+
+/// The spool holds every job's environment: the master's user's alone (issue 34). And
+/// an argument that is not UTF-8 is refused by any command, never a panic.
+#[test]
+fn the_spool_is_private_and_non_utf8_arguments_are_refused() {
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::PermissionsExt;
+    let mut c = Cluster::init(&[]);
+    c.start_master();
+    for file in ["spool.redb", "spool.journal"] {
+        let mode = std::fs::metadata(c.home().join(file))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600, "{file}: {mode:o}");
+    }
+    // Made readable by all (as an earlier version left them): private again at start.
+    for file in ["spool.redb", "spool.journal"] {
+        std::fs::set_permissions(c.home().join(file), std::fs::Permissions::from_mode(0o644))
+            .unwrap();
+    }
+    c.stop_master(nix::sys::signal::Signal::SIGTERM);
+    c.start_master();
+    for file in ["spool.redb", "spool.journal"] {
+        let mode = std::fs::metadata(c.home().join(file))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600, "{file} after a restart: {mode:o}");
+    }
+    let out = std::process::Command::new(gantry_tests::bin("qsub"))
+        .arg("-N")
+        .arg(std::ffi::OsStr::from_bytes(b"job\xff"))
+        .args(["-b", "y", "true"])
+        .env("GANTRY_HOME", c.home())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(
+        stderr,
+        "error: argument 2 is not valid UTF-8: job\u{FFFD}\n"
+    );
+    assert_eq!(c.client("qstat", &["-u", "*"]).stdout, "");
 }

@@ -289,3 +289,36 @@ fn root_on_a_compute_host_is_no_manager_until_its_host_is_an_admin_host() {
         c.qconf(&["-sh"]).stdout == "head\nnode1\n"
     });
 }
+
+/// `--token` puts the token where every user sees it: accepted, but said on stderr and
+/// in the log (issue 34). The execd here is refused (its name is taken) and exits, so
+/// the warning is read from what it printed.
+#[test]
+fn a_token_on_the_command_line_is_warned_about() {
+    let c = Cluster::one_host();
+    let home = c.dir.path().join("cmdline-token");
+    let token = c.token();
+    let (code, out) = execd_until_exit(
+        &c,
+        &[
+            "--home",
+            home.to_str().unwrap(),
+            "--hostname",
+            "node1",
+            "--token",
+            &token,
+        ],
+        &[],
+    );
+    assert_ne!(code, 0, "{out}");
+    let warning = "--token puts the join token on the command line, where every user of this host can read it";
+    assert!(
+        out.contains(&format!("gantry-execd: warning: {warning}")),
+        "{out}"
+    );
+    assert!(
+        out.lines()
+            .any(|l| l.contains("WARN") && l.contains(warning)),
+        "{out}"
+    );
+}

@@ -663,3 +663,24 @@ fn job_lines_have_sges_columns() {
     );
     assert!(f.contains(PENDING_BANNER), "{f}");
 }
+
+/// A value a user chose (`-v`, a job argument) prints as one line of `qstat -j`,
+/// whatever control characters it holds: none can forge a line such as `owner: root`.
+#[test]
+fn values_with_control_characters_stay_on_their_line() {
+    let cases = [
+        ("plain value", "plain value"),
+        ("tab\tstays", "tab\tstays"),
+        (
+            "x\nowner:                      root",
+            "x\\nowner:                      root",
+        ),
+        ("cr\rlf\r\n", "cr\\rlf\\r\\n"),
+        ("esc\u{1b}[2J", "esc\\x1b[2J"),
+        ("nul\0", "nul\\x00"),
+    ];
+    for (value, shown) in cases {
+        assert_eq!(one_line(value), shown, "{value:?}");
+        assert!(!one_line(value).contains('\n'));
+    }
+}
