@@ -50,6 +50,15 @@ pub fn print_exechost(h: &ExecHost) -> String {
     out
 }
 
+/// A host name as DNS compares names: ASCII letters folded to lower case, the root's
+/// trailing dot dropped (`H2NODE1` and `h2node1.` are `h2node1`). Every host name the
+/// cell stores goes through it where it comes in (a join, `qconf -ae/-ah`, host groups,
+/// queue host lists, resource quota filters), so that no name can stand beside another
+/// that is the same host.
+pub fn canonical_hostname(name: &str) -> String {
+    name.strip_suffix('.').unwrap_or(name).to_ascii_lowercase()
+}
+
 /// Is this a name a host may have? Letters, digits, `-`, `.`, `_`; not `global` or
 /// `template` (SGE's reserved names), not a `@group`.
 pub fn valid_hostname(name: &str) -> bool {
@@ -78,7 +87,7 @@ pub fn parse_exechost(text: &str) -> Result<ExecHost, FileError> {
             format!("invalid host name \"{}\"", first.value),
         ));
     }
-    let mut h = ExecHost::new(&first.value);
+    let mut h = ExecHost::new(&canonical_hostname(&first.value));
     for e in &entries {
         match e.key.as_str() {
             "hostname" | "load_values" | "processors" => {}
@@ -229,6 +238,54 @@ mod tests {
             check_exechost(&h, &cx).unwrap_err(),
             "invalid MEMORY value \"lots\" for resource \"h_vmem\" in complex_values of host \"h1\""
         );
+    }
+
+    #[test]
+    fn names_compare_as_dns_compares_them() {
+        for (given, canonical) in [
+            ("node1", "node1"),
+            ("NODE1", "node1"),
+            ("node1.", "node1"),
+            ("N1.Example.ORG.", "n1.example.org"),
+            ("a_b", "a_b"),
+        ] {
+            assert_eq!(canonical_hostname(given), canonical, "{given}");
+        }
+        let h = parse_exechost("hostname NODE7.\n").unwrap();
+        assert_eq!(h.hostname, "node7");
+        let g = crate::hostgroup::parse_hostgroup("group_name @G\nhostlist A. @Sub b\n").unwrap();
+        assert_eq!(g.hostlist, ["a", "@Sub", "b"]);
+        let q = crate::queue::parse_queue(
+            "qname q\nhostlist NODE1,@All NODE2.\nslots 1,[NODE1.=4],[@All=2]\n",
+        )
+        .unwrap();
+        let attr = |k: &str| {
+            q.attrs
+                .iter()
+                .find(|(n, _)| n == k)
+                .map(|(_, a)| a.clone())
+                .unwrap()
+        };
+        assert_eq!(attr("hostlist").default, "node1,@All node2");
+        assert_eq!(
+            attr("slots").overrides,
+            [
+                ("node1".to_string(), "4".to_string()),
+                ("@All".to_string(), "2".to_string())
+            ]
+        );
+        let sets =
+            crate::rqs::parse_sets("{\nname r\nlimit hosts {NODE1., !Node2, @Grp} to slots=1\n}\n")
+                .unwrap();
+        let names: Vec<&str> = sets[0].rules[0]
+            .hosts
+            .as_ref()
+            .unwrap()
+            .items
+            .iter()
+            .map(|i| i.name.as_str())
+            .collect();
+        assert_eq!(names, ["node1", "node2", "@Grp"]);
     }
 
     #[test]

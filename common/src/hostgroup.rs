@@ -29,7 +29,15 @@ pub fn parse_hostgroup(text: &str) -> Result<HostGroup, FileError> {
                     .map_err(|m| FileError::at(e.line, m))?;
                 name = Some(e.value.clone());
             }
-            "hostlist" => hostlist = split_list(&e.value),
+            "hostlist" => {
+                hostlist = split_list(&e.value)
+                    .into_iter()
+                    .map(|h| match h.starts_with('@') {
+                        true => h,
+                        false => crate::exechost::canonical_hostname(&h),
+                    })
+                    .collect()
+            }
             other => {
                 return Err(FileError::at(
                     e.line,

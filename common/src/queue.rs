@@ -120,7 +120,13 @@ pub fn parse_attr(text: &str) -> Result<QueueAttr, String> {
                 &body[..end]
             ));
         }
-        overrides.push((host.trim().to_string(), value.trim().to_string()));
+        // A host as DNS compares names; a host group is a name of its own.
+        let host = host.trim();
+        let host = match host.starts_with('@') {
+            true => host.to_string(),
+            false => crate::exechost::canonical_hostname(host),
+        };
+        overrides.push((host, value.trim().to_string()));
         rest = body[end + 1..].trim_start_matches([',', ' ']).trim();
     }
     Ok(QueueAttr {
@@ -190,8 +196,37 @@ pub fn parse_queue(text: &str) -> Result<ClusterQueue, FileError> {
             ));
         };
         *slot = parse_attr(&e.value).map_err(|r| FileError::at(e.line, r))?;
+        if e.key == "hostlist" {
+            // Hosts as DNS compares names; host groups are names of their own.
+            slot.default = canonical_hosts_in(&slot.default);
+        }
     }
     Ok(q)
+}
+
+/// A host list with each host as DNS compares names (host groups and `NONE` as they
+/// are), its separators kept.
+fn canonical_hosts_in(list: &str) -> String {
+    let mut out = String::with_capacity(list.len());
+    let mut word = String::new();
+    let flush = |word: &mut String, out: &mut String| {
+        if word.starts_with('@') || word.eq_ignore_ascii_case("NONE") {
+            out.push_str(word);
+        } else {
+            out.push_str(&crate::exechost::canonical_hostname(word));
+        }
+        word.clear();
+    };
+    for c in list.chars() {
+        if c == ',' || c.is_whitespace() {
+            flush(&mut word, &mut out);
+            out.push(c);
+        } else {
+            word.push(c);
+        }
+    }
+    flush(&mut word, &mut out);
+    out
 }
 
 /// A cluster queue name: letters, digits and `._-`, not starting with `@` or `-`.

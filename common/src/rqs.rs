@@ -244,7 +244,16 @@ pub fn parse_rule(text: &str) -> Result<Rule, RqsError> {
             "projects" => rule.projects = Some(parse_filter(value)?),
             "pes" => rule.pes = Some(parse_filter(value)?),
             "queues" => rule.queues = Some(parse_filter(value)?),
-            "hosts" => rule.hosts = Some(parse_filter(value)?),
+            "hosts" => {
+                // Host names as DNS compares them (host groups are names of their own).
+                let mut f = parse_filter(value)?;
+                for item in &mut f.items {
+                    if !item.name.starts_with('@') {
+                        item.name = crate::exechost::canonical_hostname(&item.name);
+                    }
+                }
+                rule.hosts = Some(f);
+            }
             "to" => {
                 // Everything after `to` is the limit list.
                 rule.limits = parse_limits(&w[i + 1..].join(""))?;

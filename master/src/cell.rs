@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use gantry_common::cell::local_hostname;
 use gantry_common::conf::parse_entries;
-use gantry_common::exechost::valid_hostname;
+use gantry_common::exechost::{canonical_hostname, valid_hostname};
 use gantry_net::cell::{unix_now, write_file_atomic, JoinToken, MasterPaths};
 use gantry_net::tls::{fingerprint, generate_ca, Ca, TlsError};
 
@@ -72,7 +72,7 @@ fn invoking_user() -> String {
 /// renamed into place, so a failure leaves nothing behind and an existing cell is never
 /// touched.
 pub fn init(home: &Path, opts: &InitOptions) -> Result<Created, CellError> {
-    let hostname = opts.hostname.clone().unwrap_or_else(local_hostname);
+    let hostname = canonical_hostname(&opts.hostname.clone().unwrap_or_else(local_hostname));
     if !valid_hostname(&hostname) {
         return Err(CellError::Hostname(hostname));
     }

@@ -322,3 +322,51 @@ fn a_token_on_the_command_line_is_warned_about() {
         "{out}"
     );
 }
+
+/// Names that are the same host to DNS (another case, a trailing dot) cannot join beside
+/// a joined host nor the master's (issue 34): the token's holder joined `H2NODE1`,
+/// `H2HEAD` and `h2node1.` beside `h2node1`, and a job pinned with `-l h=h2node1` ran
+/// on the impostor.
+#[test]
+fn look_alike_names_cannot_join_beside_a_host() {
+    let c = Cluster::one_host();
+    let file = token_file(&c, "token", 0o600);
+    // (`HEAD` would be the master's host, which joins from the master's machine only:
+    // from here it may, so it is not tried.)
+    for (i, name) in ["NODE1", "node1.", "Node1."].iter().enumerate() {
+        let home = c.dir.path().join(format!("lookalike{i}"));
+        let (code, out) = execd_until_exit(
+            &c,
+            &[
+                "--home",
+                home.to_str().unwrap(),
+                "--hostname",
+                name,
+                "--token-file",
+                &file,
+            ],
+            &[],
+        );
+        assert_ne!(code, 0, "{name}: {out}");
+        assert!(
+            out.contains("join refused: host \"node1\" already joined; delete it with qconf -de first"),
+            "{name}: {out}"
+        );
+    }
+    assert_eq!(c.qconf(&["-sel"]).stdout, "node1\n");
+    // Names given to qconf are the same hosts too.
+    let out = c.qconf(&["-ah", "HEAD."]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(
+        out.stderr.contains("adminhost \"head\" already exists"),
+        "{out:?}"
+    );
+    let group = c.dir.path().join("group");
+    std::fs::write(&group, "group_name @pair\nhostlist NODE1. HEAD\n").unwrap();
+    let out = c.qconf(&["-Ahgrp", group.to_str().unwrap()]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(
+        c.qconf(&["-shgrp", "@pair"]).stdout,
+        "group_name @pair\nhostlist node1 head\n"
+    );
+}

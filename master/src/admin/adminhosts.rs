@@ -14,13 +14,15 @@ impl ClusterState {
         if given.is_empty() {
             return Err(invalid("no host given"));
         }
-        for host in given {
-            if !gantry_common::exechost::valid_hostname(host) {
+        for given in given {
+            if !gantry_common::exechost::valid_hostname(given) {
                 return Err(invalid(format!(
                     "can't resolve hostname \"{}\"",
-                    gantry_common::names::quoted(host)
+                    gantry_common::names::quoted(given)
                 )));
             }
+            // As DNS compares names: `HEAD` and `head.` are `head`.
+            let host = &gantry_common::exechost::canonical_hostname(given);
             if hosts.iter().any(|h| h == host) {
                 return Err(refuse(
                     RefusalKind::AlreadyExists,
@@ -45,6 +47,7 @@ impl ClusterState {
         let mut hosts = self.admin_hosts();
         let mut messages = Vec::new();
         for host in names {
+            let host = &gantry_common::exechost::canonical_hostname(host);
             if *host == self.master_host {
                 return Err(refuse(
                     RefusalKind::Denied,

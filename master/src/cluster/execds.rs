@@ -5,7 +5,7 @@ use std::collections::HashSet;
 use std::net::SocketAddr;
 
 use actix::prelude::*;
-use gantry_common::exechost::valid_hostname;
+use gantry_common::exechost::{canonical_hostname, valid_hostname};
 use gantry_net::cell::{unix_now, JoinToken};
 use gantry_net::tls::{certs_from_pem, fingerprint};
 use gantry_proto::{FromMaster, LoadValue, ShepherdFailure, ToExecd};
@@ -136,6 +136,12 @@ impl Handler<Join> for Cluster {
         if !valid_hostname(&msg.hostname) {
             return Err(format!("invalid host name \"{}\"", msg.hostname));
         }
+        // The name as DNS compares it: `NODE1` or `node1.` is `node1`, so it cannot
+        // join beside it.
+        let msg = Join {
+            hostname: canonical_hostname(&msg.hostname),
+            ..msg
+        };
         // Before a certificate is issued: a name holds one certificate, and the master's
         // own name is claimed only from its own machine.
         if let Err(reason) = self
