@@ -275,11 +275,13 @@ pub fn mail_options(arg: &str) -> Result<String, OptionError> {
 
 /// `-M` addresses.
 pub fn mail_list(arg: &str) -> Result<Vec<String>, OptionError> {
-    gantry_common::mail::parse_list(arg).ok_or_else(|| {
+    let list = gantry_common::mail::parse_list(arg).ok_or_else(|| {
         OptionError::syntax(format!(
             "ERROR! Wrong mail list format \"{arg}\" specified to -M option"
         ))
-    })
+    })?;
+    gantry_common::mail::check_count(&list).map_err(OptionError::syntax)?;
+    Ok(list)
 }
 
 /// `-w e|w|n|v|p`.

@@ -56,6 +56,21 @@ pub fn check(options: &str, list: &[String]) -> Result<(), String> {
             list.join(",")
         ));
     }
+    check_count(list)
+}
+
+/// The most recipients a job's `-M` may name: each event starts the mailer once per
+/// recipient (SGE has no bound; 2,000 recipients started 2,000 mailers per event).
+pub const MAX_RECIPIENTS: usize = 64;
+
+/// Refuse a `-M` list longer than [`MAX_RECIPIENTS`].
+pub fn check_count(list: &[String]) -> Result<(), String> {
+    if list.len() > MAX_RECIPIENTS {
+        return Err(format!(
+            "ERROR! -M names {} mail recipients, at most {MAX_RECIPIENTS} may be given",
+            list.len()
+        ));
+    }
     Ok(())
 }
 
@@ -214,6 +229,16 @@ mod tests {
             assert_eq!(parse_list(bad), None, "{bad}");
         }
         assert_eq!(recipients(&[], "alice", "head"), ["alice@head"]);
+    }
+
+    #[test]
+    fn a_list_of_recipients_is_bounded() {
+        let list = |n: usize| (0..n).map(|i| format!("u{i}@x.org")).collect::<Vec<_>>();
+        assert_eq!(check("be", &list(MAX_RECIPIENTS)), Ok(()));
+        assert_eq!(
+            check("be", &list(2000)),
+            Err("ERROR! -M names 2000 mail recipients, at most 64 may be given".to_string())
+        );
     }
 
     #[test]

@@ -88,10 +88,12 @@ where
     let mut buf = Vec::with_capacity(len.min(FIRST_CHUNK));
     let mut limited = r.take(len as u64);
     while buf.len() < len {
-        // Room for what may come next, at most what is still missing: the buffer
-        // doubles as bytes arrive, so it ends at the frame's size.
-        let missing = len - buf.len();
-        buf.reserve_exact(missing.min(buf.capacity().max(FIRST_CHUNK)));
+        // Full: room for as much again, at most what is still missing. The buffer
+        // doubles only as bytes arrive, and ends at the frame's size.
+        if buf.len() == buf.capacity() {
+            let missing = len - buf.len();
+            buf.reserve_exact(missing.min(buf.capacity().max(FIRST_CHUNK)));
+        }
         if limited.read_buf(&mut buf).await? == 0 {
             return Err(TransportError::Closed);
         }

@@ -349,7 +349,9 @@ fn look_alike_names_cannot_join_beside_a_host() {
         );
         assert_ne!(code, 0, "{name}: {out}");
         assert!(
-            out.contains("join refused: host \"node1\" already joined; delete it with qconf -de first"),
+            out.contains(
+                "join refused: host \"node1\" already joined; delete it with qconf -de first"
+            ),
             "{name}: {out}"
         );
     }
