@@ -123,6 +123,8 @@ pub struct Cluster {
     checkpoint_queued: bool,
     /// Job scripts, in the spool beside the database (jobs hold none in memory).
     scripts: crate::scripts::JobScripts,
+    /// The bytes each user's job scripts hold in the spool.
+    script_bytes: crate::scripts::ScriptBytes,
     clock: Clock,
     /// When the actor started (its first tick).
     booted: Option<Time>,
@@ -141,6 +143,9 @@ pub struct Cluster {
 
 /// How long a due checkpoint waits (the journal is durable meanwhile).
 const CHECKPOINT_DELAY: Duration = Duration::from_millis(100);
+
+/// How long after a failed checkpoint the next is tried.
+const CHECKPOINT_RETRY: Duration = Duration::from_secs(1);
 
 /// Move the journaled changes into the database.
 #[derive(Message)]
@@ -176,12 +181,22 @@ struct CheckpointDone;
 impl Handler<CheckpointDone> for Cluster {
     type Result = ();
 
-    fn handle(&mut self, _: CheckpointDone, _: &mut Self::Context) {
-        if let Err(e) = self.store.finish_checkpoint() {
-            warn!("spool checkpoint failed (the journal keeps the changes): {e}");
+    fn handle(&mut self, _: CheckpointDone, ctx: &mut Self::Context) {
+        match self.store.finish_checkpoint() {
+            Ok(()) => {
+                self.checkpoint_queued = false;
+                self.queue_checkpoint();
+            }
+            Err(e) => {
+                // The store said so at the first failure; tried again a second later
+                // (a full disk: until space returns), none queued meanwhile.
+                tracing::debug!("spool checkpoint failed (the journal keeps the changes): {e}");
+                ctx.run_later(CHECKPOINT_RETRY, |act, _| {
+                    act.checkpoint_queued = false;
+                    act.queue_checkpoint();
+                });
+            }
         }
-        self.checkpoint_queued = false;
-        self.queue_checkpoint();
     }
 }
 
@@ -287,6 +302,14 @@ impl Cluster {
                 let _ = scripts.remove(id);
             }
         }
+        let mut script_bytes = crate::scripts::ScriptBytes::default();
+        for job in state.jobs.values() {
+            if let (JobScript::Script { .. }, Some(bytes)) =
+                (&job.spec.script, scripts.size(job.id))
+            {
+                script_bytes.add(job.id, job.owner.uid, bytes);
+            }
+        }
         Ok(Cluster {
             state,
             store,
@@ -311,6 +334,7 @@ impl Cluster {
             me: None,
             checkpoint_queued: false,
             scripts,
+            script_bytes,
             clock: Clock::system(),
             booted: None,
             reservations: HashMap::new(),
@@ -401,6 +425,7 @@ impl Cluster {
                 Op::Delete(key) => crate::state::job_of_key(key),
                 _ => None,
             } {
+                self.script_bytes.remove(id);
                 if let Err(e) = self.scripts.remove(id) {
                     warn!(
                         job = id,

@@ -210,6 +210,40 @@ pub fn max_script_size(qmaster_params: &str) -> u64 {
         .map_or(DEFAULT_MAX_SCRIPT_SIZE, |v| v as u64)
 }
 
+/// The bytes of job scripts one user's jobs may hold in the spool when `qmaster_params`
+/// does not say (`MAX_USER_SCRIPTS_SIZE=100M`; 0 for no bound): 1 GiB.
+pub const DEFAULT_MAX_USER_SCRIPTS_SIZE: u64 = 1 << 30;
+
+/// `MAX_USER_SCRIPTS_SIZE` from `qmaster_params`, else the default; None for no bound.
+pub fn max_user_scripts_size(qmaster_params: &str) -> Option<u64> {
+    let max = qmaster_params
+        .split(|c: char| c == ',' || c.is_whitespace())
+        .filter_map(|item| item.split_once('='))
+        .find(|(k, _)| k.eq_ignore_ascii_case("MAX_USER_SCRIPTS_SIZE"))
+        .and_then(|(_, v)| value::parse_memory(v).ok())
+        .filter(|v| v.is_finite() && *v >= 0.0)
+        .map_or(DEFAULT_MAX_USER_SCRIPTS_SIZE, |v| v as u64);
+    (max > 0).then_some(max)
+}
+
+/// Refuse a job script that would take the bytes its owner's scripts hold (`held`)
+/// past `MAX_USER_SCRIPTS_SIZE`.
+pub fn check_user_scripts_size(state: &ClusterState, held: u64, len: usize) -> Result<(), Refusal> {
+    let Some(max) = max_user_scripts_size(state.global().get("qmaster_params").unwrap_or("none"))
+    else {
+        return Ok(());
+    };
+    if held.saturating_add(len as u64) > max {
+        return Err(refuse(
+            RefusalKind::Denied,
+            format!(
+                "job rejected: your jobs' scripts hold {held} bytes in the spool, and this one's {len} bytes would pass the {max} bytes MAX_USER_SCRIPTS_SIZE in qmaster_params allows a user"
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Refuse a job script longer than `MAX_SCRIPT_SIZE` allows.
 pub fn check_script_size(state: &ClusterState, len: usize) -> Result<(), Refusal> {
     let max = max_script_size(state.global().get("qmaster_params").unwrap_or("none"));
@@ -696,6 +730,7 @@ mod tests {
             ("MAX_SCRIPT_SIZE=4M", 4 << 20),
             ("MONITOR_TIME=0:0:10,max_script_size=1K", 1024),
             ("MONITOR_TIME=0:0:10 MAX_SCRIPT_SIZE=100", 100),
+            ("MAX_USER_SCRIPTS_SIZE=1K", DEFAULT_MAX_SCRIPT_SIZE),
             ("MAX_SCRIPT_SIZE=lots", DEFAULT_MAX_SCRIPT_SIZE),
         ];
         for (params, want) in table {

@@ -10,6 +10,42 @@ use std::io::{self, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
+/// How many bytes of job scripts each user's jobs hold in the spool, so that no user
+/// fills the spool's file system for everyone (`MAX_USER_SCRIPTS_SIZE`). Kept by the
+/// Cluster actor beside the scripts: counted from the files at start, then as scripts
+/// come and go.
+#[derive(Debug, Default)]
+pub struct ScriptBytes {
+    by_job: std::collections::HashMap<u64, (u32, u64)>,
+    by_user: std::collections::HashMap<u32, u64>,
+}
+
+impl ScriptBytes {
+    /// Job `job` of user `uid` holds a script of `bytes`.
+    pub fn add(&mut self, job: u64, uid: u32, bytes: u64) {
+        self.remove(job);
+        self.by_job.insert(job, (uid, bytes));
+        *self.by_user.entry(uid).or_insert(0) += bytes;
+    }
+
+    /// Job `job`'s script is gone.
+    pub fn remove(&mut self, job: u64) {
+        if let Some((uid, bytes)) = self.by_job.remove(&job) {
+            if let Some(total) = self.by_user.get_mut(&uid) {
+                *total = total.saturating_sub(bytes);
+                if *total == 0 {
+                    self.by_user.remove(&uid);
+                }
+            }
+        }
+    }
+
+    /// The bytes user `uid`'s scripts hold.
+    pub fn of_user(&self, uid: u32) -> u64 {
+        self.by_user.get(&uid).copied().unwrap_or(0)
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct JobScripts {
     dir: PathBuf,
@@ -34,18 +70,32 @@ impl JobScripts {
     }
 
     /// Store a job's script durably (written to a temporary name, synced, renamed).
+    /// A write that fails (a full disk) leaves nothing behind: the job is refused, and
+    /// what was written of its script is removed at once.
     pub fn put(&self, job: u64, contents: &[u8]) -> io::Result<()> {
         let tmp = self.dir.join(format!(".{job}.new"));
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&tmp)?;
-        f.write_all(contents)?;
-        f.sync_data()?;
-        std::fs::rename(&tmp, self.path(job))?;
-        std::fs::File::open(&self.dir)?.sync_all()
+        let written = (|| {
+            let mut f = std::fs::OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .mode(0o600)
+                .open(&tmp)?;
+            f.write_all(contents)?;
+            f.sync_data()?;
+            std::fs::rename(&tmp, self.path(job))?;
+            std::fs::File::open(&self.dir)?.sync_all()
+        })();
+        if written.is_err() {
+            let _ = std::fs::remove_file(&tmp);
+            let _ = std::fs::remove_file(self.path(job));
+        }
+        written
+    }
+
+    /// The size of a job's stored script.
+    pub fn size(&self, job: u64) -> Option<u64> {
+        std::fs::metadata(self.path(job)).ok().map(|m| m.len())
     }
 
     pub fn get(&self, job: u64) -> io::Result<Vec<u8>> {
@@ -87,6 +137,28 @@ impl JobScripts {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn script_bytes_are_counted_per_user() {
+        let mut b = ScriptBytes::default();
+        b.add(1, 1000, 300);
+        b.add(2, 1000, 200);
+        b.add(3, 1001, 50);
+        assert_eq!(
+            (b.of_user(1000), b.of_user(1001), b.of_user(7)),
+            (500, 50, 0)
+        );
+        // Counted again, not twice.
+        b.add(2, 1000, 250);
+        assert_eq!(b.of_user(1000), 550);
+        b.remove(1);
+        b.remove(1);
+        b.remove(99);
+        assert_eq!(b.of_user(1000), 250);
+        b.remove(2);
+        assert_eq!(b.of_user(1000), 0);
+        assert!(!b.by_user.contains_key(&1000));
+    }
 
     #[test]
     fn scripts_are_stored_read_and_removed() {

@@ -71,6 +71,8 @@ pub enum StoreError {
     Schema { found: u32 },
     #[error("encoding a spool object: {0}")]
     Encode(#[from] gantry_proto::ProtoError),
+    #[error("the spool database is closed after a failed checkpoint and cannot be opened yet")]
+    Closed,
     #[error("cannot make the spool {} readable by its owner only: {source}", path.display())]
     Permissions {
         path: PathBuf,
@@ -93,7 +95,13 @@ pub enum StoreError {
 }
 
 pub struct Store {
-    db: Arc<Database>,
+    /// The database; None for a while after a failed transaction, until it could be
+    /// opened again ([`Store::reopen`]).
+    db: Option<Arc<Database>>,
+    /// Where the database is, to open it again.
+    path: PathBuf,
+    /// Checkpoints that failed since the last that did not.
+    failed_checkpoints: u32,
     journal: Journal,
     journal_path: PathBuf,
     /// Changes in the journal, not yet in the database and not in a checkpoint.
@@ -317,7 +325,9 @@ impl Store {
                 source,
             })?;
         Ok(Store {
-            db: Arc::new(db),
+            db: Some(Arc::new(db)),
+            path: path.to_path_buf(),
+            failed_checkpoints: 0,
             journal,
             journal_path,
             unapplied: Unapplied::default(),
@@ -477,7 +487,9 @@ impl Store {
         )
         .map_err(io)?;
         let mut store = Store {
-            db: Arc::new(db),
+            db: Some(Arc::new(db)),
+            path: path.to_path_buf(),
+            failed_checkpoints: 0,
             journal,
             journal_path,
             unapplied,
@@ -501,7 +513,7 @@ impl Store {
     fn mark_running(&mut self, lost_changes: u64) -> Result<(), StoreError> {
         let floor = self.highest_job_id()?.map_or(1, |id| id + 1) + lost_changes;
         let recorded = self.next_job_id()?;
-        let txn = self.db.begin_write()?;
+        let txn = self.db()?.begin_write()?;
         {
             let mut meta = txn.open_table(META)?;
             meta.insert("clean", [0u8].as_slice())?;
@@ -517,7 +529,7 @@ impl Store {
 
     /// The highest job id the spool holds (jobs and accounting records).
     fn highest_job_id(&self) -> Result<Option<u64>, StoreError> {
-        let txn = self.db.begin_read()?;
+        let txn = self.db()?.begin_read()?;
         let objects = txn.open_table(OBJECTS)?;
         let job = objects
             .range("job/".."job0")?
@@ -533,7 +545,7 @@ impl Store {
     /// database lacks, whatever becomes of it.
     pub fn close(&mut self) -> Result<(), StoreError> {
         self.checkpoint()?;
-        let txn = self.db.begin_write()?;
+        let txn = self.db()?.begin_write()?;
         txn.open_table(META)?.insert("clean", [1u8].as_slice())?;
         txn.commit()?;
         Ok(())
@@ -548,16 +560,68 @@ impl Store {
             return Ok(());
         }
         let generation = self.journal.header().generation + 1;
-        write_checkpoint(
-            &self.db,
+        self.reopen_if_closed()?;
+        let written = write_checkpoint(
+            self.db()?,
             &self.unapplied,
             self.journal.last_seq(),
             generation,
-        )?;
+        );
+        if let Err(e) = written {
+            self.failed(&e);
+            return Err(e);
+        }
+        self.succeeded();
         self.unapplied = Unapplied::default();
         self.journal
             .restart(generation)
             .map_err(|source| self.journal_error(source))
+    }
+
+    /// The database, unless it is closed after a failure.
+    fn db(&self) -> Result<&Arc<Database>, StoreError> {
+        self.db.as_ref().ok_or(StoreError::Closed)
+    }
+
+    /// A checkpoint failed (a full disk, an I/O error): redb then refuses every later
+    /// transaction ("Previous I/O error occurred. Please close and re-open the
+    /// database."), so the database is closed, to be opened again before the next
+    /// checkpoint. Nothing is lost: the journal holds every change since the last
+    /// checkpoint that did not fail.
+    fn failed(&mut self, e: &StoreError) {
+        self.failed_checkpoints += 1;
+        if self.failed_checkpoints == 1 {
+            tracing::warn!("spool checkpoint failed: {e}; the journal keeps the changes, and the database is opened again for the next one");
+        }
+        if self
+            .db
+            .as_ref()
+            .is_some_and(|db| Arc::strong_count(db) == 1)
+        {
+            self.db = None;
+        }
+    }
+
+    fn succeeded(&mut self) {
+        if self.failed_checkpoints > 0 {
+            tracing::info!(
+                failed = self.failed_checkpoints,
+                "spool checkpoint succeeded again"
+            );
+            self.failed_checkpoints = 0;
+        }
+    }
+
+    /// Open the database again if a failure closed it.
+    fn reopen_if_closed(&mut self) -> Result<(), StoreError> {
+        if self.db.is_some() {
+            return Ok(());
+        }
+        let db = Builder::new()
+            .set_cache_size(SPOOL_CACHE_BYTES)
+            .open(&self.path)?;
+        self.db = Some(Arc::new(db));
+        Ok(())
     }
 
     fn journal_error(&self, source: std::io::Error) -> StoreError {
@@ -578,7 +642,13 @@ impl Store {
         let batch = Arc::new(std::mem::take(&mut self.unapplied));
         let last_seq = self.journal.last_seq();
         let generation = self.journal.header().generation + 1;
-        let (db, theirs) = (Arc::clone(&self.db), Arc::clone(&batch));
+        let Ok(db) = self.reopen_if_closed().and_then(|()| self.db().cloned()) else {
+            // Closed since a failure and not to be opened yet: the journal keeps the
+            // changes, and the next checkpoint tries again.
+            self.unapplied = Arc::unwrap_or_clone(batch);
+            return false;
+        };
+        let theirs = Arc::clone(&batch);
         let spawned = std::thread::Builder::new()
             .name("spool-checkpoint".into())
             .spawn(move || {
@@ -623,8 +693,10 @@ impl Store {
         if let Err(e) = result {
             let batch = Arc::unwrap_or_clone(flight.batch);
             self.unapplied = batch.then(std::mem::take(&mut self.unapplied));
+            self.failed(&e);
             return Err(e);
         }
+        self.succeeded();
         if self.unapplied.is_empty() {
             self.journal.restart(flight.generation)
         } else {
@@ -641,7 +713,7 @@ impl Store {
 
     /// Every object in the spool.
     pub fn load(&self) -> Result<Vec<Object>, StoreError> {
-        let txn = self.db.begin_read()?;
+        let txn = self.db()?.begin_read()?;
         let t = txn.open_table(OBJECTS)?;
         let mut out = BTreeMap::new();
         for item in t.iter()? {
@@ -676,7 +748,7 @@ impl Store {
         if let Some(n) = self.batches().filter_map(|b| b.next_job_id).last() {
             return Ok(n);
         }
-        let txn = self.db.begin_read()?;
+        let txn = self.db()?.begin_read()?;
         let meta = txn.open_table(META)?;
         Ok(meta
             .get("next_job_id")?
@@ -693,7 +765,7 @@ impl Store {
         {
             return Ok(true);
         }
-        let txn = self.db.begin_read()?;
+        let txn = self.db()?.begin_read()?;
         let t = txn.open_table(ACCOUNTING)?;
         Ok(t.range(task)?.next().is_some())
     }
@@ -703,7 +775,7 @@ impl Store {
         &self,
         keep: impl Fn(&gantry_proto::AccountingRecord) -> bool,
     ) -> Result<Vec<gantry_proto::AccountingRecord>, StoreError> {
-        let txn = self.db.begin_read()?;
+        let txn = self.db()?.begin_read()?;
         let t = txn.open_table(ACCOUNTING)?;
         let mut out = BTreeMap::new();
         for item in t.iter()? {

@@ -24,6 +24,12 @@ impl Cluster {
                 if let Err(r) = crate::jobs::check_script_size(&self.state, contents.len()) {
                     return FromMaster::Refused(r);
                 }
+                let held = self.script_bytes.of_user(caller.uid);
+                if let Err(r) =
+                    crate::jobs::check_user_scripts_size(&self.state, held, contents.len())
+                {
+                    return FromMaster::Refused(r);
+                }
                 Some(std::mem::take(contents))
             }
             JobScript::Binary { .. } => None,
@@ -108,6 +114,9 @@ impl Cluster {
                 let _ = self.scripts.remove(id);
             }
             return FromMaster::Refused(r);
+        }
+        if let (true, Some(bytes)) = (spooled, self.scripts.size(id)) {
+            self.script_bytes.add(id, caller.uid, bytes);
         }
         reply
     }
