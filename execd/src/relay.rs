@@ -2,9 +2,9 @@
 //! their requests to the master, vouching for the caller the kernel names.
 
 use gantry_common::recent::{Recent, NAME_SERVICE_TTL};
-use gantry_net::door::{user_name, Door, DoorLimits, RefusalLog, Spare, REQUEST_DEADLINE};
+use gantry_net::door::{user_name, Door, DoorLimits, RefusalLog, Spare};
 use gantry_net::transport::{
-    answer_accepted, local_caller, read_frame, read_hello, write_frame, TransportError,
+    answer_accepted, local_caller, read_frame, write_frame, TransportError,
 };
 use gantry_proto::{Caller, FromMaster, Refusal, RefusalKind, Relayed, ToMaster, PROTOCOL_VERSION};
 use tokio::net::{UnixListener, UnixStream};
@@ -49,8 +49,9 @@ pub async fn serve(
                 let caller = local_caller(&stream, &hostname, &mut names);
                 let hostname = hostname.clone();
                 let conn = current.borrow().clone();
+                let door = std::sync::Arc::clone(&door);
                 tokio::spawn(async move {
-                    if let Err(e) = handle(stream, hostname, caller, conn).await {
+                    if let Err(e) = handle(stream, hostname, caller, conn, &door, uid).await {
                         debug!("client connection: {e}");
                     }
                     drop(admitted);
@@ -78,15 +79,20 @@ async fn handle(
     hostname: String,
     caller: Result<Caller, String>,
     conn: Option<quinn::Connection>,
+    door: &std::sync::Arc<Door>,
+    uid: u32,
 ) -> Result<(), TransportError> {
     let (mut r, mut w) = stream.into_split();
-    // The hello and the request, in time, or the connection goes.
-    let request: ToMaster = tokio::time::timeout(REQUEST_DEADLINE, async {
-        read_hello(&mut r, &mut w, PROTOCOL_VERSION, "the execd").await?;
-        read_frame(&mut r).await
-    })
-    .await
-    .map_err(|_| std::io::Error::from(std::io::ErrorKind::TimedOut))??;
+    // The hello and the request, in time and within the user's bytes under way, or
+    // the connection goes; the bytes stay counted until the request is answered.
+    let user = caller.as_ref().ok().map(|c| c.user.clone());
+    let (request, _held): (ToMaster, _) = match door
+        .read_request(uid, user.as_deref(), &mut r, &mut w)
+        .await?
+    {
+        Ok(got) => got,
+        Err(message) => return answer_accepted(&mut w, PROTOCOL_VERSION, &refused(message)).await,
+    };
     let reply = match (caller, conn) {
         (Err(m), _) => refused(m),
         (Ok(_), None) => refused(format!(

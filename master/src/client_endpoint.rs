@@ -5,12 +5,13 @@ use actix::Addr;
 use gantry_common::recent::{Recent, NAME_SERVICE_TTL};
 use std::io::Write;
 
-use gantry_net::door::{user_name, Door, DoorLimits, RefusalLog, Spare, REQUEST_DEADLINE};
+use gantry_net::door::{user_name, Door, DoorLimits, RefusalLog, Spare};
 use gantry_net::transport::{
     accepted_before, accepted_with, answer_accepted, answer_accepted_encoded, local_caller,
-    read_frame, read_hello, TransportError,
+    TransportError,
 };
 use gantry_proto::{Caller, FromMaster, Refusal, RefusalKind, ToMaster, PROTOCOL_VERSION};
+use std::sync::Arc;
 use tokio::net::{UnixListener, UnixStream};
 use tracing::{debug, info};
 
@@ -49,8 +50,9 @@ pub async fn serve(listener: UnixListener, cluster: Addr<Cluster>, host: String)
                 };
                 let cluster = cluster.clone();
                 let caller = local_caller(&stream, &host, &mut names);
+                let door = Arc::clone(&door);
                 actix_rt::spawn(async move {
-                    if let Err(e) = handle(stream, cluster, caller).await {
+                    if let Err(e) = handle(stream, cluster, caller, &door, uid).await {
                         debug!("client connection: {e}");
                     }
                     drop(admitted);
@@ -70,15 +72,20 @@ async fn handle(
     stream: UnixStream,
     cluster: Addr<Cluster>,
     caller: Result<Caller, String>,
+    door: &Arc<Door>,
+    uid: u32,
 ) -> Result<(), TransportError> {
     let (mut r, mut w) = stream.into_split();
-    // The hello and the request, in time, or the connection goes.
-    let request: ToMaster = tokio::time::timeout(REQUEST_DEADLINE, async {
-        read_hello(&mut r, &mut w, PROTOCOL_VERSION, "the master").await?;
-        read_frame(&mut r).await
-    })
-    .await
-    .map_err(|_| std::io::Error::from(std::io::ErrorKind::TimedOut))??;
+    // The hello and the request, in time and within the user's bytes under way, or
+    // the connection goes; the bytes stay counted until the request is answered.
+    let user = caller.as_ref().ok().map(|c| c.user.clone());
+    let (request, _held): (ToMaster, _) = match door
+        .read_request(uid, user.as_deref(), &mut r, &mut w)
+        .await?
+    {
+        Ok(got) => got,
+        Err(message) => return answer_accepted(&mut w, PROTOCOL_VERSION, &refused(&message)).await,
+    };
     let reply = match (caller, ListingForm::asked(&request)) {
         (Ok(caller), Some((users, form))) => {
             // The listing is written by the thread that makes it, the socket blocking

@@ -93,6 +93,33 @@ impl DoorLimits {
 struct Open {
     by_user: HashMap<u32, usize>,
     total: usize,
+    /// Bytes of requests being read or handled, per user.
+    bytes_by_user: HashMap<u32, usize>,
+}
+
+/// The bytes of requests one user may have under way at once (being read, decoded and
+/// handled): a few of the largest scripts, and no user can make the daemon hold its
+/// connections' worth of 16 MiB frames. Root and the daemon's user are not bound.
+pub const USER_REQUEST_BYTES: usize = 64 << 20;
+
+/// A request's bytes counted against its user's [`USER_REQUEST_BYTES`] until dropped.
+#[derive(Debug)]
+pub struct BytesHeld {
+    door: Arc<Door>,
+    uid: u32,
+    bytes: usize,
+}
+
+impl Drop for BytesHeld {
+    fn drop(&mut self) {
+        let mut open = self.door.open.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(n) = open.bytes_by_user.get_mut(&self.uid) {
+            *n = n.saturating_sub(self.bytes);
+            if *n == 0 {
+                open.bytes_by_user.remove(&self.uid);
+            }
+        }
+    }
 }
 
 /// The door: who holds how many connections now.
@@ -169,6 +196,64 @@ impl Door {
             door: Arc::clone(self),
             uid,
         })
+    }
+
+    /// Count a request of `bytes` against `uid`'s [`USER_REQUEST_BYTES`], or say why not.
+    pub fn reserve(
+        self: &Arc<Self>,
+        uid: u32,
+        bytes: usize,
+        user: Option<&str>,
+    ) -> Result<BytesHeld, String> {
+        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        let under_way = open.bytes_by_user.get(&uid).copied().unwrap_or(0);
+        if !self.privileged.contains(&uid) && under_way.saturating_add(bytes) > USER_REQUEST_BYTES {
+            let who = user.map_or_else(|| format!("uid {uid}"), |u| format!("\"{u}\""));
+            return Err(format!(
+                "error: user {who} has {} MiB of requests under way to {} (at most {} MiB at once): try again when they are done",
+                under_way.div_ceil(1 << 20),
+                self.daemon,
+                USER_REQUEST_BYTES >> 20
+            ));
+        }
+        *open.bytes_by_user.entry(uid).or_insert(0) += bytes;
+        Ok(BytesHeld {
+            door: Arc::clone(self),
+            uid,
+            bytes,
+        })
+    }
+
+    /// Read a client's hello and request as the door admits them, within
+    /// [`REQUEST_DEADLINE`] of the connection: the request's bytes counted against its
+    /// user ([`Door::reserve`]) from its announced length on, before a byte of it is
+    /// read. `Ok(Err(message))`: refused (the caller answers with the message).
+    pub async fn read_request<T, R, W>(
+        self: &Arc<Self>,
+        uid: u32,
+        user: Option<&str>,
+        r: &mut R,
+        w: &mut W,
+    ) -> Result<Result<(T, BytesHeld), String>, crate::transport::TransportError>
+    where
+        T: serde::de::DeserializeOwned,
+        R: tokio::io::AsyncRead + Unpin,
+        W: tokio::io::AsyncWrite + Unpin,
+    {
+        use crate::transport::{read_frame_body, read_frame_len, read_hello, TransportError};
+        tokio::time::timeout(REQUEST_DEADLINE, async {
+            read_hello(r, w, PROTOCOL_VERSION, self.daemon).await?;
+            let len = read_frame_len(r).await?.ok_or(TransportError::Closed)?;
+            let held = match self.reserve(uid, len, user) {
+                Ok(h) => h,
+                Err(message) => return Ok(Err(message)),
+            };
+            let bytes = read_frame_body(r, len).await?;
+            let request = gantry_proto::decode(&bytes)?;
+            Ok(Ok((request, held)))
+        })
+        .await
+        .map_err(|_| std::io::Error::from(std::io::ErrorKind::TimedOut))?
     }
 
     /// Connections open now (all, and `uid`'s).
@@ -320,6 +405,34 @@ mod tests {
                 "{descriptors}"
             );
         }
+    }
+
+    #[test]
+    fn a_users_requests_under_way_are_bounded_in_bytes() {
+        let door = Door::new(
+            DoorLimits {
+                per_user: 100,
+                total: 100,
+            },
+            "the master",
+        );
+        let frame = 16 << 20;
+        let held: Vec<BytesHeld> = (0..4)
+            .map(|_| door.reserve(1001, frame, Some("alice")).unwrap())
+            .collect();
+        assert_eq!(
+            door.reserve(1001, 1, Some("alice")).unwrap_err(),
+            "error: user \"alice\" has 64 MiB of requests under way to the master (at most 64 MiB at once): try again when they are done"
+        );
+        // Another user, and root, are not held back by alice's.
+        let bob = door.reserve(1002, frame, None).unwrap();
+        let root: Vec<BytesHeld> = (0..8)
+            .map(|_| door.reserve(0, frame, None).unwrap())
+            .collect();
+        drop(held);
+        assert!(door.reserve(1001, frame, None).is_ok());
+        drop((bob, root));
+        assert!(door.open.lock().unwrap().bytes_by_user.is_empty());
     }
 
     #[test]

@@ -75,16 +75,35 @@ pub async fn read_frame_bytes_max<R>(
 where
     R: AsyncRead + Unpin,
 {
+    let Some(len) = read_frame_len(r).await? else {
+        return Ok(None);
+    };
+    if len > max {
+        return Err(ProtoError::FrameTooLarge(len, max).into());
+    }
+    read_frame_body(r, len).await.map(Some)
+}
+
+/// A frame's announced length (at most the protocol's limit); `None` on a clean end of
+/// stream before it.
+pub async fn read_frame_len<R>(r: &mut R) -> Result<Option<usize>, TransportError>
+where
+    R: AsyncRead + Unpin,
+{
     let mut prefix = [0u8; 4];
     match r.read_exact(&mut prefix).await {
         Ok(_) => {}
         Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
         Err(e) => return Err(e.into()),
     }
-    let len = payload_len(prefix)?;
-    if len > max {
-        return Err(ProtoError::FrameTooLarge(len, max).into());
-    }
+    Ok(Some(payload_len(prefix)?))
+}
+
+/// A frame's `len` bytes after its length, the buffer growing as they arrive.
+pub async fn read_frame_body<R>(r: &mut R, len: usize) -> Result<Vec<u8>, TransportError>
+where
+    R: AsyncRead + Unpin,
+{
     let mut buf = Vec::with_capacity(len.min(FIRST_CHUNK));
     let mut limited = r.take(len as u64);
     while buf.len() < len {
@@ -98,7 +117,7 @@ where
             return Err(TransportError::Closed);
         }
     }
-    Ok(Some(buf))
+    Ok(buf)
 }
 
 /// What a frame's buffer starts with before its bytes have come.

@@ -7,6 +7,7 @@
 
 use std::io::{BufRead, Read, Write};
 use std::os::unix::net::UnixStream;
+use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -60,6 +61,7 @@ sleep 600;
         .arg(socket)
         .arg(count.to_string())
         .stdout(Stdio::piped())
+        .process_group(0)
         .spawn()
         .unwrap();
     let mut line = String::new();
@@ -72,6 +74,15 @@ sleep 600;
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("the attacker said {line:?}"));
     (child, opened)
+}
+
+/// End an attacker: its whole process group (runuser, the shell, perl).
+fn stop(attacker: &mut Child) {
+    let _ = nix::sys::signal::killpg(
+        nix::unistd::Pid::from_raw(attacker.id() as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    );
+    let _ = attacker.wait();
 }
 
 fn timed(
@@ -123,8 +134,7 @@ fn one_user_holding_thousands_of_connections_locks_out_nobody() {
         "{}",
         c.master_log()
     );
-    let _ = attacker.kill();
-    let _ = attacker.wait();
+    stop(&mut attacker);
 
     // The execd's relay socket: another user's job on that host is unharmed, and the
     // relay still serves other users.
@@ -163,9 +173,40 @@ fn one_user_holding_thousands_of_connections_locks_out_nobody() {
             .contains(" connections open to the execd (at most "),
         "{out:?}"
     );
-    let _ = attacker.kill();
-    let _ = attacker.wait();
+    stop(&mut attacker);
     eprintln!("master RSS after both attacks: {} MB", rss(master) / MB);
+
+    // Large requests under way: a user's fifth 16 MiB frame at once is refused before
+    // a byte of it is read.
+    let script = r#"use IO::Socket::UNIX;
+my ($path, $hex) = @ARGV;
+my @held;
+for (1 .. 5) {
+    my $s = IO::Socket::UNIX->new(Peer => $path, Type => SOCK_STREAM) or die "connect: $!";
+    $s->autoflush(1);
+    print $s pack("H*", $hex), pack("N", 16 * 1024 * 1024), "x";
+    push @held, $s;
+    select(undef, undef, undef, 0.3);
+}
+my $last = $held[4];
+local $/;
+my $answer = <$last>;
+print $answer;
+"#;
+    let hello: String = hello_frame().iter().map(|b| format!("{b:02x}")).collect();
+    let out = Command::new("runuser")
+        .args(["-u", "gtuser2", "--", "perl", "-e", script])
+        .arg(c.home().join("gantry.sock"))
+        .arg(&hello)
+        .output()
+        .unwrap();
+    let answer = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        answer.contains(
+            "error: user \"gtuser2\" has 64 MiB of requests under way to the master (at most 64 MiB at once)"
+        ),
+        "{out:?}"
+    );
 }
 
 /// A client's hello, framed.
