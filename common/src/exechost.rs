@@ -56,7 +56,21 @@ pub fn print_exechost(h: &ExecHost) -> String {
 /// queue host lists, resource quota filters), so that no name can stand beside another
 /// that is the same host.
 pub fn canonical_hostname(name: &str) -> String {
-    name.strip_suffix('.').unwrap_or(name).to_ascii_lowercase()
+    name.strip_suffix('.')
+        .filter(|rest| !rest.is_empty())
+        .unwrap_or(name)
+        .to_ascii_lowercase()
+}
+
+/// A queue reference (`-q queue@host`) with its host as DNS compares names; a host
+/// group (`queue@@group`), a queue alone and wildcards in the queue's name as they are.
+pub fn canonical_queue_reference(reference: &str) -> String {
+    match reference.split_once('@') {
+        Some((queue, host)) if !host.starts_with('@') => {
+            format!("{queue}@{}", canonical_hostname(host))
+        }
+        _ => reference.to_string(),
+    }
 }
 
 /// Is this a name a host may have? Letters, digits, `-`, `.`, `_`; not `global` or
@@ -248,6 +262,9 @@ mod tests {
             ("node1.", "node1"),
             ("N1.Example.ORG.", "n1.example.org"),
             ("a_b", "a_b"),
+            // Never empty: a lone dot stays what it was (and is refused where a host
+            // name must be one).
+            (".", "."),
         ] {
             assert_eq!(canonical_hostname(given), canonical, "{given}");
         }
@@ -286,6 +303,15 @@ mod tests {
             .map(|i| i.name.as_str())
             .collect();
         assert_eq!(names, ["node1", "node2", "@Grp"]);
+        for (given, canonical) in [
+            ("all.q@NODE1.", "all.q@node1"),
+            ("All.Q@node*", "All.Q@node*"),
+            ("all.q@@Group", "all.q@@Group"),
+            ("all.q", "all.q"),
+            ("@NODE2", "@node2"),
+        ] {
+            assert_eq!(canonical_queue_reference(given), canonical, "{given}");
+        }
     }
 
     #[test]

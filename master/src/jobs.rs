@@ -287,6 +287,12 @@ pub fn check_spec(
     for list in [&mut spec.hard_resources, &mut spec.soft_resources] {
         check_resources(state, list)?;
     }
+    // Hosts in queue references as DNS compares names (`all.q@NODE1.` is all.q@node1).
+    for list in [&mut spec.queues, &mut spec.soft_queues, &mut spec.masterq] {
+        for q in list.iter_mut() {
+            *q = gantry_common::exechost::canonical_queue_reference(q);
+        }
+    }
     check_queues(state, &spec.queues)?;
     check_queues(state, &spec.soft_queues)?;
     if !spec.masterq.is_empty() && spec.pe.is_none() {
