@@ -1,15 +1,14 @@
 //! The execd's Unix socket: client commands on a compute host talk to it, and it relays
 //! their requests to the master, vouching for the caller the kernel names.
 
-use gantry_common::recent::{Recent, NAME_SERVICE_TTL};
-use gantry_net::door::{user_name, Door, DoorLimits, RefusalLog, Spare};
+use gantry_net::door::{Door, Entered, Entrance};
 use gantry_net::transport::{
     answer_accepted, local_caller, read_frame, write_frame, TransportError,
 };
 use gantry_proto::{Caller, FromMaster, Refusal, RefusalKind, Relayed, ToMaster, PROTOCOL_VERSION};
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::watch;
-use tracing::{debug, info};
+use tracing::debug;
 
 /// Accept client connections until the task is dropped, each admitted by its user at
 /// the door (see `gantry_net::door`), so that no user can take the descriptors the
@@ -19,51 +18,23 @@ pub async fn serve(
     hostname: String,
     current: watch::Receiver<Option<quinn::Connection>>,
 ) {
-    let door = Door::new(DoorLimits::from_descriptors(), "the execd");
-    let limits = door.limits();
-    info!(
-        per_user = limits.per_user,
-        total = limits.total,
-        "client connections bounded"
-    );
-    let mut spare = Spare::new();
-    let mut refusals = RefusalLog::default();
-    // Callers' user names, looked up once a minute at most.
-    let mut names = Recent::new(NAME_SERVICE_TTL);
+    let mut entrance = Entrance::new("the execd");
     loop {
-        match listener.accept().await {
-            Ok((stream, _)) => {
-                let Ok(uid) = stream.peer_cred().map(|c| c.uid()) else {
-                    continue;
-                };
-                let admitted = match door.admit(uid) {
-                    Ok(a) => a,
-                    Err(refused) => {
-                        let user = user_name(&mut names, uid);
-                        let message = door.message(&refused, user.as_deref());
-                        refusals.note(&message);
-                        door.turn_away(stream, message);
-                        continue;
-                    }
-                };
-                let caller = local_caller(&stream, &hostname, &mut names);
-                let hostname = hostname.clone();
-                let conn = current.borrow().clone();
-                let door = std::sync::Arc::clone(&door);
-                tokio::spawn(async move {
-                    if let Err(e) = handle(stream, hostname, caller, conn, &door, uid).await {
-                        debug!("client connection: {e}");
-                    }
-                    drop(admitted);
-                });
+        let Entered {
+            stream,
+            uid,
+            admitted,
+        } = entrance.next(&listener).await;
+        let caller = local_caller(&stream, &hostname, entrance.names());
+        let hostname = hostname.clone();
+        let conn = current.borrow().clone();
+        let door = std::sync::Arc::clone(entrance.door());
+        tokio::spawn(async move {
+            if let Err(e) = handle(stream, hostname, caller, conn, &door, uid).await {
+                debug!("client connection: {e}");
             }
-            Err(e) => {
-                if !spare.on_accept_error(&listener, &e).await {
-                    tracing::warn!("accepting a client connection failed: {e}");
-                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-                }
-            }
-        }
+            drop(admitted);
+        });
     }
 }
 

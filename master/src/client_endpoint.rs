@@ -2,10 +2,9 @@
 //! comes from the kernel (`SO_PEERCRED`), never from the request.
 
 use actix::Addr;
-use gantry_common::recent::{Recent, NAME_SERVICE_TTL};
 use std::io::Write;
 
-use gantry_net::door::{user_name, Door, DoorLimits, RefusalLog, Spare};
+use gantry_net::door::{Door, Entered, Entrance};
 use gantry_net::transport::{
     accepted_before, accepted_with, answer_accepted, answer_accepted_encoded, local_caller,
     TransportError,
@@ -13,7 +12,7 @@ use gantry_net::transport::{
 use gantry_proto::{Caller, FromMaster, Refusal, RefusalKind, ToMaster, PROTOCOL_VERSION};
 use std::sync::Arc;
 use tokio::net::{UnixListener, UnixStream};
-use tracing::{debug, info};
+use tracing::debug;
 
 use crate::cluster::{Answer, Cluster};
 use crate::jobs::{ListingAnswer, ListingForm};
@@ -21,50 +20,22 @@ use crate::jobs::{ListingAnswer, ListingForm};
 /// Accept client connections until the task is dropped, each admitted by its user at
 /// the door (see `gantry_net::door`).
 pub async fn serve(listener: UnixListener, cluster: Addr<Cluster>, host: String) {
-    let door = Door::new(DoorLimits::from_descriptors(), "the master");
-    let limits = door.limits();
-    info!(
-        per_user = limits.per_user,
-        total = limits.total,
-        "client connections bounded"
-    );
-    let mut spare = Spare::new();
-    let mut refusals = RefusalLog::default();
-    // Callers' user names, looked up once a minute at most.
-    let mut names = Recent::new(NAME_SERVICE_TTL);
+    let mut entrance = Entrance::new("the master");
     loop {
-        match listener.accept().await {
-            Ok((stream, _)) => {
-                let Ok(uid) = stream.peer_cred().map(|c| c.uid()) else {
-                    continue;
-                };
-                let admitted = match door.admit(uid) {
-                    Ok(a) => a,
-                    Err(refused) => {
-                        let user = user_name(&mut names, uid);
-                        let message = door.message(&refused, user.as_deref());
-                        refusals.note(&message);
-                        door.turn_away(stream, message);
-                        continue;
-                    }
-                };
-                let cluster = cluster.clone();
-                let caller = local_caller(&stream, &host, &mut names);
-                let door = Arc::clone(&door);
-                actix_rt::spawn(async move {
-                    if let Err(e) = handle(stream, cluster, caller, &door, uid).await {
-                        debug!("client connection: {e}");
-                    }
-                    drop(admitted);
-                });
+        let Entered {
+            stream,
+            uid,
+            admitted,
+        } = entrance.next(&listener).await;
+        let cluster = cluster.clone();
+        let caller = local_caller(&stream, &host, entrance.names());
+        let door = Arc::clone(entrance.door());
+        actix_rt::spawn(async move {
+            if let Err(e) = handle(stream, cluster, caller, &door, uid).await {
+                debug!("client connection: {e}");
             }
-            Err(e) => {
-                if !spare.on_accept_error(&listener, &e).await {
-                    tracing::warn!("accepting a client connection failed: {e}");
-                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-                }
-            }
-        }
+            drop(admitted);
+        });
     }
 }
 

@@ -344,6 +344,86 @@ pub fn user_name(names: &mut Recent<u32, String>, uid: u32) -> Option<String> {
     })
 }
 
+/// A daemon's client socket behind its door: accepts connections until one is
+/// admitted, turning the others away ([`Door::turn_away`]), noting refusals in the log
+/// ([`RefusalLog`]) and surviving a want of descriptors ([`Spare`]).
+pub struct Entrance {
+    door: Arc<Door>,
+    spare: Spare,
+    refusals: RefusalLog,
+    /// Callers' user names, looked up once a minute at most.
+    names: Recent<u32, String>,
+}
+
+/// A connection let in: its stream, its caller's uid, and its place at the door.
+pub struct Entered {
+    pub stream: UnixStream,
+    pub uid: u32,
+    pub admitted: Admitted,
+}
+
+impl Entrance {
+    /// The door of `daemon` ("the master", "the execd"), bounded by its descriptors.
+    pub fn new(daemon: &'static str) -> Entrance {
+        let door = Door::new(DoorLimits::from_descriptors(), daemon);
+        let limits = door.limits();
+        tracing::info!(
+            per_user = limits.per_user,
+            total = limits.total,
+            "client connections bounded"
+        );
+        Entrance {
+            door,
+            spare: Spare::new(),
+            refusals: RefusalLog::default(),
+            names: Recent::new(gantry_common::recent::NAME_SERVICE_TTL),
+        }
+    }
+
+    pub fn door(&self) -> &Arc<Door> {
+        &self.door
+    }
+
+    /// The user names looked up so far (for the caller's identity).
+    pub fn names(&mut self) -> &mut Recent<u32, String> {
+        &mut self.names
+    }
+
+    /// The next connection the door lets in.
+    pub async fn next(&mut self, listener: &tokio::net::UnixListener) -> Entered {
+        loop {
+            match listener.accept().await {
+                Ok((stream, _)) => {
+                    let Ok(uid) = stream.peer_cred().map(|c| c.uid()) else {
+                        continue;
+                    };
+                    match self.door.admit(uid) {
+                        Ok(admitted) => {
+                            return Entered {
+                                stream,
+                                uid,
+                                admitted,
+                            }
+                        }
+                        Err(refused) => {
+                            let user = user_name(&mut self.names, uid);
+                            let message = self.door.message(&refused, user.as_deref());
+                            self.refusals.note(&message);
+                            self.door.turn_away(stream, message);
+                        }
+                    }
+                }
+                Err(e) => {
+                    if !self.spare.on_accept_error(listener, &e).await {
+                        tracing::warn!("accepting a client connection failed: {e}");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// A descriptor held in reserve, given up when `accept` fails for want of one.
 pub struct Spare(Option<std::fs::File>);
 
