@@ -51,15 +51,16 @@ pub fn print_exechost(h: &ExecHost) -> String {
 }
 
 /// A host name as DNS compares names: ASCII letters folded to lower case, the root's
-/// trailing dot dropped (`H2NODE1` and `h2node1.` are `h2node1`). Every host name the
+/// trailing dot (dots) dropped (`H2NODE1` and `h2node1.` are `h2node1`). Every host name the
 /// cell stores goes through it where it comes in (a join, `qconf -ae/-ah`, host groups,
 /// queue host lists, resource quota filters), so that no name can stand beside another
 /// that is the same host.
 pub fn canonical_hostname(name: &str) -> String {
-    name.strip_suffix('.')
-        .filter(|rest| !rest.is_empty())
-        .unwrap_or(name)
-        .to_ascii_lowercase()
+    // Every trailing dot, so that the name is canonical once and for all (`a..` is `a`,
+    // not `a.` to be cut again); a name of dots alone stays what it was.
+    let trimmed = name.trim_end_matches('.');
+    let base = if trimmed.is_empty() { name } else { trimmed };
+    base.to_ascii_lowercase()
 }
 
 /// A queue reference (`-q queue@host`) with its host as DNS compares names; a host
@@ -265,8 +266,12 @@ mod tests {
             // Never empty: a lone dot stays what it was (and is refused where a host
             // name must be one).
             (".", "."),
+            ("..", ".."),
+            ("Node1..", "node1"),
         ] {
             assert_eq!(canonical_hostname(given), canonical, "{given}");
+            // Canonical once and for all.
+            assert_eq!(canonical_hostname(canonical), canonical, "{given}");
         }
         let h = parse_exechost("hostname NODE7.\n").unwrap();
         assert_eq!(h.hostname, "node7");
