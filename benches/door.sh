@@ -21,6 +21,8 @@ PORT=$(python3 -c 'import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DG
 APID=
 trap 'kill $APID $MPID 2>/dev/null || true; wait 2>/dev/null; rm -rf "$D"' EXIT
 until GANTRY_HOME="$D/cell" "$BIN/qconf" -sm >/dev/null 2>&1; do sleep 0.05; done
+# One command line, split into words by the shell and never globbed (its `*` is qstat's).
+set -f
 victim="runuser -u gtbench -- env GANTRY_HOME=$D/cell $BIN/qstat -u *"
 
 echo "== quiet master"
