@@ -391,10 +391,7 @@ fn read_rqs_file(path: &str) -> Result<String, Output> {
         )
     })?;
     // No set at all: refused (SGE's -Arqs crashes on it, its -Mrqs does nothing).
-    let holds_nothing = text.lines().all(|l| {
-        let l = l.trim();
-        l.is_empty() || l.starts_with('#')
-    });
+    let holds_nothing = holds_no_attribute(&text);
     if holds_nothing {
         return Err(Output::fail(
             format!("error: error reading file: \"{path}\""),
@@ -402,6 +399,14 @@ fn read_rqs_file(path: &str) -> Result<String, Output> {
         ));
     }
     Ok(text)
+}
+
+/// Does an object file hold nothing but blank lines and comments?
+fn holds_no_attribute(text: &str) -> bool {
+    text.lines().all(|l| {
+        let l = l.trim();
+        l.is_empty() || l.starts_with('#')
+    })
 }
 
 fn read_file(path: &str) -> Result<String, Output> {
@@ -448,10 +453,7 @@ fn edit_object(kind: ObjectKind, name: &str, adding: bool) -> Output {
 /// file must never read as "every attribute at its default".
 fn read_object_file(path: &str, then: Option<&str>) -> Result<String, Output> {
     let text = read_file(path)?;
-    let holds_nothing = text.lines().all(|l| {
-        let l = l.trim();
-        l.is_empty() || l.starts_with('#')
-    });
+    let holds_nothing = holds_no_attribute(&text);
     if !holds_nothing {
         return Ok(text);
     }

@@ -201,13 +201,19 @@ pub const DEFAULT_MAX_SCRIPT_SIZE: u64 = 10 << 20;
 /// `MAX_SCRIPT_SIZE` from `qmaster_params` (`KEY=VALUE` items separated by commas or
 /// blanks, as SGE writes them), else the default.
 pub fn max_script_size(qmaster_params: &str) -> u64 {
+    param_bytes(qmaster_params, "MAX_SCRIPT_SIZE").unwrap_or(DEFAULT_MAX_SCRIPT_SIZE)
+}
+
+/// A size in `qmaster_params` (`KEY=VALUE` items separated by commas or blanks, as SGE
+/// writes them; `4M` and the like), if it is there and one.
+fn param_bytes(qmaster_params: &str, key: &str) -> Option<u64> {
     qmaster_params
         .split(|c: char| c == ',' || c.is_whitespace())
         .filter_map(|item| item.split_once('='))
-        .find(|(k, _)| k.eq_ignore_ascii_case("MAX_SCRIPT_SIZE"))
+        .find(|(k, _)| k.eq_ignore_ascii_case(key))
         .and_then(|(_, v)| value::parse_memory(v).ok())
         .filter(|v| v.is_finite() && *v >= 0.0)
-        .map_or(DEFAULT_MAX_SCRIPT_SIZE, |v| v as u64)
+        .map(|v| v as u64)
 }
 
 /// The bytes of job scripts one user's jobs may hold in the spool when `qmaster_params`
@@ -216,13 +222,8 @@ pub const DEFAULT_MAX_USER_SCRIPTS_SIZE: u64 = 1 << 30;
 
 /// `MAX_USER_SCRIPTS_SIZE` from `qmaster_params`, else the default; None for no bound.
 pub fn max_user_scripts_size(qmaster_params: &str) -> Option<u64> {
-    let max = qmaster_params
-        .split(|c: char| c == ',' || c.is_whitespace())
-        .filter_map(|item| item.split_once('='))
-        .find(|(k, _)| k.eq_ignore_ascii_case("MAX_USER_SCRIPTS_SIZE"))
-        .and_then(|(_, v)| value::parse_memory(v).ok())
-        .filter(|v| v.is_finite() && *v >= 0.0)
-        .map_or(DEFAULT_MAX_USER_SCRIPTS_SIZE, |v| v as u64);
+    let max = param_bytes(qmaster_params, "MAX_USER_SCRIPTS_SIZE")
+        .unwrap_or(DEFAULT_MAX_USER_SCRIPTS_SIZE);
     (max > 0).then_some(max)
 }
 

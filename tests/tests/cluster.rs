@@ -817,13 +817,16 @@ fn the_spool_is_private_and_non_utf8_arguments_are_refused() {
     use std::os::unix::fs::PermissionsExt;
     let mut c = Cluster::init(&[]);
     c.start_master();
-    for file in ["spool.redb", "spool.journal"] {
-        let mode = std::fs::metadata(c.home().join(file))
-            .unwrap()
-            .permissions()
-            .mode();
-        assert_eq!(mode & 0o777, 0o600, "{file}: {mode:o}");
-    }
+    let private = |c: &Cluster, when: &str| {
+        for file in ["spool.redb", "spool.journal"] {
+            let mode = std::fs::metadata(c.home().join(file))
+                .unwrap()
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o777, 0o600, "{file} {when}: {mode:o}");
+        }
+    };
+    private(&c, "at start");
     // Made readable by all (as an earlier version left them): private again at start.
     for file in ["spool.redb", "spool.journal"] {
         std::fs::set_permissions(c.home().join(file), std::fs::Permissions::from_mode(0o644))
@@ -831,13 +834,7 @@ fn the_spool_is_private_and_non_utf8_arguments_are_refused() {
     }
     c.stop_master(nix::sys::signal::Signal::SIGTERM);
     c.start_master();
-    for file in ["spool.redb", "spool.journal"] {
-        let mode = std::fs::metadata(c.home().join(file))
-            .unwrap()
-            .permissions()
-            .mode();
-        assert_eq!(mode & 0o777, 0o600, "{file} after a restart: {mode:o}");
-    }
+    private(&c, "after a restart");
     let out = std::process::Command::new(gantry_tests::bin("qsub"))
         .arg("-N")
         .arg(std::ffi::OsStr::from_bytes(b"job\xff"))
