@@ -4,7 +4,7 @@
 use gantry_proto::{FromMaster, JobChanges, QueueChange, ToMaster};
 
 use crate::opts::{opt, Arity, OptSpec, Parsed};
-use crate::optvalues::{self, OptionError};
+use crate::optvalues::{self, context_change, OptionError};
 use crate::{exit, Output};
 
 fn job_list(p: &Parsed) -> Vec<String> {
@@ -90,18 +90,6 @@ pub fn qalter_usage() -> String {
         s.push_str(&format!("   {o:<40} {d}\n"));
     }
     s
-}
-
-/// `-ac`, `-dc` or `-sc` with its list, as a change; SGE's message for a bad list.
-pub fn context_change(option: &str, arg: &str) -> Result<gantry_proto::ContextChange, String> {
-    use gantry_common::context::{parse_names, parse_pairs};
-    use gantry_proto::ContextChange;
-    let change = match option {
-        "-dc" => parse_names(arg).map(ContextChange::Delete),
-        "-sc" => parse_pairs(arg).map(ContextChange::Set),
-        _ => parse_pairs(arg).map(ContextChange::Add),
-    };
-    change.ok_or_else(|| format!("ERROR! Wrong context list format {option} \"{arg}\""))
 }
 
 /// A refused qalter option, as SGE's qalter prints it: `qalter: ` and the parser's

@@ -320,5 +320,17 @@ pub fn ckpt_selector(arg: &str) -> Result<String, OptionError> {
     ))
 }
 
+/// `-ac`, `-dc` or `-sc` with its list, as a change; SGE's message for a bad list.
+pub fn context_change(option: &str, arg: &str) -> Result<gantry_proto::ContextChange, String> {
+    use gantry_common::context::{parse_names, parse_pairs};
+    use gantry_proto::ContextChange;
+    let change = match option {
+        "-dc" => parse_names(arg).map(ContextChange::Delete),
+        "-sc" => parse_pairs(arg).map(ContextChange::Set),
+        _ => parse_pairs(arg).map(ContextChange::Add),
+    };
+    change.ok_or_else(|| format!("ERROR! Wrong context list format {option} \"{arg}\""))
+}
+
 #[cfg(test)]
 mod tests;

@@ -418,7 +418,7 @@ fn apply(
             "-M" => spec.mail_list = optvalues::mail_list(&arg)?,
             "-ac" | "-dc" | "-sc" => {
                 let change =
-                    crate::alter::context_change(g.name, &arg).map_err(OptionError::syntax)?;
+                    crate::optvalues::context_change(g.name, &arg).map_err(OptionError::syntax)?;
                 gantry_common::context::apply(&mut spec.context, &change);
             }
             "-i" => spec.stdin_path = Some(arg),

@@ -1,38 +1,10 @@
 //! A job as the master keeps it and the scheduler reads it: its specification, its
 //! owner, and where each of its unfinished tasks is in its life.
 
-use gantry_proto::{Grant, JobOwner, JobSpec};
+use gantry_proto::{JobOwner, JobSpec};
 use serde::{Deserialize, Serialize};
 
-/// Where a task is in its life.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub enum TaskState {
-    Pending,
-    /// Sent to an execd (`t` until it says it started, then `r`).
-    Running {
-        /// The master queue instance (where the job script runs).
-        host: String,
-        queue: String,
-        start_time: i64,
-        /// Every queue instance the task holds slots in, the master queue first.
-        grants: Vec<Grant>,
-        /// The parallel environment granted (a `-pe` request may name several).
-        pe: Option<String>,
-    },
-    /// `qdel` of a running task: killed, waiting for its report (`dr`).
-    Deleting {
-        host: String,
-        queue: String,
-        start_time: i64,
-        grants: Vec<Grant>,
-        pe: Option<String>,
-    },
-    /// The task could not be started (its shepherd failed before the job ran): it waits
-    /// in error state (`Eqw`) until `qmod -cj` clears it or `qdel` removes it.
-    Error {
-        reason: String,
-    },
-}
+pub use crate::tasks::TaskState;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Job {

@@ -8,9 +8,38 @@
 
 use std::collections::BTreeMap;
 
+use gantry_proto::Grant;
 use serde::{Deserialize, Serialize};
 
-use crate::job::TaskState;
+/// Where a task is in its life.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TaskState {
+    Pending,
+    /// Sent to an execd (`t` until it says it started, then `r`).
+    Running {
+        /// The master queue instance (where the job script runs).
+        host: String,
+        queue: String,
+        start_time: i64,
+        /// Every queue instance the task holds slots in, the master queue first.
+        grants: Vec<Grant>,
+        /// The parallel environment granted (a `-pe` request may name several).
+        pe: Option<String>,
+    },
+    /// `qdel` of a running task: killed, waiting for its report (`dr`).
+    Deleting {
+        host: String,
+        queue: String,
+        start_time: i64,
+        grants: Vec<Grant>,
+        pe: Option<String>,
+    },
+    /// The task could not be started (its shepherd failed before the job ran): it waits
+    /// in error state (`Eqw`) until `qmod -cj` clears it or `qdel` removes it.
+    Error {
+        reason: String,
+    },
+}
 
 /// Pending task ids: disjoint runs `first..=last` in ascending order, each holding
 /// `first, first + step, ..., last`. Every id is one of the array's (`origin` plus a

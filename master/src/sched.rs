@@ -170,8 +170,13 @@ impl ClusterState {
     }
 
     /// See [`ClusterView::dispatch`].
-    pub fn dispatch(&self, snap: &mut Snapshot, now: Time) -> Vec<Dispatch> {
-        self.view().dispatch(snap, now)
+    pub fn dispatch(
+        &self,
+        snap: &mut Snapshot,
+        state: &mut gantry_sched::Pass,
+        now: Time,
+    ) -> Vec<Dispatch> {
+        self.view().dispatch(snap, state, now)
     }
 
     /// See [`ClusterView::could_ever_run`].

@@ -18,9 +18,9 @@ use gantry_common::job::Job;
 use gantry_proto::{AdvanceReservation, ArState, Grant, JobOwner, JobSpec};
 
 use crate::calendar::Calendar;
-use crate::cycle::CannotRun;
-use crate::cycle::Dispatch;
-use crate::matching::Pass;
+use crate::decisions::{CannotRun, Dispatch};
+use crate::gate::Gates;
+use crate::matching::Check;
 use crate::model::*;
 use crate::place::{category_key, Category, CategoryKey};
 use crate::time::{Span, Time};
@@ -154,7 +154,6 @@ impl Snapshot {
         let demands = std::mem::take(&mut self.running_demands);
         let mut s = self.clone();
         self.running_demands = demands;
-        *s.gates.get_mut() = Default::default();
         let grants = granted_instances(&s, &ar.granted);
         s.order = grants.iter().map(|&(i, _)| i).collect();
         // What the reservation holds per layer, read off a calendar of its own.
@@ -259,7 +258,9 @@ impl<'a> ClusterView<'a> {
         if cat.exhausted() || cat.demand.run_time.is_some_and(|r| at + r > rc.end) {
             return;
         }
-        self.place_tasks(&mut rc.snap, cat, job, 0, max_aj_instances, out);
+        // A reservation's jobs are placed in what it holds, under no gate.
+        let mut gates = Gates::default();
+        self.place_tasks(&mut rc.snap, &mut gates, cat, job, 0, max_aj_instances, out);
     }
 
     /// Is job `job` one of a reservation that holds its resources (and so placed and
@@ -280,7 +281,7 @@ impl<'a> ClusterView<'a> {
         snap.now = Time::from_secs(ar.start);
         let mut view = snap.reservation_view(ar);
         view.category(job, 1)
-            .and_then(|mut cat| view.place_task(&mut cat))
+            .and_then(|mut cat| view.place_task(&mut Gates::default(), &mut cat))
             .is_some()
     }
 
@@ -296,7 +297,19 @@ impl<'a> ClusterView<'a> {
         now: Time,
     ) -> Result<Granted, CannotRun> {
         let mut snap = self.snapshot_at(connected, now, false);
-        self.reserve_on(&mut snap, ar, groups)
+        let mut gates = self.reservation_gates();
+        self.reserve_on(&mut snap, &mut gates, ar, groups)
+    }
+
+    /// The gates a reservation is granted under: the quota sets. Group quotas allocate
+    /// a cycle's slots among that cycle's demand: they do not limit a grant for a
+    /// window; the reservation counts in its group once its window opens.
+    pub(crate) fn reservation_gates(&self) -> Gates {
+        let mut gates = Gates::default();
+        if let Some(quota) = self.quota_book.cycle() {
+            gates.register(Box::new(quota));
+        }
+        gates
     }
 
     /// [`ClusterView::reserve`] on a snapshot finished for now (a kept one: whatever
@@ -304,25 +317,23 @@ impl<'a> ClusterView<'a> {
     pub fn reserve_on(
         &self,
         snap: &mut Snapshot,
+        gates: &mut Gates,
         ar: &AdvanceReservation,
         groups: &[String],
     ) -> Result<Granted, CannotRun> {
-        // Group quotas allocate this cycle's slots among this cycle's demand: they do
-        // not limit a grant for a window (as the kept snapshot, which has no group
-        // gate, grants too); the reservation counts in its group once its window opens.
-        snap.gates.get_mut().groups = None;
         if ar.spec.interactive {
             // Interactive instances are taken as batch ones for it: on a copy, as that
             // is part of what a kept snapshot keeps.
             let mut copy = snap.clone();
-            return self.reserve_in(&mut copy, ar, groups);
+            return self.reserve_in(&mut copy, gates, ar, groups);
         }
-        self.reserve_in(snap, ar, groups)
+        self.reserve_in(snap, gates, ar, groups)
     }
 
     fn reserve_in(
         &self,
         snap: &mut Snapshot,
+        gates: &mut Gates,
         ar: &AdvanceReservation,
         groups: &[String],
     ) -> Result<Granted, CannotRun> {
@@ -387,13 +398,13 @@ impl<'a> ClusterView<'a> {
             job: 0,
             restricted: false,
         };
-        let Some(placed) = snap.place_task(&mut cat) else {
+        let Some(placed) = snap.place_task(gates, &mut cat) else {
             let reasons = snap
                 .order
                 .iter()
                 .filter_map(|&inst| {
                     let i = &snap.instances[inst];
-                    snap.matches(&cat.demand, inst, Pass::All(cat.demand.slots))
+                    snap.matches(gates, &cat.demand, inst, Check::All(cat.demand.slots))
                         .err()
                         .map(|m| m.message(&i.queue, &snap.hosts[i.host].name))
                 })

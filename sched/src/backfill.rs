@@ -13,21 +13,12 @@
 //! resources sooner, and the reserved job moves forward with them.
 
 use gantry_common::job::Job;
-use gantry_proto::Grant;
 
+pub use crate::decisions::Reservation;
+use crate::gate::Gates;
 use crate::model::*;
 use crate::place::Category;
 use crate::time::Time;
-
-/// A reservation a cycle made: the job's next task is to start at `start` on `grants`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Reservation {
-    pub job_id: u64,
-    pub task_id: u32,
-    pub start: Time,
-    pub grants: Vec<Grant>,
-    pub pe: Option<String>,
-}
 
 /// At most this many start times are tried for one job (the earliest ones): each is one
 /// placement attempt.
@@ -79,6 +70,7 @@ impl Snapshot {
     /// it room.
     pub(crate) fn reserve_job(
         &mut self,
+        gates: &mut Gates,
         cat: &Category,
         job: &Job,
         task_id: u32,
@@ -90,10 +82,10 @@ impl Snapshot {
             self.now = t;
             let mut trial = cat.clone();
             trial.reopen();
-            let placed = self.place_task(&mut trial);
+            let placed = self.place_task(gates, &mut trial);
             if let Some(p) = &placed {
                 if !p.booked {
-                    self.debit(&trial.demand, &p.grants, 1.0);
+                    self.debit(gates, &trial.demand, &p.grants, 1.0);
                 }
             }
             self.now = now;

@@ -9,6 +9,7 @@ use gantry_common::job::{Job, TaskState};
 use gantry_proto::Consumable;
 
 use crate::calendar::BookingId;
+use crate::gate::Gates;
 use crate::matching::*;
 use crate::model::*;
 use crate::place::grants_total;
@@ -18,9 +19,9 @@ use crate::view::ClusterView;
 impl Snapshot {
     /// Book a placement: its consumables on every layer and under every gate (unless
     /// its allocation already did), and the load its start adds to its hosts.
-    pub fn book(&mut self, d: &Demand, p: &crate::place::Placement) {
+    pub fn book(&mut self, gates: &mut Gates, d: &Demand, p: &crate::place::Placement) {
         if !p.booked {
-            self.debit(d, &p.grants, 1.0);
+            self.debit(gates, d, &p.grants, 1.0);
         }
         self.started(&p.grants);
     }
@@ -60,8 +61,8 @@ impl Snapshot {
 
     /// Debit (or with a negative sign, credit) a job's consumables on the layers of the
     /// queue instances it was granted: booked from now for its run time.
-    pub fn debit(&mut self, d: &Demand, grants: &[(usize, u32)], sign: f64) {
-        self.book_gates(d, grants, sign);
+    pub fn debit(&mut self, gates: &mut Gates, d: &Demand, grants: &[(usize, u32)], sign: f64) {
+        gates.book(self, d, grants, sign);
         let from = self.now;
         self.hold(d, grants, sign, from, d.until(from));
     }

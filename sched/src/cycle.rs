@@ -7,41 +7,22 @@
 use std::collections::{HashMap, HashSet};
 
 use gantry_common::formula::Formula;
-use gantry_common::job::{Job, TaskState};
+use gantry_common::job::TaskState;
 use gantry_common::value::{self, Value};
 use gantry_common::{conf, queue, schedconf};
-use gantry_proto::Grant;
 
 use crate::calendar::Calendar;
-use crate::groups::DispatchPass;
-use crate::matching::*;
 use crate::model::*;
-use crate::order::{JobOrder, PriorityThenSubmission};
-use crate::place::{category_key, grants_total, Category, CategoryKey};
+use crate::pass::Pass;
+use crate::quota::QuotaCycle;
 use crate::time::{Span, Time};
 use crate::view::ClusterView;
 
+mod dispatch;
+mod explain;
+
+pub use crate::decisions::{CannotRun, Decisions, Dispatch};
 pub use crate::judge::ThresholdActions;
-
-/// Why no queue instance could ever run a job (`qsub -w e|v`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CannotRun {
-    /// Its requests do not resolve against the complex.
-    Demand(DemandError),
-    /// Every queue instance turns it away, each for the reason given (in SGE's words,
-    /// one per instance).
-    Nowhere(Vec<String>),
-}
-
-impl CannotRun {
-    /// The reasons, one line each.
-    pub fn reasons(&self) -> Vec<String> {
-        match self {
-            CannotRun::Demand(e) => vec![e.to_string()],
-            CannotRun::Nowhere(reasons) => reasons.clone(),
-        }
-    }
-}
 
 /// What the master notes between cycles, for [`ClusterView::cycle_due`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -63,41 +44,6 @@ impl Trigger {
             ..Trigger::default()
         }
     }
-}
-
-/// What one cycle decided.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Decisions {
-    /// The tasks to start, in the order they were placed.
-    pub dispatches: Vec<Dispatch>,
-    /// How many quota usage counters the cycle used: the caller keeps it for the next
-    /// cycle's first allocation ([`crate::quota::QuotaBook::note_cycle_counters`]).
-    pub quota_counters: usize,
-    /// `-now y` jobs this cycle saw and could not start whole (held, waiting, or no room
-    /// for every pending task): they are not to wait, so the caller removes them.
-    pub immediate_unplaced: Vec<u64>,
-    /// The reservations the cycle made (`-R y` jobs that could not start), in the order
-    /// made.
-    pub reservations: Vec<crate::backfill::Reservation>,
-    /// With group quotas, the allocation the cycle placed under.
-    pub groups: Option<crate::groups::Allocation>,
-    /// A quiet cycle: nothing changed that could decide anything, and it decided
-    /// nothing without passing over the pending jobs (see [`crate::settled`]).
-    pub quiet: bool,
-}
-
-/// A decision of the scheduler: start this task in this queue instance.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Dispatch {
-    pub job_id: u64,
-    pub task_id: u32,
-    /// The master queue instance.
-    pub queue: String,
-    pub host: String,
-    /// Every queue instance granted, the master queue first.
-    pub grants: Vec<Grant>,
-    /// The parallel environment chosen for a `-pe` request.
-    pub pe: Option<String>,
 }
 
 /// The scheduler's own settings (`qconf -ssconf`).
@@ -459,18 +405,12 @@ impl<'a> ClusterView<'a> {
             pe_used: HashMap::new(),
             pe_holds: Vec::new(),
             pe_ahead: Default::default(),
-            group_order: None,
-            group_allocation: None,
             adjustments,
             now: Time::from_secs(0),
             calendar: Calendar::new(),
-            gates: Default::default(),
             instance_index: InstanceIndex::default(),
             default_duration: None,
-            reservations: Vec::new(),
             running_demands: Default::default(),
-            settled: None,
-            quota_places: None,
         }
         .indexed()
     }
@@ -554,26 +494,33 @@ impl<'a> ClusterView<'a> {
         self.judge_instances(snap, connected, now, adjusted, None);
         self.book_running(snap, now, |job| !self.in_holding_reservation(job));
         snap.book_reservations(self.ars.values());
-        self.open_gates(snap);
     }
 
-    /// The admit stage's gates for a cycle on `snap`, booked with what runs: the quota
-    /// sets, and with group quotas the groups' allocation and the order they are
-    /// served in.
-    pub(crate) fn open_gates(&self, snap: &mut Snapshot) {
+    /// A cycle's state on a finished snapshot, its gates open (see
+    /// [`ClusterView::open_gates`]).
+    pub fn open_pass(&self, snap: &Snapshot) -> Pass {
+        let mut state = Pass::default();
+        self.open_gates(snap, &mut state);
+        state
+    }
+
+    /// The admit stage's gates for a cycle on `snap`, booked with what runs, registered
+    /// in the order they are asked: the quota sets, then with group quotas the groups'
+    /// allocation (with the order they are served in). What an earlier cycle booked
+    /// under `state`'s gates, and the reservations it made, are forgotten.
+    pub(crate) fn open_gates(&self, snap: &Snapshot, state: &mut Pass) {
+        state.reset();
         // The quota counters already hold what the running jobs use.
-        let mut quota = self.quota_book.cycle();
-        if let Some(q) = &mut quota {
-            q.keep_places(snap.quota_places.take());
+        if let Some(mut quota) = self.quota_book.cycle() {
+            quota.keep_places(state.quota_places.take());
+            state.gates.register(Box::new(quota));
         }
-        snap.gates.get_mut().quota = quota;
-        snap.group_order = None;
-        snap.group_allocation = None;
-        snap.gates.get_mut().groups = None;
+        state.group_order = None;
+        state.group_allocation = None;
         if let Some((allocation, gate, order)) = self.group_quotas(snap) {
-            snap.gates.get_mut().groups = Some(gate);
-            snap.group_order = Some(order);
-            snap.group_allocation = Some(allocation);
+            state.gates.register(Box::new(gate));
+            state.group_order = Some(order);
+            state.group_allocation = Some(allocation);
         }
     }
 
@@ -581,14 +528,15 @@ impl<'a> ClusterView<'a> {
     /// the first candidate queue instance of its category that has what it asks for.
     pub fn schedule(&self, now: Time, connected: &HashSet<String>) -> Decisions {
         let mut snap = self.snapshot_at(connected, now, true);
-        self.decide_on(&mut snap, now)
+        let mut state = self.open_pass(&snap);
+        self.decide_on(&mut snap, &mut state, now)
     }
 
     /// The cycle's decisions on a finished snapshot (see
     /// [`ClusterView::finish_snapshot`]).
-    pub(crate) fn decide_on(&self, snap: &mut Snapshot, now: Time) -> Decisions {
+    pub(crate) fn decide_on(&self, snap: &mut Snapshot, state: &mut Pass, now: Time) -> Decisions {
         let adjusted: Vec<usize> = snap.adjustments.iter().map(|(a, ..)| *a).collect();
-        if let Some(q) = snap.gates.get_mut().quota.as_mut() {
+        if let Some(q) = state.gates.get_mut::<QuotaCycle>() {
             // What earlier questions on these gates (a quiet cycle's samples) worked
             // out per category does not hold for this cycle's categories.
             q.forget_categories();
@@ -611,8 +559,8 @@ impl<'a> ClusterView<'a> {
                 q.bound_by_capacity();
             }
         }
-        let dispatches = self.dispatch(snap, now);
-        let quota_counters = snap.close_gates();
+        let dispatches = self.dispatch(snap, state, now);
+        let quota_counters = state.close_gates();
         // Immediate jobs are placed whole or not at all: one without a dispatch did not
         // start, whatever held it back.
         let started: HashSet<u64> = dispatches.iter().map(|d| d.job_id).collect();
@@ -627,452 +575,9 @@ impl<'a> ClusterView<'a> {
             dispatches,
             quota_counters,
             immediate_unplaced,
-            reservations: std::mem::take(&mut snap.reservations),
-            groups: snap.group_allocation.take(),
+            reservations: std::mem::take(&mut state.reservations),
+            groups: state.group_allocation.take(),
             quiet: false,
         }
-    }
-
-    /// The dispatch part of a cycle, on a prepared snapshot, in SGE's default order, or
-    /// with group quotas in their rounds (see [`ClusterView::dispatch_groups`]).
-    pub fn dispatch(&self, snap: &mut Snapshot, at: Time) -> Vec<Dispatch> {
-        match snap.group_order.take() {
-            Some(order) => {
-                let out = self.dispatch_groups(snap, at, &order);
-                snap.group_order = Some(order);
-                out
-            }
-            None => self.dispatch_in(snap, at, &PriorityThenSubmission),
-        }
-    }
-
-    /// The dispatch part of a cycle in one pass over every eligible pending job.
-    pub fn dispatch_in(
-        &self,
-        snap: &mut Snapshot,
-        at: Time,
-        order: &dyn JobOrder,
-    ) -> Vec<Dispatch> {
-        let mut pass: DispatchPass<'_> = DispatchPass::new(self.sched_conf().max_reservation);
-        let mut out = Vec::new();
-        self.dispatch_pass(snap, at, order, &mut pass, &mut out);
-        if let Some(settled) = snap.settled.as_mut() {
-            let adjustments = &snap.adjustments;
-            let settles =
-                |c: &Category| c.exhausted() && crate::settled::settles(&c.demand, adjustments);
-            let whole = pass
-                .categories
-                .values()
-                .all(|c| c.as_ref().is_some_and(settles))
-                && pass
-                    .ordered
-                    .iter()
-                    .flatten()
-                    .all(|j| j.spec.ar.is_none() && !j.spec.reserve);
-            settled.note(
-                pass.categories
-                    .values()
-                    .flatten()
-                    .filter(|c| settles(c))
-                    .map(|c| c.job),
-                whole,
-            );
-        }
-        out
-    }
-
-    /// One pass of the dispatch part of a cycle, its stages in turn: *order* the
-    /// eligible pending jobs (those `pass` takes); per job, its category's candidates;
-    /// per task, *place* it (the layers and the *admit* stage's gates decide where) and
-    /// *book* what it takes. What it places is added to `out` and noted in `pass`,
-    /// which keeps the jobs in order and their categories for the next pass.
-    pub(crate) fn dispatch_pass(
-        &self,
-        snap: &mut Snapshot,
-        at: Time,
-        order: &dyn JobOrder,
-        pass: &mut DispatchPass<'a>,
-        out: &mut Vec<Dispatch>,
-    ) {
-        let max_aj_instances = self.max_aj_instances;
-        // Per advance reservation with jobs to place: its own snapshot and categories.
-        let mut reservations: HashMap<u64, Option<crate::ar::ReservationCycle>> = HashMap::new();
-        let jobs = match pass.ordered.take() {
-            Some(jobs) => jobs,
-            None => {
-                pass.job_groups.clear();
-                self.pending_in_order(at, order)
-            }
-        };
-        // The key of the job before when its category had no room left: jobs alike one
-        // after another (a bulk submission) need no lookup to find that again (a job
-        // asking for a reservation still gets one).
-        let mut exhausted_before: Option<CategoryKey<'a>> = None;
-        for (i, &job) in jobs.iter().enumerate() {
-            if !pass.takes(i, job) {
-                continue;
-            }
-            if let Some(id) = job.spec.ar {
-                let entry = reservations
-                    .entry(id)
-                    .or_insert_with(|| self.reservation_cycle(snap, id, at));
-                if let Some(rc) = entry.as_mut() {
-                    self.place_in_reservation(rc, job, at, max_aj_instances, out);
-                }
-                continue;
-            }
-            let key = category_key(job);
-            if !job.spec.reserve && exhausted_before == Some(key) {
-                continue;
-            }
-            exhausted_before = None;
-            let next_category = pass.categories.len() + 1;
-            let entry = pass
-                .categories
-                .entry(key)
-                .or_insert_with(|| snap.category_in_cycle(job, next_category));
-            let Some(cat) = entry.as_mut() else {
-                continue; // requests the complex no longer has
-            };
-            // A reservation is made on every candidate, not only where room may have
-            // come since the last cycle.
-            if cat.restricted && job.spec.reserve && pass.reservations_left > 0 {
-                if let Some(whole) = snap.category(job, cat.demand.category) {
-                    *cat = whole;
-                }
-            }
-            let before = out.len();
-            let earlier = pass.placed.get(&job.id).copied().unwrap_or(0);
-            let placed_before = earlier > 0;
-            self.place_job(snap, cat, job, earlier, max_aj_instances, out);
-            let placed_none = out.len() == before;
-            // `-R y`: a job none of whose tasks started gets the earliest time its next
-            // task fits, booked, so that the jobs after it only backfill around it.
-            if job.spec.reserve
-                && placed_none
-                && !placed_before
-                && pass.reservations_left > 0
-                && pass.reserved.insert(job.id)
-            {
-                if let Some(task) = job.tasks.pending().iter().next() {
-                    if let Some(r) = snap.reserve_job(cat, job, task) {
-                        snap.reservations.push(r);
-                        pass.reservations_left -= 1;
-                    }
-                }
-            }
-            if cat.exhausted() {
-                exhausted_before = Some(key);
-            }
-        }
-        pass.ordered = Some(jobs);
-    }
-
-    /// Place what a cycle can of one job with its category.
-    fn place_job(
-        &self,
-        snap: &mut Snapshot,
-        cat: &mut Category,
-        job: &Job,
-        earlier: usize,
-        max_aj_instances: Option<u32>,
-        out: &mut Vec<Dispatch>,
-    ) {
-        if cat.exhausted() {
-            return;
-        }
-        // `-now y`: every pending task starts in this cycle or none does. One task is
-        // placed or not, with nothing to take back.
-        if !job.spec.immediate || job.tasks.pending().len() == 1 {
-            self.place_tasks(snap, cat, job, earlier, max_aj_instances, out);
-            return;
-        }
-        // Several are placed on a copy, kept only when all of them found room.
-        let mut trial = snap.clone();
-        let mut trial_cat = cat.clone();
-        let mut placed = Vec::new();
-        self.place_tasks(
-            &mut trial,
-            &mut trial_cat,
-            job,
-            earlier,
-            max_aj_instances,
-            &mut placed,
-        );
-        if placed.len() as u64 == job.tasks.pending().len() {
-            *snap = trial;
-            *cat = trial_cat;
-            out.extend(placed);
-        }
-    }
-
-    /// Place a job's pending tasks (but the first `earlier` ready ones, which earlier
-    /// passes of the cycle placed),
-    /// lowest first, as far as its category has room in this cycle; each placement is
-    /// booked on the snapshot and added to `out`.
-    pub(crate) fn place_tasks(
-        &self,
-        snap: &mut Snapshot,
-        cat: &mut Category,
-        job: &Job,
-        earlier: usize,
-        max_aj_instances: Option<u32>,
-        out: &mut Vec<Dispatch>,
-    ) {
-        // Lowest task first; the ids are produced as they are taken, so a cycle costs
-        // what it dispatches, not the size of the array. `running` counts the tasks
-        // that hold slots, those dispatched in this cycle included.
-        let already = (job.tasks.holding_slots() + earlier) as u32;
-        // `-hold_jid_ad`: task N waits while task N of a predecessor is in the system.
-        let predecessors = self.array_predecessors(job);
-        let ready = job
-            .tasks
-            .pending()
-            .iter()
-            .filter(|t| !crate::view::waits_for_array_task(&predecessors, *t))
-            .skip(earlier);
-        for (running, task_id) in (already..).zip(ready) {
-            if job.spec.max_running_tasks.is_some_and(|tc| running >= tc)
-                || (job.is_array() && max_aj_instances.is_some_and(|m| running >= m))
-            {
-                break;
-            }
-            let Some(placed) = snap.place_task(cat) else {
-                break; // nothing left for this category in this cycle
-            };
-            snap.book(&cat.demand, &placed);
-            let grants = snap.grants_named(&placed.grants);
-            out.push(Dispatch {
-                job_id: job.id,
-                task_id,
-                queue: grants[0].queue.clone(),
-                host: grants[0].host.clone(),
-                grants,
-                pe: placed.pe,
-            });
-        }
-    }
-
-    /// Could any queue instance ever run this job (its requests against the instances'
-    /// configured and last reported values, with nothing running)? The slots it would
-    /// get.
-    pub fn could_ever_run(&self, job: &Job) -> Result<u32, CannotRun> {
-        let all: HashSet<String> = self.exechosts.keys().cloned().collect();
-        // Every host counts, however long ago it reported.
-        let mut snap = self.snapshot(&all, Time::MAX);
-        for i in &mut snap.instances {
-            i.unusable = None;
-        }
-        // Nothing running: every consumable at its full capacity.
-        for layer in std::iter::once(&mut snap.global)
-            .chain(snap.hosts.iter_mut().map(|h| &mut h.layer))
-            .chain(snap.instances.iter_mut().map(|i| &mut i.layer))
-        {
-            layer.unbook_all();
-        }
-        snap.calendar = Calendar::new();
-        for gate in snap.gates.get_mut().each_mut() {
-            gate.forget_bookings();
-        }
-        let d = demand(&snap.catalog, job).map_err(CannotRun::Demand)?;
-        let mut reasons = Vec::new();
-        for &inst in &snap.order {
-            match snap.matches(&d, inst, Pass::All(d.slots)) {
-                Ok(()) => {
-                    // The slots it would get there (a parallel job: as many as its range
-                    // and the empty cluster allow), as SGE's `-w v` says them.
-                    let placed = snap
-                        .category(job, 1)
-                        .and_then(|mut cat| snap.place_task(&mut cat));
-                    return Ok(
-                        placed.map_or(d.slots, |p| p.grants.iter().map(|&(_, slots)| slots).sum())
-                    );
-                }
-                Err(m) => {
-                    let i = &snap.instances[inst];
-                    reasons.push(m.message(&i.queue, &snap.hosts[i.host].name));
-                }
-            }
-        }
-        Err(CannotRun::Nowhere(reasons))
-    }
-
-    /// `qsub -w p`: could the job start now, on what the cluster has free (its running
-    /// jobs, its load, the quota sets as they stand)? The slots it would get.
-    pub fn could_run_now(
-        &self,
-        job: &Job,
-        connected: &HashSet<String>,
-        at: Time,
-    ) -> Result<u32, CannotRun> {
-        let mut snap = self.snapshot_at(connected, at, true);
-        let placed = snap
-            .category(job, 1)
-            .and_then(|mut cat| snap.place_task(&mut cat));
-        match placed {
-            Some(p) => Ok(p.grants.iter().map(|&(_, slots)| slots).sum()),
-            None => Err(CannotRun::Nowhere(self.explain(job, connected, at))),
-        }
-    }
-
-    /// `qstat -j` without a job: the pending jobs (not held, not waiting) that some
-    /// queue instance would take but for a resource quota rule, and that no instance
-    /// takes now.
-    pub fn quota_blocked_jobs(&self, connected: &HashSet<String>, at: Time) -> Vec<u64> {
-        let snap = self.snapshot_at(connected, at, true);
-        if snap.gates.borrow().quota.is_none() {
-            return Vec::new();
-        }
-        let mut out = Vec::new();
-        for job in self.jobs.values() {
-            if !job.tasks.has_pending() || !self.eligible(job, at) {
-                continue;
-            }
-            let Ok(d) = demand(&snap.catalog, job) else {
-                continue;
-            };
-            let mut denied = false;
-            let mut runnable = false;
-            for &inst in &snap.order {
-                if !snap.fits(&d, inst, Pass::Static) {
-                    continue;
-                }
-                match snap.check(&d, inst, Pass::Consumables(d.slots), true) {
-                    Ok(()) => runnable = true,
-                    Err(Misfit::Quota(_)) => denied = true,
-                    Err(_) => {}
-                }
-            }
-            if denied && !runnable {
-                out.push(job.id);
-            }
-        }
-        out
-    }
-
-    /// Why a job's pending tasks are not dispatched, in SGE's words.
-    pub fn explain(&self, job: &Job, connected: &HashSet<String>, at: Time) -> Vec<String> {
-        let now = at.secs();
-        let mut reasons = Vec::new();
-        if !job.tasks.has_pending() {
-            return reasons;
-        }
-        // SGE's reasons for a job its scheduler does not look at (sge_job_schedd.c):
-        // SCHEDD_INFO_JOBHOLD_ (msg_schedd.h 47074), _EXECTIME_ (47072), _JOBDEPEND_
-        // (47076, for -hold_jid and -hold_jid_ad alike).
-        if job.spec.hold {
-            reasons.push("Job is in hold state".to_string());
-        }
-        if job.spec.start_after.is_some_and(|t| t > now) {
-            reasons.push("execution time not reached".to_string());
-        }
-        let predecessors = self.array_predecessors(job);
-        let waits_for_jobs = job
-            .spec
-            .hold_jids
-            .iter()
-            .any(|r| self.predecessor_active(r));
-        let waits_for_tasks = !predecessors.is_empty()
-            && job
-                .tasks
-                .pending()
-                .iter()
-                .all(|t| crate::view::waits_for_array_task(&predecessors, t));
-        if waits_for_jobs || waits_for_tasks {
-            reasons.push("job dropped because of job dependencies".to_string());
-        }
-        let mut snap = self.snapshot_at(connected, at, true);
-        if let Some(id) = job.spec.ar {
-            // A reservation's job waits for its window and runs only inside it.
-            let Some(ar) = self.ars.get(&id) else {
-                reasons.push(format!(
-                    "the advance reservation {id} is no longer available"
-                ));
-                return reasons;
-            };
-            if at < Time::from_secs(ar.start) {
-                reasons.push("execution time not reached".to_string());
-                return reasons;
-            }
-            if !crate::ar::takes_jobs(ar, at) {
-                reasons.push(format!(
-                    "the advance reservation {id} takes no jobs in state {}",
-                    crate::ar::clock_letter(ar, at)
-                ));
-                return reasons;
-            }
-            let rt = demand(&snap.catalog, job).ok().and_then(|d| d.run_time);
-            if rt.is_some_and(|r| {
-                at + r + self.sched_conf().duration_offset > Time::from_secs(ar.end)
-            }) {
-                reasons.push(format!(
-                    "the job duration exceeds the end time of the advance reservation id {id}"
-                ));
-                return reasons;
-            }
-            let mut view = snap.reservation_view(ar);
-            self.book_running(&mut view, at, |j| j.spec.ar == Some(id));
-            snap = view;
-        }
-        let d = match demand(&snap.catalog, job) {
-            Ok(d) => d,
-            Err(e) => {
-                reasons.push(e.to_string());
-                return reasons;
-            }
-        };
-        let mut dropped_for_load_or_full = 0;
-        for &inst in &snap.order {
-            let i = &snap.instances[inst];
-            let host = &snap.hosts[i.host].name;
-            match snap.matches(&d, inst, Pass::All(d.slots)) {
-                Ok(()) => {}
-                Err(m) => {
-                    if matches!(m, Misfit::Unusable(Unusable::Overloaded(_)))
-                        || slots_exhausted(&snap, &m)
-                    {
-                        dropped_for_load_or_full += 1;
-                    }
-                    if matches!(m, Misfit::Quota(_) | Misfit::GroupAtAllocation { .. }) {
-                        let text = m.message(&i.queue, host);
-                        if !reasons.contains(&text) {
-                            reasons.push(text);
-                        }
-                        continue;
-                    }
-                    let text = if slots_exhausted(&snap, &m) {
-                        format!(
-                            "queue instance \"{}@{host}\" dropped because it is full",
-                            i.queue
-                        )
-                    } else {
-                        m.message(&i.queue, host)
-                    };
-                    reasons.push(text);
-                }
-            }
-        }
-        if !snap.order.is_empty() && dropped_for_load_or_full == snap.order.len() {
-            reasons.push("All queues dropped because of overload or full".to_string());
-        }
-        if let Some(per) = &d.pe {
-            let mut trial = snap.clone();
-            let candidates = trial.static_candidates(&d, None);
-            if trial.allocate_pe(&d, per, &candidates).is_none() {
-                let mut trial = snap.clone();
-                let any = PeRequest {
-                    min: 1,
-                    ..per.clone()
-                };
-                let offered = trial
-                    .allocate_pe(&d, &any, &candidates)
-                    .map_or(0, |(_, g)| grants_total(&g));
-                reasons.push(format!(
-                    "cannot run in PE \"{}\" because it only offers {offered} slots",
-                    per.pattern
-                ));
-            }
-        }
-        reasons
     }
 }

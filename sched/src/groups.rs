@@ -387,10 +387,5 @@ fn whole_slots(nodes: &mut [Node], names: &[&str], parents: &[usize], unused: f6
     unused + pooled - ((pooled + EPSILON).floor() - units)
 }
 
-mod cycle;
-mod weight;
-pub(crate) use cycle::DispatchPass;
-pub use cycle::{GroupGate, StarvationOrder};
-
 #[cfg(test)]
 mod tests;

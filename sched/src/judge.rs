@@ -18,7 +18,7 @@ use crate::view::ClusterView;
 impl<'a> ClusterView<'a> {
     /// Everything of [`ClusterView::finish_snapshot`] but the bookings: the time, the
     /// hosts' adjusted values and loads, every queue instance's state, the candidate
-    /// order, and the gates emptied of what an earlier cycle booked. `running`: the jobs
+    /// order. `running`: the jobs
     /// with running tasks when they are known (None: every job is looked at for the
     /// load of their recent starts).
     pub(crate) fn judge_instances(
@@ -32,8 +32,6 @@ impl<'a> ClusterView<'a> {
         let sconf = self.sched_conf();
         snap.now = now;
         snap.default_duration = sconf.default_duration;
-        snap.reservations.clear();
-        *snap.gates.get_mut() = Default::default();
         // Recently started job slots per host, each weighted by the decay time left.
         let mut weights: HashMap<&str, f64, foldhash::fast::RandomState> = HashMap::default();
         if adjusted && sconf.decay_secs > 0.0 && !snap.adjustments.is_empty() {

@@ -23,9 +23,10 @@ use gantry_proto::{
 };
 
 use crate::ar::Granted;
-use crate::cycle::{CannotRun, Decisions};
+use crate::decisions::{CannotRun, Decisions};
 use crate::ledger::{Ledger, LedgerCounters};
 use crate::model::Snapshot;
+use crate::pass::Pass;
 use crate::settled::{Aftermath, Settled, Unsettled};
 use crate::time::Time;
 use crate::view::{ClusterImage, ClusterView, HostRuntime};
@@ -77,6 +78,8 @@ struct Kept {
     /// Per host of the snapshot (same index), the report its values came from.
     reports: Vec<Option<Arc<HostRuntime>>>,
     snap: Snapshot,
+    /// The last cycle's state on the snapshot, with what it keeps for the next.
+    state: Pass,
     /// What is booked on the snapshot, by job and reservation, kept booked between
     /// cycles and questions; None when it is to be booked afresh.
     ledger: Option<Ledger>,
@@ -165,6 +168,7 @@ impl KeptSnapshot {
                         .map(|h| image.runtime.get(&h.name).cloned())
                         .collect(),
                     snap,
+                    state: Pass::default(),
                     ledger: None,
                     refreshed: Vec::new(),
                     last: None,
@@ -231,41 +235,53 @@ impl KeptSnapshot {
         let released = self.book_up_to_date(&mut kept, &view, now);
         let running = kept.ledger.as_ref().map(|l| l.running());
         view.judge_instances(&mut kept.snap, connected, now, true, running.as_deref());
-        view.open_gates(&mut kept.snap);
+        view.open_gates(&kept.snap, &mut kept.state);
         let refreshed = std::mem::take(&mut kept.refreshed);
-        let (settled, how) =
-            Settled::settle(kept.last.take(), &view, &kept.snap, released, &refreshed);
+        let group_quotas = kept.state.group_order.is_some();
+        let (settled, how) = Settled::settle(
+            kept.last.take(),
+            &view,
+            &kept.snap,
+            released,
+            &refreshed,
+            group_quotas,
+        );
         match how {
             Ok(()) => self.counters.settled += 1,
             Err(why) => self.counters.unsettled = Some(why),
         }
-        kept.snap.settled = Some(settled);
         kept.snap.calendar.begin_trial();
-        let quiet = how
-            .ok()
-            .and_then(|()| Settled::quiet_cycle(&mut kept.snap, &image.jobs, now));
+        let quiet = how.ok().and_then(|()| {
+            settled.quiet_cycle(&mut kept.snap, &mut kept.state.gates, &image.jobs, now)
+        });
+        kept.state.settled = Some(settled);
         let decisions = match quiet {
             Some(quiet) => {
                 self.counters.quiet += 1;
                 let decisions = Decisions {
-                    quota_counters: kept.snap.close_gates(),
+                    quota_counters: kept.state.close_gates(),
                     quiet: true,
                     ..Decisions::default()
                 };
                 kept.last = kept
-                    .snap
+                    .state
                     .settled
                     .take()
                     .map(|s| s.quiet_aftermath(&view, &kept.snap, quiet));
                 decisions
             }
             None => {
-                let decisions = view.decide_on(&mut kept.snap, now);
-                kept.last = kept
-                    .snap
-                    .settled
-                    .take()
-                    .map(|s| s.aftermath(&view, &kept.snap, &decisions, &image.jobs, now));
+                let decisions = view.decide_on(&mut kept.snap, &mut kept.state, now);
+                kept.last = kept.state.settled.take().map(|s| {
+                    s.aftermath(
+                        &view,
+                        &kept.snap,
+                        &decisions,
+                        group_quotas,
+                        &image.jobs,
+                        now,
+                    )
+                });
                 decisions
             }
         };
@@ -292,9 +308,9 @@ impl KeptSnapshot {
         let mut kept = self.refreshed(image);
         view.judge_instances(&mut kept.snap, connected, now, false, None);
         self.book_up_to_date(&mut kept, &view, now);
-        kept.snap.gates.get_mut().quota = view.quota_book.cycle();
+        let mut gates = view.reservation_gates();
         kept.snap.calendar.begin_trial();
-        let granted = view.reserve_on(&mut kept.snap, ar, groups);
+        let granted = view.reserve_on(&mut kept.snap, &mut gates, ar, groups);
         kept.snap.calendar.rollback();
         self.kept = Some(kept);
         granted

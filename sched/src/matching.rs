@@ -9,12 +9,14 @@ use gantry_common::job::wildcard;
 use gantry_common::value::{self, Value};
 use gantry_proto::Consumable;
 
+use crate::decisions::{Misfit, ProjectMisfit};
+use crate::gate::Gates;
 use crate::model::*;
 use crate::time::Time;
 
 /// Which checks a match makes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Pass {
+pub enum Check {
     /// Everything that does not change while a cycle dispatches jobs.
     Static,
     /// Consumables only, for this many slots on the instance.
@@ -71,16 +73,16 @@ impl Snapshot {
         layer: &Layer,
         r: &Request,
         slots: u32,
-        pass: Pass,
+        check: Check,
         until: Option<Time>,
     ) -> Option<bool> {
         let a = &self.catalog.attrs[r.attr];
         let o = layer.get(r.attr)?;
         let consumable = a.consumable != Consumable::No;
-        let wanted = match pass {
-            Pass::Static => !consumable,
-            Pass::Consumables(_) => consumable,
-            Pass::All(_) => true,
+        let wanted = match check {
+            Check::Static => !consumable,
+            Check::Consumables(_) => consumable,
+            Check::All(_) => true,
         };
         if !wanted {
             return Some(true);
@@ -140,37 +142,51 @@ impl Snapshot {
 
     /// Match a job against a queue instance: layer by layer, global -> host -> queue,
     /// stopping at the first layer that does not satisfy a request.
-    pub fn matches(&self, d: &Demand, inst: usize, pass: Pass) -> Result<(), Misfit> {
-        self.check(d, inst, pass, true)
+    pub fn matches(
+        &self,
+        gates: &mut Gates,
+        d: &Demand,
+        inst: usize,
+        check: Check,
+    ) -> Result<(), Misfit> {
+        self.check(gates, d, inst, check, true)
     }
 
     /// [`Self::matches`] without building the reason (the scheduling cycle's path).
-    pub fn fits(&self, d: &Demand, inst: usize, pass: Pass) -> bool {
-        self.check(d, inst, pass, false).is_ok()
+    pub fn fits(&self, gates: &mut Gates, d: &Demand, inst: usize, check: Check) -> bool {
+        self.check(gates, d, inst, check, false).is_ok()
     }
 
-    pub fn check(&self, d: &Demand, inst: usize, pass: Pass, detail: bool) -> Result<(), Misfit> {
-        self.check_from(d, inst, pass, detail, Level::Global)
+    pub fn check(
+        &self,
+        gates: &mut Gates,
+        d: &Demand,
+        inst: usize,
+        check: Check,
+        detail: bool,
+    ) -> Result<(), Misfit> {
+        self.check_from(gates, d, inst, check, detail, Level::Global)
     }
 
     /// [`Self::check`] from a layer on: the layers above `from` (and the host's access
     /// lists, with `from` at the queue) are known to be satisfied.
     pub(crate) fn check_from(
         &self,
+        gates: &mut Gates,
         d: &Demand,
         inst: usize,
-        pass: Pass,
+        check: Check,
         detail: bool,
         from: Level,
     ) -> Result<(), Misfit> {
         let i = &self.instances[inst];
         let host = &self.hosts[i.host];
         let host_checked = from == Level::Queue;
-        if let (Pass::Consumables(_), Some(u)) = (pass, &i.unusable) {
+        if let (Check::Consumables(_), Some(u)) = (check, &i.unusable) {
             // Overloaded by the jobs placed earlier in this cycle.
             return Err(Misfit::Unusable(u.clone()));
         }
-        if matches!(pass, Pass::Static | Pass::All(_)) {
+        if matches!(check, Check::Static | Check::All(_)) {
             if !d.queues.is_empty()
                 && !d.queues.iter().any(|q| self.wants(q, inst))
                 && !d.masterq.iter().any(|q| self.wants(q, inst))
@@ -245,19 +261,19 @@ impl Snapshot {
                 return Err(Misfit::Project { level, why });
             }
         }
-        let slots = match pass {
-            Pass::Consumables(n) | Pass::All(n) => n,
-            Pass::Static => d.slots,
+        let slots = match check {
+            Check::Consumables(n) | Check::All(n) => n,
+            Check::Static => d.slots,
         };
         // Resource quotas come before the global, host and queue layers; a denial
         // stops there (the reason qstat -j gives). The cycle only needs to know whether
         // all hold, and checks the cheap layers first.
-        if matches!(pass, Pass::All(_)) {
-            self.admit(d, inst, slots, detail)?;
+        if matches!(check, Check::All(_)) {
+            gates.admit(self, d, inst, slots, detail)?;
         }
-        if matches!(pass, Pass::Consumables(_)) {
+        if matches!(check, Check::Consumables(_)) {
             // A category like this one was already turned away here this cycle.
-            if let Some(m) = self.known_refused(d, inst, slots) {
+            if let Some(m) = gates.known_refused(d, inst, slots) {
                 return Err(m);
             }
         }
@@ -271,7 +287,7 @@ impl Snapshot {
                 continue;
             }
             for r in &d.hard {
-                if self.holds_on(layer, r, slots, pass, until) == Some(false) {
+                if self.holds_on(layer, r, slots, check, until) == Some(false) {
                     return Err(if detail {
                         self.request_misfit(level, layer, r, until, &d.request_list(&self.catalog))
                     } else {
@@ -280,10 +296,10 @@ impl Snapshot {
                 }
             }
         }
-        if matches!(pass, Pass::Consumables(_)) {
-            self.admit(d, inst, slots, detail)?;
+        if matches!(check, Check::Consumables(_)) {
+            gates.admit(self, d, inst, slots, detail)?;
         }
-        if matches!(pass, Pass::Static | Pass::All(_)) {
+        if matches!(check, Check::Static | Check::All(_)) {
             // A request no layer defines cannot be satisfied.
             for r in d.hard.iter().filter(|r| !r.implicit) {
                 if !layers.iter().any(|(_, l)| l.get(r.attr).is_some()) {

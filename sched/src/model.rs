@@ -548,6 +548,10 @@ pub enum SortMethod {
     SeqNo,
 }
 
+/// The jobs the master keeps, by id: a persistent map, so that a copy for the
+/// scheduler's thread costs nothing.
+pub type JobTable = imbl::OrdMap<u64, std::sync::Arc<Job>>;
+
 /// The scheduler's view of the cluster for one cycle.
 #[derive(Debug, Clone)]
 pub struct Snapshot {
@@ -568,10 +572,6 @@ pub struct Snapshot {
     /// The parallel environments some hold takes slots of only from a time to come (a
     /// reservation's window): placing in them counts the slots over the run time.
     pub(crate) pe_ahead: std::collections::HashSet<String>,
-    /// With group quotas, the order this cycle serves the groups in.
-    pub(crate) group_order: Option<crate::groups::StarvationOrder>,
-    /// With group quotas, this cycle's allocation (handed out with the decisions).
-    pub(crate) group_allocation: Option<crate::groups::Allocation>,
     /// `job_load_adjustments`: (load value, amount per job slot, the amount as written).
     pub adjustments: Vec<(usize, f64, String)>,
     /// The time the snapshot is taken at: "now" for every question it answers.
@@ -579,31 +579,16 @@ pub struct Snapshot {
     /// What running tasks, and the tasks this cycle places, hold of every consumable
     /// on every layer, over time.
     pub calendar: Calendar,
-    /// The admit stage's gates (the resource quota sets first), with what this cycle
-    /// has booked under them. Matching reads the snapshot while a gate counts, so the
-    /// gates sit in a cell of their own; it never leaves the crate (callers add gates
-    /// with [`Snapshot::add_gate`]).
-    pub(crate) gates: std::cell::RefCell<crate::admit::Gates>,
     /// Queue instance by (queue, host), for what names instances (running tasks'
     /// grants, reservations).
     pub(crate) instance_index: InstanceIndex,
     /// `default_duration`: the run time of a job without `h_rt` (None: unknown).
     pub default_duration: Option<Span>,
-    /// The `-R y` reservations this cycle made.
-    pub reservations: Vec<crate::backfill::Reservation>,
     /// The demands of the running jobs, by job, with the job they were resolved from:
     /// a snapshot kept from one cycle to the next resolves only the jobs that changed
     /// (the catalog they were resolved against is the base's, rebuilt with it).
     pub(crate) running_demands:
         HashMap<u64, (std::sync::Arc<Job>, Demand), foldhash::fast::RandomState>,
-    /// In a cycle on a kept snapshot: the categories the last cycle left without room,
-    /// and where room may have come since (None: every category is looked at whole).
-    pub(crate) settled: Option<crate::settled::Settled>,
-    /// Which rules of the quota sets take each queue instance, as the last cycle on
-    /// this snapshot worked it out, with the sets it was worked out under: a snapshot
-    /// kept between cycles is rebuilt when queues or host groups change, so the next
-    /// cycle under the same sets need not work it out again.
-    pub(crate) quota_places: Option<(std::sync::Arc<crate::quota::Quotas>, crate::quota::Places)>,
 }
 
 /// Slots of a parallel environment held over `[from, until)` (None: from then on).
@@ -616,15 +601,6 @@ pub(crate) struct PeHold {
 }
 
 impl Snapshot {
-    /// The cycle's gates closed at its end: the quota places kept for the next cycle
-    /// under the same sets; how many quota usage counters the cycle used.
-    pub(crate) fn close_gates(&mut self) -> usize {
-        let gates = std::mem::take(self.gates.get_mut());
-        let quota_counters = gates.quota.as_ref().map_or(0, |q| q.usage.len());
-        self.quota_places = gates.quota.map(|q| (q.quotas, q.at.places));
-        quota_counters
-    }
-
     /// Slots of a parallel environment held over an interval: counted as used now
     /// when it has begun, kept for questions about times to come.
     pub(crate) fn hold_pe(&mut self, h: PeHold) {
@@ -731,198 +707,6 @@ impl Snapshot {
         }
         self.instance_index = index;
         self
-    }
-}
-
-/// How a job's project does not fit a project list.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ProjectMisfit {
-    /// The list names projects and the job has none.
-    NoProject,
-    /// The job's project is not in the list.
-    NotListed(String),
-    /// The job's project is in the excluded list.
-    Excluded(String),
-}
-
-/// Why a job cannot run in a queue instance. The messages are SGE 8.1.9's scheduler
-/// messages (`source/libs/sched/msg_schedd.h`), filled as its `sge_select_queue.c` does.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Misfit {
-    NotInQueueList,
-    NotBatch,
-    Unusable(Unusable),
-    /// The owner is not allowed by the host's (`Level::Host`) or the queue's access
-    /// lists.
-    NoAccess(Level),
-    /// The job's project does not fit the host's or the queue's project lists.
-    Project {
-        level: Level,
-        why: ProjectMisfit,
-    },
-    /// An EXCL attribute a job cannot have here (SGE's `exclusive resource (x) is
-    /// already in use`); `requested` is the job's hard request list as SGE prints it.
-    ExclusiveInUse {
-        level: Level,
-        name: String,
-        requested: String,
-    },
-    /// A request the first failing layer does not satisfy: (level, the failing
-    /// attribute, the job's hard request list as SGE prints it, what the layer offers as
-    /// SGE prints it).
-    Request {
-        level: Level,
-        name: String,
-        requested: String,
-        offered: String,
-    },
-    UnknownResource {
-        name: String,
-        requested: String,
-    },
-    /// A FORCED attribute offered on this layer that the job does not request.
-    Forced {
-        level: Level,
-        name: String,
-    },
-    /// Not worked out (the scheduling cycle only needs to know that it does not fit).
-    Unexplained,
-    /// The instance offers no parallel environment the job asks for.
-    NoPe(String),
-    /// The instance's `ckpt_list` does not name the job's checkpointing environment.
-    NoCkpt(String),
-    /// A resource quota rule is full for the job here.
-    Quota(crate::quota::Denial),
-    /// A resource quota rule that decides for the job on every queue instance is full
-    /// (the cycle's path: the job's category can run nowhere else either).
-    QuotaEverywhere,
-    /// The job's group (hierarchical group quotas) is at its allocation this cycle.
-    GroupAtAllocation {
-        group: String,
-        allocation: f64,
-    },
-}
-
-impl Misfit {
-    /// The reason as `qstat -j` shows it in "scheduling info".
-    pub fn message(&self, queue: &str, host: &str) -> String {
-        let qi = format!("{queue}@{host}");
-        match self {
-            // SCHEDD_INFO_NOTINHARDQUEUELST_S (47048)
-            Misfit::NotInQueueList => format!(
-                "cannot run in queue \"{qi}\" because it is not contained in its hard queue list (-q)"
-            ),
-            // SCHEDD_INFO_NOTASERIALQUEUE_S (47054)
-            Misfit::NotBatch => {
-                format!("cannot run in queue instance \"{qi}\" because it is not of type batch")
-            }
-            // SCHEDD_INFO_QUEUEDISABLED_ (47080)
-            Misfit::Unusable(Unusable::Disabled) => {
-                format!("queue instance \"{qi}\" dropped because it is disabled")
-            }
-            // SCHEDD_INFO_QUEUENOTAVAIL_ (47081)
-            Misfit::Unusable(Unusable::Unreachable) => {
-                format!("queue instance \"{qi}\" dropped because it is temporarily not available")
-            }
-            // SCHEDD_INFO_QUEUESUSP_ (47079)
-            Misfit::Unusable(Unusable::Suspended) => {
-                format!("queue instance \"{qi}\" dropped because it is suspended")
-            }
-            Misfit::Unusable(Unusable::Error) => {
-                format!("queue instance \"{qi}\" dropped because it is in error state")
-            }
-            // SCHEDD_INFO_QUEUEINALARM_SS (47067)
-            Misfit::Unusable(Unusable::SuspendAlarm(why)) => {
-                format!("queue instance \"{qi}\" is in suspend alarm: {why}")
-            }
-            // SCHEDD_INFO_QUEUEOVERLOADED_SS (47068)
-            Misfit::Unusable(Unusable::Overloaded(why)) => {
-                format!("queue instance \"{qi}\" dropped because it is overloaded: {why}")
-            }
-            // SCHEDD_INFO_HASNOPERMISSION_SS (47043)
-            Misfit::NoAccess(Level::Host) => format!("has no permission for host \"{host}\""),
-            Misfit::NoAccess(_) => format!("has no permission for queue \"{qi}\""),
-            Misfit::Project { level, why } => {
-                let (kind, name) = match level {
-                    Level::Host => ("host", host),
-                    _ => ("queue", qi.as_str()),
-                };
-                match why {
-                    // SCHEDD_INFO_HASNOPRJ_S (47045)
-                    ProjectMisfit::NoProject => format!(
-                        "(no project) does not have the correct project to run in {kind} \"{name}\""
-                    ),
-                    // SCHEDD_INFO_HASINCORRECTPRJ_SSS (47044)
-                    ProjectMisfit::NotListed(p) => format!(
-                        "(project {p}) does not have the correct project to run in {kind} \"{name}\""
-                    ),
-                    // SCHEDD_INFO_EXCLPRJ_SSS (47046)
-                    ProjectMisfit::Excluded(p) => format!(
-                        "(project {p}) is not allowed to run in {kind} \"{name}\" based on the excluded project list"
-                    ),
-                }
-            }
-            Misfit::Request {
-                level,
-                name,
-                requested,
-                offered,
-            } => {
-                // SCHEDD_INFO_CANNOTRUNGLOBALLY_SS (47061), _CANNOTRUNATHOST_SSS (47042),
-                // _CANNOTRUNINQUEUE_SSS (47059); "it offers only" is
-                // MSG_SCHEDD_ITOFFERSONLY.
-                let _ = name;
-                let place = match level {
-                    Level::Global => "globally".to_string(),
-                    Level::Host => format!("at host \"{host}\""),
-                    Level::Queue => format!("in queue \"{qi}\""),
-                };
-                format!("(-l {requested}) cannot run {place} because it offers only {offered}")
-            }
-            Misfit::ExclusiveInUse {
-                level,
-                name,
-                requested,
-            } => {
-                // MSG_SCHEDD_EXCLUSIVE_IN_USE_S (47217) as the reason.
-                let place = match level {
-                    Level::Global => "globally".to_string(),
-                    Level::Host => format!("at host \"{host}\""),
-                    Level::Queue => format!("in queue \"{qi}\""),
-                };
-                format!(
-                    "(-l {requested}) cannot run {place} because exclusive resource ({name}) is already in use"
-                )
-            }
-            // SCHEDD_INFO_CANNOTRUNINQUEUE_SSS (47059) with
-            // MSG_SCHEDD_JOBREQUESTSUNKOWNRESOURCE_S (47211) as the reason
-            Misfit::UnknownResource { name, requested } => format!(
-                "(-l {requested}) cannot run in queue \"{qi}\" because job requests unknown resource ({name})"
-            ),
-            Misfit::Unexplained => format!("queue instance \"{qi}\" dropped"),
-            // SCHEDD_INFO_NOTINQUEUELSTOFCKPT_SS (47052)
-            Misfit::NoCkpt(ckpt) => format!(
-                "cannot run in queue instance \"{qi}\" because ckpt object \"{ckpt}\" is not in ckpt list of queue"
-            ),
-            // SCHEDD_INFO_NOTINQUEUELSTOFPE_SS (47050)
-            Misfit::NoPe(pe) => {
-                format!("cannot run in queue \"{qi}\" because PE \"{pe}\" is not in pe list")
-            }
-            Misfit::Quota(denial) => denial.message(),
-            Misfit::QuotaEverywhere => format!("queue instance \"{qi}\" dropped"),
-            Misfit::GroupAtAllocation { group, allocation } => format!(
-                "cannot run because group \"{group}\" is at its allocation of {allocation} slots"
-            ),
-            // SCHEDD_INFO_NOGLOBFORCEDRES_SS (47063), _NOFORCEDRES_SS (47062),
-            // _NOTREQFORCEDRES_SS (47056)
-            Misfit::Forced { level, name } => match level {
-                Level::Global => format!("does not request globally 'forced' resource \"{name}\""),
-                Level::Host => format!("does not request 'forced' resource \"{name}\" of host {host}"),
-                Level::Queue => format!(
-                    "does not request 'forced' resource \"{name}\" of queue instance {qi}"
-                ),
-            },
-        }
     }
 }
 

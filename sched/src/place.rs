@@ -5,6 +5,8 @@
 
 use gantry_common::job::{wildcard, Job};
 
+use crate::decisions::Misfit;
+use crate::gate::Gates;
 use crate::matching::*;
 use crate::model::*;
 
@@ -94,18 +96,13 @@ impl Snapshot {
         self.category_among(job, id, None)
     }
 
-    /// The same in a cycle on a kept snapshot: a category the last cycle left without
-    /// room gets as candidates only the instances where room may have come since.
-    pub(crate) fn category_in_cycle(&self, job: &Job, id: usize) -> Option<Category> {
-        let only = self
-            .settled
-            .as_ref()
-            .and_then(|s| s.still_exhausted(job).then_some(s.loosened.as_slice()));
-        self.category_among(job, id, only)
-    }
-
     /// A category with the candidates among `only` (by instance; None: all).
-    fn category_among(&self, job: &Job, id: usize, only: Option<&[bool]>) -> Option<Category> {
+    pub(crate) fn category_among(
+        &self,
+        job: &Job,
+        id: usize,
+        only: Option<&[bool]>,
+    ) -> Option<Category> {
         let mut d = demand(&self.catalog, job)
             .ok()?
             .with_default_run_time(self.default_duration);
@@ -130,10 +127,10 @@ impl Snapshot {
     /// Place one task of a category: a parallel job by its environment's allocation
     /// rule, any other on the first candidate with room that every gate admits. None
     /// when nothing is left for the category in this cycle (its cursor then says so).
-    pub fn place_task(&mut self, cat: &mut Category) -> Option<Placement> {
+    pub fn place_task(&mut self, gates: &mut Gates, cat: &mut Category) -> Option<Placement> {
         let d = &cat.demand;
         if let Some(per) = &d.pe {
-            return match self.allocate_pe(d, per, &cat.candidates) {
+            return match self.allocate_pe(gates, d, per, &cat.candidates) {
                 Some((pe, grants)) => Some(Placement {
                     grants,
                     pe: Some(pe),
@@ -147,9 +144,10 @@ impl Snapshot {
         }
         while !cat.exhausted() {
             match self.check(
+                gates,
                 d,
                 cat.candidates[cat.cursor],
-                Pass::Consumables(d.slots),
+                Check::Consumables(d.slots),
                 false,
             ) {
                 Ok(()) => break,
@@ -176,7 +174,7 @@ impl Snapshot {
         let layer_ok = |layer: &Layer| {
             d.hard
                 .iter()
-                .all(|r| self.holds_on(layer, r, d.slots, Pass::Static, None) != Some(false))
+                .all(|r| self.holds_on(layer, r, d.slots, Check::Static, None) != Some(false))
         };
         if !layer_ok(&self.global) {
             return Vec::new();
@@ -207,7 +205,14 @@ impl Snapshot {
                     ) && layer_ok(&host.layer)
                 });
                 ok && self
-                    .check_from(d, inst, Pass::Static, false, Level::Queue)
+                    .check_from(
+                        &mut Gates::default(),
+                        d,
+                        inst,
+                        Check::Static,
+                        false,
+                        Level::Queue,
+                    )
                     .is_ok()
             })
             .collect()
@@ -219,6 +224,7 @@ impl Snapshot {
     /// are taken; a failed attempt gives everything back.
     pub fn allocate_pe(
         &mut self,
+        gates: &mut Gates,
         d: &Demand,
         per: &PeRequest,
         candidates: &[usize],
@@ -280,18 +286,18 @@ impl Snapshot {
                     && !d.queues.is_empty()
                     && !d.queues.iter().any(|q| self.wants(q, order[0]));
                 let mut grants = if master_only {
-                    self.allocate_after_master(&per_slot, rule, &order, per.min, max)
+                    self.allocate_after_master(gates, &per_slot, rule, &order, per.min, max)
                 } else {
-                    self.allocate(&per_slot, rule, &order, per.min, max)
+                    self.allocate(gates, &per_slot, rule, &order, per.min, max)
                 };
                 let total = grants_total(&grants);
                 let master = grants.first().map(|g| g.0);
                 let master_ok = d.masterq.is_empty() || master == order.first().copied();
-                let fits_job =
-                    master.is_some_and(|m| self.fits(&per_job, m, Pass::Consumables(total)));
+                let fits_job = master
+                    .is_some_and(|m| self.fits(gates, &per_job, m, Check::Consumables(total)));
                 if total >= per.min && fits_job && master_ok {
                     if let Some(m) = master {
-                        self.debit(&per_job, &[(m, total)], 1.0);
+                        self.debit(gates, &per_job, &[(m, total)], 1.0);
                     }
                     self.hold_pe(PeHold {
                         pe: name.clone(),
@@ -301,7 +307,7 @@ impl Snapshot {
                     });
                     return Some((name, grants));
                 }
-                self.debit(&per_slot, &grants, -1.0);
+                self.debit(gates, &per_slot, &grants, -1.0);
                 grants.clear();
             }
         }
@@ -313,6 +319,7 @@ impl Snapshot {
     /// `$pe_slots`). Nothing taken when either part finds no room.
     fn allocate_after_master(
         &mut self,
+        gates: &mut Gates,
         d: &Demand,
         rule: gantry_common::pe::AllocationRule,
         order: &[usize],
@@ -320,10 +327,10 @@ impl Snapshot {
         max: u32,
     ) -> Vec<(usize, u32)> {
         let master = order[0];
-        if max == 0 || !self.fits(d, master, Pass::Consumables(1)) {
+        if max == 0 || !self.fits(gates, d, master, Check::Consumables(1)) {
             return Vec::new();
         }
-        self.debit(d, &[(master, 1)], 1.0);
+        self.debit(gates, d, &[(master, 1)], 1.0);
         let host = self.instances[master].host;
         let rest: Vec<usize> = order[1..]
             .iter()
@@ -333,7 +340,7 @@ impl Snapshot {
             })
             .collect();
         let others = if max > 1 {
-            self.allocate(d, rule, &rest, min.saturating_sub(1), max - 1)
+            self.allocate(gates, d, rule, &rest, min.saturating_sub(1), max - 1)
         } else {
             Vec::new()
         };
@@ -345,6 +352,7 @@ impl Snapshot {
     /// Take slots one by one by an allocation rule; the grants in the order first taken.
     pub(crate) fn allocate(
         &mut self,
+        gates: &mut Gates,
         d: &Demand,
         rule: gantry_common::pe::AllocationRule,
         offering: &[usize],
@@ -371,7 +379,11 @@ impl Snapshot {
         let whole = d;
         let (d, per_host) = (&per_slot, (!per_host.hard.is_empty()).then_some(per_host));
         // Up to `want` more slots on host `h`, instance by instance.
-        let take = |snap: &mut Snapshot, grants: &mut Vec<(usize, u32)>, h: usize, want: u32| {
+        let take = |snap: &mut Snapshot,
+                    gates: &mut Gates,
+                    grants: &mut Vec<(usize, u32)>,
+                    h: usize,
+                    want: u32| {
             let mut got = 0;
             let on_host: Vec<usize> = offering
                 .iter()
@@ -381,14 +393,14 @@ impl Snapshot {
             let first_on_host = !grants.iter().any(|g| snap.instances[g.0].host == h);
             if let (Some(ph), true) = (&per_host, first_on_host) {
                 match on_host.first() {
-                    Some(&i) if snap.fits(ph, i, Pass::Consumables(1)) => {}
+                    Some(&i) if snap.fits(gates, ph, i, Check::Consumables(1)) => {}
                     _ => return 0,
                 }
             }
             let mut taken: Vec<(usize, u32)> = Vec::new();
             for i in on_host {
-                while got < want && snap.fits(d, i, Pass::Consumables(1)) {
-                    snap.debit(d, &[(i, 1)], 1.0);
+                while got < want && snap.fits(gates, d, i, Check::Consumables(1)) {
+                    snap.debit(gates, d, &[(i, 1)], 1.0);
                     match grants.iter_mut().find(|g| g.0 == i) {
                         Some(g) => g.1 += 1,
                         None => grants.push((i, 1)),
@@ -401,7 +413,7 @@ impl Snapshot {
                 }
             }
             if let (Some(ph), true, false) = (&per_host, first_on_host, taken.is_empty()) {
-                snap.debit(ph, &taken, 1.0);
+                snap.debit(gates, ph, &taken, 1.0);
             }
             got
         };
@@ -409,11 +421,11 @@ impl Snapshot {
             AllocationRule::PeSlots => {
                 for &h in &hosts {
                     let mut here = Vec::new();
-                    let got = take(self, &mut here, h, max);
+                    let got = take(self, gates, &mut here, h, max);
                     if got >= min {
                         return here;
                     }
-                    self.debit(whole, &here, -1.0);
+                    self.debit(gates, whole, &here, -1.0);
                 }
             }
             AllocationRule::FillUp => {
@@ -422,7 +434,7 @@ impl Snapshot {
                     if total >= max {
                         break;
                     }
-                    take(self, &mut grants, h, max - total);
+                    take(self, gates, &mut grants, h, max - total);
                 }
             }
             AllocationRule::RoundRobin => loop {
@@ -431,7 +443,7 @@ impl Snapshot {
                     if grants_total(&grants) >= max {
                         break;
                     }
-                    progress |= take(self, &mut grants, h, 1) == 1;
+                    progress |= take(self, gates, &mut grants, h, 1) == 1;
                 }
                 if !progress || grants_total(&grants) >= max {
                     break;
@@ -443,10 +455,10 @@ impl Snapshot {
                         break;
                     }
                     let mut here = Vec::new();
-                    if take(self, &mut here, h, n) == n {
+                    if take(self, gates, &mut here, h, n) == n {
                         grants.extend(here);
                     } else {
-                        self.debit(whole, &here, -1.0);
+                        self.debit(gates, whole, &here, -1.0);
                     }
                 }
             }
@@ -466,7 +478,7 @@ impl Snapshot {
                 .filter(|r| {
                     let mut defined = false;
                     for (_, layer) in layers {
-                        match self.holds_on(layer, r, 1, Pass::All(1), d.until(self.now)) {
+                        match self.holds_on(layer, r, 1, Check::All(1), d.until(self.now)) {
                             Some(false) => return true,
                             Some(true) => defined = true,
                             None => {}

@@ -26,8 +26,8 @@ use crate::model::{display, Catalog, Demand};
 
 mod book;
 mod gate;
-mod rows;
 
+pub use crate::decisions::Denial;
 pub use book::QuotaBook;
 pub(crate) use gate::Places;
 pub use gate::QuotaCycle;
@@ -512,26 +512,8 @@ impl RuleCheck {
     }
 }
 
-/// Why a quota keeps a job out, as SGE's scheduler says it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Denial {
-    /// `max_u_slots/1`, `per_group/testers`
-    pub rule: String,
-    /// `user1/////`
-    pub key: String,
-}
-
-impl Denial {
-    pub fn message(&self) -> String {
-        format!(
-            "cannot run because it exceeds limit \"{}\" in rule \"{}\"",
-            self.key, self.rule
-        )
-    }
-}
-
 /// The filters of a rule, in key order: users, projects, pes, queues, hosts.
-fn filters(r: &gantry_common::rqs::Rule) -> [Option<&Filter>; 5] {
+pub(crate) fn filters(r: &gantry_common::rqs::Rule) -> [Option<&Filter>; 5] {
     [
         r.users.as_ref(),
         r.projects.as_ref(),
@@ -764,7 +746,7 @@ impl Quotas {
     /// Does one filter take this job in this place? `n` is the filter's position
     /// (users, projects, pes, queues, hosts). Excluded names win; a list of exclusions
     /// alone takes everyone else.
-    fn filter_takes(&self, n: usize, f: &Filter, c: &Consumer, p: &Place) -> bool {
+    pub(crate) fn filter_takes(&self, n: usize, f: &Filter, c: &Consumer, p: &Place) -> bool {
         let item = |name: &str| -> bool {
             match n {
                 0 => self.user_item(name, c),
@@ -786,7 +768,13 @@ impl Quotas {
 
     /// Does filter `n` take this one name (a user without groups, a project, a PE, a
     /// queue, or a host in these host groups)?
-    fn filter_takes_name(&self, n: usize, f: &Filter, name: &str, host_groups: &[String]) -> bool {
+    pub(crate) fn filter_takes_name(
+        &self,
+        n: usize,
+        f: &Filter,
+        name: &str,
+        host_groups: &[String],
+    ) -> bool {
         let c = Consumer {
             user: name,
             groups: &[],

@@ -37,8 +37,10 @@ use std::sync::Arc;
 use gantry_common::job::Job;
 use imbl::ordmap::DiffItem;
 
+use crate::decisions::Decisions;
+use crate::gate::Gates;
 use crate::model::{Demand, Snapshot};
-use crate::place::category_key;
+use crate::place::{category_key, Category};
 use crate::quota::Quotas;
 use crate::time::Time;
 use crate::view::{ClusterView, JobTable};
@@ -156,6 +158,16 @@ impl Settled {
         of_a_category_in(&self.exhausted, job)
     }
 
+    /// A job's category, numbered `id` within the cycle, on `snap`: one the last cycle
+    /// left without room gets as candidates only the instances where room may have
+    /// come since.
+    pub(crate) fn category(&self, snap: &Snapshot, job: &Job, id: usize) -> Option<Category> {
+        let only = self
+            .still_exhausted(job)
+            .then_some(self.loosened.as_slice());
+        snap.category_among(job, id, only)
+    }
+
     /// Note the categories a dispatch pass left without room (by a job of each);
     /// `whole`: every job the pass took was in one of them, none in an advance
     /// reservation or asking for a reservation.
@@ -166,13 +178,15 @@ impl Settled {
 
     /// Settle a cycle on the last one's outcome: `snap` judged and its bookings brought
     /// up to date (`released`: that released some), `refreshed` the hosts (by index)
-    /// whose values were built again from a new report.
+    /// whose values were built again from a new report; `group_quotas`: the cycle
+    /// serves groups in order.
     pub(crate) fn settle(
         last: Option<Aftermath>,
         view: &ClusterView,
         snap: &Snapshot,
         released: bool,
         refreshed: &[usize],
+        group_quotas: bool,
     ) -> (Settled, Result<(), Unsettled>) {
         let whole = |why| {
             let settled = Settled {
@@ -193,7 +207,7 @@ impl Settled {
         if released {
             return whole(Unsettled::Released);
         }
-        if snap.group_order.is_some() {
+        if group_quotas {
             return whole(Unsettled::GroupQuotas);
         }
         let quotas = view.quota_book.cycle_quotas();
@@ -240,15 +254,17 @@ impl Settled {
         (settled, Ok(()))
     }
 
-    /// A quiet cycle on `snap` (settled, judged, its gates open) for the job table
+    /// A quiet cycle on `snap` (settled, judged, `gates` open) for the job table
     /// `jobs` at `now`: the [`Quiet`] for the next cycle when this one can decide
     /// nothing (see the module's text), None when it is to pass over the jobs.
     pub(crate) fn quiet_cycle(
+        &self,
         snap: &mut Snapshot,
+        gates: &mut Gates,
         jobs: &Arc<JobTable>,
         now: Time,
     ) -> Option<Quiet> {
-        let settled = snap.settled.as_ref()?;
+        let settled = self;
         let last = settled.quiet.as_ref()?;
         let next = Quiet {
             jobs: jobs.clone(),
@@ -281,10 +297,10 @@ impl Settled {
         if settled.loosened.iter().any(|&l| l) {
             let exemplars: Vec<Arc<Job>> = settled.exhausted.values().flatten().cloned().collect();
             for (n, job) in exemplars.iter().enumerate() {
-                let Some(mut cat) = snap.category_in_cycle(job, n + 1) else {
+                let Some(mut cat) = settled.category(snap, job, n + 1) else {
                     continue; // requests what the complex no longer has: placed nowhere
                 };
-                if snap.place_task(&mut cat).is_some() {
+                if snap.place_task(gates, &mut cat).is_some() {
                     return None;
                 }
             }
@@ -316,7 +332,8 @@ impl Settled {
         self,
         view: &ClusterView,
         snap: &Snapshot,
-        decisions: &crate::cycle::Decisions,
+        decisions: &Decisions,
+        group_quotas: bool,
         jobs: &Arc<JobTable>,
         now: Time,
     ) -> Aftermath {
@@ -328,7 +345,7 @@ impl Settled {
         let decided_nothing = decisions.dispatches.is_empty()
             && decisions.reservations.is_empty()
             && decisions.immediate_unplaced.is_empty();
-        let quiet = (self.whole && decided_nothing && snap.group_order.is_none())
+        let quiet = (self.whole && decided_nothing && !group_quotas)
             .then(|| waiting(view, &exhausted, jobs, now))
             .flatten();
         Aftermath {

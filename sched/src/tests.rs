@@ -11,6 +11,8 @@ use gantry_common::job::{Job, TaskState};
 use gantry_common::value::Value;
 
 use crate::cycle::*;
+use crate::decisions::{Misfit, ProjectMisfit};
+use crate::gate::Gates;
 use crate::matching::*;
 use crate::model::*;
 use crate::synthetic::{job, Cluster};
@@ -74,8 +76,11 @@ fn e1_a_fixed_value_is_required_by_every_slot_and_never_consumed() {
     let mut snap = s.view().snapshot(&s.connected(), Time::from_secs(0));
     let d = demand_of(&s, &snap, 1, 4);
     let q1 = instance(&snap, "all.q@n1");
-    assert_eq!(snap.matches(&d, q1, Pass::All(4)), Ok(()));
-    snap.debit(&d, &[(q1, 4)], 1.0);
+    assert_eq!(
+        snap.matches(&mut Gates::default(), &d, q1, Check::All(4)),
+        Ok(())
+    );
+    snap.debit(&mut Gates::default(), &d, &[(q1, 4)], 1.0);
     // Afterwards: slots = 1 and t01 <= 20.
     assert_eq!(left(&snap, "all.q@n1", "slots"), 1.0);
     let t01 = snap.catalog.id("t01").unwrap();
@@ -108,9 +113,14 @@ fn e2_a_consumable_is_debited_per_slot_on_every_queue_it_is_granted_on() {
         instance(&snap, "all.q@h4"),
     );
     // q2 can hold two of the four instances, not three (3 * 20 > 40).
-    assert_eq!(snap.matches(&d, q2, Pass::Consumables(2)), Ok(()));
-    assert!(snap.matches(&d, q2, Pass::Consumables(3)).is_err());
-    snap.debit(&d, &[(q2, 2), (q3, 1), (q4, 1)], 1.0);
+    assert_eq!(
+        snap.matches(&mut Gates::default(), &d, q2, Check::Consumables(2)),
+        Ok(())
+    );
+    assert!(snap
+        .matches(&mut Gates::default(), &d, q2, Check::Consumables(3))
+        .is_err());
+    snap.debit(&mut Gates::default(), &d, &[(q2, 2), (q3, 1), (q4, 1)], 1.0);
     assert_eq!(left(&snap, "all.q@h2", "slots"), 3.0);
     assert_eq!(left(&snap, "all.q@h2", "t02"), 0.0);
     assert_eq!(left(&snap, "all.q@h3", "slots"), 0.0);
@@ -118,7 +128,12 @@ fn e2_a_consumable_is_debited_per_slot_on_every_queue_it_is_granted_on() {
     assert_eq!(left(&snap, "all.q@h4", "slots"), 2.0);
     assert_eq!(left(&snap, "all.q@h4", "t02"), 20.0);
     // Crediting gives everything back.
-    snap.debit(&d, &[(q2, 2), (q3, 1), (q4, 1)], -1.0);
+    snap.debit(
+        &mut Gates::default(),
+        &d,
+        &[(q2, 2), (q3, 1), (q4, 1)],
+        -1.0,
+    );
     assert_eq!(left(&snap, "all.q@h2", "t02"), 40.0);
     assert_eq!(left(&snap, "all.q@h3", "slots"), 1.0);
 }
@@ -140,7 +155,7 @@ fn a_per_job_consumable_is_debited_once_on_the_master_queue() {
     let mut snap = s.view().snapshot(&s.connected(), Time::from_secs(0));
     let d = demand_of(&s, &snap, 1, 4);
     let (a, b) = (instance(&snap, "all.q@h1"), instance(&snap, "all.q@h2"));
-    snap.debit(&d, &[(a, 3), (b, 1)], 1.0);
+    snap.debit(&mut Gates::default(), &d, &[(a, 3), (b, 1)], 1.0);
     let lic = snap.catalog.id("lic").unwrap();
     let used = |o: Option<&Offer>| snap.used(o.unwrap(), None);
     assert_eq!(used(snap.global.get(lic)), 2.0);
@@ -859,7 +874,7 @@ fn a_future_booking_admits_jobs_that_end_before_it_and_no_others() {
     let q = instance(&snap, "all.q@n1");
     let fits = |snap: &Snapshot, id: u64| {
         let d = demand_of(&s, snap, id, 1);
-        snap.fits(&d, q, Pass::Consumables(1))
+        snap.fits(&mut Gates::default(), &d, q, Check::Consumables(1))
     };
     for id in 1..=3 {
         assert!(fits(&snap, id), "job {id} with nothing booked");
@@ -886,7 +901,12 @@ fn a_future_booking_admits_jobs_that_end_before_it_and_no_others() {
         "no run time: it would hold the slot for ever"
     );
     assert_eq!(
-        snap.matches(&demand_of(&s, &snap, 2, 1), q, Pass::All(1)),
+        snap.matches(
+            &mut Gates::default(),
+            &demand_of(&s, &snap, 2, 1),
+            q,
+            Check::All(1)
+        ),
         Err(Misfit::Request {
             level: Level::Queue,
             name: "slots".into(),
@@ -997,7 +1017,7 @@ fn requests_that_do_not_resolve_are_typed_errors_in_sge_words() {
 /// placement.
 #[test]
 fn a_new_gate_plugs_into_the_admit_stage() {
-    use crate::admit::Gate;
+    use crate::gate::Gate;
     #[derive(Debug, Clone, Default)]
     struct NotOn {
         host: String,
@@ -1047,17 +1067,18 @@ fn a_new_gate_plugs_into_the_admit_stage() {
     let mut snap = s
         .view()
         .snapshot_at(&s.connected(), Time::from_secs(0), true);
-    snap.add_gate(Box::new(NotOn {
+    let mut state = s.view().open_pass(&snap);
+    state.gates.register(Box::new(NotOn {
         host: "n1".into(),
         booked: 0,
     }));
     let d = demand_of(&s, &snap, 1, 1);
     let n1 = instance(&snap, "all.q@n1");
     assert_eq!(
-        snap.matches(&d, n1, Pass::All(1)),
+        snap.matches(&mut state.gates, &d, n1, Check::All(1)),
         Err(Misfit::Unusable(Unusable::Disabled))
     );
-    let placed = s.view().dispatch(&mut snap, Time::from_secs(0));
+    let placed = s.view().dispatch(&mut snap, &mut state, Time::from_secs(0));
     let hosts: Vec<&str> = placed.iter().map(|p| p.host.as_str()).collect();
     assert_eq!(hosts, ["n2", "n2"], "only n2, and only its two slots");
 }

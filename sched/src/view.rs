@@ -14,6 +14,8 @@ use gantry_proto::{
 use crate::quota::QuotaBook;
 use crate::time::{Span, Time};
 
+mod quota_rows;
+
 /// What the master knows of a host from its reports.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct HostRuntime {
@@ -26,7 +28,7 @@ pub struct HostRuntime {
 /// another thread, a client's answer) costs nothing, and a change to one of the copies
 /// copies only the path to the job it changes, not the table (with 20,000 jobs and a
 /// cycle holding a copy, each `qsub` had copied the whole table). Each job is shared.
-pub type JobTable = imbl::OrdMap<u64, Arc<Job>>;
+pub use crate::model::JobTable;
 
 /// The hosts' reports by host, each shared like the jobs.
 pub type RuntimeTable = HashMap<String, Arc<HostRuntime>>;

@@ -20,7 +20,7 @@ pub struct QuotaBook {
     pub usage: Usage,
     pub catalog: Option<Catalog>,
     /// Host -> the host groups it belongs to.
-    pub(super) memberships: HashMap<String, Vec<String>>,
+    pub(crate) memberships: HashMap<String, Vec<String>>,
     /// The configuration changed (sets, usersets, host groups, complex): rebuild.
     stale: bool,
     /// A catalog of the complex built ahead, off the thread that answers clients (a
@@ -70,7 +70,7 @@ impl QuotaBook {
         sets: Vec<QuotaSet>,
         usersets: HashMap<String, Vec<String>>,
         memberships: HashMap<String, Vec<String>>,
-        jobs: &crate::view::JobTable,
+        jobs: &crate::model::JobTable,
     ) {
         if !self.stale {
             return;

@@ -4,8 +4,9 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::admit::Gate as AdmitGate;
-use crate::model::{Demand, Misfit, Part, Snapshot};
+use crate::decisions::Misfit;
+use crate::gate::Gate as AdmitGate;
+use crate::model::{Demand, Part, Snapshot};
 
 use super::*;
 

@@ -7,17 +7,18 @@ use std::collections::{HashMap, HashSet};
 use gantry_common::formula::Formula;
 use gantry_common::job::Job;
 
-use super::weight::SlotWeight;
-use super::{allocate, Allocation, GroupShare};
-use crate::admit::Gate;
-use crate::model::{Demand, Misfit, Part, Snapshot};
-use crate::order::{JobOrder, PriorityThenSubmission};
+use crate::decisions::{Dispatch, Misfit};
+use crate::gate::Gate;
+use crate::groups::{allocate, Allocation, GroupShare};
+use crate::model::{Demand, Part, Snapshot};
+use crate::order::JobOrder;
 use crate::place::{Category, CategoryKey};
-use crate::time::Time;
 use crate::view::ClusterView;
-use crate::Dispatch;
 use gantry_common::groups::ROOT;
 use gantry_proto::GroupEntry;
+use weight::SlotWeight;
+
+mod weight;
 
 /// Below this, an amount is nothing.
 const EPSILON: f64 = 1e-9;
@@ -429,7 +430,7 @@ impl<'j> DispatchPass<'j> {
     /// which the group gate closed, are opened again where they stood (the candidates
     /// before were full, and stay so); a parallel job's, whose environment's
     /// allocation starts from the first candidate anyway, from there.
-    fn serve_again(&mut self, gate: &GroupGate, groups: HashSet<usize>) {
+    pub(crate) fn serve_again(&mut self, gate: &GroupGate, groups: HashSet<usize>) {
         let lookup = &gate.lookup;
         for cat in self.categories.values_mut().flatten() {
             if lookup
@@ -469,70 +470,10 @@ impl<'j> DispatchPass<'j> {
     }
 
     /// Note what the passes so far placed (`out`, their dispatches).
-    fn note(&mut self, out: &[Dispatch]) {
+    pub(crate) fn note(&mut self, out: &[Dispatch]) {
         for d in &out[self.noted..] {
             *self.placed.entry(d.job_id).or_default() += 1;
         }
         self.noted = out.len();
-    }
-}
-
-impl<'a> ClusterView<'a> {
-    /// The dispatch part of a cycle with group quotas, in HTCondor's rounds: a first
-    /// pass over every job, groups in starvation order, each up to its allocation;
-    /// then, up to `group_quota_rounds` passes in all, a group that could not use its
-    /// allocation (its jobs fit nowhere else) asks only for what it got, the
-    /// allocation is computed again, and the groups that get more and had jobs held
-    /// back by their allocation are served again; at last, when a group with
-    /// `autoregroup` still has jobs held back by its allocation, one more pass serves
-    /// those jobs and the root's (by priority, then submission) with no group limit
-    /// but the cluster's room, as HTCondor negotiates them in the root group with the
-    /// whole pool for quota.
-    pub(crate) fn dispatch_groups(
-        &self,
-        snap: &mut Snapshot,
-        at: Time,
-        order: &StarvationOrder,
-    ) -> Vec<Dispatch> {
-        // Each pass over the jobs in the first's order, with its categories.
-        let conf = self.sched_conf();
-        let mut pass = DispatchPass::new(conf.max_reservation);
-        let (jobs, groups) = order.sorted(self.pending_eligible(at));
-        pass.ordered = Some(jobs);
-        pass.job_groups = groups;
-        let mut out = Vec::new();
-        self.dispatch_pass(snap, at, order, &mut pass, &mut out);
-        for _ in 1..conf.group_quota_rounds.max(1) {
-            let Some(gate) = snap.gates.get_mut().groups.as_mut() else {
-                break;
-            };
-            let Some(grew) = gate.next_round(self.group_tree) else {
-                break;
-            };
-            pass.note(&out);
-            pass.serve_again(gate, grew);
-            self.dispatch_pass(snap, at, order, &mut pass, &mut out);
-        }
-        if let Some(gate) = snap.gates.get_mut().groups.as_mut() {
-            if let Some(open) = gate.open_autoregroup() {
-                pass.note(&out);
-                pass.serve_again(gate, open);
-                // In the root, by priority then submission.
-                pass.ordered = None;
-                self.dispatch_pass(snap, at, &PriorityThenSubmission, &mut pass, &mut out);
-            }
-        }
-        // The allocation handed out is the last round's.
-        if let (Some(gate), Some(allocation)) = (
-            snap.gates.get_mut().groups.as_ref(),
-            snap.group_allocation.as_mut(),
-        ) {
-            for (share, (a, used)) in allocation.groups.iter_mut().zip(&gate.groups) {
-                share.allocation = *a;
-                share.running = *used;
-                share.surplus = (a - share.demand.min(share.quota)).max(0.0);
-            }
-        }
-        out
     }
 }

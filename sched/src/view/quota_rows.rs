@@ -6,10 +6,10 @@ use gantry_proto::{Consumable, QuotaLimit, QuotaQuery, QuotaRow};
 
 use gantry_common::job::wildcard;
 
+use super::ClusterView;
 use crate::model::Catalog;
-use crate::view::ClusterView;
 
-use super::*;
+use crate::quota::*;
 
 impl<'a> ClusterView<'a> {
     /// A number a dynamic limit uses on a host: its reported load value, else its

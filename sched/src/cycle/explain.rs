@@ -1,0 +1,250 @@
+//! A cycle's explanations: whether a job could ever run, or run now (`qsub -w`), and
+//! why its pending tasks are not dispatched (`qstat -j`), in SGE's words.
+
+use std::collections::HashSet;
+
+use gantry_common::job::Job;
+
+use crate::calendar::Calendar;
+use crate::decisions::{CannotRun, Misfit};
+use crate::matching::*;
+use crate::model::*;
+use crate::pass::Pass;
+use crate::place::grants_total;
+use crate::quota::QuotaCycle;
+use crate::time::Time;
+use crate::view::ClusterView;
+
+impl<'a> ClusterView<'a> {
+    /// Could any queue instance ever run this job (its requests against the instances'
+    /// configured and last reported values, with nothing running)? The slots it would
+    /// get.
+    pub fn could_ever_run(&self, job: &Job) -> Result<u32, CannotRun> {
+        let all: HashSet<String> = self.exechosts.keys().cloned().collect();
+        // Every host counts, however long ago it reported.
+        let mut snap = self.snapshot(&all, Time::MAX);
+        for i in &mut snap.instances {
+            i.unusable = None;
+        }
+        // Nothing running: every consumable at its full capacity.
+        for layer in std::iter::once(&mut snap.global)
+            .chain(snap.hosts.iter_mut().map(|h| &mut h.layer))
+            .chain(snap.instances.iter_mut().map(|i| &mut i.layer))
+        {
+            layer.unbook_all();
+        }
+        snap.calendar = Calendar::new();
+        let mut state = self.open_pass(&snap);
+        state.gates.forget_bookings();
+        let gates = &mut state.gates;
+        let d = demand(&snap.catalog, job).map_err(CannotRun::Demand)?;
+        let mut reasons = Vec::new();
+        for &inst in &snap.order {
+            match snap.matches(gates, &d, inst, Check::All(d.slots)) {
+                Ok(()) => {
+                    // The slots it would get there (a parallel job: as many as its range
+                    // and the empty cluster allow), as SGE's `-w v` says them.
+                    let placed = snap
+                        .category(job, 1)
+                        .and_then(|mut cat| snap.place_task(gates, &mut cat));
+                    return Ok(
+                        placed.map_or(d.slots, |p| p.grants.iter().map(|&(_, slots)| slots).sum())
+                    );
+                }
+                Err(m) => {
+                    let i = &snap.instances[inst];
+                    reasons.push(m.message(&i.queue, &snap.hosts[i.host].name));
+                }
+            }
+        }
+        Err(CannotRun::Nowhere(reasons))
+    }
+
+    /// `qsub -w p`: could the job start now, on what the cluster has free (its running
+    /// jobs, its load, the quota sets as they stand)? The slots it would get.
+    pub fn could_run_now(
+        &self,
+        job: &Job,
+        connected: &HashSet<String>,
+        at: Time,
+    ) -> Result<u32, CannotRun> {
+        let mut snap = self.snapshot_at(connected, at, true);
+        let mut state = self.open_pass(&snap);
+        let placed = snap
+            .category(job, 1)
+            .and_then(|mut cat| snap.place_task(&mut state.gates, &mut cat));
+        match placed {
+            Some(p) => Ok(p.grants.iter().map(|&(_, slots)| slots).sum()),
+            None => Err(CannotRun::Nowhere(self.explain(job, connected, at))),
+        }
+    }
+
+    /// `qstat -j` without a job: the pending jobs (not held, not waiting) that some
+    /// queue instance would take but for a resource quota rule, and that no instance
+    /// takes now.
+    pub fn quota_blocked_jobs(&self, connected: &HashSet<String>, at: Time) -> Vec<u64> {
+        let snap = self.snapshot_at(connected, at, true);
+        let mut state = self.open_pass(&snap);
+        if state.gates.get::<QuotaCycle>().is_none() {
+            return Vec::new();
+        }
+        let gates = &mut state.gates;
+        let mut out = Vec::new();
+        for job in self.jobs.values() {
+            if !job.tasks.has_pending() || !self.eligible(job, at) {
+                continue;
+            }
+            let Ok(d) = demand(&snap.catalog, job) else {
+                continue;
+            };
+            let mut denied = false;
+            let mut runnable = false;
+            for &inst in &snap.order {
+                if !snap.fits(gates, &d, inst, Check::Static) {
+                    continue;
+                }
+                match snap.check(gates, &d, inst, Check::Consumables(d.slots), true) {
+                    Ok(()) => runnable = true,
+                    Err(Misfit::Quota(_)) => denied = true,
+                    Err(_) => {}
+                }
+            }
+            if denied && !runnable {
+                out.push(job.id);
+            }
+        }
+        out
+    }
+
+    /// Why a job's pending tasks are not dispatched, in SGE's words.
+    pub fn explain(&self, job: &Job, connected: &HashSet<String>, at: Time) -> Vec<String> {
+        let now = at.secs();
+        let mut reasons = Vec::new();
+        if !job.tasks.has_pending() {
+            return reasons;
+        }
+        // SGE's reasons for a job its scheduler does not look at (sge_job_schedd.c):
+        // SCHEDD_INFO_JOBHOLD_ (msg_schedd.h 47074), _EXECTIME_ (47072), _JOBDEPEND_
+        // (47076, for -hold_jid and -hold_jid_ad alike).
+        if job.spec.hold {
+            reasons.push("Job is in hold state".to_string());
+        }
+        if job.spec.start_after.is_some_and(|t| t > now) {
+            reasons.push("execution time not reached".to_string());
+        }
+        let predecessors = self.array_predecessors(job);
+        let waits_for_jobs = job
+            .spec
+            .hold_jids
+            .iter()
+            .any(|r| self.predecessor_active(r));
+        let waits_for_tasks = !predecessors.is_empty()
+            && job
+                .tasks
+                .pending()
+                .iter()
+                .all(|t| crate::view::waits_for_array_task(&predecessors, t));
+        if waits_for_jobs || waits_for_tasks {
+            reasons.push("job dropped because of job dependencies".to_string());
+        }
+        let mut snap = self.snapshot_at(connected, at, true);
+        let mut state = self.open_pass(&snap);
+        if let Some(id) = job.spec.ar {
+            // A reservation's job waits for its window and runs only inside it.
+            let Some(ar) = self.ars.get(&id) else {
+                reasons.push(format!(
+                    "the advance reservation {id} is no longer available"
+                ));
+                return reasons;
+            };
+            if at < Time::from_secs(ar.start) {
+                reasons.push("execution time not reached".to_string());
+                return reasons;
+            }
+            if !crate::ar::takes_jobs(ar, at) {
+                reasons.push(format!(
+                    "the advance reservation {id} takes no jobs in state {}",
+                    crate::ar::clock_letter(ar, at)
+                ));
+                return reasons;
+            }
+            let rt = demand(&snap.catalog, job).ok().and_then(|d| d.run_time);
+            if rt.is_some_and(|r| {
+                at + r + self.sched_conf().duration_offset > Time::from_secs(ar.end)
+            }) {
+                reasons.push(format!(
+                    "the job duration exceeds the end time of the advance reservation id {id}"
+                ));
+                return reasons;
+            }
+            let mut view = snap.reservation_view(ar);
+            self.book_running(&mut view, at, |j| j.spec.ar == Some(id));
+            snap = view;
+            // A reservation's jobs are not counted under the gates.
+            state = Pass::default();
+        }
+        let d = match demand(&snap.catalog, job) {
+            Ok(d) => d,
+            Err(e) => {
+                reasons.push(e.to_string());
+                return reasons;
+            }
+        };
+        let mut dropped_for_load_or_full = 0;
+        for &inst in &snap.order {
+            let i = &snap.instances[inst];
+            let host = &snap.hosts[i.host].name;
+            match snap.matches(&mut state.gates, &d, inst, Check::All(d.slots)) {
+                Ok(()) => {}
+                Err(m) => {
+                    if matches!(m, Misfit::Unusable(Unusable::Overloaded(_)))
+                        || slots_exhausted(&snap, &m)
+                    {
+                        dropped_for_load_or_full += 1;
+                    }
+                    if matches!(m, Misfit::Quota(_) | Misfit::GroupAtAllocation { .. }) {
+                        let text = m.message(&i.queue, host);
+                        if !reasons.contains(&text) {
+                            reasons.push(text);
+                        }
+                        continue;
+                    }
+                    let text = if slots_exhausted(&snap, &m) {
+                        format!(
+                            "queue instance \"{}@{host}\" dropped because it is full",
+                            i.queue
+                        )
+                    } else {
+                        m.message(&i.queue, host)
+                    };
+                    reasons.push(text);
+                }
+            }
+        }
+        if !snap.order.is_empty() && dropped_for_load_or_full == snap.order.len() {
+            reasons.push("All queues dropped because of overload or full".to_string());
+        }
+        if let Some(per) = &d.pe {
+            let mut trial = snap.clone();
+            let candidates = trial.static_candidates(&d, None);
+            if trial
+                .allocate_pe(&mut state.gates.clone(), &d, per, &candidates)
+                .is_none()
+            {
+                let mut trial = snap.clone();
+                let any = PeRequest {
+                    min: 1,
+                    ..per.clone()
+                };
+                let offered = trial
+                    .allocate_pe(&mut state.gates.clone(), &d, &any, &candidates)
+                    .map_or(0, |(_, g)| grants_total(&g));
+                reasons.push(format!(
+                    "cannot run in PE \"{}\" because it only offers {offered} slots",
+                    per.pattern
+                ));
+            }
+        }
+        reasons
+    }
+}
