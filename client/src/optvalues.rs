@@ -7,10 +7,8 @@
 
 use gantry_proto::TaskRange;
 
-/// SGE's answer statuses, which its submit clients exit with.
-pub const ESEMANTIC: u8 = 2;
-pub const ENOIMP: u8 = 5;
-pub const ESYNTAX: u8 = 7;
+/// SGE's answer statuses, which its submit clients exit with (in the one table).
+pub use crate::exit::{ENOIMP, ESEMANTIC, ESYNTAX};
 
 /// A refused option: SGE's text and exit status.
 #[derive(Debug, Clone, PartialEq, Eq)]

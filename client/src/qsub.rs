@@ -72,9 +72,6 @@ pub(crate) const SPECS: &[OptSpec] = &[
     opt("-noshell", Arity::None),
 ];
 
-/// Exit status when the script cannot be read (SGE's).
-const NO_SCRIPT: u8 = 14;
-
 pub fn usage() -> String {
     let lines = [
         ("[-@ file]", "read commandline input from file"),
@@ -210,7 +207,7 @@ fn unable(message: &str) -> Output {
 fn options_from_file(path: &std::path::Path) -> Result<Vec<String>, OptionError> {
     let text = std::fs::read_to_string(path).map_err(|e| OptionError {
         text: format!("error opening {}: {}", path.display(), os_error_text(&e)),
-        status: NO_SCRIPT,
+        status: exit::NO_SCRIPT,
     })?;
     let mut words = Vec::new();
     for line in text.lines() {
@@ -543,7 +540,7 @@ pub fn run(args: &[String]) -> Output {
             if let Err(e) = std::io::stdin().read_to_end(&mut contents) {
                 return Output::fail(
                     format!("Unable to read script file because of error: {e}"),
-                    NO_SCRIPT,
+                    exit::NO_SCRIPT,
                 );
             }
             default_name = "STDIN".to_string();
@@ -575,7 +572,7 @@ pub fn run(args: &[String]) -> Output {
                                 "Unable to read script file because of error: error opening {first}: {}",
                                 os_error_text(&e)
                             ),
-                            NO_SCRIPT,
+                            exit::NO_SCRIPT,
                         );
                     }
                 }

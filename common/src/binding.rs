@@ -9,8 +9,11 @@
 
 use std::collections::BTreeSet;
 
-/// What the execd does with the cores it chose.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What the execd does with the cores it chose: `set` (the task's affinity), `env`
+/// (`SGE_BINDING` only) or `pe` (the `pe_hostfile` only), written so in the shepherd's
+/// order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum BindingType {
     Set,
     Env,

@@ -4,13 +4,13 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use gantry_common::binding::Topology;
+use gantry_common::binding::{BindingType, Topology};
 
 /// What a task was given: how to apply it and which cores and processors.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct TaskBinding {
-    /// `set` (affinity), `env` (`SGE_BINDING` only) or `pe` (the `pe_hostfile` only).
-    pub kind: String,
+    /// How it is applied.
+    pub kind: BindingType,
     /// (socket, core), as `qstat -j` and the `pe_hostfile` show them.
     pub cores: Vec<(u32, u32)>,
     /// The processors (CPU ids) of those cores.

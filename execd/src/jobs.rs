@@ -266,7 +266,7 @@ impl Jobs {
     /// `-binding`: the cores a task gets (none free as asked: it runs unbound, as in
     /// SGE), held until it ends.
     fn bind(&self, key: TaskKey, start: &JobStart) -> Option<crate::binding::TaskBinding> {
-        use gantry_common::binding::{choose, parse, BindingType};
+        use gantry_common::binding::{choose, parse};
         let request = parse(start.spec.binding.as_deref()?).ok()?;
         let mut bound = self.inner.bound.lock().ok()?;
         let in_use = bound.values().flatten().copied().collect();
@@ -281,12 +281,7 @@ impl Jobs {
         let cpus = self.inner.topology.processors(&cores);
         bound.insert(key, cores.clone());
         Some(crate::binding::TaskBinding {
-            kind: match request.kind {
-                BindingType::Set => "set",
-                BindingType::Env => "env",
-                BindingType::Pe => "pe",
-            }
-            .to_string(),
+            kind: request.kind,
             cores,
             cpus,
         })

@@ -25,6 +25,9 @@ use crate::private_fs;
 use crate::processes::TaskProcesses;
 use crate::spawn;
 
+mod environment;
+use environment::{bind_to, job_environment, pe_hostfile, PE_HOSTFILE};
+
 pub const START_FILE: &str = "start.bin";
 
 /// What the execd hands a shepherd: the master's order, and the owner's account as the
@@ -526,7 +529,11 @@ fn supervise(
         start, &user, &home, &tmpdir, &shell, &cwd, &out_path, &err_path,
     );
     // `-binding env`: the job is told its processors, as SGE tells it.
-    if let Some(b) = order.binding.as_ref().filter(|b| b.kind == "env") {
+    if let Some(b) = order
+        .binding
+        .as_ref()
+        .filter(|b| b.kind == gantry_common::binding::BindingType::Env)
+    {
         let cpus: Vec<String> = b.cpus.iter().map(u32::to_string).collect();
         env.push(("SGE_BINDING".to_string(), cpus.join(" ")));
     }
@@ -613,7 +620,11 @@ fn supervise(
     };
     // `-binding set`: the job's processes run on its cores' processors only (the
     // affinity is inherited by the job from this shepherd).
-    if let Some(b) = order.binding.as_ref().filter(|b| b.kind == "set") {
+    if let Some(b) = order
+        .binding
+        .as_ref()
+        .filter(|b| b.kind == gantry_common::binding::BindingType::Set)
+    {
         match bind_to(&b.cpus) {
             Ok(()) => notes.add("binding", b.cores_text()),
             Err(e) => notes.add(
@@ -913,244 +924,5 @@ fn end_what_is_left(processes: &TaskProcesses) {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn job_environment(
-    start: &JobStart,
-    user: &Account,
-    home: &str,
-    tmpdir: &Path,
-    shell: &str,
-    cwd: &Path,
-    out_path: &Path,
-    err_path: &Path,
-) -> Vec<(String, String)> {
-    let spec = &start.spec;
-    let mut env: Vec<(String, String)> = spec.env.clone();
-    let (task, first, last, step) = match spec.array {
-        Some(r) => (
-            start.task_id.to_string(),
-            r.first.to_string(),
-            r.last.to_string(),
-            r.step.to_string(),
-        ),
-        None => (
-            "undefined".to_string(),
-            "undefined".to_string(),
-            "undefined".to_string(),
-            "undefined".to_string(),
-        ),
-    };
-    let tmp = tmpdir.to_string_lossy().into_owned();
-    let mut hosts: Vec<&str> = start.granted.iter().map(|g| g.host.as_str()).collect();
-    hosts.sort_unstable();
-    hosts.dedup();
-    let mut set = vec![
-        ("HOME", home.to_string()),
-        ("USER", user.name.clone()),
-        ("LOGNAME", user.name.clone()),
-        ("SHELL", shell.to_string()),
-        ("PATH", format!("{tmp}:/usr/local/bin:/usr/bin:/bin")),
-        ("JOB_ID", start.job_id.to_string()),
-        ("JOB_NAME", spec.name.clone()),
-        ("REQUEST", spec.name.clone()),
-        (
-            "JOB_SCRIPT",
-            match &spec.script {
-                JobScript::Script { path, .. } => path.clone(),
-                JobScript::Binary { command } => command.clone(),
-            },
-        ),
-        ("SGE_TASK_ID", task),
-        ("SGE_TASK_FIRST", first),
-        ("SGE_TASK_LAST", last),
-        ("SGE_TASK_STEPSIZE", step),
-        ("NSLOTS", start.slots.to_string()),
-        ("NHOSTS", hosts.len().max(1).to_string()),
-        ("NQUEUES", start.granted.len().max(1).to_string()),
-        (
-            "QUEUE",
-            start.queue.split('@').next().unwrap_or("").to_string(),
-        ),
-        ("HOSTNAME", start.host.clone()),
-        ("TMPDIR", tmp.clone()),
-        ("TMP", tmp),
-        ("ENVIRONMENT", "BATCH".to_string()),
-        // SGE's: 1 when the task runs again (its host failed under it, or it migrated),
-        // 2 when it restarts from a checkpoint.
-        ("RESTARTED", start.restarted.to_string()),
-        ("SGE_CWD_PATH", cwd.to_string_lossy().into_owned()),
-        ("SGE_STDOUT_PATH", out_path.to_string_lossy().into_owned()),
-        ("SGE_STDERR_PATH", err_path.to_string_lossy().into_owned()),
-        ("SGE_ACCOUNT", spec.account.clone()),
-    ];
-    // SGE's variables for a checkpointing job (`-ckpt`).
-    if let Some(c) = &start.checkpoint {
-        set.push(("SGE_CKPT_ENV", c.env.name.clone()));
-        set.push(("SGE_CKPT_DIR", c.env.ckpt_dir.clone()));
-    }
-    if let Some(pe) = &start.pe {
-        set.push(("PE", pe.clone()));
-        set.push((
-            "PE_HOSTFILE",
-            tmpdir.join(PE_HOSTFILE).to_string_lossy().into_owned(),
-        ));
-    }
-    for (k, v) in set {
-        env.retain(|(ek, _)| ek != k);
-        env.push((k.to_string(), v));
-    }
-    env
-}
-
-/// The name of the PE host file in the task's TMPDIR.
-const PE_HOSTFILE: &str = "pe_hostfile";
-
-/// `host slots queue@host UNDEFINED`, one line per granted queue instance, the master
-/// queue first.
-/// SGE's `pe_hostfile`: host, slots, queue instance, and the cores of a `-binding pe`
-/// on this host (`0,0:0,1`; `UNDEFINED` elsewhere and without one).
-fn pe_hostfile(start: &JobStart, binding: Option<&crate::binding::TaskBinding>) -> String {
-    start
-        .granted
-        .iter()
-        .map(|g| {
-            let cores = match binding {
-                Some(b) if b.kind == "pe" && g.host == start.host => b.cores_text(),
-                _ => "UNDEFINED".to_string(),
-            };
-            format!("{} {} {}@{} {cores}\n", g.host, g.slots, g.queue, g.host)
-        })
-        .collect()
-}
-
-/// Restrict this process (and so the job it starts) to these processors.
-fn bind_to(cpus: &[u32]) -> nix::Result<()> {
-    let mut set = nix::sched::CpuSet::new();
-    for &c in cpus {
-        set.set(c as usize)?;
-    }
-    nix::sched::sched_setaffinity(Pid::from_raw(0), &set)
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use gantry_proto::{JobOwner, JobSpec, TaskRange};
-
-    fn start() -> JobStart {
-        JobStart {
-            job_id: 42,
-            task_id: 3,
-            spec: JobSpec {
-                hard_resources: vec![("h_rt".into(), "0:1:0".into())],
-                array: Some(TaskRange {
-                    first: 1,
-                    last: 5,
-                    step: 1,
-                }),
-                ..JobSpec::binary("hello", "/bin/true", "head")
-            },
-            owner: JobOwner {
-                user: "u1".into(),
-                uid: 1000,
-                gid: 1000,
-                groups: vec!["u1".into()],
-            },
-            queue: "all.q@n1".into(),
-            host: "n1".into(),
-            slots: 1,
-            submit_time: 0,
-            queue_settings: vec![("h_rt".into(), "0:0:30".into())],
-            pe: None,
-            granted: vec![gantry_proto::Grant {
-                queue: "all.q".into(),
-                host: "n1".into(),
-                slots: 1,
-            }],
-            restarted: 0,
-            checkpoint: None,
-        }
-    }
-
-    #[test]
-    fn the_pe_hostfile_lists_every_grant() {
-        let mut s = start();
-        s.pe = Some("mpi".into());
-        s.granted.push(gantry_proto::Grant {
-            queue: "all.q".into(),
-            host: "n2".into(),
-            slots: 3,
-        });
-        assert_eq!(
-            pe_hostfile(&s, None),
-            "n1 1 all.q@n1 UNDEFINED\nn2 3 all.q@n2 UNDEFINED\n"
-        );
-        // `-binding pe`: this host's cores in the fourth column.
-        let b = crate::binding::TaskBinding {
-            kind: "pe".into(),
-            cores: vec![(0, 0), (0, 1)],
-            cpus: vec![0, 1],
-        };
-        assert_eq!(
-            pe_hostfile(&s, Some(&b)),
-            "n1 1 all.q@n1 0,0:0,1\nn2 3 all.q@n2 UNDEFINED\n"
-        );
-    }
-
-    #[test]
-    fn paths_and_limits() {
-        let s = start();
-        assert_eq!(
-            expand_path(
-                "$HOME/out/$JOB_NAME.$JOB_ID.$TASK_ID.$USER@$HOSTNAME",
-                &s,
-                "/home/u1"
-            ),
-            "/home/u1/out/hello.42.3.u1@n1"
-        );
-        assert_eq!(
-            output_path(&s, Path::new("/nonexistent"), "/home/u1", 'o'),
-            PathBuf::from("/nonexistent/hello.o42.3")
-        );
-        assert_eq!(
-            limit(&s, "h_rt", time_of),
-            Some(30.0),
-            "the queue's smaller limit wins"
-        );
-        assert_eq!(limit(&s, "h_vmem", mem_of), None);
-    }
-
-    /// The signal table users write (`signal` of a checkpointing environment) is the
-    /// kernel's.
-    #[test]
-    fn signal_names_are_the_kernels() {
-        for n in 1..=31 {
-            let want = Signal::try_from(n).map(|s| s.as_str());
-            assert_eq!(gantry_common::signal::name(n), want.ok(), "{n}");
-        }
-    }
-
-    #[test]
-    fn reports_round_trip_and_partial_ones_are_not_reports() {
-        let r = JobReport {
-            job_id: 1,
-            task_id: 1,
-            host: "h".into(),
-            queue: "all.q@h".into(),
-            exit_status: 3,
-            signal: None,
-            failed: 0,
-            failure: String::new(),
-            start_time: 1,
-            end_time: 2,
-            utime_us: 5,
-            stime_us: 6,
-            maxrss_kb: 7,
-            checkpointed: true,
-        };
-        let bytes = encode_report(&r);
-        assert_eq!(decode_report(&bytes), Some(r));
-        assert_eq!(decode_report(&bytes[..bytes.len() - 1]), None);
-        assert_eq!(decode_report(b""), None);
-    }
-}
+mod tests;

@@ -14,18 +14,10 @@ use gantry_proto::{
 use gantry_sched::ar::holds;
 
 use crate::decide::{Decision, Effect};
-use crate::jobs::Job;
-use crate::sched::Time;
+use crate::state::SlotCounts;
 use crate::state::{refuse, ClusterState, Object, Op};
-
-/// Slots per queue instance (queue, host): used by running tasks; reserved by the
-/// reservations whose window is open (`qstat -f`'s `resv`) and by all granted ones
-/// (`qhost -q`'s).
-#[derive(Debug, Clone, Default)]
-pub struct SlotCounts {
-    pub used: HashMap<(String, String), u32>,
-    pub reserved: HashMap<(String, String), (u32, u32)>,
-}
+use gantry_common::job::Job;
+use gantry_sched::Time;
 
 /// The access list whose members (with the managers) may reserve.
 pub const AR_USERS: &str = "arusers";

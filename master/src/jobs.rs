@@ -564,7 +564,7 @@ impl ClusterState {
         .collect()
     }
 
-    pub fn job_start(&self, d: &crate::sched::Dispatch) -> Option<JobStart> {
+    pub fn job_start(&self, d: &gantry_sched::Dispatch) -> Option<JobStart> {
         let job = self.jobs.get(&d.job_id)?;
         let mut queue_settings = self.queue_settings(&d.queue, &d.host);
         // The execd sends the job's mail through the cluster's mailer.

@@ -6,9 +6,9 @@ use std::sync::Arc;
 
 use gantry_proto::{QuotaQuery, QuotaRow};
 
-use crate::jobs::Job;
-use crate::sched::Catalog;
 use crate::state::ClusterState;
+use gantry_common::job::Job;
+use gantry_sched::Catalog;
 
 pub use gantry_sched::quota::*;
 

@@ -5,8 +5,8 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use crate::jobs::Job;
 use crate::state::ClusterState;
+use gantry_common::job::Job;
 
 pub use gantry_sched::cycle::{
     CannotRun, Decisions, Dispatch, SchedConf, ThresholdActions, Trigger,

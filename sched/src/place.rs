@@ -11,38 +11,41 @@ use crate::matching::*;
 use crate::model::*;
 
 /// What makes jobs alike: the same requests by the same user and project (and advance
-/// reservation, which exempts from quotas, and account, which names a job's group). Jobs alike share a [`Category`].
-pub type CategoryKey<'j> = (
-    &'j [(String, String)],
-    &'j [(String, String)],
-    &'j [String],
-    &'j [String],
-    &'j [String],
-    Option<&'j str>,
-    &'j str,
-    Option<&'j str>,
-    Option<&'j (String, String)>,
-    Option<u64>,
-    &'j str,
-    &'j [String],
-);
+/// reservation, which exempts from quotas, and account, which names a job's group).
+/// Jobs alike share a [`Category`]. Borrowed from the job: hashed once per pending job
+/// and cycle, never copied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct CategoryKey<'j> {
+    pub hard_resources: &'j [(String, String)],
+    pub soft_resources: &'j [(String, String)],
+    pub queues: &'j [String],
+    pub soft_queues: &'j [String],
+    pub masterq: &'j [String],
+    pub ckpt: Option<&'j str>,
+    pub user: &'j str,
+    pub project: Option<&'j str>,
+    pub pe: Option<&'j (String, String)>,
+    pub ar: Option<u64>,
+    pub account: &'j str,
+    /// The owner's Unix groups: `@group` entries of access lists and quota rules.
+    pub groups: &'j [String],
+}
 
 pub fn category_key(job: &Job) -> CategoryKey<'_> {
-    (
-        &job.spec.hard_resources,
-        &job.spec.soft_resources,
-        &job.spec.queues,
-        &job.spec.soft_queues,
-        &job.spec.masterq,
-        job.spec.ckpt.as_deref(),
-        &job.owner.user,
-        job.spec.project.as_deref(),
-        job.spec.pe.as_ref(),
-        job.spec.ar,
-        &job.spec.account,
-        // The owner's Unix groups: `@group` entries of access lists and quota rules.
-        &job.owner.groups,
-    )
+    CategoryKey {
+        hard_resources: &job.spec.hard_resources,
+        soft_resources: &job.spec.soft_resources,
+        queues: &job.spec.queues,
+        soft_queues: &job.spec.soft_queues,
+        masterq: &job.spec.masterq,
+        ckpt: job.spec.ckpt.as_deref(),
+        user: &job.owner.user,
+        project: job.spec.project.as_deref(),
+        pe: job.spec.pe.as_ref(),
+        ar: job.spec.ar,
+        account: &job.spec.account,
+        groups: &job.owner.groups,
+    }
 }
 
 /// Jobs alike within one cycle: their demand, and where they may go.

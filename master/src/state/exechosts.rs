@@ -4,7 +4,7 @@ use super::*;
 
 impl ClusterState {
     /// `qhost`: every exec host with its load values and queue instances, and what each instance offers (`qstat -F`).
-    pub(crate) fn host_info(&self, now: crate::sched::Time) -> Result<Reply, Refusal> {
+    pub(crate) fn host_info(&self, now: gantry_sched::Time) -> Result<Reply, Refusal> {
         let counts = self.slot_counts(now);
         let mut hosts: Vec<HostView> = self
             .exechosts
@@ -32,7 +32,7 @@ impl ClusterState {
     pub(crate) fn show_exec_host(
         &self,
         host: &str,
-        now: crate::sched::Time,
+        now: gantry_sched::Time,
     ) -> Result<Reply, Refusal> {
         let Some(h) = self.exechosts.get(host) else {
             return Err(refuse(
@@ -89,8 +89,8 @@ impl ClusterState {
             }
             let busy = self.jobs.values().find(|j| {
                 j.tasks.placed_states().any(|t| match t {
-                    crate::jobs::TaskState::Running { grants, .. }
-                    | crate::jobs::TaskState::Deleting { grants, .. } => {
+                    gantry_common::job::TaskState::Running { grants, .. }
+                    | gantry_common::job::TaskState::Deleting { grants, .. } => {
                         grants.iter().any(|g| g.host == *host)
                     }
                     _ => false,
@@ -148,8 +148,8 @@ impl ClusterState {
     pub(crate) fn host_view(
         &self,
         name: &str,
-        now: crate::sched::Time,
-        counts: &crate::ars::SlotCounts,
+        now: gantry_sched::Time,
+        counts: &crate::state::SlotCounts,
     ) -> HostView {
         let reachable = self.is_reachable(name, now);
         let mut load_values = self
@@ -283,7 +283,7 @@ impl ClusterState {
     /// administrator already set a value for it.
     /// A load report from a host: its values as the scheduler will read them, and when
     /// it was heard (it is reachable again if it was not).
-    pub fn record_load(&mut self, host: &str, values: Vec<LoadValue>, now: crate::sched::Time) {
+    pub fn record_load(&mut self, host: &str, values: Vec<LoadValue>, now: gantry_sched::Time) {
         Arc::make_mut(&mut self.runtime).insert(
             host.to_string(),
             Arc::new(HostRuntime {

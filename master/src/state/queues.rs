@@ -75,11 +75,11 @@ impl ClusterState {
             };
             let before = out.len();
             for q in self.queues.values() {
-                if !crate::jobs::wildcard(qpat, &q.name) {
+                if !gantry_common::job::wildcard(qpat, &q.name) {
                     continue;
                 }
                 for host in self.queue_hosts_of(q) {
-                    if crate::jobs::wildcard(hpat, &host) {
+                    if gantry_common::job::wildcard(hpat, &host) {
                         out.push((q.name.clone(), host));
                     }
                 }

@@ -1,0 +1,131 @@
+//! What a job starts with: its environment (SGE's variables and the ones it was
+//! submitted with), `$PE_HOSTFILE`, its CPU binding.
+
+use super::*;
+
+#[allow(clippy::too_many_arguments)]
+pub(super) fn job_environment(
+    start: &JobStart,
+    user: &Account,
+    home: &str,
+    tmpdir: &Path,
+    shell: &str,
+    cwd: &Path,
+    out_path: &Path,
+    err_path: &Path,
+) -> Vec<(String, String)> {
+    let spec = &start.spec;
+    let mut env: Vec<(String, String)> = spec.env.clone();
+    let (task, first, last, step) = match spec.array {
+        Some(r) => (
+            start.task_id.to_string(),
+            r.first.to_string(),
+            r.last.to_string(),
+            r.step.to_string(),
+        ),
+        None => (
+            "undefined".to_string(),
+            "undefined".to_string(),
+            "undefined".to_string(),
+            "undefined".to_string(),
+        ),
+    };
+    let tmp = tmpdir.to_string_lossy().into_owned();
+    let mut hosts: Vec<&str> = start.granted.iter().map(|g| g.host.as_str()).collect();
+    hosts.sort_unstable();
+    hosts.dedup();
+    let mut set = vec![
+        ("HOME", home.to_string()),
+        ("USER", user.name.clone()),
+        ("LOGNAME", user.name.clone()),
+        ("SHELL", shell.to_string()),
+        ("PATH", format!("{tmp}:/usr/local/bin:/usr/bin:/bin")),
+        ("JOB_ID", start.job_id.to_string()),
+        ("JOB_NAME", spec.name.clone()),
+        ("REQUEST", spec.name.clone()),
+        (
+            "JOB_SCRIPT",
+            match &spec.script {
+                JobScript::Script { path, .. } => path.clone(),
+                JobScript::Binary { command } => command.clone(),
+            },
+        ),
+        ("SGE_TASK_ID", task),
+        ("SGE_TASK_FIRST", first),
+        ("SGE_TASK_LAST", last),
+        ("SGE_TASK_STEPSIZE", step),
+        ("NSLOTS", start.slots.to_string()),
+        ("NHOSTS", hosts.len().max(1).to_string()),
+        ("NQUEUES", start.granted.len().max(1).to_string()),
+        (
+            "QUEUE",
+            start.queue.split('@').next().unwrap_or("").to_string(),
+        ),
+        ("HOSTNAME", start.host.clone()),
+        ("TMPDIR", tmp.clone()),
+        ("TMP", tmp),
+        ("ENVIRONMENT", "BATCH".to_string()),
+        // SGE's: 1 when the task runs again (its host failed under it, or it migrated),
+        // 2 when it restarts from a checkpoint.
+        ("RESTARTED", start.restarted.to_string()),
+        ("SGE_CWD_PATH", cwd.to_string_lossy().into_owned()),
+        ("SGE_STDOUT_PATH", out_path.to_string_lossy().into_owned()),
+        ("SGE_STDERR_PATH", err_path.to_string_lossy().into_owned()),
+        ("SGE_ACCOUNT", spec.account.clone()),
+    ];
+    // SGE's variables for a checkpointing job (`-ckpt`).
+    if let Some(c) = &start.checkpoint {
+        set.push(("SGE_CKPT_ENV", c.env.name.clone()));
+        set.push(("SGE_CKPT_DIR", c.env.ckpt_dir.clone()));
+    }
+    if let Some(pe) = &start.pe {
+        set.push(("PE", pe.clone()));
+        set.push((
+            "PE_HOSTFILE",
+            tmpdir.join(PE_HOSTFILE).to_string_lossy().into_owned(),
+        ));
+    }
+    for (k, v) in set {
+        env.retain(|(ek, _)| ek != k);
+        env.push((k.to_string(), v));
+    }
+    env
+}
+
+/// The name of the PE host file in the task's TMPDIR.
+pub(super) const PE_HOSTFILE: &str = "pe_hostfile";
+
+/// `host slots queue@host UNDEFINED`, one line per granted queue instance, the master
+/// queue first.
+/// SGE's `pe_hostfile`: host, slots, queue instance, and the cores of a `-binding pe`
+/// on this host (`0,0:0,1`; `UNDEFINED` elsewhere and without one).
+pub(super) fn pe_hostfile(
+    start: &JobStart,
+    binding: Option<&crate::binding::TaskBinding>,
+) -> String {
+    start
+        .granted
+        .iter()
+        .map(|g| {
+            let cores = match binding {
+                Some(b)
+                    if b.kind == gantry_common::binding::BindingType::Pe
+                        && g.host == start.host =>
+                {
+                    b.cores_text()
+                }
+                _ => "UNDEFINED".to_string(),
+            };
+            format!("{} {} {}@{} {cores}\n", g.host, g.slots, g.queue, g.host)
+        })
+        .collect()
+}
+
+/// Restrict this process (and so the job it starts) to these processors.
+pub(super) fn bind_to(cpus: &[u32]) -> nix::Result<()> {
+    let mut set = nix::sched::CpuSet::new();
+    for &c in cpus {
+        set.set(c as usize)?;
+    }
+    nix::sched::sched_setaffinity(Pid::from_raw(0), &set)
+}

@@ -1,0 +1,680 @@
+//! Jobs as the protocol carries them: the specification a submission makes, what the
+//! master sends an execd to start a task, what an execd reports of its end, the
+//! accounting record, and what `qstat` and `qalter` exchange.
+
+use serde::{Deserialize, Serialize};
+
+/// What a job runs: a script (its contents travel with the job) or a binary (`-b y`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum JobScript {
+    Script { path: String, contents: Vec<u8> },
+    Binary { command: String },
+}
+
+/// An array's task range `first-last:step`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskRange {
+    pub first: u32,
+    pub last: u32,
+    pub step: u32,
+}
+
+/// A job as submitted: everything `qsub` collected from the defaults files, the script's
+/// `#$` lines and the command line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobSpec {
+    pub name: String,
+    pub script: JobScript,
+    pub args: Vec<String>,
+    /// `-S`; the queue's shell when absent.
+    pub shell: Option<String>,
+    /// The working directory (`-cwd`, `-wd`, else the user's home).
+    pub cwd: Option<String>,
+    pub stdout_path: Option<String>,
+    pub stderr_path: Option<String>,
+    /// `-j y`
+    pub merge_output: bool,
+    /// The submission environment: `SGE_O_*` values and `-v`/`-V` variables.
+    pub env: Vec<(String, String)>,
+    pub hard_resources: Vec<(String, String)>,
+    pub soft_resources: Vec<(String, String)>,
+    pub queues: Vec<String>,
+    /// `-h`
+    pub hold: bool,
+    pub hold_jids: Vec<String>,
+    /// `-a`: not before this time (Unix seconds).
+    pub start_after: Option<i64>,
+    pub priority: i32,
+    pub array: Option<TaskRange>,
+    /// `-tc`
+    pub max_running_tasks: Option<u32>,
+    pub account: String,
+    pub project: Option<String>,
+    pub submit_host: String,
+    /// `-pe name slot_range`
+    pub pe: Option<(String, String)>,
+    /// `-ar id`
+    pub ar: Option<u64>,
+    /// `-m`: when mail is sent, SGE's letters in its order (`a` abort, `b` beginning,
+    /// `e` end, `n` never, `s` suspension); empty when not given.
+    pub mail_options: String,
+    /// `-M`: who gets the mail (`user[@host]`); empty: the owner at the submit host.
+    pub mail_list: Vec<String>,
+    /// `-R y`: ask for a resource reservation.
+    pub reserve: bool,
+    /// `-ac`/`-sc`: the job's context, variables and values (`qstat -j` `context`).
+    pub context: Vec<(String, String)>,
+    /// `-i`: the file the job reads as its standard input.
+    pub stdin_path: Option<String>,
+    /// `-r y|n`: may the job run again when its host fails under it? Without, the
+    /// queue's `rerun` decides.
+    pub restart: Option<bool>,
+    /// `-notify`: warn the job (`SIGUSR1` before a suspension, `SIGUSR2` before a
+    /// kill) the queue's `notify` time ahead.
+    pub notify: bool,
+    /// `-hold_jid_ad`: array jobs (ids or names) whose task N must have left the system
+    /// before this job's task N may start.
+    pub hold_jids_ad: Vec<String>,
+    /// `-soft -q`: queues the job prefers (a soft request, as `-soft -l`).
+    pub soft_queues: Vec<String>,
+    /// `-dl`: the deadline initiation time (seconds since the epoch), for users in
+    /// `deadlineusers`.
+    pub deadline: Option<i64>,
+    /// `-js`: the job's share among its owner's jobs.
+    pub job_share: u32,
+    /// `-shell y` (with `-b y`): the command line goes through the job's shell (`shell
+    /// -c "command args"`, as SGE runs it); without it Gantry executes the command
+    /// directly with its arguments as given (SGE's `-shell n`).
+    pub binary_shell: bool,
+    /// `-now y`: start at once or not at all.
+    pub immediate: bool,
+    /// `-pty y`: the job runs with a pseudo terminal as its controlling terminal.
+    pub pty: bool,
+    /// `-binding`, as SGE prints it (`set linear:2`).
+    pub binding: Option<String>,
+    /// `-masterq`: the queues (instances) a parallel job's master task may run in.
+    pub masterq: Vec<String>,
+    /// `-ckpt`: the checkpointing environment (the job runs only in queues listing it).
+    pub ckpt: Option<String>,
+    /// `-c`: when to checkpoint (`smxr` letters or `n`), or an interval, as given.
+    pub ckpt_when: Option<String>,
+}
+
+impl JobSpec {
+    /// A `qsub -b y COMMAND` job as qsub starts it before any option: no requests, the
+    /// account `sge`, everything else unset. Callers set what differs.
+    pub fn binary(name: &str, command: &str, submit_host: &str) -> JobSpec {
+        JobSpec {
+            name: name.into(),
+            script: JobScript::Binary {
+                command: command.into(),
+            },
+            args: Vec::new(),
+            shell: None,
+            cwd: None,
+            stdout_path: None,
+            stderr_path: None,
+            merge_output: false,
+            env: Vec::new(),
+            hard_resources: Vec::new(),
+            soft_resources: Vec::new(),
+            queues: Vec::new(),
+            hold: false,
+            hold_jids: Vec::new(),
+            start_after: None,
+            priority: 0,
+            array: None,
+            max_running_tasks: None,
+            account: "sge".into(),
+            project: None,
+            submit_host: submit_host.into(),
+            pe: None,
+            ar: None,
+            mail_options: String::new(),
+            mail_list: Vec::new(),
+            reserve: false,
+            context: Vec::new(),
+            stdin_path: None,
+            restart: None,
+            notify: false,
+            hold_jids_ad: Vec::new(),
+            soft_queues: Vec::new(),
+            deadline: None,
+            job_share: 0,
+            binary_shell: false,
+            pty: false,
+            immediate: false,
+            binding: None,
+            masterq: Vec::new(),
+            ckpt: None,
+            ckpt_when: None,
+        }
+    }
+}
+
+/// `qsub`/`qalter -ac`, `-dc`, `-sc`: a change to a job's context, in order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ContextChange {
+    /// `-ac name[=value],...`: add or replace these.
+    Add(Vec<(String, String)>),
+    /// `-dc name,...`: remove these.
+    Delete(Vec<String>),
+    /// `-sc name[=value],...`: the context becomes exactly these.
+    Set(Vec<(String, String)>),
+}
+
+/// `qsub -w`: how hard to check that a job could ever run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum Verify {
+    /// `-w n` (the default)
+    #[default]
+    None,
+    /// `-w e`: refuse a job no queue instance could ever run.
+    Error,
+    /// `-w w`: accept it, with a warning.
+    Warning,
+    /// `-w v`: only say whether it could run; do not submit.
+    Verify,
+    /// `-w p`: only say whether it could start now, on what is free; do not submit.
+    Poke,
+}
+
+/// The owner of a job, as the daemon established it at submission.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobOwner {
+    pub user: String,
+    pub uid: u32,
+    pub gid: u32,
+    /// The Unix groups of the owner (primary first), for `@group` entries of usersets.
+    pub groups: Vec<String>,
+}
+
+/// A task the master tells an execd to start.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobStart {
+    pub job_id: u64,
+    pub task_id: u32,
+    pub spec: JobSpec,
+    pub owner: JobOwner,
+    pub queue: String,
+    pub host: String,
+    pub slots: u32,
+    pub submit_time: i64,
+    /// Queue limits and settings the job runs under (`h_rt`, `shell`, `tmpdir`, ...), and
+    /// the global configuration's `mailer` when the job asks for mail.
+    pub queue_settings: Vec<(String, String)>,
+    /// The parallel environment the job was granted, if any.
+    pub pe: Option<String>,
+    /// Every queue instance the job was granted slots in, the master queue first
+    /// (`PE_HOSTFILE`, `NHOSTS`, `NQUEUES`).
+    pub granted: Vec<Grant>,
+    /// How the task runs again (`RESTARTED`): 0 the first time, 1 after its host failed
+    /// under it or it migrated, 2 after it migrated with a checkpoint in the arena.
+    pub restarted: u32,
+    /// The job's checkpointing environment, as the task runs under it.
+    pub checkpoint: Option<Checkpointing>,
+}
+
+/// A checkpointing job's environment and when it is checkpointed (`checkpoint(5)`,
+/// `qsub -ckpt -c`), as the shepherd carries it out.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Checkpointing {
+    pub env: Ckpt,
+    /// The job's `-c` letters, else the environment's `when`.
+    pub when: String,
+    /// Seconds between checkpoints (`when` m: the larger of the queue's
+    /// `min_cpu_interval` and the job's `-c` interval); 0 for none.
+    pub interval_secs: u64,
+}
+
+/// A checkpointing environment.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Ckpt {
+    pub name: String,
+    pub interface: String,
+    pub ckpt_command: String,
+    pub migr_command: String,
+    pub restart_command: String,
+    pub clean_command: String,
+    pub ckpt_dir: String,
+    pub signal: String,
+    /// When to checkpoint: letters of `smxr`, or `n` (never).
+    pub when: String,
+}
+
+impl Ckpt {
+    /// A checkpointing environment with SGE's template values.
+    pub fn new(name: &str) -> Ckpt {
+        Ckpt {
+            name: name.to_string(),
+            interface: "userdefined".into(),
+            ckpt_command: "none".into(),
+            migr_command: "none".into(),
+            restart_command: "none".into(),
+            clean_command: "none".into(),
+            ckpt_dir: "/tmp".into(),
+            signal: "none".into(),
+            when: "sx".into(),
+        }
+    }
+}
+
+/// Slots a job was granted in one queue instance.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Grant {
+    pub queue: String,
+    pub host: String,
+    pub slots: u32,
+}
+
+/// SGE's failure codes (`failed` in `qacct`, the shepherd's state) that Gantry reports:
+/// stated by the shepherd and the execd, acted on by the master. A report carries the
+/// number, 0 when the task could be started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ShepherdFailure {
+    /// 1, "assumedly before job": the host could not set the task up (the owner unknown
+    /// there, no TMPDIR, no control group). The queue instance goes into error state
+    /// and the task back to pending.
+    BeforeJob,
+    /// 26, "opening input/output file" (or taking the owner's identity to open them).
+    OpenOutput,
+    /// 27, "searching requested shell": the job's command could not be started, or not
+    /// waited for.
+    NoShell,
+    /// 28, "changing into working directory".
+    NoCwd,
+    /// 24, "migrating": a checkpointing job was stopped to run again (suspended with
+    /// `when` x, or its execd shut down with `when` s); it goes back to pending.
+    Migrate,
+    /// 37: the job was killed at its `h_rt` limit.
+    EnforcedLimit,
+    /// 100, "assumedly after job": the shepherd ended without a report.
+    AfterJob,
+}
+
+impl ShepherdFailure {
+    pub const ALL: [ShepherdFailure; 7] = [
+        ShepherdFailure::BeforeJob,
+        ShepherdFailure::OpenOutput,
+        ShepherdFailure::NoShell,
+        ShepherdFailure::NoCwd,
+        ShepherdFailure::Migrate,
+        ShepherdFailure::EnforcedLimit,
+        ShepherdFailure::AfterJob,
+    ];
+
+    /// The number in reports and accounting records.
+    pub const fn code(self) -> u32 {
+        match self {
+            ShepherdFailure::BeforeJob => 1,
+            ShepherdFailure::OpenOutput => 26,
+            ShepherdFailure::NoShell => 27,
+            ShepherdFailure::NoCwd => 28,
+            ShepherdFailure::Migrate => 24,
+            ShepherdFailure::EnforcedLimit => 37,
+            ShepherdFailure::AfterJob => 100,
+        }
+    }
+
+    /// The failure a report's number states (None: 0, or a code Gantry does not give).
+    pub fn from_code(code: u32) -> Option<ShepherdFailure> {
+        ShepherdFailure::ALL.into_iter().find(|f| f.code() == code)
+    }
+
+    /// How SGE describes the state the shepherd failed in (`failed ... because:` in
+    /// an abort mail).
+    pub fn description(self) -> &'static str {
+        failure_description(self.code())
+    }
+
+    /// The job itself could not be started (its output files, its command, its working
+    /// directory): it waits in error state (`Eqw`); the queue instance is not at fault.
+    pub fn is_job_error(self) -> bool {
+        matches!(
+            self,
+            ShepherdFailure::OpenOutput | ShepherdFailure::NoShell | ShepherdFailure::NoCwd
+        )
+    }
+}
+
+/// How a task ended, as its supervisor recorded it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobReport {
+    pub job_id: u64,
+    pub task_id: u32,
+    pub host: String,
+    pub queue: String,
+    /// The exit status SGE reports: the exit code, or 128 + signal.
+    pub exit_status: i32,
+    /// The signal that ended the job, if one did.
+    pub signal: Option<i32>,
+    /// 0 when the job could be started; otherwise SGE's failure code
+    /// ([`ShepherdFailure::code`]) and why.
+    pub failed: u32,
+    pub failure: String,
+    pub start_time: i64,
+    pub end_time: i64,
+    /// Microseconds.
+    pub utime_us: u64,
+    pub stime_us: u64,
+    /// Kilobytes.
+    pub maxrss_kb: u64,
+    /// A checkpointing job left a checkpoint (its checkpoint or migration command
+    /// succeeded): it restarts from it (`RESTARTED=2`).
+    pub checkpointed: bool,
+}
+
+/// How SGE 8.1.9 names each of its failure codes (`failed` in `qacct`, the reason in an
+/// abort mail): every code an accounting record may carry, Gantry's or an imported
+/// SGE record's.
+pub fn failure_description(code: u32) -> &'static str {
+    match code {
+        0 => "",
+        1 => "assumedly before job",
+        3 => "before writing config",
+        4 => "before writing pid",
+        5 => "on reading config file",
+        6 => "setting processor set",
+        7 => "before prolog",
+        8 => "in prolog",
+        9 => "before pestart",
+        10 => "in pestart",
+        11 => "before job",
+        12 => "before pestop",
+        13 => "in pestop",
+        14 => "before epilog",
+        15 => "in epilog",
+        16 => "releasing processor set",
+        17 => "through signal",
+        18 => "shepherd returned error",
+        19 => "before writing exit_status",
+        20 => "found unexpected error file",
+        21 => "in recognizing job",
+        22 => "removed manually",
+        24 => "migrating",
+        25 => "rescheduling",
+        26 => "opening input/output file",
+        27 => "searching requested shell",
+        28 => "changing into working directory",
+        30 => "rescheduling on application error",
+        31 => "accessing sgepasswd file",
+        32 => "entry is missing in password file",
+        33 => "wrong password",
+        34 => "communicating with Sun Grid Engine Helper Service",
+        35 => "before job in Sun Grid Engine Helper Service",
+        36 => "checking configured daemons",
+        37 => "qmaster enforced h_rt, h_cpu, or h_vmem limit",
+        100 => "assumedly after job",
+        _ => "invalid execution state",
+    }
+}
+
+impl JobReport {
+    /// The failure the report states, if it is one Gantry gives.
+    pub fn shepherd_failure(&self) -> Option<ShepherdFailure> {
+        ShepherdFailure::from_code(self.failed)
+    }
+}
+
+/// One finished task's accounting record (`qacct`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AccountingRecord {
+    pub job_id: u64,
+    pub task_id: Option<u32>,
+    pub job_name: String,
+    pub owner: String,
+    pub group: String,
+    pub account: String,
+    pub project: Option<String>,
+    pub priority: i32,
+    pub slots: u32,
+    pub submit_time: i64,
+    /// How many runs of the task ended before this one (interrupted by a host failure
+    /// or a migration, each accounted): records of one task are told apart by it.
+    pub attempt: u32,
+    /// The advance reservation the job ran in: its id and submission time.
+    pub ar: Option<(u64, i64)>,
+    pub report: JobReport,
+}
+
+/// The state of a `qstat` row; [`JobState::letters`] prints it as SGE does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum JobState {
+    /// Waiting to be scheduled: `qw`, or `hqw` when held (`-h`, or a `-hold_jid`
+    /// predecessor still in the system).
+    Pending { held: bool },
+    /// Could not be started and waits for `qmod -cj`: `Eqw`.
+    Error,
+    /// Dispatched, not yet confirmed by its execd: `t`.
+    Transferring,
+    /// Running: `r`.
+    Running,
+    /// Suspended with `qmod -sj`: `s`.
+    Suspended,
+    /// Suspended by its queue instance (`qmod -s`, `suspend_thresholds`): `S`.
+    QueueSuspended,
+    /// Deletion registered, the task still running: `dr`.
+    Deleting,
+    /// Finished (`qstat -s z`): `z`.
+    Zombie,
+}
+
+impl JobState {
+    /// SGE's state letters.
+    pub fn letters(self) -> &'static str {
+        match self {
+            JobState::Pending { held: false } => "qw",
+            JobState::Pending { held: true } => "hqw",
+            JobState::Error => "Eqw",
+            JobState::Transferring => "t",
+            JobState::Running => "r",
+            JobState::Suspended => "s",
+            JobState::QueueSuspended => "S",
+            JobState::Deleting => "dr",
+            JobState::Zombie => "z",
+        }
+    }
+
+    /// Shown by `qstat -s p`: waiting, held or in error.
+    pub fn is_pending(self) -> bool {
+        matches!(self, JobState::Pending { .. } | JobState::Error)
+    }
+
+    /// Shown by `qstat -s r`: on an execd and not suspended (`r`, `t`, `dr`).
+    pub fn is_running(self) -> bool {
+        matches!(
+            self,
+            JobState::Running | JobState::Transferring | JobState::Deleting
+        )
+    }
+
+    /// Shown by `qstat -s h`.
+    pub fn is_held(self) -> bool {
+        self == JobState::Pending { held: true }
+    }
+
+    /// A row's letters: [`JobState::letters_restarted`] for a task that runs again.
+    pub fn letters_of_row(self, restarted: bool) -> &'static str {
+        match restarted {
+            true => self.letters_restarted(),
+            false => self.letters(),
+        }
+    }
+
+    /// SGE's letters for a task that runs again (after a host failure or a migration):
+    /// `R` in SGE's place for it (`job_get_state_string`), and no `w` (`Rq`, `hRq`,
+    /// `Rr`, `dRr`).
+    pub fn letters_restarted(self) -> &'static str {
+        match self {
+            JobState::Pending { held: false } => "Rq",
+            JobState::Pending { held: true } => "hRq",
+            JobState::Error => "ERq",
+            JobState::Transferring => "Rt",
+            JobState::Running => "Rr",
+            JobState::Suspended => "Rs",
+            JobState::QueueSuspended => "SR",
+            JobState::Deleting => "dRr",
+            JobState::Zombie => "z",
+        }
+    }
+}
+
+impl JobView {
+    /// The row's state as `qstat` prints it.
+    pub fn state_letters(&self) -> &'static str {
+        self.state.letters_of_row(self.restarted)
+    }
+}
+
+impl std::fmt::Display for JobState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.letters())
+    }
+}
+
+/// What became of one item of a request that names several (`qdel`'s jobs and tasks).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ItemResult {
+    /// What SGE prints for it.
+    pub message: String,
+    /// The item was refused (it does not exist, or the caller may not touch it).
+    pub refused: bool,
+}
+
+/// A job task as `qstat` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobView {
+    pub job_id: u64,
+    pub name: String,
+    pub owner: String,
+    pub priority: i32,
+    pub state: JobState,
+    pub submit_time: i64,
+    /// Running tasks: when they started.
+    pub start_time: Option<i64>,
+    /// `queue@host` of a running task.
+    pub queue: Option<String>,
+    pub slots: u32,
+    /// The task id of a running task, or the range of pending ones (`2-5:1`), empty for a
+    /// plain job.
+    pub tasks: String,
+    pub hard_resources: Vec<(String, String)>,
+    pub hold_jids: Vec<String>,
+    pub is_array: bool,
+    /// The task runs again (after a host failure or a migration): SGE's `R`.
+    pub restarted: bool,
+}
+
+/// What `qalter`, `qhold` and `qrls` change; `None` leaves a field alone.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct JobChanges {
+    pub hold: Option<bool>,
+    pub name: Option<String>,
+    pub priority: Option<i32>,
+    pub hard_resources: Option<Vec<(String, String)>>,
+    pub queues: Option<Vec<String>>,
+    pub hold_jids: Option<Vec<String>>,
+    pub start_after: Option<Option<i64>>,
+    /// `-m`, as in [`JobSpec::mail_options`].
+    pub mail_options: Option<String>,
+    /// `-M`
+    pub mail_list: Option<Vec<String>>,
+    /// `-R y|n`
+    pub reserve: Option<bool>,
+    /// `-ac`, `-dc`, `-sc`, in order (none: the context stays).
+    pub context: Vec<ContextChange>,
+    /// `-r y|n`
+    pub restart: Option<bool>,
+    /// `-notify`
+    pub notify: Option<bool>,
+    /// `-hold_jid_ad`
+    pub hold_jids_ad: Option<Vec<String>>,
+    /// `-dl`
+    pub deadline: Option<i64>,
+    /// `-js`
+    pub job_share: Option<u32>,
+    /// `-binding`, as SGE prints it.
+    pub binding: Option<String>,
+    /// `-masterq`
+    pub masterq: Option<Vec<String>>,
+    /// `-ckpt`
+    pub ckpt: Option<String>,
+    /// `-c`
+    pub ckpt_when: Option<String>,
+    /// `-A`
+    pub account: Option<String>,
+    /// `-P`
+    pub project: Option<String>,
+    /// `-o`, `-e`, `-i`
+    pub stdout_path: Option<String>,
+    pub stderr_path: Option<String>,
+    pub stdin_path: Option<String>,
+    /// `-j y|n`
+    pub merge_output: Option<bool>,
+    /// `-S`
+    pub shell: Option<String>,
+    /// `-wd`, `-cwd`
+    pub cwd: Option<String>,
+    /// `-pe name range`
+    pub pe: Option<(String, String)>,
+    /// `-v`, `-V`: the job's whole environment list, as SGE replaces it.
+    pub env: Option<Vec<(String, String)>>,
+    /// `-tc`
+    pub max_running_tasks: Option<u32>,
+    /// `-soft -l`, `-soft -q`
+    pub soft_resources: Option<Vec<(String, String)>>,
+    pub soft_queues: Option<Vec<String>>,
+    /// `-u user_list`: besides the jobs named, every job of these users (`*`: all).
+    pub users: Vec<String>,
+    /// `-w`: how the changed job is verified (`v` and `p` only verify, change nothing).
+    pub verify: Verify,
+    /// `-ar id`: the advance reservation (only of a job none of whose tasks runs).
+    pub ar: Option<u64>,
+}
+
+/// What a running task has used so far, as its execd measures it (`qstat -j`'s
+/// `usage` line), and the cores it was bound to.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskUsage {
+    pub job_id: u64,
+    pub task_id: u32,
+    /// CPU seconds (user and system, of every process of the task).
+    pub cpu: f64,
+    /// Memory over time: the integral of `vmem`, in GB seconds.
+    pub mem: f64,
+    /// Bytes read and written, in GB.
+    pub io: f64,
+    /// Virtual memory now and at most, in bytes (None: not measured yet).
+    pub vmem: Option<f64>,
+    pub maxvmem: Option<f64>,
+    /// `-binding`: the cores, `socket,core:...` (None: not bound).
+    pub binding: Option<String>,
+}
+
+/// A running task of a job, as `qstat -j` shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunningTask {
+    pub task_id: u32,
+    pub host: String,
+    /// The last measurement its execd sent (None: none yet).
+    pub usage: Option<TaskUsage>,
+}
+
+/// Everything `qstat -j` shows about a job.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JobDetail {
+    pub job_id: u64,
+    pub spec: JobSpec,
+    pub owner: JobOwner,
+    pub group: String,
+    pub submit_time: i64,
+    /// Why its pending tasks do not run (SGE's "scheduling info").
+    pub reasons: Vec<String>,
+    /// Tasks in error state and why (`Eqw`).
+    pub errors: Vec<(u32, String)>,
+    /// Its running tasks, with what they used.
+    pub running: Vec<RunningTask>,
+    /// A checkpointing job: when it is checkpointed (its `-c` letters, else its
+    /// environment's `when`), as SGE shows `checkpoint_attr`.
+    pub checkpoint_attr: Option<String>,
+}
