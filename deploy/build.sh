@@ -6,7 +6,7 @@
 # it. A dynamically linked Rust program loads libgcc_s and libc and runs their start-up
 # code (CPU feature probes, each a trap on a virtual machine) before main: on the
 # two-core reference machine a static qsub submits 1,100 jobs per second where the
-# dynamic one does 800 (see the README's figures). glibc cannot load NSS modules into a
+# dynamic one does 800 (see benches/RESULTS.md). glibc cannot load NSS modules into a
 # static executable, so only commands that import no name-service function are linked
 # statically; the check below reads each command's imports, so a command that starts
 # using the name service stays dynamic (and `tests/tests/static_clients.rs` fails for the

@@ -56,6 +56,10 @@ for b in "$BIN"/q*; do
     [ -x "$b" ] && [ -f "$b" ] && install -m 0755 "$b" "$PREFIX/bin/"
 done
 install -m 0644 "$SRC/README.md" "$PREFIX/share/doc/gantry/"
+# The documentation tree (docs/user, docs/admin, docs/dev), as it is in the repository.
+(cd "$SRC" && find docs -type f -name '*.md') | while read -r f; do
+    install -D -m 0644 "$SRC/$f" "$PREFIX/share/doc/gantry/$f"
+done
 HAVE_SYSTEMD=no
 [ -d /run/systemd/system ] && HAVE_SYSTEMD=yes
 if [ "$HAVE_SYSTEMD" = yes ] || [ -d /etc/systemd/system ]; then
@@ -119,5 +123,5 @@ if [ "$START" = yes ] && [ "$HAVE_SYSTEMD" = yes ]; then
     fi
     systemctl --no-pager status "gantry-$ROLE.service" | head -5 || true
 elif [ "$START" = yes ]; then
-    echo "install.sh: systemd is not running here; start the daemon yourself (see README)" >&2
+    echo "install.sh: systemd is not running here; start the daemon yourself (see share/doc/gantry/docs/admin/install.md)" >&2
 fi
