@@ -9,8 +9,8 @@ use gantry_common::exechost::{canonical_hostname, valid_hostname};
 use gantry_net::cell::{unix_now, write_file_atomic, JoinToken, MasterPaths};
 use gantry_net::tls::{fingerprint, generate_ca, Ca, TlsError};
 
-use crate::state::initial_objects;
-use crate::store::{Store, StoreError};
+use crate::core::state::initial_objects;
+use crate::spool::store::{Store, StoreError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum CellError {
@@ -158,7 +158,9 @@ fn populate(dir: &Path, hostname: &str, opts: &InitOptions) -> Result<Created, C
     }
     let mut objects = initial_objects(&managers);
     // Manager commands come from the master's own host until `qconf -ah` adds others.
-    objects.push(crate::state::Object::AdminHosts(vec![hostname.to_string()]));
+    objects.push(crate::core::state::Object::AdminHosts(vec![
+        hostname.to_string()
+    ]));
     Store::create(&paths.spool(), &objects)?;
     Ok(Created { settings, token })
 }

@@ -2,21 +2,15 @@
 //! persisted in an embedded store, served to execds over QUIC and to clients over a
 //! Unix socket.
 
-pub mod admin;
-pub mod ars;
 pub mod cell;
-pub mod client_endpoint;
-pub mod cluster;
-pub mod cycle_thread;
-pub mod decide;
-pub mod execd_endpoint;
-pub mod jobs;
-mod journal;
-mod names;
-pub mod quota;
-pub mod sched;
-pub mod scripts;
-pub mod state;
-pub mod store;
+pub mod core;
+pub mod shell;
+pub mod spool;
 pub mod synthetic;
+
+// Where callers outside the crate (its tests, benchmarks and the daemon's main) name
+// them.
+pub use self::core::{admin, ars, decide, jobs, quota, sched, state};
 pub use gantry_common::tasks;
+pub use shell::{client_endpoint, cluster, cycle_thread, execd_endpoint};
+pub use spool::{scripts, store};

@@ -172,7 +172,8 @@ fn run(home: PathBuf, recover_spool: bool) -> Result<(), String> {
         // loop: a client request is read, handled, committed and answered without
         // waking another thread (two cores; every hand-off costs a context switch).
         let cluster_thread = actix_rt::Arbiter::new();
-        let state = Cluster::new(store, MasterPaths::new(&home), ca, &settings.hostname)?;
+        let state = Cluster::new(store, MasterPaths::new(&home), ca, &settings.hostname)
+            .map_err(|e| e.to_string())?;
         let cluster = Cluster::start_in_arbiter(&cluster_thread.handle(), move |_| state);
         let (stop_clients, clients_stopped) = tokio::sync::oneshot::channel::<()>();
         {

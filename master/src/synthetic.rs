@@ -7,8 +7,8 @@ use std::collections::HashSet;
 use gantry_common::exechost;
 use gantry_proto::ComplexAttr;
 
-use crate::jobs::Job;
-use crate::state::{initial_objects, ClusterState, HostRuntime, Object, Op};
+use crate::core::jobs::Job;
+use crate::core::state::{initial_objects, ClusterState, HostRuntime, Object, Op};
 
 /// A fresh cell's state with extra complex attributes (`name type relop requestable
 /// consumable default`, as `qconf -sc` lines without shortcut and urgency).
@@ -60,7 +60,7 @@ pub fn add_host(s: &mut ClusterState, name: &str, complex_values: &str, load: &[
                     value: v.to_string(),
                 })
                 .collect(),
-            last_heard: Some(crate::sched::Time::from_secs(0)),
+            last_heard: Some(crate::core::sched::Time::from_secs(0)),
         }),
     );
 }

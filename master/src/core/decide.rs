@@ -1,0 +1,647 @@
+//! The job requests the actor answers, decided as pure functions of the state: each
+//! returns a [`Decision`], the spool writes to commit, what to do once they are durable
+//! ([`Effect`]: orders to execds, waiters to wake) and the reply. The Cluster actor
+//! commits, then carries out the effects, then answers; a refused request writes
+//! nothing and has no effect.
+
+use gantry_proto::{Caller, FromMaster, ItemResult, Refusal, RefusalKind, ToExecd};
+
+pub use crate::core::decision::{Decision, Effect};
+use crate::core::state::{ClusterState, Object, Op};
+use gantry_common::job::TaskState;
+
+mod alter;
+
+/// What a burst of task reports does.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReportsDecided {
+    pub ops: Vec<Op>,
+    /// Acknowledgements, forgotten confirmations, finished jobs, waiters to answer.
+    pub effects: Vec<Effect>,
+    /// Reports of tasks the state does not have (host, job, task as accounted):
+    /// acknowledged all the same; the master logs those it has no record of.
+    pub unknown: Vec<(String, u64, u32)>,
+}
+
+fn kill(host: String, job_id: u64, task_id: u32) -> Effect {
+    Effect::Send {
+        host,
+        order: ToExecd::KillJob { job_id, task_id },
+    }
+}
+
+/// Signal numbers sent to execds (Linux values, as the execds run Linux).
+pub(crate) mod libc_signal {
+    pub const SIGSTOP: i32 = nix::sys::signal::Signal::SIGSTOP as i32;
+    pub const SIGCONT: i32 = nix::sys::signal::Signal::SIGCONT as i32;
+}
+
+impl ClusterState {
+    pub fn decide_delete_jobs(
+        &self,
+        caller: &Caller,
+        ids: &[String],
+        users: &[String],
+        force: bool,
+    ) -> Decision {
+        self.delete_jobs_as(caller, ids, users, force, self.acts_as_manager(caller))
+    }
+
+    /// [`ClusterState::decide_delete_jobs`] with the caller's rights given: the master
+    /// deletes the jobs of an advance reservation that ends or is deleted as a manager.
+    pub(crate) fn delete_jobs_as(
+        &self,
+        caller: &Caller,
+        ids: &[String],
+        users: &[String],
+        force: bool,
+        manager: bool,
+    ) -> Decision {
+        // With -f a running task is removed at once, without waiting for its report; it
+        // is killed now if its execd is there, else when the execd registers again (a
+        // late report is acknowledged without a record).
+        let mut targets: Vec<(u64, Option<(u32, u32)>)> = Vec::new();
+        // Job names and patterns (`'*'`): the jobs of the users given with -u, else the
+        // caller's own.
+        let mut patterns: Vec<&str> = Vec::new();
+        for text in ids {
+            match crate::core::jobs::parse_job_ref(text) {
+                Some(t) => targets.push(t),
+                None if !text.is_empty() && !text.contains(['/', ' ']) => patterns.push(text),
+                None => {
+                    return Decision::refused(Refusal {
+                        kind: RefusalKind::Invalid,
+                        message: format!("denied: job \"{text}\" does not exist"),
+                    })
+                }
+            }
+        }
+        let owned_by = |job: &crate::core::jobs::Job| {
+            if users.is_empty() {
+                job.owner.user == caller.user
+            } else {
+                users.iter().any(|u| u == "*" || *u == job.owner.user)
+            }
+        };
+        for pattern in &patterns {
+            let before = targets.len();
+            for job in self.jobs.values() {
+                if owned_by(job) && gantry_common::job::wildcard(pattern, &job.spec.name) {
+                    targets.push((job.id, None));
+                }
+            }
+            if targets.len() == before && *pattern != "*" {
+                return Decision::refused(Refusal {
+                    kind: RefusalKind::NotFound,
+                    message: format!("denied: job \"{pattern}\" does not exist"),
+                });
+            }
+        }
+        if patterns.is_empty() {
+            for job in self.jobs.values() {
+                if !users.is_empty() && owned_by(job) {
+                    targets.push((job.id, None));
+                }
+            }
+        }
+        targets.sort();
+        targets.dedup();
+        let mut results: Vec<ItemResult> = Vec::new();
+        let done = |message: String| ItemResult {
+            message,
+            refused: false,
+        };
+        let refused = |message: String| ItemResult {
+            message,
+            refused: true,
+        };
+        let mut ops = Vec::new();
+        let mut effects = Vec::new();
+        for (id, range) in targets {
+            let Some(job) = self.jobs.get(&id) else {
+                results.push(refused(format!("denied: job \"{id}\" does not exist")));
+                continue;
+            };
+            if job.owner.user != caller.user && !manager {
+                results.push(refused(self.others_job_refusal(
+                    caller,
+                    format!(
+                        "{} - you do not have the necessary privileges to delete the job \"{id}\"",
+                        caller.user
+                    ),
+                )));
+                continue;
+            }
+            let mut job = crate::core::jobs::Job::clone(job);
+            // Pending tasks go at once, as ranges (an array may have many).
+            let (lo, hi) = range.unwrap_or((0, u32::MAX));
+            let mut deleted_tasks = job.tasks.pending_mut().remove_within(lo, hi);
+            let mut registered_tasks = Vec::new();
+            // The others (running, being deleted, in error) one by one.
+            let selected: Vec<(u32, TaskState)> = job
+                .tasks
+                .placed()
+                .filter(|(t, _)| (lo..=hi).contains(t))
+                .map(|(t, state)| (t, state.clone()))
+                .collect();
+            for (t, state) in selected {
+                match state {
+                    TaskState::Pending | TaskState::Error { .. } => {
+                        job.tasks.remove(t);
+                        deleted_tasks.insert(t);
+                    }
+                    TaskState::Running {
+                        host,
+                        queue,
+                        start_time,
+                        ..
+                    }
+                    | TaskState::Deleting {
+                        host,
+                        queue,
+                        start_time,
+                        ..
+                    } if force => {
+                        // Accounted when its host reports the end (SGE accounts it too);
+                        // until then, its record waits in the spool.
+                        let waiting = gantry_proto::JobReport {
+                            job_id: id,
+                            task_id: t,
+                            host: host.clone(),
+                            queue: format!("{queue}@{host}"),
+                            exit_status: 0,
+                            signal: None,
+                            failed: 0,
+                            failure: String::new(),
+                            start_time,
+                            end_time: start_time,
+                            utime_us: 0,
+                            stime_us: 0,
+                            maxrss_kb: 0,
+                            checkpointed: false,
+                        };
+                        if let Some(record) = self.accounting_record(&waiting) {
+                            ops.push(Op::Put(Object::ForcedAway(Box::new(record))));
+                        }
+                        job.tasks.remove(t);
+                        effects.push(Effect::Forget { job: id, task: t });
+                        effects.push(kill(host, id, t));
+                        deleted_tasks.insert(t);
+                    }
+                    TaskState::Running {
+                        host,
+                        queue,
+                        start_time,
+                        grants,
+                        pe,
+                    } => {
+                        job.tasks.insert(
+                            t,
+                            TaskState::Deleting {
+                                host: host.clone(),
+                                queue,
+                                start_time,
+                                grants,
+                                pe,
+                            },
+                        );
+                        effects.push(kill(host, id, t));
+                        registered_tasks.push(t);
+                    }
+                    TaskState::Deleting { host, .. } => {
+                        effects.push(kill(host, id, t));
+                        registered_tasks.push(t);
+                    }
+                }
+            }
+            let named_tasks = range.is_some() && job.is_array();
+            if named_tasks && !(deleted_tasks.is_empty() && registered_tasks.is_empty()) {
+                // `qdel 7.2-5`: SGE names the tasks, not the job.
+                let user = &caller.user;
+                match (deleted_tasks.len(), deleted_tasks.first()) {
+                    (0, _) | (_, None) => {}
+                    (1, Some(t)) => {
+                        results.push(done(format!("{user} has deleted job-array task {id}.{t}")))
+                    }
+                    _ => results.push(done(format!(
+                        "{user} has deleted job-array tasks {} of job {id}",
+                        deleted_tasks.ranges_text()
+                    ))),
+                }
+                for t in &registered_tasks {
+                    results.push(done(format!(
+                        "{user} has registered the job-array task {id}.{t} for deletion"
+                    )));
+                }
+            } else if !registered_tasks.is_empty() {
+                results.push(done(format!(
+                    "{} has registered the job {id} for deletion",
+                    caller.user
+                )));
+            } else {
+                results.push(done(format!("{} has deleted job {id}", caller.user)));
+            }
+            if job.tasks.is_empty() {
+                ops.push(Op::Delete(crate::core::state::job_key(id)));
+                effects.push(Effect::JobLeft(id));
+            } else {
+                ops.push(Op::Put(Object::Job(job)));
+            }
+        }
+        if ops.is_empty() && results.iter().any(|r| r.refused) {
+            let lines: Vec<String> = results.into_iter().map(|r| r.message).collect();
+            return Decision::refused(Refusal {
+                kind: RefusalKind::NotFound,
+                message: lines.join("\n"),
+            });
+        }
+        Decision {
+            ops,
+            effects,
+            reply: FromMaster::Items(results),
+        }
+    }
+    /// `qmod -s` / `-us` on queue instances: no new jobs start there, and the jobs
+    /// running there are stopped (state `S`) or continued (unless suspended themselves).
+    pub fn decide_suspend_queues(
+        &self,
+        caller: &Caller,
+        targets: &[String],
+        suspend: bool,
+    ) -> Decision {
+        if let Err(r) = self.manager_check(caller) {
+            return Decision::refused(r);
+        }
+        let instances = match self.queue_instances_named(targets) {
+            Ok(i) => i,
+            Err(r) => return Decision::refused(r),
+        };
+        let mut set = (*self.suspended_queues).clone();
+        let mut messages = Vec::new();
+        for key in &instances {
+            let changed = if suspend {
+                set.insert(key.clone())
+            } else {
+                set.remove(key)
+            };
+            messages.push(if changed {
+                format!(
+                    "{}@{} changed state of \"{}@{}\" ({})",
+                    caller.user,
+                    caller.host,
+                    key.0,
+                    key.1,
+                    if suspend { "suspended" } else { "unsuspended" }
+                )
+            } else {
+                format!(
+                    "Queue instance \"{}@{}\" is already in the specified state: {}",
+                    key.0,
+                    key.1,
+                    if suspend { "suspended" } else { "unsuspended" }
+                )
+            });
+        }
+        let mut list: Vec<(String, String)> = set.into_iter().collect();
+        list.sort();
+
+        let signal = if suspend {
+            libc_signal::SIGSTOP
+        } else {
+            libc_signal::SIGCONT
+        };
+        let mut effects = Vec::new();
+        for job in self.jobs.values() {
+            for (task, t) in job.tasks.placed() {
+                let TaskState::Running { host, queue, .. } = t else {
+                    continue;
+                };
+                // A job suspended on its own stays stopped when its queue resumes.
+                if !instances.contains(&(queue.clone(), host.clone()))
+                    || (!suspend && job.suspended.contains(&task))
+                {
+                    continue;
+                }
+                effects.push(Effect::Send {
+                    host: host.clone(),
+                    order: ToExecd::SignalJob {
+                        job_id: job.id,
+                        task_id: task,
+                        signal,
+                    },
+                });
+            }
+        }
+        Decision {
+            ops: vec![Op::Put(Object::SuspendedQueues(list))],
+            effects,
+            reply: FromMaster::Done { messages },
+        }
+    }
+    pub fn decide_suspend_jobs(&self, caller: &Caller, ids: &[String], suspend: bool) -> Decision {
+        let manager = self.acts_as_manager(caller);
+        let mut ops = Vec::new();
+        let mut messages = Vec::new();
+        let mut signals = Vec::new();
+        for text in ids {
+            let found =
+                crate::core::jobs::parse_job_ref(text).and_then(|(id, _)| self.jobs.get(&id));
+            let Some(job) = found else {
+                return Decision::refused(Refusal {
+                    kind: RefusalKind::NotFound,
+                    message: format!("denied: job \"{text}\" does not exist"),
+                });
+            };
+            if job.owner.user != caller.user && !manager {
+                return Decision::refused(Refusal {
+                    kind: RefusalKind::Denied,
+                    message: self.others_job_refusal(
+                        caller,
+                        format!(
+                            "{} - you do not have the necessary privileges to modify the job \"{}\"",
+                            caller.user, job.id
+                        ),
+                    ),
+                });
+            }
+            let mut job = crate::core::jobs::Job::clone(job);
+            let mut any = false;
+            for (task, t) in job.tasks.placed() {
+                if let TaskState::Running { host, .. } = t {
+                    any = true;
+                    signals.push((host.clone(), job.id, task));
+                }
+            }
+            if !any {
+                return Decision::refused(Refusal {
+                    kind: RefusalKind::Invalid,
+                    message: format!("denied: job \"{}\" is not running", job.id),
+                });
+            }
+            for (_, _, task) in signals.iter().filter(|(_, j, _)| *j == job.id) {
+                if suspend {
+                    job.suspended.insert(*task);
+                } else {
+                    job.suspended.remove(task);
+                }
+            }
+            messages.push(format!(
+                "{} - {} job {}",
+                caller.user,
+                if suspend { "suspended" } else { "unsuspended" },
+                job.id
+            ));
+            ops.push(Op::Put(Object::Job(job)));
+        }
+        let signal = if suspend {
+            libc_signal::SIGSTOP
+        } else {
+            libc_signal::SIGCONT
+        };
+        let effects = signals
+            .into_iter()
+            .map(|(host, job_id, task_id)| Effect::Send {
+                host,
+                order: ToExecd::SignalJob {
+                    job_id,
+                    task_id,
+                    signal,
+                },
+            })
+            .collect();
+        Decision {
+            ops,
+            effects,
+            reply: FromMaster::Done { messages },
+        }
+    }
+    pub fn decide_clear_job_errors(&self, caller: &Caller, ids: &[String]) -> Decision {
+        let manager = self.acts_as_manager(caller);
+        let mut ops = Vec::new();
+        let mut messages = Vec::new();
+        for text in ids {
+            let Some((id, _)) = crate::core::jobs::parse_job_ref(text) else {
+                return Decision::refused(Refusal {
+                    kind: RefusalKind::Invalid,
+                    message: format!("denied: job \"{text}\" does not exist"),
+                });
+            };
+            let Some(job) = self.jobs.get(&id) else {
+                return Decision::refused(Refusal {
+                    kind: RefusalKind::NotFound,
+                    message: format!("denied: job \"{id}\" does not exist"),
+                });
+            };
+            if job.owner.user != caller.user && !manager {
+                return Decision::refused(Refusal {
+                    kind: RefusalKind::Denied,
+                    message: self.others_job_refusal(
+                        caller,
+                        format!(
+                            "{} - you do not have the necessary privileges to modify the job \"{id}\"",
+                            caller.user
+                        ),
+                    ),
+                });
+            }
+            let mut job = crate::core::jobs::Job::clone(job);
+            job.tasks.clear_errors();
+            messages.push(format!(
+                "{} has cleared the error state of job {id}",
+                caller.user
+            ));
+            ops.push(Op::Put(Object::Job(job)));
+        }
+        Decision {
+            ops,
+            effects: Vec::new(),
+            reply: FromMaster::Done { messages },
+        }
+    }
+
+    /// A burst of task reports from execds, recorded in one commit: each finished task
+    /// accounted and removed from its job; a task that could not start waits in error
+    /// (`Eqw`), or goes back to pending and puts its queue instance in error (`E`) when
+    /// the host could not start it at all, as SGE does; a task removed with `qdel -f`
+    /// while its host was away is accounted from the record that waited for it. A
+    /// report that comes again (its acknowledgement was lost) is acknowledged again and
+    /// recorded once. `now` (Unix seconds) is when finished jobs are shown to end.
+    pub fn decide_reports(
+        &self,
+        batch: &[(String, gantry_proto::JobReport)],
+        now: i64,
+    ) -> ReportsDecided {
+        use gantry_common::job::Job;
+        use gantry_proto::ShepherdFailure;
+        use std::collections::{HashMap, HashSet};
+        let mut ops = Vec::new();
+        let mut changed: HashMap<u64, Job> = HashMap::new();
+        let mut acks = Vec::new();
+        let mut recorded: Vec<(u64, u32)> = Vec::new();
+        let mut unknown = Vec::new();
+        let mut seen: HashSet<(u64, u32)> = HashSet::new();
+        let mut errored_now: Option<HashSet<(String, String)>> = None;
+        for (host, report) in batch {
+            let key = (report.job_id, report.task_id);
+            tracing::debug!(job = key.0, task = key.1, host = %host, "task report");
+            acks.push(Effect::Send {
+                host: host.clone(),
+                order: ToExecd::ReportAck {
+                    job_id: key.0,
+                    task_id: key.1,
+                },
+            });
+            if !seen.insert(key) {
+                continue;
+            }
+            let known = changed
+                .get(&key.0)
+                .or_else(|| self.jobs.get(&key.0).map(|j| &**j))
+                .and_then(|j| j.tasks.get(key.1))
+                .is_some_and(|t| {
+                    matches!(t, TaskState::Running { .. } | TaskState::Deleting { .. })
+                });
+            if !known {
+                // Removed with qdel -f while the host was away: accounted now.
+                if let Some(waiting) = self.forced_away.get(&key) {
+                    let mut record = waiting.clone();
+                    record.report = report.clone();
+                    ops.push(Op::Account(Box::new(record)));
+                    ops.push(Op::Delete(crate::core::state::forced_key(key.0, key.1)));
+                    recorded.push(key);
+                    continue;
+                }
+                let task = if self.jobs.get(&key.0).is_some_and(|j| j.is_array()) {
+                    key.1
+                } else {
+                    0
+                };
+                unknown.push((host.clone(), key.0, task));
+                continue;
+            }
+            let Some(current) = self.jobs.get(&key.0) else {
+                continue;
+            };
+            let job = changed.entry(key.0).or_insert_with(|| Job::clone(current));
+            // A job that could not even be started (no working directory, no output
+            // file, no shell) waits in error state, as SGE's Eqw, unless it was deleted.
+            // The host could not start it (unknown user there, no TMPDIR): the queue
+            // instance goes into error state `E` and the task back to pending, as SGE.
+            let failure = report.shepherd_failure();
+            if failure == Some(ShepherdFailure::BeforeJob) {
+                if let Some(TaskState::Running { host, queue, .. }) = job.tasks.get(key.1) {
+                    tracing::warn!(
+                        job = key.0,
+                        task = key.1,
+                        queue = %queue,
+                        host = %host,
+                        "queue instance set to error state: {}",
+                        report.failure
+                    );
+                    let mut errored = errored_now
+                        .take()
+                        .unwrap_or_else(|| (*self.errored).clone());
+                    errored.insert((queue.clone(), host.clone()));
+                    errored_now = Some(errored);
+                    job.tasks.insert(key.1, TaskState::Pending);
+                    recorded.push(key);
+                    continue;
+                }
+            }
+            // The host failed under the task (its shepherd ended without a report: the
+            // host or its execd went down): a rerunnable job runs again, as SGE
+            // reschedules it; any other is accounted as failed below. A checkpointing
+            // job that migrated (suspended with `when` x) runs again too, from its
+            // checkpoint if it left one. Either way the interrupted run is accounted, as
+            // SGE's job_exit does.
+            let again = match (failure, job.tasks.get(key.1)) {
+                (Some(ShepherdFailure::Migrate), Some(TaskState::Running { .. })) => true,
+                (Some(ShepherdFailure::AfterJob), Some(TaskState::Running { host, queue, .. })) => {
+                    self.rerunnable(job, queue, host)
+                }
+                _ => false,
+            };
+            if again {
+                tracing::info!(
+                    job = key.0,
+                    task = key.1,
+                    host = %report.host,
+                    "rescheduled: {} ({})",
+                    if failure == Some(ShepherdFailure::Migrate) {
+                        "the task migrated"
+                    } else {
+                        "the task ended with its host"
+                    },
+                    report.failure
+                );
+                if let Some(record) = self.accounting_record(report) {
+                    ops.push(Op::Account(Box::new(record)));
+                }
+                job.tasks.insert(key.1, TaskState::Pending);
+                job.suspended.remove(&key.1);
+                *job.restarted.entry(key.1).or_insert(0) += 1;
+                if report.checkpointed {
+                    job.ckpt_arena.insert(key.1);
+                }
+                recorded.push(key);
+                continue;
+            }
+            let setup_failure = failure.is_some_and(ShepherdFailure::is_job_error);
+            if setup_failure && matches!(job.tasks.get(key.1), Some(TaskState::Running { .. })) {
+                tracing::info!(
+                    job = key.0,
+                    task = key.1,
+                    "task could not be started: {}",
+                    report.failure
+                );
+                job.tasks.insert(
+                    key.1,
+                    TaskState::Error {
+                        reason: report.failure.clone(),
+                    },
+                );
+                recorded.push(key);
+                continue;
+            }
+            let Some(record) = self.accounting_record(report) else {
+                continue;
+            };
+            ops.push(Op::Account(Box::new(record)));
+            job.tasks.remove(key.1);
+            recorded.push(key);
+        }
+        if let Some(errored) = errored_now {
+            let mut list: Vec<(String, String)> = errored.into_iter().collect();
+            list.sort();
+            ops.push(Op::Put(Object::ErrorQueues(list)));
+        }
+        let mut done_jobs = Vec::new();
+        let mut finished = Vec::new();
+        for (id, job) in changed {
+            if job.tasks.is_empty() {
+                ops.push(Op::Delete(crate::core::state::job_key(id)));
+                done_jobs.push(Effect::JobEnded(id));
+                finished.push(Effect::Finished(Box::new(crate::core::jobs::zombie_view(
+                    &job, now,
+                ))));
+            } else {
+                ops.push(Op::Put(Object::Job(job)));
+            }
+        }
+        let mut effects: Vec<Effect> = recorded
+            .into_iter()
+            .map(|(job, task)| Effect::Forget { job, task })
+            .collect();
+        effects.extend(finished);
+        effects.extend(acks);
+        effects.extend(done_jobs);
+        ReportsDecided {
+            ops,
+            effects,
+            unknown,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

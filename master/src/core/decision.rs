@@ -1,0 +1,77 @@
+//! What a decided request comes to, whatever the request: the spool writes to commit,
+//! what to do once they are durable ([`Effect`]: orders to execds, waiters to wake, a
+//! log line) and the reply. The Cluster actor commits, then carries out the effects,
+//! then answers; a refused request writes nothing and has no effect.
+
+use gantry_proto::{FromMaster, Refusal, ToExecd};
+
+use crate::core::state::Op;
+
+/// What a decided request does.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decision {
+    /// Spool writes, committed before anything else happens.
+    pub ops: Vec<Op>,
+    /// What the master does once they are durable.
+    pub effects: Vec<Effect>,
+    /// The answer, once both are done.
+    pub reply: FromMaster,
+}
+
+impl Decision {
+    /// The decision, asking for a scheduling cycle if it writes anything.
+    pub fn asking_for_cycle(mut self) -> Decision {
+        if !self.ops.is_empty() && !self.effects.contains(&Effect::Schedule) {
+            self.effects.push(Effect::Schedule);
+        }
+        self
+    }
+
+    /// A refusal: nothing written, nothing done.
+    pub fn refused(refusal: Refusal) -> Decision {
+        Decision {
+            ops: Vec::new(),
+            effects: Vec::new(),
+            reply: FromMaster::Refused(refusal),
+        }
+    }
+}
+
+/// What the master does after a decision's writes are durable.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Effect {
+    /// An order to the execd of a host, if it is connected (one that is not gets its
+    /// orders from the state when it comes back).
+    Send { host: String, order: ToExecd },
+    /// A job left without running (deleted while pending): its `qsub -sync y` waiters
+    /// are answered.
+    JobLeft(u64),
+    /// A task was removed or its report recorded: its execd's confirmation of the start
+    /// no longer counts.
+    Forget { job: u64, task: u32 },
+    /// A job ended: `qstat -s z` shows it among the last `finished_jobs`.
+    Finished(Box<gantry_proto::JobView>),
+    /// A job ended with its tasks accounted: its `qsub -sync y` waiters get its outcome.
+    JobEnded(u64),
+    /// An advance reservation's mail (`qrsub -m`), if it asked for this event.
+    ArMail(
+        Box<gantry_proto::AdvanceReservation>,
+        gantry_common::mail::ArEvent,
+    ),
+    /// A line for the master's log, about what the caller changed.
+    Log {
+        user: String,
+        host: String,
+        line: String,
+    },
+    /// Tell a connected execd to shut down (`qconf -ke`, `-kej`): it takes no more jobs.
+    StopExecd { host: String, kill_jobs: bool },
+    /// The master shuts itself down (`qconf -km`) once the answer is out.
+    ShutDownMaster,
+    /// The reply is the spool's accounting records (`qacct`) of every job, or of the job
+    /// of this id or name.
+    AnswerWithAccounting { job: Option<String> },
+    /// What a cycle reads changed: a scheduling cycle is asked for (it runs when
+    /// [`gantry_sched::ClusterView::cycle_due`] says one is due).
+    Schedule,
+}

@@ -1,0 +1,542 @@
+//! The one door into the master: every request a client can make, in one `match`,
+//! decided against the state into one [`Decision`] (spool writes, effects, reply).
+//! Configuration requests, job requests and submissions alike; the shell only commits
+//! what comes out, carries out the effects and sends the reply.
+//!
+//! What the decision reads besides the state (the execds connected, the tasks they
+//! confirmed, the last cycle's reservations, the caller's Unix groups, the clock) comes
+//! in a [`Context`] the shell fills in; nothing here reads a file, a socket or a clock.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::Arc;
+
+use gantry_common::job::TaskState;
+use gantry_proto::{
+    Caller, FromMaster, GroupEntry, ItemResult, JobScript, JobSpec, Refusal, RefusalKind,
+    TaskUsage, ToMaster, Verify,
+};
+use gantry_sched::{KeptSnapshot, Time};
+
+use crate::core::decision::{Decision, Effect};
+use crate::core::state::{ClusterState, Object, Op, Reply};
+
+/// What a decision reads besides the state, as the shell knows it when the request
+/// arrives.
+pub struct Context<'a> {
+    /// The master's clock.
+    pub now: Time,
+    /// The hosts jobs may be dispatched to (execd connected, not shutting down).
+    pub dispatchable: &'a HashSet<String>,
+    /// The hosts with an execd session (shutting down or not).
+    pub connected: &'a HashSet<String>,
+    /// Tasks whose execd confirmed the start (`r` rather than `t`).
+    pub started: &'a HashSet<(u64, u32)>,
+    /// What running tasks used, as their execds last said.
+    pub task_usage: &'a HashMap<(u64, u32), TaskUsage>,
+    /// The last `finished_jobs` jobs that ended (`qstat -s z`).
+    pub finished: &'a VecDeque<gantry_proto::JobView>,
+    /// The last cycle's resource reservations (`-R y`), by job.
+    pub reservations: &'a HashMap<u64, gantry_sched::backfill::Reservation>,
+    /// The last cycle's group allocation and the tree it allocated.
+    pub group_allocation: Option<&'a (Arc<Vec<GroupEntry>>, gantry_sched::groups::Allocation)>,
+    /// The caller's Unix groups (asked only by the requests that need them).
+    pub caller_groups: &'a dyn Fn() -> Vec<String>,
+    /// A user's Unix groups, by name (`qquota`'s rules on `@group`).
+    pub groups_of_name: &'a dyn Fn(&str) -> Vec<String>,
+    /// The bytes the caller's job scripts hold in the spool.
+    pub caller_script_bytes: u64,
+    /// The snapshot advance reservations are granted on, kept between `qrsub`s.
+    pub ar_snapshot: &'a mut KeptSnapshot,
+}
+
+impl Decision {
+    /// An answer: nothing written, nothing done.
+    pub fn answer(reply: FromMaster) -> Decision {
+        Decision {
+            ops: Vec::new(),
+            effects: Vec::new(),
+            reply,
+        }
+    }
+
+    /// A configuration request's outcome as a decision: its change is logged as the
+    /// caller's once it is durable, and the caller told what it did.
+    pub fn of_reply(caller: &Caller, decided: Result<Reply, Refusal>) -> Decision {
+        match decided {
+            Ok(Reply::Answer(a)) => Decision::answer(a),
+            Ok(Reply::Change(change)) => {
+                // A list of 200,000 attributes changes 200,000 things: the log names the
+                // first few and counts the rest.
+                const LOGGED: usize = 10;
+                let mut line = change.messages[..change.messages.len().min(LOGGED)].join("; ");
+                if change.messages.len() > LOGGED {
+                    line.push_str(&format!(
+                        "; and {} more changes",
+                        change.messages.len() - LOGGED
+                    ));
+                }
+                Decision {
+                    ops: change.ops,
+                    effects: vec![Effect::Log {
+                        user: caller.user.clone(),
+                        host: caller.host.clone(),
+                        line,
+                    }],
+                    reply: FromMaster::Done {
+                        messages: change.messages,
+                    },
+                }
+            }
+            Err(r) => Decision::refused(r),
+        }
+    }
+}
+
+/// `qstat -u`'s user list with `$user`, SGE's placeholder for the current user, replaced
+/// by the caller's name.
+pub fn users_with_caller(users: &[String], caller: &str) -> Vec<String> {
+    users
+        .iter()
+        .map(|u| {
+            if u == "$user" {
+                caller.to_string()
+            } else {
+                u.clone()
+            }
+        })
+        .collect()
+}
+
+/// How `qstat -j` tells a job's resource reservation: when and where its next task is
+/// to start.
+pub fn reservation_line(r: &gantry_sched::backfill::Reservation) -> String {
+    let grants: Vec<String> = r
+        .grants
+        .iter()
+        .map(|g| format!("{}@{}={}", g.queue, g.host, g.slots))
+        .collect();
+    format!(
+        "reserved: task {} to start at {} in {}",
+        r.task_id,
+        gantry_common::dates::local_time(r.start.secs(), "%m/%d/%Y %H:%M:%S"),
+        grants.join(",")
+    )
+}
+
+/// Decide a client's request: a request that changes the state asks for a cycle.
+pub fn decide(
+    state: &ClusterState,
+    ctx: &mut Context<'_>,
+    caller: &Caller,
+    request: ToMaster,
+) -> Decision {
+    decide_request(state, ctx, caller, request).asking_for_cycle()
+}
+
+/// The one `match`: it names every kind of request, so a new one does not compile until
+/// it has a place.
+fn decide_request(
+    state: &ClusterState,
+    ctx: &mut Context<'_>,
+    caller: &Caller,
+    request: ToMaster,
+) -> Decision {
+    let now = ctx.now;
+    match request {
+        // A submission is taken by value: its script (megabytes, maybe) is moved into
+        // the spool write, never copied.
+        ToMaster::Submit { spec, verify } => submit(state, ctx, caller, *spec, verify),
+        ToMaster::ShowJobs { users } => {
+            let users = users_with_caller(&users, &caller.user);
+            Decision::answer(FromMaster::Jobs(state.job_views(&users, ctx.started)))
+        }
+        ToMaster::ShowJobLines { users } => {
+            let users = users_with_caller(&users, &caller.user);
+            Decision::answer(FromMaster::JobLines(
+                state.jobs_image().lines(&users, ctx.started),
+            ))
+        }
+        ToMaster::JobDetails { ids } => job_details(state, ctx, &ids),
+        ToMaster::ShowQuotas(query) => Decision::answer(FromMaster::Quotas(state.quota_rows(
+            &query,
+            &caller.user,
+            ctx.groups_of_name,
+        ))),
+        ToMaster::ShowGroups => Decision::answer(FromMaster::Groups(match ctx.group_allocation {
+            // The last cycle's, while the tree is the one it allocated.
+            Some((tree, allocation)) if Arc::ptr_eq(tree, &state.group_tree) => {
+                state.group_rows_of(allocation.clone())
+            }
+            _ => state.group_rows(),
+        })),
+        ToMaster::SchedulingSummary => {
+            let blocked = state.quota_blocked_jobs(ctx.dispatchable, now);
+            let summary = if blocked.is_empty() {
+                Vec::new()
+            } else {
+                vec![(
+                    "Jobs dropped because of exceeding limit in rule".to_string(),
+                    blocked,
+                )]
+            };
+            Decision::answer(FromMaster::SchedulingSummary(summary))
+        }
+        ToMaster::ShowFinishedJobs { users } => {
+            let users = users_with_caller(&users, &caller.user);
+            let views = ctx
+                .finished
+                .iter()
+                .filter(|v| users.is_empty() || users.iter().any(|u| u == "*" || u == &v.owner))
+                .cloned()
+                .collect();
+            Decision::answer(FromMaster::Jobs(views))
+        }
+        ToMaster::SuspendJobs { ids, suspend } => state.decide_suspend_jobs(caller, &ids, suspend),
+        ToMaster::ChangeQueueInstances { targets, change }
+            if change != gantry_proto::QueueChange::ClearError =>
+        {
+            let suspend = change == gantry_proto::QueueChange::Suspend;
+            state.decide_suspend_queues(caller, &targets, suspend)
+        }
+        ToMaster::ClearJobErrors { ids } => state.decide_clear_job_errors(caller, &ids),
+        ToMaster::AlterJobs { ids, changes } => {
+            let groups = (ctx.caller_groups)();
+            state.decide_alter_jobs(caller, &groups, &ids, &changes, ctx.dispatchable, now)
+        }
+        ToMaster::SubmitAr { spec } => {
+            let groups = (ctx.caller_groups)();
+            state.decide_submit_ar(
+                caller,
+                &groups,
+                &spec,
+                ctx.dispatchable,
+                now,
+                ctx.ar_snapshot,
+            )
+        }
+        ToMaster::ShowArs { users, ids } => {
+            let users = users_with_caller(&users, &caller.user);
+            Decision::answer(FromMaster::Ars(state.ar_list(
+                &caller.user,
+                &users,
+                &ids,
+                now,
+            )))
+        }
+        ToMaster::DeleteArs { ids, force } => state.decide_delete_ars(caller, &ids, force),
+        ToMaster::DeleteJobs { ids, users, force } => {
+            state.decide_delete_jobs(caller, &ids, &users, force)
+        }
+        ToMaster::Accounting { job } => Decision {
+            ops: Vec::new(),
+            effects: vec![Effect::AnswerWithAccounting { job }],
+            reply: FromMaster::Accounting(Vec::new()),
+        },
+        ToMaster::KillExecds { hosts, kill_jobs } => {
+            kill_execds(state, ctx, caller, &hosts, kill_jobs)
+        }
+        ToMaster::KillMaster => {
+            if !state.acts_as_manager(caller) {
+                return Decision::refused(Refusal {
+                    kind: RefusalKind::Denied,
+                    message: "shutdown requires manager privileges".into(),
+                });
+            }
+            Decision {
+                ops: Vec::new(),
+                effects: vec![
+                    Effect::Log {
+                        user: caller.user.clone(),
+                        host: caller.host.clone(),
+                        line: "qconf -km: shutting down".into(),
+                    },
+                    Effect::ShutDownMaster,
+                ],
+                reply: FromMaster::Done {
+                    messages: vec![format!("{}@{} kills qmaster", caller.user, caller.host)],
+                },
+            }
+        }
+        // The shell waits for the job's end before a wait would reach the door.
+        ToMaster::WaitJob { .. } | ToMaster::WaitStart { .. } => Decision::refused(Refusal {
+            kind: RefusalKind::Internal,
+            message: "error: a wait for a job reached the master without its caller".into(),
+        }),
+        request @ (ToMaster::HostInfo
+        | ToMaster::ShowExecHostList
+        | ToMaster::ShowExecHost { .. }
+        | ToMaster::AddExecHost { .. }
+        | ToMaster::DeleteExecHosts { .. }
+        | ToMaster::ShowConfig { .. }
+        | ToMaster::ModifyConfig { .. }
+        | ToMaster::ShowManagers
+        | ToMaster::AddManagers { .. }
+        | ToMaster::DeleteManagers { .. }
+        | ToMaster::ShowComplexes
+        | ToMaster::ShowQueueList
+        | ToMaster::ShowQueue { .. }
+        | ToMaster::ShowHostGroupList
+        | ToMaster::ShowHostGroup { .. }
+        | ToMaster::SetQueueState { .. }
+        | ToMaster::ModifyAttribute { .. }
+        | ToMaster::AddHostGroup { .. }
+        | ToMaster::ModifyHostGroup { .. }
+        | ToMaster::DeleteHostGroup { .. }
+        | ToMaster::ShowUserSetList
+        | ToMaster::ShowUserSets { .. }
+        | ToMaster::AddUsersToSets { .. }
+        | ToMaster::DeleteUsersFromSets { .. }
+        | ToMaster::DeleteUserSets { .. }
+        | ToMaster::AddUserSet { .. }
+        | ToMaster::ModifyUserSet { .. }
+        | ToMaster::ShowObject { .. }
+        | ToMaster::ShowObjectList { .. }
+        | ToMaster::AddObject { .. }
+        | ToMaster::ModifyObject { .. }
+        | ToMaster::DeleteObjects { .. }
+        | ToMaster::EditAttribute { .. }
+        | ToMaster::ChangeQueueInstances { .. }
+        | ToMaster::ReplaceObjects { .. }) => {
+            Decision::of_reply(caller, state.handle(caller, &request, now))
+        }
+    }
+}
+
+/// `qsub`: the job checked against the state and, unless only verified, its record,
+/// the next job id and its script written together.
+fn submit(
+    state: &ClusterState,
+    ctx: &mut Context<'_>,
+    caller: &Caller,
+    mut spec: JobSpec,
+    verify: Verify,
+) -> Decision {
+    let id = state.next_job_id.max(1);
+    // The script leaves the specification before anything copies it.
+    let script = match &mut spec.script {
+        JobScript::Script { contents, .. } => {
+            if let Err(r) = crate::core::jobs::check_script_size(state, contents.len()) {
+                return Decision::refused(r);
+            }
+            if let Err(r) = crate::core::jobs::check_user_scripts_size(
+                state,
+                ctx.caller_script_bytes,
+                contents.len(),
+            ) {
+                return Decision::refused(r);
+            }
+            Some(std::mem::take(contents))
+        }
+        JobScript::Binary { .. } => None,
+    };
+    let groups = (ctx.caller_groups)();
+    let job = match crate::core::jobs::validate_submission(
+        state,
+        caller,
+        &groups,
+        &spec,
+        id,
+        ctx.now.secs(),
+    ) {
+        Ok(j) => j,
+        Err(r) => return Decision::refused(r),
+    };
+    let found = |slots: u32, pe: bool| {
+        if pe {
+            format!("verification: found possible assignment with {slots} slots")
+        } else {
+            "verification: found suitable queue(s)".to_string()
+        }
+    };
+    if verify == Verify::Poke {
+        let message = match state.view().could_run_now(&job, ctx.dispatchable, ctx.now) {
+            Ok(slots) => found(slots, job.spec.pe.is_some()),
+            Err(_) => "verification: no suitable queues".to_string(),
+        };
+        return Decision::answer(FromMaster::Verified { message });
+    }
+    let possible = if verify == Verify::None {
+        Ok(0)
+    } else {
+        state.could_ever_run(&job)
+    };
+    match verify {
+        Verify::Verify => {
+            return Decision::answer(FromMaster::Verified {
+                message: match possible {
+                    Ok(slots) => found(slots, job.spec.pe.is_some()),
+                    Err(_) => "verification: no suitable queues".into(),
+                },
+            })
+        }
+        Verify::Error if possible.is_err() => {
+            return Decision::refused(Refusal {
+                kind: RefusalKind::Invalid,
+                message: "error: no suitable queues".into(),
+            })
+        }
+        _ => {}
+    }
+    let warnings = if verify == Verify::Warning && possible.is_err() {
+        vec!["warning: no suitable queues".to_string()]
+    } else {
+        Vec::new()
+    };
+    let reply = FromMaster::Submitted {
+        job_id: id,
+        name: job.spec.name.clone(),
+        array: job.spec.array,
+        warnings,
+    };
+    // The script goes to the spool first; the job's record holds none of it.
+    let mut ops = Vec::with_capacity(3);
+    if let Some(contents) = script {
+        ops.push(Op::Script { job: id, contents });
+    }
+    ops.push(Op::NextJobId(id + 1));
+    ops.push(Op::Put(Object::Job(job)));
+    Decision {
+        ops,
+        effects: Vec::new(),
+        reply,
+    }
+}
+
+/// `qstat -j`: the jobs found, each with why its pending tasks wait.
+fn job_details(state: &ClusterState, ctx: &Context<'_>, ids: &[String]) -> Decision {
+    let wanted = crate::core::jobs::jobs_named(&state.jobs, ids);
+    // As SGE: the jobs found are shown; only when none is, the list is an error.
+    if wanted.is_empty() {
+        return Decision::refused(Refusal {
+            kind: RefusalKind::NotFound,
+            message: format!("Following jobs do not exist: \n{}", ids.join(", ")),
+        });
+    }
+    let mut details = Vec::new();
+    for id in &wanted {
+        let Some(job) = state.jobs.get(id) else {
+            continue;
+        };
+        let checkpoint_attr = job
+            .spec
+            .ckpt
+            .as_ref()
+            .and_then(|n| state.ckpts.get(n))
+            .map(|c| gantry_common::ckpt::effective_when(c, job.spec.ckpt_when.as_deref()));
+        let mut reasons = state.explain(job, ctx.dispatchable, ctx.now);
+        if let Some(r) = ctx.reservations.get(&job.id) {
+            reasons.push(reservation_line(r));
+        }
+        details.push(gantry_proto::JobDetail {
+            checkpoint_attr,
+            job_id: job.id,
+            spec: job.spec.clone(),
+            owner: job.owner.clone(),
+            group: crate::core::jobs::group_name(job),
+            submit_time: job.submit_time,
+            reasons,
+            errors: job
+                .tasks
+                .placed()
+                .filter_map(|(t, s)| match s {
+                    TaskState::Error { reason } => Some((t, reason.clone())),
+                    _ => None,
+                })
+                .collect(),
+            running: job
+                .tasks
+                .placed()
+                .filter_map(|(t, s)| match s {
+                    TaskState::Running { host, .. } => Some(gantry_proto::RunningTask {
+                        task_id: t,
+                        host: host.clone(),
+                        usage: ctx.task_usage.get(&(job.id, t)).cloned(),
+                    }),
+                    _ => None,
+                })
+                .collect(),
+        });
+    }
+    Decision::answer(FromMaster::JobDetails(details))
+}
+
+/// `qconf -ke`, `-kej`: the execds named (or all) told to shut down.
+fn kill_execds(
+    state: &ClusterState,
+    ctx: &Context<'_>,
+    caller: &Caller,
+    hosts: &[String],
+    kill_jobs: bool,
+) -> Decision {
+    if !state.acts_as_manager(caller) {
+        return Decision::refused(Refusal {
+            kind: RefusalKind::Denied,
+            message: "shutting down execd requires manager privileges".into(),
+        });
+    }
+    let action = if kill_jobs {
+        "shutdown and kill"
+    } else {
+        "shutdown"
+    };
+    let all = hosts.is_empty() || hosts.iter().any(|h| h == "all");
+    let targets: Vec<(String, bool)> = if all {
+        state.exechosts.keys().map(|h| (h.clone(), false)).collect()
+    } else {
+        hosts.iter().map(|h| (h.clone(), true)).collect()
+    };
+    let mut items = Vec::new();
+    let mut effects = Vec::new();
+    for (named, forced) in targets {
+        let Some(host) = state
+            .exechosts
+            .keys()
+            .find(|h| h.eq_ignore_ascii_case(&named))
+            .cloned()
+        else {
+            items.push(ItemResult {
+                message: format!("\"{named}\" is not an execution host"),
+                refused: true,
+            });
+            continue;
+        };
+        if ctx.connected.contains(&host) {
+            effects.push(Effect::Log {
+                user: caller.user.clone(),
+                host: caller.host.clone(),
+                line: format!("sent {action} notification to {host}"),
+            });
+            effects.push(Effect::StopExecd {
+                host: host.clone(),
+                kill_jobs,
+            });
+            items.push(ItemResult {
+                message: format!("sent {action} notification to  execd host {host}"),
+                refused: false,
+            });
+        } else if !forced {
+            items.push(ItemResult {
+                message: format!("no execd known on host {host}"),
+                refused: true,
+            });
+        } else {
+            items.push(ItemResult {
+                message: format!(
+                    "failed sending {action} notification to unknown execd host {host}"
+                ),
+                refused: true,
+            });
+        }
+    }
+    if items.is_empty() {
+        items.push(ItemResult {
+            message: "there are no execution hosts to kill".into(),
+            refused: false,
+        });
+    }
+    Decision {
+        ops: Vec::new(),
+        effects,
+        reply: FromMaster::Items(items),
+    }
+}

@@ -1,0 +1,199 @@
+//! The master's side of the scheduler: its state lent to `gantry_sched` as a
+//! [`ClusterView`]. The resource model, matching, the quota engine and the cycle are in
+//! the `gantry-sched` crate; what the master's callers and tests name is re-exported here.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use crate::core::state::ClusterState;
+use gantry_common::job::Job;
+
+pub use gantry_sched::cycle::{
+    CannotRun, Decisions, Dispatch, SchedConf, ThresholdActions, Trigger,
+};
+pub use gantry_sched::kept::{KeptCounters, KeptSnapshot};
+pub use gantry_sched::matching::*;
+pub use gantry_sched::model::*;
+pub use gantry_sched::time::{Span, Time};
+pub use gantry_sched::view::{ClusterImage, ClusterView, HostRuntime, JobTable, RuntimeTable};
+
+/// A cycle's dispatches after [`ClusterState::revalidate`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Revalidated {
+    /// Still valid: to commit and send.
+    pub kept: Vec<Dispatch>,
+    /// How many were dropped.
+    pub dropped: usize,
+}
+
+impl ClusterState {
+    /// The state as the scheduler reads it.
+    pub fn view(&self) -> ClusterView<'_> {
+        ClusterView {
+            complexes: &self.complexes,
+            exechosts: &self.exechosts,
+            global_host: &self.global_host,
+            hostgroups: &self.hostgroups,
+            queues: &self.queues,
+            usersets: &self.usersets,
+            pes: &self.pes,
+            sched: &self.sched,
+            jobs: &self.jobs,
+            runtime: &self.runtime,
+            disabled: &self.disabled,
+            errored: &self.errored,
+            suspended_queues: &self.suspended_queues,
+            threshold_suspended: &self.threshold_suspended,
+            quota_book: &self.quota_book,
+            max_unheard: self.max_unheard(),
+            max_aj_instances: self.max_aj_instances(),
+            ars: &self.ars,
+            group_tree: &self.group_tree,
+        }
+    }
+
+    /// `max_aj_instances`: at most so many tasks of one array job run at once.
+    fn max_aj_instances(&self) -> Option<u32> {
+        self.global()
+            .get("max_aj_instances")
+            .and_then(|v| v.parse::<u32>().ok())
+            .filter(|n| *n > 0)
+    }
+
+    /// The state as a cycle on another thread reads it: the parts shared, not copied
+    /// (see [`ClusterImage`]).
+    pub fn image(&self) -> ClusterImage {
+        ClusterImage {
+            complexes: Arc::clone(&self.complexes),
+            exechosts: Arc::clone(&self.exechosts),
+            global_host: Arc::clone(&self.global_host),
+            hostgroups: Arc::clone(&self.hostgroups),
+            queues: Arc::clone(&self.queues),
+            usersets: Arc::clone(&self.usersets),
+            pes: Arc::clone(&self.pes),
+            sched: Arc::clone(&self.sched),
+            jobs: Arc::clone(&self.jobs),
+            runtime: Arc::clone(&self.runtime),
+            disabled: Arc::clone(&self.disabled),
+            errored: Arc::clone(&self.errored),
+            suspended_queues: Arc::clone(&self.suspended_queues),
+            threshold_suspended: Arc::clone(&self.threshold_suspended),
+            quota_book: Arc::clone(&self.quota_book),
+            max_unheard: self.max_unheard(),
+            max_aj_instances: self.max_aj_instances(),
+            ars: Arc::clone(&self.ars),
+            group_tree: Arc::clone(&self.group_tree),
+        }
+    }
+
+    /// A cycle's dispatches, decided on an image taken at configuration generation
+    /// `generation`, checked against the state now, before they are committed. The
+    /// master changed its state meanwhile; what may make a decision wrong:
+    /// - the configuration or a queue instance's state changed (a queue disabled, a
+    ///   host deleted, a quota set or a complex edited): every dispatch is dropped;
+    /// - the job changed or went (deleted, held, altered, another task of it ended in
+    ///   error): its dispatches are dropped;
+    /// - the host's execd is gone: its dispatches are dropped.
+    ///
+    /// Nothing else can take what a dispatch was given: only a cycle starts tasks, one
+    /// cycle runs at a time, and tasks that end or leave only free resources. Load values
+    /// reported meanwhile are read by the next cycle, as SGE's scheduler reads the loads
+    /// of the moment its cycle began. A dropped job is considered again by the next
+    /// cycle.
+    pub fn revalidate(
+        &self,
+        image: &ClusterImage,
+        generation: u64,
+        dispatches: Vec<Dispatch>,
+        connected: &HashSet<String>,
+    ) -> Revalidated {
+        if generation != self.config_generation {
+            return Revalidated {
+                dropped: dispatches.len(),
+                kept: Vec::new(),
+            };
+        }
+        let total = dispatches.len();
+        let kept: Vec<Dispatch> = dispatches
+            .into_iter()
+            .filter(|d| {
+                let unchanged = match (image.jobs.get(&d.job_id), self.jobs.get(&d.job_id)) {
+                    (Some(then), Some(now)) => Arc::ptr_eq(then, now),
+                    _ => false,
+                };
+                unchanged && connected.contains(&d.host)
+            })
+            .collect();
+        Revalidated {
+            dropped: total - kept.len(),
+            kept,
+        }
+    }
+
+    /// See [`ClusterView::load_alarm`].
+    pub fn load_alarm(&self, q: &gantry_proto::ClusterQueue, host: &str) -> Option<String> {
+        self.view().load_alarm(q, host)
+    }
+
+    /// See [`ClusterView::suspend_alarm`].
+    pub fn suspend_alarm(&self, q: &gantry_proto::ClusterQueue, host: &str) -> Option<String> {
+        self.view().suspend_alarm(q, host)
+    }
+
+    /// See [`ClusterView::threshold_actions`].
+    pub fn threshold_actions(
+        &self,
+        now: Time,
+        last: &HashMap<(String, String), i64>,
+    ) -> ThresholdActions {
+        self.view().threshold_actions(now, last)
+    }
+
+    /// See [`ClusterView::sched_conf`].
+    pub fn sched_conf(&self) -> SchedConf {
+        self.view().sched_conf()
+    }
+
+    /// See [`ClusterView::snapshot`].
+    pub fn snapshot(&self, connected: &HashSet<String>, now: Time) -> Snapshot {
+        self.view().snapshot(connected, now)
+    }
+
+    /// See [`ClusterView::snapshot_at`].
+    pub fn snapshot_at(&self, connected: &HashSet<String>, now: Time, adjusted: bool) -> Snapshot {
+        self.view().snapshot_at(connected, now, adjusted)
+    }
+
+    /// See [`ClusterView::schedule`].
+    pub fn schedule(&self, now: Time, connected: &HashSet<String>) -> Decisions {
+        self.view().schedule(now, connected)
+    }
+
+    /// See [`ClusterView::dispatch`].
+    pub fn dispatch(
+        &self,
+        snap: &mut Snapshot,
+        state: &mut gantry_sched::Pass,
+        now: Time,
+    ) -> Vec<Dispatch> {
+        self.view().dispatch(snap, state, now)
+    }
+
+    /// See [`ClusterView::could_ever_run`].
+    pub fn could_ever_run(&self, job: &Job) -> Result<u32, CannotRun> {
+        self.view().could_ever_run(job)
+    }
+
+    /// See [`ClusterView::quota_blocked_jobs`].
+    pub fn quota_blocked_jobs(&self, connected: &HashSet<String>, now: Time) -> Vec<u64> {
+        self.view().quota_blocked_jobs(connected, now)
+    }
+
+    /// See [`ClusterView::explain`].
+    pub fn explain(&self, job: &Job, connected: &HashSet<String>, now: Time) -> Vec<String> {
+        self.view().explain(job, connected, now)
+    }
+}
+
+#[cfg(test)]
+mod tests;

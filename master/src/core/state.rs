@@ -1,0 +1,660 @@
+//! The cluster's state and every change to it, as pure functions.
+//!
+//! A request is decided against the current state and yields a [`Change`]: the objects
+//! to write or delete and the lines to tell the user. The Cluster actor persists the
+//! change in the spool and only then applies it with [`ClusterState::apply`], the same
+//! function that rebuilds the state from the spool at start. A refused request yields no
+//! change at all, so nothing is ever half-applied.
+
+use std::borrow::Cow;
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
+
+use gantry_common::{complex, config, exechost, load, queue};
+use gantry_proto::{
+    Caller, ClusterQueue, ComplexAttr, Config, ExecHost, FromMaster, HostGroup, HostReport,
+    HostView, LoadValue, QueueInstanceView, Refusal, RefusalKind, ToMaster,
+};
+use serde::{Deserialize, Serialize};
+
+mod exechosts;
+mod global_config;
+mod hostgroups;
+mod managers;
+mod queues;
+mod usersets;
+
+/// One durable object of the cell, as stored in the spool.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[allow(clippy::large_enum_variant)] // decoded once per object; boxing buys nothing
+pub enum Object {
+    Config(Config),
+    Complexes(Vec<ComplexAttr>),
+    ExecHost(ExecHost),
+    HostGroup(HostGroup),
+    Queue(ClusterQueue),
+    Managers(Vec<String>),
+    /// A host certificate the master issued: its SHA-256 (hex) and the host.
+    HostCert {
+        fingerprint: String,
+        hostname: String,
+    },
+    Job(gantry_common::job::Job),
+    /// Disabled queue instances (`qmod -d`): (queue, host).
+    DisabledQueues(Vec<(String, String)>),
+    UserSet(gantry_proto::UserSet),
+    Pe(gantry_common::pe::Pe),
+    Project(gantry_common::project::Project),
+    /// Queue instances in error state (`E`): (queue, host).
+    ErrorQueues(Vec<(String, String)>),
+    /// Suspended queue instances (`qmod -s`, state `s`): (queue, host).
+    SuspendedQueues(Vec<(String, String)>),
+    /// Tasks stopped by their queue's `suspend_thresholds`: (job, task).
+    ThresholdSuspended(Vec<(u64, u32)>),
+    /// A resource quota set and its place in SGE's order (the order of last change).
+    QuotaSet {
+        seq: u64,
+        set: gantry_common::rqs::QuotaSet,
+    },
+    /// The administrative hosts (`qconf -ah`): manager commands come only from these.
+    AdminHosts(Vec<String>),
+    /// A running task removed with `qdel -f` while its host was away: its accounting
+    /// record but for the report, written when the host reports the task's end.
+    ForcedAway(Box<gantry_proto::AccountingRecord>),
+    /// A checkpointing environment (`qconf -sckpt`).
+    Ckpt(gantry_common::ckpt::Ckpt),
+    /// An advance reservation (`qrsub`).
+    Ar(gantry_proto::AdvanceReservation),
+    /// The next advance reservation id to hand out (ids are never used twice).
+    NextArId(u64),
+    /// A host that joined and has not reported yet: its first load report gives it its
+    /// slots in `all.q`.
+    NewHost(String),
+    /// The tree of hierarchical group quotas (`qconf -sgq`), whole.
+    GroupTree(Vec<gantry_proto::GroupEntry>),
+}
+
+impl Object {
+    /// The spool key of the object.
+    pub fn key(&self) -> String {
+        match self {
+            Object::Config(c) => format!("config/{}", c.name),
+            Object::Complexes(_) => "complexes".to_string(),
+            Object::ExecHost(h) => format!("exechost/{}", h.hostname),
+            Object::HostGroup(g) => format!("hostgroup/{}", g.name),
+            Object::Queue(q) => format!("queue/{}", q.name),
+            Object::Managers(_) => "managers".to_string(),
+            Object::HostCert { fingerprint, .. } => format!("hostcert/{fingerprint}"),
+            Object::Job(j) => job_key(j.id),
+            Object::DisabledQueues(_) => "disabled-queues".to_string(),
+            Object::UserSet(u) => format!("userset/{}", u.name),
+            Object::Pe(p) => format!("pe/{}", p.name),
+            Object::Project(p) => format!("project/{}", p.name),
+            Object::ErrorQueues(_) => "error-queues".to_string(),
+            Object::SuspendedQueues(_) => "suspended-queues".to_string(),
+            Object::ThresholdSuspended(_) => "threshold-suspended".to_string(),
+            Object::QuotaSet { set, .. } => format!("rqs/{}", set.name),
+            Object::AdminHosts(_) => "adminhosts".to_string(),
+            Object::ForcedAway(r) => forced_key(r.job_id, r.report.task_id),
+            Object::Ckpt(c) => format!("ckpt/{}", c.name),
+            Object::Ar(a) => ar_key(a.id),
+            Object::NextArId(_) => "next-ar-id".to_string(),
+            Object::NewHost(h) => format!("newhost/{h}"),
+            Object::GroupTree(_) => "group-tree".to_string(),
+        }
+    }
+}
+
+/// A write to the spool.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[allow(clippy::large_enum_variant)] // short-lived; boxing would only add allocations
+pub enum Op {
+    Put(Object),
+    Delete(String),
+    /// A finished task's accounting record (its own table, never deleted).
+    Account(Box<gantry_proto::AccountingRecord>),
+    /// The next job id to hand out.
+    NextJobId(u64),
+    /// A submitted job's script, written to the spool's `job_scripts` directory before
+    /// the other writes of its commit (and removed again if they fail). Never journaled:
+    /// the job's record holds none of it.
+    Script {
+        job: u64,
+        contents: Vec<u8>,
+    },
+}
+
+/// The spool key of an advance reservation.
+pub fn ar_key(id: u64) -> String {
+    format!("ar/{id:020}")
+}
+
+/// The spool key of a job.
+pub fn job_key(id: u64) -> String {
+    format!("job/{id:020}")
+}
+
+/// The spool key of a task removed with `qdel -f` that waits for its host's report.
+pub fn forced_key(job: u64, task: u32) -> String {
+    format!("forced/{job:020}.{task}")
+}
+
+/// The job a spool key names, if it names one.
+pub fn job_of_key(key: &str) -> Option<u64> {
+    key.strip_prefix("job/")?.parse().ok()
+}
+
+/// Slots per queue instance (queue, host): used by running tasks; reserved by the
+/// reservations whose window is open (`qstat -f`'s `resv`) and by all granted ones
+/// (`qhost -q`'s).
+#[derive(Debug, Clone, Default)]
+pub struct SlotCounts {
+    pub used: HashMap<(String, String), u32>,
+    pub reserved: HashMap<(String, String), (u32, u32)>,
+}
+
+/// What a granted request changes, and what the user is told.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Change {
+    pub ops: Vec<Op>,
+    pub messages: Vec<String>,
+}
+
+pub use gantry_sched::view::{HostRuntime, JobTable, RuntimeTable};
+
+#[derive(Debug, Clone, Default)]
+pub struct ClusterState {
+    pub global: Option<Config>,
+    pub complexes: Arc<Vec<ComplexAttr>>,
+    pub exechosts: Arc<BTreeMap<String, ExecHost>>,
+    pub hostgroups: Arc<BTreeMap<String, HostGroup>>,
+    pub queues: Arc<BTreeMap<String, ClusterQueue>>,
+    pub managers: Vec<String>,
+    /// The administrative hosts; a cell created before they existed has none spooled,
+    /// and then the master's own host is the one.
+    pub admin_hosts: Option<Vec<String>>,
+    /// The master's host name (from `master.conf`).
+    pub master_host: String,
+    /// Tasks removed with `qdel -f` whose host has not reported their end yet: their
+    /// accounting records but for the report, by (job, task).
+    pub forced_away: BTreeMap<(u64, u32), gantry_proto::AccountingRecord>,
+    /// Certificate fingerprint (hex) -> host.
+    pub host_certs: HashMap<String, String>,
+    pub runtime: Arc<RuntimeTable>,
+    pub jobs: Arc<JobTable>,
+    pub next_job_id: u64,
+    /// Disabled queue instances (`qmod -d`): (queue, host).
+    pub disabled: Arc<HashSet<(String, String)>>,
+    pub usersets: Arc<BTreeMap<String, gantry_proto::UserSet>>,
+    /// The global host (`qconf -se global`): cluster-wide `complex_values`.
+    pub global_host: Arc<Option<ExecHost>>,
+    /// The scheduler configuration (`qconf -ssconf`).
+    pub sched: Arc<Option<Config>>,
+    /// Parallel environments (`qconf -sp`).
+    pub pes: Arc<BTreeMap<String, gantry_common::pe::Pe>>,
+    /// Projects (`qconf -sprj`).
+    pub projects: BTreeMap<String, gantry_common::project::Project>,
+    /// Checkpointing environments (`qconf -sckpt`).
+    pub ckpts: BTreeMap<String, gantry_common::ckpt::Ckpt>,
+    /// Queue instances in error state (`E`).
+    pub errored: Arc<HashSet<(String, String)>>,
+    /// Suspended queue instances (`s`).
+    pub suspended_queues: Arc<HashSet<(String, String)>>,
+    /// Tasks stopped by their queue's `suspend_thresholds` (shown `S`).
+    pub threshold_suspended: Arc<BTreeSet<(u64, u32)>>,
+    /// Resource quota sets by name, with their place in SGE's order.
+    pub quota_sets: BTreeMap<String, (u64, gantry_common::rqs::QuotaSet)>,
+    /// The sets compiled, and what running jobs use under them (derived; kept as tasks
+    /// start and end, rebuilt when the configuration it depends on changes).
+    pub quota_book: Arc<gantry_sched::quota::QuotaBook>,
+    /// The advance reservations, by id.
+    pub ars: Arc<BTreeMap<u64, gantry_proto::AdvanceReservation>>,
+    /// The next advance reservation id (0 until the first is granted: then 1).
+    pub next_ar_id: u64,
+    /// The tree of hierarchical group quotas, each parent before its children.
+    pub group_tree: Arc<Vec<gantry_proto::GroupEntry>>,
+    /// Hosts that joined and have not reported yet (their slots in `all.q` come with
+    /// their first report).
+    pub new_hosts: BTreeSet<String>,
+    /// Counts the changes to anything a cycle reads but the jobs and the hosts' reports
+    /// (configuration, queue instance states): a cycle's decisions made before such a
+    /// change are not committed.
+    pub config_generation: u64,
+}
+
+/// A refusal, its message bounded (a value quoted in it is cut to a short line).
+pub(crate) fn refuse(kind: RefusalKind, message: impl Into<String>) -> Refusal {
+    Refusal {
+        kind,
+        message: gantry_common::names::bounded_message(&message.into()),
+    }
+}
+
+/// SGE's refusal of a manager command from a host that is not an administrative host.
+pub(crate) fn no_admin_host(host: &str) -> String {
+    format!("denied: host \"{host}\" is no admin host")
+}
+
+/// The objects of a fresh cell: the global configuration, the default complexes, the
+/// host group `@allhosts`, the queue `all.q` and the managers.
+pub fn initial_objects(managers: &[String]) -> Vec<Object> {
+    vec![
+        Object::Config(config::default_global()),
+        Object::Config(gantry_common::schedconf::default_schedconf()),
+        Object::Complexes(complex::default_complexes()),
+        Object::HostGroup(HostGroup {
+            name: "@allhosts".to_string(),
+            hostlist: Vec::new(),
+        }),
+        Object::Queue(queue::new_queue("all.q", "@allhosts")),
+        Object::UserSet(gantry_common::userset::new_userset("arusers", "ACL")),
+        Object::UserSet(gantry_common::userset::new_userset("deadlineusers", "ACL")),
+        Object::UserSet(gantry_common::userset::new_userset(
+            "defaultdepartment",
+            "DEPT",
+        )),
+        Object::Managers(managers.to_vec()),
+    ]
+    .into_iter()
+    .chain(gantry_common::pe::default_pes().into_iter().map(Object::Pe))
+    .collect()
+}
+
+impl ClusterState {
+    /// Apply one spool write to the in-memory state.
+    pub fn apply(&mut self, op: &Op) {
+        self.apply_one(op);
+        self.settle_quotas();
+    }
+
+    /// Apply spool writes (a commit, or the whole spool at start), then bring what is
+    /// derived from them up to date once.
+    pub fn apply_all<'a>(&mut self, ops: impl IntoIterator<Item = &'a Op>) {
+        for op in ops {
+            self.apply_one(op);
+        }
+        self.settle_quotas();
+    }
+
+    fn apply_one(&mut self, op: &Op) {
+        if matches!(
+            op,
+            Op::Put(
+                Object::QuotaSet { .. }
+                    | Object::UserSet(_)
+                    | Object::HostGroup(_)
+                    | Object::Complexes(_)
+            )
+        ) || matches!(op, Op::Delete(k) if ["rqs/", "userset/", "hostgroup/"].iter().any(|p| k.starts_with(p)))
+        {
+            self.quotas_changed();
+        }
+        let touches_config = match op {
+            Op::Put(Object::Job(_) | Object::ForcedAway(_) | Object::HostCert { .. }) => false,
+            Op::Account(_) | Op::NextJobId(_) | Op::Script { .. } => false,
+            Op::Delete(key) => !["job/", "forced/", "hostcert/"]
+                .iter()
+                .any(|p| key.starts_with(p)),
+            Op::Put(_) => true,
+        };
+        if touches_config {
+            self.config_generation += 1;
+        }
+        match op {
+            Op::Put(obj) => match obj.clone() {
+                Object::Config(c) => {
+                    if c.name == "global" {
+                        self.global = Some(c);
+                    } else if c.name == "sched" {
+                        self.sched = Arc::new(Some(c));
+                    }
+                }
+                Object::Complexes(list) => self.complexes = Arc::new(list),
+                Object::ExecHost(h) if h.hostname == "global" => {
+                    self.global_host = Arc::new(Some(h))
+                }
+                Object::ExecHost(h) => {
+                    Arc::make_mut(&mut self.exechosts).insert(h.hostname.clone(), h);
+                }
+                Object::HostGroup(g) => {
+                    Arc::make_mut(&mut self.hostgroups).insert(g.name.clone(), g);
+                }
+                Object::Queue(q) => {
+                    Arc::make_mut(&mut self.queues).insert(q.name.clone(), q);
+                }
+                Object::Managers(m) => self.managers = m,
+                Object::AdminHosts(h) => self.admin_hosts = Some(h),
+                Object::ForcedAway(r) => {
+                    self.forced_away.insert((r.job_id, r.report.task_id), *r);
+                }
+                Object::HostCert {
+                    fingerprint,
+                    hostname,
+                } => {
+                    self.host_certs.insert(fingerprint, hostname);
+                }
+                Object::Job(j) => {
+                    if let Some(old) = Arc::make_mut(&mut self.jobs).remove(&j.id) {
+                        self.count_quota_usage(&old, -1.0);
+                    }
+                    self.count_quota_usage(&j, 1.0);
+                    Arc::make_mut(&mut self.jobs).insert(j.id, Arc::new(j));
+                }
+                Object::DisabledQueues(list) => {
+                    self.disabled = Arc::new(list.into_iter().collect())
+                }
+                Object::UserSet(u) => {
+                    Arc::make_mut(&mut self.usersets).insert(u.name.clone(), u);
+                }
+                Object::Pe(p) => {
+                    Arc::make_mut(&mut self.pes).insert(p.name.clone(), p);
+                }
+                Object::Project(p) => {
+                    self.projects.insert(p.name.clone(), p);
+                }
+                Object::Ckpt(c) => {
+                    self.ckpts.insert(c.name.clone(), c);
+                }
+                Object::Ar(a) => {
+                    Arc::make_mut(&mut self.ars).insert(a.id, a);
+                }
+                Object::NextArId(n) => self.next_ar_id = n,
+                Object::GroupTree(list) => self.group_tree = Arc::new(list),
+                Object::NewHost(h) => {
+                    self.new_hosts.insert(h);
+                }
+                Object::ErrorQueues(list) => self.errored = Arc::new(list.into_iter().collect()),
+                Object::SuspendedQueues(list) => {
+                    self.suspended_queues = Arc::new(list.into_iter().collect())
+                }
+                Object::ThresholdSuspended(list) => {
+                    self.threshold_suspended = Arc::new(list.into_iter().collect())
+                }
+                Object::QuotaSet { seq, set } => {
+                    self.quota_sets.insert(set.name.clone(), (seq, set));
+                }
+            },
+            Op::Account(_) | Op::Script { .. } => {}
+            Op::NextJobId(n) => self.next_job_id = *n,
+            Op::Delete(key) => {
+                if let Some(name) = key.strip_prefix("exechost/") {
+                    Arc::make_mut(&mut self.exechosts).remove(name);
+                } else if let Some(name) = key.strip_prefix("hostgroup/") {
+                    Arc::make_mut(&mut self.hostgroups).remove(name);
+                } else if let Some(name) = key.strip_prefix("queue/") {
+                    Arc::make_mut(&mut self.queues).remove(name);
+                } else if let Some(name) = key.strip_prefix("rqs/") {
+                    self.quota_sets.remove(name);
+                } else if let Some(name) = key.strip_prefix("project/") {
+                    self.projects.remove(name);
+                } else if let Some(name) = key.strip_prefix("ckpt/") {
+                    self.ckpts.remove(name);
+                } else if let Some(h) = key.strip_prefix("newhost/") {
+                    self.new_hosts.remove(h);
+                } else if let Some(id) = key.strip_prefix("ar/") {
+                    if let Ok(id) = id.parse::<u64>() {
+                        Arc::make_mut(&mut self.ars).remove(&id);
+                    }
+                } else if let Some(name) = key.strip_prefix("pe/") {
+                    Arc::make_mut(&mut self.pes).remove(name);
+                } else if let Some(name) = key.strip_prefix("userset/") {
+                    Arc::make_mut(&mut self.usersets).remove(name);
+                } else if let Some(task) = key.strip_prefix("forced/") {
+                    if let Some((job, task)) = task.split_once('.') {
+                        if let (Ok(job), Ok(task)) = (job.parse(), task.parse()) {
+                            self.forced_away.remove(&(job, task));
+                        }
+                    }
+                } else if let Some(fp) = key.strip_prefix("hostcert/") {
+                    self.host_certs.remove(fp);
+                } else if let Some(id) = key.strip_prefix("job/") {
+                    if let Ok(id) = id.parse::<u64>() {
+                        if let Some(old) = Arc::make_mut(&mut self.jobs).remove(&id) {
+                            self.count_quota_usage(&old, -1.0);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The global configuration (SGE's defaults until one is stored). Borrowed: the
+    /// scheduler asks for it per queue instance.
+    pub fn global(&self) -> Cow<'_, Config> {
+        match &self.global {
+            Some(c) => Cow::Borrowed(c),
+            None => Cow::Owned(config::default_global()),
+        }
+    }
+
+    pub fn load_report_time(&self) -> u64 {
+        config::time_seconds(&self.global(), "load_report_time").max(1)
+    }
+
+    pub fn max_unheard(&self) -> u64 {
+        config::time_seconds(&self.global(), "max_unheard").max(1)
+    }
+
+    pub fn is_manager(&self, user: &str) -> bool {
+        self.managers.iter().any(|m| m == user)
+    }
+
+    /// The administrative hosts.
+    pub fn admin_hosts(&self) -> Vec<String> {
+        self.admin_hosts
+            .clone()
+            .unwrap_or_else(|| vec![self.master_host.clone()])
+    }
+
+    pub fn is_admin_host(&self, host: &str) -> bool {
+        match &self.admin_hosts {
+            Some(list) => list.iter().any(|h| h == host),
+            None => host == self.master_host,
+        }
+    }
+
+    /// Does the caller have a manager's rights here: a manager, on an administrative
+    /// host? (Root on a compute host is an ordinary user to the cluster.)
+    pub fn acts_as_manager(&self, caller: &Caller) -> bool {
+        self.is_manager(&caller.user) && self.is_admin_host(&caller.host)
+    }
+
+    /// The refusal for a caller without rights over another user's job (`qdel`, `qmod`,
+    /// `qalter`): an ordinary user gets `ordinary` (SGE's words for the action), a manager
+    /// calling from a host that is not an administrative host is told that instead.
+    pub fn others_job_refusal(&self, caller: &Caller, ordinary: String) -> String {
+        if self.is_manager(&caller.user) && !self.is_admin_host(&caller.host) {
+            no_admin_host(&caller.host)
+        } else {
+            ordinary
+        }
+    }
+
+    /// Is the host's execd heard from recently enough (within `max_unheard`)?
+    pub fn is_reachable(&self, host: &str, now: gantry_sched::Time) -> bool {
+        self.view().is_reachable(host, now)
+    }
+
+    /// The host groups (with nesting resolved) a host belongs to.
+    pub fn groups_of(&self, host: &str) -> Vec<&str> {
+        gantry_sched::view::groups_of(&self.hostgroups, host)
+    }
+
+    /// The hosts in a group, nested groups expanded (cycles and depth bounded).
+    pub fn resolve_group(&self, name: &str, depth: usize) -> Vec<String> {
+        gantry_sched::view::resolve_group(&self.hostgroups, name, depth)
+    }
+
+    /// Answer a read-only request, or decide a change. `now` is the master's clock in
+    /// seconds.
+    /// May `caller` change the cluster's configuration?
+    /// The user is checked first, then the host, in the order SGE's master checks them.
+    pub fn manager_check(&self, caller: &Caller) -> Result<(), Refusal> {
+        if !self.is_manager(&caller.user) {
+            Err(refuse(
+                RefusalKind::Denied,
+                format!(
+                    "denied: \"{}\" must be manager for this operation",
+                    caller.user
+                ),
+            ))
+        } else if !self.is_admin_host(&caller.host) {
+            Err(refuse(RefusalKind::Denied, no_admin_host(&caller.host)))
+        } else {
+            Ok(())
+        }
+    }
+
+    /// The router of the requests decided here (configuration, hosts, queue instance
+    /// states): one line per kind, the decisions in the files of `state/` by object kind
+    /// and in `admin.rs`. The job requests are decided in [`crate::core::decide`] and never come
+    /// here.
+    pub fn handle(
+        &self,
+        caller: &Caller,
+        req: &ToMaster,
+        now: gantry_sched::Time,
+    ) -> Result<Reply, Refusal> {
+        let who = format!("{}@{}", caller.user, caller.host);
+        let manager_only = || self.manager_check(caller);
+        match req {
+            ToMaster::ShowObject { .. }
+            | ToMaster::ShowObjectList { .. }
+            | ToMaster::AddObject { .. }
+            | ToMaster::ModifyObject { .. }
+            | ToMaster::DeleteObjects { .. }
+            | ToMaster::EditAttribute { .. }
+            | ToMaster::ModifyAttribute { .. }
+            | ToMaster::ReplaceObjects { .. } => self.handle_object(&who, manager_only(), req),
+            ToMaster::HostInfo => self.host_info(now),
+            ToMaster::ShowExecHostList => Ok(Reply::Answer(FromMaster::Names(
+                self.exechosts.keys().cloned().collect(),
+            ))),
+            ToMaster::ShowExecHost { host } if host == "global" => {
+                Ok(Reply::Answer(FromMaster::ExecHost(self.global_exechost())))
+            }
+            ToMaster::ShowExecHost { host } => self.show_exec_host(host, now),
+            ToMaster::AddExecHost { text } => self.add_exec_host(caller, text),
+            ToMaster::DeleteExecHosts { hosts } => self.delete_exec_hosts(caller, hosts),
+            ToMaster::ShowConfig { name } => self.show_config(name),
+            ToMaster::ModifyConfig { name, text } => self.modify_config(caller, name, text),
+            ToMaster::ShowManagers => Ok(Reply::Answer(FromMaster::Names(self.managers.clone()))),
+            ToMaster::AddManagers { users } => self.add_managers(caller, users),
+            ToMaster::DeleteManagers { users } => self.delete_managers(caller, users),
+            ToMaster::ShowComplexes => Ok(Reply::Answer(FromMaster::Complexes(
+                (*self.complexes).clone(),
+            ))),
+            ToMaster::ShowQueueList => Ok(Reply::Answer(FromMaster::Names(
+                self.queues.keys().cloned().collect(),
+            ))),
+            ToMaster::ShowQueue { name } => self
+                .queues
+                .get(name)
+                .map(|q| Reply::Answer(FromMaster::Queue(q.clone())))
+                .ok_or_else(|| {
+                    refuse(
+                        RefusalKind::NotFound,
+                        format!("No cluster queue or queue instance matches the phrase \"{name}\""),
+                    )
+                }),
+            ToMaster::ShowHostGroupList => Ok(Reply::Answer(FromMaster::Names(
+                self.hostgroups.keys().cloned().collect(),
+            ))),
+            ToMaster::AddHostGroup { text } => self.put_hostgroup(caller, text, true),
+            ToMaster::ModifyHostGroup { text } => self.put_hostgroup(caller, text, false),
+            ToMaster::DeleteHostGroup { name } => self.delete_hostgroup(caller, name),
+            ToMaster::ShowUserSetList => Ok(Reply::Answer(FromMaster::Names(
+                self.usersets.keys().cloned().collect(),
+            ))),
+            ToMaster::ShowUserSets { names } => self.show_usersets(names),
+            ToMaster::AddUsersToSets { users, sets } => self.add_users_to_sets(caller, users, sets),
+            ToMaster::DeleteUsersFromSets { users, sets } => {
+                self.delete_users_from_sets(caller, users, sets)
+            }
+            ToMaster::DeleteUserSets { names } => self.delete_usersets(caller, names),
+            ToMaster::AddUserSet { text } => self.put_userset(caller, text, true),
+            ToMaster::ModifyUserSet { text } => self.put_userset(caller, text, false),
+            ToMaster::SetQueueState { targets, disable } => {
+                self.set_queue_state(caller, targets, disable)
+            }
+            ToMaster::ChangeQueueInstances {
+                targets,
+                change: gantry_proto::QueueChange::ClearError,
+            } => self.clear_queue_errors(caller, targets),
+            ToMaster::Submit { .. }
+            | ToMaster::AlterJobs { .. }
+            | ToMaster::JobDetails { .. }
+            | ToMaster::ClearJobErrors { .. }
+            | ToMaster::ShowFinishedJobs { .. }
+            | ToMaster::SuspendJobs { .. }
+            | ToMaster::ChangeQueueInstances { .. }
+            | ToMaster::ShowJobs { .. }
+            | ToMaster::ShowJobLines { .. }
+            | ToMaster::DeleteJobs { .. }
+            | ToMaster::WaitJob { .. }
+            | ToMaster::WaitStart { .. }
+            | ToMaster::KillExecds { .. }
+            | ToMaster::KillMaster
+            | ToMaster::SubmitAr { .. }
+            | ToMaster::ShowArs { .. }
+            | ToMaster::DeleteArs { .. }
+            | ToMaster::ShowQuotas(_)
+            | ToMaster::SchedulingSummary
+            | ToMaster::ShowGroups
+            | ToMaster::Accounting { .. } => Err(refuse(
+                RefusalKind::Internal,
+                "error: job requests are handled by the cluster",
+            )),
+            ToMaster::ShowHostGroup { name } => self
+                .hostgroups
+                .get(name)
+                .map(|g| Reply::Answer(FromMaster::HostGroup(g.clone())))
+                .ok_or_else(|| {
+                    refuse(
+                        RefusalKind::NotFound,
+                        format!("Host group \"{name}\" does not exist"),
+                    )
+                }),
+        }
+    }
+}
+
+/// What a request comes to: an answer (nothing changes) or a change to persist.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reply {
+    Answer(FromMaster),
+    Change(Change),
+}
+
+fn valid_user_name(u: &str) -> bool {
+    !u.is_empty()
+        && u.len() <= 64
+        && u.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '$'))
+}
+
+/// `BATCH INTERACTIVE` -> `BI`, plus `P` when the queue has parallel environments, as
+/// `qstat -f` and `qhost -q` show the queue type.
+pub fn qtype_letters(qtype: &str, pe_list: &str) -> String {
+    let mut s = String::new();
+    let words: Vec<String> = qtype
+        .split_whitespace()
+        .map(|w| w.to_ascii_uppercase())
+        .collect();
+    if words.iter().any(|w| w == "BATCH") {
+        s.push('B');
+    }
+    if words.iter().any(|w| w == "INTERACTIVE") {
+        s.push('I');
+    }
+    if s.is_empty() {
+        s.push('N');
+    }
+    if !gantry_common::conf::split_list(pe_list).is_empty() {
+        s.push('P');
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,557 @@
+//! Client requests: the router that sends each kind where it is decided, `qsub -sync
+//! y`'s wait, and the large complex edit read off the actor's thread.
+
+use std::collections::HashSet;
+
+use actix::prelude::*;
+use gantry_proto::{Caller, FromMaster, Refusal, RefusalKind, ToMaster};
+use tracing::{error, info, warn};
+
+use crate::core::jobs::{JobsImage, ListingAnswer, ListingForm};
+
+use super::*;
+
+/// A client request with the caller established by the endpoint.
+#[derive(Message)]
+#[rtype(result = "FromMaster")]
+pub struct ClientCall {
+    pub caller: Caller,
+    pub request: ToMaster,
+}
+
+impl Handler<ClientCall> for Cluster {
+    type Result = MessageResult<ClientCall>;
+
+    fn handle(&mut self, msg: ClientCall, _: &mut Self::Context) -> Self::Result {
+        if let Some(refused) = self.over_rate(&msg.caller) {
+            return MessageResult(refused);
+        }
+        MessageResult(self.route(&msg.caller, msg.request))
+    }
+}
+
+impl Cluster {
+    /// `MAX_REQUESTS_PER_USER` in `qmaster_params`: the refusal of a request over the
+    /// caller's limit in this second (managers are never limited).
+    fn over_rate(&mut self, caller: &Caller) -> Option<FromMaster> {
+        let global = self.state.global();
+        let limit =
+            super::rate::max_requests_per_user(global.get("qmaster_params").unwrap_or("none"))?;
+        if self.state.is_manager(&caller.user) {
+            return None;
+        }
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        if self.request_rate.admit(&caller.user, now, limit) {
+            return None;
+        }
+        Some(FromMaster::Refused(crate::core::state::refuse(
+            gantry_proto::RefusalKind::Denied,
+            format!(
+                "denied: user \"{}\" sent more than {limit} requests in one second (MAX_REQUESTS_PER_USER in qmaster_params): try again later",
+                caller.user
+            ),
+        )))
+    }
+
+    /// Every request through the one door ([`crate::core::door::decide`]): decided
+    /// against the state with what the shell knows besides, then carried out (its writes
+    /// committed, its effects done) and answered.
+    fn route(&mut self, caller: &Caller, request: ToMaster) -> FromMaster {
+        let now = self.now();
+        let dispatchable = self.dispatchable();
+        let connected: HashSet<String> = self.sessions.keys().cloned().collect();
+        let unix_groups = &self.unix_groups;
+        let caller_groups = || unix_groups.of(&caller.user, caller.gid);
+        let groups_of_name = |user: &str| unix_groups.of_name(user);
+        let mut ctx = crate::core::door::Context {
+            now,
+            dispatchable: &dispatchable,
+            connected: &connected,
+            started: &self.started,
+            task_usage: &self.task_usage,
+            finished: &self.finished,
+            reservations: &self.reservations,
+            group_allocation: self.group_allocation.as_ref(),
+            caller_groups: &caller_groups,
+            groups_of_name: &groups_of_name,
+            caller_script_bytes: self.script_bytes.of_user(caller.uid),
+            ar_snapshot: &mut self.ar_snapshot,
+        };
+        let decision = crate::core::door::decide(&self.state, &mut ctx, caller, request);
+        self.carry_out(decision)
+    }
+}
+
+/// `qsub -sync y`: answer now if the job has ended, else when it does.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct WaitJob {
+    pub job_id: u64,
+    pub reply: tokio::sync::oneshot::Sender<FromMaster>,
+}
+
+impl Handler<WaitJob> for Cluster {
+    type Result = ();
+
+    fn handle(&mut self, msg: WaitJob, _: &mut Self::Context) {
+        if self.state.jobs.contains_key(&msg.job_id) {
+            self.waiters.entry(msg.job_id).or_default().push(msg.reply);
+            return;
+        }
+        let answer = self.job_outcome(msg.job_id).unwrap_or_else(|| {
+            FromMaster::Refused(Refusal {
+                kind: RefusalKind::NotFound,
+                message: format!("denied: job \"{}\" does not exist", msg.job_id),
+            })
+        });
+        let _ = msg.reply.send(answer);
+    }
+}
+
+/// The server JSV's settings (`jsv_url`, `jsv_allowed_mod`), when one is configured.
+#[derive(Message)]
+#[rtype(result = "Option<(String, String)>")]
+pub struct JsvSettings;
+
+impl Handler<JsvSettings> for Cluster {
+    type Result = Option<(String, String)>;
+
+    fn handle(&mut self, _: JsvSettings, _: &mut Self::Context) -> Self::Result {
+        let global = self.state.global();
+        let url = global.get("jsv_url")?.trim().to_string();
+        if url.is_empty() || url.eq_ignore_ascii_case("none") {
+            return None;
+        }
+        let allowed = global.get("jsv_allowed_mod").unwrap_or("").to_string();
+        Some((url, allowed))
+    }
+}
+
+/// The server JSV (`jsv_url`), run on a submission before the master takes it, off the
+/// actor's thread: the job as it accepted or corrected it, or the refusal. A correction
+/// may change only what `jsv_allowed_mod` lists; its `LOG` lines go to the master's log.
+async fn server_jsv(
+    cluster: &Addr<Cluster>,
+    caller: &Caller,
+    spec: gantry_proto::JobSpec,
+) -> Result<gantry_proto::JobSpec, Refusal> {
+    use gantry_common::jsv;
+    let Ok(Some((url, allowed))) = cluster.send(JsvSettings).await else {
+        return Ok(spec);
+    };
+    let rejected = |message: String| Refusal {
+        kind: RefusalKind::Denied,
+        message,
+    };
+    let user = caller.user.clone();
+    let caller = caller.clone();
+    let verdict = tokio::task::spawn_blocking(move || {
+        let url = jsv::parse_url(&url, jsv::Context::Master)?;
+        let run_as = match &url.user {
+            Some(name) => match nix::unistd::User::from_name(name) {
+                Ok(Some(u)) => Some((u.uid.as_raw(), u.gid.as_raw())),
+                _ => {
+                    return Err(format!(
+                        "user \"{name}\" specified in JSV URL does not exist"
+                    ))
+                }
+            },
+            None => None,
+        };
+        let group = nix::unistd::Group::from_gid(nix::unistd::Gid::from_raw(caller.gid))
+            .ok()
+            .flatten()
+            .map_or_else(|| caller.gid.to_string(), |g| g.name);
+        let who = jsv::Submitter {
+            user: caller.user.clone(),
+            group,
+        };
+        let mut corrected = spec.clone();
+        let verdict = jsv::verify(
+            &url.path,
+            run_as,
+            &mut corrected,
+            &who,
+            jsv::Context::Master,
+        );
+        let changed = jsv::changed_parameters(&spec, &corrected, &who, jsv::Context::Master);
+        Ok((verdict, corrected, changed))
+    })
+    .await
+    .map_err(|e| rejected(format!("the server JSV could not be run: {e}")))?
+    .map_err(|e| {
+        error!("server JSV: {e}");
+        rejected(e)
+    })?;
+    let (verdict, corrected, changed) = verdict;
+    let log = match &verdict {
+        jsv::Verdict::Accepted { log } | jsv::Verdict::Rejected { log, .. } => log,
+    };
+    for (level, text) in log {
+        match level.as_str() {
+            "ERROR" => error!(user = %user, "JSV: {text}"),
+            "WARNING" => warn!(user = %user, "JSV: {text}"),
+            _ => info!(user = %user, "JSV: {text}"),
+        }
+    }
+    match verdict {
+        jsv::Verdict::Rejected { message, .. } => {
+            info!(user = %user, "server JSV rejected a job: {message}");
+            Err(rejected(message))
+        }
+        jsv::Verdict::Accepted { .. } => {
+            let allowed: Vec<&str> = allowed
+                .split(',')
+                .map(str::trim)
+                .filter(|a| !a.is_empty())
+                .collect();
+            let refused: Vec<&str> = changed
+                .iter()
+                .map(String::as_str)
+                .filter(|c| !allowed.contains(c))
+                .collect();
+            if !refused.is_empty() {
+                return Err(rejected(format!(
+                    "rejected due to jsv_allowed_mod configuration which does not allow: {}",
+                    refused.join(",")
+                )));
+            }
+            Ok(corrected)
+        }
+    }
+}
+
+/// `qsub -now y`: answer now if the job has started (or ended), else when it starts or
+/// is removed.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct WaitStart {
+    pub job_id: u64,
+    pub reply: tokio::sync::oneshot::Sender<FromMaster>,
+}
+
+impl Handler<WaitStart> for Cluster {
+    type Result = ();
+
+    fn handle(&mut self, msg: WaitStart, _: &mut Self::Context) {
+        let answer = match self.state.jobs.get(&msg.job_id) {
+            Some(job) if job.tasks.holding_slots() == 0 && job.tasks.has_pending() => {
+                self.start_waiters
+                    .entry(msg.job_id)
+                    .or_default()
+                    .push(msg.reply);
+                return;
+            }
+            Some(_) => FromMaster::JobStarted { job_id: msg.job_id },
+            // Gone: it ran if it left an accounting record, else it never started.
+            None => match self.job_outcome(msg.job_id) {
+                Some(_) => FromMaster::JobStarted { job_id: msg.job_id },
+                None => not_scheduled(),
+            },
+        };
+        let _ = msg.reply.send(answer);
+    }
+}
+
+/// What `qsub -now y` is told when its job did not start at once (SGE's words).
+pub fn not_scheduled() -> FromMaster {
+    FromMaster::Refused(Refusal {
+        kind: RefusalKind::Denied,
+        message: "Your qsub request could not be scheduled, try again later.".into(),
+    })
+}
+
+/// The answer to a client's request: a message, or a message encoded already (a
+/// `qstat` listing, encoded on the thread that made it rather than the one writing it).
+#[derive(Debug)]
+pub enum Answer {
+    Message(Box<FromMaster>),
+    Encoded(Vec<u8>),
+    /// Written to the client already (see [`list_jobs_writing`]).
+    Sent,
+}
+
+/// Writes a listing's encoded answer (or why it could not be made) to its client, on
+/// the blocking thread that made it.
+pub type ListingWriter = super::listings::Deliver;
+
+/// A client request, whatever its kind: waits are answered when the job ends.
+pub async fn call(cluster: &Addr<Cluster>, caller: Caller, request: ToMaster) -> Answer {
+    if let Some((users, form)) = ListingForm::asked(&request) {
+        return list_jobs(cluster, caller, users, form, None).await;
+    }
+    Answer::Message(Box::new(call_message(cluster, caller, request).await))
+}
+
+/// `qstat` for a client on the master's host: its listing is written by the blocking
+/// thread that made it (`write`), not handed back to the thread that runs the actor,
+/// which then neither wakes for it nor feeds an answer of a megabyte to the socket piece
+/// by piece between other clients' requests. [`Answer::Sent`] when it was written;
+/// else the answer to send (a refusal).
+pub async fn list_jobs_writing(
+    cluster: &Addr<Cluster>,
+    caller: Caller,
+    users: Vec<String>,
+    form: ListingForm,
+    write: ListingWriter,
+) -> Answer {
+    list_jobs(cluster, caller, users, form, Some(write)).await
+}
+
+async fn list_jobs(
+    cluster: &Addr<Cluster>,
+    caller: Caller,
+    users: Vec<String>,
+    form: ListingForm,
+    write: Option<ListingWriter>,
+) -> Answer {
+    match show_jobs_off_thread(cluster, caller, users, form, write).await {
+        Some(answer) => answer,
+        None => Answer::Message(Box::new(shutting_down())),
+    }
+}
+
+fn shutting_down() -> FromMaster {
+    FromMaster::Refused(Refusal {
+        kind: RefusalKind::Internal,
+        message: "error: the master is shutting down".into(),
+    })
+}
+
+/// Any request but `qstat`'s.
+async fn call_message(cluster: &Addr<Cluster>, caller: Caller, request: ToMaster) -> FromMaster {
+    let gone = shutting_down;
+    if let ToMaster::WaitJob { job_id } = request {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        if cluster.send(WaitJob { job_id, reply: tx }).await.is_err() {
+            return gone();
+        }
+        return rx.await.unwrap_or_else(|_| gone());
+    }
+    if let ToMaster::WaitStart { job_id } = request {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        if cluster.send(WaitStart { job_id, reply: tx }).await.is_err() {
+            return gone();
+        }
+        return rx.await.unwrap_or_else(|_| gone());
+    }
+    let request = match request {
+        ToMaster::Submit { spec, verify } => match server_jsv(cluster, &caller, *spec).await {
+            Ok(spec) => ToMaster::Submit {
+                spec: Box::new(spec),
+                verify,
+            },
+            Err(refusal) => return FromMaster::Refused(refusal),
+        },
+        ToMaster::ModifyObject {
+            kind: gantry_proto::ObjectKind::Complex,
+            text,
+        } if text.len() > LARGE_EDIT => {
+            return replace_complexes_off_thread(cluster, caller, text)
+                .await
+                .unwrap_or_else(gone)
+        }
+        other => other,
+    };
+    cluster
+        .send(ClientCall { caller, request })
+        .await
+        .unwrap_or_else(|_| gone())
+}
+
+/// `qstat`'s jobs, wanted off the actor's thread.
+#[derive(Message)]
+#[rtype(result = "Result<(u64, JobsImage, HashSet<(u64, u32)>), FromMaster>")]
+struct JobsForViews {
+    caller: Caller,
+}
+
+impl Handler<JobsForViews> for Cluster {
+    type Result = MessageResult<JobsForViews>;
+
+    fn handle(&mut self, msg: JobsForViews, _: &mut Self::Context) -> Self::Result {
+        if let Some(refused) = self.over_rate(&msg.caller) {
+            return MessageResult(Err(refused));
+        }
+        MessageResult(Ok((
+            super::listings::next_image(),
+            self.state.jobs_image(),
+            self.started.clone(),
+        )))
+    }
+}
+
+/// `qstat`: the actor hands out what the rows are made of (the job table is shared, not
+/// copied) and they are made and encoded on a blocking thread, so that polling clients
+/// listing tens of thousands of jobs hold neither the actor (nor the thread that runs
+/// it and writes the answers) nor one another; requests waiting at once share a listing
+/// (see [`super::listings`]). `write`: the listing is written where it is made (else it
+/// comes back as [`Answer::Encoded`]).
+async fn show_jobs_off_thread(
+    cluster: &Addr<Cluster>,
+    caller: Caller,
+    users: Vec<String>,
+    form: ListingForm,
+    write: Option<ListingWriter>,
+) -> Option<Answer> {
+    let users = crate::core::door::users_with_caller(&users, &caller.user);
+    let asked = std::time::Instant::now();
+    let (seq, image, started) = match cluster.send(JobsForViews { caller }).await.ok()? {
+        Ok(parts) => parts,
+        Err(refused) => return Some(Answer::Message(Box::new(refused))),
+    };
+    let (deliver, answer) = match write {
+        Some(write) => (write, None),
+        None => {
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            let deliver: ListingWriter = Box::new(move |made: Result<&ListingAnswer, String>| {
+                let _ = tx.send(made.map(ListingAnswer::to_vec));
+            });
+            (deliver, Some(rx))
+        }
+    };
+    super::listings::enqueue(super::listings::Waiting {
+        seq,
+        image,
+        started,
+        users,
+        form,
+        asked,
+        actor: asked.elapsed(),
+        deliver,
+    });
+    // As many listings made at once as there are cores; a turn makes those of every
+    // request waiting then, this one's too unless an earlier turn took it.
+    let turn = views_turns().acquire().await.ok()?;
+    tokio::task::spawn_blocking(super::listings::serve_waiting)
+        .await
+        .ok()?;
+    drop(turn);
+    let Some(answer) = answer else {
+        return Some(Answer::Sent);
+    };
+    Some(match answer.await.ok()? {
+        Ok(bytes) => Answer::Encoded(bytes),
+        Err(message) => Answer::Message(Box::new(FromMaster::Refused(Refusal {
+            kind: RefusalKind::Internal,
+            message,
+        }))),
+    })
+}
+
+/// The turns at making `qstat`'s rows: one per core.
+fn views_turns() -> &'static tokio::sync::Semaphore {
+    static TURNS: std::sync::OnceLock<tokio::sync::Semaphore> = std::sync::OnceLock::new();
+    TURNS.get_or_init(|| {
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+        tokio::sync::Semaphore::new(cores)
+    })
+}
+
+/// A complex file larger than this is read and checked on a blocking thread, so that
+/// the thread answering clients (and the Cluster actor) is not held by it.
+const LARGE_EDIT: usize = 256 << 10;
+
+/// `qconf -Mc` with a large file: read and check the list off the actor's thread, then
+/// let the actor check what depends on its state (attributes in use) and commit.
+async fn replace_complexes_off_thread(
+    cluster: &Addr<Cluster>,
+    caller: Caller,
+    text: String,
+) -> Option<FromMaster> {
+    let current = match cluster
+        .send(ComplexForEdit {
+            caller: caller.clone(),
+        })
+        .await
+        .ok()?
+    {
+        Ok(c) => c,
+        Err(r) => return Some(FromMaster::Refused(r)),
+    };
+    let who = format!("{}@{}", caller.user, caller.host);
+    let checked = tokio::task::spawn_blocking(move || {
+        let list = gantry_common::complex::parse_complexes(&text).map_err(|e| e.to_string())?;
+        gantry_common::complex::check_complexes(&list, &current)?;
+        let messages = crate::core::admin::complex_changes(&who, &current, &list);
+        let catalog = crate::core::sched::Catalog::new(&list);
+        Ok::<_, String>(ReplaceComplexes {
+            caller,
+            list,
+            messages,
+            catalog,
+            checked_against: current,
+        })
+    })
+    .await
+    .ok()?;
+    match checked {
+        Ok(prepared) => cluster.send(prepared).await.ok(),
+        Err(message) => Some(FromMaster::Refused(crate::core::state::refuse(
+            RefusalKind::Invalid,
+            message,
+        ))),
+    }
+}
+
+/// The complex as it is, for a manager who replaces it.
+#[derive(Message)]
+#[rtype(result = "Result<Vec<gantry_proto::ComplexAttr>, Refusal>")]
+struct ComplexForEdit {
+    caller: Caller,
+}
+
+impl Handler<ComplexForEdit> for Cluster {
+    type Result = Result<Vec<gantry_proto::ComplexAttr>, Refusal>;
+
+    fn handle(&mut self, msg: ComplexForEdit, _: &mut Self::Context) -> Self::Result {
+        self.state.manager_check(&msg.caller)?;
+        Ok((*self.state.complexes).clone())
+    }
+}
+
+/// A complex list read and checked (against `checked_against`) off this thread.
+#[derive(Message)]
+#[rtype(result = "FromMaster")]
+struct ReplaceComplexes {
+    caller: Caller,
+    list: Vec<gantry_proto::ComplexAttr>,
+    /// What replacing `checked_against` with `list` does.
+    messages: Vec<String>,
+    /// The catalog of `list`, for the quota book's rebuild.
+    catalog: crate::core::sched::Catalog,
+    checked_against: Vec<gantry_proto::ComplexAttr>,
+}
+
+impl Handler<ReplaceComplexes> for Cluster {
+    type Result = MessageResult<ReplaceComplexes>;
+
+    fn handle(&mut self, msg: ReplaceComplexes, _: &mut Self::Context) -> Self::Result {
+        let ReplaceComplexes {
+            caller,
+            list,
+            messages,
+            catalog,
+            checked_against,
+        } = msg;
+        let decided = self.state.manager_check(&caller).and_then(|()| {
+            if *self.state.complexes == checked_against {
+                self.state.prepare_catalog(catalog);
+                self.state.replace_complexes_saying(list, messages)
+            } else {
+                // Someone changed the complex in the meantime: check against it here.
+                gantry_common::complex::check_complexes(&list, &self.state.complexes)
+                    .map_err(|m| crate::core::state::refuse(RefusalKind::Invalid, m))?;
+                let who = format!("{}@{}", caller.user, caller.host);
+                self.state.replace_complexes(&who, list)
+            }
+        });
+        MessageResult(self.carry_out(
+            crate::core::decision::Decision::of_reply(&caller, decided).asking_for_cycle(),
+        ))
+    }
+}
+
+impl Cluster {}

@@ -1,0 +1,422 @@
+//! The execds: joining, sessions, load reports, task reports and what the master does
+//! when a host goes quiet.
+
+use std::collections::HashSet;
+use std::net::SocketAddr;
+
+use actix::prelude::*;
+use gantry_common::exechost::{canonical_hostname, valid_hostname};
+use gantry_net::cell::{unix_now, JoinToken};
+use gantry_net::tls::{certs_from_pem, fingerprint};
+use gantry_proto::{FromMaster, LoadValue, ShepherdFailure, ToExecd};
+use tokio::sync::mpsc::UnboundedSender;
+use tracing::{info, warn};
+
+use crate::core::jobs::TaskState;
+
+use super::*;
+
+impl Cluster {
+    /// A job left without running (deleted while pending): wake `-sync` waiters.
+    pub(super) fn job_ended_without_report(&mut self, id: u64) {
+        if let Some(waiters) = self.start_waiters.remove(&id) {
+            for w in waiters {
+                let _ = w.send(super::clients::not_scheduled());
+            }
+        }
+        if let Some(waiters) = self.waiters.remove(&id) {
+            for w in waiters {
+                let _ = w.send(FromMaster::JobEnded {
+                    job_id: id,
+                    exit_status: 0,
+                    signal: None,
+                    failed: ShepherdFailure::BeforeJob.code(),
+                });
+            }
+        }
+    }
+
+    /// The outcome of a finished job for `-sync y`, from its accounting records.
+    pub(super) fn job_outcome(&self, id: u64) -> Option<FromMaster> {
+        let records = self.store.accounting(|r| r.job_id == id).ok()?;
+        // Each task's last run (records come in task and attempt order): an
+        // interrupted run that ran again is not the job's outcome.
+        let mut last = std::collections::BTreeMap::new();
+        for r in &records {
+            last.insert(r.task_id, r);
+        }
+        let worst = last.values().max_by_key(|r| {
+            (
+                r.report.failed,
+                r.report.signal.is_some(),
+                r.report.exit_status,
+            )
+        })?;
+        Some(FromMaster::JobEnded {
+            job_id: id,
+            exit_status: worst.report.exit_status,
+            signal: worst.report.signal,
+            failed: worst.report.failed,
+        })
+    }
+
+    /// Record a burst of task reports in one commit, then acknowledge them; on a spool
+    /// error nothing is acknowledged and the batch comes back to be tried again.
+    pub(super) fn finish_batch(
+        &mut self,
+        batch: Vec<(String, gantry_proto::JobReport)>,
+    ) -> Result<(), Vec<(String, gantry_proto::JobReport)>> {
+        let decided = self.state.decide_reports(&batch, self.unix_now());
+        for (host, job_id, task) in &decided.unknown {
+            if !matches!(self.store.has_accounting(*job_id, *task), Ok(true)) {
+                warn!(job = job_id, task = task, host = %host, "report for a task the master does not know; acknowledged");
+            }
+        }
+        if self.commit(&decided.ops).is_err() {
+            return Err(batch); // not acknowledged: tried again
+        }
+        self.trigger.state_changed = true;
+        self.carry_out_effects(decided.effects);
+        Ok(())
+    }
+
+    pub(super) fn check_reachability(&mut self) {
+        let now = self.now();
+        let hosts: Vec<String> = self.state.exechosts.keys().cloned().collect();
+        for host in hosts {
+            let heard = self
+                .state
+                .runtime
+                .get(&host)
+                .and_then(|r| r.last_heard)
+                .is_some();
+            if !heard {
+                continue;
+            }
+            if self.state.is_reachable(&host, now) {
+                if self.unreachable.remove(&host) {
+                    self.trigger.loads_changed = true;
+                }
+            } else if self.unreachable.insert(host.clone()) {
+                self.trigger.loads_changed = true;
+                warn!(
+                    host = %host,
+                    "execd unreachable: no load report for more than max_unheard ({} s)",
+                    self.state.max_unheard()
+                );
+            }
+        }
+    }
+}
+
+/// An execd asks to join with a token.
+#[derive(Message)]
+#[rtype(result = "Result<ToExecd, String>")]
+pub struct Join {
+    pub token: String,
+    pub hostname: String,
+    pub public_key: Vec<u8>,
+    pub peer: SocketAddr,
+    /// The join came from one of the master's own addresses.
+    pub from_masters_machine: bool,
+}
+
+impl Handler<Join> for Cluster {
+    type Result = Result<ToExecd, String>;
+
+    fn handle(&mut self, msg: Join, _: &mut Self::Context) -> Self::Result {
+        let presented = JoinToken::parse(&msg.token).map_err(|e| e.to_string())?;
+        let current = crate::cell::read_token(&self.paths)
+            .map_err(|e| format!("the master cannot read its join token: {e}"))?;
+        if !current.matches(&presented) {
+            return Err("the join token is not valid (wrong or rotated)".into());
+        }
+        if current.expires_at <= unix_now() {
+            return Err("the join token has expired (rotate it with gantry-master token)".into());
+        }
+        if !valid_hostname(&msg.hostname) {
+            return Err(format!("invalid host name \"{}\"", msg.hostname));
+        }
+        // The name as DNS compares it: `NODE1` or `node1.` is `node1`, so it cannot
+        // join beside it.
+        let msg = Join {
+            hostname: canonical_hostname(&msg.hostname),
+            ..msg
+        };
+        // Before a certificate is issued: a name holds one certificate, and the master's
+        // own name is claimed only from its own machine.
+        if let Err(reason) = self
+            .state
+            .join_check(&msg.hostname, msg.from_masters_machine)
+        {
+            warn!(host = %msg.hostname, peer = %msg.peer, "join refused: {reason}");
+            return Err(reason.to_string());
+        }
+        let cert_pem = self
+            .ca
+            .issue_host(&msg.hostname, &msg.public_key)
+            .map_err(|e| e.to_string())?;
+        let der = certs_from_pem(&cert_pem)
+            .map_err(|e| e.to_string())?
+            .into_iter()
+            .next()
+            .ok_or("no certificate issued")?;
+        let fp = hex::encode(fingerprint(der.as_ref()));
+        let change = self.state.join(&msg.hostname, &fp);
+        self.commit(&change.ops).map_err(|r| r.message)?;
+        self.trigger.state_changed = true;
+        info!(host = %msg.hostname, peer = %msg.peer, "execd joined the cell; host certificate issued");
+        Ok(ToExecd::Joined {
+            hostname: msg.hostname,
+            host_cert_pem: cert_pem,
+            ca_cert_pem: self.ca.cert_pem.clone(),
+        })
+    }
+}
+
+/// An execd with a host certificate connected.
+#[derive(Message)]
+#[rtype(result = "Result<(String, u64), String>")]
+pub struct Register {
+    pub fingerprint: String,
+    pub claimed_hostname: String,
+    pub session_id: u64,
+    /// None for an execd in the same process (tests).
+    pub conn: Option<quinn::Connection>,
+    pub to_execd: UnboundedSender<ToExecd>,
+}
+
+impl Handler<Register> for Cluster {
+    type Result = Result<(String, u64), String>;
+
+    fn handle(&mut self, msg: Register, _: &mut Self::Context) -> Self::Result {
+        let Some(host) = self.state.host_certs.get(&msg.fingerprint).cloned() else {
+            return Err("unknown host certificate (the host was deleted or its certificate replaced); join again with a token".into());
+        };
+        if host != msg.claimed_hostname {
+            warn!(host = %host, claimed = %msg.claimed_hostname, "execd claims another host name than its certificate's; using the certificate's");
+        }
+        if let Some(old) = self.sessions.insert(
+            host.clone(),
+            Session {
+                id: msg.session_id,
+                conn: msg.conn,
+                to_execd: msg.to_execd,
+                stopping: false,
+            },
+        ) {
+            old.close(CLOSE_REPLACED, b"replaced by a new connection");
+        }
+        info!(host = %host, "execd connected");
+        Ok((host, self.state.load_report_time()))
+    }
+}
+
+/// A load report from a connected execd.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Load {
+    pub host: String,
+    pub values: Vec<LoadValue>,
+}
+
+impl Handler<Load> for Cluster {
+    type Result = ();
+
+    fn handle(&mut self, msg: Load, _: &mut Self::Context) {
+        if !self.state.exechosts.contains_key(&msg.host) {
+            return;
+        }
+        let now = self.now();
+        if let Some(change) = self.state.slots_for_new_host(&msg.host, &msg.values) {
+            if self.commit(&change.ops).is_err() {
+                return;
+            }
+            self.trigger.state_changed = true;
+        }
+        let was_unreachable = self.unreachable.remove(&msg.host);
+        self.state.record_load(&msg.host, msg.values, now);
+        if was_unreachable {
+            info!(host = %msg.host, "execd reachable again");
+        }
+        // No cycle from here: the timer runs one when it is due.
+        self.trigger.loads_changed = true;
+    }
+}
+
+/// An execd's connection ended.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct SessionEnded {
+    pub host: String,
+    pub session_id: u64,
+    pub reason: String,
+}
+
+impl Handler<SessionEnded> for Cluster {
+    type Result = ();
+
+    fn handle(&mut self, msg: SessionEnded, _: &mut Self::Context) {
+        if self
+            .sessions
+            .get(&msg.host)
+            .is_some_and(|s| s.id == msg.session_id)
+        {
+            self.sessions.remove(&msg.host);
+            info!(host = %msg.host, "execd disconnected: {}", msg.reason);
+        }
+    }
+}
+
+/// Messages about jobs from a connected execd.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub enum ExecdJobs {
+    Started {
+        host: String,
+        job_id: u64,
+        task_id: u32,
+    },
+    Finished {
+        host: String,
+        report: gantry_proto::JobReport,
+    },
+    Running {
+        host: String,
+        tasks: Vec<(u64, u32)>,
+    },
+    /// What the host's running tasks used so far.
+    Usage {
+        host: String,
+        tasks: Vec<gantry_proto::TaskUsage>,
+    },
+}
+
+impl Handler<ExecdJobs> for Cluster {
+    type Result = ();
+
+    fn handle(&mut self, msg: ExecdJobs, ctx: &mut Self::Context) {
+        match msg {
+            ExecdJobs::Started {
+                job_id, task_id, ..
+            } => {
+                self.started.insert((job_id, task_id));
+            }
+            ExecdJobs::Usage { host, tasks } => {
+                // Kept for the tasks that run on that host only: nothing outlives its task.
+                let runs_there = |job: u64, task: u32| {
+                    self.state.jobs.get(&job).is_some_and(|j| {
+                        j.tasks.placed().any(|(t, s)| {
+                            t == task
+                                && matches!(s, TaskState::Running { host: h, .. } if *h == host)
+                        })
+                    })
+                };
+                self.task_usage.retain(|&(j, t), _| {
+                    self.state
+                        .jobs
+                        .get(&j)
+                        .is_some_and(|job| job.tasks.contains(t))
+                });
+                for u in tasks {
+                    if runs_there(u.job_id, u.task_id) {
+                        self.task_usage.insert((u.job_id, u.task_id), u);
+                    }
+                }
+            }
+            ExecdJobs::Finished { host, report } => {
+                self.job_id_seen(report.job_id);
+                self.pending_reports.push((host, report));
+                if !self.flush_queued {
+                    self.flush_queued = true;
+                    ctx.address().do_send(FlushReports);
+                }
+            }
+            ExecdJobs::Running { host, tasks } => {
+                if let Some(highest) = tasks.iter().map(|(j, _)| *j).max() {
+                    self.job_id_seen(highest);
+                }
+                let running: HashSet<(u64, u32)> = tasks.into_iter().collect();
+                // Tasks the master no longer has (deleted with qdel -f while the execd was
+                // away) are killed now, and so are those deleted while it was away (the
+                // kill order found no session to go to).
+                for (job_id, task_id) in &running {
+                    let state = self
+                        .state
+                        .jobs
+                        .get(job_id)
+                        .and_then(|j| j.tasks.get(*task_id));
+                    let why = match state {
+                        None => Some("killing a task the master no longer has"),
+                        Some(TaskState::Deleting { .. }) => {
+                            Some("killing a task deleted while its execd was away")
+                        }
+                        Some(_) => None,
+                    };
+                    if let Some(why) = why {
+                        info!(job = job_id, task = task_id, host = %host, "{why}");
+                        if let Some(s) = self.sessions.get(&host) {
+                            let _ = s.to_execd.send(ToExecd::KillJob {
+                                job_id: *job_id,
+                                task_id: *task_id,
+                            });
+                        }
+                    }
+                }
+                // A task deleted while its execd could not hear it, which the execd does
+                // not run: either its report comes next (the execd sends its reports
+                // after this list) or its start order was lost too. The kill is sent
+                // again: an execd that never started the task reports it killed, one
+                // holding its report ignores it.
+                for job in self.state.jobs.values() {
+                    for (task, t) in job.tasks.placed() {
+                        if let TaskState::Deleting { host: h, .. } = t {
+                            if h == &host && !running.contains(&(job.id, task)) {
+                                info!(job = job.id, task, host = %host, "asking again for the end of a task deleted while its execd was away");
+                                if let Some(s) = self.sessions.get(&host) {
+                                    let _ = s.to_execd.send(ToExecd::KillJob {
+                                        job_id: job.id,
+                                        task_id: task,
+                                    });
+                                }
+                            }
+                        }
+                    }
+                }
+                self.started.extend(running.iter().copied());
+                // Orders lost in a crash or a cut are sent again; the execd ignores a
+                // task it already has (finished ones report themselves next).
+                let mut resend = Vec::new();
+                for job in self.state.jobs.values() {
+                    for (task, t) in job.tasks.placed() {
+                        if let TaskState::Running {
+                            host: h,
+                            queue,
+                            grants,
+                            pe,
+                            ..
+                        } = t
+                        {
+                            if h == &host && !running.contains(&(job.id, task)) {
+                                resend.push(crate::core::sched::Dispatch {
+                                    job_id: job.id,
+                                    task_id: task,
+                                    queue: queue.clone(),
+                                    host: h.clone(),
+                                    grants: grants.clone(),
+                                    pe: pe.clone(),
+                                });
+                            }
+                        }
+                    }
+                }
+                for d in resend {
+                    if let (Some(start), Some(s)) = (self.job_start(&d), self.sessions.get(&host)) {
+                        let _ = s.to_execd.send(ToExecd::StartJob(Box::new(start)));
+                    }
+                }
+                self.state_changed();
+            }
+        }
+    }
+}
