@@ -10,7 +10,7 @@ id gtbench >/dev/null 2>&1 || useradd -m -s /bin/sh gtbench
 D=$(mktemp -d); chmod 755 "$D"
 PORT=$(python3 -c 'import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("",0)); print(s.getsockname()[1])')
 "$BIN/gantry-master" init --home "$D/cell" --hostname bench --port "$PORT" >/dev/null
-GANTRY_LOG="info,gantry_master::cluster=debug" "$BIN/gantry-master" run --home "$D/cell" 2>"$D/master.log" & MPID=$!
+GANTRY_LOG="info,gantry_master::shell::cluster=debug" "$BIN/gantry-master" run --home "$D/cell" 2>"$D/master.log" & MPID=$!
 SPID=
 trap 'kill $SPID $MPID 2>/dev/null || true; wait 2>/dev/null; rm -rf "$D"' EXIT
 export GANTRY_HOME="$D/cell"

@@ -3,17 +3,16 @@
 //! Configuration requests, job requests and submissions alike; the shell only commits
 //! what comes out, carries out the effects and sends the reply.
 //!
-//! What the decision reads besides the state (the execds connected, the tasks they
-//! confirmed, the last cycle's reservations, the caller's Unix groups, the clock) comes
-//! in a [`Context`] the shell fills in; nothing here reads a file, a socket or a clock.
+//! What the decision reads besides the state (the execds connected, the caller's Unix
+//! groups, the clock) comes in a [`Context`] the shell fills in; nothing here reads a
+//! file, a socket or a clock.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use gantry_common::job::TaskState;
 use gantry_proto::{
-    Caller, FromMaster, GroupEntry, ItemResult, JobScript, JobSpec, Refusal, RefusalKind,
-    TaskUsage, ToMaster, Verify,
+    Caller, FromMaster, ItemResult, JobScript, JobSpec, Refusal, RefusalKind, ToMaster, Verify,
 };
 use gantry_sched::{KeptSnapshot, Time};
 
@@ -29,16 +28,6 @@ pub struct Context<'a> {
     pub dispatchable: &'a HashSet<String>,
     /// The hosts with an execd session (shutting down or not).
     pub connected: &'a HashSet<String>,
-    /// Tasks whose execd confirmed the start (`r` rather than `t`).
-    pub started: &'a HashSet<(u64, u32)>,
-    /// What running tasks used, as their execds last said.
-    pub task_usage: &'a HashMap<(u64, u32), TaskUsage>,
-    /// The last `finished_jobs` jobs that ended (`qstat -s z`).
-    pub finished: &'a VecDeque<gantry_proto::JobView>,
-    /// The last cycle's resource reservations (`-R y`), by job.
-    pub reservations: &'a HashMap<u64, gantry_sched::backfill::Reservation>,
-    /// The last cycle's group allocation and the tree it allocated.
-    pub group_allocation: Option<&'a (Arc<Vec<GroupEntry>>, gantry_sched::groups::Allocation)>,
     /// The caller's Unix groups (asked only by the requests that need them).
     pub caller_groups: &'a dyn Fn() -> Vec<String>,
     /// A user's Unix groups, by name (`qquota`'s rules on `@group`).
@@ -148,12 +137,14 @@ fn decide_request(
         ToMaster::Submit { spec, verify } => submit(state, ctx, caller, *spec, verify),
         ToMaster::ShowJobs { users } => {
             let users = users_with_caller(&users, &caller.user);
-            Decision::answer(FromMaster::Jobs(state.job_views(&users, ctx.started)))
+            Decision::answer(FromMaster::Jobs(
+                state.job_views(&users, &state.live.started),
+            ))
         }
         ToMaster::ShowJobLines { users } => {
             let users = users_with_caller(&users, &caller.user);
             Decision::answer(FromMaster::JobLines(
-                state.jobs_image().lines(&users, ctx.started),
+                state.jobs_image().lines(&users, &state.live.started),
             ))
         }
         ToMaster::JobDetails { ids } => job_details(state, ctx, &ids),
@@ -162,13 +153,15 @@ fn decide_request(
             &caller.user,
             ctx.groups_of_name,
         ))),
-        ToMaster::ShowGroups => Decision::answer(FromMaster::Groups(match ctx.group_allocation {
-            // The last cycle's, while the tree is the one it allocated.
-            Some((tree, allocation)) if Arc::ptr_eq(tree, &state.group_tree) => {
-                state.group_rows_of(allocation.clone())
-            }
-            _ => state.group_rows(),
-        })),
+        ToMaster::ShowGroups => {
+            Decision::answer(FromMaster::Groups(match &state.live.group_allocation {
+                // The last cycle's, while the tree is the one it allocated.
+                Some((tree, allocation)) if Arc::ptr_eq(tree, &state.group_tree) => {
+                    state.group_rows_of(allocation.clone())
+                }
+                _ => state.group_rows(),
+            }))
+        }
         ToMaster::SchedulingSummary => {
             let blocked = state.quota_blocked_jobs(ctx.dispatchable, now);
             let summary = if blocked.is_empty() {
@@ -183,7 +176,8 @@ fn decide_request(
         }
         ToMaster::ShowFinishedJobs { users } => {
             let users = users_with_caller(&users, &caller.user);
-            let views = ctx
+            let views = state
+                .live
                 .finished
                 .iter()
                 .filter(|v| users.is_empty() || users.iter().any(|u| u == "*" || u == &v.owner))
@@ -424,7 +418,7 @@ fn job_details(state: &ClusterState, ctx: &Context<'_>, ids: &[String]) -> Decis
             .and_then(|n| state.ckpts.get(n))
             .map(|c| gantry_common::ckpt::effective_when(c, job.spec.ckpt_when.as_deref()));
         let mut reasons = state.explain(job, ctx.dispatchable, ctx.now);
-        if let Some(r) = ctx.reservations.get(&job.id) {
+        if let Some(r) = state.live.reservations.get(&job.id) {
             reasons.push(reservation_line(r));
         }
         details.push(gantry_proto::JobDetail {
@@ -450,7 +444,7 @@ fn job_details(state: &ClusterState, ctx: &Context<'_>, ids: &[String]) -> Decis
                     TaskState::Running { host, .. } => Some(gantry_proto::RunningTask {
                         task_id: t,
                         host: host.clone(),
-                        usage: ctx.task_usage.get(&(job.id, t)).cloned(),
+                        usage: state.live.task_usage.get(&(job.id, t)).cloned(),
                     }),
                     _ => None,
                 })

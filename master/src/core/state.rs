@@ -220,6 +220,30 @@ pub struct ClusterState {
     /// (configuration, queue instance states): a cycle's decisions made before such a
     /// change are not committed.
     pub config_generation: u64,
+    /// What the master knows of the running cluster beside the spool.
+    pub live: Live,
+}
+
+/// What the master knows of the running cluster and does not spool: what the execds
+/// and the last cycle said. A restarted master learns it again (the execds report what
+/// runs, the next cycle reserves again).
+#[derive(Debug, Clone, Default)]
+pub struct Live {
+    /// Tasks whose execd confirmed the start (`r` rather than `t`).
+    pub started: HashSet<(u64, u32)>,
+    /// What running tasks used, as their execds last said (`qstat -j`).
+    pub task_usage: HashMap<(u64, u32), gantry_proto::TaskUsage>,
+    /// The last `finished_jobs` jobs that ended, for `qstat -s z` (in memory, as SGE).
+    pub finished: std::collections::VecDeque<gantry_proto::JobView>,
+    /// When `suspend_thresholds` last stopped or continued a job in a queue instance.
+    pub threshold_acted: HashMap<(String, String), i64>,
+    /// The last cycle's resource reservations (`-R y`), by job.
+    pub reservations: HashMap<u64, gantry_sched::backfill::Reservation>,
+    /// The last cycle's group allocation and the tree it allocated (`qquota -g`).
+    pub group_allocation: Option<(
+        Arc<Vec<gantry_proto::GroupEntry>>,
+        gantry_sched::groups::Allocation,
+    )>,
 }
 
 /// A refusal, its message bounded (a value quoted in it is cut to a short line).

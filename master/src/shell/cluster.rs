@@ -92,14 +92,10 @@ pub struct Cluster {
     sessions: HashMap<String, Session>,
     /// Hosts already logged as unreachable (so the log says it once).
     unreachable: HashSet<String>,
-    /// Tasks whose execd confirmed the start (`r` rather than `t`).
-    started: HashSet<(u64, u32)>,
     /// `qsub -sync y` clients waiting for a job's end.
     waiters: HashMap<u64, Vec<tokio::sync::oneshot::Sender<FromMaster>>>,
     /// `qsub -now y` clients waiting for a job's start.
     start_waiters: HashMap<u64, Vec<tokio::sync::oneshot::Sender<FromMaster>>>,
-    /// What running tasks used, as their execds last said (`qstat -j`; not spooled).
-    task_usage: HashMap<(u64, u32), gantry_proto::TaskUsage>,
     /// A scheduling pass is queued behind the messages already waiting, so that a burst
     /// of submissions or completions is scheduled (and its dispatches committed) at once.
     schedule_queued: bool,
@@ -113,10 +109,6 @@ pub struct Cluster {
     /// Task reports waiting to be recorded together (one commit per burst).
     pending_reports: Vec<(String, gantry_proto::JobReport)>,
     flush_queued: bool,
-    /// The last `finished_jobs` jobs that ended, for `qstat -s z` (in memory, as SGE).
-    finished: std::collections::VecDeque<gantry_proto::JobView>,
-    /// When `suspend_thresholds` last stopped or continued a job in a queue instance.
-    threshold_acted: HashMap<(String, String), i64>,
     unix_groups: crate::shell::names::UnixGroups,
     /// This actor, to queue work for a turn of its own (a spool checkpoint).
     me: Option<Addr<Cluster>>,
@@ -128,15 +120,8 @@ pub struct Cluster {
     clock: Clock,
     /// When the actor started (its first tick).
     booted: Option<Time>,
-    /// The last cycle's resource reservations (`-R y`), by job.
-    reservations: HashMap<u64, gantry_sched::backfill::Reservation>,
     /// What each user asked in the current second (`MAX_REQUESTS_PER_USER`).
     request_rate: rate::RequestRate,
-    /// The last cycle's group allocation and the tree it allocated (`qquota -g`).
-    group_allocation: Option<(
-        Arc<Vec<gantry_proto::GroupEntry>>,
-        gantry_sched::groups::Allocation,
-    )>,
     /// The snapshot advance reservations are granted on, kept between `qrsub`s.
     ar_snapshot: gantry_sched::KeptSnapshot,
 }
@@ -327,18 +312,14 @@ impl Cluster {
 
             sessions: HashMap::new(),
             unreachable: HashSet::new(),
-            started: HashSet::new(),
             waiters: HashMap::new(),
             start_waiters: HashMap::new(),
-            task_usage: HashMap::new(),
             schedule_queued: false,
             trigger: Trigger::default(),
             cycle_thread: None,
             cycle_in_flight: false,
             pending_reports: Vec::new(),
             flush_queued: false,
-            finished: std::collections::VecDeque::new(),
-            threshold_acted: HashMap::new(),
             unix_groups: Default::default(),
             me: None,
             checkpoint_queued: false,
@@ -346,8 +327,6 @@ impl Cluster {
             script_bytes,
             clock: Clock::system(),
             booted: None,
-            reservations: HashMap::new(),
-            group_allocation: None,
             request_rate: rate::RequestRate::default(),
             ar_snapshot: Default::default(),
         })
@@ -648,13 +627,13 @@ impl Cluster {
                 "group allocation"
             );
         }
-        self.group_allocation = groups.map(|a| (tree, a));
+        self.state.live.group_allocation = groups.map(|a| (tree, a));
         if checked.dropped > 0 {
             // The jobs it dropped are decided again on the state as it is now.
             self.trigger.state_changed = true;
         }
         // The cycle's resource reservations replace the last one's (`qstat -j`).
-        self.reservations = reservations.into_iter().map(|r| (r.job_id, r)).collect();
+        self.state.live.reservations = reservations.into_iter().map(|r| (r.job_id, r)).collect();
         let decisions = checked.kept;
         if !decisions.is_empty() {
             self.dispatch(&decisions);

@@ -69,11 +69,6 @@ impl Cluster {
             now,
             dispatchable: &dispatchable,
             connected: &connected,
-            started: &self.started,
-            task_usage: &self.task_usage,
-            finished: &self.finished,
-            reservations: &self.reservations,
-            group_allocation: self.group_allocation.as_ref(),
             caller_groups: &caller_groups,
             groups_of_name: &groups_of_name,
             caller_script_bytes: self.script_bytes.of_user(caller.uid),
@@ -378,7 +373,7 @@ impl Handler<JobsForViews> for Cluster {
         MessageResult(Ok((
             super::listings::next_image(),
             self.state.jobs_image(),
-            self.started.clone(),
+            self.state.live.started.clone(),
         )))
     }
 }

@@ -300,7 +300,7 @@ impl Handler<ExecdJobs> for Cluster {
             ExecdJobs::Started {
                 job_id, task_id, ..
             } => {
-                self.started.insert((job_id, task_id));
+                self.state.live.started.insert((job_id, task_id));
             }
             ExecdJobs::Usage { host, tasks } => {
                 // Kept for the tasks that run on that host only: nothing outlives its task.
@@ -312,7 +312,7 @@ impl Handler<ExecdJobs> for Cluster {
                         })
                     })
                 };
-                self.task_usage.retain(|&(j, t), _| {
+                self.state.live.task_usage.retain(|&(j, t), _| {
                     self.state
                         .jobs
                         .get(&j)
@@ -320,7 +320,7 @@ impl Handler<ExecdJobs> for Cluster {
                 });
                 for u in tasks {
                     if runs_there(u.job_id, u.task_id) {
-                        self.task_usage.insert((u.job_id, u.task_id), u);
+                        self.state.live.task_usage.insert((u.job_id, u.task_id), u);
                     }
                 }
             }
@@ -383,7 +383,7 @@ impl Handler<ExecdJobs> for Cluster {
                         }
                     }
                 }
-                self.started.extend(running.iter().copied());
+                self.state.live.started.extend(running.iter().copied());
                 // Orders lost in a crash or a cut are sent again; the execd ignores a
                 // task it already has (finished ones report themselves next).
                 let mut resend = Vec::new();

@@ -14,7 +14,9 @@ impl Cluster {
     pub(super) fn apply_suspend_thresholds(&mut self) {
         let at = self.now();
         let now = at.secs();
-        let actions = self.state.threshold_actions(at, &self.threshold_acted);
+        let actions = self
+            .state
+            .threshold_actions(at, &self.state.live.threshold_acted);
         if actions.suspend.is_empty() && actions.resume.is_empty() {
             return;
         }
@@ -42,7 +44,7 @@ impl Cluster {
         }
         self.trigger.state_changed = true;
         for key in actions.acted {
-            self.threshold_acted.insert(key, now);
+            self.state.live.threshold_acted.insert(key, now);
         }
         for (list, signal, what) in [
             (
@@ -123,7 +125,7 @@ impl Cluster {
                 }
                 Effect::JobLeft(id) => self.job_ended_without_report(id),
                 Effect::Forget { job, task } => {
-                    self.started.remove(&(job, task));
+                    self.state.live.started.remove(&(job, task));
                 }
                 Effect::Finished(view) => {
                     let keep = *finished_jobs.get_or_insert_with(|| {
@@ -133,9 +135,9 @@ impl Cluster {
                             .and_then(|v| v.parse().ok())
                             .unwrap_or(100)
                     });
-                    self.finished.push_back(*view);
-                    while self.finished.len() > keep {
-                        self.finished.pop_front();
+                    self.state.live.finished.push_back(*view);
+                    while self.state.live.finished.len() > keep {
+                        self.state.live.finished.pop_front();
                     }
                 }
                 Effect::ArMail(ar, event) => self.send_ar_mail(&ar, event),
