@@ -529,10 +529,10 @@ impl ClusterState {
         }
     }
 
-    /// The router of the requests decided here (configuration, hosts, queue instance
+    /// The router of the configuration requests (configuration, hosts, queue instance
     /// states): one line per kind, the decisions in the files of `state/` by object kind
-    /// and in `admin.rs`. The job requests are decided in [`crate::core::decide`] and never come
-    /// here.
+    /// and in `admin.rs`. The door ([`crate::core::door::decide`]) sends only these here;
+    /// the job requests it decides itself and never sends.
     pub fn handle(
         &self,
         caller: &Caller,
