@@ -63,6 +63,17 @@ impl Output {
         ExitCode::from(self.print())
     }
 
+    /// Print what the command has to say so far (stdout flushed), before it waits:
+    /// `qsub -sync y` says which job it submitted before it waits for the job's end, as
+    /// SGE's does.
+    pub fn print_so_far(&mut self) {
+        let _ = std::io::stdout().write_all(self.stdout.as_bytes());
+        let _ = std::io::stdout().flush();
+        let _ = std::io::stderr().write_all(self.stderr.as_bytes());
+        self.stdout.clear();
+        self.stderr.clear();
+    }
+
     /// Print (stdout flushed) and return the exit status.
     pub fn print(self) -> u8 {
         let _ = std::io::stdout().write_all(self.stdout.as_bytes());

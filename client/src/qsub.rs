@@ -697,6 +697,7 @@ pub fn run(args: &[String]) -> Output {
         // As SGE's qsub: the wait and its outcome on stderr.
         out.stderr
             .push_str("Waiting for immediate job to be scheduled.\n");
+        out.print_so_far();
         match crate::conn::request(&ToMaster::WaitStart { job_id }) {
             Ok(FromMaster::JobStarted { .. }) => out.stderr.push_str(&format!(
                 "\nYour immediate job {job_id} has been successfully scheduled.\n"
@@ -715,6 +716,7 @@ pub fn run(args: &[String]) -> Output {
         }
     }
     if sync {
+        out.print_so_far();
         match wait_for_job(job_id) {
             Ok(FromMaster::JobEnded {
                 exit_status,

@@ -3343,3 +3343,46 @@ fn every_option_reads_the_same_from_each_source() {
     }
     assert_eq!(c.client("qdel", &["-u", "gtuser1"]).code, 0);
 }
+
+/// `qsub -sync y` says which job it submitted at once, before it waits for the job's end
+/// (SGE's qsub does; a user at a terminal sees the job id while the job waits).
+#[test]
+fn qsub_sync_says_which_job_it_submitted_before_the_job_ends() {
+    if !need_root("qsub_sync_says_which_job_it_submitted_before_the_job_ends") {
+        return;
+    }
+    use std::io::BufRead;
+    use std::process::{Command, Stdio};
+    ensure_user("gtuser1");
+    let c = Cluster::one_host();
+    let mut qsub = Command::new("runuser")
+        .args(["-u", "gtuser1", "--"])
+        .arg(gantry_tests::bin("qsub"))
+        .args(["-sync", "y", "-h", "-N", "waiter", "-b", "y", "/bin/true"])
+        .env("GANTRY_HOME", c.home())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = qsub.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = std::io::BufReader::new(stdout).read_line(&mut line);
+        let _ = tx.send(line);
+    });
+    let line = rx
+        .recv_timeout(Duration::from_secs(30))
+        .expect("qsub -sync y printed nothing while its held job waits");
+    assert_eq!(line, "Your job 1 (\"waiter\") has been submitted\n");
+    // The job is held: qsub still waits for its end.
+    assert!(
+        qsub.try_wait().unwrap().is_none(),
+        "qsub -sync y returned early"
+    );
+    let out = c.as_user("gtuser1", "qdel", &["1"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    wait_until("qsub -sync y to return", Duration::from_secs(30), || {
+        qsub.try_wait().unwrap().is_some()
+    });
+}
