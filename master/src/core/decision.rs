@@ -27,13 +27,18 @@ impl Decision {
         self
     }
 
-    /// A refusal: nothing written, nothing done.
-    pub fn refused(refusal: Refusal) -> Decision {
+    /// An answer: nothing written, nothing done.
+    pub fn answer(reply: FromMaster) -> Decision {
         Decision {
             ops: Vec::new(),
             effects: Vec::new(),
-            reply: FromMaster::Refused(refusal),
+            reply,
         }
+    }
+
+    /// A refusal: nothing written, nothing done.
+    pub fn refused(refusal: Refusal) -> Decision {
+        Decision::answer(FromMaster::Refused(refusal))
     }
 }
 

@@ -24,10 +24,11 @@ use crate::core::state::{ClusterState, Object, Op, Reply};
 pub struct Context<'a> {
     /// The master's clock.
     pub now: Time,
-    /// The hosts jobs may be dispatched to (execd connected, not shutting down).
-    pub dispatchable: &'a HashSet<String>,
-    /// The hosts with an execd session (shutting down or not).
-    pub connected: &'a HashSet<String>,
+    /// The hosts jobs may be dispatched to (execd connected, not shutting down), made
+    /// only for the requests that ask (a set of every host's name).
+    pub dispatchable: &'a dyn Fn() -> HashSet<String>,
+    /// Has this host an execd session (shutting down or not)?
+    pub connected: &'a dyn Fn(&str) -> bool,
     /// The caller's Unix groups (asked only by the requests that need them).
     pub caller_groups: &'a dyn Fn() -> Vec<String>,
     /// A user's Unix groups, by name (`qquota`'s rules on `@group`).
@@ -39,15 +40,6 @@ pub struct Context<'a> {
 }
 
 impl Decision {
-    /// An answer: nothing written, nothing done.
-    pub fn answer(reply: FromMaster) -> Decision {
-        Decision {
-            ops: Vec::new(),
-            effects: Vec::new(),
-            reply,
-        }
-    }
-
     /// A configuration request's outcome as a decision: its change is logged as the
     /// caller's once it is durable, and the caller told what it did.
     pub fn of_reply(caller: &Caller, decided: Result<Reply, Refusal>) -> Decision {
@@ -163,7 +155,7 @@ fn decide_request(
             }))
         }
         ToMaster::SchedulingSummary => {
-            let blocked = state.quota_blocked_jobs(ctx.dispatchable, now);
+            let blocked = state.quota_blocked_jobs(&(ctx.dispatchable)(), now);
             let summary = if blocked.is_empty() {
                 Vec::new()
             } else {
@@ -195,7 +187,8 @@ fn decide_request(
         ToMaster::ClearJobErrors { ids } => state.decide_clear_job_errors(caller, &ids),
         ToMaster::AlterJobs { ids, changes } => {
             let groups = (ctx.caller_groups)();
-            state.decide_alter_jobs(caller, &groups, &ids, &changes, ctx.dispatchable, now)
+            let dispatchable = (ctx.dispatchable)();
+            state.decide_alter_jobs(caller, &groups, &ids, &changes, &dispatchable, now)
         }
         ToMaster::SubmitAr { spec } => {
             let groups = (ctx.caller_groups)();
@@ -203,7 +196,7 @@ fn decide_request(
                 caller,
                 &groups,
                 &spec,
-                ctx.dispatchable,
+                &(ctx.dispatchable)(),
                 now,
                 ctx.ar_snapshot,
             )
@@ -343,7 +336,10 @@ fn submit(
         }
     };
     if verify == Verify::Poke {
-        let message = match state.view().could_run_now(&job, ctx.dispatchable, ctx.now) {
+        let message = match state
+            .view()
+            .could_run_now(&job, &(ctx.dispatchable)(), ctx.now)
+        {
             Ok(slots) => found(slots, job.spec.pe.is_some()),
             Err(_) => "verification: no suitable queues".to_string(),
         };
@@ -406,6 +402,7 @@ fn job_details(state: &ClusterState, ctx: &Context<'_>, ids: &[String]) -> Decis
             message: format!("Following jobs do not exist: \n{}", ids.join(", ")),
         });
     }
+    let dispatchable = (ctx.dispatchable)();
     let mut details = Vec::new();
     for id in &wanted {
         let Some(job) = state.jobs.get(id) else {
@@ -417,7 +414,7 @@ fn job_details(state: &ClusterState, ctx: &Context<'_>, ids: &[String]) -> Decis
             .as_ref()
             .and_then(|n| state.ckpts.get(n))
             .map(|c| gantry_common::ckpt::effective_when(c, job.spec.ckpt_when.as_deref()));
-        let mut reasons = state.explain(job, ctx.dispatchable, ctx.now);
+        let mut reasons = state.explain(job, &dispatchable, ctx.now);
         if let Some(r) = state.live.reservations.get(&job.id) {
             reasons.push(reservation_line(r));
         }
@@ -494,7 +491,7 @@ fn kill_execds(
             });
             continue;
         };
-        if ctx.connected.contains(&host) {
+        if (ctx.connected)(&host) {
             effects.push(Effect::Log {
                 user: caller.user.clone(),
                 host: caller.host.clone(),

@@ -577,11 +577,7 @@ impl Cluster {
     /// The hosts jobs may be dispatched to: those whose execd is connected and not
     /// shutting down.
     fn dispatchable(&self) -> HashSet<String> {
-        self.sessions
-            .iter()
-            .filter(|(_, s)| !s.stopping)
-            .map(|(h, _)| h.clone())
-            .collect()
+        dispatchable_of(&self.sessions)
     }
 
     /// A cycle's decisions: checked against the state now, persisted, then sent.
@@ -725,6 +721,16 @@ impl Cluster {
             }
         }
     }
+}
+
+/// The hosts jobs may be dispatched to, of these sessions: those whose execd is not
+/// shutting down.
+fn dispatchable_of(sessions: &HashMap<String, Session>) -> HashSet<String> {
+    sessions
+        .iter()
+        .filter(|(_, s)| !s.stopping)
+        .map(|(h, _)| h.clone())
+        .collect()
 }
 
 /// QUIC application close codes.

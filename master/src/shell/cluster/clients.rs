@@ -60,8 +60,9 @@ impl Cluster {
     /// committed, its effects done) and answered.
     fn route(&mut self, caller: &Caller, request: ToMaster) -> FromMaster {
         let now = self.now();
-        let dispatchable = self.dispatchable();
-        let connected: HashSet<String> = self.sessions.keys().cloned().collect();
+        let sessions = &self.sessions;
+        let dispatchable = || dispatchable_of(sessions);
+        let connected = |host: &str| sessions.contains_key(host);
         let unix_groups = &self.unix_groups;
         let caller_groups = || unix_groups.of(&caller.user, caller.gid);
         let groups_of_name = |user: &str| unix_groups.of_name(user);
