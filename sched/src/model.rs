@@ -156,7 +156,7 @@ impl Layer {
 }
 
 /// The complex, indexed by name and shortcut.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Catalog {
     pub attrs: Vec<ComplexAttr>,
     pub(crate) by_name: HashMap<String, usize>,

@@ -4,13 +4,14 @@
 //! and checked whole against the rest of the configuration before anything changes.
 
 use gantry_common::{complex, exechost, pe, project, queue, schedconf};
-use gantry_proto::{AttrOp, ExecHost, FromMaster, ObjectKind, Refusal, RefusalKind, ToMaster};
+use gantry_proto::{AttrOp, ExecHost, FromMaster, ObjectKind, Refusal, RefusalKind};
 
 use crate::core::jobs::TaskState;
 
 mod adminhosts;
 mod ckpts;
 mod complex_list;
+pub use complex_list::{prepare_complexes, PreparedComplexes};
 mod exechosts;
 mod group_tree;
 mod pes;
@@ -73,83 +74,57 @@ impl ClusterState {
             .unwrap_or_else(|| ExecHost::new("global"))
     }
 
-    /// Answer or decide a request on a text-edited object. `who` is `user@host`;
-    /// `manager` says whether the caller may change things.
-    pub(crate) fn handle_object(
+    /// `qconf -Mrqs` with a whole list: the only kind replaced all at once.
+    pub(crate) fn replace_objects(
         &self,
         who: &str,
-        manager: Result<(), Refusal>,
-        req: &ToMaster,
+        kind: ObjectKind,
+        text: &str,
     ) -> Result<Reply, Refusal> {
-        match req {
-            ToMaster::ReplaceObjects {
-                kind: ObjectKind::Rqs,
-                text,
-            } => {
-                manager?;
-                self.replace_quota_sets(who, text)
-            }
-            ToMaster::ReplaceObjects { kind, .. } => {
-                Err(invalid(format!("cannot replace all {kind:?} objects")))
-            }
-            ToMaster::ShowObject { kind, name } => self.show_object(*kind, name),
-            ToMaster::ShowObjectList { kind } => Ok(Reply::Answer(FromMaster::Names(match kind {
-                ObjectKind::Queue => self.queues.keys().cloned().collect(),
-                ObjectKind::ExecHost => self.exechosts.keys().cloned().collect(),
-                ObjectKind::AdminHost => {
-                    // Sorted by name, as SGE's qconf -sh lists them.
-                    let mut hosts = self.admin_hosts();
-                    hosts.sort();
-                    hosts
-                }
-                ObjectKind::Pe => self.pes.keys().cloned().collect(),
-                ObjectKind::Ckpt => self.ckpts.keys().cloned().collect(),
-                ObjectKind::Project => self.projects.keys().cloned().collect(),
-                ObjectKind::Rqs => self.quota_sets.keys().cloned().collect(),
-                _ => {
-                    return Err(invalid(format!("{kind:?} objects have no list")));
-                }
-            }))),
-            ToMaster::AddObject { kind, text } => {
-                manager?;
-                self.add_object(who, *kind, text)
-            }
-            ToMaster::ModifyObject { kind, text } => {
-                manager?;
-                self.modify_object(who, *kind, text)
-            }
-            ToMaster::DeleteObjects { kind, names } => {
-                manager?;
-                self.delete_objects(who, *kind, names)
-            }
-            ToMaster::EditAttribute {
-                op,
-                object,
-                attr,
-                value,
-                targets,
-            } => {
-                manager?;
-                if object == "resource_quota" {
-                    self.edit_quota_attribute(who, *op, attr, value, targets)
-                } else {
-                    self.edit_attribute(who, *op, object, attr, value, targets)
-                }
-            }
-            ToMaster::ModifyAttribute {
-                object,
-                attr,
-                value,
-                targets,
-            } => {
-                manager?;
-                self.edit_attribute(who, AttrOp::Modify, object, attr, value, targets)
-            }
-            _ => Err(invalid("not an object request")),
+        match kind {
+            ObjectKind::Rqs => self.replace_quota_sets(who, text),
+            _ => Err(invalid(format!("cannot replace all {kind:?} objects"))),
         }
     }
 
-    fn show_object(&self, kind: ObjectKind, name: &str) -> Result<Reply, Refusal> {
+    /// `qconf -sq`, `-sel`, `-sh`, `-spl`, ...: the names of every object of a kind.
+    pub(crate) fn show_object_list(&self, kind: ObjectKind) -> Result<Reply, Refusal> {
+        Ok(Reply::Answer(FromMaster::Names(match kind {
+            ObjectKind::Queue => self.queues.keys().cloned().collect(),
+            ObjectKind::ExecHost => self.exechosts.keys().cloned().collect(),
+            ObjectKind::AdminHost => {
+                // Sorted by name, as SGE's qconf -sh lists them.
+                let mut hosts = self.admin_hosts();
+                hosts.sort();
+                hosts
+            }
+            ObjectKind::Pe => self.pes.keys().cloned().collect(),
+            ObjectKind::Ckpt => self.ckpts.keys().cloned().collect(),
+            ObjectKind::Project => self.projects.keys().cloned().collect(),
+            ObjectKind::Rqs => self.quota_sets.keys().cloned().collect(),
+            _ => return Err(invalid(format!("{kind:?} objects have no list"))),
+        })))
+    }
+
+    /// `qconf -aattr/-mattr/-dattr/-rattr` on any object: quota sets edit their rules,
+    /// the others their attribute.
+    pub(crate) fn edit_object_attribute(
+        &self,
+        who: &str,
+        op: AttrOp,
+        object: &str,
+        attr: &str,
+        value: &str,
+        targets: &[String],
+    ) -> Result<Reply, Refusal> {
+        if object == "resource_quota" {
+            self.edit_quota_attribute(who, op, attr, value, targets)
+        } else {
+            self.edit_attribute(who, op, object, attr, value, targets)
+        }
+    }
+
+    pub(crate) fn show_object(&self, kind: ObjectKind, name: &str) -> Result<Reply, Refusal> {
         let text = match kind {
             ObjectKind::Rqs => return self.show_quota_sets(name),
             ObjectKind::Complex => complex::print_complexes(&self.complexes),
@@ -211,7 +186,12 @@ impl ClusterState {
         Ok(Reply::Answer(FromMaster::Text(text)))
     }
 
-    fn add_object(&self, who: &str, kind: ObjectKind, text: &str) -> Result<Reply, Refusal> {
+    pub(crate) fn add_object(
+        &self,
+        who: &str,
+        kind: ObjectKind,
+        text: &str,
+    ) -> Result<Reply, Refusal> {
         match kind {
             ObjectKind::Rqs => self.add_quota_sets(who, text),
             ObjectKind::AdminHost => self.add_admin_hosts(text),
@@ -223,7 +203,12 @@ impl ClusterState {
         }
     }
 
-    fn modify_object(&self, who: &str, kind: ObjectKind, text: &str) -> Result<Reply, Refusal> {
+    pub(crate) fn modify_object(
+        &self,
+        who: &str,
+        kind: ObjectKind,
+        text: &str,
+    ) -> Result<Reply, Refusal> {
         match kind {
             ObjectKind::Rqs => self.modify_quota_sets(who, text),
             ObjectKind::Project => self.modify_project(who, text),
@@ -240,7 +225,7 @@ impl ClusterState {
         }
     }
 
-    fn delete_objects(
+    pub(crate) fn delete_objects(
         &self,
         who: &str,
         kind: ObjectKind,
@@ -261,7 +246,7 @@ impl ClusterState {
     /// `qconf -aattr/-mattr/-dattr/-rattr`: change one attribute of several objects,
     /// all or nothing. Each object is printed, the attribute edited as text and the
     /// object read and checked again, exactly as a `-M` file would be.
-    fn edit_attribute(
+    pub(crate) fn edit_attribute(
         &self,
         who: &str,
         op: AttrOp,

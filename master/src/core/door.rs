@@ -12,12 +12,13 @@ use std::sync::Arc;
 
 use gantry_common::job::TaskState;
 use gantry_proto::{
-    Caller, FromMaster, ItemResult, JobScript, JobSpec, Refusal, RefusalKind, ToMaster, Verify,
+    AttrOp, Caller, FromMaster, ItemResult, JobScript, JobSpec, Refusal, RefusalKind, ToMaster,
+    Verify,
 };
 use gantry_sched::{KeptSnapshot, Time};
 
 use crate::core::decision::{Decision, Effect};
-use crate::core::state::{ClusterState, Object, Op, Reply};
+use crate::core::state::{refuse, ClusterState, Object, Op, Reply};
 
 /// What a decision reads besides the state, as the shell knows it when the request
 /// arrives.
@@ -123,6 +124,9 @@ fn decide_request(
     request: ToMaster,
 ) -> Decision {
     let now = ctx.now;
+    let who = format!("{}@{}", caller.user, caller.host);
+    let manager = || state.manager_check(caller);
+    let configured = |decided| Decision::of_reply(caller, decided);
     match request {
         // A submission is taken by value: its script (megabytes, maybe) is moved into
         // the spool write, never copied.
@@ -249,44 +253,119 @@ fn decide_request(
             kind: RefusalKind::Internal,
             message: "error: a wait for a job reached the master without its caller".into(),
         }),
-        request @ (ToMaster::HostInfo
-        | ToMaster::ShowExecHostList
-        | ToMaster::ShowExecHost { .. }
-        | ToMaster::AddExecHost { .. }
-        | ToMaster::DeleteExecHosts { .. }
-        | ToMaster::ShowConfig { .. }
-        | ToMaster::ModifyConfig { .. }
-        | ToMaster::ShowManagers
-        | ToMaster::AddManagers { .. }
-        | ToMaster::DeleteManagers { .. }
-        | ToMaster::ShowComplexes
-        | ToMaster::ShowQueueList
-        | ToMaster::ShowQueue { .. }
-        | ToMaster::ShowHostGroupList
-        | ToMaster::ShowHostGroup { .. }
-        | ToMaster::SetQueueState { .. }
-        | ToMaster::ModifyAttribute { .. }
-        | ToMaster::AddHostGroup { .. }
-        | ToMaster::ModifyHostGroup { .. }
-        | ToMaster::DeleteHostGroup { .. }
-        | ToMaster::ShowUserSetList
-        | ToMaster::ShowUserSets { .. }
-        | ToMaster::AddUsersToSets { .. }
-        | ToMaster::DeleteUsersFromSets { .. }
-        | ToMaster::DeleteUserSets { .. }
-        | ToMaster::AddUserSet { .. }
-        | ToMaster::ModifyUserSet { .. }
-        | ToMaster::ShowObject { .. }
-        | ToMaster::ShowObjectList { .. }
-        | ToMaster::AddObject { .. }
-        | ToMaster::ModifyObject { .. }
-        | ToMaster::DeleteObjects { .. }
-        | ToMaster::EditAttribute { .. }
-        | ToMaster::ChangeQueueInstances { .. }
-        | ToMaster::ReplaceObjects { .. }) => {
-            Decision::of_reply(caller, state.handle(caller, &request, now))
+        // Configuration requests and queue instance states: one line per kind, the
+        // decisions in the files of `state/` by object kind and in `admin/`.
+        ToMaster::HostInfo => configured(state.host_info(now)),
+        ToMaster::ShowExecHostList => {
+            Decision::answer(FromMaster::Names(state.exechosts.keys().cloned().collect()))
         }
+        ToMaster::ShowExecHost { host } if host == "global" => {
+            Decision::answer(FromMaster::ExecHost(state.global_exechost()))
+        }
+        ToMaster::ShowExecHost { host } => configured(state.show_exec_host(&host, now)),
+        ToMaster::AddExecHost { text } => configured(state.add_exec_host(caller, &text)),
+        ToMaster::DeleteExecHosts { hosts } => configured(state.delete_exec_hosts(caller, &hosts)),
+        ToMaster::ShowConfig { name } => configured(state.show_config(&name)),
+        ToMaster::ModifyConfig { name, text } => {
+            configured(state.modify_config(caller, &name, &text))
+        }
+        ToMaster::ShowManagers => Decision::answer(FromMaster::Names(state.managers.clone())),
+        ToMaster::AddManagers { users } => configured(state.add_managers(caller, &users)),
+        ToMaster::DeleteManagers { users } => configured(state.delete_managers(caller, &users)),
+        ToMaster::ShowComplexes => {
+            Decision::answer(FromMaster::Complexes((*state.complexes).clone()))
+        }
+        ToMaster::ShowQueueList => {
+            Decision::answer(FromMaster::Names(state.queues.keys().cloned().collect()))
+        }
+        ToMaster::ShowQueue { name } => match state.queues.get(&name) {
+            Some(q) => Decision::answer(FromMaster::Queue(q.clone())),
+            None => Decision::refused(refuse(
+                RefusalKind::NotFound,
+                format!("No cluster queue or queue instance matches the phrase \"{name}\""),
+            )),
+        },
+        ToMaster::ShowHostGroupList => Decision::answer(FromMaster::Names(
+            state.hostgroups.keys().cloned().collect(),
+        )),
+        ToMaster::ShowHostGroup { name } => match state.hostgroups.get(&name) {
+            Some(g) => Decision::answer(FromMaster::HostGroup(g.clone())),
+            None => Decision::refused(refuse(
+                RefusalKind::NotFound,
+                format!("Host group \"{name}\" does not exist"),
+            )),
+        },
+        ToMaster::AddHostGroup { text } => configured(state.put_hostgroup(caller, &text, true)),
+        ToMaster::ModifyHostGroup { text } => configured(state.put_hostgroup(caller, &text, false)),
+        ToMaster::DeleteHostGroup { name } => configured(state.delete_hostgroup(caller, &name)),
+        ToMaster::ShowUserSetList => {
+            Decision::answer(FromMaster::Names(state.usersets.keys().cloned().collect()))
+        }
+        ToMaster::ShowUserSets { names } => configured(state.show_usersets(&names)),
+        ToMaster::AddUsersToSets { users, sets } => {
+            configured(state.add_users_to_sets(caller, &users, &sets))
+        }
+        ToMaster::DeleteUsersFromSets { users, sets } => {
+            configured(state.delete_users_from_sets(caller, &users, &sets))
+        }
+        ToMaster::DeleteUserSets { names } => configured(state.delete_usersets(caller, &names)),
+        ToMaster::AddUserSet { text } => configured(state.put_userset(caller, &text, true)),
+        ToMaster::ModifyUserSet { text } => configured(state.put_userset(caller, &text, false)),
+        ToMaster::SetQueueState { targets, disable } => {
+            configured(state.set_queue_state(caller, &targets, &disable))
+        }
+        ToMaster::ChangeQueueInstances { targets, .. } => {
+            // The only change left by the arm above: clearing error states.
+            configured(state.clear_queue_errors(caller, &targets))
+        }
+        // Objects edited as text (`qconf -a*/-m*/-d*/-s*/-M*` by kind).
+        ToMaster::ShowObject { kind, name } => configured(state.show_object(kind, &name)),
+        ToMaster::ShowObjectList { kind } => configured(state.show_object_list(kind)),
+        ToMaster::AddObject { kind, text } => {
+            configured(manager().and_then(|()| state.add_object(&who, kind, &text)))
+        }
+        ToMaster::ModifyObject { kind, text } => {
+            configured(manager().and_then(|()| state.modify_object(&who, kind, &text)))
+        }
+        ToMaster::DeleteObjects { kind, names } => {
+            configured(manager().and_then(|()| state.delete_objects(&who, kind, &names)))
+        }
+        ToMaster::ReplaceObjects { kind, text } => {
+            configured(manager().and_then(|()| state.replace_objects(&who, kind, &text)))
+        }
+        ToMaster::EditAttribute {
+            op,
+            object,
+            attr,
+            value,
+            targets,
+        } => configured(manager().and_then(|()| {
+            state.edit_object_attribute(&who, op, &object, &attr, &value, &targets)
+        })),
+        ToMaster::ModifyAttribute {
+            object,
+            attr,
+            value,
+            targets,
+        } => configured(manager().and_then(|()| {
+            state.edit_attribute(&who, AttrOp::Modify, &object, &attr, &value, &targets)
+        })),
     }
+}
+
+/// The second half of a large `qconf -Mc` ([`ToMaster::ModifyObject`] of the complex),
+/// whose list the shell read and checked off the actor's thread
+/// ([`crate::core::admin::prepare_complexes`]): decided against the state as it is now.
+pub fn decide_prepared_complexes(
+    state: &ClusterState,
+    caller: &Caller,
+    prepared: crate::core::admin::PreparedComplexes,
+) -> Decision {
+    let who = format!("{}@{}", caller.user, caller.host);
+    let decided = state
+        .manager_check(caller)
+        .and_then(|()| state.replace_prepared_complexes(&who, prepared));
+    Decision::of_reply(caller, decided).asking_for_cycle()
 }
 
 /// `qsub`: the job checked against the state and, unless only verified, its record,
@@ -529,5 +608,45 @@ fn kill_execds(
         ops: Vec::new(),
         effects,
         reply: FromMaster::Items(items),
+    }
+}
+
+/// The door as the tests of configuration requests ask it: a decision turned back into
+/// what it answers ([`Reply::Answer`]) or changes ([`Reply::Change`]), with an empty
+/// context (no execd connected, no Unix groups).
+#[cfg(test)]
+pub(crate) trait Door {
+    fn handle(&self, caller: &Caller, request: &ToMaster, now: Time) -> Result<Reply, Refusal>;
+}
+
+#[cfg(test)]
+impl Door for ClusterState {
+    fn handle(&self, caller: &Caller, request: &ToMaster, now: Time) -> Result<Reply, Refusal> {
+        let mut kept = KeptSnapshot::default();
+        let mut ctx = Context {
+            now,
+            dispatchable: &HashSet::new,
+            connected: &|_| false,
+            caller_groups: &Vec::new,
+            groups_of_name: &|_| Vec::new(),
+            caller_script_bytes: 0,
+            ar_snapshot: &mut kept,
+        };
+        let decision = decide_request(self, &mut ctx, caller, request.clone());
+        let changed = !decision.ops.is_empty()
+            || decision
+                .effects
+                .iter()
+                .any(|e| matches!(e, Effect::Log { .. }));
+        match decision.reply {
+            FromMaster::Refused(r) => Err(r),
+            FromMaster::Done { messages } if changed => {
+                Ok(Reply::Change(crate::core::state::Change {
+                    ops: decision.ops,
+                    messages,
+                }))
+            }
+            reply => Ok(Reply::Answer(reply)),
+        }
     }
 }

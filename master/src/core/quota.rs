@@ -20,7 +20,7 @@ impl ClusterState {
     }
 
     /// Offer a catalog built ahead for the next rebuild (see [`QuotaBook`]).
-    pub(crate) fn prepare_catalog(&mut self, catalog: Catalog) {
+    pub(crate) fn prepare_catalog(&mut self, catalog: Arc<Catalog>) {
         Arc::make_mut(&mut self.quota_book).prepare_catalog(catalog);
     }
 

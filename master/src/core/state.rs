@@ -13,7 +13,7 @@ use std::sync::Arc;
 use gantry_common::{complex, config, exechost, load, queue};
 use gantry_proto::{
     Caller, ClusterQueue, ComplexAttr, Config, ExecHost, FromMaster, HostGroup, HostReport,
-    HostView, LoadValue, QueueInstanceView, Refusal, RefusalKind, ToMaster,
+    HostView, LoadValue, QueueInstanceView, Refusal, RefusalKind,
 };
 use serde::{Deserialize, Serialize};
 
@@ -122,6 +122,11 @@ pub enum Op {
         job: u64,
         contents: Vec<u8>,
     },
+    /// The index of a complex written by the same commit, made ahead off the actor's
+    /// thread (a large `qconf -Mc`): the quota book's rebuild takes it. State only, never
+    /// journaled or spooled.
+    #[serde(skip)]
+    Catalog(Arc<crate::core::sched::Catalog>),
 }
 
 /// The spool key of an advance reservation.
@@ -315,7 +320,7 @@ impl ClusterState {
         }
         let touches_config = match op {
             Op::Put(Object::Job(_) | Object::ForcedAway(_) | Object::HostCert { .. }) => false,
-            Op::Account(_) | Op::NextJobId(_) | Op::Script { .. } => false,
+            Op::Account(_) | Op::NextJobId(_) | Op::Script { .. } | Op::Catalog(_) => false,
             Op::Delete(key) => !["job/", "forced/", "hostcert/"]
                 .iter()
                 .any(|p| key.starts_with(p)),
@@ -399,6 +404,7 @@ impl ClusterState {
                 }
             },
             Op::Account(_) | Op::Script { .. } => {}
+            Op::Catalog(catalog) => self.prepare_catalog(Arc::clone(catalog)),
             Op::NextJobId(n) => self.next_job_id = *n,
             Op::Delete(key) => {
                 if let Some(name) = key.strip_prefix("exechost/") {
@@ -509,8 +515,6 @@ impl ClusterState {
         gantry_sched::view::resolve_group(&self.hostgroups, name, depth)
     }
 
-    /// Answer a read-only request, or decide a change. `now` is the master's clock in
-    /// seconds.
     /// May `caller` change the cluster's configuration?
     /// The user is checked first, then the host, in the order SGE's master checks them.
     pub fn manager_check(&self, caller: &Caller) -> Result<(), Refusal> {
@@ -526,119 +530,6 @@ impl ClusterState {
             Err(refuse(RefusalKind::Denied, no_admin_host(&caller.host)))
         } else {
             Ok(())
-        }
-    }
-
-    /// The router of the configuration requests (configuration, hosts, queue instance
-    /// states): one line per kind, the decisions in the files of `state/` by object kind
-    /// and in `admin.rs`. The door ([`crate::core::door::decide`]) sends only these here;
-    /// the job requests it decides itself and never sends.
-    pub fn handle(
-        &self,
-        caller: &Caller,
-        req: &ToMaster,
-        now: gantry_sched::Time,
-    ) -> Result<Reply, Refusal> {
-        let who = format!("{}@{}", caller.user, caller.host);
-        let manager_only = || self.manager_check(caller);
-        match req {
-            ToMaster::ShowObject { .. }
-            | ToMaster::ShowObjectList { .. }
-            | ToMaster::AddObject { .. }
-            | ToMaster::ModifyObject { .. }
-            | ToMaster::DeleteObjects { .. }
-            | ToMaster::EditAttribute { .. }
-            | ToMaster::ModifyAttribute { .. }
-            | ToMaster::ReplaceObjects { .. } => self.handle_object(&who, manager_only(), req),
-            ToMaster::HostInfo => self.host_info(now),
-            ToMaster::ShowExecHostList => Ok(Reply::Answer(FromMaster::Names(
-                self.exechosts.keys().cloned().collect(),
-            ))),
-            ToMaster::ShowExecHost { host } if host == "global" => {
-                Ok(Reply::Answer(FromMaster::ExecHost(self.global_exechost())))
-            }
-            ToMaster::ShowExecHost { host } => self.show_exec_host(host, now),
-            ToMaster::AddExecHost { text } => self.add_exec_host(caller, text),
-            ToMaster::DeleteExecHosts { hosts } => self.delete_exec_hosts(caller, hosts),
-            ToMaster::ShowConfig { name } => self.show_config(name),
-            ToMaster::ModifyConfig { name, text } => self.modify_config(caller, name, text),
-            ToMaster::ShowManagers => Ok(Reply::Answer(FromMaster::Names(self.managers.clone()))),
-            ToMaster::AddManagers { users } => self.add_managers(caller, users),
-            ToMaster::DeleteManagers { users } => self.delete_managers(caller, users),
-            ToMaster::ShowComplexes => Ok(Reply::Answer(FromMaster::Complexes(
-                (*self.complexes).clone(),
-            ))),
-            ToMaster::ShowQueueList => Ok(Reply::Answer(FromMaster::Names(
-                self.queues.keys().cloned().collect(),
-            ))),
-            ToMaster::ShowQueue { name } => self
-                .queues
-                .get(name)
-                .map(|q| Reply::Answer(FromMaster::Queue(q.clone())))
-                .ok_or_else(|| {
-                    refuse(
-                        RefusalKind::NotFound,
-                        format!("No cluster queue or queue instance matches the phrase \"{name}\""),
-                    )
-                }),
-            ToMaster::ShowHostGroupList => Ok(Reply::Answer(FromMaster::Names(
-                self.hostgroups.keys().cloned().collect(),
-            ))),
-            ToMaster::AddHostGroup { text } => self.put_hostgroup(caller, text, true),
-            ToMaster::ModifyHostGroup { text } => self.put_hostgroup(caller, text, false),
-            ToMaster::DeleteHostGroup { name } => self.delete_hostgroup(caller, name),
-            ToMaster::ShowUserSetList => Ok(Reply::Answer(FromMaster::Names(
-                self.usersets.keys().cloned().collect(),
-            ))),
-            ToMaster::ShowUserSets { names } => self.show_usersets(names),
-            ToMaster::AddUsersToSets { users, sets } => self.add_users_to_sets(caller, users, sets),
-            ToMaster::DeleteUsersFromSets { users, sets } => {
-                self.delete_users_from_sets(caller, users, sets)
-            }
-            ToMaster::DeleteUserSets { names } => self.delete_usersets(caller, names),
-            ToMaster::AddUserSet { text } => self.put_userset(caller, text, true),
-            ToMaster::ModifyUserSet { text } => self.put_userset(caller, text, false),
-            ToMaster::SetQueueState { targets, disable } => {
-                self.set_queue_state(caller, targets, disable)
-            }
-            ToMaster::ChangeQueueInstances {
-                targets,
-                change: gantry_proto::QueueChange::ClearError,
-            } => self.clear_queue_errors(caller, targets),
-            ToMaster::Submit { .. }
-            | ToMaster::AlterJobs { .. }
-            | ToMaster::JobDetails { .. }
-            | ToMaster::ClearJobErrors { .. }
-            | ToMaster::ShowFinishedJobs { .. }
-            | ToMaster::SuspendJobs { .. }
-            | ToMaster::ChangeQueueInstances { .. }
-            | ToMaster::ShowJobs { .. }
-            | ToMaster::ShowJobLines { .. }
-            | ToMaster::DeleteJobs { .. }
-            | ToMaster::WaitJob { .. }
-            | ToMaster::WaitStart { .. }
-            | ToMaster::KillExecds { .. }
-            | ToMaster::KillMaster
-            | ToMaster::SubmitAr { .. }
-            | ToMaster::ShowArs { .. }
-            | ToMaster::DeleteArs { .. }
-            | ToMaster::ShowQuotas(_)
-            | ToMaster::SchedulingSummary
-            | ToMaster::ShowGroups
-            | ToMaster::Accounting { .. } => Err(refuse(
-                RefusalKind::Internal,
-                "error: job requests are handled by the cluster",
-            )),
-            ToMaster::ShowHostGroup { name } => self
-                .hostgroups
-                .get(name)
-                .map(|g| Reply::Answer(FromMaster::HostGroup(g.clone())))
-                .ok_or_else(|| {
-                    refuse(
-                        RefusalKind::NotFound,
-                        format!("Host group \"{name}\" does not exist"),
-                    )
-                }),
         }
     }
 }

@@ -143,7 +143,7 @@ impl Unapplied {
                     self.accounts.insert(account_key(r), r.as_ref().clone());
                 }
                 Op::NextJobId(n) => self.next_job_id = Some(*n),
-                Op::Put(_) | Op::Delete(_) | Op::Script { .. } => {}
+                Op::Put(_) | Op::Delete(_) | Op::Script { .. } | Op::Catalog(_) => {}
             }
         }
         self.changes += ops.len();
@@ -210,6 +210,8 @@ fn write_ops(txn: &redb::WriteTransaction, ops: &[Op]) -> Result<(), StoreError>
             }
             // Written beside the database by the commit that carried it.
             Op::Script { .. } => {}
+            // State only.
+            Op::Catalog(_) => {}
         }
     }
     Ok(())
@@ -264,6 +266,7 @@ pub fn describe_change(payload: &[u8]) -> String {
                 },
                 Op::NextJobId(n) => format!("next job id {n}"),
                 Op::Script { job, .. } => format!("the script of job {job}"),
+                Op::Catalog(_) => "the index of the complex".to_string(),
             })
             .collect::<Vec<_>>()
             .join(", "),
@@ -740,7 +743,7 @@ impl Store {
                 Op::Delete(key) => {
                     out.remove(key);
                 }
-                Op::Account(_) | Op::NextJobId(_) | Op::Script { .. } => {}
+                Op::Account(_) | Op::NextJobId(_) | Op::Script { .. } | Op::Catalog(_) => {}
             }
         }
         Ok(out.into_values().collect())
@@ -803,10 +806,10 @@ impl Store {
     /// Write a change durably (one journal record) before it is acknowledged.
     pub fn commit(&mut self, ops: &[Op]) -> Result<(), StoreError> {
         // A job script is written beside the journal (by the commit that carries it),
-        // not into it.
+        // not into it; a prepared catalog is the state's alone.
         let ops: Vec<&Op> = ops
             .iter()
-            .filter(|op| !matches!(op, Op::Script { .. }))
+            .filter(|op| !matches!(op, Op::Script { .. } | Op::Catalog(_)))
             .collect();
         if ops.is_empty() {
             return Ok(());

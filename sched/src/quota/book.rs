@@ -18,14 +18,14 @@ use super::*;
 pub struct QuotaBook {
     pub quotas: Arc<Quotas>,
     pub usage: Usage,
-    pub catalog: Option<Catalog>,
+    pub catalog: Option<Arc<Catalog>>,
     /// Host -> the host groups it belongs to.
     pub(crate) memberships: HashMap<String, Vec<String>>,
     /// The configuration changed (sets, usersets, host groups, complex): rebuild.
     stale: bool,
     /// A catalog of the complex built ahead, off the thread that answers clients (a
     /// `qconf -Mc` of a long list); used by the rebuild if it is of the complex then.
-    prepared: Option<Catalog>,
+    prepared: Option<Arc<Catalog>>,
     /// How many counters the last scheduling cycle used (to size the next one's).
     cycle_counters: usize,
     /// The plans of the consumers counted since the last rebuild, by what decides them
@@ -58,7 +58,7 @@ impl QuotaBook {
     }
 
     /// Offer a catalog built ahead for the next rebuild.
-    pub fn prepare_catalog(&mut self, catalog: Catalog) {
+    pub fn prepare_catalog(&mut self, catalog: Arc<Catalog>) {
         self.prepared = Some(catalog);
     }
 
@@ -77,7 +77,7 @@ impl QuotaBook {
         }
         let catalog = match self.prepared.take() {
             Some(c) if c.attrs == complexes => c,
-            _ => Catalog::new(complexes),
+            _ => Arc::new(Catalog::new(complexes)),
         };
         *self = QuotaBook {
             quotas: Arc::new(Quotas::new(sets, &catalog, usersets)),

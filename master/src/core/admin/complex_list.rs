@@ -102,19 +102,66 @@ impl ClusterState {
         list: Vec<gantry_proto::ComplexAttr>,
     ) -> Result<Reply, Refusal> {
         let messages = complex_changes(who, &self.complexes, &list);
-        self.replace_complexes_saying(list, messages)
-    }
-
-    /// [`Self::replace_complexes`] with its messages worked out already.
-    pub(crate) fn replace_complexes_saying(
-        &self,
-        list: Vec<gantry_proto::ComplexAttr>,
-        messages: Vec<String>,
-    ) -> Result<Reply, Refusal> {
         self.check_complex_refs(&list)?;
         Ok(Reply::Change(Change {
             ops: vec![Op::Put(Object::Complexes(list))],
             messages,
         }))
     }
+
+    /// `qconf -Mc` with a list read, checked and indexed off the actor's thread
+    /// ([`prepare_complexes`]): the work done there is used while the complex is still
+    /// the one it was checked against; otherwise the list is checked again here.
+    pub(crate) fn replace_prepared_complexes(
+        &self,
+        who: &str,
+        prepared: PreparedComplexes,
+    ) -> Result<Reply, Refusal> {
+        if *self.complexes != prepared.checked_against {
+            // Someone changed the complex in the meantime.
+            complex::check_complexes(&prepared.list, &self.complexes).map_err(invalid)?;
+            return self.replace_complexes(who, prepared.list);
+        }
+        self.check_complex_refs(&prepared.list)?;
+        Ok(Reply::Change(Change {
+            ops: vec![
+                // The quota book's next rebuild takes this index instead of making it.
+                Op::Catalog(std::sync::Arc::new(prepared.catalog)),
+                Op::Put(Object::Complexes(prepared.list)),
+            ],
+            messages: prepared.messages,
+        }))
+    }
+}
+
+/// A complex list read, checked and indexed away from the state, for
+/// [`ClusterState::replace_prepared_complexes`].
+#[derive(Debug)]
+pub struct PreparedComplexes {
+    list: Vec<gantry_proto::ComplexAttr>,
+    /// What replacing `checked_against` with `list` does.
+    messages: Vec<String>,
+    /// The catalog of `list`, for the quota book's rebuild.
+    catalog: crate::core::sched::Catalog,
+    checked_against: Vec<gantry_proto::ComplexAttr>,
+}
+
+/// Read a `qconf -Mc` file and check it against `current` (the complex when it was
+/// asked for): the part of the change that needs no state, made where it does not hold
+/// up the master (a list of 200,000 attributes takes a while).
+pub fn prepare_complexes(
+    who: &str,
+    text: &str,
+    current: Vec<gantry_proto::ComplexAttr>,
+) -> Result<PreparedComplexes, Refusal> {
+    let list = complex::parse_complexes(text).map_err(|e| invalid(e.to_string()))?;
+    complex::check_complexes(&list, &current).map_err(invalid)?;
+    let messages = complex_changes(who, &current, &list);
+    let catalog = crate::core::sched::Catalog::new(&list);
+    Ok(PreparedComplexes {
+        list,
+        messages,
+        catalog,
+        checked_against: current,
+    })
 }

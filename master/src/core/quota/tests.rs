@@ -1,6 +1,7 @@
 #![allow(clippy::unwrap_used)]
 
 use super::*;
+use crate::core::door::Door;
 use crate::core::state::{Object, Op};
 use crate::synthetic::{add_host, cluster, set_queue};
 

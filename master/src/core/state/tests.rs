@@ -1,4 +1,6 @@
 use super::*;
+use crate::core::door::Door;
+use gantry_proto::ToMaster;
 
 fn fresh() -> ClusterState {
     let mut s = ClusterState {

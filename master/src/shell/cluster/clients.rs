@@ -468,27 +468,17 @@ async fn replace_complexes_off_thread(
         Err(r) => return Some(FromMaster::Refused(r)),
     };
     let who = format!("{}@{}", caller.user, caller.host);
-    let checked = tokio::task::spawn_blocking(move || {
-        let list = gantry_common::complex::parse_complexes(&text).map_err(|e| e.to_string())?;
-        gantry_common::complex::check_complexes(&list, &current)?;
-        let messages = crate::core::admin::complex_changes(&who, &current, &list);
-        let catalog = crate::core::sched::Catalog::new(&list);
-        Ok::<_, String>(ReplaceComplexes {
-            caller,
-            list,
-            messages,
-            catalog,
-            checked_against: current,
-        })
+    let prepared = tokio::task::spawn_blocking(move || {
+        crate::core::admin::prepare_complexes(&who, &text, current)
     })
     .await
     .ok()?;
-    match checked {
-        Ok(prepared) => cluster.send(prepared).await.ok(),
-        Err(message) => Some(FromMaster::Refused(crate::core::state::refuse(
-            RefusalKind::Invalid,
-            message,
-        ))),
+    match prepared {
+        Ok(prepared) => cluster
+            .send(ReplaceComplexes { caller, prepared })
+            .await
+            .ok(),
+        Err(refusal) => Some(FromMaster::Refused(refusal)),
     }
 }
 
@@ -508,46 +498,20 @@ impl Handler<ComplexForEdit> for Cluster {
     }
 }
 
-/// A complex list read and checked (against `checked_against`) off this thread.
+/// A complex list read and checked off this thread, for the door to decide.
 #[derive(Message)]
 #[rtype(result = "FromMaster")]
 struct ReplaceComplexes {
     caller: Caller,
-    list: Vec<gantry_proto::ComplexAttr>,
-    /// What replacing `checked_against` with `list` does.
-    messages: Vec<String>,
-    /// The catalog of `list`, for the quota book's rebuild.
-    catalog: crate::core::sched::Catalog,
-    checked_against: Vec<gantry_proto::ComplexAttr>,
+    prepared: crate::core::admin::PreparedComplexes,
 }
 
 impl Handler<ReplaceComplexes> for Cluster {
     type Result = MessageResult<ReplaceComplexes>;
 
     fn handle(&mut self, msg: ReplaceComplexes, _: &mut Self::Context) -> Self::Result {
-        let ReplaceComplexes {
-            caller,
-            list,
-            messages,
-            catalog,
-            checked_against,
-        } = msg;
-        let decided = self.state.manager_check(&caller).and_then(|()| {
-            if *self.state.complexes == checked_against {
-                self.state.prepare_catalog(catalog);
-                self.state.replace_complexes_saying(list, messages)
-            } else {
-                // Someone changed the complex in the meantime: check against it here.
-                gantry_common::complex::check_complexes(&list, &self.state.complexes)
-                    .map_err(|m| crate::core::state::refuse(RefusalKind::Invalid, m))?;
-                let who = format!("{}@{}", caller.user, caller.host);
-                self.state.replace_complexes(&who, list)
-            }
-        });
-        MessageResult(self.carry_out(
-            crate::core::decision::Decision::of_reply(&caller, decided).asking_for_cycle(),
-        ))
+        let decision =
+            crate::core::door::decide_prepared_complexes(&self.state, &msg.caller, msg.prepared);
+        MessageResult(self.carry_out(decision))
     }
 }
-
-impl Cluster {}
