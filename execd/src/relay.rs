@@ -48,7 +48,7 @@ fn refused(message: String) -> FromMaster {
 async fn handle(
     stream: UnixStream,
     hostname: String,
-    caller: Result<Caller, String>,
+    caller: Result<Caller, gantry_net::transport::CallerError>,
     conn: Option<quinn::Connection>,
     door: &std::sync::Arc<Door>,
     uid: u32,
@@ -62,10 +62,12 @@ async fn handle(
         .await?
     {
         Ok(got) => got,
-        Err(message) => return answer_accepted(&mut w, PROTOCOL_VERSION, &refused(message)).await,
+        Err(too_many) => {
+            return answer_accepted(&mut w, PROTOCOL_VERSION, &refused(too_many.to_string())).await
+        }
     };
     let reply = match (caller, conn) {
-        (Err(m), _) => refused(m),
+        (Err(error), _) => refused(error.to_string()),
         (Ok(_), None) => refused(format!(
             "error: the execd on \"{hostname}\" is not connected to the master"
         )),

@@ -90,19 +90,57 @@ fn main() -> ExitCode {
     }
 }
 
-fn ttl(text: &str) -> Result<u64, String> {
-    parse_duration(text)
-        .filter(|&s| s > 0)
-        .ok_or_else(|| format!("invalid duration \"{text}\" (use e.g. 3600, 90s, 30m, 24h, 7d)"))
+/// Why a `gantry-master` command failed (printed after `gantry-master: `).
+#[derive(Debug, thiserror::Error)]
+enum MasterError {
+    #[error("invalid duration \"{0}\" (use e.g. 3600, 90s, 30m, 24h, 7d)")]
+    Duration(String),
+    #[error(transparent)]
+    Cell(#[from] cell::CellError),
+    #[error(transparent)]
+    Tls(#[from] gantry_net::tls::TlsError),
+    #[error(transparent)]
+    Start(#[from] gantry_master::cluster::StartError),
+    /// A file of the cell, its spool or its socket.
+    #[error("{}: {source}", path.display())]
+    Path {
+        path: PathBuf,
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    #[error("cannot listen on UDP {addr}: {source}")]
+    Udp {
+        addr: std::net::SocketAddr,
+        source: std::io::Error,
+    },
 }
 
-fn init(home: PathBuf, port: u16, hostname: Option<String>, token_ttl: &str) -> Result<(), String> {
+impl MasterError {
+    fn at(path: &std::path::Path) -> impl FnOnce(std::io::Error) -> MasterError + '_ {
+        move |e| MasterError::Path {
+            path: path.to_path_buf(),
+            source: Box::new(e),
+        }
+    }
+}
+
+fn ttl(text: &str) -> Result<u64, MasterError> {
+    parse_duration(text)
+        .filter(|&s| s > 0)
+        .ok_or_else(|| MasterError::Duration(text.to_string()))
+}
+
+fn init(
+    home: PathBuf,
+    port: u16,
+    hostname: Option<String>,
+    token_ttl: &str,
+) -> Result<(), MasterError> {
     let opts = InitOptions {
         port,
         hostname,
         token_ttl_secs: ttl(token_ttl)?,
     };
-    let created = cell::init(&home, &opts).map_err(|e| e.to_string())?;
+    let created = cell::init(&home, &opts)?;
     let home = std::fs::canonicalize(&home).unwrap_or(home);
     println!(
         "Created the Gantry cell in {} (master host \"{}\", port {}).",
@@ -122,32 +160,32 @@ fn init(home: PathBuf, port: u16, hostname: Option<String>, token_ttl: &str) -> 
     Ok(())
 }
 
-fn token(home: PathBuf, ttl_text: &str) -> Result<(), String> {
+fn token(home: PathBuf, ttl_text: &str) -> Result<(), MasterError> {
     let paths = MasterPaths::new(&home);
-    let settings = cell::load_settings(&paths).map_err(|e| e.to_string())?;
-    let token = cell::rotate_token(&paths, ttl(ttl_text)?).map_err(|e| e.to_string())?;
+    let settings = cell::load_settings(&paths)?;
+    let token = cell::rotate_token(&paths, ttl(ttl_text)?)?;
     println!("{}", cell::join_command(&settings, &token));
     Ok(())
 }
 
-fn run(home: PathBuf, recover_spool: bool) -> Result<(), String> {
+fn run(home: PathBuf, recover_spool: bool) -> Result<(), MasterError> {
     let paths = MasterPaths::new(&home);
-    let settings = cell::load_settings(&paths).map_err(|e| e.to_string())?;
-    let read =
-        |p: PathBuf| std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()));
+    let settings = cell::load_settings(&paths)?;
+    let read = |p: PathBuf| std::fs::read_to_string(&p).map_err(MasterError::at(&p));
     let ca_pem = read(paths.ca_cert())?;
-    let ca = Ca::load(&ca_pem, &read(paths.ca_key())?).map_err(|e| e.to_string())?;
+    let ca = Ca::load(&ca_pem, &read(paths.ca_key())?)?;
     let master_key = read(paths.master_key())?;
     let server_config = master_server_config(
         &ca_pem,
         &read(paths.master_cert())?,
         &master_key,
         PROTOCOL_VERSION,
-    )
-    .map_err(|e| e.to_string())?;
+    )?;
     let endpoint_config = master_endpoint_config(&master_key);
-    let store = Store::open(&paths.spool(), recover_spool)
-        .map_err(|e| format!("{}: {e}", paths.spool().display()))?;
+    let store = Store::open(&paths.spool(), recover_spool).map_err(|e| MasterError::Path {
+        path: paths.spool(),
+        source: Box::new(e),
+    })?;
 
     let system = actix_rt::System::with_tokio_rt(|| {
         tokio::runtime::Builder::new_multi_thread()
@@ -165,15 +203,14 @@ fn run(home: PathBuf, recover_spool: bool) -> Result<(), String> {
         }
         let listener = std::os::unix::net::UnixListener::bind(&socket)
             .and_then(|l| l.set_nonblocking(true).map(|()| l))
-            .map_err(|e| format!("{}: {e}", socket.display()))?;
+            .map_err(MasterError::at(&socket))?;
         std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o666))
-            .map_err(|e| format!("{}: {e}", socket.display()))?;
+            .map_err(MasterError::at(&socket))?;
         // The Cluster actor and the client socket share one thread with its own event
         // loop: a client request is read, handled, committed and answered without
         // waking another thread (two cores; every hand-off costs a context switch).
         let cluster_thread = actix_rt::Arbiter::new();
-        let state = Cluster::new(store, MasterPaths::new(&home), ca, &settings.hostname)
-            .map_err(|e| e.to_string())?;
+        let state = Cluster::new(store, MasterPaths::new(&home), ca, &settings.hostname)?;
         let cluster = Cluster::start_in_arbiter(&cluster_thread.handle(), move |_| state);
         let (stop_clients, clients_stopped) = tokio::sync::oneshot::channel::<()>();
         {
@@ -190,15 +227,15 @@ fn run(home: PathBuf, recover_spool: bool) -> Result<(), String> {
             });
         }
         let addr = std::net::SocketAddr::from(([0, 0, 0, 0], settings.port));
-        let udp = std::net::UdpSocket::bind(addr)
-            .map_err(|e| format!("cannot listen on UDP {addr}: {e}"))?;
+        let udp =
+            std::net::UdpSocket::bind(addr).map_err(|source| MasterError::Udp { addr, source })?;
         let endpoint = quinn::Endpoint::new(
             endpoint_config,
             Some(server_config),
             udp,
             std::sync::Arc::new(quinn::TokioRuntime),
         )
-        .map_err(|e| format!("cannot listen on UDP {addr}: {e}"))?;
+        .map_err(|source| MasterError::Udp { addr, source })?;
         info!(
             host = %settings.hostname,
             "gantry-master {} listening for execds on udp/{} and for clients on {}",
@@ -217,7 +254,7 @@ fn run(home: PathBuf, recover_spool: bool) -> Result<(), String> {
         endpoint.wait_idle().await;
         cluster_thread.stop();
         actix_rt::System::current().stop();
-        Ok::<(), String>(())
+        Ok::<(), MasterError>(())
     })
 }
 

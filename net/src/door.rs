@@ -102,6 +102,19 @@ struct Open {
 /// connections' worth of 16 MiB frames. Root and the daemon's user are not bound.
 pub const USER_REQUEST_BYTES: usize = 64 << 20;
 
+/// A request refused because its user has [`USER_REQUEST_BYTES`] under way already.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "error: user {who} has {under_way_mib} MiB of requests under way to {daemon} (at most {} MiB at once): try again when they are done",
+    USER_REQUEST_BYTES >> 20
+)]
+pub struct TooManyBytes {
+    /// The user's name, quoted, or `uid N`.
+    pub who: String,
+    pub under_way_mib: usize,
+    pub daemon: &'static str,
+}
+
 /// A request's bytes counted against its user's [`USER_REQUEST_BYTES`] until dropped.
 #[derive(Debug)]
 pub struct BytesHeld {
@@ -204,17 +217,15 @@ impl Door {
         uid: u32,
         bytes: usize,
         user: Option<&str>,
-    ) -> Result<BytesHeld, String> {
+    ) -> Result<BytesHeld, TooManyBytes> {
         let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
         let under_way = open.bytes_by_user.get(&uid).copied().unwrap_or(0);
         if !self.privileged.contains(&uid) && under_way.saturating_add(bytes) > USER_REQUEST_BYTES {
-            let who = user.map_or_else(|| format!("uid {uid}"), |u| format!("\"{u}\""));
-            return Err(format!(
-                "error: user {who} has {} MiB of requests under way to {} (at most {} MiB at once): try again when they are done",
-                under_way.div_ceil(1 << 20),
-                self.daemon,
-                USER_REQUEST_BYTES >> 20
-            ));
+            return Err(TooManyBytes {
+                who: user.map_or_else(|| format!("uid {uid}"), |u| format!("\"{u}\"")),
+                under_way_mib: under_way.div_ceil(1 << 20),
+                daemon: self.daemon,
+            });
         }
         *open.bytes_by_user.entry(uid).or_insert(0) += bytes;
         Ok(BytesHeld {
@@ -234,7 +245,7 @@ impl Door {
         user: Option<&str>,
         r: &mut R,
         w: &mut W,
-    ) -> Result<Result<(T, BytesHeld), String>, crate::transport::TransportError>
+    ) -> Result<Result<(T, BytesHeld), TooManyBytes>, crate::transport::TransportError>
     where
         T: serde::de::DeserializeOwned,
         R: tokio::io::AsyncRead + Unpin,
@@ -246,7 +257,7 @@ impl Door {
             let len = read_frame_len(r).await?.ok_or(TransportError::Closed)?;
             let held = match self.reserve(uid, len, user) {
                 Ok(h) => h,
-                Err(message) => return Ok(Err(message)),
+                Err(too_many) => return Ok(Err(too_many)),
             };
             let bytes = read_frame_body(r, len).await?;
             let request = gantry_proto::decode(&bytes)?;
@@ -501,7 +512,7 @@ mod tests {
             .map(|_| door.reserve(1001, frame, Some("alice")).unwrap())
             .collect();
         assert_eq!(
-            door.reserve(1001, 1, Some("alice")).unwrap_err(),
+            door.reserve(1001, 1, Some("alice")).unwrap_err().to_string(),
             "error: user \"alice\" has 64 MiB of requests under way to the master (at most 64 MiB at once): try again when they are done"
         );
         // Another user, and root, are not held back by alice's.

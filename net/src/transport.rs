@@ -265,10 +265,8 @@ pub fn local_caller(
     stream: &tokio::net::UnixStream,
     host: &str,
     names: &mut gantry_common::recent::Recent<u32, String>,
-) -> Result<gantry_proto::Caller, String> {
-    let cred = stream
-        .peer_cred()
-        .map_err(|e| format!("cannot read the caller's credentials: {e}"))?;
+) -> Result<gantry_proto::Caller, CallerError> {
+    let cred = stream.peer_cred().map_err(CallerError::Credentials)?;
     let uid = cred.uid();
     let user = names
         .get_or_lookup(uid, || {
@@ -277,13 +275,22 @@ pub fn local_caller(
                 .flatten()
                 .map(|u| u.name)
         })
-        .ok_or_else(|| format!("error: unknown user id {uid} (no passwd entry)"))?;
+        .ok_or(CallerError::UnknownUser(uid))?;
     Ok(gantry_proto::Caller {
         user,
         uid,
         gid: cred.gid(),
         host: host.to_string(),
     })
+}
+
+/// Why a local client has no identity the daemon can act for.
+#[derive(Debug, thiserror::Error)]
+pub enum CallerError {
+    #[error("cannot read the caller's credentials: {0}")]
+    Credentials(std::io::Error),
+    #[error("error: unknown user id {0} (no passwd entry)")]
+    UnknownUser(u32),
 }
 
 /// Send the handshake's acceptance and the answer to a one-request client in one write:

@@ -313,6 +313,85 @@ fn no_source_file_but_tests_is_over_a_thousand_lines() {
     );
 }
 
+/// How many `Result<_, String>` a piece of code names: each `Result<` whose last
+/// argument, at its own depth, is `String`.
+fn string_errors(code: &str) -> usize {
+    let mut count = 0;
+    let mut rest = code;
+    while let Some(at) = rest.find("Result<") {
+        rest = &rest[at + "Result<".len()..];
+        let (mut depth, mut last_arg) = (0usize, 0usize);
+        for (i, c) in rest.char_indices() {
+            match c {
+                '<' | '(' | '[' => depth += 1,
+                ',' if depth == 0 => last_arg = i + 1,
+                '>' | ')' | ']' if depth > 0 => depth -= 1,
+                '>' => {
+                    if rest[last_arg..i].trim() == "String" && last_arg > 0 {
+                        count += 1;
+                    }
+                    break;
+                }
+                _ => {}
+            }
+        }
+    }
+    count
+}
+
+/// The crates whose errors are all typed (`thiserror`), and the most `Result<_, String>`
+/// each of the others may still have: the number only goes down.
+const STRING_ERRORS_AT_MOST: &[(&str, usize)] = &[
+    ("proto", 0),
+    ("sched", 0),
+    ("master", 0),
+    ("net", 0),
+    ("common", 24),
+    ("execd", 10),
+    ("client", 5),
+];
+
+#[test]
+fn errors_are_typed_where_they_are_and_no_new_string_error_comes() {
+    let mut over = Vec::new();
+    for krate in crates() {
+        let name = krate
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let src = krate.join("src");
+        let mut files = Vec::new();
+        rust_files(&src, &mut files);
+        let found: usize = files
+            .iter()
+            .filter(|f| !is_test_file(&src, f))
+            .map(|f| string_errors(&code_of(&std::fs::read_to_string(f).unwrap_or_default())))
+            .sum();
+        let allowed = STRING_ERRORS_AT_MOST
+            .iter()
+            .find(|(k, _)| *k == name)
+            .map_or(0, |(_, n)| *n);
+        if found > allowed {
+            over.push(format!(
+                "{name}: {found} Result<_, String> (at most {allowed}): give the error a type"
+            ));
+        }
+    }
+    assert!(over.is_empty(), "{}", over.join("\n"));
+}
+
+#[test]
+fn a_string_error_is_counted_and_a_typed_one_is_not() {
+    assert_eq!(string_errors("fn f() -> Result<u32, String> {}"), 1);
+    assert_eq!(
+        string_errors("fn f() -> Result<Result<(u8, Vec<u8>), String>, Io> {}"),
+        1
+    );
+    assert_eq!(string_errors("fn f() -> Result<String, ParseError> {}"), 0);
+    assert_eq!(string_errors("type R = Result<(String, u64), String>;"), 1);
+    assert_eq!(string_errors("fn f() -> std::io::Result<String> {}"), 0);
+}
+
 /// The checks can fail: a loop written into a scratch crate is found.
 #[test]
 fn a_loop_between_two_modules_is_found() {

@@ -24,6 +24,8 @@ mod managers;
 mod queues;
 mod usersets;
 
+pub use exechosts::JoinRefused;
+
 /// One durable object of the cell, as stored in the spool.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[allow(clippy::large_enum_variant)] // decoded once per object; boxing buys nothing
@@ -126,7 +128,7 @@ pub enum Op {
     /// thread (a large `qconf -Mc`): the quota book's rebuild takes it. State only, never
     /// journaled or spooled.
     #[serde(skip)]
-    Catalog(Arc<crate::core::sched::Catalog>),
+    Catalog(Arc<gantry_sched::Catalog>),
 }
 
 /// The spool key of an advance reservation.

@@ -7,7 +7,7 @@ use std::io::Write;
 use gantry_net::door::{Door, Entered, Entrance};
 use gantry_net::transport::{
     accepted_before, accepted_with, answer_accepted, answer_accepted_encoded, local_caller,
-    TransportError,
+    CallerError, TransportError,
 };
 use gantry_proto::{Caller, FromMaster, Refusal, RefusalKind, ToMaster, PROTOCOL_VERSION};
 use std::sync::Arc;
@@ -15,7 +15,7 @@ use tokio::net::{UnixListener, UnixStream};
 use tracing::debug;
 
 use crate::core::jobs::{ListingAnswer, ListingForm};
-use crate::shell::cluster::{Answer, Cluster};
+use crate::shell::cluster::{Answer, Cluster, ListingError};
 
 /// Accept client connections until the task is dropped, each admitted by its user at
 /// the door (see `gantry_net::door`).
@@ -42,7 +42,7 @@ pub async fn serve(listener: UnixListener, cluster: Addr<Cluster>, host: String)
 async fn handle(
     stream: UnixStream,
     cluster: Addr<Cluster>,
-    caller: Result<Caller, String>,
+    caller: Result<Caller, CallerError>,
     door: &Arc<Door>,
     uid: u32,
 ) -> Result<(), TransportError> {
@@ -55,7 +55,9 @@ async fn handle(
         .await?
     {
         Ok(got) => got,
-        Err(message) => return answer_accepted(&mut w, PROTOCOL_VERSION, &refused(&message)).await,
+        Err(too_many) => {
+            return answer_accepted(&mut w, PROTOCOL_VERSION, &refused(&too_many.to_string())).await
+        }
     };
     let reply = match (caller, ListingForm::asked(&request)) {
         (Ok(caller), Some((users, form))) => {
@@ -68,9 +70,9 @@ async fn handle(
             stream.set_nonblocking(false)?;
             stream.set_write_timeout(Some(LISTING_WRITE_TIMEOUT))?;
             let mut writer = stream.try_clone()?;
-            let write = Box::new(move |made: Result<&ListingAnswer, String>| {
+            let write = Box::new(move |made: Result<&ListingAnswer, ListingError>| {
                 let parts = made.map(|answer| answer.slices().collect::<Vec<_>>());
-                if let Err(e) = write_listing(&mut writer, parts.as_deref().map_err(String::clone))
+                if let Err(e) = write_listing(&mut writer, parts.as_deref().map_err(|e| e.clone()))
                 {
                     debug!("client connection: {e}");
                 }
@@ -86,7 +88,7 @@ async fn handle(
             };
         }
         (Ok(caller), None) => crate::shell::cluster::call(&cluster, caller, request).await,
-        (Err(message), _) => Answer::Message(Box::new(refused(&message))),
+        (Err(error), _) => Answer::Message(Box::new(refused(&error.to_string()))),
     };
     match reply {
         Answer::Message(m) => answer_accepted(&mut w, PROTOCOL_VERSION, &m).await,
@@ -99,7 +101,7 @@ async fn handle(
 /// socket, blocking.
 fn write_listing(
     socket: &mut std::os::unix::net::UnixStream,
-    made: Result<&[&[u8]], String>,
+    made: Result<&[&[u8]], ListingError>,
 ) -> Result<(), TransportError> {
     match made {
         Ok(parts) => {
@@ -113,7 +115,10 @@ fn write_listing(
                 .collect();
             write_all_vectored(socket, &mut slices)?;
         }
-        Err(message) => socket.write_all(&accepted_with(PROTOCOL_VERSION, &refused(&message))?)?,
+        Err(error) => socket.write_all(&accepted_with(
+            PROTOCOL_VERSION,
+            &refused(&error.to_string()),
+        )?)?,
     }
     Ok(())
 }

@@ -26,6 +26,7 @@ mod rate;
 
 pub use clients::{call, list_jobs_writing, Answer, ClientCall, WaitJob};
 pub use execds::{ExecdJobs, Join, Load, Register, SessionEnded};
+pub use listings::ListingError;
 
 /// A connected execd.
 struct Session {

@@ -176,7 +176,7 @@ async fn handle(
         .map_err(|_| TransportError::Closed)?;
     let (host, load_report_time) = match registered {
         Ok(r) => r,
-        Err(reason) => return refuse(&mut send, &conn, reason).await,
+        Err(reason) => return refuse(&mut send, &conn, reason.to_string()).await,
     };
     // A registered execd: the room of a session, and its place among the unregistered
     // given up.

@@ -402,7 +402,7 @@ async fn show_jobs_off_thread(
         Some(write) => (write, None),
         None => {
             let (tx, rx) = tokio::sync::oneshot::channel();
-            let deliver: ListingWriter = Box::new(move |made: Result<&ListingAnswer, String>| {
+            let deliver: ListingWriter = Box::new(move |made: Result<&ListingAnswer, _>| {
                 let _ = tx.send(made.map(ListingAnswer::to_vec));
             });
             (deliver, Some(rx))
@@ -430,9 +430,9 @@ async fn show_jobs_off_thread(
     };
     Some(match answer.await.ok()? {
         Ok(bytes) => Answer::Encoded(bytes),
-        Err(message) => Answer::Message(Box::new(FromMaster::Refused(Refusal {
+        Err(error) => Answer::Message(Box::new(FromMaster::Refused(Refusal {
             kind: RefusalKind::Internal,
-            message,
+            message: error.to_string(),
         }))),
     })
 }

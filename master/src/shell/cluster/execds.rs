@@ -109,9 +109,32 @@ impl Cluster {
     }
 }
 
+/// Why an execd may not join the cell (the execd is told, with its host name).
+#[derive(Debug, thiserror::Error)]
+pub enum JoinError {
+    #[error(transparent)]
+    Token(#[from] gantry_net::cell::TokenError),
+    #[error("the master cannot read its join token: {0}")]
+    CannotReadToken(crate::cell::CellError),
+    #[error("the join token is not valid (wrong or rotated)")]
+    WrongToken,
+    #[error("the join token has expired (rotate it with gantry-master token)")]
+    Expired,
+    #[error("invalid host name \"{0}\"")]
+    InvalidHostName(String),
+    #[error(transparent)]
+    Refused(#[from] crate::core::state::JoinRefused),
+    #[error(transparent)]
+    Certificate(#[from] gantry_net::tls::TlsError),
+    #[error("no certificate issued")]
+    NoCertificate,
+    #[error("{}", .0.message)]
+    Spool(Refusal),
+}
+
 /// An execd asks to join with a token.
 #[derive(Message)]
-#[rtype(result = "Result<ToExecd, String>")]
+#[rtype(result = "Result<ToExecd, JoinError>")]
 pub struct Join {
     pub token: String,
     pub hostname: String,
@@ -122,20 +145,19 @@ pub struct Join {
 }
 
 impl Handler<Join> for Cluster {
-    type Result = Result<ToExecd, String>;
+    type Result = Result<ToExecd, JoinError>;
 
     fn handle(&mut self, msg: Join, _: &mut Self::Context) -> Self::Result {
-        let presented = JoinToken::parse(&msg.token).map_err(|e| e.to_string())?;
-        let current = crate::cell::read_token(&self.paths)
-            .map_err(|e| format!("the master cannot read its join token: {e}"))?;
+        let presented = JoinToken::parse(&msg.token)?;
+        let current = crate::cell::read_token(&self.paths).map_err(JoinError::CannotReadToken)?;
         if !current.matches(&presented) {
-            return Err("the join token is not valid (wrong or rotated)".into());
+            return Err(JoinError::WrongToken);
         }
         if current.expires_at <= unix_now() {
-            return Err("the join token has expired (rotate it with gantry-master token)".into());
+            return Err(JoinError::Expired);
         }
         if !valid_hostname(&msg.hostname) {
-            return Err(format!("invalid host name \"{}\"", msg.hostname));
+            return Err(JoinError::InvalidHostName(msg.hostname));
         }
         // The name as DNS compares it: `NODE1` or `node1.` is `node1`, so it cannot
         // join beside it.
@@ -150,20 +172,16 @@ impl Handler<Join> for Cluster {
             .join_check(&msg.hostname, msg.from_masters_machine)
         {
             warn!(host = %msg.hostname, peer = %msg.peer, "join refused: {reason}");
-            return Err(reason.to_string());
+            return Err(reason.into());
         }
-        let cert_pem = self
-            .ca
-            .issue_host(&msg.hostname, &msg.public_key)
-            .map_err(|e| e.to_string())?;
-        let der = certs_from_pem(&cert_pem)
-            .map_err(|e| e.to_string())?
+        let cert_pem = self.ca.issue_host(&msg.hostname, &msg.public_key)?;
+        let der = certs_from_pem(&cert_pem)?
             .into_iter()
             .next()
-            .ok_or("no certificate issued")?;
+            .ok_or(JoinError::NoCertificate)?;
         let fp = hex::encode(fingerprint(der.as_ref()));
         let change = self.state.join(&msg.hostname, &fp);
-        self.commit(&change.ops).map_err(|r| r.message)?;
+        self.commit(&change.ops).map_err(JoinError::Spool)?;
         self.trigger.state_changed = true;
         info!(host = %msg.hostname, peer = %msg.peer, "execd joined the cell; host certificate issued");
         Ok(ToExecd::Joined {
@@ -174,9 +192,17 @@ impl Handler<Join> for Cluster {
     }
 }
 
-/// An execd with a host certificate connected.
+/// Why a connected execd is not registered.
+#[derive(Debug, thiserror::Error)]
+pub enum RegisterError {
+    #[error("unknown host certificate (the host was deleted or its certificate replaced); join again with a token")]
+    UnknownCertificate,
+}
+
+/// An execd with a host certificate connected: its host name (the certificate's) and
+/// the load report interval.
 #[derive(Message)]
-#[rtype(result = "Result<(String, u64), String>")]
+#[rtype(result = "Result<(String, u64), RegisterError>")]
 pub struct Register {
     pub fingerprint: String,
     pub claimed_hostname: String,
@@ -187,11 +213,11 @@ pub struct Register {
 }
 
 impl Handler<Register> for Cluster {
-    type Result = Result<(String, u64), String>;
+    type Result = Result<(String, u64), RegisterError>;
 
     fn handle(&mut self, msg: Register, _: &mut Self::Context) -> Self::Result {
         let Some(host) = self.state.host_certs.get(&msg.fingerprint).cloned() else {
-            return Err("unknown host certificate (the host was deleted or its certificate replaced); join again with a token".into());
+            return Err(RegisterError::UnknownCertificate);
         };
         if host != msg.claimed_hostname {
             warn!(host = %host, claimed = %msg.claimed_hostname, "execd claims another host name than its certificate's; using the certificate's");

@@ -16,7 +16,12 @@ use std::time::{Duration, Instant};
 use crate::core::jobs::{JobsImage, ListingAnswer, ListingCache, ListingForm};
 
 /// Where one request's listing goes: its encoded answer, or why it could not be made.
-pub type Deliver = Box<dyn FnOnce(Result<&ListingAnswer, String>) + Send>;
+pub type Deliver = Box<dyn FnOnce(Result<&ListingAnswer, ListingError>) + Send>;
+
+/// Why a listing could not be made (every request it was for is told).
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("error: the job list could not be encoded: {0}")]
+pub struct ListingError(Arc<gantry_proto::ProtoError>);
 
 /// A request waiting for its listing.
 pub(crate) struct Waiting {
@@ -120,15 +125,15 @@ pub(crate) fn serve_waiting() {
                 }
                 bytes
             })
-            .map_err(|e| format!("error: the job list could not be encoded: {e}"));
+            .map_err(|e| ListingError(Arc::new(e)));
         let made = from.elapsed();
         let encoded = Arc::new(encoded);
-        let one = move |encoded: &Result<ListingAnswer, String>,
+        let one = move |encoded: &Result<ListingAnswer, ListingError>,
                         (asked, actor, deliver): (Instant, Duration, Deliver)| {
             let waited = began.saturating_duration_since(asked + actor);
             let made_at = asked.elapsed();
             let bytes = encoded.as_ref().map_or(0, ListingAnswer::len);
-            deliver(encoded.as_ref().map_err(String::clone));
+            deliver(encoded.as_ref().map_err(ListingError::clone));
             // Where a listing's time went: the actor's image, waiting for a turn (or
             // for the listing another request's turn made), making the rows, writing
             // them; how many requests the listing answered.
@@ -191,7 +196,7 @@ mod tests {
                 form: ListingForm::Rows,
                 asked: Instant::now(),
                 actor: Duration::ZERO,
-                deliver: Box::new(move |made: Result<&ListingAnswer, String>| {
+                deliver: Box::new(move |made: Result<&ListingAnswer, ListingError>| {
                     got.lock().unwrap().push((n, made.unwrap().to_vec()));
                 }),
             }
