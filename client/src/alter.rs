@@ -248,10 +248,10 @@ fn changes_of(p: &Parsed) -> Result<JobChanges, OptionError> {
             "-w" => changes.verify = optvalues::verify_level(&arg)?,
             // qalter's own options Gantry has no use for yet: refused, never ignored.
             "-ar" => {
-                changes.ar = Some(u64::from(optvalues::unsigned(
+                changes.ar = Some(gantry_proto::ArId(u64::from(optvalues::unsigned(
                     &arg,
                     "ERROR! invalid advance reservation id, must be an unsigned integer",
-                )?))
+                )?)))
             }
             "-ot" => {
                 return Err(crate::qsub::unsupported(&match &g.arg {

@@ -180,7 +180,7 @@ pub fn qacct(args: &[String]) -> Output {
         .filter(|r| owner_filter.is_none_or(|o| r.owner == o))
         .filter(|r| queue_filter.is_none_or(|q| r.report.queue.split('@').next() == Some(q)))
         .filter(|r| host_filter.is_none_or(|h| r.report.host == h))
-        .filter(|r| ar_filter.is_none_or(|a| r.ar.is_some_and(|(id, _)| id == a)))
+        .filter(|r| ar_filter.is_none_or(|a| r.ar.is_some_and(|(id, _)| id.get() == a)))
         .collect();
     if p.has("-j") {
         if selected.is_empty() {
@@ -206,7 +206,7 @@ pub fn qacct(args: &[String]) -> Output {
         Some(("HOSTNAME", |r| r.report.host.clone()))
     } else if p.has("-ar") {
         // SGE's `AR` column: the reservation's id, 0 for jobs outside any.
-        Some(("AR", |r| r.ar.map_or(0, |(id, _)| id).to_string()))
+        Some(("AR", |r| r.ar.map_or(0, |(id, _)| id.get()).to_string()))
     } else {
         None
     };

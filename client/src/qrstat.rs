@@ -329,11 +329,11 @@ mod format_tests {
     //! `qrstat`'s layouts against SGE 8.1.9's (`05_advance_reservation.txt`), the times
     //! printed in the local zone as qrstat prints them.
     use super::*;
-    use gantry_proto::{ArSpec, ArState, Grant};
+    use gantry_proto::{ArId, ArSpec, ArState, Grant};
 
     fn myar() -> AdvanceReservation {
         AdvanceReservation {
-            id: 2,
+            id: ArId(2),
             spec: ArSpec {
                 name: Some("myar".into()),
                 account: "sge".into(),

@@ -269,7 +269,7 @@ pub fn render_job_details(details: &[gantry_proto::JobDetail]) -> String {
 pub fn render_unsubmitted_job(spec: &gantry_proto::JobSpec) -> String {
     let (owner, group) = crate::account::identity();
     let detail = gantry_proto::JobDetail {
-        job_id: 0,
+        job_id: gantry_proto::JobId(0),
         spec: spec.clone(),
         owner,
         group,
@@ -502,7 +502,7 @@ fn render_job(out: &mut String, d: &gantry_proto::JobDetail, unsubmitted: bool) 
             out.push_str(pe_line.as_deref().unwrap_or(""));
         }
         // Per running task, as SGE prints them: what it used so far, then its cores.
-        let task_key = |name: &str, n: usize, task: u32| {
+        let task_key = |name: &str, n: usize, task: gantry_proto::TaskId| {
             let name = if n == 0 { name } else { "" };
             format!("{name:<10}{task:>5}:")
         };
@@ -556,7 +556,7 @@ fn usage_text(u: Option<&gantry_proto::TaskUsage>) -> String {
 /// `qstat -j` without a job: each reason, then the jobs it holds back, each after a tab,
 /// separated by commas; a blank line between reasons. A reason without jobs is printed
 /// alone.
-pub fn render_scheduling_summary(summary: &[(String, Vec<u64>)]) -> String {
+pub fn render_scheduling_summary(summary: &[(String, Vec<gantry_proto::JobId>)]) -> String {
     summary
         .iter()
         .map(|(reason, jobs)| {

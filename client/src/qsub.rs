@@ -172,7 +172,9 @@ pub fn usage() -> String {
 /// `-sync y`: the job's end, waiting on across restarts of the master (or of the execd
 /// that relays for this host): a lost connection is made again until the job's end is
 /// known, as SGE's qsub does.
-fn wait_for_job(job_id: u64) -> Result<gantry_proto::FromMaster, crate::conn::ConnError> {
+fn wait_for_job(
+    job_id: gantry_proto::JobId,
+) -> Result<gantry_proto::FromMaster, crate::conn::ConnError> {
     use crate::conn::ConnError;
     let mut said = false;
     loop {
@@ -391,10 +393,10 @@ fn apply(
                 )?
             }
             "-ar" => {
-                spec.ar = Some(u64::from(optvalues::unsigned(
+                spec.ar = Some(gantry_proto::ArId(u64::from(optvalues::unsigned(
                     &arg,
                     "ERROR! invalid advance reservation id, must be an unsigned integer",
-                )?))
+                )?)))
             }
             "-pe" => {
                 let (name, range) = arg.split_once(' ').unwrap_or((arg.as_str(), "1"));

@@ -58,7 +58,7 @@ pub fn clock_state(ar: &AdvanceReservation, now: i64) -> ArState {
 
 /// A `qrstat`/`qrdel` reference: an id, or a name (wildcards allowed).
 pub fn matches_reference(ar: &AdvanceReservation, reference: &str) -> bool {
-    match reference.parse::<u64>() {
+    match reference.parse::<gantry_proto::ArId>() {
         Ok(id) => ar.id == id,
         Err(_) => ar
             .spec

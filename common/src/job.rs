@@ -1,27 +1,27 @@
 //! A job as the master keeps it and the scheduler reads it: its specification, its
 //! owner, and where each of its unfinished tasks is in its life.
 
-use gantry_proto::{JobOwner, JobSpec};
+use gantry_proto::{JobId, JobOwner, JobSpec, TaskId};
 use serde::{Deserialize, Serialize};
 
 pub use crate::tasks::TaskState;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Job {
-    pub id: u64,
+    pub id: JobId,
     pub spec: JobSpec,
     pub owner: JobOwner,
     pub submit_time: i64,
     /// Tasks not yet finished (a plain job has task 1).
     pub tasks: crate::tasks::Tasks,
     /// Running tasks suspended with `qmod -sj` (state `s`).
-    pub suspended: std::collections::BTreeSet<u32>,
+    pub suspended: std::collections::BTreeSet<TaskId>,
     /// Tasks that run again after their host failed under them or they migrated
     /// (`RESTARTED=1`, state `R`), with how many runs of each were interrupted (each
     /// has an accounting record of its own).
-    pub restarted: std::collections::BTreeMap<u32, u32>,
+    pub restarted: std::collections::BTreeMap<TaskId, u32>,
     /// Of those, the tasks that restart from a checkpoint in the arena (`RESTARTED=2`).
-    pub ckpt_arena: std::collections::BTreeSet<u32>,
+    pub ckpt_arena: std::collections::BTreeSet<TaskId>,
 }
 
 impl Job {
@@ -36,7 +36,7 @@ impl Job {
     }
 
     /// The slots a running task holds (1 for a task without a parallel environment).
-    pub fn task_slots(&self, task: u32) -> u32 {
+    pub fn task_slots(&self, task: TaskId) -> u32 {
         match self.tasks.get(task) {
             Some(TaskState::Running { grants, .. } | TaskState::Deleting { grants, .. }) => {
                 grants.iter().map(|g| g.slots).sum::<u32>().max(1)
@@ -75,14 +75,14 @@ pub fn wildcard(pattern: &str, name: &str) -> bool {
 }
 
 /// `1-3:1,5-9:2`-style ranges of task ids.
-pub fn task_ranges(ids: &[u32], step: u32) -> String {
+pub fn task_ranges(ids: &[TaskId], step: u32) -> String {
     let mut parts = Vec::new();
     let mut i = 0;
     while i < ids.len() {
-        let start = ids[i];
+        let start = ids[i].get();
         let mut end = start;
-        while i + 1 < ids.len() && ids[i + 1] == end + step {
-            end = ids[i + 1];
+        while i + 1 < ids.len() && ids[i + 1].get() == end + step {
+            end = ids[i + 1].get();
             i += 1;
         }
         if start == end {

@@ -6,9 +6,16 @@
 
 /// The head: `"{:>7} {prior} {:<10.10} {:<12.12} {:<5} "` of the job id, the
 /// normalized priority (see [`prior`]), the name, the owner and the state's letters.
-pub fn push_head(out: &mut String, job_id: u64, prior: &str, name: &str, owner: &str, state: &str) {
+pub fn push_head(
+    out: &mut String,
+    job_id: gantry_proto::JobId,
+    prior: &str,
+    name: &str,
+    owner: &str,
+    state: &str,
+) {
     let mut digits = [0u8; 20];
-    pad_left(out, decimal(job_id, &mut digits), 7);
+    pad_left(out, decimal(job_id.get(), &mut digits), 7);
     out.push(' ');
     out.push_str(prior);
     out.push(' ');
@@ -136,7 +143,7 @@ mod tests {
         ) {
             let prior = prior(priority);
             let mut head = String::new();
-            push_head(&mut head, job_id, &prior, &name, &owner, &state);
+            push_head(&mut head, gantry_proto::JobId(job_id), &prior, &name, &owner, &state);
             prop_assert_eq!(head, format!("{job_id:>7} {prior} {name:<10.10} {owner:<12.12} {state:<5} "));
             let mut tail = String::new();
             let shown = if tasks.is_empty() { "       " } else { tasks.as_str() };

@@ -573,7 +573,7 @@ pub fn set_parameter(spec: &mut JobSpec, name: &str, value: Option<&str>) -> Res
         }
         ("ar", v) => {
             spec.ar = v
-                .map(|v| v.parse::<u64>().map_err(|_| refused()))
+                .map(|v| v.parse::<gantry_proto::ArId>().map_err(|_| refused()))
                 .transpose()?
         }
         ("cwd", v) => spec.cwd = v.map(str::to_string),

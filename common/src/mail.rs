@@ -94,9 +94,9 @@ pub struct Mail {
 /// The task a mail is about.
 #[derive(Debug, Clone, Copy)]
 pub struct About<'a> {
-    pub job_id: u64,
+    pub job_id: gantry_proto::JobId,
     /// The task of an array job (`None` for a job without `-t`).
-    pub array_task: Option<u32>,
+    pub array_task: Option<gantry_proto::TaskId>,
     pub name: &'a str,
     pub owner: &'a str,
     pub queue: &'a str,
@@ -200,6 +200,7 @@ pub fn suspension(about: &About, suspended: bool, submitted: &str, start: &str) 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use gantry_proto::{JobId, TaskId};
 
     #[test]
     fn options_parse_to_sge_order() {
@@ -244,7 +245,7 @@ mod tests {
     #[test]
     fn messages_read_as_sge_writes_them() {
         let about = About {
-            job_id: 7,
+            job_id: JobId(7),
             array_task: None,
             name: "sim",
             owner: "alice",
@@ -258,7 +259,7 @@ mod tests {
             "Job 7 (sim) Started\n User       = alice\n Queue      = all.q\n Host       = node1\n Start Time = 11/25/2026 17:00:00"
         );
         let task = About {
-            array_task: Some(3),
+            array_task: Some(TaskId(3)),
             ..about
         };
         assert_eq!(
@@ -333,7 +334,13 @@ impl ArEvent {
 /// An advance reservation's mail as SGE's qmaster writes it (`msg_qmaster.h`):
 /// `Advance Reservation 7 (myar) Started`, the owner and the time; `none` for a
 /// reservation without a name.
-pub fn reservation(id: u64, name: Option<&str>, owner: &str, event: ArEvent, time: &str) -> Mail {
+pub fn reservation(
+    id: gantry_proto::ArId,
+    name: Option<&str>,
+    owner: &str,
+    event: ArEvent,
+    time: &str,
+) -> Mail {
     let (what, label) = match event {
         ArEvent::Started => ("Started", "Start Time"),
         ArEvent::Finished => ("Finished", "End Time"),

@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 
-use gantry_proto::Grant;
+use gantry_proto::{Grant, TaskId};
 use serde::{Deserialize, Serialize};
 
 /// Where a task is in its life.
@@ -92,12 +92,12 @@ impl PendingTasks {
         i.checked_sub(1).filter(|&i| t <= self.runs[i].1)
     }
 
-    pub fn contains(&self, t: u32) -> bool {
+    pub fn contains(&self, TaskId(t): TaskId) -> bool {
         self.of_the_array(t) && self.run_of(t).is_some()
     }
 
     /// Take `t` out; false if it was not pending.
-    pub fn remove(&mut self, t: u32) -> bool {
+    pub fn remove(&mut self, TaskId(t): TaskId) -> bool {
         let Some(i) = self.run_of(t).filter(|_| self.of_the_array(t)) else {
             return false;
         };
@@ -117,8 +117,8 @@ impl PendingTasks {
     }
 
     /// Put `t` back; false if it was pending already or is not one of the array's ids.
-    pub fn insert(&mut self, t: u32) -> bool {
-        if !self.of_the_array(t) || self.contains(t) {
+    pub fn insert(&mut self, TaskId(t): TaskId) -> bool {
+        if !self.of_the_array(t) || self.contains(TaskId(t)) {
             return false;
         }
         let i = self.runs.partition_point(|r| r.0 < t);
@@ -139,20 +139,20 @@ impl PendingTasks {
     }
 
     /// Every pending id, ascending.
-    pub fn iter(&self) -> impl Iterator<Item = u32> + '_ {
+    pub fn iter(&self) -> impl Iterator<Item = TaskId> + '_ {
         self.runs
             .iter()
-            .flat_map(move |&(a, b)| (a..=b).step_by(self.step as usize))
+            .flat_map(move |&(a, b)| (a..=b).step_by(self.step as usize).map(TaskId))
     }
 
     /// The lowest pending id.
-    pub fn first(&self) -> Option<u32> {
-        self.runs.first().map(|r| r.0)
+    pub fn first(&self) -> Option<TaskId> {
+        self.runs.first().map(|r| TaskId(r.0))
     }
 
     /// Take out every pending id in `lo..=hi`; returns them. Works on whole runs, so
     /// that deleting an array of any size costs its number of runs.
-    pub fn remove_within(&mut self, lo: u32, hi: u32) -> PendingTasks {
+    pub fn remove_within(&mut self, TaskId(lo): TaskId, TaskId(hi): TaskId) -> PendingTasks {
         let step = u64::from(self.step);
         let mut removed = PendingTasks {
             origin: self.origin,
@@ -215,7 +215,7 @@ impl PendingTasks {
 pub struct Tasks {
     pending: PendingTasks,
     /// Dispatched (running, being deleted) or in error; never `Pending`.
-    placed: BTreeMap<u32, TaskState>,
+    placed: BTreeMap<TaskId, TaskState>,
 }
 
 /// What `Tasks::get` answers for a pending task.
@@ -235,24 +235,24 @@ impl Tasks {
         }
     }
 
-    pub fn get(&self, t: u32) -> Option<&TaskState> {
+    pub fn get(&self, t: TaskId) -> Option<&TaskState> {
         match self.placed.get(&t) {
             Some(s) => Some(s),
             None => self.pending.contains(t).then_some(&PENDING),
         }
     }
 
-    pub fn contains(&self, t: u32) -> bool {
+    pub fn contains(&self, t: TaskId) -> bool {
         self.get(t).is_some()
     }
 
     /// A task that is not pending, to change in place.
-    pub fn get_mut(&mut self, t: u32) -> Option<&mut TaskState> {
+    pub fn get_mut(&mut self, t: TaskId) -> Option<&mut TaskState> {
         self.placed.get_mut(&t)
     }
 
     /// Set a task's state (`Pending` puts it back among the pending ones).
-    pub fn insert(&mut self, t: u32, state: TaskState) {
+    pub fn insert(&mut self, t: TaskId, state: TaskState) {
         if matches!(state, TaskState::Pending) {
             self.placed.remove(&t);
             self.pending.insert(t);
@@ -263,7 +263,7 @@ impl Tasks {
     }
 
     /// Forget a task (it finished or was deleted); its state before, if it had one.
-    pub fn remove(&mut self, t: u32) -> Option<TaskState> {
+    pub fn remove(&mut self, t: TaskId) -> Option<TaskState> {
         if self.pending.remove(t) {
             return Some(TaskState::Pending);
         }
@@ -288,7 +288,7 @@ impl Tasks {
     }
 
     /// The tasks that are not pending (dispatched, being deleted, in error), by id.
-    pub fn placed(&self) -> impl Iterator<Item = (u32, &TaskState)> + '_ {
+    pub fn placed(&self) -> impl Iterator<Item = (TaskId, &TaskState)> + '_ {
         self.placed.iter().map(|(t, s)| (*t, s))
     }
 
@@ -307,7 +307,7 @@ impl Tasks {
 
     /// Tasks in error state go back to pending (`qmod -cj`); returns how many.
     pub fn clear_errors(&mut self) -> usize {
-        let failed: Vec<u32> = self
+        let failed: Vec<TaskId> = self
             .placed
             .iter()
             .filter(|(_, s)| matches!(s, TaskState::Error { .. }))
@@ -323,6 +323,10 @@ impl Tasks {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn tids(ids: &[u32]) -> Vec<TaskId> {
+        ids.iter().copied().map(TaskId).collect()
+    }
     use proptest::prelude::*;
     use std::collections::BTreeSet;
 
@@ -340,28 +344,34 @@ mod tests {
             assert_eq!(p.iter().count() as u64, len);
         }
         let mut p = PendingTasks::range(1, 9, 2);
-        assert!(p.remove(5));
-        assert!(!p.remove(5));
-        assert!(!p.remove(4), "4 is not a task of 1-9:2");
+        assert!(p.remove(TaskId(5)));
+        assert!(!p.remove(TaskId(5)));
+        assert!(!p.remove(TaskId(4)), "4 is not a task of 1-9:2");
         assert_eq!(p.ranges_text(), "1-3:2,7-9:2");
-        assert!(p.insert(5));
+        assert!(p.insert(TaskId(5)));
         assert_eq!(p.ranges_text(), "1-9:2");
-        assert!(p.remove(1) && p.remove(9));
+        assert!(p.remove(TaskId(1)) && p.remove(TaskId(9)));
         assert_eq!(p.ranges_text(), "3-7:2");
-        assert_eq!(p.remove_within(4, 100).iter().collect::<Vec<_>>(), [5, 7]);
+        assert_eq!(
+            p.remove_within(TaskId(4), TaskId(100))
+                .iter()
+                .map(TaskId::get)
+                .collect::<Vec<_>>(),
+            [5, 7]
+        );
         assert_eq!(p.ranges_text(), "3");
     }
 
     #[test]
     fn a_plain_job_is_task_one() {
         let mut t = Tasks::single();
-        assert_eq!(t.get(1), Some(&TaskState::Pending));
+        assert_eq!(t.get(TaskId(1)), Some(&TaskState::Pending));
         assert!(t.has_pending());
-        t.insert(1, TaskState::Error { reason: "x".into() });
+        t.insert(TaskId(1), TaskState::Error { reason: "x".into() });
         assert!(!t.has_pending());
         assert_eq!(t.clear_errors(), 1);
-        assert_eq!(t.get(1), Some(&TaskState::Pending));
-        assert_eq!(t.remove(1), Some(TaskState::Pending));
+        assert_eq!(t.get(TaskId(1)), Some(&TaskState::Pending));
+        assert_eq!(t.remove(TaskId(1)), Some(TaskState::Pending));
         assert!(t.is_empty());
     }
 
@@ -375,12 +385,13 @@ mod tests {
     #[test]
     fn removing_a_range_costs_runs_not_tasks() {
         let mut p = PendingTasks::range(1, 4_000_000_000, 1);
-        let gone = p.remove_within(0, u32::MAX);
+        let gone = p.remove_within(TaskId(0), TaskId(u32::MAX));
         assert_eq!((gone.len(), p.is_empty()), (4_000_000_000, true));
         let mut p = PendingTasks::range(u32::MAX - 10, u32::MAX, 5);
         assert_eq!(p.ranges_text(), "4294967285-4294967295:5");
         assert_eq!(
-            p.remove_within(u32::MAX - 1, u32::MAX).ranges_text(),
+            p.remove_within(TaskId(u32::MAX - 1), TaskId(u32::MAX))
+                .ranges_text(),
             "4294967295"
         );
         assert_eq!(p.ranges_text(), "4294967285-4294967290:5");
@@ -401,17 +412,17 @@ mod tests {
             let mut p = PendingTasks::range(first, last, step);
             let mut model: BTreeSet<u32> = (first..=last).step_by(step as usize).collect();
             for t in holes {
-                p.remove(t);
+                p.remove(TaskId(t));
                 model.remove(&t);
             }
             let hi = lo.saturating_add(len);
-            let gone = p.remove_within(lo, hi);
+            let gone = p.remove_within(TaskId(lo), TaskId(hi));
             let (inside, outside): (Vec<u32>, Vec<u32>) =
                 model.iter().partition(|t| (lo..=hi).contains(*t));
-            prop_assert_eq!(gone.iter().collect::<Vec<_>>(), inside.clone());
-            prop_assert_eq!(p.iter().collect::<Vec<_>>(), outside.clone());
-            prop_assert_eq!(gone.ranges_text(), crate::job::task_ranges(&inside, step));
-            prop_assert_eq!(p.ranges_text(), crate::job::task_ranges(&outside, step));
+            prop_assert_eq!(gone.iter().map(TaskId::get).collect::<Vec<_>>(), inside.clone());
+            prop_assert_eq!(p.iter().map(TaskId::get).collect::<Vec<_>>(), outside.clone());
+            prop_assert_eq!(gone.ranges_text(), crate::job::task_ranges(&tids(&inside), step));
+            prop_assert_eq!(p.ranges_text(), crate::job::task_ranges(&tids(&outside), step));
         }
 
         /// Any sequence of removals and insertions of an array's ids keeps the set
@@ -429,22 +440,22 @@ mod tests {
             for (put, t) in ops {
                 if put {
                     let of_the_array = t >= first && (t - first).is_multiple_of(step);
-                    prop_assert_eq!(p.insert(t), of_the_array && model.insert(t));
+                    prop_assert_eq!(p.insert(TaskId(t)), of_the_array && model.insert(t));
                 } else {
-                    prop_assert_eq!(p.remove(t), model.remove(&t));
+                    prop_assert_eq!(p.remove(TaskId(t)), model.remove(&t));
                 }
-                prop_assert_eq!(p.iter().collect::<Vec<_>>(), model.iter().copied().collect::<Vec<_>>());
+                prop_assert_eq!(p.iter().map(TaskId::get).collect::<Vec<_>>(), model.iter().copied().collect::<Vec<_>>());
                 prop_assert_eq!(p.len(), model.len() as u64);
-                prop_assert_eq!(p.first(), model.first().copied());
+                prop_assert_eq!(p.first().map(TaskId::get), model.first().copied());
                 // Disjoint, ascending, and never two runs that could be one (so that
                 // qstat's task list is the same as from the ids one by one).
                 for w in p.runs.windows(2) {
                     prop_assert!(w[0].1 + step < w[1].0);
                 }
                 let ids: Vec<u32> = model.iter().copied().collect();
-                prop_assert_eq!(p.ranges_text(), crate::job::task_ranges(&ids, step));
+                prop_assert_eq!(p.ranges_text(), crate::job::task_ranges(&tids(&ids), step));
                 for t in 0..140 {
-                    prop_assert_eq!(p.contains(t), model.contains(&t));
+                    prop_assert_eq!(p.contains(TaskId(t)), model.contains(&t));
                 }
             }
         }

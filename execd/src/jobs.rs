@@ -2,6 +2,7 @@
 //! reports kept on disk until the master acknowledges them, so that no completion is lost
 //! or counted twice across execd restarts, master restarts or network cuts.
 
+use gantry_proto::{JobId, JobReport, JobScript, JobStart, ShepherdFailure, TaskId};
 use std::collections::{BTreeSet, HashMap};
 use std::io::Write;
 use std::os::fd::AsFd;
@@ -11,7 +12,6 @@ use std::time::Duration;
 
 use gantry_common::recent::{Recent, NAME_SERVICE_TTL};
 use gantry_net::cell::write_file_atomic;
-use gantry_proto::{JobReport, JobScript, JobStart, ShepherdFailure};
 use nix::sys::signal::{kill, killpg, Signal};
 use nix::unistd::{Gid, Pid, Uid, User};
 use std::process::ExitStatus;
@@ -27,7 +27,7 @@ use crate::shepherd::{
 };
 
 /// A task key.
-pub type TaskKey = (u64, u32);
+pub type TaskKey = (JobId, TaskId);
 
 #[derive(Clone)]
 pub struct Jobs {
@@ -204,8 +204,8 @@ impl Jobs {
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return,
             Err(e) => {
                 warn!(
-                    job = start.job_id,
-                    task = start.task_id,
+                    job = %start.job_id,
+                    task = %start.task_id,
                     "cannot prepare the job: {e}"
                 );
                 let report = failed_report(
@@ -272,8 +272,8 @@ impl Jobs {
         let in_use = bound.values().flatten().copied().collect();
         let Some(cores) = choose(&self.inner.topology, &in_use, &request.strategy) else {
             info!(
-                job = key.0,
-                task = key.1,
+                job = %key.0,
+                task = %key.1,
                 "no cores free as the binding asks: the task runs unbound"
             );
             return None;
@@ -359,7 +359,7 @@ impl Jobs {
         let dir = task_dir(&self.inner.dir, key);
         let record = TaskRecord::read(&dir);
         for note in &record.notes {
-            warn!(job = key.0, task = key.1, "{note}");
+            warn!(job = %key.0, task = %key.1, "{note}");
         }
         let report = match read_report(&dir) {
             Some(r) => r,
@@ -377,8 +377,8 @@ impl Jobs {
                     None => "ended while the execd was away".to_string(),
                 };
                 warn!(
-                    job = key.0,
-                    task = key.1,
+                    job = %key.0,
+                    task = %key.1,
                     "the job's shepherd {how} without a report: ending what is left of the task"
                 );
                 let report = end_orphaned_task(&start, &self.inner.host, &record, &how).await;
@@ -392,8 +392,8 @@ impl Jobs {
         };
         self.mark_running(key, false);
         info!(
-            job = key.0,
-            task = key.1,
+            job = %key.0,
+            task = %key.1,
             exit = report.exit_status,
             "job finished"
         );
@@ -476,8 +476,8 @@ impl Jobs {
         let record = TaskRecord::read(&dir);
         record.job?;
         info!(
-            job = key.0,
-            task = key.1,
+            job = %key.0,
+            task = %key.1,
             "notifying the job with {warning}"
         );
         task_processes(&record, &dir)
@@ -549,8 +549,8 @@ impl Jobs {
                 self.migrate(key);
             } else {
                 info!(
-                    job = key.0,
-                    task = key.1,
+                    job = %key.0,
+                    task = %key.1,
                     "killing the job: its execd shuts down"
                 );
                 self.kill_now(key);
@@ -563,7 +563,7 @@ impl Jobs {
     fn migrate(&self, key: TaskKey) {
         let record = TaskRecord::read(&task_dir(&self.inner.dir, key));
         if let Some(shepherd) = record.shepherd {
-            info!(job = key.0, task = key.1, "migrating the checkpointing job");
+            info!(job = %key.0, task = %key.1, "migrating the checkpointing job");
             let _ = kill(Pid::from_raw(shepherd), crate::checkpoint::MIGRATE);
         }
     }
@@ -648,7 +648,7 @@ impl Jobs {
             self.mark_running(key, true);
             let jobs = self.clone();
             if alive {
-                info!(job = key.0, task = key.1, "adopting a running job");
+                info!(job = %key.0, task = %key.1, "adopting a running job");
             }
             tokio::spawn(async move {
                 loop {
@@ -719,8 +719,8 @@ async fn end_orphaned_task(
         }
         if waited.as_secs() > 0 && waited.as_millis() % 60_000 < 50 {
             warn!(
-                job = start.job_id,
-                task = start.task_id,
+                job = %start.job_id,
+                task = %start.task_id,
                 "processes of the task do not end; its slot stays taken"
             );
         }
@@ -734,8 +734,8 @@ async fn end_orphaned_task(
     if let Some(tmpdir) = &record.tmpdir {
         if let Err(e) = private_fs::remove_task_tmpdir(tmpdir) {
             warn!(
-                job = start.job_id,
-                task = start.task_id,
+                job = %start.job_id,
+                task = %start.task_id,
                 "cannot remove TMPDIR {}: {e}",
                 tmpdir.display()
             );

@@ -18,8 +18,8 @@ pub struct Plan {
     pub options: String,
     pub mailer: String,
     pub recipients: Vec<String>,
-    pub job_id: u64,
-    pub array_task: Option<u32>,
+    pub job_id: gantry_proto::JobId,
+    pub array_task: Option<gantry_proto::TaskId>,
     pub name: String,
     pub owner: String,
     /// The queue instance (`all.q@node1`).
@@ -162,7 +162,7 @@ impl Plan {
     fn send(&self, m: Mail, kind: &'static str) {
         for to in &self.recipients {
             info!(
-                job = self.job_id,
+                job = %self.job_id,
                 "sending {kind} mail to user \"{to}\"|mailer \"{}\"|\"{}\"", self.mailer, m.subject
             );
             let mut command = self.mailer_command(to, &m);
@@ -172,7 +172,7 @@ impl Plan {
             let job = self.job_id;
             tokio::spawn(async move {
                 if let Err(e) = gantry_net::mailer::run(&mut command, &body).await {
-                    warn!(job, "mailer \"{mailer}\": {e}");
+                    warn!(job = %job, "mailer \"{mailer}\": {e}");
                 }
             });
         }

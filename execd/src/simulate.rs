@@ -197,7 +197,7 @@ impl SimHost {
         };
         let path = task_dir(&self.inner.dir, key).join(REPORT_FILE);
         if let Err(e) = write_file_atomic(&path, &encode_report(&report), 0o644) {
-            warn!(host = %self.inner.name, job = key.0, task = key.1, "cannot keep the report: {e}");
+            warn!(host = %self.inner.name, job = %key.0, task = %key.1, "cannot keep the report: {e}");
         }
         let _ = self.inner.finished.send(report);
     }
@@ -293,7 +293,7 @@ impl ExecHost for SimHost {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return,
             Err(e) => {
-                warn!(host = %self.inner.name, job = key.0, task = key.1, "cannot keep the task: {e}");
+                warn!(host = %self.inner.name, job = %key.0, task = %key.1, "cannot keep the task: {e}");
                 return;
             }
         }
@@ -359,11 +359,12 @@ pub fn host_name(prefix: &str, n: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use gantry_proto::{JobId, TaskId};
 
     fn start(args: &[&str], slots: u32, hard: &[(&str, &str)]) -> JobStart {
         JobStart {
-            job_id: 1,
-            task_id: 1,
+            job_id: JobId(1),
+            task_id: TaskId(1),
             spec: gantry_proto::JobSpec {
                 args: args.iter().map(|a| a.to_string()).collect(),
                 hard_resources: hard

@@ -56,13 +56,13 @@ fn loaded() -> ClusterState {
     for q in ["all.q", "short.q"] {
         set_queue(&mut s, q, "slots", "16");
     }
-    let ids: Vec<u64> = s.jobs.keys().copied().collect();
+    let ids: Vec<gantry_proto::JobId> = s.jobs.keys().copied().collect();
     for id in ids {
-        if id.is_multiple_of(2) {
+        if id.get().is_multiple_of(2) {
             let mut j = gantry_master::jobs::Job::clone(&s.jobs[&id]);
             j.spec
                 .hard_resources
-                .push(("h_rt".into(), (600 + id % 7200).to_string()));
+                .push(("h_rt".into(), (600 + id.get() % 7200).to_string()));
             s.apply(&Op::Put(Object::Job(j)));
         }
     }
@@ -70,7 +70,7 @@ fn loaded() -> ClusterState {
     let at = Time::from_secs(NOW);
     run_all(&mut s, &hosts, at);
     // The jobs whose licences ran out run without their requests.
-    let waiting: Vec<u64> = s
+    let waiting: Vec<gantry_proto::JobId> = s
         .jobs
         .values()
         .filter(|j| j.tasks.has_pending())
@@ -150,10 +150,10 @@ fn bench(c: &mut Criterion) {
     // the newest: a thousand stay granted, spread as before).
     let mut busy = s.clone();
     let mut churning = KeptSnapshot::default();
-    let running: Vec<u64> = busy.jobs.keys().copied().collect();
+    let running: Vec<gantry_proto::JobId> = busy.jobs.keys().copied().collect();
     let reporters: Vec<String> = busy.runtime.keys().cloned().collect();
     // The request of each granted reservation, oldest first.
-    let mut asked: std::collections::VecDeque<(u64, u64)> = busy
+    let mut asked: std::collections::VecDeque<(gantry_proto::ArId, u64)> = busy
         .ars
         .keys()
         .zip(0..ARS)
@@ -167,7 +167,7 @@ fn bench(c: &mut Criterion) {
                 for k in 0..20 {
                     let id = running[(turn * 20 + k) % running.len()];
                     let mut j = gantry_master::jobs::Job::clone(&busy.jobs[&id]);
-                    let placed: Vec<(u32, TaskState)> =
+                    let placed: Vec<(gantry_proto::TaskId, TaskState)> =
                         j.tasks.placed().map(|(t, st)| (t, st.clone())).collect();
                     for (t, mut st) in placed {
                         if let TaskState::Running { start_time, .. } = &mut st {
@@ -192,7 +192,14 @@ fn bench(c: &mut Criterion) {
                 timed += started.elapsed();
                 assert!(!d.ops.is_empty(), "reservation {n}: {:?}", d.reply);
                 busy.apply_all(&d.ops);
-                asked.push_back((*busy.ars.keys().next_back().unwrap_or(&0), n));
+                asked.push_back((
+                    *busy
+                        .ars
+                        .keys()
+                        .next_back()
+                        .unwrap_or(&gantry_proto::ArId(0)),
+                    n,
+                ));
             }
             timed
         })

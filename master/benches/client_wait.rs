@@ -42,7 +42,11 @@ enum Event {
 }
 
 /// One client request, as the actor answers it.
-fn answer(s: &mut ClusterState, n: u64, started: &HashSet<(u64, u32)>) {
+fn answer(
+    s: &mut ClusterState,
+    n: u64,
+    started: &HashSet<(gantry_proto::JobId, gantry_proto::TaskId)>,
+) {
     match n % 3 {
         0 => {
             std::hint::black_box(s.job_views(&["user3".to_string()], started));

@@ -36,7 +36,7 @@ fn bench(c: &mut Criterion) {
             if kind != "kept" {
                 let first = s.schedule(Time::from_secs(0), &hosts).dispatches;
                 for d in &first {
-                    start(&mut s, d.job_id, d.task_id, &d.queue, &d.host);
+                    start(&mut s, d.job_id.get(), d.task_id.get(), &d.queue, &d.host);
                 }
             }
             let mut kept = KeptSnapshot::default();
@@ -60,7 +60,7 @@ fn bench(c: &mut Criterion) {
             let mut kept = KeptSnapshot::default();
             let first = kept.schedule(&s.image(), Time::from_secs(0), &hosts);
             for d in &first.dispatches {
-                start(&mut s, d.job_id, d.task_id, &d.queue, &d.host);
+                start(&mut s, d.job_id.get(), d.task_id.get(), &d.queue, &d.host);
             }
             let mut next = 2;
             let mut one_more = |s: &mut gantry_master::state::ClusterState| {

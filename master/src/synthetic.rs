@@ -2,10 +2,10 @@
 //! plus hosts with given complex and load values and jobs with given requests, built
 //! without any network or spool.
 
+use gantry_proto::{ComplexAttr, JobId, TaskId};
 use std::collections::HashSet;
 
 use gantry_common::exechost;
-use gantry_proto::ComplexAttr;
 
 use crate::core::jobs::Job;
 use crate::core::state::{initial_objects, ClusterState, HostRuntime, Object, Op};
@@ -79,8 +79,8 @@ pub fn submit(s: &mut ClusterState, job: Job) {
 
 /// Mark a task running in `queue@host` (as a dispatch would).
 pub fn start(s: &mut ClusterState, job_id: u64, task: u32, queue: &str, host: &str) {
-    if let Some(mut j) = s.jobs.get(&job_id).map(|j| Job::clone(j)) {
-        j.tasks.insert(task, running_on(queue, host));
+    if let Some(mut j) = s.jobs.get(&JobId(job_id)).map(|j| Job::clone(j)) {
+        j.tasks.insert(TaskId(task), running_on(queue, host));
         s.apply(&Op::Put(Object::Job(j)));
     }
 }

@@ -18,7 +18,9 @@ use gantry_master::sched::Time;
 use gantry_master::store::Store;
 use gantry_net::cell::MasterPaths;
 use gantry_net::tls::{certs_from_pem, fingerprint, generate_host_key, Ca};
-use gantry_proto::{Caller, FromMaster, JobReport, LoadValue, ToExecd, ToMaster, Verify};
+use gantry_proto::{
+    Caller, FromMaster, JobId, JobReport, LoadValue, TaskId, ToExecd, ToMaster, Verify,
+};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
 
 /// When the test's clock starts: 2026-11-25 00:00:00 UTC.
@@ -88,7 +90,7 @@ async fn ask(cluster: &Addr<Cluster>, request: ToMaster) -> FromMaster {
     ask_as(cluster, root(), request).await
 }
 
-async fn submit(cluster: &Addr<Cluster>) -> u64 {
+async fn submit(cluster: &Addr<Cluster>) -> JobId {
     // `qsub -b y /bin/true`, from /.
     let mut spec = gantry_master::synthetic::job(0, "nobody", &[], &[]).spec;
     spec.cwd = Some("/".into());
@@ -221,7 +223,7 @@ impl Execd {
     }
 }
 
-fn started(order: ToExecd) -> (u64, u32) {
+fn started(order: ToExecd) -> (JobId, TaskId) {
     match order {
         ToExecd::StartJob(start) => (start.job_id, start.task_id),
         other => panic!("expected a start order, got {other:?}"),
@@ -236,7 +238,7 @@ fn a_dispatch_is_durable_before_the_execd_hears_of_it() {
         let cluster = cell.start(&clock);
         let mut execd = Execd::join(&cluster, &cell, "node1").await;
         let id = submit(&cluster).await;
-        assert_eq!(started(execd.next_order().await), (id, 1));
+        assert_eq!(started(execd.next_order().await), (id, TaskId(1)));
         id
         // The system ends here without a shutdown: the master is gone as in a crash.
     });
@@ -262,7 +264,7 @@ fn an_order_lost_with_a_connection_is_sent_again_and_only_then() {
         let cluster = cell.start(&clock);
         let mut execd = Execd::join(&cluster, &cell, "node1").await;
         let id = submit(&cluster).await;
-        assert_eq!(started(execd.next_order().await), (id, 1));
+        assert_eq!(started(execd.next_order().await), (id, TaskId(1)));
         // The connection is cut before the execd started the task; it comes back and
         // says it runs nothing: the order comes again.
         cluster
@@ -281,13 +283,13 @@ fn an_order_lost_with_a_connection_is_sent_again_and_only_then() {
             })
             .await
             .unwrap();
-        assert_eq!(started(execd.next_order().await), (id, 1));
+        assert_eq!(started(execd.next_order().await), (id, TaskId(1)));
         // Cut again after it started the task: it says so, and nothing is sent again.
         execd.connect(&cluster).await;
         cluster
             .send(ExecdJobs::Running {
                 host: "node1".into(),
-                tasks: vec![(id, 1)],
+                tasks: vec![(id, TaskId(1))],
             })
             .await
             .unwrap();
@@ -306,10 +308,10 @@ fn a_report_is_acknowledged_each_time_and_accounted_once() {
         let cluster = cell.start(&clock);
         let mut execd = Execd::join(&cluster, &cell, "node1").await;
         let id = submit(&cluster).await;
-        assert_eq!(started(execd.next_order().await), (id, 1));
+        assert_eq!(started(execd.next_order().await), (id, TaskId(1)));
         let report = JobReport {
             job_id: id,
-            task_id: 1,
+            task_id: TaskId(1),
             host: "node1".into(),
             queue: "all.q".into(),
             exit_status: 0,
@@ -337,7 +339,7 @@ fn a_report_is_acknowledged_each_time_and_accounted_once() {
                 execd.next_order().await,
                 ToExecd::ReportAck {
                     job_id: id,
-                    task_id: 1
+                    task_id: TaskId(1)
                 }
             );
             execd.connect(&cluster).await;

@@ -12,9 +12,11 @@
 use serde::{Deserialize, Serialize};
 
 pub mod frame;
+pub mod ids;
 pub mod objects;
 pub mod rows;
 
+pub use ids::{ArId, JobId, TaskId};
 pub use objects::*;
 pub use rows::*;
 
@@ -137,7 +139,7 @@ pub enum ToMaster {
         force: bool,
     },
     /// `qsub -sync y`: answer when the job has ended.
-    WaitJob { job_id: u64 },
+    WaitJob { job_id: JobId },
     /// `qacct -j`: the accounting records of a job id or name (all if absent).
     Accounting { job: Option<String> },
     /// `qstat -j`: everything about some jobs (all the caller may see if empty).
@@ -227,7 +229,7 @@ pub enum ToMaster {
     SchedulingSummary,
     /// `qsub -now y`: answer when the job has started, or was removed because it could
     /// not start at once.
-    WaitStart { job_id: u64 },
+    WaitStart { job_id: JobId },
     /// `qconf -ke[j] host_list|all` (no hosts: all): shut the execds down, with `-kej`
     /// after ending their jobs.
     KillExecds { hosts: Vec<String>, kill_jobs: bool },
@@ -354,7 +356,7 @@ pub enum FromMaster {
     Refused(Refusal),
     /// `qsub`: the job's id (and task range for an array).
     Submitted {
-        job_id: u64,
+        job_id: JobId,
         name: String,
         array: Option<TaskRange>,
         /// `-w w`: what the verification found (`warning: no suitable queues`).
@@ -363,7 +365,7 @@ pub enum FromMaster {
     Jobs(Vec<JobView>),
     /// `-sync y`: how the job ended (the worst task of an array).
     JobEnded {
-        job_id: u64,
+        job_id: JobId,
         exit_status: i32,
         signal: Option<i32>,
         failed: u32,
@@ -380,12 +382,12 @@ pub enum FromMaster {
     /// `qquota`: rows in rule set order, then rule order, then consumer.
     Quotas(Vec<QuotaRow>),
     /// `qstat -j` without a job: (reason as SGE words it, the jobs it holds back).
-    SchedulingSummary(Vec<(String, Vec<u64>)>),
+    SchedulingSummary(Vec<(String, Vec<JobId>)>),
     /// A request naming several items (`qdel`): what became of each, in order.
     Items(Vec<ItemResult>),
     /// `qsub -now y`: the job has started.
     JobStarted {
-        job_id: u64,
+        job_id: JobId,
     },
     /// `qrstat`: the advance reservations, by id.
     Ars(Vec<AdvanceReservation>),
@@ -441,11 +443,11 @@ pub enum FromExecd {
     /// The host's current load values, in report order.
     LoadReport { values: Vec<LoadValue> },
     /// A task's supervisor is running it.
-    JobStarted { job_id: u64, task_id: u32 },
+    JobStarted { job_id: JobId, task_id: TaskId },
     /// A task ended; the execd keeps the report on disk until the master acknowledges it.
     JobFinished(JobReport),
     /// The tasks this execd's supervisors are running now (sent after registering).
-    RunningJobs { tasks: Vec<(u64, u32)> },
+    RunningJobs { tasks: Vec<(JobId, TaskId)> },
     /// What the running tasks have used so far (sent with each load report).
     TaskUsage { tasks: Vec<TaskUsage> },
 }
@@ -470,8 +472,8 @@ pub enum ToExecd {
     StartJob(Box<JobStart>),
     /// Kill a task's whole process group.
     KillJob {
-        job_id: u64,
-        task_id: u32,
+        job_id: JobId,
+        task_id: TaskId,
     },
     /// `qconf -ke[j]`: shut down; with `kill_jobs`, end every job first (a
     /// checkpointing job whose `when` has s migrates), and report them.
@@ -480,13 +482,13 @@ pub enum ToExecd {
     },
     /// The master has recorded this report durably; the execd may forget it.
     ReportAck {
-        job_id: u64,
-        task_id: u32,
+        job_id: JobId,
+        task_id: TaskId,
     },
     /// Send a signal to a task's process group (SIGSTOP/SIGCONT for qmod -sj/-usj).
     SignalJob {
-        job_id: u64,
-        task_id: u32,
+        job_id: JobId,
+        task_id: TaskId,
         signal: i32,
     },
 }
@@ -665,7 +667,7 @@ mod tests {
     #[test]
     fn a_jobs_answer_decodes_in_place() {
         let view = |n: u64, queue: Option<&str>, res: usize| JobView {
-            job_id: n,
+            job_id: JobId(n),
             name: format!("job{n}"),
             owner: "ünï".into(),
             priority: -5,
@@ -758,7 +760,7 @@ mod tests {
         for count in [0usize, 1, 127, 128, 300] {
             let rows: Vec<JobRow<'_>> = (0..count)
                 .map(|n| JobRow {
-                    job_id: n as u64 + 1,
+                    job_id: JobId(n as u64 + 1),
                     name: "job",
                     owner: "user1",
                     priority: 0,
@@ -770,7 +772,7 @@ mod tests {
                         host: "h1",
                     }),
                     slots: 1,
-                    tasks: RowTasks::One(n as u32),
+                    tasks: RowTasks::One(TaskId(n as u32)),
                     hard_resources: &[],
                     hold_jids: &[],
                     is_array: true,

@@ -3,6 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::ids::ArId;
+
 mod job;
 pub use job::*;
 
@@ -318,7 +320,7 @@ impl ArState {
 /// A granted advance reservation.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AdvanceReservation {
-    pub id: u64,
+    pub id: ArId,
     pub spec: ArSpec,
     pub owner: String,
     /// The owner's primary group.

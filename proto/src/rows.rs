@@ -4,14 +4,14 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{JobState, JobView};
+use crate::{JobId, JobState, JobView, TaskId};
 
 /// A [`JobView`] decoded in place: its strings borrowed from the answer's bytes, so a
 /// client listing tens of thousands of rows makes no string per field (see
 /// [`crate::decode_jobs_answer`]).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct JobViewRef<'a> {
-    pub job_id: u64,
+    pub job_id: JobId,
     pub name: &'a str,
     pub owner: &'a str,
     pub priority: i32,
@@ -42,7 +42,7 @@ impl JobViewRef<'_> {
 /// [`crate::encode_jobs_answer`]).
 #[derive(Debug, Clone, Serialize)]
 pub struct JobRow<'a> {
-    pub job_id: u64,
+    pub job_id: JobId,
     pub name: &'a str,
     pub owner: &'a str,
     pub priority: i32,
@@ -83,7 +83,7 @@ pub enum RowTasks {
     /// A job that is not an array.
     None,
     /// One task of an array.
-    One(u32),
+    One(TaskId),
     /// Task ranges (`2-5:1`).
     Ranges(String),
 }
@@ -147,7 +147,7 @@ mod tests {
                     queue: "all.q",
                     host: "node0001",
                 }),
-                RowTasks::One(123456),
+                RowTasks::One(TaskId(123456)),
                 &resources[..],
                 &holds[..],
             ),
@@ -160,7 +160,7 @@ mod tests {
         ];
         for (n, (queue, tasks, hard_resources, hold_jids)) in rows.into_iter().enumerate() {
             let row = JobRow {
-                job_id: 300 + n as u64,
+                job_id: JobId(300 + n as u64),
                 name: "sleep",
                 owner: "gtbench",
                 priority: -(n as i32) * 100,
@@ -286,7 +286,7 @@ impl<'a> RowReader<'a> {
 
     fn row(&mut self) -> Read<JobViewRef<'a>> {
         Ok(JobViewRef {
-            job_id: self.u64()?,
+            job_id: JobId(self.u64()?),
             name: self.str()?,
             owner: self.str()?,
             priority: self.i32()?,
@@ -425,7 +425,7 @@ mod reader_tests {
                         restarted,
                     ) = rest;
                     JobView {
-                        job_id,
+                        job_id: JobId(job_id),
                         name,
                         owner,
                         priority,

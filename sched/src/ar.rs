@@ -12,10 +12,10 @@
 //!   queue instances, with what it holds as their capacities, less what its running jobs
 //!   take. Its jobs thus never use more than it was granted, and never anything else.
 
+use gantry_proto::{AdvanceReservation, ArId, ArState, Grant, JobId, JobOwner, JobSpec};
 use std::collections::{HashMap, HashSet};
 
 use gantry_common::job::Job;
-use gantry_proto::{AdvanceReservation, ArState, Grant, JobOwner, JobSpec};
 
 use crate::calendar::Calendar;
 use crate::decisions::{CannotRun, Dispatch};
@@ -71,7 +71,7 @@ pub fn request_job(ar: &AdvanceReservation, groups: &[String]) -> Job {
     spec.ckpt = ar.spec.ckpt.clone();
     spec.ar = Some(ar.id);
     Job {
-        id: 0,
+        id: JobId(0),
         spec,
         owner: JobOwner {
             user: ar.owner.clone(),
@@ -221,7 +221,7 @@ impl<'a> ClusterView<'a> {
     pub(crate) fn reservation_cycle<'j>(
         &self,
         snap: &mut Snapshot,
-        id: u64,
+        id: ArId,
         at: Time,
     ) -> Option<ReservationCycle<'j>> {
         let ar = self.ars.get(&id)?;
@@ -395,7 +395,7 @@ impl<'a> ClusterView<'a> {
             candidates,
             cursor: 0,
             closed: false,
-            job: 0,
+            job: JobId(0),
             restricted: false,
         };
         let Some(placed) = snap.place_task(gates, &mut cat) else {

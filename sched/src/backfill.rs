@@ -13,6 +13,7 @@
 //! resources sooner, and the reserved job moves forward with them.
 
 use gantry_common::job::Job;
+use gantry_proto::TaskId;
 
 pub use crate::decisions::Reservation;
 use crate::gate::Gates;
@@ -73,7 +74,7 @@ impl Snapshot {
         gates: &mut Gates,
         cat: &Category,
         job: &Job,
-        task_id: u32,
+        task_id: TaskId,
     ) -> Option<Reservation> {
         let now = self.now;
         let candidates = cat.candidates.clone();

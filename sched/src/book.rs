@@ -2,11 +2,11 @@
 //! layer's consumables, the admit stage's gates) and the load a start adds to its host;
 //! and what the running tasks hold, booked when a snapshot is finished.
 
+use gantry_proto::{Consumable, JobId};
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use gantry_common::job::{Job, TaskState};
-use gantry_proto::Consumable;
 
 use crate::calendar::BookingId;
 use crate::gate::Gates;
@@ -294,7 +294,7 @@ impl<'a> ClusterView<'a> {
         // The index and the demands are the snapshot's; out of it while it is booked on.
         let index = std::mem::take(&mut snap.instance_index);
         let mut known = std::mem::take(&mut snap.running_demands);
-        let mut demands: HashMap<u64, (Arc<Job>, Demand), foldhash::fast::RandomState> =
+        let mut demands: HashMap<JobId, (Arc<Job>, Demand), foldhash::fast::RandomState> =
             HashMap::default();
         for job in self.jobs.values().filter(|j| which(j)) {
             if !holds_resources(job) {

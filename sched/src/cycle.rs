@@ -4,6 +4,7 @@
 //! consumables) is computed once per cycle, and a category nothing can run any more is
 //! skipped for the rest of the cycle.
 
+use gantry_proto::JobId;
 use std::collections::{HashMap, HashSet};
 
 use gantry_common::formula::Formula;
@@ -563,8 +564,8 @@ impl<'a> ClusterView<'a> {
         let quota_counters = state.close_gates();
         // Immediate jobs are placed whole or not at all: one without a dispatch did not
         // start, whatever held it back.
-        let started: HashSet<u64> = dispatches.iter().map(|d| d.job_id).collect();
-        let mut immediate_unplaced: Vec<u64> = self
+        let started: HashSet<JobId> = dispatches.iter().map(|d| d.job_id).collect();
+        let mut immediate_unplaced: Vec<JobId> = self
             .jobs
             .values()
             .filter(|j| j.spec.immediate && j.tasks.has_pending() && !started.contains(&j.id))

@@ -3,7 +3,7 @@
 //! why a job cannot run in a queue instance ([`Misfit`], in SGE's words) or anywhere
 //! ([`CannotRun`]). Plain data over the model; no stage is named here.
 
-use gantry_proto::Grant;
+use gantry_proto::{Grant, JobId, TaskId};
 
 use crate::model::{DemandError, Level, Unusable};
 use crate::time::Time;
@@ -38,7 +38,7 @@ pub struct Decisions {
     pub quota_counters: usize,
     /// `-now y` jobs this cycle saw and could not start whole (held, waiting, or no room
     /// for every pending task): they are not to wait, so the caller removes them.
-    pub immediate_unplaced: Vec<u64>,
+    pub immediate_unplaced: Vec<JobId>,
     /// The reservations the cycle made (`-R y` jobs that could not start), in the order
     /// made.
     pub reservations: Vec<Reservation>,
@@ -52,8 +52,8 @@ pub struct Decisions {
 /// A decision of the scheduler: start this task in this queue instance.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Dispatch {
-    pub job_id: u64,
-    pub task_id: u32,
+    pub job_id: JobId,
+    pub task_id: TaskId,
     /// The master queue instance.
     pub queue: String,
     pub host: String,
@@ -66,8 +66,8 @@ pub struct Dispatch {
 /// A reservation a cycle made: the job's next task is to start at `start` on `grants`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Reservation {
-    pub job_id: u64,
-    pub task_id: u32,
+    pub job_id: JobId,
+    pub task_id: TaskId,
     pub start: Time,
     pub grants: Vec<Grant>,
     pub pe: Option<String>,

@@ -2,6 +2,7 @@
 //! allocation takes no more slots this cycle) and the *order* stage (groups served in
 //! starvation order, the root last).
 
+use gantry_proto::{GroupEntry, JobId};
 use std::collections::{HashMap, HashSet};
 
 use gantry_common::formula::Formula;
@@ -15,7 +16,6 @@ use crate::order::JobOrder;
 use crate::place::{Category, CategoryKey};
 use crate::view::ClusterView;
 use gantry_common::groups::ROOT;
-use gantry_proto::GroupEntry;
 use weight::SlotWeight;
 
 mod weight;
@@ -261,7 +261,7 @@ impl StarvationOrder {
         }
     }
 
-    fn key(&self, group: Option<usize>, job: &Job) -> (u64, std::cmp::Reverse<i32>, u64) {
+    fn key(&self, group: Option<usize>, job: &Job) -> (u64, std::cmp::Reverse<i32>, JobId) {
         let starvation = group.map_or(u64::MAX, |g| self.keys[g]);
         (starvation, std::cmp::Reverse(job.spec.priority), job.id)
     }
@@ -398,9 +398,9 @@ pub(crate) struct DispatchPass<'j> {
     /// Per job, how many tasks earlier passes placed: always its first ready ones (a
     /// pass places a job's ready tasks lowest first until one finds no room), noted
     /// from the dispatches before a later pass.
-    pub(crate) placed: FastMap<u64, usize>,
+    pub(crate) placed: FastMap<JobId, usize>,
     noted: usize,
-    pub(crate) reserved: HashSet<u64>,
+    pub(crate) reserved: HashSet<JobId>,
     pub(crate) reservations_left: u32,
     /// A later pass of group quotas: per group (by the group gate's numbers), is it
     /// served; the jobs in an advance reservation are not (the first pass placed them

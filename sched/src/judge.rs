@@ -4,6 +4,7 @@
 //! order candidates are tried in; the load and suspend alarms of queue instances and
 //! what `suspend_thresholds` call for.
 
+use gantry_proto::{JobId, TaskId};
 use std::collections::{HashMap, HashSet};
 
 use gantry_common::job::{Job, TaskState};
@@ -145,8 +146,8 @@ impl<'a> ClusterView<'a> {
 /// and the queue instances acted on.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ThresholdActions {
-    pub suspend: Vec<(u64, u32, String)>,
-    pub resume: Vec<(u64, u32, String)>,
+    pub suspend: Vec<(JobId, TaskId, String)>,
+    pub resume: Vec<(JobId, TaskId, String)>,
     pub acted: Vec<(String, String)>,
 }
 
@@ -271,7 +272,7 @@ impl<'a> ClusterView<'a> {
             .enumerate()
             .map(|(n, (q, h, _, _))| ((q.as_str(), h.as_str()), n))
             .collect();
-        let mut tasks: Vec<Vec<(i64, u64, u32)>> = vec![Vec::new(); due.len()];
+        let mut tasks: Vec<Vec<(i64, JobId, TaskId)>> = vec![Vec::new(); due.len()];
         for job in self.jobs.values() {
             for (task, t) in job.tasks.placed() {
                 if let TaskState::Running {
@@ -289,9 +290,9 @@ impl<'a> ClusterView<'a> {
                 }
             }
         }
-        let stopped = |t: &(i64, u64, u32)| self.threshold_suspended.contains(&(t.1, t.2));
+        let stopped = |t: &(i64, JobId, TaskId)| self.threshold_suspended.contains(&(t.1, t.2));
         for ((queue, host, nsuspend, alarm), mut tasks) in due.into_iter().zip(tasks) {
-            let pick: Vec<(u64, u32)> = if alarm {
+            let pick: Vec<(JobId, TaskId)> = if alarm {
                 tasks.sort_by(|a, b| b.cmp(a));
                 tasks
                     .iter()

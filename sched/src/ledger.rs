@@ -9,11 +9,11 @@
 //! the reservation itself). Bringing the calendar up to date books what started,
 //! releases what ended and books again what changed; everything else stays booked.
 
+use gantry_proto::{AdvanceReservation, ArId, ArState, JobId};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use gantry_common::job::Job;
-use gantry_proto::{AdvanceReservation, ArState};
 
 use crate::book::{holds_resources, running_demand, TasksHeld};
 use crate::calendar::BookingId;
@@ -25,20 +25,20 @@ use crate::view::ClusterView;
 #[derive(Debug, Default)]
 pub(crate) struct Ledger {
     /// Every job of the table last brought up to (booked or not), by id.
-    jobs: HashMap<u64, HeldJob, foldhash::fast::RandomState>,
+    jobs: HashMap<JobId, HeldJob, foldhash::fast::RandomState>,
     /// The same jobs in id order with the address of the `Arc` each was seen as: what
     /// is compared with the job table (a flat array, read in one pass; the `Arc`s held
     /// in `jobs` keep the addresses from being reused).
-    addresses: Vec<(u64, usize)>,
+    addresses: Vec<(JobId, usize)>,
     /// When the bookings of a job must be made again, earliest first.
-    renewals: BTreeSet<(Time, u64)>,
+    renewals: BTreeSet<(Time, JobId)>,
     /// The jobs bound to a reservation: booked or not as the reservation holds or not.
-    bound: BTreeSet<u64>,
-    ars: BTreeMap<u64, HeldAr>,
+    bound: BTreeSet<JobId>,
+    ars: BTreeMap<ArId, HeldAr>,
     /// The booked jobs that hold parallel environment slots.
-    parallel: BTreeSet<u64>,
+    parallel: BTreeSet<JobId>,
     /// The jobs with running tasks (booked or not: those of a reservation too).
-    running: BTreeSet<u64>,
+    running: BTreeSet<JobId>,
     pub counters: LedgerCounters,
 }
 
@@ -58,7 +58,7 @@ struct HeldJob {
     job: Arc<Job>,
     /// Its reservation, and whether that held resources (the job then inside what it
     /// holds, not booked here).
-    ar: Option<(u64, bool)>,
+    ar: Option<(ArId, bool)>,
     bookings: Vec<BookingId>,
     held: TasksHeld,
 }
@@ -119,8 +119,8 @@ impl Ledger {
     }
 
     /// The jobs that changed since the last time, or whose bookings are due again.
-    fn changed_jobs(&mut self, view: &ClusterView, now: Time) -> Vec<u64> {
-        let mut changed: Vec<u64> = Vec::new();
+    fn changed_jobs(&mut self, view: &ClusterView, now: Time) -> Vec<JobId> {
+        let mut changed: Vec<JobId> = Vec::new();
         let mut addresses = Vec::with_capacity(view.jobs.len());
         let mut seen = self.addresses.iter().peekable();
         for (&id, job) in view.jobs {
@@ -215,7 +215,7 @@ impl Ledger {
     }
 
     fn ars_up_to_date(&mut self, view: &ClusterView, snap: &mut Snapshot, now: Time) {
-        let gone: Vec<u64> = self
+        let gone: Vec<ArId> = self
             .ars
             .iter()
             .filter(|(id, h)| view.ars.get(id).is_none_or(|ar| !h.same_hold(ar)) || h.ended(now))

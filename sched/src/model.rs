@@ -6,13 +6,13 @@
 //! running jobs consume of every consumable. A job's requests resolve against the
 //! complex into a [`Demand`].
 
+use gantry_proto::{ComplexAttr, Consumable, JobId, Relop, Requestable, ValueType};
 use std::collections::{BTreeMap, HashMap};
 
 use crate::calendar::{BookingId, Calendar, ResourceId};
 use crate::time::{Span, Time};
 use gantry_common::job::Job;
 use gantry_common::value::{self, Value};
-use gantry_proto::{ComplexAttr, Consumable, Relop, Requestable, ValueType};
 
 /// The layer a value is on, as SGE prints it (`g`, `h`, `q` in `hl:mem_free=...`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -550,7 +550,7 @@ pub enum SortMethod {
 
 /// The jobs the master keeps, by id: a persistent map, so that a copy for the
 /// scheduler's thread costs nothing.
-pub type JobTable = imbl::OrdMap<u64, std::sync::Arc<Job>>;
+pub type JobTable = imbl::OrdMap<JobId, std::sync::Arc<Job>>;
 
 /// The scheduler's view of the cluster for one cycle.
 #[derive(Debug, Clone)]
@@ -588,7 +588,7 @@ pub struct Snapshot {
     /// a snapshot kept from one cycle to the next resolves only the jobs that changed
     /// (the catalog they were resolved against is the base's, rebuilt with it).
     pub(crate) running_demands:
-        HashMap<u64, (std::sync::Arc<Job>, Demand), foldhash::fast::RandomState>,
+        HashMap<JobId, (std::sync::Arc<Job>, Demand), foldhash::fast::RandomState>,
 }
 
 /// Slots of a parallel environment held over `[from, until)` (None: from then on).

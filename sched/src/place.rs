@@ -4,6 +4,7 @@
 //! parallel job an allocation by its parallel environment's rule.
 
 use gantry_common::job::{wildcard, Job};
+use gantry_proto::{ArId, JobId};
 
 use crate::decisions::Misfit;
 use crate::gate::Gates;
@@ -25,7 +26,7 @@ pub struct CategoryKey<'j> {
     pub user: &'j str,
     pub project: Option<&'j str>,
     pub pe: Option<&'j (String, String)>,
-    pub ar: Option<u64>,
+    pub ar: Option<ArId>,
     pub account: &'j str,
     /// The owner's Unix groups: `@group` entries of access lists and quota rules.
     pub groups: &'j [String],
@@ -61,7 +62,7 @@ pub struct Category {
     /// open again when the group gets more.
     pub closed: bool,
     /// The job it was made for.
-    pub job: u64,
+    pub job: JobId,
     /// Its candidates are only the instances where room may have come since the last
     /// cycle, which left it none (see [`crate::settled`]).
     pub restricted: bool,

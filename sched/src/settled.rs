@@ -30,6 +30,7 @@
 //! that wait for a time (`-a`) or for other jobs (`-hold_jid`) in a category that has
 //! room left make the cycle whole when their time comes or another job changes.
 
+use gantry_proto::JobId;
 use std::collections::HashMap;
 use std::hash::BuildHasher;
 use std::sync::Arc;
@@ -116,7 +117,7 @@ pub(crate) struct Settled {
     /// last cycle?
     pub(crate) loosened: Vec<bool>,
     /// The jobs of the categories left without room in this cycle, one each.
-    noted: Vec<u64>,
+    noted: Vec<JobId>,
     /// Every job the dispatch pass took found its category without room (see
     /// [`Settled::note`]).
     whole: bool,
@@ -171,7 +172,7 @@ impl Settled {
     /// Note the categories a dispatch pass left without room (by a job of each);
     /// `whole`: every job the pass took was in one of them, none in an advance
     /// reservation or asking for a reservation.
-    pub(crate) fn note(&mut self, jobs: impl Iterator<Item = u64>, whole: bool) {
+    pub(crate) fn note(&mut self, jobs: impl Iterator<Item = JobId>, whole: bool) {
         self.noted.extend(jobs);
         self.whole = whole;
     }

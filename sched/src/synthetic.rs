@@ -5,15 +5,16 @@
 //! [`ClusterView`], owned here and changed by the helpers below, which keep the quota
 //! book up to date as the master's state does.
 
+use gantry_proto::{
+    ArId, ClusterQueue, ComplexAttr, Config, ExecHost, HostGroup, JobId, JobOwner, JobSpec,
+    LoadValue, TaskId, UserSet,
+};
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::sync::Arc;
 
 use gantry_common::job::{Job, TaskState};
 use gantry_common::pe::Pe;
 use gantry_common::rqs::QuotaSet;
-use gantry_proto::{
-    ClusterQueue, ComplexAttr, Config, ExecHost, HostGroup, JobOwner, JobSpec, LoadValue, UserSet,
-};
 
 use crate::cycle::Dispatch;
 use crate::quota::QuotaBook;
@@ -36,14 +37,14 @@ pub struct Cluster {
     pub disabled: HashSet<(String, String)>,
     pub errored: HashSet<(String, String)>,
     pub suspended_queues: HashSet<(String, String)>,
-    pub threshold_suspended: BTreeSet<(u64, u32)>,
+    pub threshold_suspended: BTreeSet<(JobId, TaskId)>,
     /// The resource quota sets with their place in SGE's order.
     pub quota_sets: BTreeMap<String, (u64, QuotaSet)>,
     pub quota_book: QuotaBook,
     pub max_unheard: u64,
     pub max_aj_instances: Option<u32>,
     /// The advance reservations, by id.
-    pub ars: BTreeMap<u64, gantry_proto::AdvanceReservation>,
+    pub ars: BTreeMap<ArId, gantry_proto::AdvanceReservation>,
     /// The tree of hierarchical group quotas.
     pub group_tree: Vec<gantry_proto::GroupEntry>,
 }
@@ -241,7 +242,7 @@ impl Cluster {
     }
 
     pub fn remove_job(&mut self, id: u64) {
-        if let Some(old) = self.jobs.remove(&id) {
+        if let Some(old) = self.jobs.remove(&JobId(id)) {
             self.quota_book.count(&old, -1.0);
         }
     }
@@ -301,8 +302,8 @@ impl Cluster {
 
     /// Mark a task running with one slot in `queue@host` (as a dispatch would).
     pub fn start(&mut self, job_id: u64, task: u32, queue: &str, host: &str) {
-        if let Some(mut j) = self.jobs.get(&job_id).map(|j| Job::clone(j)) {
-            j.tasks.insert(task, running_on(queue, host));
+        if let Some(mut j) = self.jobs.get(&JobId(job_id)).map(|j| Job::clone(j)) {
+            j.tasks.insert(TaskId(task), running_on(queue, host));
             self.put_job(j);
         }
     }
@@ -326,7 +327,7 @@ pub fn job(id: u64, user: &str, hard: &[(&str, &str)], soft: &[(&str, &str)]) ->
             .collect()
     };
     Job {
-        id,
+        id: JobId(id),
         spec: JobSpec {
             hard_resources: pairs(hard),
             soft_resources: pairs(soft),

@@ -5,6 +5,7 @@
 //! outside, the calendar's future bookings) and when a cycle is due.
 #![allow(clippy::unwrap_used)]
 
+use gantry_proto::{JobId, TaskId};
 use std::sync::Arc;
 
 use gantry_common::job::{Job, TaskState};
@@ -30,13 +31,13 @@ fn cycle(s: &Cluster) -> Vec<(u64, String)> {
         .schedule(Time::from_secs(0), &s.connected())
         .dispatches
         .into_iter()
-        .map(|d| (d.job_id, format!("{}@{}", d.queue, d.host)))
+        .map(|d| (d.job_id.get(), format!("{}@{}", d.queue, d.host)))
         .collect()
 }
 
 /// The first reason `qstat -j` gives for a job on a queue instance.
 fn why(s: &Cluster, id: u64, qi: &str) -> String {
-    let j = s.jobs.get(&id).unwrap();
+    let j = s.jobs.get(&JobId(id)).unwrap();
     s.view()
         .explain(j, &s.connected(), Time::from_secs(0))
         .into_iter()
@@ -45,7 +46,7 @@ fn why(s: &Cluster, id: u64, qi: &str) -> String {
 }
 
 fn demand_of(s: &Cluster, snap: &Snapshot, id: u64, slots: u32) -> Demand {
-    let mut d = demand(&snap.catalog, s.jobs.get(&id).unwrap()).unwrap();
+    let mut d = demand(&snap.catalog, s.jobs.get(&JobId(id)).unwrap()).unwrap();
     d.slots = slots;
     d
 }
@@ -229,9 +230,11 @@ fn matching_stops_at_the_first_failing_layer() {
     g.hostname = "global".into();
     s.global_host = Some(g);
     s.put_job(job(1, "u1", &[("lic", "1")], &[]));
-    let reasons = s
-        .view()
-        .explain(s.jobs.get(&1).unwrap(), &s.connected(), Time::from_secs(0));
+    let reasons = s.view().explain(
+        s.jobs.get(&JobId(1)).unwrap(),
+        &s.connected(),
+        Time::from_secs(0),
+    );
     assert_eq!(
         reasons,
         vec!["(-l lic=1) cannot run globally because it offers only gc:lic=0".to_string()]
@@ -306,7 +309,7 @@ fn a_resource_only_one_host_has_keeps_jobs_there_and_never_goes_negative() {
         why(&s, 3, "all.q@gpu1"),
         "(-l gpu=1) cannot run at host \"gpu1\" because it offers only hc:gpu=0"
     );
-    s.jobs.remove(&1);
+    s.jobs.remove(&JobId(1));
     assert_eq!(cycle(&s)[0], (3, "all.q@gpu1".to_string()));
 }
 
@@ -454,7 +457,7 @@ mod properties {
             for (n, c) in caps.iter().enumerate() {
                 let host = format!("h{n}");
                 let here: Vec<_> = placed.iter().filter(|d| d.host == host).collect();
-                let gpus: u32 = here.iter().map(|d| requests[d.job_id as usize - 1]).sum();
+                let gpus: u32 = here.iter().map(|d| requests[d.job_id.get() as usize - 1]).sum();
                 prop_assert!(gpus <= *c, "{host}: {gpus} > {c}");
                 prop_assert!(here.len() as u32 <= slots);
             }
@@ -481,7 +484,7 @@ mod parallel {
             .into_iter()
             .map(|d| {
                 (
-                    d.job_id,
+                    d.job_id.get(),
                     d.pe,
                     d.grants
                         .into_iter()
@@ -586,9 +589,11 @@ mod parallel {
         let mut s = three_hosts("4");
         s.put_job(pe_job(1, "smp", "6", &[]));
         assert!(grants(&s).is_empty());
-        let reasons = s
-            .view()
-            .explain(s.jobs.get(&1).unwrap(), &s.connected(), Time::from_secs(0));
+        let reasons = s.view().explain(
+            s.jobs.get(&JobId(1)).unwrap(),
+            &s.connected(),
+            Time::from_secs(0),
+        );
         assert_eq!(
             reasons.last().unwrap(),
             "cannot run in PE \"smp\" because it only offers 4 slots"
@@ -641,8 +646,8 @@ mod parallel {
             .schedule(Time::from_secs(0), &s.connected())
             .dispatches
             .remove(0);
-        let mut job = Job::clone(&s.jobs[&2]);
-        job.tasks.insert(1, crate::synthetic::running(&d));
+        let mut job = Job::clone(&s.jobs[&JobId(2)]);
+        job.tasks.insert(TaskId(1), crate::synthetic::running(&d));
         s.put_job(job);
         let snap = s.view().snapshot(&s.connected(), Time::from_secs(0));
         assert_eq!(left(&snap, "all.q@h2", "slots"), 3.0);
@@ -667,9 +672,11 @@ mod parallel {
         // Job 1 wants more than the PE has; job 2 takes the one license (once, not per
         // slot); job 3 would fit the PE but finds no license left.
         assert_eq!(placed, vec![(2, Some("mpi".into()), g(&[("all.q@a", 2)]))]);
-        let reasons = s
-            .view()
-            .explain(s.jobs.get(&1).unwrap(), &s.connected(), Time::from_secs(0));
+        let reasons = s.view().explain(
+            s.jobs.get(&JobId(1)).unwrap(),
+            &s.connected(),
+            Time::from_secs(0),
+        );
         assert_eq!(
             reasons.last().unwrap(),
             "cannot run in PE \"mpi\" because it only offers 3 slots"
@@ -767,9 +774,9 @@ fn load_adjustments_throttle_dispatch_as_sge_does() {
     assert_eq!(placed.len(), 7);
     // Started 5 and 4 seconds ago, the seven hold the host over its threshold.
     for (n, d) in placed.iter().enumerate() {
-        s.start(d.job_id, 1, &d.queue, &d.host);
+        s.start(d.job_id.get(), 1, &d.queue, &d.host);
         let mut j = Job::clone(&s.jobs[&d.job_id]);
-        if let Some(TaskState::Running { start_time, .. }) = j.tasks.get_mut(1) {
+        if let Some(TaskState::Running { start_time, .. }) = j.tasks.get_mut(TaskId(1)) {
             *start_time = now - if n < 3 { 5 } else { 4 };
         }
         s.put_job(j);
@@ -780,7 +787,7 @@ fn load_adjustments_throttle_dispatch_as_sge_does() {
         .dispatches
         .is_empty());
     let reasons = s.view().explain(
-        s.jobs.get(&12).unwrap(),
+        s.jobs.get(&JobId(12)).unwrap(),
         &s.connected(),
         Time::from_secs(now),
     );
@@ -834,7 +841,7 @@ fn the_order_stage_serves_priority_first_then_submission() {
             .collect();
         let mut refs: Vec<&Job> = jobs.iter().collect();
         PriorityThenSubmission.sort(&mut refs);
-        let got: Vec<u64> = refs.iter().map(|j| j.id).collect();
+        let got: Vec<u64> = refs.iter().map(|j| j.id.get()).collect();
         assert_eq!(&got, want);
     }
 }
@@ -1145,21 +1152,24 @@ fn array_dependencies_hold_each_task_for_its_counterpart() {
     assert_eq!(cycle(&s), vec![]);
     let why = s
         .view()
-        .explain(&s.jobs[&2], &s.connected(), Time::from_secs(0));
+        .explain(&s.jobs[&JobId(2)], &s.connected(), Time::from_secs(0));
     assert!(
         why.iter()
             .any(|r| r == "job dropped because of job dependencies"),
         "{why:?}"
     );
     // Task 2 of the predecessor is gone: task 2 of each dependent job may run, alone.
-    let mut first = Job::clone(&s.jobs[&1]);
-    first.tasks.remove(2);
+    let mut first = Job::clone(&s.jobs[&JobId(1)]);
+    first.tasks.remove(TaskId(2));
     s.put_job(first);
     let d = s
         .view()
         .schedule(Time::from_secs(0), &s.connected())
         .dispatches;
-    let started: Vec<(u64, u32)> = d.iter().map(|d| (d.job_id, d.task_id)).collect();
+    let started: Vec<(u64, u32)> = d
+        .iter()
+        .map(|d| (d.job_id.get(), d.task_id.get()))
+        .collect();
     assert_eq!(started, vec![(2, 2), (3, 2)]);
     // A job naming itself by name does not wait for itself.
     let mut own = array(4, "self");
@@ -1169,7 +1179,7 @@ fn array_dependencies_hold_each_task_for_its_counterpart() {
         .view()
         .schedule(Time::from_secs(0), &s.connected())
         .dispatches;
-    assert_eq!(d.iter().filter(|d| d.job_id == 4).count(), 3);
+    assert_eq!(d.iter().filter(|d| d.job_id.get() == 4).count(), 3);
 }
 
 /// `-soft -q`: a preference, not a requirement. The preferred queue is taken while it
@@ -1222,18 +1232,26 @@ fn an_immediate_job_starts_whole_or_is_reported_unplaced() {
     s.put_job(immediate_array(1, 3));
     s.put_job(job(2, "u1", &[], &[]));
     let d = s.view().schedule(Time::from_secs(0), &s.connected());
-    let started: Vec<(u64, u32)> = d.dispatches.iter().map(|d| (d.job_id, d.task_id)).collect();
+    let started: Vec<(u64, u32)> = d
+        .dispatches
+        .iter()
+        .map(|d| (d.job_id.get(), d.task_id.get()))
+        .collect();
     assert_eq!(
         started,
         vec![(2, 1)],
         "none of job 1's three tasks fits in two slots"
     );
-    assert_eq!(d.immediate_unplaced, vec![1]);
+    assert_eq!(d.immediate_unplaced, vec![JobId(1)]);
     // Two tasks fit in two slots: both start.
     s.remove_job(2);
     s.put_job(immediate_array(1, 2));
     let d = s.view().schedule(Time::from_secs(0), &s.connected());
-    let started: Vec<(u64, u32)> = d.dispatches.iter().map(|d| (d.job_id, d.task_id)).collect();
+    let started: Vec<(u64, u32)> = d
+        .dispatches
+        .iter()
+        .map(|d| (d.job_id.get(), d.task_id.get()))
+        .collect();
     assert_eq!(started, vec![(1, 1), (1, 2)]);
     assert!(d.immediate_unplaced.is_empty());
     // A held immediate job cannot start now.
@@ -1242,7 +1260,7 @@ fn an_immediate_job_starts_whole_or_is_reported_unplaced() {
     s.put_job(held);
     let d = s.view().schedule(Time::from_secs(0), &s.connected());
     assert!(d.dispatches.is_empty());
-    assert_eq!(d.immediate_unplaced, vec![1]);
+    assert_eq!(d.immediate_unplaced, vec![JobId(1)]);
 }
 
 /// SGE 8.1.9's EXCL operator: a job asking for `exclusive=true` runs only on a host
@@ -1272,9 +1290,9 @@ fn exclusive_host_access() {
     );
     // With job 3 running on h2, an ordinary job stays off h2 even when h1 is full.
     for (id, host) in [(1, "h1"), (2, "h1"), (3, "h2")] {
-        let mut j = Job::clone(&s.jobs[&id]);
+        let mut j = Job::clone(&s.jobs[&JobId(id)]);
         j.tasks.insert(
-            1,
+            TaskId(1),
             TaskState::Running {
                 host: host.into(),
                 queue: "all.q".into(),

@@ -1,15 +1,15 @@
 //! The scheduler's input: the cluster as the master keeps it, borrowed as plain data.
 
+use gantry_proto::{
+    AdvanceReservation, ArId, ClusterQueue, ComplexAttr, Config, ExecHost, GroupEntry, HostGroup,
+    JobId, LoadValue, TaskId, UserSet,
+};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 use gantry_common::conf;
 use gantry_common::job::{wildcard, Job};
 use gantry_common::pe::Pe;
-use gantry_proto::{
-    AdvanceReservation, ClusterQueue, ComplexAttr, Config, ExecHost, GroupEntry, HostGroup,
-    LoadValue, UserSet,
-};
 
 use crate::quota::QuotaBook;
 use crate::time::{Span, Time};
@@ -56,7 +56,7 @@ pub struct ClusterView<'a> {
     /// Suspended queue instances (`s`).
     pub suspended_queues: &'a HashSet<(String, String)>,
     /// Tasks stopped by their queue's `suspend_thresholds`.
-    pub threshold_suspended: &'a BTreeSet<(u64, u32)>,
+    pub threshold_suspended: &'a BTreeSet<(JobId, TaskId)>,
     /// The compiled resource quota sets and what running jobs use under them.
     pub quota_book: &'a QuotaBook,
     /// `max_unheard` in seconds: a host not heard from for longer is unreachable.
@@ -64,7 +64,7 @@ pub struct ClusterView<'a> {
     /// `max_aj_instances`: at most so many tasks of one array job run at once.
     pub max_aj_instances: Option<u32>,
     /// The advance reservations, by id.
-    pub ars: &'a BTreeMap<u64, AdvanceReservation>,
+    pub ars: &'a BTreeMap<ArId, AdvanceReservation>,
     /// The tree of hierarchical group quotas (empty: none).
     pub group_tree: &'a [GroupEntry],
 }
@@ -88,11 +88,11 @@ pub struct ClusterImage {
     pub disabled: Arc<HashSet<(String, String)>>,
     pub errored: Arc<HashSet<(String, String)>>,
     pub suspended_queues: Arc<HashSet<(String, String)>>,
-    pub threshold_suspended: Arc<BTreeSet<(u64, u32)>>,
+    pub threshold_suspended: Arc<BTreeSet<(JobId, TaskId)>>,
     pub quota_book: Arc<QuotaBook>,
     pub max_unheard: u64,
     pub max_aj_instances: Option<u32>,
-    pub ars: Arc<BTreeMap<u64, AdvanceReservation>>,
+    pub ars: Arc<BTreeMap<ArId, AdvanceReservation>>,
     pub group_tree: Arc<Vec<GroupEntry>>,
 }
 
@@ -162,7 +162,7 @@ impl<'a> ClusterView<'a> {
 
 /// The jobs `-hold_jid_ad` references (`refs`: ids, or names with wildcards) name,
 /// job `own` never.
-pub fn array_predecessors<'j>(jobs: &'j JobTable, refs: &[String], own: u64) -> Vec<&'j Job> {
+pub fn array_predecessors<'j>(jobs: &'j JobTable, refs: &[String], own: JobId) -> Vec<&'j Job> {
     if refs.is_empty() {
         return Vec::new();
     }
@@ -170,7 +170,7 @@ pub fn array_predecessors<'j>(jobs: &'j JobTable, refs: &[String], own: u64) -> 
         .map(|j| &**j)
         .filter(|p| {
             p.id != own
-                && refs.iter().any(|r| match r.parse::<u64>() {
+                && refs.iter().any(|r| match r.parse::<JobId>() {
                     Ok(id) => p.id == id,
                     Err(_) => wildcard(r, &p.spec.name),
                 })
@@ -179,7 +179,7 @@ pub fn array_predecessors<'j>(jobs: &'j JobTable, refs: &[String], own: u64) -> 
 }
 
 /// Does task `task` wait for the same task of one of its array predecessors?
-pub fn waits_for_array_task(predecessors: &[&Job], task: u32) -> bool {
+pub fn waits_for_array_task(predecessors: &[&Job], task: TaskId) -> bool {
     predecessors.iter().any(|p| p.tasks.contains(task))
 }
 
@@ -273,7 +273,7 @@ pub fn queue_hosts_of(hostgroups: &BTreeMap<String, HostGroup>, q: &ClusterQueue
 
 /// Is a job id or name still in the system (for `-hold_jid`)?
 pub fn predecessor_active(jobs: &JobTable, reference: &str) -> bool {
-    match reference.parse::<u64>() {
+    match reference.parse::<JobId>() {
         Ok(id) => jobs.contains_key(&id),
         Err(_) => jobs.values().any(|j| wildcard(reference, &j.spec.name)),
     }

@@ -86,7 +86,7 @@ fn job_xml(x: &mut Xml, d: &JobDetail) {
     let i = 6;
     x.open(4, "element", &[]);
     x.element(i, "JB_job_number", &[], &d.job_id.to_string());
-    x.element(i, "JB_ar", &[], &spec.ar.unwrap_or(0).to_string());
+    x.element(i, "JB_ar", &[], &spec.ar.map_or(0, |a| a.get()).to_string());
     x.element(i, "JB_exec_file", &[], &format!("job_scripts/{}", d.job_id));
     x.element(i, "JB_submission_time", &[], &d.submit_time.to_string());
     x.element(i, "JB_owner", &[], &d.owner.user);
@@ -285,7 +285,7 @@ pub fn render_xml(details: &[JobDetail]) -> String {
         job_xml(&mut x, d);
     }
     x.close(2, "djob_info");
-    let messages: Vec<(u64, &String)> = details
+    let messages: Vec<(gantry_proto::JobId, &String)> = details
         .iter()
         .flat_map(|d| d.reasons.iter().map(move |r| (d.job_id, r)))
         .collect();
@@ -438,12 +438,12 @@ pub fn render_json(details: &[JobDetail]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use gantry_proto::{JobOwner, JobSpec};
+    use gantry_proto::{JobId, JobOwner, JobSpec};
 
     /// Job 38 of `06_qsub_qdel_qacct.txt` (`qsub -h -N held -b y /bin/true` as user1).
     fn held() -> JobDetail {
         JobDetail {
-            job_id: 38,
+            job_id: JobId(38),
             spec: JobSpec {
                 hold: true,
                 env: vec![("SGE_O_HOME".into(), "/home/user1".into())],

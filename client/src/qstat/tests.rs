@@ -2,7 +2,7 @@
 //! pieces, and the other forms.
 
 use super::*;
-use gantry_proto::{HostReport, HostView, LoadValue, QueueInstanceView};
+use gantry_proto::{ArId, HostReport, HostView, JobId, LoadValue, QueueInstanceView, TaskId};
 
 fn fixture(name: &str) -> String {
     let all = include_str!("../../tests/fixtures/qstat.txt");
@@ -68,7 +68,7 @@ fn job_lines_pad_and_cut_as_the_format_does() {
             for queue in queues {
                 n += 1;
                 let j = JobViewRef {
-                    job_id: [1, 1234567, 12345678, u64::MAX][n as usize % 4],
+                    job_id: JobId([1, 1234567, 12345678, u64::MAX][n as usize % 4]),
                     name,
                     owner,
                     priority: (n as i32 * 97) % 2048 - 1023,
@@ -148,7 +148,7 @@ fn idle_cluster_matches_sge() {
 
 fn job<'a>(id: u64, state: JobState, queue: Option<&'a str>, tasks: &'a str) -> JobViewRef<'a> {
     JobViewRef {
-        job_id: id,
+        job_id: JobId(id),
         name: "sleep",
         owner: "user1",
         priority: 0,
@@ -170,22 +170,22 @@ fn scheduling_summary_matches_sge() {
     let fixture = crate::qquota::tests::fixture;
     let rule = "Jobs dropped because of exceeding limit in rule".to_string();
     assert_eq!(
-        render_scheduling_summary(&[(rule.clone(), vec![3, 4, 5, 6, 7])]),
+        render_scheduling_summary(&[(rule.clone(), [3, 4, 5, 6, 7].map(JobId).to_vec())]),
         "Jobs dropped because of exceeding limit in rule\n\t3,\t4,\t5,\t6,\t7\n"
     );
     assert_eq!(
-        render_scheduling_summary(&[(rule, vec![3, 4, 5, 7])]),
+        render_scheduling_summary(&[(rule, [3, 4, 5, 7].map(JobId).to_vec())]),
         fixture("qstat -j")
     );
     assert_eq!(
         render_scheduling_summary(&[
             (
                 "Jobs can not run because execution time not reached".into(),
-                vec![8]
+                vec![JobId(8)]
             ),
             (
                 "Jobs can not run because the resource requirements can not be satisfied".into(),
-                vec![10]
+                vec![JobId(10)]
             ),
         ]),
         fixture("qstat -j (two reasons)")
@@ -210,13 +210,13 @@ fn job_details_list_what_sge_lists_in_its_order() {
         queues: vec!["all.q".into()],
         project: Some("chem".into()),
         pe: Some(("smp".into(), "8".into())),
-        ar: Some(3),
+        ar: Some(ArId(3)),
         mail_options: "be".into(),
         reserve: true,
         ..gantry_proto::JobSpec::binary("sim", "", "head")
     };
     let d = gantry_proto::JobDetail {
-        job_id: 5,
+        job_id: JobId(5),
         spec,
         owner: gantry_proto::JobOwner {
             user: "alice".into(),
@@ -230,11 +230,11 @@ fn job_details_list_what_sge_lists_in_its_order() {
         errors: vec![],
         checkpoint_attr: None,
         running: vec![gantry_proto::RunningTask {
-            task_id: 1,
+            task_id: TaskId(1),
             host: "n1".into(),
             usage: Some(gantry_proto::TaskUsage {
-                job_id: 5,
-                task_id: 1,
+                job_id: JobId(5),
+                task_id: TaskId(1),
                 cpu: 65.0,
                 mem: 0.12345,
                 io: 0.00012,
@@ -360,7 +360,7 @@ fn a_listing_writes_each_line_as_alone() {
 fn a_long_listing_is_written_in_pieces_as_its_rows_are_decoded() {
     use gantry_proto::{encode, FromMaster, JobView};
     let view = |n: u64| JobView {
-        job_id: n,
+        job_id: JobId(n),
         name: format!("job{n}"),
         owner: "user1".into(),
         priority: 0,
@@ -415,7 +415,7 @@ fn job_lines_from_the_master_are_written_as_rows_are() {
     use gantry_common::joblines::{push_head, push_tail};
     use gantry_proto::{encode, FromMaster, JobLine, JobView};
     let view = |n: u64| JobView {
-        job_id: n * 997,
+        job_id: JobId(n * 997),
         name: format!("a-rather-long-name{n}"),
         owner: "user1".into(),
         priority: (n % 5) as i32 * 100 - 200,

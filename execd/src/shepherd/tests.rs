@@ -1,10 +1,10 @@
 use super::*;
-use gantry_proto::{JobOwner, JobSpec, TaskRange};
+use gantry_proto::{JobId, JobOwner, JobSpec, TaskId, TaskRange};
 
 fn start() -> JobStart {
     JobStart {
-        job_id: 42,
-        task_id: 3,
+        job_id: JobId(42),
+        task_id: TaskId(3),
         spec: JobSpec {
             hard_resources: vec![("h_rt".into(), "0:1:0".into())],
             array: Some(TaskRange {
@@ -97,8 +97,8 @@ fn signal_names_are_the_kernels() {
 #[test]
 fn reports_round_trip_and_partial_ones_are_not_reports() {
     let r = JobReport {
-        job_id: 1,
-        task_id: 1,
+        job_id: JobId(1),
+        task_id: TaskId(1),
         host: "h".into(),
         queue: "all.q@h".into(),
         exit_status: 3,

@@ -214,13 +214,13 @@ pub fn with_reservations(
     mut s: gantry_master::state::ClusterState,
     max_reservation: u32,
 ) -> gantry_master::state::ClusterState {
-    let ids: Vec<u64> = s.jobs.keys().copied().collect();
+    let ids: Vec<gantry_proto::JobId> = s.jobs.keys().copied().collect();
     for id in ids {
         let mut j = gantry_master::jobs::Job::clone(&s.jobs[&id]);
         j.spec.reserve = true;
         j.spec
             .hard_resources
-            .push(("h_rt".into(), (600 + (id % 6) * 600).to_string()));
+            .push(("h_rt".into(), (600 + (id.get() % 6) * 600).to_string()));
         s.apply(&Op::Put(Object::Job(j)));
     }
     let mut conf = (*s.sched).clone().expect("the scheduler configuration");
@@ -241,10 +241,10 @@ pub fn with_groups(
     n: u64,
     tree: bool,
 ) -> gantry_master::state::ClusterState {
-    let ids: Vec<u64> = s.jobs.keys().copied().collect();
+    let ids: Vec<gantry_proto::JobId> = s.jobs.keys().copied().collect();
     for id in ids {
         let mut j = gantry_master::jobs::Job::clone(&s.jobs[&id]);
-        j.spec.account = format!("g{}", id % n);
+        j.spec.account = format!("g{}", id.get() % n);
         s.apply(&Op::Put(Object::Job(j)));
     }
     if tree {

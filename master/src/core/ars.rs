@@ -4,13 +4,14 @@
 //! closes and its jobs go). The scheduler's part (where a reservation fits, what it
 //! holds in every cycle, its jobs placed inside it) is [`gantry_sched::ar`].
 
+use gantry_proto::{
+    AdvanceReservation, ArId, ArSpec, ArState, Caller, FromMaster, ItemResult, JobId, Refusal,
+    RefusalKind,
+};
 use std::collections::{HashMap, HashSet};
 
 use gantry_common::ar::{clock_state, matches_reference, window};
 use gantry_common::mail::ArEvent;
-use gantry_proto::{
-    AdvanceReservation, ArSpec, ArState, Caller, FromMaster, ItemResult, Refusal, RefusalKind,
-};
 use gantry_sched::ar::holds;
 
 use crate::core::decision::{Decision, Effect};
@@ -82,7 +83,7 @@ impl ClusterState {
                 .map_err(|e| refuse(RefusalKind::Invalid, e))?;
         }
         let mut ar = AdvanceReservation {
-            id: self.next_ar_id.max(1),
+            id: self.next_ar_id.max(ArId(1)),
             spec: spec.clone(),
             owner: caller.user.clone(),
             group: groups
@@ -103,7 +104,7 @@ impl ClusterState {
         // The request's resources, queues, parallel environment and checkpointing
         // environment are checked as a job's (SGE's words for unknown ones).
         let request = gantry_sched::ar::request_job(&ar, groups);
-        crate::core::jobs::check_spec(self, caller, groups, &request.spec, 0)?;
+        crate::core::jobs::check_spec(self, caller, groups, &request.spec, JobId(0))?;
         if let Some(u) = ar
             .spec
             .users
@@ -155,7 +156,10 @@ impl ClusterState {
             Vec::new()
         };
         Ok(Decision {
-            ops: vec![Op::Put(Object::NextArId(id + 1)), Op::Put(Object::Ar(ar))],
+            ops: vec![
+                Op::Put(Object::NextArId(id.next())),
+                Op::Put(Object::Ar(ar)),
+            ],
             effects,
             reply: FromMaster::Done {
                 messages: vec![format!("Your advance reservation {id} has been granted")],
@@ -195,7 +199,7 @@ impl ClusterState {
     }
 
     /// The jobs bound to a reservation.
-    fn jobs_of_ar(&self, id: u64) -> Vec<&Job> {
+    fn jobs_of_ar(&self, id: ArId) -> Vec<&Job> {
         self.jobs
             .values()
             .filter(|j| j.spec.ar == Some(id))

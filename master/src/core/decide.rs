@@ -4,7 +4,7 @@
 //! commits, then carries out the effects, then answers; a refused request writes
 //! nothing and has no effect.
 
-use gantry_proto::{Caller, FromMaster, ItemResult, Refusal, RefusalKind, ToExecd};
+use gantry_proto::{Caller, FromMaster, ItemResult, JobId, Refusal, RefusalKind, TaskId, ToExecd};
 
 pub use crate::core::decision::{Decision, Effect};
 use crate::core::state::{ClusterState, Object, Op};
@@ -20,10 +20,10 @@ pub struct ReportsDecided {
     pub effects: Vec<Effect>,
     /// Reports of tasks the state does not have (host, job, task as accounted):
     /// acknowledged all the same; the master logs those it has no record of.
-    pub unknown: Vec<(String, u64, u32)>,
+    pub unknown: Vec<(String, JobId, TaskId)>,
 }
 
-fn kill(host: String, job_id: u64, task_id: u32) -> Effect {
+fn kill(host: String, job_id: JobId, task_id: TaskId) -> Effect {
     Effect::Send {
         host,
         order: ToExecd::KillJob { job_id, task_id },
@@ -60,7 +60,7 @@ impl ClusterState {
         // With -f a running task is removed at once, without waiting for its report; it
         // is killed now if its execd is there, else when the execd registers again (a
         // late report is acknowledged without a record).
-        let mut targets: Vec<(u64, Option<(u32, u32)>)> = Vec::new();
+        let mut targets: Vec<(JobId, Option<(TaskId, TaskId)>)> = Vec::new();
         // Job names and patterns (`'*'`): the jobs of the users given with -u, else the
         // caller's own.
         let mut patterns: Vec<&str> = Vec::new();
@@ -134,11 +134,11 @@ impl ClusterState {
             }
             let mut job = crate::core::jobs::Job::clone(job);
             // Pending tasks go at once, as ranges (an array may have many).
-            let (lo, hi) = range.unwrap_or((0, u32::MAX));
+            let (lo, hi) = range.unwrap_or((TaskId(0), TaskId(u32::MAX)));
             let mut deleted_tasks = job.tasks.pending_mut().remove_within(lo, hi);
             let mut registered_tasks = Vec::new();
             // The others (running, being deleted, in error) one by one.
-            let selected: Vec<(u32, TaskState)> = job
+            let selected: Vec<(TaskId, TaskState)> = job
                 .tasks
                 .placed()
                 .filter(|(t, _)| (lo..=hi).contains(t))
@@ -475,15 +475,15 @@ impl ClusterState {
         use gantry_proto::ShepherdFailure;
         use std::collections::{HashMap, HashSet};
         let mut ops = Vec::new();
-        let mut changed: HashMap<u64, Job> = HashMap::new();
+        let mut changed: HashMap<JobId, Job> = HashMap::new();
         let mut acks = Vec::new();
-        let mut recorded: Vec<(u64, u32)> = Vec::new();
+        let mut recorded: Vec<(JobId, TaskId)> = Vec::new();
         let mut unknown = Vec::new();
-        let mut seen: HashSet<(u64, u32)> = HashSet::new();
+        let mut seen: HashSet<(JobId, TaskId)> = HashSet::new();
         let mut errored_now: Option<HashSet<(String, String)>> = None;
         for (host, report) in batch {
             let key = (report.job_id, report.task_id);
-            tracing::debug!(job = key.0, task = key.1, host = %host, "task report");
+            tracing::debug!(job = %key.0, task = %key.1, host = %host, "task report");
             acks.push(Effect::Send {
                 host: host.clone(),
                 order: ToExecd::ReportAck {
@@ -514,7 +514,7 @@ impl ClusterState {
                 let task = if self.jobs.get(&key.0).is_some_and(|j| j.is_array()) {
                     key.1
                 } else {
-                    0
+                    TaskId(0)
                 };
                 unknown.push((host.clone(), key.0, task));
                 continue;
@@ -531,8 +531,8 @@ impl ClusterState {
             if failure == Some(ShepherdFailure::BeforeJob) {
                 if let Some(TaskState::Running { host, queue, .. }) = job.tasks.get(key.1) {
                     tracing::warn!(
-                        job = key.0,
-                        task = key.1,
+                        job = %key.0,
+                        task = %key.1,
                         queue = %queue,
                         host = %host,
                         "queue instance set to error state: {}",
@@ -563,8 +563,8 @@ impl ClusterState {
             };
             if again {
                 tracing::info!(
-                    job = key.0,
-                    task = key.1,
+                    job = %key.0,
+                    task = %key.1,
                     host = %report.host,
                     "rescheduled: {} ({})",
                     if failure == Some(ShepherdFailure::Migrate) {
@@ -589,8 +589,8 @@ impl ClusterState {
             let setup_failure = failure.is_some_and(ShepherdFailure::is_job_error);
             if setup_failure && matches!(job.tasks.get(key.1), Some(TaskState::Running { .. })) {
                 tracing::info!(
-                    job = key.0,
-                    task = key.1,
+                    job = %key.0,
+                    task = %key.1,
                     "task could not be started: {}",
                     report.failure
                 );

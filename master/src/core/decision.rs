@@ -3,7 +3,7 @@
 //! log line) and the reply. The Cluster actor commits, then carries out the effects,
 //! then answers; a refused request writes nothing and has no effect.
 
-use gantry_proto::{FromMaster, Refusal, ToExecd};
+use gantry_proto::{FromMaster, JobId, Refusal, TaskId, ToExecd};
 
 use crate::core::state::Op;
 
@@ -50,14 +50,14 @@ pub enum Effect {
     Send { host: String, order: ToExecd },
     /// A job left without running (deleted while pending): its `qsub -sync y` waiters
     /// are answered.
-    JobLeft(u64),
+    JobLeft(JobId),
     /// A task was removed or its report recorded: its execd's confirmation of the start
     /// no longer counts.
-    Forget { job: u64, task: u32 },
+    Forget { job: JobId, task: TaskId },
     /// A job ended: `qstat -s z` shows it among the last `finished_jobs`.
     Finished(Box<gantry_proto::JobView>),
     /// A job ended with its tasks accounted: its `qsub -sync y` waiters get its outcome.
-    JobEnded(u64),
+    JobEnded(JobId),
     /// An advance reservation's mail (`qrsub -m`), if it asked for this event.
     ArMail(
         Box<gantry_proto::AdvanceReservation>,

@@ -7,14 +7,14 @@
 //! groups, the clock) comes in a [`Context`] the shell fills in; nothing here reads a
 //! file, a socket or a clock.
 
+use gantry_proto::{
+    AttrOp, Caller, FromMaster, ItemResult, JobId, JobScript, JobSpec, Refusal, RefusalKind,
+    ToMaster, Verify,
+};
 use std::collections::HashSet;
 use std::sync::Arc;
 
 use gantry_common::job::TaskState;
-use gantry_proto::{
-    AttrOp, Caller, FromMaster, ItemResult, JobScript, JobSpec, Refusal, RefusalKind, ToMaster,
-    Verify,
-};
 use gantry_sched::{KeptSnapshot, Time};
 
 use crate::core::decision::{Decision, Effect};
@@ -377,7 +377,7 @@ fn submit(
     mut spec: JobSpec,
     verify: Verify,
 ) -> Decision {
-    let id = state.next_job_id.max(1);
+    let id = state.next_job_id.max(JobId(1));
     // The script leaves the specification before anything copies it.
     let script = match &mut spec.script {
         JobScript::Script { contents, .. } => {
@@ -462,7 +462,7 @@ fn submit(
     if let Some(contents) = script {
         ops.push(Op::Script { job: id, contents });
     }
-    ops.push(Op::NextJobId(id + 1));
+    ops.push(Op::NextJobId(id.next()));
     ops.push(Op::Put(Object::Job(job)));
     Decision {
         ops,

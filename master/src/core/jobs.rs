@@ -2,13 +2,13 @@
 //! submission order, slots per queue instance, holds, dependencies, start times, array
 //! tasks one by one), deletion and the views `qstat` shows.
 
+use gantry_proto::{
+    AccountingRecord, Caller, JobId, JobOwner, JobReport, JobScript, JobSpec, JobStart, JobView,
+    Refusal, RefusalKind, TaskId, ValueType,
+};
 use std::collections::{HashMap, HashSet};
 
 use gantry_common::{complex, queue, value};
-use gantry_proto::{
-    AccountingRecord, Caller, JobOwner, JobReport, JobScript, JobSpec, JobStart, JobView, Refusal,
-    RefusalKind, ValueType,
-};
 
 use crate::core::state::{refuse, ClusterState};
 
@@ -165,7 +165,7 @@ fn names_a_queue_instance(state: &ClusterState, reference: &str) -> bool {
 pub fn check_array_dependencies(
     state: &ClusterState,
     spec: &JobSpec,
-    id: u64,
+    id: JobId,
 ) -> Result<(), Refusal> {
     if spec.hold_jids_ad.is_empty() {
         return Ok(());
@@ -270,7 +270,7 @@ pub fn check_spec(
     caller: &Caller,
     groups: &[String],
     spec: &JobSpec,
-    id: u64,
+    id: JobId,
 ) -> Result<JobSpec, Refusal> {
     // Names end up in other users' terminals (`qstat`) and in the accounting file's
     // lines (`qacct`): SGE's rules, and no control character at all.
@@ -398,7 +398,7 @@ pub fn validate_submission(
     caller: &Caller,
     groups: &[String],
     spec: &JobSpec,
-    id: u64,
+    id: JobId,
     now: i64,
 ) -> Result<Job, Refusal> {
     let conf = state.global();
@@ -660,7 +660,7 @@ impl ClusterState {
     }
 
     /// `qstat`'s rows: running tasks one by one, pending tasks of a job together.
-    pub fn job_views(&self, users: &[String], started: &HashSet<(u64, u32)>) -> Vec<JobView> {
+    pub fn job_views(&self, users: &[String], started: &HashSet<(JobId, TaskId)>) -> Vec<JobView> {
         self.jobs_image().views(users, started)
     }
 
@@ -677,11 +677,10 @@ impl ClusterState {
 mod listing;
 pub use listing::{zombie_view, JobsImage, ListingAnswer, ListingCache, ListingForm};
 
-/// Resolve `qdel` arguments to the tasks they name: `id`, `id.task`, `id.first-last`.
 /// The jobs a list of job ids and names (wildcards allowed) names, each once, in the
 /// list's order (`qstat -j 12,myjob*`).
-pub fn jobs_named(jobs: &gantry_sched::view::JobTable, refs: &[String]) -> Vec<u64> {
-    let mut out: Vec<u64> = Vec::new();
+pub fn jobs_named(jobs: &gantry_sched::view::JobTable, refs: &[String]) -> Vec<JobId> {
+    let mut out: Vec<JobId> = Vec::new();
     let mut seen = std::collections::HashSet::new();
     for r in refs {
         match parse_job_ref(r) {
@@ -702,7 +701,8 @@ pub fn jobs_named(jobs: &gantry_sched::view::JobTable, refs: &[String]) -> Vec<u
     out
 }
 
-pub fn parse_job_ref(text: &str) -> Option<(u64, Option<(u32, u32)>)> {
+/// Resolve `qdel` arguments to the tasks they name: `id`, `id.task`, `id.first-last`.
+pub fn parse_job_ref(text: &str) -> Option<(JobId, Option<(TaskId, TaskId)>)> {
     match text.split_once('.') {
         None => Some((text.parse().ok()?, None)),
         Some((id, tasks)) => {
@@ -809,7 +809,7 @@ mod tests {
             let mut j = crate::synthetic::job(2, "u1", &[], &[]);
             j.spec.array = array.map(range);
             j.spec.hold_jids_ad = refs.iter().map(|r| r.to_string()).collect();
-            validate_submission(&s, &caller, &[], &j.spec, 2, 0)
+            validate_submission(&s, &caller, &[], &j.spec, JobId(2), 0)
                 .map(|_| ())
                 .map_err(|r| r.message)
         };
@@ -825,12 +825,18 @@ mod tests {
 
     #[test]
     fn ranges_and_refs() {
-        assert_eq!(task_ranges(&[2, 3, 4, 5], 1), "2-5:1");
-        assert_eq!(task_ranges(&[1, 3, 5, 9], 2), "1-5:2,9");
-        assert_eq!(task_ranges(&[7], 1), "7");
-        assert_eq!(parse_job_ref("12"), Some((12, None)));
-        assert_eq!(parse_job_ref("12.3"), Some((12, Some((3, 3)))));
-        assert_eq!(parse_job_ref("12.3-5"), Some((12, Some((3, 5)))));
+        assert_eq!(task_ranges(&[2, 3, 4, 5].map(TaskId), 1), "2-5:1");
+        assert_eq!(task_ranges(&[1, 3, 5, 9].map(TaskId), 2), "1-5:2,9");
+        assert_eq!(task_ranges(&[TaskId(7)], 1), "7");
+        assert_eq!(parse_job_ref("12"), Some((JobId(12), None)));
+        assert_eq!(
+            parse_job_ref("12.3"),
+            Some((JobId(12), Some((TaskId(3), TaskId(3)))))
+        );
+        assert_eq!(
+            parse_job_ref("12.3-5"),
+            Some((JobId(12), Some((TaskId(3), TaskId(5)))))
+        );
         assert_eq!(parse_job_ref("x"), None);
     }
 
@@ -852,7 +858,7 @@ mod tests {
             let mut j = crate::synthetic::job(1, "u1", &[], &[]);
             j.spec.project = project.map(str::to_string);
             j.spec.pe = pe.map(|(a, b)| (a.to_string(), b.to_string()));
-            validate_submission(s, &caller, &[], &j.spec, 1, 0)
+            validate_submission(s, &caller, &[], &j.spec, JobId(1), 0)
                 .map(|_| ())
                 .map_err(|r| r.message)
         };

@@ -2,6 +2,7 @@
 //! [`ClusterView`]. The resource model, matching, the quota engine and the cycle are in
 //! the `gantry-sched` crate; what the master's callers and tests name is re-exported here.
 
+use gantry_proto::JobId;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
@@ -185,7 +186,7 @@ impl ClusterState {
     }
 
     /// See [`ClusterView::quota_blocked_jobs`].
-    pub fn quota_blocked_jobs(&self, connected: &HashSet<String>, now: Time) -> Vec<u64> {
+    pub fn quota_blocked_jobs(&self, connected: &HashSet<String>, now: Time) -> Vec<JobId> {
         self.view().quota_blocked_jobs(connected, now)
     }
 

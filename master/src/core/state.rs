@@ -6,15 +6,15 @@
 //! function that rebuilds the state from the spool at start. A refused request yields no
 //! change at all, so nothing is ever half-applied.
 
+use gantry_proto::{
+    ArId, Caller, ClusterQueue, ComplexAttr, Config, ExecHost, FromMaster, HostGroup, HostReport,
+    HostView, JobId, LoadValue, QueueInstanceView, Refusal, RefusalKind, TaskId,
+};
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 use gantry_common::{complex, config, exechost, load, queue};
-use gantry_proto::{
-    Caller, ClusterQueue, ComplexAttr, Config, ExecHost, FromMaster, HostGroup, HostReport,
-    HostView, LoadValue, QueueInstanceView, Refusal, RefusalKind,
-};
 use serde::{Deserialize, Serialize};
 
 mod exechosts;
@@ -52,7 +52,7 @@ pub enum Object {
     /// Suspended queue instances (`qmod -s`, state `s`): (queue, host).
     SuspendedQueues(Vec<(String, String)>),
     /// Tasks stopped by their queue's `suspend_thresholds`: (job, task).
-    ThresholdSuspended(Vec<(u64, u32)>),
+    ThresholdSuspended(Vec<(JobId, TaskId)>),
     /// A resource quota set and its place in SGE's order (the order of last change).
     QuotaSet {
         seq: u64,
@@ -68,7 +68,7 @@ pub enum Object {
     /// An advance reservation (`qrsub`).
     Ar(gantry_proto::AdvanceReservation),
     /// The next advance reservation id to hand out (ids are never used twice).
-    NextArId(u64),
+    NextArId(ArId),
     /// A host that joined and has not reported yet: its first load report gives it its
     /// slots in `all.q`.
     NewHost(String),
@@ -116,12 +116,12 @@ pub enum Op {
     /// A finished task's accounting record (its own table, never deleted).
     Account(Box<gantry_proto::AccountingRecord>),
     /// The next job id to hand out.
-    NextJobId(u64),
+    NextJobId(JobId),
     /// A submitted job's script, written to the spool's `job_scripts` directory before
     /// the other writes of its commit (and removed again if they fail). Never journaled:
     /// the job's record holds none of it.
     Script {
-        job: u64,
+        job: JobId,
         contents: Vec<u8>,
     },
     /// The index of a complex written by the same commit, made ahead off the actor's
@@ -132,22 +132,22 @@ pub enum Op {
 }
 
 /// The spool key of an advance reservation.
-pub fn ar_key(id: u64) -> String {
+pub fn ar_key(id: ArId) -> String {
     format!("ar/{id:020}")
 }
 
 /// The spool key of a job.
-pub fn job_key(id: u64) -> String {
+pub fn job_key(id: JobId) -> String {
     format!("job/{id:020}")
 }
 
 /// The spool key of a task removed with `qdel -f` that waits for its host's report.
-pub fn forced_key(job: u64, task: u32) -> String {
+pub fn forced_key(job: JobId, task: TaskId) -> String {
     format!("forced/{job:020}.{task}")
 }
 
 /// The job a spool key names, if it names one.
-pub fn job_of_key(key: &str) -> Option<u64> {
+pub fn job_of_key(key: &str) -> Option<JobId> {
     key.strip_prefix("job/")?.parse().ok()
 }
 
@@ -184,12 +184,12 @@ pub struct ClusterState {
     pub master_host: String,
     /// Tasks removed with `qdel -f` whose host has not reported their end yet: their
     /// accounting records but for the report, by (job, task).
-    pub forced_away: BTreeMap<(u64, u32), gantry_proto::AccountingRecord>,
+    pub forced_away: BTreeMap<(JobId, TaskId), gantry_proto::AccountingRecord>,
     /// Certificate fingerprint (hex) -> host.
     pub host_certs: HashMap<String, String>,
     pub runtime: Arc<RuntimeTable>,
     pub jobs: Arc<JobTable>,
-    pub next_job_id: u64,
+    pub next_job_id: JobId,
     /// Disabled queue instances (`qmod -d`): (queue, host).
     pub disabled: Arc<HashSet<(String, String)>>,
     pub usersets: Arc<BTreeMap<String, gantry_proto::UserSet>>,
@@ -208,16 +208,16 @@ pub struct ClusterState {
     /// Suspended queue instances (`s`).
     pub suspended_queues: Arc<HashSet<(String, String)>>,
     /// Tasks stopped by their queue's `suspend_thresholds` (shown `S`).
-    pub threshold_suspended: Arc<BTreeSet<(u64, u32)>>,
+    pub threshold_suspended: Arc<BTreeSet<(JobId, TaskId)>>,
     /// Resource quota sets by name, with their place in SGE's order.
     pub quota_sets: BTreeMap<String, (u64, gantry_common::rqs::QuotaSet)>,
     /// The sets compiled, and what running jobs use under them (derived; kept as tasks
     /// start and end, rebuilt when the configuration it depends on changes).
     pub quota_book: Arc<gantry_sched::quota::QuotaBook>,
     /// The advance reservations, by id.
-    pub ars: Arc<BTreeMap<u64, gantry_proto::AdvanceReservation>>,
+    pub ars: Arc<BTreeMap<ArId, gantry_proto::AdvanceReservation>>,
     /// The next advance reservation id (0 until the first is granted: then 1).
-    pub next_ar_id: u64,
+    pub next_ar_id: ArId,
     /// The tree of hierarchical group quotas, each parent before its children.
     pub group_tree: Arc<Vec<gantry_proto::GroupEntry>>,
     /// Hosts that joined and have not reported yet (their slots in `all.q` come with
@@ -237,15 +237,15 @@ pub struct ClusterState {
 #[derive(Debug, Clone, Default)]
 pub struct Live {
     /// Tasks whose execd confirmed the start (`r` rather than `t`).
-    pub started: HashSet<(u64, u32)>,
+    pub started: HashSet<(JobId, TaskId)>,
     /// What running tasks used, as their execds last said (`qstat -j`).
-    pub task_usage: HashMap<(u64, u32), gantry_proto::TaskUsage>,
+    pub task_usage: HashMap<(JobId, TaskId), gantry_proto::TaskUsage>,
     /// The last `finished_jobs` jobs that ended, for `qstat -s z` (in memory, as SGE).
     pub finished: std::collections::VecDeque<gantry_proto::JobView>,
     /// When `suspend_thresholds` last stopped or continued a job in a queue instance.
     pub threshold_acted: HashMap<(String, String), i64>,
     /// The last cycle's resource reservations (`-R y`), by job.
-    pub reservations: HashMap<u64, gantry_sched::backfill::Reservation>,
+    pub reservations: HashMap<JobId, gantry_sched::backfill::Reservation>,
     /// The last cycle's group allocation and the tree it allocated (`qquota -g`).
     pub group_allocation: Option<(
         Arc<Vec<gantry_proto::GroupEntry>>,
@@ -424,7 +424,7 @@ impl ClusterState {
                 } else if let Some(h) = key.strip_prefix("newhost/") {
                     self.new_hosts.remove(h);
                 } else if let Some(id) = key.strip_prefix("ar/") {
-                    if let Ok(id) = id.parse::<u64>() {
+                    if let Ok(id) = id.parse::<ArId>() {
                         Arc::make_mut(&mut self.ars).remove(&id);
                     }
                 } else if let Some(name) = key.strip_prefix("pe/") {
@@ -440,7 +440,7 @@ impl ClusterState {
                 } else if let Some(fp) = key.strip_prefix("hostcert/") {
                     self.host_certs.remove(fp);
                 } else if let Some(id) = key.strip_prefix("job/") {
-                    if let Ok(id) = id.parse::<u64>() {
+                    if let Ok(id) = id.parse::<JobId>() {
                         if let Some(old) = Arc::make_mut(&mut self.jobs).remove(&id) {
                             self.count_quota_usage(&old, -1.0);
                         }

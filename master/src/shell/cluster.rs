@@ -2,6 +2,7 @@
 //! pure functions in [`crate::core::state`]; a change is committed to the spool before it is
 //! applied and acknowledged.
 
+use gantry_proto::{FromMaster, JobId, JobScript, Refusal, RefusalKind, ToExecd};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -9,7 +10,6 @@ use std::time::{Duration, Instant};
 use actix::prelude::*;
 use gantry_net::cell::MasterPaths;
 use gantry_net::tls::Ca;
-use gantry_proto::{FromMaster, JobScript, Refusal, RefusalKind, ToExecd};
 use tokio::sync::mpsc::UnboundedSender;
 use tracing::{error, info, warn};
 
@@ -94,9 +94,9 @@ pub struct Cluster {
     /// Hosts already logged as unreachable (so the log says it once).
     unreachable: HashSet<String>,
     /// `qsub -sync y` clients waiting for a job's end.
-    waiters: HashMap<u64, Vec<tokio::sync::oneshot::Sender<FromMaster>>>,
+    waiters: HashMap<JobId, Vec<tokio::sync::oneshot::Sender<FromMaster>>>,
     /// `qsub -now y` clients waiting for a job's start.
-    start_waiters: HashMap<u64, Vec<tokio::sync::oneshot::Sender<FromMaster>>>,
+    start_waiters: HashMap<JobId, Vec<tokio::sync::oneshot::Sender<FromMaster>>>,
     /// A scheduling pass is queued behind the messages already waiting, so that a burst
     /// of submissions or completions is scheduled (and its dispatches committed) at once.
     schedule_queued: bool,
@@ -274,7 +274,7 @@ impl Cluster {
         scripts.remove_partial_writes();
         // A job spooled with its script inside (a cell from before job_scripts): the
         // script moves out, so that memory holds none.
-        let inline: Vec<u64> = state
+        let inline: Vec<JobId> = state
             .jobs
             .values()
             .filter(|j| matches!(&j.spec.script, JobScript::Script { contents, .. } if !contents.is_empty()))
@@ -347,15 +347,15 @@ impl Cluster {
 
     /// An execd reported a task of job `id`: a job id the spool may have lost (a damaged
     /// journal recovered without it) is never handed out again.
-    fn job_id_seen(&mut self, id: u64) {
+    fn job_id_seen(&mut self, id: JobId) {
         if id >= self.state.next_job_id {
             warn!(
-                job = id,
+                job = %id,
                 "an execd reports a job id the spool does not know; job ids continue above it"
             );
-            if self.commit(&[Op::NextJobId(id + 1)]).is_err() {
+            if self.commit(&[Op::NextJobId(id.next())]).is_err() {
                 // Not durable: at least this run of the master does not reuse it.
-                self.state.next_job_id = id + 1;
+                self.state.next_job_id = id.next();
             } else {
                 self.trigger.state_changed = true;
             }
@@ -370,8 +370,8 @@ impl Cluster {
                 Ok(script) => *contents = script,
                 Err(e) => {
                     error!(
-                        job = d.job_id,
-                        task = d.task_id,
+                        job = %d.job_id,
+                        task = %d.task_id,
                         "the job script is missing from the spool ({e}): the task is not sent"
                     );
                     return None;
@@ -396,11 +396,11 @@ impl Cluster {
     /// script directory first; if the rest cannot be written, it goes again.
     fn commit(&mut self, ops: &[Op]) -> Result<(), Refusal> {
         let started = Instant::now();
-        let mut written: Vec<u64> = Vec::new();
+        let mut written: Vec<JobId> = Vec::new();
         for op in ops {
             if let Op::Script { job, contents } = op {
                 if let Err(e) = self.scripts.put(*job, contents) {
-                    error!(job = *job, "cannot spool the job script: {e}");
+                    error!(job = %job, "cannot spool the job script: {e}");
                     for id in written {
                         let _ = self.scripts.remove(id);
                     }
@@ -444,7 +444,7 @@ impl Cluster {
                 self.script_bytes.remove(id);
                 if let Err(e) = self.scripts.remove(id) {
                     warn!(
-                        job = id,
+                        job = %id,
                         "cannot remove the job's script from the spool: {e}"
                     );
                 }
@@ -646,8 +646,8 @@ impl Cluster {
     /// `qsub -now y` jobs a cycle could not start whole are removed, as SGE removes them:
     /// they were not to wait. Only a job that is still as the cycle saw it goes (nothing
     /// of it started or failed since); its waiting `qsub` is told.
-    fn remove_unplaced_immediate_jobs(&mut self, ids: &[u64]) {
-        let gone: Vec<u64> = ids
+    fn remove_unplaced_immediate_jobs(&mut self, ids: &[JobId]) {
+        let gone: Vec<JobId> = ids
             .iter()
             .copied()
             .filter(|id| {
@@ -668,7 +668,7 @@ impl Cluster {
         }
         self.trigger.state_changed = true;
         for id in gone {
-            info!(job = id, "immediate job could not be scheduled: removed");
+            info!(job = %id, "immediate job could not be scheduled: removed");
             if let Some(waiters) = self.start_waiters.remove(&id) {
                 for w in waiters {
                     let _ = w.send(crate::shell::cluster::clients::not_scheduled());
@@ -681,7 +681,7 @@ impl Cluster {
     /// Commit the dispatches, then send them to their execds.
     fn dispatch(&mut self, decisions: &[crate::core::sched::Dispatch]) {
         let now = self.unix_now();
-        let mut changed: HashMap<u64, crate::core::jobs::Job> = HashMap::new();
+        let mut changed: HashMap<JobId, crate::core::jobs::Job> = HashMap::new();
         for d in decisions {
             let Some(job) = self.state.jobs.get(&d.job_id) else {
                 continue;

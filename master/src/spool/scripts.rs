@@ -6,6 +6,7 @@
 //! an execd, and removed once the job has left the master. Removing a file gives its
 //! space back at once.
 
+use gantry_proto::JobId;
 use std::io::{self, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
@@ -16,20 +17,20 @@ use std::path::{Path, PathBuf};
 /// come and go.
 #[derive(Debug, Default)]
 pub struct ScriptBytes {
-    by_job: std::collections::HashMap<u64, (u32, u64)>,
+    by_job: std::collections::HashMap<JobId, (u32, u64)>,
     by_user: std::collections::HashMap<u32, u64>,
 }
 
 impl ScriptBytes {
     /// Job `job` of user `uid` holds a script of `bytes`.
-    pub fn add(&mut self, job: u64, uid: u32, bytes: u64) {
+    pub fn add(&mut self, job: JobId, uid: u32, bytes: u64) {
         self.remove(job);
         self.by_job.insert(job, (uid, bytes));
         *self.by_user.entry(uid).or_insert(0) += bytes;
     }
 
     /// Job `job`'s script is gone.
-    pub fn remove(&mut self, job: u64) {
+    pub fn remove(&mut self, job: JobId) {
         if let Some((uid, bytes)) = self.by_job.remove(&job) {
             if let Some(total) = self.by_user.get_mut(&uid) {
                 *total = total.saturating_sub(bytes);
@@ -65,14 +66,14 @@ impl JobScripts {
         })
     }
 
-    fn path(&self, job: u64) -> PathBuf {
+    fn path(&self, job: JobId) -> PathBuf {
         self.dir.join(job.to_string())
     }
 
     /// Store a job's script durably (written to a temporary name, synced, renamed).
     /// A write that fails (a full disk) leaves nothing behind: the job is refused, and
     /// what was written of its script is removed at once.
-    pub fn put(&self, job: u64, contents: &[u8]) -> io::Result<()> {
+    pub fn put(&self, job: JobId, contents: &[u8]) -> io::Result<()> {
         let tmp = self.dir.join(format!(".{job}.new"));
         let written = (|| {
             let mut f = std::fs::OpenOptions::new()
@@ -94,16 +95,16 @@ impl JobScripts {
     }
 
     /// The size of a job's stored script.
-    pub fn size(&self, job: u64) -> Option<u64> {
+    pub fn size(&self, job: JobId) -> Option<u64> {
         std::fs::metadata(self.path(job)).ok().map(|m| m.len())
     }
 
-    pub fn get(&self, job: u64) -> io::Result<Vec<u8>> {
+    pub fn get(&self, job: JobId) -> io::Result<Vec<u8>> {
         std::fs::read(self.path(job))
     }
 
     /// Forget a job's script (a missing one is no error).
-    pub fn remove(&self, job: u64) -> io::Result<()> {
+    pub fn remove(&self, job: JobId) -> io::Result<()> {
         match std::fs::remove_file(self.path(job)) {
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
             other => other,
@@ -111,7 +112,7 @@ impl JobScripts {
     }
 
     /// The jobs with a script here (leftovers of an interrupted write excluded).
-    pub fn jobs(&self) -> Vec<u64> {
+    pub fn jobs(&self) -> Vec<JobId> {
         std::fs::read_dir(&self.dir)
             .map(|entries| {
                 entries
@@ -141,21 +142,21 @@ mod tests {
     #[test]
     fn script_bytes_are_counted_per_user() {
         let mut b = ScriptBytes::default();
-        b.add(1, 1000, 300);
-        b.add(2, 1000, 200);
-        b.add(3, 1001, 50);
+        b.add(JobId(1), 1000, 300);
+        b.add(JobId(2), 1000, 200);
+        b.add(JobId(3), 1001, 50);
         assert_eq!(
             (b.of_user(1000), b.of_user(1001), b.of_user(7)),
             (500, 50, 0)
         );
         // Counted again, not twice.
-        b.add(2, 1000, 250);
+        b.add(JobId(2), 1000, 250);
         assert_eq!(b.of_user(1000), 550);
-        b.remove(1);
-        b.remove(1);
-        b.remove(99);
+        b.remove(JobId(1));
+        b.remove(JobId(1));
+        b.remove(JobId(99));
         assert_eq!(b.of_user(1000), 250);
-        b.remove(2);
+        b.remove(JobId(2));
         assert_eq!(b.of_user(1000), 0);
         assert!(!b.by_user.contains_key(&1000));
     }
@@ -164,21 +165,21 @@ mod tests {
     fn scripts_are_stored_read_and_removed() {
         let tmp = tempfile::tempdir().unwrap();
         let s = JobScripts::open(&tmp.path().join("job_scripts")).unwrap();
-        s.put(7, b"#!/bin/sh\necho hi\n").unwrap();
-        s.put(8, b"").unwrap();
-        assert_eq!(s.get(7).unwrap(), b"#!/bin/sh\necho hi\n");
-        assert_eq!(s.get(8).unwrap(), b"");
+        s.put(JobId(7), b"#!/bin/sh\necho hi\n").unwrap();
+        s.put(JobId(8), b"").unwrap();
+        assert_eq!(s.get(JobId(7)).unwrap(), b"#!/bin/sh\necho hi\n");
+        assert_eq!(s.get(JobId(8)).unwrap(), b"");
         std::fs::write(tmp.path().join("job_scripts/.9.new"), "partial").unwrap();
         let mut jobs = s.jobs();
         jobs.sort_unstable();
-        assert_eq!(jobs, vec![7, 8]);
+        assert_eq!(jobs, vec![JobId(7), JobId(8)]);
         s.remove_partial_writes();
         assert!(!tmp.path().join("job_scripts/.9.new").exists());
-        s.remove(7).unwrap();
-        s.remove(7).unwrap();
-        assert!(s.get(7).is_err());
+        s.remove(JobId(7)).unwrap();
+        s.remove(JobId(7)).unwrap();
+        assert!(s.get(JobId(7)).is_err());
         // Opening again keeps what is there.
         let again = JobScripts::open(&tmp.path().join("job_scripts")).unwrap();
-        assert_eq!(again.jobs(), vec![8]);
+        assert_eq!(again.jobs(), vec![JobId(8)]);
     }
 }

@@ -4,6 +4,7 @@
 //! after which the journal starts over). Reads see the database and the changes not yet
 //! in it; opening the spool applies what the journal holds beyond the database.
 
+use gantry_proto::{JobId, TaskId};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -132,7 +133,7 @@ struct Unapplied {
     /// The accounting records among the changes, by task.
     accounts: BTreeMap<(u64, u32, u32), gantry_proto::AccountingRecord>,
     /// The last `NextJobId` among the changes.
-    next_job_id: Option<u64>,
+    next_job_id: Option<JobId>,
 }
 
 impl Unapplied {
@@ -206,7 +207,7 @@ fn write_ops(txn: &redb::WriteTransaction, ops: &[Op]) -> Result<(), StoreError>
                 acct.insert(account_key(r), bytes.as_slice())?;
             }
             Op::NextJobId(n) => {
-                meta.insert("next_job_id", n.to_be_bytes().as_slice())?;
+                meta.insert("next_job_id", n.get().to_be_bytes().as_slice())?;
             }
             // Written beside the database by the commit that carried it.
             Op::Script { .. } => {}
@@ -237,8 +238,10 @@ fn write_checkpoint(
     Ok(())
 }
 
+/// An accounting record's key in the spool's table: (job, task (0: none), attempt) as
+/// numbers, the order `qacct` lists them in.
 fn account_key(r: &gantry_proto::AccountingRecord) -> (u64, u32, u32) {
-    (r.job_id, r.task_id.unwrap_or(0), r.attempt)
+    (r.job_id.get(), r.task_id.map_or(0, TaskId::get), r.attempt)
 }
 
 fn meta_u64(txn: &redb::ReadTransaction, key: &str) -> Result<Option<u64>, StoreError> {
@@ -517,8 +520,8 @@ impl Store {
     /// job id is raised above every id the spool holds, and by `lost_changes` more (each
     /// lost change may have been a submission).
     fn mark_running(&mut self, lost_changes: u64) -> Result<(), StoreError> {
-        let floor = self.highest_job_id()?.map_or(1, |id| id + 1) + lost_changes;
-        let recorded = self.next_job_id()?;
+        let floor = self.highest_job_id()?.map_or(1, |id| id.get() + 1) + lost_changes;
+        let recorded = self.next_job_id()?.get();
         let txn = self.db()?.begin_write()?;
         {
             let mut meta = txn.open_table(META)?;
@@ -534,7 +537,7 @@ impl Store {
     }
 
     /// The highest job id the spool holds (jobs and accounting records).
-    fn highest_job_id(&self) -> Result<Option<u64>, StoreError> {
+    fn highest_job_id(&self) -> Result<Option<JobId>, StoreError> {
         let txn = self.db()?.begin_read()?;
         let objects = txn.open_table(OBJECTS)?;
         let job = objects
@@ -543,7 +546,7 @@ impl Store {
             .transpose()?
             .and_then(|(k, _)| crate::core::state::job_of_key(k.value()));
         let acct = txn.open_table(ACCOUNTING)?;
-        let accounted = acct.last()?.map(|(k, _)| k.value().0);
+        let accounted = acct.last()?.map(|(k, _)| JobId(k.value().0));
         Ok(job.max(accounted))
     }
 
@@ -750,7 +753,7 @@ impl Store {
     }
 
     /// The next job id recorded in the spool.
-    pub fn next_job_id(&self) -> Result<u64, StoreError> {
+    pub fn next_job_id(&self) -> Result<JobId, StoreError> {
         if let Some(n) = self.batches().filter_map(|b| b.next_job_id).last() {
             return Ok(n);
         }
@@ -759,12 +762,13 @@ impl Store {
         Ok(meta
             .get("next_job_id")?
             .and_then(|v| <[u8; 8]>::try_from(v.value()).ok())
-            .map_or(1, u64::from_be_bytes))
+            .map_or(JobId(1), |b| JobId(u64::from_be_bytes(b))))
     }
 
     /// Is there an accounting record for this task?
-    pub fn has_accounting(&self, job_id: u64, task_id: u32) -> Result<bool, StoreError> {
-        let task = (job_id, task_id, 0)..=(job_id, task_id, u32::MAX);
+    pub fn has_accounting(&self, job_id: JobId, task_id: TaskId) -> Result<bool, StoreError> {
+        let (job, task) = (job_id.get(), task_id.get());
+        let task = (job, task, 0)..=(job, task, u32::MAX);
         if self
             .batches()
             .any(|b| b.accounts.range(task.clone()).next().is_some())

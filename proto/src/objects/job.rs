@@ -4,6 +4,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::ids::{ArId, JobId, TaskId};
+
 /// What a job runs: a script (its contents travel with the job) or a binary (`-b y`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum JobScript {
@@ -54,7 +56,7 @@ pub struct JobSpec {
     /// `-pe name slot_range`
     pub pe: Option<(String, String)>,
     /// `-ar id`
-    pub ar: Option<u64>,
+    pub ar: Option<ArId>,
     /// `-m`: when mail is sent, SGE's letters in its order (`a` abort, `b` beginning,
     /// `e` end, `n` never, `s` suspension); empty when not given.
     pub mail_options: String,
@@ -192,8 +194,8 @@ pub struct JobOwner {
 /// A task the master tells an execd to start.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct JobStart {
-    pub job_id: u64,
-    pub task_id: u32,
+    pub job_id: JobId,
+    pub task_id: TaskId,
     pub spec: JobSpec,
     pub owner: JobOwner,
     pub queue: String,
@@ -340,8 +342,8 @@ impl ShepherdFailure {
 /// How a task ended, as its supervisor recorded it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct JobReport {
-    pub job_id: u64,
-    pub task_id: u32,
+    pub job_id: JobId,
+    pub task_id: TaskId,
     pub host: String,
     pub queue: String,
     /// The exit status SGE reports: the exit code, or 128 + signal.
@@ -419,8 +421,8 @@ impl JobReport {
 /// One finished task's accounting record (`qacct`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AccountingRecord {
-    pub job_id: u64,
-    pub task_id: Option<u32>,
+    pub job_id: JobId,
+    pub task_id: Option<TaskId>,
     pub job_name: String,
     pub owner: String,
     pub group: String,
@@ -433,7 +435,7 @@ pub struct AccountingRecord {
     /// or a migration, each accounted): records of one task are told apart by it.
     pub attempt: u32,
     /// The advance reservation the job ran in: its id and submission time.
-    pub ar: Option<(u64, i64)>,
+    pub ar: Option<(ArId, i64)>,
     pub report: JobReport,
 }
 
@@ -544,7 +546,7 @@ pub struct ItemResult {
 /// A job task as `qstat` shows it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct JobView {
-    pub job_id: u64,
+    pub job_id: JobId,
     pub name: String,
     pub owner: String,
     pub priority: i32,
@@ -629,15 +631,15 @@ pub struct JobChanges {
     /// `-w`: how the changed job is verified (`v` and `p` only verify, change nothing).
     pub verify: Verify,
     /// `-ar id`: the advance reservation (only of a job none of whose tasks runs).
-    pub ar: Option<u64>,
+    pub ar: Option<ArId>,
 }
 
 /// What a running task has used so far, as its execd measures it (`qstat -j`'s
 /// `usage` line), and the cores it was bound to.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TaskUsage {
-    pub job_id: u64,
-    pub task_id: u32,
+    pub job_id: JobId,
+    pub task_id: TaskId,
     /// CPU seconds (user and system, of every process of the task).
     pub cpu: f64,
     /// Memory over time: the integral of `vmem`, in GB seconds.
@@ -654,7 +656,7 @@ pub struct TaskUsage {
 /// A running task of a job, as `qstat -j` shows it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunningTask {
-    pub task_id: u32,
+    pub task_id: TaskId,
     pub host: String,
     /// The last measurement its execd sent (None: none yet).
     pub usage: Option<TaskUsage>,
@@ -663,7 +665,7 @@ pub struct RunningTask {
 /// Everything `qstat -j` shows about a job.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct JobDetail {
-    pub job_id: u64,
+    pub job_id: JobId,
     pub spec: JobSpec,
     pub owner: JobOwner,
     pub group: String,
@@ -671,7 +673,7 @@ pub struct JobDetail {
     /// Why its pending tasks do not run (SGE's "scheduling info").
     pub reasons: Vec<String>,
     /// Tasks in error state and why (`Eqw`).
-    pub errors: Vec<(u32, String)>,
+    pub errors: Vec<(TaskId, String)>,
     /// Its running tasks, with what they used.
     pub running: Vec<RunningTask>,
     /// A checkpointing job: when it is checkpointed (its `-c` letters, else its

@@ -3,7 +3,7 @@
 //! placed inside it.
 #![allow(clippy::unwrap_used)]
 
-use gantry_proto::{AdvanceReservation, ArSpec, ArState, Grant};
+use gantry_proto::{AdvanceReservation, ArId, ArSpec, ArState, Grant, JobId, TaskId};
 
 use crate::ar::Granted;
 use crate::cycle::CannotRun;
@@ -26,7 +26,7 @@ fn ar(id: u64, start: i64, end: i64, change: impl FnOnce(&mut ArSpec)) -> Advanc
     };
     change(&mut spec);
     AdvanceReservation {
-        id,
+        id: ArId(id),
         spec,
         owner: "u1".into(),
         group: "u1".into(),
@@ -74,7 +74,7 @@ fn dispatched(s: &Cluster, now: i64) -> Vec<(u64, String)> {
         .schedule(Time::from_secs(now), &s.connected())
         .dispatches
         .into_iter()
-        .map(|d| (d.job_id, d.host))
+        .map(|d| (d.job_id.get(), d.host))
         .collect()
 }
 
@@ -137,9 +137,11 @@ fn ordinary_jobs_run_only_where_they_end_before_a_window_opens() {
     s.put_job(job(3, "u1", &[], &[]));
     // Only the job that ends before the window (at 910) starts.
     assert_eq!(dispatched(&s, 10), vec![(1, "n1".to_string())]);
-    let why = s
-        .view()
-        .explain(s.jobs.get(&3).unwrap(), &s.connected(), Time::from_secs(10));
+    let why = s.view().explain(
+        s.jobs.get(&JobId(3)).unwrap(),
+        &s.connected(),
+        Time::from_secs(10),
+    );
     assert!(
         why.iter().any(|r| r.contains("dropped because it is full")),
         "{why:?}"
@@ -158,7 +160,7 @@ fn a_reservations_jobs_run_inside_it_and_only_while_it_is_open() {
     .unwrap();
     let in_ar = |id: u64, hard: &[(&str, &str)]| {
         let mut j = job(id, "u1", hard, &[]);
-        j.spec.ar = Some(7);
+        j.spec.ar = Some(ArId(7));
         j
     };
     for id in 1..=4 {
@@ -169,7 +171,7 @@ fn a_reservations_jobs_run_inside_it_and_only_while_it_is_open() {
     // Before the window: no job of it starts; the ordinary one does (it ends in time).
     assert_eq!(dispatched(&s, 10).len(), 1);
     // Inside the window: three of its jobs, one per reserved slot, and none beyond.
-    s.ars.get_mut(&7).unwrap().state = ArState::Running;
+    s.ars.get_mut(&ArId(7)).unwrap().state = ArState::Running;
     let d = dispatched(&s, 110);
     let mine: Vec<u64> = d.iter().map(|(j, _)| *j).filter(|j| *j <= 5).collect();
     assert_eq!(mine, vec![1, 2, 3], "{d:?}");
@@ -181,7 +183,7 @@ fn a_reservations_jobs_run_inside_it_and_only_while_it_is_open() {
     assert!(dispatched(&s2, 110).iter().all(|(j, _)| *j != 5));
     // In hard error handling an errored reservation takes no jobs.
     let mut s3 = s.clone();
-    let a = s3.ars.get_mut(&7).unwrap();
+    let a = s3.ars.get_mut(&ArId(7)).unwrap();
     a.state = ArState::Error;
     a.spec.hard_error = true;
     assert!(dispatched(&s3, 110).iter().all(|(j, _)| *j > 5));
@@ -309,7 +311,7 @@ mod model {
                     }
                     Step::End(n) => {
                         if let Some(&id) = s.jobs.keys().nth(n) {
-                            s.remove_job(id);
+                            s.remove_job(id.get());
                         }
                     }
                 }
@@ -329,14 +331,14 @@ fn a_job_of_a_reservation_must_end_duration_offset_before_it() {
     let mut a = ar(3, 100, 200, |_| {});
     a.state = ArState::Running;
     grant(&mut s, a, 10).unwrap();
-    s.ars.get_mut(&3).unwrap().state = ArState::Running;
+    s.ars.get_mut(&ArId(3)).unwrap().state = ArState::Running;
     let mut j = job(1, "u1", &[("h_rt", "60")], &[]);
-    j.spec.ar = Some(3);
+    j.spec.ar = Some(ArId(3));
     s.put_job(j);
     // 110 + 60 + DURATION_OFFSET (60 by default) is past 200: it waits, and says why.
     assert!(dispatched(&s, 110).is_empty());
     let why = s.view().explain(
-        s.jobs.get(&1).unwrap(),
+        s.jobs.get(&JobId(1)).unwrap(),
         &s.connected(),
         Time::from_secs(110),
     );
@@ -363,10 +365,10 @@ fn a_job_fits_a_reservation_only_within_what_it_holds() {
         10,
     )
     .unwrap();
-    let a = s.ars[&5].clone();
+    let a = s.ars[&ArId(5)].clone();
     let fits = |hard: &[(&str, &str)], pe: Option<&str>| {
         let mut j = job(1, "u1", hard, &[]);
-        j.spec.ar = Some(5);
+        j.spec.ar = Some(ArId(5));
         j.spec.pe = pe.map(|n| ("smp".to_string(), n.to_string()));
         s.view().could_run_in_reservation(&j, &a)
     };
@@ -418,8 +420,8 @@ fn running_parallel_tasks_hold_their_environments_slots_until_they_end() {
         .view()
         .schedule(Time::from_secs(0), &s.connected())
         .dispatches;
-    let mut j = gantry_common::job::Job::clone(&s.jobs[&1]);
-    j.tasks.insert(1, crate::synthetic::running(&d[0]));
+    let mut j = gantry_common::job::Job::clone(&s.jobs[&JobId(1)]);
+    j.tasks.insert(TaskId(1), crate::synthetic::running(&d[0]));
     s.put_job(j);
     let smp = |a: &mut ArSpec| a.pe = Some(("smp".into(), "1".into()));
     // While it runs, no smp slot is left; once its run time is over, all three are.

@@ -3,6 +3,7 @@
 
 use crate::synthetic::{job, Cluster};
 use crate::time::Time;
+use gantry_proto::JobId;
 
 const LOAD: &[(&str, &str)] = &[
     ("arch", "lx-amd64"),
@@ -61,10 +62,10 @@ fn busy(max_reservation: &str) -> Cluster {
 fn cycle(s: &Cluster, now: i64) -> (Vec<u64>, Vec<(u64, i64)>) {
     let d = s.view().schedule(Time::from_secs(now), &s.connected());
     (
-        d.dispatches.iter().map(|d| d.job_id).collect(),
+        d.dispatches.iter().map(|d| d.job_id.get()).collect(),
         d.reservations
             .iter()
-            .map(|r| (r.job_id, r.start.secs()))
+            .map(|r| (r.job_id.get(), r.start.secs()))
             .collect(),
     )
 }
@@ -144,7 +145,7 @@ fn a_reservation_counts_in_its_group_as_the_start_it_stands_for() {
         s.remove_job(1);
         s.group_tree = gantry_common::groups::parse_groups("physics 1.0 TRUE FALSE").unwrap();
         for id in [10, 11] {
-            let mut j = gantry_common::job::Job::clone(&s.jobs[&id]);
+            let mut j = gantry_common::job::Job::clone(&s.jobs[&JobId(id)]);
             j.spec.account = "physics".into();
             j.spec.reserve = reserve && id == 10;
             s.put_job(j);
@@ -168,7 +169,7 @@ fn a_parallel_job_takes_its_slots_of_its_group_once() {
         s.remove_job(id);
     }
     s.group_tree = gantry_common::groups::parse_groups("physics 1.0 FALSE FALSE").unwrap();
-    let mut j = gantry_common::job::Job::clone(&s.jobs[&10]);
+    let mut j = gantry_common::job::Job::clone(&s.jobs[&JobId(10)]);
     j.spec.account = "physics".into();
     s.put_job(j);
     let (started, _) = cycle(&s, 0);
@@ -215,6 +216,6 @@ fn a_cycle_after_one_that_reserved_settles_on_nothing_it_kept_out() {
     let image = s.image_after(Some(&image));
     let decided = kept.schedule(&image, at, &connected);
     assert_eq!(decided, image.view().schedule(at, &connected));
-    let started: Vec<u64> = decided.dispatches.iter().map(|d| d.job_id).collect();
+    let started: Vec<u64> = decided.dispatches.iter().map(|d| d.job_id.get()).collect();
     assert_eq!(started, [11]);
 }

@@ -2,6 +2,7 @@
 //! them, *place* each task where the layers and the *admit* stage's gates allow,
 //! *book* what it takes), in one pass or, with group quotas, in rounds.
 
+use gantry_proto::ArId;
 use std::collections::HashMap;
 
 use gantry_common::job::Job;
@@ -82,7 +83,7 @@ impl<'a> ClusterView<'a> {
     ) {
         let max_aj_instances = self.max_aj_instances;
         // Per advance reservation with jobs to place: its own snapshot and categories.
-        let mut reservations: HashMap<u64, Option<crate::ar::ReservationCycle>> = HashMap::new();
+        let mut reservations: HashMap<ArId, Option<crate::ar::ReservationCycle>> = HashMap::new();
         let jobs = match pass.ordered.take() {
             Some(jobs) => jobs,
             None => {

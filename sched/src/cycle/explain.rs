@@ -1,6 +1,7 @@
 //! A cycle's explanations: whether a job could ever run, or run now (`qsub -w`), and
 //! why its pending tasks are not dispatched (`qstat -j`), in SGE's words.
 
+use gantry_proto::JobId;
 use std::collections::HashSet;
 
 use gantry_common::job::Job;
@@ -82,7 +83,7 @@ impl<'a> ClusterView<'a> {
     /// `qstat -j` without a job: the pending jobs (not held, not waiting) that some
     /// queue instance would take but for a resource quota rule, and that no instance
     /// takes now.
-    pub fn quota_blocked_jobs(&self, connected: &HashSet<String>, at: Time) -> Vec<u64> {
+    pub fn quota_blocked_jobs(&self, connected: &HashSet<String>, at: Time) -> Vec<JobId> {
         let snap = self.snapshot_at(connected, at, true);
         let mut state = self.open_pass(&snap);
         if state.gates.get::<QuotaCycle>().is_none() {

@@ -4,6 +4,7 @@
 //! properties over random trees.
 
 use super::*;
+use gantry_proto::{ArId, JobId};
 use proptest::prelude::*;
 
 fn tree(text: &str) -> Vec<GroupEntry> {
@@ -396,7 +397,7 @@ mod in_the_cycle {
         assert_eq!(started(&c3).get("physics"), Some(&7));
         let why = c3
             .view()
-            .explain(&c3.jobs[&119], &c3.connected(), Time::from_secs(0));
+            .explain(&c3.jobs[&JobId(119)], &c3.connected(), Time::from_secs(0));
         // Explained against the running jobs: none run yet, so only the cycle's own
         // placements would say so; with seven running it is at its allocation.
         assert!(
@@ -408,7 +409,7 @@ mod in_the_cycle {
         }
         let why = c3
             .view()
-            .explain(&c3.jobs[&119], &c3.connected(), Time::from_secs(0));
+            .explain(&c3.jobs[&JobId(119)], &c3.connected(), Time::from_secs(0));
         assert!(
             why.contains(
                 &"cannot run because group \"physics\" is at its allocation of 7 slots".to_string()
@@ -513,8 +514,11 @@ mod in_the_cycle {
             let chemistry = groups.get("chemistry").unwrap();
             assert_eq!(chemistry.allocation, want as f64, "rounds {rounds:?}");
             // Every task at most once.
-            let tasks: HashSet<(u64, u32)> =
-                d.dispatches.iter().map(|x| (x.job_id, x.task_id)).collect();
+            let tasks: HashSet<(u64, u32)> = d
+                .dispatches
+                .iter()
+                .map(|x| (x.job_id.get(), x.task_id.get()))
+                .collect();
             assert_eq!(tasks.len(), d.dispatches.len());
         }
     }
@@ -535,8 +539,8 @@ mod in_the_cycle {
         let chemistry: Vec<u32> = d
             .dispatches
             .iter()
-            .filter(|x| x.job_id == 2)
-            .map(|x| x.task_id)
+            .filter(|x| x.job_id.get() == 2)
+            .map(|x| x.task_id.get())
             .collect();
         assert_eq!(chemistry, (1..=8).collect::<Vec<u32>>());
     }
@@ -638,7 +642,7 @@ mod in_the_cycle {
             let start = if open { 0 } else { 600 };
             for id in 1..=4 {
                 let mut ar = AdvanceReservation {
-                    id,
+                    id: ArId(id),
                     spec: ArSpec {
                         account: "chemistry".into(),
                         submit_host: "head".into(),
@@ -663,11 +667,11 @@ mod in_the_cycle {
                     .reserve(&ar, &[], &c.connected(), Time::from_secs(0))
                     .unwrap();
                 ar.granted = granted.grants;
-                c.ars.insert(id, ar);
+                c.ars.insert(ArId(id), ar);
             }
             let mut inside = job(50, "u1", &[], &[]);
             inside.spec.account = "chemistry".into();
-            inside.spec.ar = Some(1);
+            inside.spec.ar = Some(ArId(1));
             c.put_job(inside);
             submit(&mut c, 1, 20, "chemistry");
             submit(&mut c, 100, 20, "physics");
@@ -675,7 +679,7 @@ mod in_the_cycle {
             let count = |g: &str| {
                 d.dispatches
                     .iter()
-                    .filter(|x| x.job_id != 50 && c.jobs[&x.job_id].spec.account == g)
+                    .filter(|x| x.job_id.get() != 50 && c.jobs[&x.job_id].spec.account == g)
                     .count()
             };
             assert_eq!((count("physics"), count("chemistry")), want, "open {open}");
@@ -720,7 +724,7 @@ mod in_the_cycle {
             let da = a.view().schedule(Time::from_secs(0), &a.connected());
             let db = b.view().schedule(Time::from_secs(0), &b.connected());
             let ids = |d: &crate::Decisions| {
-                d.dispatches.iter().map(|x| (x.job_id, x.task_id)).collect::<Vec<_>>()
+                d.dispatches.iter().map(|x| (x.job_id.get(), x.task_id.get())).collect::<Vec<_>>()
             };
             prop_assert_eq!(ids(&da), ids(&db));
             prop_assert_eq!(&da.groups, &db.groups);

@@ -3,9 +3,9 @@
 //! the kept snapshot sees and decides what a cycle on a fresh snapshot does.
 #![allow(clippy::unwrap_used)]
 
+use gantry_proto::{AdvanceReservation, ArId, JobId, LoadValue};
 use std::collections::HashSet;
 
-use gantry_proto::{AdvanceReservation, LoadValue};
 use proptest::prelude::*;
 
 use super::*;
@@ -255,7 +255,7 @@ impl World {
             Op::Commit => commit_at(c, &std::mem::take(&mut self.last), self.now),
             Op::End => {
                 if let Some(&id) = c.jobs.keys().next() {
-                    c.remove_job(id);
+                    c.remove_job(id.get());
                 }
             }
             Op::Advance(s) => self.now = self.now + crate::time::Span::from_secs(s as i64),
@@ -389,7 +389,7 @@ fn reservation(id: u64, start: i64, len: i64, slots: u8, lic: u8) -> AdvanceRese
         spec.resources = vec![("lic".into(), lic.to_string())];
     }
     AdvanceReservation {
-        id,
+        id: ArId(id),
         spec,
         owner: "alice".into(),
         group: "alice".into(),
@@ -582,7 +582,7 @@ fn a_full_cluster_settles_and_only_what_changed_is_looked_at_again() {
     let mut image = c.image_after(None);
     let first = kept.schedule(&image, at, &connected);
     assert_eq!(first.dispatches.len(), 15);
-    assert!(first.dispatches.iter().all(|d| d.job_id != 15));
+    assert!(first.dispatches.iter().all(|d| d.job_id.get() != 15));
     assert_eq!(kept.counters.unsettled, Some(Unsettled::NoLastCycle));
     commit_at(&mut c, &first.dispatches, at);
 
@@ -598,14 +598,14 @@ fn a_full_cluster_settles_and_only_what_changed_is_looked_at_again() {
 
     // A job ends: the cycle looks at everything again; the next job in line, 17,
     // takes its place, not bob's (no memory).
-    let mut ending = first.dispatches.iter().map(|d| d.job_id);
+    let mut ending = first.dispatches.iter().map(|d| d.job_id.get());
     c.remove_job(ending.next().unwrap());
     image = c.image_after(Some(&image));
     let decided = kept.schedule(&image, at, &connected);
     assert_eq!(kept.counters.unsettled, Some(Unsettled::Released));
     assert_eq!(decided, image.view().schedule(at, &connected));
     assert_eq!(decided.dispatches.len(), 1);
-    assert_eq!(decided.dispatches[0].job_id, 17);
+    assert_eq!(decided.dispatches[0].job_id, JobId(17));
 
     // Not committed: the next cycle does not settle either, and decides the same.
     let settled = kept.counters.settled;
@@ -621,7 +621,7 @@ fn a_full_cluster_settles_and_only_what_changed_is_looked_at_again() {
         c.remove_job(ending.next().unwrap());
         image = c.image_after(Some(&image));
         let decided = kept.schedule(&image, at, &connected);
-        assert_eq!(decided.dispatches.first().map(|d| d.job_id), next);
+        assert_eq!(decided.dispatches.first().map(|d| d.job_id.get()), next);
         commit_at(&mut c, &decided.dispatches, at);
     }
     let settled = kept.counters.settled;
@@ -645,7 +645,7 @@ fn a_full_cluster_settles_and_only_what_changed_is_looked_at_again() {
     assert_eq!(kept.counters.settled, settled + 2);
     assert_eq!(decided, image.view().schedule(at, &connected));
     assert_eq!(decided.dispatches.len(), 1);
-    assert_eq!(decided.dispatches[0].job_id, 15);
+    assert_eq!(decided.dispatches[0].job_id, JobId(15));
 }
 
 #[test]

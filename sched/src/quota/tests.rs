@@ -4,10 +4,10 @@
 //! reservation jobs, parallel jobs, `qquota`'s rows and `qstat -j`'s reasons.
 #![allow(clippy::unwrap_used)]
 
+use gantry_proto::{ArId, Grant, HostGroup, JobId, QuotaQuery, TaskId, UserSet};
 use std::collections::BTreeMap;
 
 use gantry_common::job::{Job, TaskState};
-use gantry_proto::{Grant, HostGroup, QuotaQuery, UserSet};
 
 use super::*;
 use crate::model::Demand;
@@ -523,7 +523,7 @@ fn memory_limits_are_debited_per_slot_defaults_included() {
     jobs(&mut s, 11, 4, "u2", &[("virtual_free2", "2G")], None);
     settle(&mut s);
     assert_eq!(per_user(&s), map(&[("u1", 5), ("u2", 2)]));
-    let j = s.jobs.get(&6).unwrap();
+    let j = s.jobs.get(&JobId(6)).unwrap();
     let why = s.view().explain(j, &s.connected(), Time::from_secs(0));
     assert_eq!(
         why,
@@ -560,7 +560,7 @@ fn usage_stays_exact_as_jobs_end_are_deleted_or_change() {
                 .placed_states()
                 .any(|t| matches!(t, TaskState::Running { .. }))
         })
-        .map(|j| j.id)
+        .map(|j| j.id.get())
         .collect();
     for id in &ids[..2] {
         finish(&mut s, *id);
@@ -587,17 +587,17 @@ fn usage_stays_exact_as_jobs_end_are_deleted_or_change() {
     );
     // A running task becomes a deleting one (qdel), then goes away.
     let id = ids[2];
-    let mut j = Job::clone(&s.jobs[&id]);
+    let mut j = Job::clone(&s.jobs[&JobId(id)]);
     if let Some(TaskState::Running {
         host,
         queue,
         start_time,
         grants,
         pe,
-    }) = j.tasks.get(1).cloned()
+    }) = j.tasks.get(TaskId(1)).cloned()
     {
         j.tasks.insert(
-            1,
+            TaskId(1),
             TaskState::Deleting {
                 host,
                 queue,
@@ -622,9 +622,9 @@ fn advance_reservation_jobs_are_neither_limited_nor_counted() {
     );
     // Reservation 7 holds one slot of n1, its window open.
     s.ars.insert(
-        7,
+        ArId(7),
         gantry_proto::AdvanceReservation {
-            id: 7,
+            id: ArId(7),
             spec: gantry_proto::ArSpec::default(),
             owner: "u1".into(),
             group: "u1".into(),
@@ -642,13 +642,13 @@ fn advance_reservation_jobs_are_neither_limited_nor_counted() {
         },
     );
     let mut j = job(1, "u1", &[], &[]);
-    j.spec.ar = Some(7);
+    j.spec.ar = Some(ArId(7));
     s.put_job(j);
     jobs(&mut s, 2, 1, "u1", &[], None);
     settle(&mut s);
     assert_eq!(per_user(&s), map(&[("u1", 1)]));
     assert!(matches!(
-        s.jobs[&1].tasks.get(1).unwrap(),
+        s.jobs[&JobId(1)].tasks.get(TaskId(1)).unwrap(),
         TaskState::Running { .. }
     ));
     assert_eq!(s.quota_book.usage.nonzero().count(), 0);
@@ -681,8 +681,8 @@ fn a_parallel_job_is_limited_and_counted_slot_by_slot_per_host() {
     j.spec.pe = Some(("make".into(), "5".into()));
     s.put_job(j);
     settle(&mut s);
-    let TaskState::Running { grants, .. } = &s.jobs[&1].tasks.get(1).unwrap() else {
-        panic!("the PE job does not run: {:?}", s.jobs[&1].tasks);
+    let TaskState::Running { grants, .. } = &s.jobs[&JobId(1)].tasks.get(TaskId(1)).unwrap() else {
+        panic!("the PE job does not run: {:?}", s.jobs[&JobId(1)].tasks);
     };
     let total: u32 = grants.iter().map(|g: &Grant| g.slots).sum();
     assert_eq!(total, 5);
@@ -694,7 +694,7 @@ fn a_parallel_job_is_limited_and_counted_slot_by_slot_per_host() {
     s.put_job(j);
     settle(&mut s);
     assert!(matches!(
-        s.jobs[&2].tasks.get(1).unwrap(),
+        s.jobs[&JobId(2)].tasks.get(TaskId(1)).unwrap(),
         TaskState::Pending
     ));
 }
@@ -785,7 +785,7 @@ fn qstat_j_names_the_first_blocking_rule_in_set_order() {
     settle(&mut s);
     let why = |id: u64| {
         s.view()
-            .explain(&s.jobs[&id], &s.connected(), Time::from_secs(0))
+            .explain(&s.jobs[&JobId(id)], &s.connected(), Time::from_secs(0))
     };
     assert_eq!(
         why(5),
@@ -803,7 +803,7 @@ fn qstat_j_names_the_first_blocking_rule_in_set_order() {
     assert_eq!(
         s.view()
             .quota_blocked_jobs(&s.connected(), Time::from_secs(0)),
-        vec![3, 4, 5, 6, 7]
+        [3, 4, 5, 6, 7].map(JobId).to_vec()
     );
 }
 

@@ -43,7 +43,10 @@ fn messages(reply: &FromMaster) -> Vec<(String, bool)> {
 fn kill(host: &str, job_id: u64) -> Effect {
     Effect::Send {
         host: host.into(),
-        order: ToExecd::KillJob { job_id, task_id: 1 },
+        order: ToExecd::KillJob {
+            job_id: JobId(job_id),
+            task_id: TaskId(1),
+        },
     }
 }
 
@@ -53,15 +56,21 @@ fn qdel_decides_writes_effects_and_reply_per_job() {
     let u1 = caller("u1", "head");
     // A pending job goes at once; its -sync waiters are answered once that is durable.
     let d = s.decide_delete_jobs(&u1, &["1".into()], &[], false);
-    assert_eq!(d.ops, vec![Op::Delete(crate::core::state::job_key(1))]);
-    assert_eq!(d.effects, vec![Effect::JobLeft(1)]);
+    assert_eq!(
+        d.ops,
+        vec![Op::Delete(crate::core::state::job_key(JobId(1)))]
+    );
+    assert_eq!(d.effects, vec![Effect::JobLeft(JobId(1))]);
     assert_eq!(messages(&d.reply), [("u1 has deleted job 1".into(), false)]);
     // A running one is registered for deletion and its execd told to kill it.
     let d = s.decide_delete_jobs(&u1, &["2".into()], &[], false);
     let [Op::Put(Object::Job(j))] = &d.ops[..] else {
         panic!("{:?}", d.ops);
     };
-    assert!(matches!(j.tasks.get(1), Some(TaskState::Deleting { .. })));
+    assert!(matches!(
+        j.tasks.get(TaskId(1)),
+        Some(TaskState::Deleting { .. })
+    ));
     assert_eq!(d.effects, vec![kill("n1", 2)]);
     assert_eq!(
         messages(&d.reply),
@@ -71,14 +80,17 @@ fn qdel_decides_writes_effects_and_reply_per_job() {
     // execd's confirmation of the start no longer counts.
     let d = s.decide_delete_jobs(&u1, &["2".into()], &[], true);
     assert!(
-        matches!(&d.ops[..], [Op::Put(Object::ForcedAway(_)), Op::Delete(k)] if *k == crate::core::state::job_key(2))
+        matches!(&d.ops[..], [Op::Put(Object::ForcedAway(_)), Op::Delete(k)] if *k == crate::core::state::job_key(JobId(2)))
     );
     assert_eq!(
         d.effects,
         vec![
-            Effect::Forget { job: 2, task: 1 },
+            Effect::Forget {
+                job: JobId(2),
+                task: TaskId(1)
+            },
             kill("n1", 2),
-            Effect::JobLeft(2)
+            Effect::JobLeft(JobId(2))
         ]
     );
 }
@@ -89,7 +101,10 @@ fn qdel_refuses_item_by_item_and_writes_nothing_for_the_refused() {
     let u1 = caller("u1", "head");
     // Another user's job and a job that does not exist, beside one of the caller's.
     let d = s.decide_delete_jobs(&u1, &["1".into(), "3".into(), "9".into()], &[], false);
-    assert_eq!(d.ops, vec![Op::Delete(crate::core::state::job_key(1))]);
+    assert_eq!(
+        d.ops,
+        vec![Op::Delete(crate::core::state::job_key(JobId(1)))]
+    );
     assert_eq!(
         messages(&d.reply),
         [
@@ -122,14 +137,14 @@ fn suspension_signals_the_running_tasks_after_the_write() {
     let [Op::Put(Object::Job(j))] = &d.ops[..] else {
         panic!("{:?}", d.ops);
     };
-    assert!(j.suspended.contains(&1));
+    assert!(j.suspended.contains(&TaskId(1)));
     assert_eq!(
         d.effects,
         vec![Effect::Send {
             host: "n1".into(),
             order: ToExecd::SignalJob {
-                job_id: 2,
-                task_id: 1,
+                job_id: JobId(2),
+                task_id: TaskId(1),
                 signal: libc_signal::SIGSTOP
             }
         }]
@@ -155,8 +170,8 @@ fn suspension_signals_the_running_tasks_after_the_write() {
         vec![Effect::Send {
             host: "n2".into(),
             order: ToExecd::SignalJob {
-                job_id: 3,
-                task_id: 1,
+                job_id: JobId(3),
+                task_id: TaskId(1),
                 signal: libc_signal::SIGSTOP
             }
         }]
@@ -203,8 +218,8 @@ fn qalter_changes_pending_jobs_only_and_has_no_effect() {
 
 fn report(job_id: u64, host: &str, failed: u32) -> gantry_proto::JobReport {
     gantry_proto::JobReport {
-        job_id,
-        task_id: 1,
+        job_id: JobId(job_id),
+        task_id: TaskId(1),
         host: host.into(),
         queue: "all.q".into(),
         exit_status: 0,
@@ -227,7 +242,10 @@ fn report(job_id: u64, host: &str, failed: u32) -> gantry_proto::JobReport {
 fn ack(host: &str, job_id: u64) -> Effect {
     Effect::Send {
         host: host.into(),
-        order: ToExecd::ReportAck { job_id, task_id: 1 },
+        order: ToExecd::ReportAck {
+            job_id: JobId(job_id),
+            task_id: TaskId(1),
+        },
     }
 }
 
@@ -243,21 +261,26 @@ fn a_report_is_accounted_once_and_acknowledged_each_time_it_comes() {
     let accounted = d
         .ops
         .iter()
-        .filter(|o| matches!(o, Op::Account(r) if r.job_id == 2))
+        .filter(|o| matches!(o, Op::Account(r) if r.job_id == JobId(2)))
         .count();
     assert_eq!(accounted, 1);
-    assert!(d.ops.contains(&Op::Delete(crate::core::state::job_key(2))));
+    assert!(d
+        .ops
+        .contains(&Op::Delete(crate::core::state::job_key(JobId(2)))));
     let Effect::Finished(view) = &d.effects[1] else {
         panic!("{:?}", d.effects);
     };
-    assert_eq!((view.job_id, view.start_time), (2, Some(500)));
+    assert_eq!((view.job_id, view.start_time), (JobId(2), Some(500)));
     assert_eq!(
         [&d.effects[..1], &d.effects[2..]].concat(),
         vec![
-            Effect::Forget { job: 2, task: 1 },
+            Effect::Forget {
+                job: JobId(2),
+                task: TaskId(1)
+            },
             ack("n1", 2),
             ack("n1", 2),
-            Effect::JobEnded(2)
+            Effect::JobEnded(JobId(2))
         ]
     );
     assert!(d.unknown.is_empty());
@@ -288,15 +311,18 @@ fn reports_of_tasks_that_could_not_start_or_are_unknown() {
         d.ops
             .iter()
             .find_map(|o| match o {
-                Op::Put(Object::Job(j)) if j.id == id => Some(j.clone()),
+                Op::Put(Object::Job(j)) if j.id == JobId(id) => Some(j.clone()),
                 _ => None,
             })
             .unwrap()
     };
     assert!(job(2).tasks.has_pending());
-    assert!(matches!(job(3).tasks.get(1), Some(TaskState::Error { .. })));
+    assert!(matches!(
+        job(3).tasks.get(TaskId(1)),
+        Some(TaskState::Error { .. })
+    ));
     assert!(!d.ops.iter().any(|o| matches!(o, Op::Account(_))));
-    assert_eq!(d.unknown, vec![("n2".to_string(), 9, 0)]);
+    assert_eq!(d.unknown, vec![("n2".to_string(), JobId(9), TaskId(0))]);
     assert!(d.effects.contains(&ack("n2", 9)));
 }
 
@@ -319,7 +345,7 @@ fn a_task_whose_host_failed_runs_again_only_if_rerunnable() {
     for (restart, rerun, ckpt, failed, checkpointed, again) in table {
         let mut s = state();
         crate::synthetic::set_queue(&mut s, "all.q", "rerun", rerun);
-        let mut j = crate::core::jobs::Job::clone(&s.jobs[&2]);
+        let mut j = crate::core::jobs::Job::clone(&s.jobs[&JobId(2)]);
         j.spec.restart = restart;
         if ckpt {
             j.spec.ckpt = Some("c".into());
@@ -331,16 +357,16 @@ fn a_task_whose_host_failed_runs_again_only_if_rerunnable() {
         let accounted = d
             .ops
             .iter()
-            .any(|o| matches!(o, Op::Account(r) if r.job_id == 2 && r.attempt == 0));
+            .any(|o| matches!(o, Op::Account(r) if r.job_id == JobId(2) && r.attempt == 0));
         let rerun_job = d.ops.iter().find_map(|o| match o {
-            Op::Put(Object::Job(j)) if j.id == 2 && j.tasks.has_pending() => Some(j),
+            Op::Put(Object::Job(j)) if j.id == JobId(2) && j.tasks.has_pending() => Some(j),
             _ => None,
         });
         let case = format!("-r {restart:?}, rerun {rerun}, ckpt {ckpt}, failed {failed}");
         assert_eq!((rerun_job.is_some(), accounted), (again, true), "{case}");
         if let Some(j) = rerun_job {
-            assert_eq!(j.restarted.get(&1), Some(&1), "{case}");
-            assert_eq!(j.ckpt_arena.contains(&1), checkpointed, "{case}");
+            assert_eq!(j.restarted.get(&TaskId(1)), Some(&1), "{case}");
+            assert_eq!(j.ckpt_arena.contains(&TaskId(1)), checkpointed, "{case}");
         }
         assert!(d.effects.contains(&ack("n1", 2)));
     }
@@ -351,5 +377,5 @@ fn a_task_whose_host_failed_runs_again_only_if_rerunnable() {
     assert!(d
         .ops
         .iter()
-        .any(|o| matches!(o, Op::Account(r) if r.job_id == 2)));
+        .any(|o| matches!(o, Op::Account(r) if r.job_id == JobId(2))));
 }

@@ -2,13 +2,15 @@
 //! of them), made and encoded off the actor's thread, and kept from one listing to the
 //! next.
 
+use gantry_proto::{
+    JobId, JobLine, JobLineOut, JobRow, JobState, JobView, QueueAt, RowTasks, TaskId,
+};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use imbl::ordmap::DiffItem;
 
 use gantry_common::joblines::{decimal, push_head, push_tail, PriorColumn};
-use gantry_proto::{JobLine, JobLineOut, JobRow, JobState, JobView, QueueAt, RowTasks};
 
 use super::{task_ranges, Job, TaskState};
 
@@ -19,7 +21,7 @@ use super::{task_ranges, Job, TaskState};
 pub struct JobsImage {
     pub(super) jobs: Arc<gantry_sched::view::JobTable>,
     pub(super) suspended_queues: Arc<HashSet<(String, String)>>,
-    pub(super) threshold_suspended: Arc<std::collections::BTreeSet<(u64, u32)>>,
+    pub(super) threshold_suspended: Arc<std::collections::BTreeSet<(JobId, TaskId)>>,
 }
 
 /// What a listing is made of: rows (`qstat`'s forms that choose their columns, or
@@ -71,7 +73,7 @@ impl LineMaker {
         let mut digits = [0u8; 20];
         let tasks = match &row.tasks {
             RowTasks::None => "",
-            RowTasks::One(t) => decimal(u64::from(*t), &mut digits),
+            RowTasks::One(t) => decimal(u64::from(t.get()), &mut digits),
             RowTasks::Ranges(r) => r,
         };
         self.tail.clear();
@@ -114,12 +116,12 @@ pub struct ListingCache {
     rows: Vec<u8>,
     /// The jobs of the table whose rows are made for every listing (something placed,
     /// or `-hold_jid`).
-    live: std::collections::BTreeSet<u64>,
+    live: std::collections::BTreeSet<JobId>,
 }
 
 #[derive(Debug, Clone, Copy)]
 struct CachedJob {
-    id: u64,
+    id: JobId,
     owner: u32,
     /// How many rows, in `rows[start..end]`.
     count: usize,
@@ -231,7 +233,7 @@ impl JobsImage {
 
     /// The rows of `users`' jobs (all: empty, or `*`); `started`: the tasks whose execd
     /// reported them started.
-    pub fn views(&self, users: &[String], started: &HashSet<(u64, u32)>) -> Vec<JobView> {
+    pub fn views(&self, users: &[String], started: &HashSet<(JobId, TaskId)>) -> Vec<JobView> {
         let mut running = Vec::new();
         let mut pending = Vec::new();
         self.rows(users, started, |row| match row.queue {
@@ -244,7 +246,7 @@ impl JobsImage {
 
     /// The default listing's job lines of `users`' jobs, in the order of
     /// [`JobsImage::views`].
-    pub fn lines(&self, users: &[String], started: &HashSet<(u64, u32)>) -> Vec<JobLine> {
+    pub fn lines(&self, users: &[String], started: &HashSet<(JobId, TaskId)>) -> Vec<JobLine> {
         let mut maker = LineMaker::default();
         let mut running = Vec::new();
         let mut pending = Vec::new();
@@ -273,7 +275,7 @@ impl JobsImage {
     pub fn encoded_views(
         &self,
         users: &[String],
-        started: &HashSet<(u64, u32)>,
+        started: &HashSet<(JobId, TaskId)>,
     ) -> Result<Vec<u8>, gantry_proto::ProtoError> {
         Ok(self
             .encoded_views_with(users, started, None, ListingForm::Rows)?
@@ -288,7 +290,7 @@ impl JobsImage {
     pub fn encoded_views_with(
         &self,
         users: &[String],
-        started: &HashSet<(u64, u32)>,
+        started: &HashSet<(JobId, TaskId)>,
         cache: Option<&ListingCache>,
         form: ListingForm,
     ) -> Result<(ListingAnswer, Arc<ListingCache>), gantry_proto::ProtoError> {
@@ -419,7 +421,7 @@ impl JobsImage {
     fn rows(
         &self,
         users: &[String],
-        started: &HashSet<(u64, u32)>,
+        started: &HashSet<(JobId, TaskId)>,
         mut emit: impl FnMut(JobRow<'_>),
     ) {
         for job in self.jobs.values() {
@@ -433,7 +435,7 @@ impl JobsImage {
     fn job_rows<'j>(
         &self,
         job: &'j Job,
-        started: &HashSet<(u64, u32)>,
+        started: &HashSet<(JobId, TaskId)>,
         emit: &mut impl FnMut(JobRow<'j>),
     ) {
         {
@@ -453,11 +455,11 @@ impl JobsImage {
                 is_array: job.is_array(),
                 restarted: false,
             };
-            let ranges = |tasks: &[u32]| match job.is_array() {
+            let ranges = |tasks: &[TaskId]| match job.is_array() {
                 true => RowTasks::Ranges(task_ranges(tasks, job.spec.array.map_or(1, |r| r.step))),
                 false => RowTasks::None,
             };
-            let mut failed: Vec<u32> = Vec::new();
+            let mut failed: Vec<TaskId> = Vec::new();
             for (task, t) in job.tasks.placed() {
                 match t {
                     TaskState::Pending => {}
@@ -516,7 +518,7 @@ impl JobsImage {
                 // Tasks waiting to run again are a row of their own (`Rq`), as SGE
                 // groups tasks by state.
                 let pending_tasks = job.tasks.pending();
-                let again: Vec<u32> = job
+                let again: Vec<TaskId> = job
                     .restarted
                     .keys()
                     .copied()
@@ -584,7 +586,7 @@ mod tests {
         use crate::synthetic::{job, running_on, submit};
         let mut s = crate::synthetic::cluster(&[]);
         let mut plain = job(1, "alice", &[("h_rt", "60")], &[]);
-        plain.tasks.insert(1, running_on("all.q", "node1"));
+        plain.tasks.insert(TaskId(1), running_on("all.q", "node1"));
         submit(&mut s, plain);
         let mut array = job(2, "bob", &[], &[]);
         array.spec.array = Some(gantry_proto::TaskRange {
@@ -593,20 +595,20 @@ mod tests {
             step: 2,
         });
         array.tasks = gantry_common::tasks::Tasks::array(1, 9, 2);
-        array.tasks.insert(1, running_on("all.q", "node1"));
-        array.tasks.insert(3, running_on("all.q", "node2"));
+        array.tasks.insert(TaskId(1), running_on("all.q", "node1"));
+        array.tasks.insert(TaskId(3), running_on("all.q", "node2"));
         array
             .tasks
-            .insert(5, TaskState::Error { reason: "x".into() });
-        array.restarted.insert(7, 1);
-        array.suspended.insert(3);
+            .insert(TaskId(5), TaskState::Error { reason: "x".into() });
+        array.restarted.insert(TaskId(7), 1);
+        array.suspended.insert(TaskId(3));
         submit(&mut s, array);
         let mut held = job(3, "alice", &[], &[]);
         held.spec.hold = true;
         held.spec.hold_jids = vec!["2".into()];
         submit(&mut s, held);
         let image = s.jobs_image();
-        let started: HashSet<(u64, u32)> = [(2, 1)].into_iter().collect();
+        let started: HashSet<(JobId, TaskId)> = [(JobId(2), TaskId(1))].into_iter().collect();
         for users in [vec![], vec!["alice".to_string()], vec!["*".to_string()]] {
             let views = image.views(&users, &started);
             assert!(!views.is_empty());
@@ -653,7 +655,7 @@ mod tests {
         let all = image.views(&[], &started);
         let states: Vec<(u64, &str, &str)> = all
             .iter()
-            .map(|v| (v.job_id, v.state_letters(), v.tasks.as_str()))
+            .map(|v| (v.job_id.get(), v.state_letters(), v.tasks.as_str()))
             .collect();
         assert_eq!(
             states,
@@ -692,36 +694,36 @@ mod tests {
         let changes: Vec<Change> = vec![
             Box::new(|_| {}),
             Box::new(|s| {
-                let mut j = Job::clone(&s.jobs[&5]);
+                let mut j = Job::clone(&s.jobs[&JobId(5)]);
                 j.spec.name = "renamed".into();
                 submit(s, j);
             }),
             Box::new(|s| {
                 crate::core::state::ClusterState::apply(
                     s,
-                    &crate::core::state::Op::Delete(crate::core::state::job_key(7)),
+                    &crate::core::state::Op::Delete(crate::core::state::job_key(JobId(7))),
                 );
             }),
             Box::new(|s| submit(s, job(41, "dave", &[], &[]))),
             Box::new(|s| {
-                let mut j = Job::clone(&s.jobs[&9]);
-                j.tasks.insert(1, running_on("all.q", "node1"));
+                let mut j = Job::clone(&s.jobs[&JobId(9)]);
+                j.tasks.insert(TaskId(1), running_on("all.q", "node1"));
                 submit(s, j);
             }),
             Box::new(|s| {
-                let mut j = Job::clone(&s.jobs[&10]);
+                let mut j = Job::clone(&s.jobs[&JobId(10)]);
                 j.spec.hold = true;
                 submit(s, j);
             }),
             Box::new(|s| {
-                let mut j = Job::clone(&s.jobs[&11]);
+                let mut j = Job::clone(&s.jobs[&JobId(11)]);
                 j.spec.hold_jids = vec!["12".into()];
                 submit(s, j);
             }),
             Box::new(|s| {
                 crate::core::state::ClusterState::apply(
                     s,
-                    &crate::core::state::Op::Delete(crate::core::state::job_key(12)),
+                    &crate::core::state::Op::Delete(crate::core::state::job_key(JobId(12))),
                 );
             }),
         ];
@@ -794,7 +796,7 @@ mod tests {
             let mut line_cache: Option<Arc<ListingCache>> = None;
             let mut next_id = 1;
             let edit = |s: &mut ClusterState, id: u64, f: &dyn Fn(&mut Job)| {
-                if let Some(j) = s.jobs.get(&id) {
+                if let Some(j) = s.jobs.get(&JobId(id)) {
                     let mut j = Job::clone(j);
                     f(&mut j);
                     submit(s, j);
@@ -809,13 +811,13 @@ mod tests {
                     Change::Rename(id) => edit(&mut s, id, &|j| j.spec.name.push('x')),
                     Change::Delete(id) => ClusterState::apply(
                         &mut s,
-                        &crate::core::state::Op::Delete(crate::core::state::job_key(id)),
+                        &crate::core::state::Op::Delete(crate::core::state::job_key(JobId(id))),
                     ),
                     Change::Place(id) => edit(&mut s, id, &|j| {
-                        j.tasks.insert(1, running_on("all.q", "node1"));
+                        j.tasks.insert(TaskId(1), running_on("all.q", "node1"));
                     }),
                     Change::Unplace(id) => edit(&mut s, id, &|j| {
-                        j.tasks.insert(1, TaskState::Pending);
+                        j.tasks.insert(TaskId(1), TaskState::Pending);
                     }),
                     Change::Hold(id) => edit(&mut s, id, &|j| j.spec.hold = !j.spec.hold),
                     Change::HoldJid(id, on) => edit(&mut s, id, &|j| j.spec.hold_jids = vec![on.to_string()]),

@@ -4,6 +4,7 @@ use super::*;
 use crate::core::jobs::{Job, TaskState};
 use crate::core::state::{Object, Op};
 use crate::synthetic::{add_host, cluster, connected, job, set_queue, start, submit};
+use gantry_proto::TaskId;
 use std::sync::Arc;
 
 /// A host's reports, to change in place.
@@ -26,13 +27,13 @@ fn cycle(s: &ClusterState) -> Vec<(u64, String)> {
     s.schedule(Time::from_secs(0), &connected(s))
         .dispatches
         .into_iter()
-        .map(|d| (d.job_id, format!("{}@{}", d.queue, d.host)))
+        .map(|d| (d.job_id.get(), format!("{}@{}", d.queue, d.host)))
         .collect()
 }
 
 /// The first reason `qstat -j` gives for a job on a queue instance.
 fn why(s: &ClusterState, id: u64, qi: &str) -> String {
-    let j = s.jobs.get(&id).unwrap();
+    let j = s.jobs.get(&JobId(id)).unwrap();
     s.explain(j, &connected(s), Time::from_secs(0))
         .into_iter()
         .find(|r| r.contains(&format!("\"{qi}\"")) || r.contains(qi.split('@').nth(1).unwrap()))
@@ -50,7 +51,11 @@ fn load_thresholds_put_an_instance_in_alarm() {
     );
     submit(&mut s, job(1, "u1", &[], &[]));
     assert!(cycle(&s).is_empty());
-    let reasons = s.explain(s.jobs.get(&1).unwrap(), &connected(&s), Time::from_secs(0));
+    let reasons = s.explain(
+        s.jobs.get(&JobId(1)).unwrap(),
+        &connected(&s),
+        Time::from_secs(0),
+    );
     assert_eq!(
         reasons,
         vec![
@@ -95,8 +100,8 @@ fn suspend_thresholds_stop_and_continue_jobs_one_interval_at_a_time() {
     for (id, started) in [(1, 10), (2, 30), (3, 20)] {
         submit(&mut s, job(id, "u1", &[], &[]));
         start(&mut s, id, 1, "all.q", "n1");
-        let mut j = Job::clone(&s.jobs[&id]);
-        if let Some(TaskState::Running { start_time, .. }) = j.tasks.get_mut(1) {
+        let mut j = Job::clone(&s.jobs[&JobId(id)]);
+        if let Some(TaskState::Running { start_time, .. }) = j.tasks.get_mut(TaskId(1)) {
             *start_time = started;
         }
         submit(&mut s, j);
@@ -105,9 +110,9 @@ fn suspend_thresholds_stop_and_continue_jobs_one_interval_at_a_time() {
     let mut last = HashMap::new();
     // Over the threshold: the latest started job first, then one per interval.
     let a = s.threshold_actions(Time::from_secs(100), &last);
-    assert_eq!(a.suspend, vec![(2, 1, "n1".to_string())]);
+    assert_eq!(a.suspend, vec![(JobId(2), TaskId(1), "n1".to_string())]);
     assert_eq!(a.acted, vec![key.clone()]);
-    Arc::make_mut(&mut s.threshold_suspended).insert((2, 1));
+    Arc::make_mut(&mut s.threshold_suspended).insert((JobId(2), TaskId(1)));
     last.insert(key.clone(), 100);
     assert_eq!(
         s.threshold_actions(Time::from_secs(130), &last),
@@ -115,7 +120,7 @@ fn suspend_thresholds_stop_and_continue_jobs_one_interval_at_a_time() {
     );
     assert_eq!(
         s.threshold_actions(Time::from_secs(160), &last).suspend,
-        vec![(3, 1, "n1".to_string())]
+        vec![(JobId(3), TaskId(1), "n1".to_string())]
     );
     // The instance is in suspend alarm: A, and nothing new starts there.
     assert_eq!(
@@ -137,14 +142,14 @@ fn suspend_thresholds_stop_and_continue_jobs_one_interval_at_a_time() {
     // Back under the threshold: the stopped jobs continue, one per interval.
     host_runtime(&mut s, "n1").load_values[0].value = "0.100000".into();
     let a = s.threshold_actions(Time::from_secs(160), &last);
-    assert_eq!(a.resume, vec![(2, 1, "n1".to_string())]);
+    assert_eq!(a.resume, vec![(JobId(2), TaskId(1), "n1".to_string())]);
     assert!(a.suspend.is_empty());
     // No thresholds at all: the same.
     host_runtime(&mut s, "n1").load_values[0].value = "2.000000".into();
     set_queue(&mut s, "all.q", "suspend_thresholds", "NONE");
     assert_eq!(
         s.threshold_actions(Time::from_secs(160), &last).resume,
-        vec![(2, 1, "n1".to_string())]
+        vec![(JobId(2), TaskId(1), "n1".to_string())]
     );
 }
 
@@ -169,7 +174,7 @@ fn decided_on_an_image() -> (ClusterState, ClusterImage, u64, Vec<Dispatch>) {
 }
 
 fn jobs_of(dispatches: &[Dispatch]) -> Vec<u64> {
-    let mut ids: Vec<u64> = dispatches.iter().map(|d| d.job_id).collect();
+    let mut ids: Vec<u64> = dispatches.iter().map(|d| d.job_id.get()).collect();
     ids.sort();
     ids
 }
@@ -181,14 +186,14 @@ fn an_image_decides_what_the_state_decides_and_keeps_it_while_the_state_changes(
         cycle(&s),
         decisions
             .iter()
-            .map(|d| (d.job_id, format!("{}@{}", d.queue, d.host)))
+            .map(|d| (d.job_id.get(), format!("{}@{}", d.queue, d.host)))
             .collect::<Vec<_>>()
     );
     // The state changes after the image was taken: the image does not.
-    Arc::make_mut(&mut s.jobs).remove(&1);
+    Arc::make_mut(&mut s.jobs).remove(&JobId(1));
     submit(&mut s, job(9, "u1", &[], &[]));
     set_queue(&mut s, "all.q", "slots", "1");
-    assert!(image.jobs.contains_key(&1) && !image.jobs.contains_key(&9));
+    assert!(image.jobs.contains_key(&JobId(1)) && !image.jobs.contains_key(&JobId(9)));
     assert_eq!(
         image
             .view()
@@ -196,7 +201,7 @@ fn an_image_decides_what_the_state_decides_and_keeps_it_while_the_state_changes(
             .dispatches,
         decisions
     );
-    assert!(!s.jobs.contains_key(&1) && s.jobs.contains_key(&9));
+    assert!(!s.jobs.contains_key(&JobId(1)) && s.jobs.contains_key(&JobId(9)));
 }
 
 #[test]
@@ -210,8 +215,8 @@ fn decisions_on_an_unchanged_state_are_all_committed() {
 fn a_job_deleted_held_or_altered_meanwhile_loses_its_dispatch_and_only_it() {
     let (mut s, image, generation, decisions) = decided_on_an_image();
     // Job 1 deleted, job 2 held (a new version of the job), a new job 5 submitted.
-    s.apply(&Op::Delete(crate::core::state::job_key(1)));
-    let mut held = Job::clone(&s.jobs[&2]);
+    s.apply(&Op::Delete(crate::core::state::job_key(JobId(1))));
+    let mut held = Job::clone(&s.jobs[&JobId(2)]);
     held.spec.hold = true;
     submit(&mut s, held);
     submit(&mut s, job(5, "u1", &[], &[]));
@@ -257,7 +262,7 @@ fn what_cannot_take_a_dispatchs_resources_keeps_it() {
     // dispatches were given.
     s.record_load("n1", Vec::new(), Time::from_secs(1));
     submit(&mut s, job(7, "u2", &[], &[]));
-    s.apply(&Op::NextJobId(100));
+    s.apply(&Op::NextJobId(JobId(100)));
     let checked = s.revalidate(&image, generation, decisions.clone(), &connected(&s));
     assert_eq!((checked.kept, checked.dropped), (decisions, 0));
 }

@@ -1,10 +1,10 @@
 //! Client requests: the router that sends each kind where it is decided, `qsub -sync
 //! y`'s wait, and the large complex edit read off the actor's thread.
 
+use gantry_proto::{Caller, FromMaster, JobId, Refusal, RefusalKind, TaskId, ToMaster};
 use std::collections::HashSet;
 
 use actix::prelude::*;
-use gantry_proto::{Caller, FromMaster, Refusal, RefusalKind, ToMaster};
 use tracing::{error, info, warn};
 
 use crate::core::jobs::{JobsImage, ListingAnswer, ListingForm};
@@ -84,7 +84,7 @@ impl Cluster {
 #[derive(Message)]
 #[rtype(result = "()")]
 pub struct WaitJob {
-    pub job_id: u64,
+    pub job_id: JobId,
     pub reply: tokio::sync::oneshot::Sender<FromMaster>,
 }
 
@@ -224,7 +224,7 @@ async fn server_jsv(
 #[derive(Message)]
 #[rtype(result = "()")]
 pub struct WaitStart {
-    pub job_id: u64,
+    pub job_id: JobId,
     pub reply: tokio::sync::oneshot::Sender<FromMaster>,
 }
 
@@ -359,7 +359,7 @@ async fn call_message(cluster: &Addr<Cluster>, caller: Caller, request: ToMaster
 
 /// `qstat`'s jobs, wanted off the actor's thread.
 #[derive(Message)]
-#[rtype(result = "Result<(u64, JobsImage, HashSet<(u64, u32)>), FromMaster>")]
+#[rtype(result = "Result<(u64, JobsImage, HashSet<(JobId, TaskId)>), FromMaster>")]
 struct JobsForViews {
     caller: Caller,
 }

@@ -1,6 +1,7 @@
 //! The execds: joining, sessions, load reports, task reports and what the master does
 //! when a host goes quiet.
 
+use gantry_proto::{FromMaster, JobId, LoadValue, ShepherdFailure, TaskId, ToExecd};
 use std::collections::HashSet;
 use std::net::SocketAddr;
 
@@ -8,7 +9,6 @@ use actix::prelude::*;
 use gantry_common::exechost::{canonical_hostname, valid_hostname};
 use gantry_net::cell::{unix_now, JoinToken};
 use gantry_net::tls::{certs_from_pem, fingerprint};
-use gantry_proto::{FromMaster, LoadValue, ShepherdFailure, ToExecd};
 use tokio::sync::mpsc::UnboundedSender;
 use tracing::{info, warn};
 
@@ -18,7 +18,7 @@ use super::*;
 
 impl Cluster {
     /// A job left without running (deleted while pending): wake `-sync` waiters.
-    pub(super) fn job_ended_without_report(&mut self, id: u64) {
+    pub(super) fn job_ended_without_report(&mut self, id: JobId) {
         if let Some(waiters) = self.start_waiters.remove(&id) {
             for w in waiters {
                 let _ = w.send(super::clients::not_scheduled());
@@ -37,7 +37,7 @@ impl Cluster {
     }
 
     /// The outcome of a finished job for `-sync y`, from its accounting records.
-    pub(super) fn job_outcome(&self, id: u64) -> Option<FromMaster> {
+    pub(super) fn job_outcome(&self, id: JobId) -> Option<FromMaster> {
         let records = self.store.accounting(|r| r.job_id == id).ok()?;
         // Each task's last run (records come in task and attempt order): an
         // interrupted run that ran again is not the job's outcome.
@@ -69,7 +69,7 @@ impl Cluster {
         let decided = self.state.decide_reports(&batch, self.unix_now());
         for (host, job_id, task) in &decided.unknown {
             if !matches!(self.store.has_accounting(*job_id, *task), Ok(true)) {
-                warn!(job = job_id, task = task, host = %host, "report for a task the master does not know; acknowledged");
+                warn!(job = %job_id, task = %task, host = %host, "report for a task the master does not know; acknowledged");
             }
         }
         if self.commit(&decided.ops).is_err() {
@@ -300,8 +300,8 @@ impl Handler<SessionEnded> for Cluster {
 pub enum ExecdJobs {
     Started {
         host: String,
-        job_id: u64,
-        task_id: u32,
+        job_id: JobId,
+        task_id: TaskId,
     },
     Finished {
         host: String,
@@ -309,7 +309,7 @@ pub enum ExecdJobs {
     },
     Running {
         host: String,
-        tasks: Vec<(u64, u32)>,
+        tasks: Vec<(JobId, TaskId)>,
     },
     /// What the host's running tasks used so far.
     Usage {
@@ -330,7 +330,7 @@ impl Handler<ExecdJobs> for Cluster {
             }
             ExecdJobs::Usage { host, tasks } => {
                 // Kept for the tasks that run on that host only: nothing outlives its task.
-                let runs_there = |job: u64, task: u32| {
+                let runs_there = |job: JobId, task: TaskId| {
                     self.state.jobs.get(&job).is_some_and(|j| {
                         j.tasks.placed().any(|(t, s)| {
                             t == task
@@ -362,7 +362,7 @@ impl Handler<ExecdJobs> for Cluster {
                 if let Some(highest) = tasks.iter().map(|(j, _)| *j).max() {
                     self.job_id_seen(highest);
                 }
-                let running: HashSet<(u64, u32)> = tasks.into_iter().collect();
+                let running: HashSet<(JobId, TaskId)> = tasks.into_iter().collect();
                 // Tasks the master no longer has (deleted with qdel -f while the execd was
                 // away) are killed now, and so are those deleted while it was away (the
                 // kill order found no session to go to).
@@ -380,7 +380,7 @@ impl Handler<ExecdJobs> for Cluster {
                         Some(_) => None,
                     };
                     if let Some(why) = why {
-                        info!(job = job_id, task = task_id, host = %host, "{why}");
+                        info!(job = %job_id, task = %task_id, host = %host, "{why}");
                         if let Some(s) = self.sessions.get(&host) {
                             let _ = s.to_execd.send(ToExecd::KillJob {
                                 job_id: *job_id,
@@ -398,7 +398,7 @@ impl Handler<ExecdJobs> for Cluster {
                     for (task, t) in job.tasks.placed() {
                         if let TaskState::Deleting { host: h, .. } = t {
                             if h == &host && !running.contains(&(job.id, task)) {
-                                info!(job = job.id, task, host = %host, "asking again for the end of a task deleted while its execd was away");
+                                info!(job = %job.id, task = %task, host = %host, "asking again for the end of a task deleted while its execd was away");
                                 if let Some(s) = self.sessions.get(&host) {
                                     let _ = s.to_execd.send(ToExecd::KillJob {
                                         job_id: job.id,

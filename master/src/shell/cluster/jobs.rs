@@ -59,7 +59,7 @@ impl Cluster {
             ),
         ] {
             for (job_id, task_id, host) in list {
-                info!(job = job_id, task = task_id, host = %host, "{what} by suspend_thresholds");
+                info!(job = %job_id, task = %task_id, host = %host, "{what} by suspend_thresholds");
                 if let Some(s) = self.sessions.get(host) {
                     let _ = s.to_execd.send(ToExecd::SignalJob {
                         job_id: *job_id,
@@ -97,7 +97,7 @@ impl Cluster {
     fn accounting(&self, job: Option<&str>) -> FromMaster {
         let keep = |r: &gantry_proto::AccountingRecord| match job {
             None => true,
-            Some(j) => match j.parse::<u64>() {
+            Some(j) => match j.parse::<JobId>() {
                 Ok(id) => r.job_id == id,
                 Err(_) => r.job_name == j,
             },
@@ -190,7 +190,7 @@ impl Cluster {
         };
         let Ok(Some(owner)) = nix::unistd::User::from_name(&ar.owner) else {
             warn!(
-                ar = ar.id,
+                ar = %ar.id,
                 "no mail: its owner \"{}\" is unknown here", ar.owner
             );
             return;
@@ -215,7 +215,7 @@ impl Cluster {
         };
         for to in mail::recipients(&ar.spec.mail_list, &ar.owner, &ar.spec.submit_host) {
             info!(
-                ar = ar.id,
+                ar = %ar.id,
                 "sending mail to user \"{to}\"|mailer \"{mailer}\"|\"{}\"", m.subject
             );
             let mut command = gantry_net::mailer::command(&mailer, &to, &m.subject, &user);
@@ -223,7 +223,7 @@ impl Cluster {
             let (id, mailer) = (ar.id, mailer.clone());
             tokio::spawn(async move {
                 if let Err(e) = gantry_net::mailer::run(&mut command, &body).await {
-                    warn!(ar = id, "mailer \"{mailer}\": {e}");
+                    warn!(ar = %id, "mailer \"{mailer}\": {e}");
                 }
             });
         }

@@ -9,6 +9,7 @@
 //! at once cost one listing, not eight. A request whose entry another turn took has
 //! nothing left to make.
 
+use gantry_proto::{JobId, TaskId};
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
@@ -29,7 +30,7 @@ pub(crate) struct Waiting {
     pub seq: u64,
     /// The job table (and the tasks whose start was confirmed) when it arrived.
     pub image: JobsImage,
-    pub started: HashSet<(u64, u32)>,
+    pub started: HashSet<(JobId, TaskId)>,
     /// The users whose jobs it lists (the caller's name for `$user`), and in what form.
     pub users: Vec<String>,
     pub form: ListingForm,
@@ -40,7 +41,7 @@ pub(crate) struct Waiting {
 }
 
 /// A batch's newest image: its number, the job table, the tasks started.
-type Newest = (u64, JobsImage, HashSet<(u64, u32)>);
+type Newest = (u64, JobsImage, HashSet<(JobId, TaskId)>);
 
 #[derive(Default)]
 struct Queue {

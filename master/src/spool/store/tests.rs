@@ -2,9 +2,10 @@ use super::*;
 use crate::core::state::initial_objects;
 
 fn record(job_id: u64, task_id: Option<u32>) -> Op {
+    let (job_id, task_id) = (JobId(job_id), task_id.map(TaskId));
     let report = gantry_proto::JobReport {
         job_id,
-        task_id: task_id.unwrap_or(1),
+        task_id: task_id.unwrap_or(TaskId(1)),
         host: "n1".into(),
         queue: "all.q".into(),
         exit_status: 0,
@@ -48,7 +49,7 @@ fn accounted(store: &Store) -> Vec<(u64, Option<u32>)> {
         .accounting(|_| true)
         .unwrap()
         .iter()
-        .map(|r| (r.job_id, r.task_id))
+        .map(|r| (r.job_id.get(), r.task_id.map(TaskId::get)))
         .collect()
 }
 
@@ -76,7 +77,9 @@ fn changes_not_yet_checkpointed_are_read_and_survive_a_crash() {
     let path = dir.path().join("spool.redb");
     {
         let mut store = Store::create(&path, &[]).unwrap();
-        store.commit(&[host("n1"), Op::NextJobId(7)]).unwrap();
+        store
+            .commit(&[host("n1"), Op::NextJobId(JobId(7))])
+            .unwrap();
         store
             .commit(&[record(5, None), record(6, Some(2))])
             .unwrap();
@@ -85,15 +88,15 @@ fn changes_not_yet_checkpointed_are_read_and_survive_a_crash() {
             .unwrap();
         // Reads see the journaled changes before any checkpoint.
         assert_eq!(keys(&store), ["exechost/n2"]);
-        assert_eq!(store.next_job_id().unwrap(), 7);
-        assert!(store.has_accounting(6, 2).unwrap());
-        assert!(!store.has_accounting(6, 3).unwrap());
+        assert_eq!(store.next_job_id().unwrap(), JobId(7));
+        assert!(store.has_accounting(JobId(6), TaskId(2)).unwrap());
+        assert!(!store.has_accounting(JobId(6), TaskId(3)).unwrap());
         assert_eq!(accounted(&store), [(5, None), (6, Some(2))]);
         // Dropped without a checkpoint: a kill -9.
     }
     let mut store = Store::open(&path, false).unwrap();
     assert_eq!(keys(&store), ["exechost/n2"]);
-    assert_eq!(store.next_job_id().unwrap(), 7);
+    assert_eq!(store.next_job_id().unwrap(), JobId(7));
     assert_eq!(accounted(&store), [(5, None), (6, Some(2))]);
     // Opening applied the journal: a second crash replays nothing twice.
     assert!(store.unapplied.is_empty());
@@ -142,7 +145,9 @@ fn a_checkpoint_on_its_thread_leaves_every_change_readable() {
     let path = dir.path().join("spool.redb");
     {
         let mut store = Store::create(&path, &[]).unwrap();
-        store.commit(&[host("n1"), Op::NextJobId(4)]).unwrap();
+        store
+            .commit(&[host("n1"), Op::NextJobId(JobId(4))])
+            .unwrap();
         store.commit(&[record(1, None), host("n2")]).unwrap();
         let done = start(&mut store);
         // One at a time.
@@ -151,13 +156,13 @@ fn a_checkpoint_on_its_thread_leaves_every_change_readable() {
         store
             .commit(&[Op::Delete("exechost/n1".into()), record(2, Some(3))])
             .unwrap();
-        store.commit(&[Op::NextJobId(9)]).unwrap();
+        store.commit(&[Op::NextJobId(JobId(9))]).unwrap();
         let check = |store: &Store| {
             assert_eq!(keys(store), ["exechost/n2"]);
             assert_eq!(accounted(store), [(1, None), (2, Some(3))]);
-            assert!(store.has_accounting(1, 0).unwrap());
-            assert!(store.has_accounting(2, 3).unwrap());
-            assert_eq!(store.next_job_id().unwrap(), 9);
+            assert!(store.has_accounting(JobId(1), TaskId(0)).unwrap());
+            assert!(store.has_accounting(JobId(2), TaskId(3)).unwrap());
+            assert_eq!(store.next_job_id().unwrap(), JobId(9));
         };
         check(&store);
         done.recv().unwrap();
@@ -263,7 +268,7 @@ fn a_torn_last_record_loses_only_the_unacknowledged_change() {
     let store = Store::open(&path, false).unwrap();
     assert_eq!(keys(&store), ["exechost/n1"]);
     // Its job id (had it been a submission) is not handed out again.
-    assert_eq!(store.next_job_id().unwrap(), 2);
+    assert_eq!(store.next_job_id().unwrap(), JobId(2));
 }
 
 /// A spool with three journaled submissions (job ids 1..=3) after a crash.
@@ -273,7 +278,7 @@ fn crashed_spool(dir: &Path) -> (PathBuf, Vec<usize>) {
     let mut offsets = Vec::new();
     let mut at = crate::spool::journal::FILE_HEADER;
     for id in 1..=3u64 {
-        let ops = vec![Op::NextJobId(id + 1), host(&format!("n{id}"))];
+        let ops = vec![Op::NextJobId(JobId(id + 1)), host(&format!("n{id}"))];
         offsets.push(at);
         at += crate::spool::journal::encode_record(id, &gantry_proto::encode(&ops).unwrap()).len();
         store.commit(&ops).unwrap();
@@ -301,7 +306,7 @@ fn damage_before_the_journals_end_stops_the_start_unless_recovering() {
     let store = Store::open(&path, true).unwrap();
     assert_eq!(keys(&store), ["exechost/n1", "exechost/n3"]);
     // The lost change may have been a submission: ids go on above every one seen.
-    assert!(store.next_job_id().unwrap() >= 5);
+    assert!(store.next_job_id().unwrap() >= JobId(5));
     drop(store);
     // Recovered for good: the next start needs no flag.
     assert!(Store::open(&path, false).is_ok());
@@ -342,7 +347,7 @@ fn a_missing_empty_or_foreign_journal_after_a_crash_stops_the_start() {
         let store = Store::open(&path, true).unwrap();
         assert!(keys(&store).is_empty(), "{damage}");
         // Three changes may have been submissions: none of their ids comes again.
-        assert!(store.next_job_id().unwrap() >= 4, "{damage}");
+        assert!(store.next_job_id().unwrap() >= JobId(4), "{damage}");
     }
 }
 
@@ -354,7 +359,7 @@ fn after_a_clean_shutdown_a_missing_journal_loses_nothing() {
     std::fs::remove_file(journal_path(&path)).unwrap();
     let store = Store::open(&path, false).unwrap();
     assert_eq!(keys(&store), ["exechost/n1", "exechost/n2", "exechost/n3"]);
-    assert_eq!(store.next_job_id().unwrap(), 4);
+    assert_eq!(store.next_job_id().unwrap(), JobId(4));
 }
 
 #[test]
@@ -365,12 +370,12 @@ fn job_ids_continue_above_every_id_the_spool_holds() {
         let mut store = Store::create(&path, &[]).unwrap();
         // The recorded next id is behind an accounting record of job 41.
         store
-            .commit(&[Op::NextJobId(7), record(41, Some(3))])
+            .commit(&[Op::NextJobId(JobId(7)), record(41, Some(3))])
             .unwrap();
         store.close().unwrap();
     }
     let store = Store::open(&path, false).unwrap();
-    assert_eq!(store.next_job_id().unwrap(), 42);
+    assert_eq!(store.next_job_id().unwrap(), JobId(42));
 }
 
 #[test]
