@@ -56,10 +56,10 @@ fn loaded() -> ClusterState {
     for q in ["all.q", "short.q"] {
         set_queue(&mut s, q, "slots", "16");
     }
-    let ids: Vec<gantry_proto::JobId> = s.jobs.keys().copied().collect();
+    let ids: Vec<gantry_proto::JobId> = s.input.jobs.keys().copied().collect();
     for id in ids {
         if id.get().is_multiple_of(2) {
-            let mut j = gantry_master::jobs::Job::clone(&s.jobs[&id]);
+            let mut j = gantry_master::jobs::Job::clone(&s.input.jobs[&id]);
             j.spec
                 .hard_resources
                 .push(("h_rt".into(), (600 + id.get() % 7200).to_string()));
@@ -71,13 +71,14 @@ fn loaded() -> ClusterState {
     run_all(&mut s, &hosts, at);
     // The jobs whose licences ran out run without their requests.
     let waiting: Vec<gantry_proto::JobId> = s
+        .input
         .jobs
         .values()
         .filter(|j| j.tasks.has_pending())
         .map(|j| j.id)
         .collect();
     for id in waiting {
-        let mut j = gantry_master::jobs::Job::clone(&s.jobs[&id]);
+        let mut j = gantry_master::jobs::Job::clone(&s.input.jobs[&id]);
         j.spec.hard_resources.retain(|(k, _)| k == "h_rt");
         s.apply(&Op::Put(Object::Job(j)));
     }
@@ -90,7 +91,12 @@ fn loaded() -> ClusterState {
         }
     }
     s.apply(&Op::Put(Object::Config(global)));
-    let running = s.jobs.values().filter(|j| !j.tasks.has_pending()).count();
+    let running = s
+        .input
+        .jobs
+        .values()
+        .filter(|j| !j.tasks.has_pending())
+        .count();
     assert_eq!(running as u64, JOBS, "every job runs");
     let mut kept = KeptSnapshot::default();
     for n in 0..ARS {
@@ -98,7 +104,7 @@ fn loaded() -> ClusterState {
         assert!(!d.ops.is_empty(), "reservation {n} granted: {:?}", d.reply);
         s.apply_all(&d.ops);
     }
-    assert_eq!(s.ars.len() as u64, ARS);
+    assert_eq!(s.input.ars.len() as u64, ARS);
     s
 }
 
@@ -110,7 +116,7 @@ fn run_all(s: &mut ClusterState, hosts: &std::collections::HashSet<String>, at: 
             break;
         }
         for d in d {
-            let mut j = gantry_master::jobs::Job::clone(&s.jobs[&d.job_id]);
+            let mut j = gantry_master::jobs::Job::clone(&s.input.jobs[&d.job_id]);
             j.tasks.insert(
                 d.task_id,
                 TaskState::Running {
@@ -150,10 +156,11 @@ fn bench(c: &mut Criterion) {
     // the newest: a thousand stay granted, spread as before).
     let mut busy = s.clone();
     let mut churning = KeptSnapshot::default();
-    let running: Vec<gantry_proto::JobId> = busy.jobs.keys().copied().collect();
-    let reporters: Vec<String> = busy.runtime.keys().cloned().collect();
+    let running: Vec<gantry_proto::JobId> = busy.input.jobs.keys().copied().collect();
+    let reporters: Vec<String> = busy.input.runtime.keys().cloned().collect();
     // The request of each granted reservation, oldest first.
     let mut asked: std::collections::VecDeque<(gantry_proto::ArId, u64)> = busy
+        .input
         .ars
         .keys()
         .zip(0..ARS)
@@ -166,7 +173,7 @@ fn bench(c: &mut Criterion) {
             for _ in 0..iters {
                 for k in 0..20 {
                     let id = running[(turn * 20 + k) % running.len()];
-                    let mut j = gantry_master::jobs::Job::clone(&busy.jobs[&id]);
+                    let mut j = gantry_master::jobs::Job::clone(&busy.input.jobs[&id]);
                     let placed: Vec<(gantry_proto::TaskId, TaskState)> =
                         j.tasks.placed().map(|(t, st)| (t, st.clone())).collect();
                     for (t, mut st) in placed {
@@ -179,7 +186,7 @@ fn bench(c: &mut Criterion) {
                 }
                 for k in 0..25 {
                     let h = &reporters[(turn * 25 + k) % reporters.len()];
-                    let report = busy.runtime[h].load_values.clone();
+                    let report = busy.input.runtime[h].load_values.clone();
                     busy.record_load(h, report, at);
                 }
                 turn += 1;
@@ -194,6 +201,7 @@ fn bench(c: &mut Criterion) {
                 busy.apply_all(&d.ops);
                 asked.push_back((
                     *busy
+                        .input
                         .ars
                         .keys()
                         .next_back()
@@ -212,7 +220,7 @@ fn bench(c: &mut Criterion) {
     let mut kept_cluster = s.clone();
     let mut kept = KeptSnapshot::default();
     let reporter = "node0500".to_string();
-    let report = kept_cluster.runtime[&reporter].load_values.clone();
+    let report = kept_cluster.input.runtime[&reporter].load_values.clone();
     kept.snapshot(&kept_cluster.image(), &hosts, at);
     g.bench_function("kept_snapshot_10k_running_1000_ars", |b| {
         b.iter(|| {

@@ -55,6 +55,7 @@ fn answer(
         _ => {
             // The running job that started first ends.
             let ended = s
+                .input
                 .jobs
                 .values()
                 .find(|j| j.tasks.placed_states().next().is_some())
@@ -81,7 +82,7 @@ fn dispatch(s: &mut ClusterState, outcome: CycleOutcome) -> usize {
         .kept
         .iter()
         .map(|d| {
-            let mut j = Job::clone(&s.jobs[&d.job_id]);
+            let mut j = Job::clone(&s.input.jobs[&d.job_id]);
             j.tasks.insert(d.task_id, running(d));
             Op::Put(Object::Job(j))
         })

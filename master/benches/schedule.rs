@@ -41,7 +41,7 @@ fn bench(c: &mut Criterion) {
             }
             let mut kept = KeptSnapshot::default();
             let host = "node0500".to_string();
-            let report = s.runtime[&host].load_values.clone();
+            let report = s.input.runtime[&host].load_values.clone();
             std::hint::black_box(kept.schedule(&s.image(), Time::from_secs(0), &hosts));
             measured_cycles(&kind, || {
                 s.record_load(&host, report.clone(), Time::from_secs(0));
@@ -74,7 +74,7 @@ fn bench(c: &mut Criterion) {
             }
             std::hint::black_box(kept.schedule(&s.image(), Time::from_secs(1), &hosts));
             let host = "sim0500".to_string();
-            let report = s.runtime[&host].load_values.clone();
+            let report = s.input.runtime[&host].load_values.clone();
             let mut n = 0;
             measured_cycles(&kind, || {
                 one_more(&mut s);
@@ -178,7 +178,7 @@ fn bench(c: &mut Criterion) {
     let mut kept_cluster = s.clone();
     let mut kept = KeptSnapshot::default();
     let reporter = "node0500".to_string();
-    let report = kept_cluster.runtime[&reporter].load_values.clone();
+    let report = kept_cluster.input.runtime[&reporter].load_values.clone();
     kept.snapshot(&kept_cluster.image(), &hosts, Time::from_secs(0));
     let mut g = c.benchmark_group("kept");
     g.sample_size(10);
@@ -209,15 +209,15 @@ fn bench(c: &mut Criterion) {
     // Every host has reported before: its slots are set from its num_proc, as the
     // master does at a host's first report.
     let mut r = s.clone();
-    let names: Vec<String> = r.exechosts.keys().cloned().collect();
+    let names: Vec<String> = r.input.exechosts.keys().cloned().collect();
     for name in &names {
-        let values = r.runtime[name].load_values.clone();
+        let values = r.input.runtime[name].load_values.clone();
         if let Some(change) = r.slots_for_new_host(name, &values) {
             r.apply_all(&change.ops);
         }
     }
     let host = "node0500".to_string();
-    let values = r.runtime[&host].load_values.clone();
+    let values = r.input.runtime[&host].load_values.clone();
     let mut g = c.benchmark_group("master");
     g.bench_function("load_report_without_cycle", |b| {
         b.iter(|| {

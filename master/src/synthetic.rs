@@ -20,7 +20,7 @@ pub fn cluster(extra: &[&str]) -> ClusterState {
     for o in initial_objects(&["root".into()]) {
         s.apply(&Op::Put(o));
     }
-    let mut complexes = (*s.complexes).clone();
+    let mut complexes = (*s.input.complexes).clone();
     for line in extra {
         let f: Vec<&str> = line.split_whitespace().collect();
         let text = format!(
@@ -46,11 +46,11 @@ pub fn add_host(s: &mut ClusterState, name: &str, complex_values: &str, load: &[
     let host = exechost::parse_exechost(&text)
         .unwrap_or_else(|e| panic!("bad synthetic host \"{name}\": {e}"));
     s.apply(&Op::Put(Object::ExecHost(host)));
-    if let Some(mut g) = s.hostgroups.get("@allhosts").cloned() {
+    if let Some(mut g) = s.input.hostgroups.get("@allhosts").cloned() {
         g.hostlist.push(name.to_string());
         s.apply(&Op::Put(Object::HostGroup(g)));
     }
-    std::sync::Arc::make_mut(&mut s.runtime).insert(
+    std::sync::Arc::make_mut(&mut s.input.runtime).insert(
         name.to_string(),
         std::sync::Arc::new(HostRuntime {
             load_values: load
@@ -67,7 +67,7 @@ pub fn add_host(s: &mut ClusterState, name: &str, complex_values: &str, load: &[
 
 /// Every exec host, as the set of hosts with a connected execd.
 pub fn connected(s: &ClusterState) -> HashSet<String> {
-    s.exechosts.keys().cloned().collect()
+    s.input.exechosts.keys().cloned().collect()
 }
 
 pub use gantry_sched::synthetic::{job, running, running_on};
@@ -79,7 +79,7 @@ pub fn submit(s: &mut ClusterState, job: Job) {
 
 /// Mark a task running in `queue@host` (as a dispatch would).
 pub fn start(s: &mut ClusterState, job_id: u64, task: u32, queue: &str, host: &str) {
-    if let Some(mut j) = s.jobs.get(&JobId(job_id)).map(|j| Job::clone(j)) {
+    if let Some(mut j) = s.input.jobs.get(&JobId(job_id)).map(|j| Job::clone(j)) {
         j.tasks.insert(TaskId(task), running_on(queue, host));
         s.apply(&Op::Put(Object::Job(j)));
     }
@@ -88,7 +88,7 @@ pub fn start(s: &mut ClusterState, job_id: u64, task: u32, queue: &str, host: &s
 /// Set a queue attribute (`slots`, `complex_values`, `load_thresholds`, ... with
 /// `[host=value]` overrides).
 pub fn set_queue(s: &mut ClusterState, queue: &str, attr: &str, value: &str) {
-    let Some(mut q) = s.queues.get(queue).cloned() else {
+    let Some(mut q) = s.input.queues.get(queue).cloned() else {
         panic!("no queue {queue}");
     };
     let parsed = gantry_common::queue::parse_attr(value)

@@ -195,7 +195,7 @@ pub fn with_quotas(
     }
     let sets = gantry_common::rqs::parse_sets(&text).expect("the benchmark's quota sets");
     for (seq, set) in (1..).zip(sets) {
-        gantry_common::rqs::check_set(&set, &s.complexes).expect("valid quota set");
+        gantry_common::rqs::check_set(&set, &s.input.complexes).expect("valid quota set");
         s.apply(&Op::Put(Object::QuotaSet { seq, set }));
     }
     // As the master does after every cycle: the next one starts with room for as many
@@ -204,7 +204,7 @@ pub fn with_quotas(
     let counters = s
         .schedule(gantry_master::sched::Time::from_secs(0), &hosts)
         .quota_counters;
-    std::sync::Arc::make_mut(&mut s.quota_book).note_cycle_counters(counters);
+    std::sync::Arc::make_mut(&mut s.input.quota_book).note_cycle_counters(counters);
     s
 }
 
@@ -214,16 +214,18 @@ pub fn with_reservations(
     mut s: gantry_master::state::ClusterState,
     max_reservation: u32,
 ) -> gantry_master::state::ClusterState {
-    let ids: Vec<gantry_proto::JobId> = s.jobs.keys().copied().collect();
+    let ids: Vec<gantry_proto::JobId> = s.input.jobs.keys().copied().collect();
     for id in ids {
-        let mut j = gantry_master::jobs::Job::clone(&s.jobs[&id]);
+        let mut j = gantry_master::jobs::Job::clone(&s.input.jobs[&id]);
         j.spec.reserve = true;
         j.spec
             .hard_resources
             .push(("h_rt".into(), (600 + (id.get() % 6) * 600).to_string()));
         s.apply(&Op::Put(Object::Job(j)));
     }
-    let mut conf = (*s.sched).clone().expect("the scheduler configuration");
+    let mut conf = (*s.input.sched)
+        .clone()
+        .expect("the scheduler configuration");
     for (k, v) in &mut conf.entries {
         if k == "max_reservation" {
             *v = max_reservation.to_string();
@@ -241,9 +243,9 @@ pub fn with_groups(
     n: u64,
     tree: bool,
 ) -> gantry_master::state::ClusterState {
-    let ids: Vec<gantry_proto::JobId> = s.jobs.keys().copied().collect();
+    let ids: Vec<gantry_proto::JobId> = s.input.jobs.keys().copied().collect();
     for id in ids {
-        let mut j = gantry_master::jobs::Job::clone(&s.jobs[&id]);
+        let mut j = gantry_master::jobs::Job::clone(&s.input.jobs[&id]);
         j.spec.account = format!("g{}", id.get() % n);
         s.apply(&Op::Put(Object::Job(j)));
     }
@@ -318,7 +320,7 @@ pub fn scale_array(hosts: usize, quotas: bool) -> gantry_master::state::ClusterS
     })));
     let sets = gantry_common::rqs::parse_sets(&text).expect("the scale quota sets");
     for (seq, set) in (1..).zip(sets) {
-        gantry_common::rqs::check_set(&set, &s.complexes).expect("valid quota set");
+        gantry_common::rqs::check_set(&set, &s.input.complexes).expect("valid quota set");
         s.apply(&Op::Put(Object::QuotaSet { seq, set }));
     }
     s

@@ -69,7 +69,7 @@ pub(crate) fn complex_changes(
 impl ClusterState {
     /// The global host: cluster-wide `complex_values`.
     pub fn global_exechost(&self) -> ExecHost {
-        (*self.global_host)
+        (*self.input.global_host)
             .clone()
             .unwrap_or_else(|| ExecHost::new("global"))
     }
@@ -90,15 +90,15 @@ impl ClusterState {
     /// `qconf -sq`, `-sel`, `-sh`, `-spl`, ...: the names of every object of a kind.
     pub(crate) fn show_object_list(&self, kind: ObjectKind) -> Result<Reply, Refusal> {
         Ok(Reply::Answer(FromMaster::Names(match kind {
-            ObjectKind::Queue => self.queues.keys().cloned().collect(),
-            ObjectKind::ExecHost => self.exechosts.keys().cloned().collect(),
+            ObjectKind::Queue => self.input.queues.keys().cloned().collect(),
+            ObjectKind::ExecHost => self.input.exechosts.keys().cloned().collect(),
             ObjectKind::AdminHost => {
                 // Sorted by name, as SGE's qconf -sh lists them.
                 let mut hosts = self.admin_hosts();
                 hosts.sort();
                 hosts
             }
-            ObjectKind::Pe => self.pes.keys().cloned().collect(),
+            ObjectKind::Pe => self.input.pes.keys().cloned().collect(),
             ObjectKind::Ckpt => self.ckpts.keys().cloned().collect(),
             ObjectKind::Project => self.projects.keys().cloned().collect(),
             ObjectKind::Rqs => self.quota_sets.keys().cloned().collect(),
@@ -127,10 +127,10 @@ impl ClusterState {
     pub(crate) fn show_object(&self, kind: ObjectKind, name: &str) -> Result<Reply, Refusal> {
         let text = match kind {
             ObjectKind::Rqs => return self.show_quota_sets(name),
-            ObjectKind::Complex => complex::print_complexes(&self.complexes),
+            ObjectKind::Complex => complex::print_complexes(&self.input.complexes),
             ObjectKind::GroupTree => self.show_group_tree(),
             ObjectKind::SchedConf => schedconf::print_schedconf(
-                (*self.sched)
+                (*self.input.sched)
                     .as_ref()
                     .unwrap_or(&schedconf::default_schedconf()),
             ),
@@ -138,7 +138,7 @@ impl ClusterState {
                 if name.is_empty() || name == "template" {
                     queue::print_queue(&queue::new_queue("template", "NONE"))
                 } else {
-                    let q = self.queues.get(name).ok_or_else(|| {
+                    let q = self.input.queues.get(name).ok_or_else(|| {
                         refuse(
                             RefusalKind::NotFound,
                             format!("cluster queue \"{name}\" does not exist"),
@@ -150,7 +150,7 @@ impl ClusterState {
             ObjectKind::Pe if name.is_empty() || name == "template" => {
                 pe::print_pe(&pe::Pe::new("template"))
             }
-            ObjectKind::Pe => pe::print_pe(self.pes.get(name).ok_or_else(|| {
+            ObjectKind::Pe => pe::print_pe(self.input.pes.get(name).ok_or_else(|| {
                 refuse(
                     RefusalKind::NotFound,
                     format!("parallel environment \"{name}\" does not exist"),
@@ -273,14 +273,19 @@ impl ClusterState {
         let mut all = Change::default();
         for target in targets {
             let text = match kind {
-                Some(ObjectKind::Queue) => self.queues.get(target).map(queue::print_queue),
-                Some(ObjectKind::Pe) => self.pes.get(target).map(pe::print_pe),
+                Some(ObjectKind::Queue) => self.input.queues.get(target).map(queue::print_queue),
+                Some(ObjectKind::Pe) => self.input.pes.get(target).map(pe::print_pe),
                 Some(ObjectKind::Project) => self.projects.get(target).map(project::print_project),
                 Some(_) if target == "global" => {
                     Some(exechost::print_exechost(&self.global_exechost()))
                 }
-                Some(_) => self.exechosts.get(target).map(exechost::print_exechost),
+                Some(_) => self
+                    .input
+                    .exechosts
+                    .get(target)
+                    .map(exechost::print_exechost),
                 None => self
+                    .input
                     .hostgroups
                     .get(target)
                     .map(gantry_common::hostgroup::print_hostgroup),
@@ -335,7 +340,7 @@ impl ClusterState {
 
     /// Usersets named in an attribute must exist.
     fn check_sets(&self, sets: &[String], key: &str, owner: &str) -> Result<(), Refusal> {
-        match sets.iter().find(|s| !self.usersets.contains_key(*s)) {
+        match sets.iter().find(|s| !self.input.usersets.contains_key(*s)) {
             Some(set) => Err(invalid(format!(
                 "userset \"{set}\" in {key} of {owner} does not exist"
             ))),

@@ -64,7 +64,7 @@ impl ClusterState {
         now: Time,
         kept: &mut gantry_sched::KeptSnapshot,
     ) -> Result<Decision, Refusal> {
-        let member = self.usersets.get(AR_USERS).is_some_and(|u| {
+        let member = self.input.usersets.get(AR_USERS).is_some_and(|u| {
             gantry_common::userset::entries_contain(&u.entries, &caller.user, groups)
         });
         if !self.acts_as_manager(caller) && !member {
@@ -117,7 +117,7 @@ impl ClusterState {
             ));
         }
         let max = self.max_advance_reservations();
-        if max > 0 && self.ars.len() >= max {
+        if max > 0 && self.input.ars.len() >= max {
             return Err(refuse(
                 RefusalKind::LimitReached,
                 format!("rejected: only {max} advance reservations are allowed per cluster"),
@@ -177,7 +177,8 @@ impl ClusterState {
         ids: &[String],
         now: Time,
     ) -> Vec<AdvanceReservation> {
-        self.ars
+        self.input
+            .ars
             .values()
             .filter(|a| {
                 if !ids.is_empty() {
@@ -200,7 +201,8 @@ impl ClusterState {
 
     /// The jobs bound to a reservation.
     fn jobs_of_ar(&self, id: ArId) -> Vec<&Job> {
-        self.jobs
+        self.input
+            .jobs
             .values()
             .filter(|j| j.spec.ar == Some(id))
             .map(|j| &**j)
@@ -260,6 +262,7 @@ impl ClusterState {
         let mut seen = HashSet::new();
         for r in refs {
             let named: Vec<&AdvanceReservation> = self
+                .input
                 .ars
                 .values()
                 .filter(|a| matches_reference(a, r))
@@ -322,7 +325,7 @@ impl ClusterState {
     pub fn decide_ar_clock(&self, now: Time, usable: impl Fn(&str, &str) -> bool) -> Decision {
         let mut ops = Vec::new();
         let mut effects = Vec::new();
-        for ar in self.ars.values() {
+        for ar in self.input.ars.values() {
             let at = now.secs();
             if !holds(ar) {
                 // Ended or deleted: gone once its jobs are.
@@ -387,7 +390,7 @@ impl ClusterState {
         let Some(id) = job.spec.ar else {
             return Ok(());
         };
-        let Some(ar) = self.ars.get(&id).filter(|a| holds(a)) else {
+        let Some(ar) = self.input.ars.get(&id).filter(|a| holds(a)) else {
             return Err(refuse(
                 RefusalKind::Invalid,
                 format!("the advance reservation id {id} is invalid"),
@@ -428,7 +431,7 @@ impl ClusterState {
     /// hosts: those running tasks use, and those reservations hold.
     pub fn slot_counts(&self, now: Time) -> SlotCounts {
         let mut reserved: HashMap<(String, String), (u32, u32)> = HashMap::new();
-        for ar in self.ars.values().filter(|a| holds(a)) {
+        for ar in self.input.ars.values().filter(|a| holds(a)) {
             for g in &ar.granted {
                 let e = reserved
                     .entry((g.queue.clone(), g.host.clone()))

@@ -85,7 +85,7 @@ impl ClusterState {
         };
         for pattern in &patterns {
             let before = targets.len();
-            for job in self.jobs.values() {
+            for job in self.input.jobs.values() {
                 if owned_by(job) && gantry_common::job::wildcard(pattern, &job.spec.name) {
                     targets.push((job.id, None));
                 }
@@ -98,7 +98,7 @@ impl ClusterState {
             }
         }
         if patterns.is_empty() {
-            for job in self.jobs.values() {
+            for job in self.input.jobs.values() {
                 if !users.is_empty() && owned_by(job) {
                     targets.push((job.id, None));
                 }
@@ -118,7 +118,7 @@ impl ClusterState {
         let mut ops = Vec::new();
         let mut effects = Vec::new();
         for (id, range) in targets {
-            let Some(job) = self.jobs.get(&id) else {
+            let Some(job) = self.input.jobs.get(&id) else {
                 results.push(refused(format!("denied: job \"{id}\" does not exist")));
                 continue;
             };
@@ -276,7 +276,7 @@ impl ClusterState {
             Ok(i) => i,
             Err(r) => return Decision::refused(r),
         };
-        let mut set = (*self.suspended_queues).clone();
+        let mut set = (*self.input.suspended_queues).clone();
         let mut messages = Vec::new();
         for key in &instances {
             let changed = if suspend {
@@ -311,7 +311,7 @@ impl ClusterState {
             libc_signal::SIGCONT
         };
         let mut effects = Vec::new();
-        for job in self.jobs.values() {
+        for job in self.input.jobs.values() {
             for (task, t) in job.tasks.placed() {
                 let TaskState::Running { host, queue, .. } = t else {
                     continue;
@@ -345,7 +345,7 @@ impl ClusterState {
         let mut signals = Vec::new();
         for text in ids {
             let found =
-                crate::core::jobs::parse_job_ref(text).and_then(|(id, _)| self.jobs.get(&id));
+                crate::core::jobs::parse_job_ref(text).and_then(|(id, _)| self.input.jobs.get(&id));
             let Some(job) = found else {
                 return Decision::refused(Refusal {
                     kind: RefusalKind::NotFound,
@@ -426,7 +426,7 @@ impl ClusterState {
                     message: format!("denied: job \"{text}\" does not exist"),
                 });
             };
-            let Some(job) = self.jobs.get(&id) else {
+            let Some(job) = self.input.jobs.get(&id) else {
                 return Decision::refused(Refusal {
                     kind: RefusalKind::NotFound,
                     message: format!("denied: job \"{id}\" does not exist"),
@@ -496,7 +496,7 @@ impl ClusterState {
             }
             let known = changed
                 .get(&key.0)
-                .or_else(|| self.jobs.get(&key.0).map(|j| &**j))
+                .or_else(|| self.input.jobs.get(&key.0).map(|j| &**j))
                 .and_then(|j| j.tasks.get(key.1))
                 .is_some_and(|t| {
                     matches!(t, TaskState::Running { .. } | TaskState::Deleting { .. })
@@ -511,7 +511,7 @@ impl ClusterState {
                     recorded.push(key);
                     continue;
                 }
-                let task = if self.jobs.get(&key.0).is_some_and(|j| j.is_array()) {
+                let task = if self.input.jobs.get(&key.0).is_some_and(|j| j.is_array()) {
                     key.1
                 } else {
                     TaskId(0)
@@ -519,7 +519,7 @@ impl ClusterState {
                 unknown.push((host.clone(), key.0, task));
                 continue;
             }
-            let Some(current) = self.jobs.get(&key.0) else {
+            let Some(current) = self.input.jobs.get(&key.0) else {
                 continue;
             };
             let job = changed.entry(key.0).or_insert_with(|| Job::clone(current));
@@ -540,7 +540,7 @@ impl ClusterState {
                     );
                     let mut errored = errored_now
                         .take()
-                        .unwrap_or_else(|| (*self.errored).clone());
+                        .unwrap_or_else(|| (*self.input.errored).clone());
                     errored.insert((queue.clone(), host.clone()));
                     errored_now = Some(errored);
                     job.tasks.insert(key.1, TaskState::Pending);

@@ -152,7 +152,7 @@ fn decide_request(
         ToMaster::ShowGroups => {
             Decision::answer(FromMaster::Groups(match &state.live.group_allocation {
                 // The last cycle's, while the tree is the one it allocated.
-                Some((tree, allocation)) if Arc::ptr_eq(tree, &state.group_tree) => {
+                Some((tree, allocation)) if Arc::ptr_eq(tree, &state.input.group_tree) => {
                     state.group_rows_of(allocation.clone())
                 }
                 _ => state.group_rows(),
@@ -256,9 +256,9 @@ fn decide_request(
         // Configuration requests and queue instance states: one line per kind, the
         // decisions in the files of `state/` by object kind and in `admin/`.
         ToMaster::HostInfo => configured(state.host_info(now)),
-        ToMaster::ShowExecHostList => {
-            Decision::answer(FromMaster::Names(state.exechosts.keys().cloned().collect()))
-        }
+        ToMaster::ShowExecHostList => Decision::answer(FromMaster::Names(
+            state.input.exechosts.keys().cloned().collect(),
+        )),
         ToMaster::ShowExecHost { host } if host == "global" => {
             Decision::answer(FromMaster::ExecHost(state.global_exechost()))
         }
@@ -273,12 +273,12 @@ fn decide_request(
         ToMaster::AddManagers { users } => configured(state.add_managers(caller, &users)),
         ToMaster::DeleteManagers { users } => configured(state.delete_managers(caller, &users)),
         ToMaster::ShowComplexes => {
-            Decision::answer(FromMaster::Complexes((*state.complexes).clone()))
+            Decision::answer(FromMaster::Complexes((*state.input.complexes).clone()))
         }
-        ToMaster::ShowQueueList => {
-            Decision::answer(FromMaster::Names(state.queues.keys().cloned().collect()))
-        }
-        ToMaster::ShowQueue { name } => match state.queues.get(&name) {
+        ToMaster::ShowQueueList => Decision::answer(FromMaster::Names(
+            state.input.queues.keys().cloned().collect(),
+        )),
+        ToMaster::ShowQueue { name } => match state.input.queues.get(&name) {
             Some(q) => Decision::answer(FromMaster::Queue(q.clone())),
             None => Decision::refused(refuse(
                 RefusalKind::NotFound,
@@ -286,9 +286,9 @@ fn decide_request(
             )),
         },
         ToMaster::ShowHostGroupList => Decision::answer(FromMaster::Names(
-            state.hostgroups.keys().cloned().collect(),
+            state.input.hostgroups.keys().cloned().collect(),
         )),
-        ToMaster::ShowHostGroup { name } => match state.hostgroups.get(&name) {
+        ToMaster::ShowHostGroup { name } => match state.input.hostgroups.get(&name) {
             Some(g) => Decision::answer(FromMaster::HostGroup(g.clone())),
             None => Decision::refused(refuse(
                 RefusalKind::NotFound,
@@ -298,9 +298,9 @@ fn decide_request(
         ToMaster::AddHostGroup { text } => configured(state.put_hostgroup(caller, &text, true)),
         ToMaster::ModifyHostGroup { text } => configured(state.put_hostgroup(caller, &text, false)),
         ToMaster::DeleteHostGroup { name } => configured(state.delete_hostgroup(caller, &name)),
-        ToMaster::ShowUserSetList => {
-            Decision::answer(FromMaster::Names(state.usersets.keys().cloned().collect()))
-        }
+        ToMaster::ShowUserSetList => Decision::answer(FromMaster::Names(
+            state.input.usersets.keys().cloned().collect(),
+        )),
         ToMaster::ShowUserSets { names } => configured(state.show_usersets(&names)),
         ToMaster::AddUsersToSets { users, sets } => {
             configured(state.add_users_to_sets(caller, &users, &sets))
@@ -473,7 +473,7 @@ fn submit(
 
 /// `qstat -j`: the jobs found, each with why its pending tasks wait.
 fn job_details(state: &ClusterState, ctx: &Context<'_>, ids: &[String]) -> Decision {
-    let wanted = crate::core::jobs::jobs_named(&state.jobs, ids);
+    let wanted = crate::core::jobs::jobs_named(&state.input.jobs, ids);
     // As SGE: the jobs found are shown; only when none is, the list is an error.
     if wanted.is_empty() {
         return Decision::refused(Refusal {
@@ -484,7 +484,7 @@ fn job_details(state: &ClusterState, ctx: &Context<'_>, ids: &[String]) -> Decis
     let dispatchable = (ctx.dispatchable)();
     let mut details = Vec::new();
     for id in &wanted {
-        let Some(job) = state.jobs.get(id) else {
+        let Some(job) = state.input.jobs.get(id) else {
             continue;
         };
         let checkpoint_attr = job
@@ -551,7 +551,12 @@ fn kill_execds(
     };
     let all = hosts.is_empty() || hosts.iter().any(|h| h == "all");
     let targets: Vec<(String, bool)> = if all {
-        state.exechosts.keys().map(|h| (h.clone(), false)).collect()
+        state
+            .input
+            .exechosts
+            .keys()
+            .map(|h| (h.clone(), false))
+            .collect()
     } else {
         hosts.iter().map(|h| (h.clone(), true)).collect()
     };
@@ -559,6 +564,7 @@ fn kill_execds(
     let mut effects = Vec::new();
     for (named, forced) in targets {
         let Some(host) = state
+            .input
             .exechosts
             .keys()
             .find(|h| h.eq_ignore_ascii_case(&named))

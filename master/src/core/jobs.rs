@@ -45,7 +45,7 @@ pub fn check_resources(
     list: &mut Vec<(String, String)>,
 ) -> Result<(), Refusal> {
     for (name, v) in list.iter_mut() {
-        let Some(attr) = complex::find(&state.complexes, name) else {
+        let Some(attr) = complex::find(&state.input.complexes, name) else {
             return Err(refuse(
                 RefusalKind::Invalid,
                 format!("unknown resource \"{name}\""),
@@ -142,6 +142,7 @@ fn names_a_queue_instance(state: &ClusterState, reference: &str) -> bool {
     };
     let cq = if cq.is_empty() { "*" } else { cq };
     state
+        .input
         .queues
         .iter()
         .filter(|(name, _)| wildcard(cq, name))
@@ -150,7 +151,8 @@ fn names_a_queue_instance(state: &ClusterState, reference: &str) -> bool {
             match host {
                 None => !hosts.is_empty(),
                 Some(group) if group.starts_with('@') => {
-                    let members = gantry_sched::view::resolve_group(&state.hostgroups, group, 0);
+                    let members =
+                        gantry_sched::view::resolve_group(&state.input.hostgroups, group, 0);
                     hosts.iter().any(|h| members.contains(h))
                 }
                 Some(pattern) => hosts
@@ -182,7 +184,7 @@ pub fn check_array_dependencies(
         last: 1,
         step: 1,
     };
-    for p in gantry_sched::view::array_predecessors(&state.jobs, &spec.hold_jids_ad, id) {
+    for p in gantry_sched::view::array_predecessors(&state.input.jobs, &spec.hold_jids_ad, id) {
         if p.spec.array.unwrap_or(single) != range {
             return Err(refuse(
                 RefusalKind::Invalid,
@@ -338,7 +340,7 @@ pub fn check_spec(
         };
         let member = |sets: &[String]| {
             sets.iter().any(|s| {
-                state.usersets.get(s).is_some_and(|u| {
+                state.input.usersets.get(s).is_some_and(|u| {
                     gantry_common::userset::entries_contain(&u.entries, &caller.user, groups)
                 })
             })
@@ -355,15 +357,15 @@ pub fn check_spec(
     }
     // Hierarchical group quotas: the group the account names, and each of its
     // ancestors, may restrict who submits to it.
-    if let Some(g) = gantry_common::groups::group_of(&state.group_tree, &spec.account) {
+    if let Some(g) = gantry_common::groups::group_of(&state.input.group_tree, &spec.account) {
         let member = |sets: &[String]| {
             sets.iter().any(|s| {
-                state.usersets.get(s).is_some_and(|u| {
+                state.input.usersets.get(s).is_some_and(|u| {
                     gantry_common::userset::entries_contain(&u.entries, &caller.user, groups)
                 })
             })
         };
-        if !gantry_common::groups::access_lists(&state.group_tree, &g.name)
+        if !gantry_common::groups::access_lists(&state.input.group_tree, &g.name)
             .into_iter()
             .all(member)
         {
@@ -377,7 +379,7 @@ pub fn check_spec(
         }
     }
     if let Some((pe, range)) = &spec.pe {
-        if !state.pes.keys().any(|name| wildcard(pe, name)) {
+        if !state.input.pes.keys().any(|name| wildcard(pe, name)) {
             return Err(refuse(
                 RefusalKind::Invalid,
                 format!("job rejected: the requested parallel environment \"{pe}\" does not exist"),
@@ -429,7 +431,7 @@ pub fn validate_submission(
     }
     // `-dl`: only deadline users may say when their job must reach top priority.
     if spec.deadline.is_some()
-        && !state.usersets.get("deadlineusers").is_some_and(|u| {
+        && !state.input.usersets.get("deadlineusers").is_some_and(|u| {
             gantry_common::userset::entries_contain(&u.entries, &caller.user, groups)
         })
     {
@@ -448,6 +450,7 @@ pub fn validate_submission(
     let max_u_jobs = limit("max_u_jobs");
     if max_u_jobs > 0 {
         let current = state
+            .input
             .jobs
             .values()
             .filter(|j| j.owner.user == caller.user)
@@ -460,7 +463,7 @@ pub fn validate_submission(
         }
     }
     let max_jobs = limit("max_jobs");
-    if max_jobs > 0 && state.jobs.len() >= max_jobs {
+    if max_jobs > 0 && state.input.jobs.len() >= max_jobs {
         return Err(refuse(
             RefusalKind::Denied,
             format!("job rejected: Only {max_jobs} jobs are allowed in the cluster (max_jobs)"),
@@ -512,7 +515,7 @@ impl ClusterState {
     /// Slots in use per `queue@host`.
     pub(crate) fn used_slots(&self) -> HashMap<(String, String), u32> {
         let mut used = HashMap::new();
-        for job in self.jobs.values() {
+        for job in self.input.jobs.values() {
             for (_, t) in job.tasks.placed() {
                 if let TaskState::Running { grants, .. } | TaskState::Deleting { grants, .. } = t {
                     for g in grants {
@@ -537,7 +540,8 @@ impl ClusterState {
             return r;
         }
         let groups = self.groups_of(host);
-        self.queues
+        self.input
+            .queues
             .get(queue)
             .and_then(|q| q.attr("rerun"))
             .is_some_and(|a| queue::value_on_host(a, host, &groups).eq_ignore_ascii_case("TRUE"))
@@ -545,7 +549,7 @@ impl ClusterState {
 
     /// Queue settings a task runs under on a host (limits, shell, tmpdir, notify).
     pub fn queue_settings(&self, queue: &str, host: &str) -> Vec<(String, String)> {
-        let Some(q) = self.queues.get(queue) else {
+        let Some(q) = self.input.queues.get(queue) else {
             return Vec::new();
         };
         let groups = self.groups_of(host);
@@ -565,7 +569,7 @@ impl ClusterState {
     }
 
     pub fn job_start(&self, d: &gantry_sched::Dispatch) -> Option<JobStart> {
-        let job = self.jobs.get(&d.job_id)?;
+        let job = self.input.jobs.get(&d.job_id)?;
         let mut queue_settings = self.queue_settings(&d.queue, &d.host);
         // The execd sends the job's mail through the cluster's mailer.
         if !job.spec.mail_options.is_empty() && !job.spec.mail_options.contains('n') {
@@ -616,6 +620,7 @@ impl ClusterState {
         let interval_secs = if when.contains('m') {
             let groups = self.groups_of(host);
             let queue_interval = self
+                .input
                 .queues
                 .get(queue)
                 .and_then(|q| q.attr("min_cpu_interval"))
@@ -637,7 +642,7 @@ impl ClusterState {
 
     /// The accounting record of a finished task.
     pub fn accounting_record(&self, report: &JobReport) -> Option<AccountingRecord> {
-        let job = self.jobs.get(&report.job_id)?;
+        let job = self.input.jobs.get(&report.job_id)?;
         let group = group_name(job);
         Some(AccountingRecord {
             job_id: job.id,
@@ -652,7 +657,7 @@ impl ClusterState {
             submit_time: job.submit_time,
             attempt: job.restarted.get(&report.task_id).copied().unwrap_or(0),
             ar: job.spec.ar.map(|id| {
-                let submitted = self.ars.get(&id).map_or(0, |a| a.submission_time);
+                let submitted = self.input.ars.get(&id).map_or(0, |a| a.submission_time);
                 (id, submitted)
             }),
             report: report.clone(),
@@ -667,9 +672,9 @@ impl ClusterState {
     /// What `qstat`'s rows are made of, to make them on another thread.
     pub fn jobs_image(&self) -> JobsImage {
         JobsImage {
-            jobs: self.jobs.clone(),
-            suspended_queues: self.suspended_queues.clone(),
-            threshold_suspended: self.threshold_suspended.clone(),
+            jobs: self.input.jobs.clone(),
+            suspended_queues: self.input.suspended_queues.clone(),
+            threshold_suspended: self.input.threshold_suspended.clone(),
         }
     }
 }
@@ -722,7 +727,7 @@ pub fn parse_job_ref(text: &str) -> Option<(JobId, Option<(TaskId, TaskId)>)> {
 impl ClusterState {
     /// The hosts a queue's host list names, host groups resolved.
     pub fn queue_hosts_of(&self, q: &gantry_proto::ClusterQueue) -> Vec<String> {
-        gantry_sched::view::queue_hosts_of(&self.hostgroups, q)
+        gantry_sched::view::queue_hosts_of(&self.input.hostgroups, q)
     }
 }
 
@@ -870,7 +875,7 @@ mod tests {
             submit(&s, Some("chem"), None),
             Err("job rejected: user \"u1\" has no access to project \"chem\"".into())
         );
-        if let Some(u) = std::sync::Arc::make_mut(&mut s.usersets).get_mut("arusers") {
+        if let Some(u) = std::sync::Arc::make_mut(&mut s.input.usersets).get_mut("arusers") {
             u.entries.push("u1".into());
         }
         assert_eq!(submit(&s, Some("chem"), None), Ok(()));

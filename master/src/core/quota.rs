@@ -16,47 +16,48 @@ impl ClusterState {
     /// Something quota matching depends on changed: the book is rebuilt when the
     /// change is settled.
     pub(crate) fn quotas_changed(&mut self) {
-        Arc::make_mut(&mut self.quota_book).mark_stale();
+        Arc::make_mut(&mut self.input.quota_book).mark_stale();
     }
 
     /// Offer a catalog built ahead for the next rebuild (see [`QuotaBook`]).
     pub(crate) fn prepare_catalog(&mut self, catalog: Arc<Catalog>) {
-        Arc::make_mut(&mut self.quota_book).prepare_catalog(catalog);
+        Arc::make_mut(&mut self.input.quota_book).prepare_catalog(catalog);
     }
 
     /// Rebuild the book if the configuration changed: compile the sets, then count
     /// every running task once.
     pub fn settle_quotas(&mut self) {
-        if !self.quota_book.is_stale() {
+        if !self.input.quota_book.is_stale() {
             return;
         }
         let sets = self.quota_sets_in_order().into_iter().cloned().collect();
         let usersets = self
+            .input
             .usersets
             .values()
             .map(|u| (u.name.clone(), u.entries.clone()))
             .collect();
-        let memberships = gantry_sched::view::memberships(&self.hostgroups);
-        Arc::make_mut(&mut self.quota_book).settle(
-            &self.complexes,
+        let memberships = gantry_sched::view::memberships(&self.input.hostgroups);
+        Arc::make_mut(&mut self.input.quota_book).settle(
+            &self.input.complexes,
             sets,
             usersets,
             memberships,
-            &self.jobs,
+            &self.input.jobs,
         );
     }
 
     /// Count (or with `sign` -1 uncount) what a job's running tasks use under every
     /// set's effective rule, grant by grant.
     pub(crate) fn count_quota_usage(&mut self, job: &Job, sign: f64) {
-        if self.quota_book.counts(job) {
-            Arc::make_mut(&mut self.quota_book).count(job, sign);
+        if self.input.quota_book.counts(job) {
+            Arc::make_mut(&mut self.input.quota_book).count(job, sign);
         }
     }
 
     /// The quota state a scheduling cycle starts from (none without an enabled set).
     pub fn quota_cycle(&self) -> Option<QuotaCycle> {
-        self.quota_book.cycle()
+        self.input.quota_book.cycle()
     }
 
     /// `qquota`: every enabled rule with usage, for the consumers the query names
@@ -94,6 +95,7 @@ impl ClusterState {
             .into_iter()
             .map(|g| gantry_proto::GroupRow {
                 configured: self
+                    .input
                     .group_tree
                     .iter()
                     .find(|e| e.name == g.name)

@@ -28,28 +28,13 @@ pub struct Revalidated {
 }
 
 impl ClusterState {
-    /// The state as the scheduler reads it.
+    /// The state as the scheduler reads it: its input, with the global configuration's
+    /// limits.
     pub fn view(&self) -> ClusterView<'_> {
         ClusterView {
-            complexes: &self.complexes,
-            exechosts: &self.exechosts,
-            global_host: &self.global_host,
-            hostgroups: &self.hostgroups,
-            queues: &self.queues,
-            usersets: &self.usersets,
-            pes: &self.pes,
-            sched: &self.sched,
-            jobs: &self.jobs,
-            runtime: &self.runtime,
-            disabled: &self.disabled,
-            errored: &self.errored,
-            suspended_queues: &self.suspended_queues,
-            threshold_suspended: &self.threshold_suspended,
-            quota_book: &self.quota_book,
             max_unheard: self.max_unheard(),
             max_aj_instances: self.max_aj_instances(),
-            ars: &self.ars,
-            group_tree: &self.group_tree,
+            ..self.input.view()
         }
     }
 
@@ -61,29 +46,13 @@ impl ClusterState {
             .filter(|n| *n > 0)
     }
 
-    /// The state as a cycle on another thread reads it: the parts shared, not copied
+    /// The state as a cycle on another thread reads it: its input, shared, not copied
     /// (see [`ClusterImage`]).
     pub fn image(&self) -> ClusterImage {
         ClusterImage {
-            complexes: Arc::clone(&self.complexes),
-            exechosts: Arc::clone(&self.exechosts),
-            global_host: Arc::clone(&self.global_host),
-            hostgroups: Arc::clone(&self.hostgroups),
-            queues: Arc::clone(&self.queues),
-            usersets: Arc::clone(&self.usersets),
-            pes: Arc::clone(&self.pes),
-            sched: Arc::clone(&self.sched),
-            jobs: Arc::clone(&self.jobs),
-            runtime: Arc::clone(&self.runtime),
-            disabled: Arc::clone(&self.disabled),
-            errored: Arc::clone(&self.errored),
-            suspended_queues: Arc::clone(&self.suspended_queues),
-            threshold_suspended: Arc::clone(&self.threshold_suspended),
-            quota_book: Arc::clone(&self.quota_book),
             max_unheard: self.max_unheard(),
             max_aj_instances: self.max_aj_instances(),
-            ars: Arc::clone(&self.ars),
-            group_tree: Arc::clone(&self.group_tree),
+            ..self.input.clone()
         }
     }
 
@@ -118,7 +87,7 @@ impl ClusterState {
         let kept: Vec<Dispatch> = dispatches
             .into_iter()
             .filter(|d| {
-                let unchanged = match (image.jobs.get(&d.job_id), self.jobs.get(&d.job_id)) {
+                let unchanged = match (image.jobs.get(&d.job_id), self.input.jobs.get(&d.job_id)) {
                     (Some(then), Some(now)) => Arc::ptr_eq(then, now),
                     _ => false,
                 };

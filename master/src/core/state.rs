@@ -167,15 +167,20 @@ pub struct Change {
     pub messages: Vec<String>,
 }
 
-pub use gantry_sched::view::{HostRuntime, JobTable, RuntimeTable};
+pub use gantry_sched::view::{ClusterImage, HostRuntime, JobTable, RuntimeTable};
 
 #[derive(Debug, Clone, Default)]
 pub struct ClusterState {
+    /// What a scheduling cycle reads, as one value: the configuration it schedules by
+    /// (complex, hosts, host groups, queues, access lists, parallel environments, the
+    /// scheduler configuration, quota sets compiled, advance reservations, the group
+    /// tree), the jobs, the hosts' reports and the queue instances' states. Every part
+    /// is behind an `Arc` changed copy-on-write: an image for the cycle's thread
+    /// ([`ClusterState::image`]) costs a reference count per part. Its `max_unheard`
+    /// and `max_aj_instances` are the global configuration's, filled in when a view or
+    /// an image is taken.
+    pub input: ClusterImage,
     pub global: Option<Config>,
-    pub complexes: Arc<Vec<ComplexAttr>>,
-    pub exechosts: Arc<BTreeMap<String, ExecHost>>,
-    pub hostgroups: Arc<BTreeMap<String, HostGroup>>,
-    pub queues: Arc<BTreeMap<String, ClusterQueue>>,
     pub managers: Vec<String>,
     /// The administrative hosts; a cell created before they existed has none spooled,
     /// and then the master's own host is the one.
@@ -187,39 +192,17 @@ pub struct ClusterState {
     pub forced_away: BTreeMap<(JobId, TaskId), gantry_proto::AccountingRecord>,
     /// Certificate fingerprint (hex) -> host.
     pub host_certs: HashMap<String, String>,
-    pub runtime: Arc<RuntimeTable>,
-    pub jobs: Arc<JobTable>,
     pub next_job_id: JobId,
-    /// Disabled queue instances (`qmod -d`): (queue, host).
-    pub disabled: Arc<HashSet<(String, String)>>,
-    pub usersets: Arc<BTreeMap<String, gantry_proto::UserSet>>,
-    /// The global host (`qconf -se global`): cluster-wide `complex_values`.
-    pub global_host: Arc<Option<ExecHost>>,
-    /// The scheduler configuration (`qconf -ssconf`).
-    pub sched: Arc<Option<Config>>,
-    /// Parallel environments (`qconf -sp`).
-    pub pes: Arc<BTreeMap<String, gantry_common::pe::Pe>>,
     /// Projects (`qconf -sprj`).
     pub projects: BTreeMap<String, gantry_common::project::Project>,
     /// Checkpointing environments (`qconf -sckpt`).
     pub ckpts: BTreeMap<String, gantry_common::ckpt::Ckpt>,
-    /// Queue instances in error state (`E`).
-    pub errored: Arc<HashSet<(String, String)>>,
-    /// Suspended queue instances (`s`).
-    pub suspended_queues: Arc<HashSet<(String, String)>>,
-    /// Tasks stopped by their queue's `suspend_thresholds` (shown `S`).
-    pub threshold_suspended: Arc<BTreeSet<(JobId, TaskId)>>,
-    /// Resource quota sets by name, with their place in SGE's order.
+    /// Resource quota sets by name, with their place in SGE's order (compiled into
+    /// `input.quota_book`, with what running jobs use under them: kept as tasks start
+    /// and end, rebuilt when the configuration it depends on changes).
     pub quota_sets: BTreeMap<String, (u64, gantry_common::rqs::QuotaSet)>,
-    /// The sets compiled, and what running jobs use under them (derived; kept as tasks
-    /// start and end, rebuilt when the configuration it depends on changes).
-    pub quota_book: Arc<gantry_sched::quota::QuotaBook>,
-    /// The advance reservations, by id.
-    pub ars: Arc<BTreeMap<ArId, gantry_proto::AdvanceReservation>>,
     /// The next advance reservation id (0 until the first is granted: then 1).
     pub next_ar_id: ArId,
-    /// The tree of hierarchical group quotas, each parent before its children.
-    pub group_tree: Arc<Vec<gantry_proto::GroupEntry>>,
     /// Hosts that joined and have not reported yet (their slots in `all.q` come with
     /// their first report).
     pub new_hosts: BTreeSet<String>,
@@ -337,21 +320,21 @@ impl ClusterState {
                     if c.name == "global" {
                         self.global = Some(c);
                     } else if c.name == "sched" {
-                        self.sched = Arc::new(Some(c));
+                        self.input.sched = Arc::new(Some(c));
                     }
                 }
-                Object::Complexes(list) => self.complexes = Arc::new(list),
+                Object::Complexes(list) => self.input.complexes = Arc::new(list),
                 Object::ExecHost(h) if h.hostname == "global" => {
-                    self.global_host = Arc::new(Some(h))
+                    self.input.global_host = Arc::new(Some(h))
                 }
                 Object::ExecHost(h) => {
-                    Arc::make_mut(&mut self.exechosts).insert(h.hostname.clone(), h);
+                    Arc::make_mut(&mut self.input.exechosts).insert(h.hostname.clone(), h);
                 }
                 Object::HostGroup(g) => {
-                    Arc::make_mut(&mut self.hostgroups).insert(g.name.clone(), g);
+                    Arc::make_mut(&mut self.input.hostgroups).insert(g.name.clone(), g);
                 }
                 Object::Queue(q) => {
-                    Arc::make_mut(&mut self.queues).insert(q.name.clone(), q);
+                    Arc::make_mut(&mut self.input.queues).insert(q.name.clone(), q);
                 }
                 Object::Managers(m) => self.managers = m,
                 Object::AdminHosts(h) => self.admin_hosts = Some(h),
@@ -365,20 +348,20 @@ impl ClusterState {
                     self.host_certs.insert(fingerprint, hostname);
                 }
                 Object::Job(j) => {
-                    if let Some(old) = Arc::make_mut(&mut self.jobs).remove(&j.id) {
+                    if let Some(old) = Arc::make_mut(&mut self.input.jobs).remove(&j.id) {
                         self.count_quota_usage(&old, -1.0);
                     }
                     self.count_quota_usage(&j, 1.0);
-                    Arc::make_mut(&mut self.jobs).insert(j.id, Arc::new(j));
+                    Arc::make_mut(&mut self.input.jobs).insert(j.id, Arc::new(j));
                 }
                 Object::DisabledQueues(list) => {
-                    self.disabled = Arc::new(list.into_iter().collect())
+                    self.input.disabled = Arc::new(list.into_iter().collect())
                 }
                 Object::UserSet(u) => {
-                    Arc::make_mut(&mut self.usersets).insert(u.name.clone(), u);
+                    Arc::make_mut(&mut self.input.usersets).insert(u.name.clone(), u);
                 }
                 Object::Pe(p) => {
-                    Arc::make_mut(&mut self.pes).insert(p.name.clone(), p);
+                    Arc::make_mut(&mut self.input.pes).insert(p.name.clone(), p);
                 }
                 Object::Project(p) => {
                     self.projects.insert(p.name.clone(), p);
@@ -387,19 +370,21 @@ impl ClusterState {
                     self.ckpts.insert(c.name.clone(), c);
                 }
                 Object::Ar(a) => {
-                    Arc::make_mut(&mut self.ars).insert(a.id, a);
+                    Arc::make_mut(&mut self.input.ars).insert(a.id, a);
                 }
                 Object::NextArId(n) => self.next_ar_id = n,
-                Object::GroupTree(list) => self.group_tree = Arc::new(list),
+                Object::GroupTree(list) => self.input.group_tree = Arc::new(list),
                 Object::NewHost(h) => {
                     self.new_hosts.insert(h);
                 }
-                Object::ErrorQueues(list) => self.errored = Arc::new(list.into_iter().collect()),
+                Object::ErrorQueues(list) => {
+                    self.input.errored = Arc::new(list.into_iter().collect())
+                }
                 Object::SuspendedQueues(list) => {
-                    self.suspended_queues = Arc::new(list.into_iter().collect())
+                    self.input.suspended_queues = Arc::new(list.into_iter().collect())
                 }
                 Object::ThresholdSuspended(list) => {
-                    self.threshold_suspended = Arc::new(list.into_iter().collect())
+                    self.input.threshold_suspended = Arc::new(list.into_iter().collect())
                 }
                 Object::QuotaSet { seq, set } => {
                     self.quota_sets.insert(set.name.clone(), (seq, set));
@@ -410,11 +395,11 @@ impl ClusterState {
             Op::NextJobId(n) => self.next_job_id = *n,
             Op::Delete(key) => {
                 if let Some(name) = key.strip_prefix("exechost/") {
-                    Arc::make_mut(&mut self.exechosts).remove(name);
+                    Arc::make_mut(&mut self.input.exechosts).remove(name);
                 } else if let Some(name) = key.strip_prefix("hostgroup/") {
-                    Arc::make_mut(&mut self.hostgroups).remove(name);
+                    Arc::make_mut(&mut self.input.hostgroups).remove(name);
                 } else if let Some(name) = key.strip_prefix("queue/") {
-                    Arc::make_mut(&mut self.queues).remove(name);
+                    Arc::make_mut(&mut self.input.queues).remove(name);
                 } else if let Some(name) = key.strip_prefix("rqs/") {
                     self.quota_sets.remove(name);
                 } else if let Some(name) = key.strip_prefix("project/") {
@@ -425,12 +410,12 @@ impl ClusterState {
                     self.new_hosts.remove(h);
                 } else if let Some(id) = key.strip_prefix("ar/") {
                     if let Ok(id) = id.parse::<ArId>() {
-                        Arc::make_mut(&mut self.ars).remove(&id);
+                        Arc::make_mut(&mut self.input.ars).remove(&id);
                     }
                 } else if let Some(name) = key.strip_prefix("pe/") {
-                    Arc::make_mut(&mut self.pes).remove(name);
+                    Arc::make_mut(&mut self.input.pes).remove(name);
                 } else if let Some(name) = key.strip_prefix("userset/") {
-                    Arc::make_mut(&mut self.usersets).remove(name);
+                    Arc::make_mut(&mut self.input.usersets).remove(name);
                 } else if let Some(task) = key.strip_prefix("forced/") {
                     if let Some((job, task)) = task.split_once('.') {
                         if let (Ok(job), Ok(task)) = (job.parse(), task.parse()) {
@@ -441,7 +426,7 @@ impl ClusterState {
                     self.host_certs.remove(fp);
                 } else if let Some(id) = key.strip_prefix("job/") {
                     if let Ok(id) = id.parse::<JobId>() {
-                        if let Some(old) = Arc::make_mut(&mut self.jobs).remove(&id) {
+                        if let Some(old) = Arc::make_mut(&mut self.input.jobs).remove(&id) {
                             self.count_quota_usage(&old, -1.0);
                         }
                     }
@@ -509,12 +494,12 @@ impl ClusterState {
 
     /// The host groups (with nesting resolved) a host belongs to.
     pub fn groups_of(&self, host: &str) -> Vec<&str> {
-        gantry_sched::view::groups_of(&self.hostgroups, host)
+        gantry_sched::view::groups_of(&self.input.hostgroups, host)
     }
 
     /// The hosts in a group, nested groups expanded (cycles and depth bounded).
     pub fn resolve_group(&self, name: &str, depth: usize) -> Vec<String> {
-        gantry_sched::view::resolve_group(&self.hostgroups, name, depth)
+        gantry_sched::view::resolve_group(&self.input.hostgroups, name, depth)
     }
 
     /// May `caller` change the cluster's configuration?

@@ -275,13 +275,13 @@ impl Cluster {
         // A job spooled with its script inside (a cell from before job_scripts): the
         // script moves out, so that memory holds none.
         let inline: Vec<JobId> = state
-            .jobs
+            .input.jobs
             .values()
             .filter(|j| matches!(&j.spec.script, JobScript::Script { contents, .. } if !contents.is_empty()))
             .map(|j| j.id)
             .collect();
         for id in inline {
-            let Some(job) = Arc::make_mut(&mut state.jobs).get_mut(&id) else {
+            let Some(job) = Arc::make_mut(&mut state.input.jobs).get_mut(&id) else {
                 continue;
             };
             let job = Arc::make_mut(job);
@@ -293,12 +293,12 @@ impl Cluster {
             }
         }
         for id in scripts.jobs() {
-            if !state.jobs.contains_key(&id) {
+            if !state.input.jobs.contains_key(&id) {
                 let _ = scripts.remove(id);
             }
         }
         let mut script_bytes = crate::spool::scripts::ScriptBytes::default();
-        for job in state.jobs.values() {
+        for job in state.input.jobs.values() {
             if let (JobScript::Script { .. }, Some(bytes)) =
                 (&job.spec.script, scripts.size(job.id))
             {
@@ -430,7 +430,7 @@ impl Cluster {
         }
         self.state.apply_all(ops);
         for id in written {
-            let owner = self.state.jobs.get(&id).map(|j| j.owner.uid);
+            let owner = self.state.input.jobs.get(&id).map(|j| j.owner.uid);
             if let (Some(uid), Some(bytes)) = (owner, self.scripts.size(id)) {
                 self.script_bytes.add(id, uid, bytes);
             }
@@ -474,7 +474,7 @@ impl Cluster {
                 info!(host = %host, "exec host deleted: closing its execd's connection");
                 s.close(CLOSE_DELETED, b"exec host deleted");
             }
-            Arc::make_mut(&mut self.state.runtime).remove(&host);
+            Arc::make_mut(&mut self.state.input.runtime).remove(&host);
         }
         Ok(())
     }
@@ -484,7 +484,7 @@ impl Cluster {
     /// instance not in error; after the master starts, a host whose execd has not come
     /// back yet counts as usable for `max_unheard` (its execd reconnects meanwhile).
     fn ar_clock(&mut self) {
-        if self.state.ars.is_empty() {
+        if self.state.input.ars.is_empty() {
             return;
         }
         let now = self.now();
@@ -495,11 +495,13 @@ impl Cluster {
         let d = state.decide_ar_clock(now, |queue, host| {
             let connected = sessions.get(host).is_some_and(|s| !s.stopping);
             let unheard = state
+                .input
                 .runtime
                 .get(host)
                 .is_none_or(|r| r.last_heard.is_none());
             (connected || (starting && unheard))
                 && !state
+                    .input
                     .errored
                     .contains(&(queue.to_string(), host.to_string()))
         });
@@ -604,7 +606,7 @@ impl Cluster {
         let tree = request.image.group_tree.clone();
         // The image no longer holds the state's parts: changing them costs no copy.
         drop(request);
-        Arc::make_mut(&mut self.state.quota_book).note_cycle_counters(quota_counters);
+        Arc::make_mut(&mut self.state.input.quota_book).note_cycle_counters(quota_counters);
         tracing::debug!(
             micros = took.as_micros() as u64,
             kept = checked.kept.len(),
@@ -651,7 +653,7 @@ impl Cluster {
             .iter()
             .copied()
             .filter(|id| {
-                self.state.jobs.get(id).is_some_and(|j| {
+                self.state.input.jobs.get(id).is_some_and(|j| {
                     j.spec.immediate && j.tasks.has_pending() && j.tasks.placed().next().is_none()
                 })
             })
@@ -683,7 +685,7 @@ impl Cluster {
         let now = self.unix_now();
         let mut changed: HashMap<JobId, crate::core::jobs::Job> = HashMap::new();
         for d in decisions {
-            let Some(job) = self.state.jobs.get(&d.job_id) else {
+            let Some(job) = self.state.input.jobs.get(&d.job_id) else {
                 continue;
             };
             let job = changed
@@ -762,7 +764,7 @@ impl Actor for Cluster {
             act.queue_cycle();
         });
         info!(
-            hosts = self.state.exechosts.len(),
+            hosts = self.state.input.exechosts.len(),
             "cluster state loaded from the spool"
         );
     }

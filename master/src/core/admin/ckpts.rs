@@ -49,6 +49,7 @@ impl ClusterState {
                 ));
             }
             if let Some(q) = self
+                .input
                 .queues
                 .values()
                 .find(|q| gantry_common::queue::list_names(q, "ckpt_list", name))
@@ -62,6 +63,7 @@ impl ClusterState {
                 ));
             }
             if let Some(j) = self
+                .input
                 .jobs
                 .values()
                 .find(|j| j.spec.ckpt.as_deref() == Some(name.as_str()))

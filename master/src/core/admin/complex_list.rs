@@ -6,7 +6,7 @@ impl ClusterState {
     /// `qconf -mc/-Mc`: the whole list, checked against the complex specification and against what uses it.
     pub(super) fn modify_complex(&self, who: &str, text: &str) -> Result<Reply, Refusal> {
         let list = complex::parse_complexes(text).map_err(|e| invalid(e.to_string()))?;
-        complex::check_complexes(&list, &self.complexes).map_err(invalid)?;
+        complex::check_complexes(&list, &self.input.complexes).map_err(invalid)?;
         self.replace_complexes(who, list)
     }
 
@@ -14,9 +14,10 @@ impl ClusterState {
     /// under the values that use it.
     fn check_complex_refs(&self, list: &[gantry_proto::ComplexAttr]) -> Result<(), Refusal> {
         let hosts = self
+            .input
             .exechosts
             .values()
-            .chain(self.global_host.as_ref())
+            .chain(self.input.global_host.as_ref())
             .map(|h| (format!("exec host \"{}\"", h.hostname), &h.complex_values));
         let mut uses: Vec<(String, String, String)> = Vec::new();
         for (owner, values) in hosts {
@@ -24,7 +25,7 @@ impl ClusterState {
                 uses.push((k.clone(), v.clone(), format!("complex_values of {owner}")));
             }
         }
-        for q in self.queues.values() {
+        for q in self.input.queues.values() {
             for key in ["complex_values", "load_thresholds", "suspend_thresholds"] {
                 if let Some(a) = q.attr(key) {
                     for v in std::iter::once(&a.default).chain(a.overrides.iter().map(|(_, v)| v)) {
@@ -37,7 +38,7 @@ impl ClusterState {
                 }
             }
         }
-        for j in self.jobs.values() {
+        for j in self.input.jobs.values() {
             for (k, v) in j.spec.hard_resources.iter().chain(&j.spec.soft_resources) {
                 uses.push((k.clone(), v.clone(), format!("job {}", j.id)));
             }
@@ -61,11 +62,12 @@ impl ClusterState {
         }
         let new = complex::by_name(list);
         let shortcuts: std::collections::HashMap<&str, &gantry_proto::ComplexAttr> = self
+            .input
             .complexes
             .iter()
             .map(|c| (c.shortcut.as_str(), c))
             .collect();
-        let old = complex::by_name(&self.complexes);
+        let old = complex::by_name(&self.input.complexes);
         for (name, value, place) in uses {
             let Some(old) = old
                 .get(name.as_str())
@@ -101,7 +103,7 @@ impl ClusterState {
         who: &str,
         list: Vec<gantry_proto::ComplexAttr>,
     ) -> Result<Reply, Refusal> {
-        let messages = complex_changes(who, &self.complexes, &list);
+        let messages = complex_changes(who, &self.input.complexes, &list);
         self.check_complex_refs(&list)?;
         Ok(Reply::Change(Change {
             ops: vec![Op::Put(Object::Complexes(list))],
@@ -117,9 +119,9 @@ impl ClusterState {
         who: &str,
         prepared: PreparedComplexes,
     ) -> Result<Reply, Refusal> {
-        if *self.complexes != prepared.checked_against {
+        if *self.input.complexes != prepared.checked_against {
             // Someone changed the complex in the meantime.
-            complex::check_complexes(&prepared.list, &self.complexes).map_err(invalid)?;
+            complex::check_complexes(&prepared.list, &self.input.complexes).map_err(invalid)?;
             return self.replace_complexes(who, prepared.list);
         }
         self.check_complex_refs(&prepared.list)?;

@@ -29,13 +29,13 @@ impl ClusterState {
             exechost::parse_exechost(text)
         }
         .map_err(|e| invalid(e.to_string()))?;
-        if !is_global && !self.exechosts.contains_key(&parsed.hostname) {
+        if !is_global && !self.input.exechosts.contains_key(&parsed.hostname) {
             return Err(refuse(
                 RefusalKind::NotFound,
                 format!("\"{}\" is not an execution host", parsed.hostname),
             ));
         }
-        exechost::check_exechost(&parsed, &self.complexes).map_err(invalid)?;
+        exechost::check_exechost(&parsed, &self.input.complexes).map_err(invalid)?;
         let owner = format!("exec host \"{}\"", parsed.hostname);
         self.check_sets(&parsed.user_lists, "user_lists", &owner)?;
         self.check_sets(&parsed.xuser_lists, "xuser_lists", &owner)?;
@@ -43,7 +43,7 @@ impl ClusterState {
         self.check_projects(&parsed.xprojects, "xprojects", &owner)?;
         let mut host = parsed;
         // What the execd reports is not the administrator's to edit.
-        if let Some(old) = self.exechosts.get(&host.hostname) {
+        if let Some(old) = self.input.exechosts.get(&host.hostname) {
             host.load_values = old.load_values.clone();
             host.processors = old.processors;
         } else {

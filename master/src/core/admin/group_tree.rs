@@ -6,7 +6,7 @@ use gantry_common::groups;
 
 impl ClusterState {
     pub(super) fn show_group_tree(&self) -> String {
-        groups::print_groups(&self.group_tree)
+        groups::print_groups(&self.input.group_tree)
     }
 
     /// A new tree from its text: every rule checked, a file breaking one refused whole
@@ -17,7 +17,7 @@ impl ClusterState {
             if let Some(set) = g
                 .user_lists
                 .iter()
-                .find(|s| !self.usersets.contains_key(*s))
+                .find(|s| !self.input.usersets.contains_key(*s))
             {
                 return Err(invalid(format!(
                     "userset \"{set}\" in user_lists of group \"{}\" does not exist",
@@ -33,7 +33,7 @@ impl ClusterState {
 
     /// `-dgq`: no group left; every job runs in the root.
     pub(super) fn delete_group_tree(&self, who: &str) -> Result<Reply, Refusal> {
-        if self.group_tree.is_empty() {
+        if self.input.group_tree.is_empty() {
             return Err(refuse(
                 RefusalKind::NotFound,
                 "the group quota tree is empty".to_string(),

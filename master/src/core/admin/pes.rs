@@ -6,7 +6,7 @@ impl ClusterState {
     /// `qconf -ap/-Ap`.
     pub(super) fn add_pe(&self, who: &str, text: &str) -> Result<Reply, Refusal> {
         let p = pe::parse_pe(text).map_err(|e| invalid(e.to_string()))?;
-        if self.pes.contains_key(&p.name) {
+        if self.input.pes.contains_key(&p.name) {
             return Err(refuse(
                 RefusalKind::AlreadyExists,
                 format!("parallel environment \"{}\" already exists", p.name),
@@ -23,7 +23,7 @@ impl ClusterState {
     /// `qconf -mp/-Mp`.
     pub(super) fn modify_pe(&self, who: &str, text: &str) -> Result<Reply, Refusal> {
         let p = pe::parse_pe(text).map_err(|e| invalid(e.to_string()))?;
-        if !self.pes.contains_key(&p.name) {
+        if !self.input.pes.contains_key(&p.name) {
             return Err(refuse(
                 RefusalKind::NotFound,
                 format!("parallel environment \"{}\" does not exist", p.name),
@@ -41,13 +41,14 @@ impl ClusterState {
     pub(super) fn delete_pes(&self, who: &str, names: &[String]) -> Result<Reply, Refusal> {
         let mut c = Change::default();
         for name in names {
-            if !self.pes.contains_key(name) {
+            if !self.input.pes.contains_key(name) {
                 return Err(refuse(
                     RefusalKind::NotFound,
                     format!("parallel environment \"{name}\" does not exist"),
                 ));
             }
             if let Some(q) = self
+                .input
                 .queues
                 .values()
                 .find(|q| gantry_common::queue::list_names(q, "pe_list", name))
@@ -60,7 +61,7 @@ impl ClusterState {
                     ),
                 ));
             }
-            if let Some(j) = self.jobs.values().find(|j| {
+            if let Some(j) = self.input.jobs.values().find(|j| {
                 j.spec
                     .pe
                     .as_ref()
@@ -89,7 +90,7 @@ impl ClusterState {
             ("xuser_lists", &p.xuser_lists),
         ] {
             for set in sets {
-                if !self.usersets.contains_key(set) {
+                if !self.input.usersets.contains_key(set) {
                     return Err(invalid(format!(
                         "userset \"{set}\" in {key} of parallel environment \"{}\" does not exist",
                         p.name

@@ -64,19 +64,25 @@ impl ClusterState {
 
     /// Where a project is still used: a queue's or host's (x)projects, or a job.
     fn project_user(&self, name: &str) -> Option<String> {
-        for q in self.queues.values() {
+        for q in self.input.queues.values() {
             for key in ["projects", "xprojects"] {
                 if gantry_common::queue::list_names(q, key, name) {
                     return Some(format!("{key} of cluster queue \"{}\"", q.name));
                 }
             }
         }
-        for h in self.exechosts.values().chain(self.global_host.as_ref()) {
+        for h in self
+            .input
+            .exechosts
+            .values()
+            .chain(self.input.global_host.as_ref())
+        {
             if h.projects.iter().chain(&h.xprojects).any(|p| p == name) {
                 return Some(format!("exec host \"{}\"", h.hostname));
             }
         }
-        self.jobs
+        self.input
+            .jobs
             .values()
             .find(|j| j.spec.project.as_deref() == Some(name))
             .map(|j| format!("job {}", j.id))

@@ -6,7 +6,7 @@ impl ClusterState {
     /// `qconf -aq/-Aq`.
     pub(super) fn add_queue(&self, who: &str, text: &str) -> Result<Reply, Refusal> {
         let q = queue::parse_queue(text).map_err(|e| invalid(e.to_string()))?;
-        if self.queues.contains_key(&q.name) {
+        if self.input.queues.contains_key(&q.name) {
             return Err(refuse(
                 RefusalKind::AlreadyExists,
                 format!("cluster queue \"{}\" already exists", q.name),
@@ -23,7 +23,7 @@ impl ClusterState {
     /// `qconf -mq/-Mq`.
     pub(super) fn modify_queue(&self, who: &str, text: &str) -> Result<Reply, Refusal> {
         let q = queue::parse_queue(text).map_err(|e| invalid(e.to_string()))?;
-        if !self.queues.contains_key(&q.name) {
+        if !self.input.queues.contains_key(&q.name) {
             return Err(refuse(
                 RefusalKind::NotFound,
                 format!("cluster queue \"{}\" does not exist", q.name),
@@ -41,13 +41,13 @@ impl ClusterState {
     pub(super) fn delete_queues(&self, who: &str, names: &[String]) -> Result<Reply, Refusal> {
         let mut c = Change::default();
         for name in names {
-            if !self.queues.contains_key(name) {
+            if !self.input.queues.contains_key(name) {
                 return Err(refuse(
                     RefusalKind::NotFound,
                     format!("cluster queue \"{name}\" does not exist"),
                 ));
             }
-            let busy = self.jobs.values().any(|j| {
+            let busy = self.input.jobs.values().any(|j| {
                 j.tasks.placed_states().any(|t| {
                     matches!(t, TaskState::Running { queue, .. } | TaskState::Deleting { queue, .. } if queue == name)
                 })
@@ -67,7 +67,7 @@ impl ClusterState {
 
     /// A queue's values against the complex, and the host groups, usersets it names.
     fn check_queue_refs(&self, q: &gantry_proto::ClusterQueue) -> Result<(), Refusal> {
-        queue::check_queue(q, &self.complexes).map_err(invalid)?;
+        queue::check_queue(q, &self.input.complexes).map_err(invalid)?;
         let list = |key: &str| -> Vec<String> {
             q.attr(key)
                 .map(|a| {
@@ -80,7 +80,7 @@ impl ClusterState {
                 .unwrap_or_default()
         };
         for member in list("hostlist") {
-            if member.starts_with('@') && !self.hostgroups.contains_key(&member) {
+            if member.starts_with('@') && !self.input.hostgroups.contains_key(&member) {
                 return Err(invalid(format!(
                     "host group \"{member}\" in hostlist of cluster queue \"{}\" does not exist",
                     q.name
@@ -91,7 +91,7 @@ impl ClusterState {
             self.check_projects(&list(key), key, &format!("cluster queue \"{}\"", q.name))?;
         }
         for p in list("pe_list") {
-            if !self.pes.contains_key(&p) {
+            if !self.input.pes.contains_key(&p) {
                 return Err(invalid(format!(
                     "parallel environment \"{p}\" in pe_list of cluster queue \"{}\" does not exist",
                     q.name
@@ -108,7 +108,7 @@ impl ClusterState {
         }
         for key in ["user_lists", "xuser_lists"] {
             for set in list(key) {
-                if !self.usersets.contains_key(&set) {
+                if !self.input.usersets.contains_key(&set) {
                     return Err(invalid(format!(
                         "userset \"{set}\" in {key} of cluster queue \"{}\" does not exist",
                         q.name
@@ -118,7 +118,7 @@ impl ClusterState {
         }
         for (key, a) in &q.attrs {
             for (target, _) in &a.overrides {
-                if target.starts_with('@') && !self.hostgroups.contains_key(target) {
+                if target.starts_with('@') && !self.input.hostgroups.contains_key(target) {
                     return Err(invalid(format!(
                         "host group \"{target}\" in an override of {key} in cluster queue \"{}\" does not exist",
                         q.name

@@ -34,7 +34,7 @@ impl ClusterState {
     fn read_quota_sets(&self, text: &str) -> Result<Vec<QuotaSet>, Refusal> {
         let sets = rqs::parse_sets(text).map_err(|e| invalid(e.0))?;
         for s in &sets {
-            rqs::check_set(s, &self.complexes).map_err(|e| invalid(e.0))?;
+            rqs::check_set(s, &self.input.complexes).map_err(|e| invalid(e.0))?;
         }
         Ok(sets)
     }
@@ -210,7 +210,7 @@ impl ClusterState {
                     )))
                 }
             }
-            rqs::check_set(&set, &self.complexes).map_err(|e| invalid(e.0))?;
+            rqs::check_set(&set, &self.input.complexes).map_err(|e| invalid(e.0))?;
             change.messages.push(format!(
                 "{who} modified \"{}\" in resource quota set list",
                 set.name

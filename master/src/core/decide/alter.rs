@@ -53,7 +53,7 @@ impl ClusterState {
         let mut refs: Vec<String> = ids.to_vec();
         if !changes.users.is_empty() {
             let named: std::collections::HashSet<&str> = ids.iter().map(String::as_str).collect();
-            for job in self.jobs.values() {
+            for job in self.input.jobs.values() {
                 let theirs = changes
                     .users
                     .iter()
@@ -72,7 +72,7 @@ impl ClusterState {
                     format!("denied: job \"{text}\" does not exist"),
                 );
             };
-            let Some(job) = self.jobs.get(&id) else {
+            let Some(job) = self.input.jobs.get(&id) else {
                 return refused(
                     RefusalKind::NotFound,
                     format!("denied: job \"{id}\" does not exist"),
@@ -131,7 +131,7 @@ impl ClusterState {
                 messages.push(format!("modified notify flag of job {id}"));
             }
             if let Some(dl) = changes.deadline {
-                let deadline_user = self.usersets.get("deadlineusers").is_some_and(|u| {
+                let deadline_user = self.input.usersets.get("deadlineusers").is_some_and(|u| {
                     gantry_common::userset::entries_contain(&u.entries, &caller.user, groups)
                 });
                 if !deadline_user {
@@ -245,7 +245,7 @@ impl ClusterState {
                 // A job that runs stays in its group of hierarchical group quotas: its
                 // running tasks are that group's usage.
                 let group = |account: &str| {
-                    gantry_common::groups::group_of(&self.group_tree, account)
+                    gantry_common::groups::group_of(&self.input.group_tree, account)
                         .map(|g| g.name.clone())
                 };
                 if group(a) != group(&spec.account) && job.tasks.holding_slots() > 0 {

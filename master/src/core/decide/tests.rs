@@ -345,7 +345,7 @@ fn a_task_whose_host_failed_runs_again_only_if_rerunnable() {
     for (restart, rerun, ckpt, failed, checkpointed, again) in table {
         let mut s = state();
         crate::synthetic::set_queue(&mut s, "all.q", "rerun", rerun);
-        let mut j = crate::core::jobs::Job::clone(&s.jobs[&JobId(2)]);
+        let mut j = crate::core::jobs::Job::clone(&s.input.jobs[&JobId(2)]);
         j.spec.restart = restart;
         if ckpt {
             j.spec.ckpt = Some("c".into());

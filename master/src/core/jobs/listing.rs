@@ -694,7 +694,7 @@ mod tests {
         let changes: Vec<Change> = vec![
             Box::new(|_| {}),
             Box::new(|s| {
-                let mut j = Job::clone(&s.jobs[&JobId(5)]);
+                let mut j = Job::clone(&s.input.jobs[&JobId(5)]);
                 j.spec.name = "renamed".into();
                 submit(s, j);
             }),
@@ -706,17 +706,17 @@ mod tests {
             }),
             Box::new(|s| submit(s, job(41, "dave", &[], &[]))),
             Box::new(|s| {
-                let mut j = Job::clone(&s.jobs[&JobId(9)]);
+                let mut j = Job::clone(&s.input.jobs[&JobId(9)]);
                 j.tasks.insert(TaskId(1), running_on("all.q", "node1"));
                 submit(s, j);
             }),
             Box::new(|s| {
-                let mut j = Job::clone(&s.jobs[&JobId(10)]);
+                let mut j = Job::clone(&s.input.jobs[&JobId(10)]);
                 j.spec.hold = true;
                 submit(s, j);
             }),
             Box::new(|s| {
-                let mut j = Job::clone(&s.jobs[&JobId(11)]);
+                let mut j = Job::clone(&s.input.jobs[&JobId(11)]);
                 j.spec.hold_jids = vec!["12".into()];
                 submit(s, j);
             }),
@@ -796,7 +796,7 @@ mod tests {
             let mut line_cache: Option<Arc<ListingCache>> = None;
             let mut next_id = 1;
             let edit = |s: &mut ClusterState, id: u64, f: &dyn Fn(&mut Job)| {
-                if let Some(j) = s.jobs.get(&JobId(id)) {
+                if let Some(j) = s.input.jobs.get(&JobId(id)) {
                     let mut j = Job::clone(j);
                     f(&mut j);
                     submit(s, j);

@@ -30,7 +30,7 @@ fn hosts(extra_complexes: &[&str], hosts: &[(&str, &str)]) -> ClusterState {
 fn add_sets(s: &mut ClusterState, text: &str) {
     let sets = gantry_common::rqs::parse_sets(text).unwrap();
     for (seq, set) in (s.quota_sets.len() as u64 + 1..).zip(sets) {
-        gantry_common::rqs::check_set(&set, &s.complexes).unwrap();
+        gantry_common::rqs::check_set(&set, &s.input.complexes).unwrap();
         s.apply(&Op::Put(Object::QuotaSet { seq, set }));
     }
 }
@@ -53,6 +53,7 @@ fn an_attribute_a_quota_set_uses_cannot_leave_the_complex() {
     };
     let without = |name: &str| -> String {
         let list: Vec<gantry_proto::ComplexAttr> = s
+            .input
             .complexes
             .iter()
             .filter(|a| a.name != name)

@@ -10,7 +10,7 @@ use std::sync::Arc;
 /// A host's reports, to change in place.
 fn host_runtime<'a>(s: &'a mut ClusterState, host: &str) -> &'a mut HostRuntime {
     Arc::make_mut(
-        Arc::make_mut(&mut s.runtime)
+        Arc::make_mut(&mut s.input.runtime)
             .get_mut(host)
             .expect("a host of the test"),
     )
@@ -33,7 +33,7 @@ fn cycle(s: &ClusterState) -> Vec<(u64, String)> {
 
 /// The first reason `qstat -j` gives for a job on a queue instance.
 fn why(s: &ClusterState, id: u64, qi: &str) -> String {
-    let j = s.jobs.get(&JobId(id)).unwrap();
+    let j = s.input.jobs.get(&JobId(id)).unwrap();
     s.explain(j, &connected(s), Time::from_secs(0))
         .into_iter()
         .find(|r| r.contains(&format!("\"{qi}\"")) || r.contains(qi.split('@').nth(1).unwrap()))
@@ -52,7 +52,7 @@ fn load_thresholds_put_an_instance_in_alarm() {
     submit(&mut s, job(1, "u1", &[], &[]));
     assert!(cycle(&s).is_empty());
     let reasons = s.explain(
-        s.jobs.get(&JobId(1)).unwrap(),
+        s.input.jobs.get(&JobId(1)).unwrap(),
         &connected(&s),
         Time::from_secs(0),
     );
@@ -100,7 +100,7 @@ fn suspend_thresholds_stop_and_continue_jobs_one_interval_at_a_time() {
     for (id, started) in [(1, 10), (2, 30), (3, 20)] {
         submit(&mut s, job(id, "u1", &[], &[]));
         start(&mut s, id, 1, "all.q", "n1");
-        let mut j = Job::clone(&s.jobs[&JobId(id)]);
+        let mut j = Job::clone(&s.input.jobs[&JobId(id)]);
         if let Some(TaskState::Running { start_time, .. }) = j.tasks.get_mut(TaskId(1)) {
             *start_time = started;
         }
@@ -112,7 +112,7 @@ fn suspend_thresholds_stop_and_continue_jobs_one_interval_at_a_time() {
     let a = s.threshold_actions(Time::from_secs(100), &last);
     assert_eq!(a.suspend, vec![(JobId(2), TaskId(1), "n1".to_string())]);
     assert_eq!(a.acted, vec![key.clone()]);
-    Arc::make_mut(&mut s.threshold_suspended).insert((JobId(2), TaskId(1)));
+    Arc::make_mut(&mut s.input.threshold_suspended).insert((JobId(2), TaskId(1)));
     last.insert(key.clone(), 100);
     assert_eq!(
         s.threshold_actions(Time::from_secs(130), &last),
@@ -190,7 +190,7 @@ fn an_image_decides_what_the_state_decides_and_keeps_it_while_the_state_changes(
             .collect::<Vec<_>>()
     );
     // The state changes after the image was taken: the image does not.
-    Arc::make_mut(&mut s.jobs).remove(&JobId(1));
+    Arc::make_mut(&mut s.input.jobs).remove(&JobId(1));
     submit(&mut s, job(9, "u1", &[], &[]));
     set_queue(&mut s, "all.q", "slots", "1");
     assert!(image.jobs.contains_key(&JobId(1)) && !image.jobs.contains_key(&JobId(9)));
@@ -201,7 +201,7 @@ fn an_image_decides_what_the_state_decides_and_keeps_it_while_the_state_changes(
             .dispatches,
         decisions
     );
-    assert!(!s.jobs.contains_key(&JobId(1)) && s.jobs.contains_key(&JobId(9)));
+    assert!(!s.input.jobs.contains_key(&JobId(1)) && s.input.jobs.contains_key(&JobId(9)));
 }
 
 #[test]
@@ -216,7 +216,7 @@ fn a_job_deleted_held_or_altered_meanwhile_loses_its_dispatch_and_only_it() {
     let (mut s, image, generation, decisions) = decided_on_an_image();
     // Job 1 deleted, job 2 held (a new version of the job), a new job 5 submitted.
     s.apply(&Op::Delete(crate::core::state::job_key(JobId(1))));
-    let mut held = Job::clone(&s.jobs[&JobId(2)]);
+    let mut held = Job::clone(&s.input.jobs[&JobId(2)]);
     held.spec.hold = true;
     submit(&mut s, held);
     submit(&mut s, job(5, "u1", &[], &[]));

@@ -7,12 +7,13 @@ impl ClusterState {
     pub(crate) fn host_info(&self, now: gantry_sched::Time) -> Result<Reply, Refusal> {
         let counts = self.slot_counts(now);
         let mut hosts: Vec<HostView> = self
+            .input
             .exechosts
             .keys()
             .map(|h| self.host_view(h, now, &counts))
             .collect();
         // What each queue instance offers (`qstat -F`), from the scheduler's view.
-        let all: std::collections::HashSet<String> = self.exechosts.keys().cloned().collect();
+        let all: std::collections::HashSet<String> = self.input.exechosts.keys().cloned().collect();
         let snap = self.snapshot(&all, now);
         let mut offered = snap.resources();
         for h in &mut hosts {
@@ -24,7 +25,7 @@ impl ClusterState {
         }
         Ok(Reply::Answer(FromMaster::Hosts(HostReport {
             hosts,
-            complexes: (*self.complexes).clone(),
+            complexes: (*self.input.complexes).clone(),
         })))
     }
 
@@ -34,7 +35,7 @@ impl ClusterState {
         host: &str,
         now: gantry_sched::Time,
     ) -> Result<Reply, Refusal> {
-        let Some(h) = self.exechosts.get(host) else {
+        let Some(h) = self.input.exechosts.get(host) else {
             return Err(refuse(
                 RefusalKind::NotFound,
                 format!("\"{host}\" is not an execution host"),
@@ -55,13 +56,13 @@ impl ClusterState {
         self.manager_check(caller)?;
         let host = exechost::parse_exechost(text)
             .map_err(|e| refuse(RefusalKind::Invalid, e.to_string()))?;
-        if self.exechosts.contains_key(&host.hostname) {
+        if self.input.exechosts.contains_key(&host.hostname) {
             return Err(refuse(
                 RefusalKind::AlreadyExists,
                 format!("exechost \"{}\" already exists", host.hostname),
             ));
         }
-        exechost::check_exechost(&host, &self.complexes)
+        exechost::check_exechost(&host, &self.input.complexes)
             .map_err(|e| refuse(RefusalKind::Invalid, e))?;
         let name = host.hostname.clone();
         Ok(Reply::Change(Change {
@@ -81,13 +82,13 @@ impl ClusterState {
         let mut change = Change::default();
         // Check every host before changing any: all or nothing.
         for host in hosts {
-            if !self.exechosts.contains_key(host) {
+            if !self.input.exechosts.contains_key(host) {
                 return Err(refuse(
                     RefusalKind::NotFound,
                     format!("denied: \"{host}\" is not an execution host"),
                 ));
             }
-            let busy = self.jobs.values().find(|j| {
+            let busy = self.input.jobs.values().find(|j| {
                 j.tasks.placed_states().any(|t| match t {
                     gantry_common::job::TaskState::Running { grants, .. }
                     | gantry_common::job::TaskState::Deleting { grants, .. } => {
@@ -117,13 +118,13 @@ impl ClusterState {
                     change.ops.push(Op::Delete(format!("hostcert/{fp}")));
                 }
             }
-            for g in self.hostgroups.values() {
+            for g in self.input.hostgroups.values() {
                 if g.hostlist.iter().any(|m| m == host) {
                     let entry = groups.entry(g.name.clone()).or_insert_with(|| g.clone());
                     entry.hostlist.retain(|m| m != host);
                 }
             }
-            for q in self.queues.values() {
+            for q in self.input.queues.values() {
                 if let Some(slots) = q.attr("slots") {
                     if slots.overrides.iter().any(|(h, _)| h == host) {
                         let mut q = q.clone();
@@ -153,6 +154,7 @@ impl ClusterState {
     ) -> HostView {
         let reachable = self.is_reachable(name, now);
         let mut load_values = self
+            .input
             .runtime
             .get(name)
             .map(|r| r.load_values.clone())
@@ -162,6 +164,7 @@ impl ClusterState {
         }
         let groups = self.groups_of(name);
         let queues = self
+            .input
             .queues
             .values()
             .filter(|q| self.queue_hosts_of(q).iter().any(|h| h == name))
@@ -196,19 +199,19 @@ impl ClusterState {
                             st.push('a');
                         }
                         let key = (q.name.clone(), name.to_string());
-                        if self.disabled.contains(&key) {
+                        if self.input.disabled.contains(&key) {
                             st.push('d');
                         }
                         if reachable && self.suspend_alarm(q, name).is_some() {
                             st.push('A');
                         }
-                        if self.suspended_queues.contains(&key) {
+                        if self.input.suspended_queues.contains(&key) {
                             st.push('s');
                         }
                         if !reachable {
                             st.push('u');
                         }
-                        if self.errored.contains(&key) {
+                        if self.input.errored.contains(&key) {
                             st.push('E');
                         }
                         st
@@ -222,6 +225,7 @@ impl ClusterState {
             reachable,
             load_values,
             complex_values: self
+                .input
                 .exechosts
                 .get(name)
                 .map(|h| h.complex_values.clone())
@@ -263,13 +267,13 @@ impl ClusterState {
             hostname: hostname.to_string(),
         }));
         let mut messages = Vec::new();
-        if !self.exechosts.contains_key(hostname) {
+        if !self.input.exechosts.contains_key(hostname) {
             ops.push(Op::Put(Object::ExecHost(ExecHost::new(hostname))));
             // Its first load report gives it its slots in all.q.
             ops.push(Op::Put(Object::NewHost(hostname.to_string())));
             messages.push(format!("added \"{hostname}\" to exechost list"));
         }
-        if let Some(g) = self.hostgroups.get("@allhosts") {
+        if let Some(g) = self.input.hostgroups.get("@allhosts") {
             if !g.hostlist.iter().any(|h| h == hostname) {
                 let mut g = g.clone();
                 g.hostlist.push(hostname.to_string());
@@ -284,7 +288,7 @@ impl ClusterState {
     /// A load report from a host: its values as the scheduler will read them, and when
     /// it was heard (it is reachable again if it was not).
     pub fn record_load(&mut self, host: &str, values: Vec<LoadValue>, now: gantry_sched::Time) {
-        Arc::make_mut(&mut self.runtime).insert(
+        Arc::make_mut(&mut self.input.runtime).insert(
             host.to_string(),
             Arc::new(HostRuntime {
                 load_values: values,
@@ -300,7 +304,7 @@ impl ClusterState {
         }
         let num_proc = load::get(values, "num_proc")?.parse::<u32>().ok()?;
         let mut ops = vec![Op::Delete(format!("newhost/{hostname}"))];
-        if let Some(q) = self.queues.get("all.q") {
+        if let Some(q) = self.input.queues.get("all.q") {
             let set_already = q
                 .attr("slots")
                 .is_some_and(|s| s.overrides.iter().any(|(h, _)| h == hostname));

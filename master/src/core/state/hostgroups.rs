@@ -14,7 +14,7 @@ impl ClusterState {
         self.manager_check(caller)?;
         let g = gantry_common::hostgroup::parse_hostgroup(text)
             .map_err(|e| refuse(RefusalKind::Invalid, e.to_string()))?;
-        let exists = self.hostgroups.contains_key(&g.name);
+        let exists = self.input.hostgroups.contains_key(&g.name);
         if adding && exists {
             return Err(refuse(
                 RefusalKind::AlreadyExists,
@@ -41,13 +41,14 @@ impl ClusterState {
     pub(crate) fn delete_hostgroup(&self, caller: &Caller, name: &str) -> Result<Reply, Refusal> {
         let who = format!("{}@{}", caller.user, caller.host);
         self.manager_check(caller)?;
-        if !self.hostgroups.contains_key(name) {
+        if !self.input.hostgroups.contains_key(name) {
             return Err(refuse(
                 RefusalKind::NotFound,
                 format!("denied: host group \"{name}\" does not exist"),
             ));
         }
         if let Some(g) = self
+            .input
             .hostgroups
             .values()
             .find(|g| g.hostlist.iter().any(|m| m == name))
@@ -60,7 +61,7 @@ impl ClusterState {
                 ),
             ));
         }
-        for q in self.queues.values() {
+        for q in self.input.queues.values() {
             let in_hostlist = q.attr("hostlist").is_some_and(|a| {
                 gantry_common::conf::split_list(&a.default)
                     .iter()
@@ -89,8 +90,12 @@ impl ClusterState {
     /// Is `host` one of the cell's hosts: an exec host (joined, or added with
     /// `qconf -ae`) or an administrative host?
     pub(crate) fn knows_host(&self, host: &str) -> bool {
-        self.exechosts.contains_key(host)
-            || self.exechosts.keys().any(|h| h.eq_ignore_ascii_case(host))
+        self.input.exechosts.contains_key(host)
+            || self
+                .input
+                .exechosts
+                .keys()
+                .any(|h| h.eq_ignore_ascii_case(host))
             || self
                 .admin_hosts()
                 .iter()
@@ -100,7 +105,7 @@ impl ClusterState {
     pub(crate) fn check_hostgroup(&self, g: &HostGroup) -> Result<(), Refusal> {
         for m in &g.hostlist {
             if let Some(sub) = m.strip_prefix('@') {
-                if !self.hostgroups.contains_key(m) || sub.is_empty() {
+                if !self.input.hostgroups.contains_key(m) || sub.is_empty() {
                     return Err(refuse(
                         RefusalKind::Invalid,
                         format!("denied: host group \"{m}\" does not exist"),
@@ -139,7 +144,7 @@ impl ClusterState {
             if !seen.insert(name) {
                 continue;
             }
-            if let Some(sub) = self.hostgroups.get(name) {
+            if let Some(sub) = self.input.hostgroups.get(name) {
                 stack.extend(
                     sub.hostlist
                         .iter()

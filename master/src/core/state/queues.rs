@@ -12,7 +12,7 @@ impl ClusterState {
     ) -> Result<Reply, Refusal> {
         let who = format!("{}@{}", caller.user, caller.host);
         self.manager_check(caller)?;
-        let mut disabled = (*self.disabled).clone();
+        let mut disabled = (*self.input.disabled).clone();
         let mut messages = Vec::new();
         for key in self.queue_instances_named(targets)? {
             messages.push(format!(
@@ -43,7 +43,7 @@ impl ClusterState {
     ) -> Result<Reply, Refusal> {
         let who = format!("{}@{}", caller.user, caller.host);
         self.manager_check(caller)?;
-        let mut errored = (*self.errored).clone();
+        let mut errored = (*self.input.errored).clone();
         let mut messages = Vec::new();
         for key in self.queue_instances_named(targets)? {
             messages.push(format!(
@@ -74,7 +74,7 @@ impl ClusterState {
                 None => (target.as_str(), "*"),
             };
             let before = out.len();
-            for q in self.queues.values() {
+            for q in self.input.queues.values() {
                 if !gantry_common::job::wildcard(qpat, &q.name) {
                     continue;
                 }

@@ -315,7 +315,7 @@ fn exec_host_lifecycle() {
         .unwrap_err();
     assert_eq!(err.message, "denied: \"nope\" is not an execution host");
     assert!(
-        s.exechosts.contains_key("n1"),
+        s.input.exechosts.contains_key("n1"),
         "a refused delete changes nothing"
     );
     let msgs = run(
@@ -326,7 +326,7 @@ fn exec_host_lifecycle() {
         },
     );
     assert_eq!(msgs, vec!["admin@head removed \"n1\" from exechost list"]);
-    assert!(s.exechosts.is_empty());
+    assert!(s.input.exechosts.is_empty());
 }
 
 #[test]
@@ -336,7 +336,7 @@ fn join_adds_host_to_allhosts_and_first_report_sets_slots() {
         s.apply(&op);
     }
     assert_eq!(s.host_certs.get("aa").map(String::as_str), Some("n1"));
-    assert_eq!(s.hostgroups["@allhosts"].hostlist, vec!["n1"]);
+    assert_eq!(s.input.hostgroups["@allhosts"].hostlist, vec!["n1"]);
     let values = vec![LoadValue {
         name: "num_proc".into(),
         value: "4".into(),
@@ -345,7 +345,7 @@ fn join_adds_host_to_allhosts_and_first_report_sets_slots() {
         s.apply(&op);
     }
     assert_eq!(
-        queue::print_attr(s.queues["all.q"].attr("slots").unwrap()),
+        queue::print_attr(s.input.queues["all.q"].attr("slots").unwrap()),
         "1,[n1=4]"
     );
     assert!(
@@ -353,7 +353,7 @@ fn join_adds_host_to_allhosts_and_first_report_sets_slots() {
         "set once only"
     );
     // An administrator's value replacing it stays, whatever the host reports.
-    let mut q = s.queues["all.q"].clone();
+    let mut q = s.input.queues["all.q"].clone();
     q.attr_mut("slots").unwrap().overrides.clear();
     s.apply(&Op::Put(Object::Queue(q)));
     assert!(s.slots_for_new_host("n1", &values).is_none());
@@ -362,7 +362,7 @@ fn join_adds_host_to_allhosts_and_first_report_sets_slots() {
         s.apply(&op);
     }
     assert!(!s.host_certs.contains_key("aa"));
-    assert_eq!(s.hostgroups["@allhosts"].hostlist, vec!["n1"]);
+    assert_eq!(s.input.hostgroups["@allhosts"].hostlist, vec!["n1"]);
     // Deleting the host removes it everywhere it was put by joining.
     let a = caller("admin");
     run(
@@ -373,9 +373,9 @@ fn join_adds_host_to_allhosts_and_first_report_sets_slots() {
         },
     );
     assert!(s.host_certs.is_empty());
-    assert!(s.hostgroups["@allhosts"].hostlist.is_empty());
+    assert!(s.input.hostgroups["@allhosts"].hostlist.is_empty());
     assert_eq!(
-        queue::print_attr(s.queues["all.q"].attr("slots").unwrap()),
+        queue::print_attr(s.input.queues["all.q"].attr("slots").unwrap()),
         "1"
     );
 }

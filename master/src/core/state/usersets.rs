@@ -7,7 +7,7 @@ impl ClusterState {
     pub(crate) fn show_usersets(&self, names: &[String]) -> Result<Reply, Refusal> {
         let mut out = Vec::new();
         for n in names {
-            match self.usersets.get(n) {
+            match self.input.usersets.get(n) {
                 Some(u) => out.push(u.clone()),
                 None => {
                     return Err(refuse(
@@ -31,6 +31,7 @@ impl ClusterState {
         let mut change = Change::default();
         for set in sets {
             let mut u = self
+                .input
                 .usersets
                 .get(set)
                 .cloned()
@@ -68,7 +69,7 @@ impl ClusterState {
         self.manager_check(caller)?;
         let mut change = Change::default();
         for set in sets {
-            let Some(u) = self.usersets.get(set) else {
+            let Some(u) = self.input.usersets.get(set) else {
                 return Err(refuse(
                     RefusalKind::NotFound,
                     format!("access list \"{set}\" does not exist"),
@@ -102,7 +103,7 @@ impl ClusterState {
         self.manager_check(caller)?;
         let mut change = Change::default();
         for n in names {
-            if !self.usersets.contains_key(n) {
+            if !self.input.usersets.contains_key(n) {
                 return Err(refuse(
                     RefusalKind::NotFound,
                     format!("access list \"{n}\" does not exist"),
@@ -117,7 +118,7 @@ impl ClusterState {
                     format!("denied: userset \"{n}\" is built in and cannot be deleted"),
                 ));
             }
-            let referenced_by_queue = self.queues.values().find(|q| {
+            let referenced_by_queue = self.input.queues.values().find(|q| {
                 ["user_lists", "xuser_lists"]
                     .iter()
                     .any(|k| gantry_common::queue::list_names(q, k, n))
@@ -132,6 +133,7 @@ impl ClusterState {
                 ));
             }
             if let Some(h) = self
+                .input
                 .exechosts
                 .values()
                 .find(|h| h.user_lists.contains(n) || h.xuser_lists.contains(n))
@@ -145,6 +147,7 @@ impl ClusterState {
                 ));
             }
             let by_pe = self
+                .input
                 .pes
                 .values()
                 .find(|p| p.user_lists.contains(n) || p.xuser_lists.contains(n))
@@ -155,6 +158,7 @@ impl ClusterState {
                 .find(|p| p.acl.contains(n) || p.xacl.contains(n))
                 .map(|p| format!("project \"{}\"", p.name));
             let by_group = self
+                .input
                 .group_tree
                 .iter()
                 .find(|g| g.user_lists.contains(n))
@@ -184,7 +188,7 @@ impl ClusterState {
         self.manager_check(caller)?;
         let u = gantry_common::userset::parse_userset(text)
             .map_err(|e| refuse(RefusalKind::Invalid, e.to_string()))?;
-        let exists = self.usersets.contains_key(&u.name);
+        let exists = self.input.usersets.contains_key(&u.name);
         if adding && exists {
             return Err(refuse(
                 RefusalKind::AlreadyExists,

@@ -92,7 +92,7 @@ impl Handler<WaitJob> for Cluster {
     type Result = ();
 
     fn handle(&mut self, msg: WaitJob, _: &mut Self::Context) {
-        if self.state.jobs.contains_key(&msg.job_id) {
+        if self.state.input.jobs.contains_key(&msg.job_id) {
             self.waiters.entry(msg.job_id).or_default().push(msg.reply);
             return;
         }
@@ -232,7 +232,7 @@ impl Handler<WaitStart> for Cluster {
     type Result = ();
 
     fn handle(&mut self, msg: WaitStart, _: &mut Self::Context) {
-        let answer = match self.state.jobs.get(&msg.job_id) {
+        let answer = match self.state.input.jobs.get(&msg.job_id) {
             Some(job) if job.tasks.holding_slots() == 0 && job.tasks.has_pending() => {
                 self.start_waiters
                     .entry(msg.job_id)
@@ -494,7 +494,7 @@ impl Handler<ComplexForEdit> for Cluster {
 
     fn handle(&mut self, msg: ComplexForEdit, _: &mut Self::Context) -> Self::Result {
         self.state.manager_check(&msg.caller)?;
-        Ok((*self.state.complexes).clone())
+        Ok((*self.state.input.complexes).clone())
     }
 }
 

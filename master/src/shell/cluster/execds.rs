@@ -82,10 +82,11 @@ impl Cluster {
 
     pub(super) fn check_reachability(&mut self) {
         let now = self.now();
-        let hosts: Vec<String> = self.state.exechosts.keys().cloned().collect();
+        let hosts: Vec<String> = self.state.input.exechosts.keys().cloned().collect();
         for host in hosts {
             let heard = self
                 .state
+                .input
                 .runtime
                 .get(&host)
                 .and_then(|r| r.last_heard)
@@ -250,7 +251,7 @@ impl Handler<Load> for Cluster {
     type Result = ();
 
     fn handle(&mut self, msg: Load, _: &mut Self::Context) {
-        if !self.state.exechosts.contains_key(&msg.host) {
+        if !self.state.input.exechosts.contains_key(&msg.host) {
             return;
         }
         let now = self.now();
@@ -331,7 +332,7 @@ impl Handler<ExecdJobs> for Cluster {
             ExecdJobs::Usage { host, tasks } => {
                 // Kept for the tasks that run on that host only: nothing outlives its task.
                 let runs_there = |job: JobId, task: TaskId| {
-                    self.state.jobs.get(&job).is_some_and(|j| {
+                    self.state.input.jobs.get(&job).is_some_and(|j| {
                         j.tasks.placed().any(|(t, s)| {
                             t == task
                                 && matches!(s, TaskState::Running { host: h, .. } if *h == host)
@@ -340,6 +341,7 @@ impl Handler<ExecdJobs> for Cluster {
                 };
                 self.state.live.task_usage.retain(|&(j, t), _| {
                     self.state
+                        .input
                         .jobs
                         .get(&j)
                         .is_some_and(|job| job.tasks.contains(t))
@@ -369,6 +371,7 @@ impl Handler<ExecdJobs> for Cluster {
                 for (job_id, task_id) in &running {
                     let state = self
                         .state
+                        .input
                         .jobs
                         .get(job_id)
                         .and_then(|j| j.tasks.get(*task_id));
@@ -394,7 +397,7 @@ impl Handler<ExecdJobs> for Cluster {
                 // after this list) or its start order was lost too. The kill is sent
                 // again: an execd that never started the task reports it killed, one
                 // holding its report ignores it.
-                for job in self.state.jobs.values() {
+                for job in self.state.input.jobs.values() {
                     for (task, t) in job.tasks.placed() {
                         if let TaskState::Deleting { host: h, .. } = t {
                             if h == &host && !running.contains(&(job.id, task)) {
@@ -413,7 +416,7 @@ impl Handler<ExecdJobs> for Cluster {
                 // Orders lost in a crash or a cut are sent again; the execd ignores a
                 // task it already has (finished ones report themselves next).
                 let mut resend = Vec::new();
-                for job in self.state.jobs.values() {
+                for job in self.state.input.jobs.values() {
                     for (task, t) in job.tasks.placed() {
                         if let TaskState::Running {
                             host: h,

@@ -20,10 +20,11 @@ impl Cluster {
         if actions.suspend.is_empty() && actions.resume.is_empty() {
             return;
         }
-        let mut set = (*self.state.threshold_suspended).clone();
+        let mut set = (*self.state.input.threshold_suspended).clone();
         // Forget tasks that ended.
         set.retain(|(j, t)| {
             self.state
+                .input
                 .jobs
                 .get(j)
                 .is_some_and(|job| matches!(job.tasks.get(*t), Some(TaskState::Running { .. })))
