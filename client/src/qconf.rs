@@ -247,6 +247,36 @@ fn empty_file_line(kind: ObjectKind) -> Option<&'static str> {
     }
 }
 
+/// `-Msconf`: the file read and checked here first, as SGE's qconf reads it, so that a
+/// refusal says what SGE's says, file name included (`error: error reading file:
+/// "FILE"` after a value not of its attribute's type); the master checks it again.
+fn read_schedconf_file(path: &str) -> Result<String, Output> {
+    use gantry_common::schedconf::{parse_schedconf, SchedConfError};
+    let then = "error reading in file";
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        let reason = match e.kind() {
+            std::io::ErrorKind::NotFound => "No such file or directory".to_string(),
+            std::io::ErrorKind::PermissionDenied => "Permission denied".to_string(),
+            _ => e.to_string(),
+        };
+        Output::fail(
+            format!("error: error opening file \"{path}\" for reading: {reason}\n{then}"),
+            exit::FAILURE,
+        )
+    })?;
+    if holds_no_attribute(&text) {
+        return read_object_file(path, Some(then));
+    }
+    let message = match parse_schedconf(&text) {
+        Ok(_) => return Ok(text),
+        Err(SchedConfError::Refused(m)) => format!("error: {m}\n{then}"),
+        Err(e @ (SchedConfError::Reading(_) | SchedConfError::File(_))) => {
+            format!("error: {e}\nerror: error reading file: \"{path}\"\n{then}")
+        }
+    };
+    Err(Output::fail(message, exit::FAILURE))
+}
+
 /// `-A<object>` / `-M<object>`: the object from a file.
 fn from_file(path: &str, kind: ObjectKind, adding: bool) -> Output {
     let read = match kind {
@@ -259,6 +289,7 @@ fn from_file(path: &str, kind: ObjectKind, adding: bool) -> Output {
         }),
         // The group quota tree (Gantry's own): an empty file empties it, as -dgq does.
         ObjectKind::GroupTree => read_file(path),
+        ObjectKind::SchedConf => read_schedconf_file(path),
         _ => read_object_file(path, empty_file_line(kind)),
     };
     match read {

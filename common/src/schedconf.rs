@@ -124,13 +124,145 @@ pub fn parse_load_formula(text: &str) -> Result<Vec<(f64, String)>, String> {
     Ok(terms)
 }
 
-fn check(kind: Kind, key: &str, value: &str) -> Result<(), String> {
+/// Why a scheduler configuration is refused, in SGE 8.1.9's words where SGE has them.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SchedConfError {
+    /// What SGE's `qconf` finds while it reads the file (a value not of its attribute's
+    /// type, an unknown attribute): it adds `error: error reading file: "FILE"`.
+    #[error("{0}")]
+    Reading(String),
+    /// A value of the right type that is refused, or an attribute missing.
+    #[error("{0}")]
+    Refused(String),
+    /// The file's form (a control character, a continuation at its end).
+    #[error(transparent)]
+    File(#[from] FileError),
+}
+
+/// SGE's `u_long32`: digits only (`must be a positive number`, `is not an u_long32
+/// value`, `error parsing unsigned long value`, as SGE says each).
+fn read_uint(key: &str, value: &str) -> Result<String, SchedConfError> {
+    let v = value.trim();
+    if let Ok(n) = v.parse::<u32>() {
+        return Ok(n.to_string());
+    }
+    let reading = SchedConfError::Reading;
+    if v.starts_with('-') && v[1..].parse::<f64>().is_ok() {
+        return Err(reading(format!(
+            "parameter \"{key}\" must be a positive number"
+        )));
+    }
+    if v.parse::<f64>().is_ok() {
+        return Err(reading(format!("\"{v}\" is not an u_long32 value")));
+    }
+    Err(reading(format!(
+        "error parsing unsigned long value from string \"{v}\""
+    )))
+}
+
+/// A double, printed as SGE prints it (`%f`).
+fn read_double(value: &str) -> Result<f64, SchedConfError> {
+    let v = value.trim();
+    v.parse::<f64>()
+        .ok()
+        .filter(|d| d.is_finite())
+        .ok_or_else(|| {
+            SchedConfError::Reading(format!("error parsing double value from string \"{v}\""))
+        })
+}
+
+/// `name=double,...` (or `none`, printed `NONE`), each weight printed as `%f`.
+fn read_weights(value: &str) -> Result<String, SchedConfError> {
+    if value.trim().eq_ignore_ascii_case("none") {
+        return Ok("NONE".to_string());
+    }
+    let mut out = Vec::new();
+    for pair in value.split(',') {
+        let (name, weight) = pair.split_once('=').unwrap_or((pair, ""));
+        out.push(format!("{}={:.6}", name.trim(), read_double(weight)?));
+    }
+    Ok(out.join(","))
+}
+
+/// `policy_hierarchy`: `NONE` (any case), or the policies O (override), F (functional)
+/// and S (share tree), each at most once, in the order they are applied.
+fn valid_policy_hierarchy(value: &str) -> bool {
+    if value.eq_ignore_ascii_case("none") {
+        return true;
+    }
+    let mut seen = String::new();
+    value.chars().all(|c| {
+        let fresh = matches!(c, 'O' | 'F' | 'S') && !seen.contains(c);
+        seen.push(c);
+        fresh
+    })
+}
+
+/// `halflife_decay_list`: `none` or `name=time:...` (SGE's words, its typo included).
+fn valid_halflife_decay_list(value: &str) -> bool {
+    value.eq_ignore_ascii_case("none")
+        || value.split(':').all(|item| {
+            item.split_once('=')
+                .is_some_and(|(n, t)| !n.trim().is_empty() && t.trim().parse::<f64>().is_ok())
+        })
+}
+
+/// Check one attribute's value; what is kept (SGE's printed form for numbers and
+/// booleans, the value as written otherwise).
+fn check(kind: Kind, key: &str, value: &str, line: usize) -> Result<String, SchedConfError> {
+    let refused = |m: String| Err(SchedConfError::Refused(m));
+    match (key, kind) {
+        ("algorithm", _) if value != "default" => {
+            return refused(format!(
+                "attribute \"{value}\" is not a valid algorithm name."
+            ));
+        }
+        ("policy_hierarchy", _) if !valid_policy_hierarchy(value) => {
+            return refused("Invalid policy hierarchy string. Disabling policy hierarchy.".into());
+        }
+        ("halflife_decay_list", _) if !valid_halflife_decay_list(value) => {
+            return refused("Invalid halflife_day_list. Ignoring the setting.".into());
+        }
+        ("usage_weight_list", _) => return read_weights(value),
+        ("schedd_job_info", _) => {
+            let v = value.trim();
+            let known = v.eq_ignore_ascii_case("true")
+                || v.eq_ignore_ascii_case("false")
+                || v.strip_prefix("job_list")
+                    .is_some_and(|l| l.starts_with(char::is_whitespace) && !l.trim().is_empty());
+            if !known {
+                // SGE's words, the space after the name its own.
+                return refused("attribute \"schedd_job_info \" is not a valid parameter".into());
+            }
+        }
+        ("max_pending_tasks_per_job", _) => {
+            let n = read_uint(key, value)?;
+            if n == "0" {
+                return refused(format!(
+                    "invalid setting for param: \"{key}\"(should be \">0\")"
+                ));
+            }
+            return Ok(n);
+        }
+        _ => {}
+    }
     let ok = match kind {
-        Kind::Text => true,
-        Kind::Time => parse_time(value).is_ok(),
-        Kind::Uint => value.parse::<u64>().is_ok(),
-        Kind::Double => parse_double(value).is_ok(),
-        Kind::Bool => crate::value::parse_bool(value).is_ok(),
+        Kind::Uint => return read_uint(key, value),
+        Kind::Double => return read_double(value).map(|d| format!("{d:.6}")),
+        Kind::Bool => {
+            return match value.trim().to_ascii_lowercase().as_str() {
+                "true" | "yes" | "1" => Ok("TRUE".into()),
+                "false" | "no" | "0" => Ok("FALSE".into()),
+                _ => Err(SchedConfError::Reading(format!(
+                    "error parsing value \"{}\"",
+                    value.trim()
+                ))),
+            };
+        }
+        Kind::Time if parse_time(value).is_err() => {
+            return refused(format!("attribute \"{key}\" is not a time value"));
+        }
+        Kind::Text | Kind::Time => true,
         Kind::OneOf(words) => words.iter().any(|w| w.eq_ignore_ascii_case(value)),
         Kind::Pairs => {
             value.eq_ignore_ascii_case("none")
@@ -141,39 +273,51 @@ fn check(kind: Kind, key: &str, value: &str) -> Result<(), String> {
         Kind::GroupFormula(known) => crate::formula::Formula::parse(value, known).is_ok(),
     };
     if ok {
-        Ok(())
+        Ok(value.to_string())
     } else {
-        Err(format!(
-            "value \"{value}\" for attribute \"{key}\" of the scheduler configuration is invalid"
+        // Values SGE would take (and ignore, or misread): refused, in Gantry's words.
+        refused(format!(
+            "line {line}: value \"{value}\" for attribute \"{key}\" of the scheduler configuration is invalid"
         ))
     }
 }
 
-/// Read a scheduler configuration as `-Msconf` and `-msconf` take it: every attribute
-/// validated, unknown ones refused, missing ones at their default; all or nothing.
-pub fn parse_schedconf(text: &str) -> Result<Config, FileError> {
+/// Gantry's own attributes, after SGE's: a file of SGE's attributes alone (one carried
+/// over from an SGE cell) leaves them at their defaults.
+const OWN_ATTRIBUTES: &[&str] = &["group_quota_rounds", "group_sort", "group_slot_weight"];
+
+/// Read a scheduler configuration as `-Msconf` and `-msconf` take it, as SGE 8.1.9
+/// reads it: every value checked (in file order) and kept in SGE's printed form, an
+/// unknown attribute refused, each of SGE's attributes required (Gantry's own at their
+/// defaults when absent); all or nothing.
+pub fn parse_schedconf(text: &str) -> Result<Config, SchedConfError> {
     let entries = parse_entries(text)?;
+    let mut values: Vec<(&str, String)> = Vec::new();
     for e in &entries {
-        let Some((_, _, kind)) = ATTRIBUTES.iter().find(|(k, _, _)| *k == e.key) else {
-            return Err(FileError::at(
-                e.line,
-                format!("unknown attribute \"{}\" in scheduler configuration", e.key),
-            ));
+        let Some((key, _, kind)) = ATTRIBUTES.iter().find(|(k, _, _)| *k == e.key) else {
+            return Err(SchedConfError::Reading(format!(
+                "unknown attribute name \"{}\"",
+                crate::names::bounded_message(&e.key)
+            )));
         };
-        check(*kind, &e.key, &e.value).map_err(|r| FileError::at(e.line, r))?;
+        values.push((key, check(*kind, &e.key, &e.value, e.line)?));
+    }
+    let mut out = Vec::with_capacity(ATTRIBUTES.len());
+    for (key, default, _) in ATTRIBUTES {
+        let value = match values.iter().rev().find(|(k, _)| k == key) {
+            Some((_, v)) => v.clone(),
+            None if OWN_ATTRIBUTES.contains(key) => default.to_string(),
+            None => {
+                return Err(SchedConfError::Refused(format!(
+                    "required attribute \"{key}\" is missing"
+                )))
+            }
+        };
+        out.push((key.to_string(), value));
     }
     Ok(Config {
         name: "sched".to_string(),
-        entries: ATTRIBUTES
-            .iter()
-            .map(|(k, default, _)| {
-                let v = entries
-                    .iter()
-                    .find(|e| e.key == *k)
-                    .map_or(*default, |e| e.value.as_str());
-                (k.to_string(), v.to_string())
-            })
-            .collect(),
+        entries: out,
     })
 }
 
@@ -208,24 +352,125 @@ mod tests {
         );
     }
 
+    /// The default configuration with one attribute's line changed.
+    fn with(key: &str, value: &str) -> String {
+        print_schedconf(&default_schedconf())
+            .lines()
+            .map(|l| match l.split_whitespace().next() {
+                Some(k) if k == key => format!("{key:<34}{value}\n"),
+                _ => format!("{l}\n"),
+            })
+            .collect()
+    }
+
     #[test]
-    fn bad_values_are_refused_with_their_line() {
-        let cases = [
-            ("queue_sort_method random\n", "line 1: value \"random\" for attribute \"queue_sort_method\" of the scheduler configuration is invalid"),
-            ("algorithm default\nload_formula np_load_avg+\n", "line 2: value \"np_load_avg+\" for attribute \"load_formula\" of the scheduler configuration is invalid"),
-            ("job_load_adjustments np_load_avg\n", "line 1: value \"np_load_avg\" for attribute \"job_load_adjustments\" of the scheduler configuration is invalid"),
-            ("schedule_interval soon\n", "line 1: value \"soon\" for attribute \"schedule_interval\" of the scheduler configuration is invalid"),
-            ("nosuch 1\n", "line 1: unknown attribute \"nosuch\" in scheduler configuration"),
-            ("group_sort usage/quotas\n", "line 1: value \"usage/quotas\" for attribute \"group_sort\" of the scheduler configuration is invalid"),
-            ("group_slot_weight slots*\n", "line 1: value \"slots*\" for attribute \"group_slot_weight\" of the scheduler configuration is invalid"),
-            ("group_quota_rounds -1\n", "line 1: value \"-1\" for attribute \"group_quota_rounds\" of the scheduler configuration is invalid"),
+    fn values_are_checked_and_refused_in_sge_words() {
+        use SchedConfError::{Reading, Refused};
+        // Each line as SGE 8.1.9's `qconf -Msconf` says it (recorded from it); the values
+        // Gantry refuses where SGE takes and ignores them in Gantry's own words.
+        let cases: &[(&str, &str, SchedConfError)] = &[
+            ("policy_hierarchy", "XYZ", Refused("Invalid policy hierarchy string. Disabling policy hierarchy.".into())),
+            ("policy_hierarchy", "OFSD", Refused("Invalid policy hierarchy string. Disabling policy hierarchy.".into())),
+            ("policy_hierarchy", "OO", Refused("Invalid policy hierarchy string. Disabling policy hierarchy.".into())),
+            ("policy_hierarchy", "ofs", Refused("Invalid policy hierarchy string. Disabling policy hierarchy.".into())),
+            ("halftime", "-1", Reading("parameter \"halftime\" must be a positive number".into())),
+            ("halftime", "abc", Reading("error parsing unsigned long value from string \"abc\"".into())),
+            ("halftime", "1.5", Reading("\"1.5\" is not an u_long32 value".into())),
+            ("weight_tickets_share", "-1", Reading("parameter \"weight_tickets_share\" must be a positive number".into())),
+            ("maxujobs", "foo", Reading("error parsing unsigned long value from string \"foo\"".into())),
+            ("max_reservation", "-1", Reading("parameter \"max_reservation\" must be a positive number".into())),
+            ("max_pending_tasks_per_job", "0", Refused("invalid setting for param: \"max_pending_tasks_per_job\"(should be \">0\")".into())),
+            ("compensation_factor", "abc", Reading("error parsing double value from string \"abc\"".into())),
+            ("weight_user", "abc", Reading("error parsing double value from string \"abc\"".into())),
+            ("usage_weight_list", "cpu=abc", Reading("error parsing double value from string \"abc\"".into())),
+            ("share_override_tickets", "foo", Reading("error parsing value \"foo\"".into())),
+            ("report_pjob_tickets", "foo", Reading("error parsing value \"foo\"".into())),
+            ("schedule_interval", "soon", Refused("attribute \"schedule_interval\" is not a time value".into())),
+            ("default_duration", "soon", Refused("attribute \"default_duration\" is not a time value".into())),
+            ("halflife_decay_list", "foo", Refused("Invalid halflife_day_list. Ignoring the setting.".into())),
+            ("schedd_job_info", "foo", Refused("attribute \"schedd_job_info \" is not a valid parameter".into())),
+            ("algorithm", "foo", Refused("attribute \"foo\" is not a valid algorithm name.".into())),
+            ("queue_sort_method", "random", Refused("line 4: value \"random\" for attribute \"queue_sort_method\" of the scheduler configuration is invalid".into())),
+            ("load_formula", "np_load_avg+", Refused("line 7: value \"np_load_avg+\" for attribute \"load_formula\" of the scheduler configuration is invalid".into())),
+            ("job_load_adjustments", "np_load_avg", Refused("line 5: value \"np_load_avg\" for attribute \"job_load_adjustments\" of the scheduler configuration is invalid".into())),
+            ("group_sort", "usage/quotas", Refused("line 37: value \"usage/quotas\" for attribute \"group_sort\" of the scheduler configuration is invalid".into())),
+            ("group_slot_weight", "slots*", Refused("line 38: value \"slots*\" for attribute \"group_slot_weight\" of the scheduler configuration is invalid".into())),
+            ("group_quota_rounds", "-1", Reading("parameter \"group_quota_rounds\" must be a positive number".into())),
         ];
-        for (text, want) in cases {
-            assert_eq!(parse_schedconf(text).unwrap_err().to_string(), want);
+        for (key, value, want) in cases {
+            assert_eq!(
+                &parse_schedconf(&with(key, value)).unwrap_err(),
+                want,
+                "{key} {value}"
+            );
         }
-        let c = parse_schedconf("queue_sort_method seqno\n").unwrap();
-        assert_eq!(c.get("queue_sort_method"), Some("seqno"));
-        assert_eq!(c.get("load_formula"), Some("np_load_avg"));
+        assert_eq!(
+            parse_schedconf(&format!("{}nosuch 1\n", with("halftime", "168"))).unwrap_err(),
+            Reading("unknown attribute name \"nosuch\"".into())
+        );
+        let without: String = with("halftime", "168")
+            .lines()
+            .filter(|l| !l.starts_with("halftime"))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        assert_eq!(
+            parse_schedconf(&without).unwrap_err(),
+            Refused("required attribute \"halftime\" is missing".into())
+        );
+    }
+
+    #[test]
+    fn values_are_kept_as_sge_prints_them() {
+        // What SGE 8.1.9's `qconf -ssconf` shows after `-Msconf` with these (recorded).
+        let cases = [
+            ("policy_hierarchy", "NONE", "NONE"),
+            ("policy_hierarchy", "none", "none"),
+            ("policy_hierarchy", "FSO", "FSO"),
+            ("policy_hierarchy", "S", "S"),
+            ("usage_weight_list", "cpu=2", "cpu=2.000000"),
+            (
+                "usage_weight_list",
+                "cpu=0.5,mem=0.5,io=0",
+                "cpu=0.500000,mem=0.500000,io=0.000000",
+            ),
+            ("usage_weight_list", "none", "NONE"),
+            ("compensation_factor", "-1", "-1.000000"),
+            ("weight_user", "1.5", "1.500000"),
+            ("weight_waiting_time", "1", "1.000000"),
+            ("share_override_tickets", "yes", "TRUE"),
+            ("share_override_tickets", "1", "TRUE"),
+            ("share_functional_shares", "0", "FALSE"),
+            ("halftime", "0", "0"),
+            ("max_pending_tasks_per_job", "10", "10"),
+            ("halflife_decay_list", "cpu=1:mem=2", "cpu=1:mem=2"),
+            ("default_duration", "1:0:0", "1:0:0"),
+            ("queue_sort_method", "seqno", "seqno"),
+        ];
+        for (key, value, kept) in cases {
+            let c = parse_schedconf(&with(key, value)).unwrap();
+            assert_eq!(c.get(key), Some(kept), "{key} {value}");
+        }
+        // A file of SGE's attributes alone leaves Gantry's own at their defaults.
+        let sge_only: String = with("halftime", "168")
+            .lines()
+            .filter(|l| !l.starts_with("group_"))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        assert_eq!(parse_schedconf(&sge_only).unwrap(), default_schedconf());
+    }
+
+    proptest::proptest! {
+        /// Every hierarchy SGE takes is read; nothing else is.
+        #[test]
+        fn a_policy_hierarchy_is_each_of_o_f_s_at_most_once(text in "[OFSDofs]{1,4}") {
+            let mut letters: Vec<char> = text.chars().collect();
+            let valid = letters.iter().all(|c| "OFS".contains(*c)) && {
+                letters.sort_unstable();
+                letters.windows(2).all(|w| w[0] != w[1])
+            };
+            let read = parse_schedconf(&with("policy_hierarchy", &text));
+            proptest::prop_assert_eq!(read.is_ok(), valid, "{}", text);
+        }
     }
 
     #[test]

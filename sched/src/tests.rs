@@ -371,7 +371,7 @@ fn queue_sort_method_orders_candidates() {
     s.put_job(job(1, "u1", &[], &[]));
     // load: the least loaded host first.
     assert_eq!(cycle(&s), vec![(1, "all.q@b".to_string())]);
-    s.sched = Some(gantry_common::schedconf::parse_schedconf("queue_sort_method seqno\n").unwrap());
+    s.sched = Some(sched_with("queue_sort_method", "seqno"));
     assert_eq!(cycle(&s), vec![(1, "low.q@a".to_string())]);
 }
 
@@ -808,8 +808,7 @@ fn load_adjustments_throttle_dispatch_as_sge_does() {
         1
     );
     // Without adjustments, all eight slots fill at once.
-    s.sched =
-        Some(gantry_common::schedconf::parse_schedconf("job_load_adjustments NONE\n").unwrap());
+    s.sched = Some(sched_with("job_load_adjustments", "NONE"));
     assert_eq!(
         s.view()
             .schedule(Time::from_secs(now), &s.connected())
@@ -935,8 +934,7 @@ fn a_cycle_is_due_only_when_something_it_reads_changed() {
     };
     let mut s = Cluster::new(&[]);
     s.add_host("n1", "", LOAD);
-    s.sched =
-        Some(gantry_common::schedconf::parse_schedconf("job_load_adjustments NONE\n").unwrap());
+    s.sched = Some(sched_with("job_load_adjustments", "NONE"));
     // Nothing pending: never.
     assert!(!s.view().cycle_due(&t(true, true, None), at(0)));
     s.put_job(job(1, "u1", &[], &[]));
@@ -1196,7 +1194,7 @@ fn a_soft_queue_list_is_a_preference() {
     }
     s.put_queue(other);
     s.set_queue("other.q", "slots", "1");
-    s.sched = Some(gantry_common::schedconf::parse_schedconf("queue_sort_method seqno\n").unwrap());
+    s.sched = Some(sched_with("queue_sort_method", "seqno"));
     // Without a preference, all.q comes first (seq_no 0); two jobs preferring other.q:
     // the first gets it, the second runs in all.q all the same.
     for id in 1..=2 {
@@ -1474,4 +1472,15 @@ fn every_reason_reads_as_sges_catalogue() {
     for (misfit, want) in table {
         assert_eq!(misfit.message(q, h), want, "{misfit:?}");
     }
+}
+
+/// The scheduler configuration of a fresh cell with one attribute changed.
+fn sched_with(key: &str, value: &str) -> gantry_proto::Config {
+    let mut conf = gantry_common::schedconf::default_schedconf();
+    for (k, v) in &mut conf.entries {
+        if k == key {
+            *v = value.to_string();
+        }
+    }
+    conf
 }

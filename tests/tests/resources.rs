@@ -662,3 +662,175 @@ fn a_parallel_job_spans_hosts_by_its_allocation_rule_and_reads_its_pe_hostfile()
     let out = c.client("qdel", &[&smp]);
     assert_eq!(out.code, 0, "{out:?}");
 }
+
+/// `qconf -Msconf` with one value changed, against what SGE 8.1.9 printed for the same
+/// file (recorded from `../shared/tools/sge/` on 2026-11-28, its file name replaced):
+/// refusals word for word with their exit status and nothing changed; values taken
+/// and shown by `-ssconf` in SGE's form.
+#[test]
+fn scheduler_policy_attributes_are_checked_and_kept_as_sge_does() {
+    let mut c = Cluster::init(&[]);
+    c.start_master();
+    let before = c.qconf(&["-ssconf"]).stdout;
+    let with = |key: &str, value: &str| -> String {
+        before
+            .lines()
+            .map(|l| match l.split_whitespace().next() {
+                Some(k) if k == key => format!("{key:<34}{value}\n"),
+                _ => format!("{l}\n"),
+            })
+            .collect()
+    };
+    // SGE's stderr, `FILE` for the file's name.
+    let reading = |m: &str| {
+        format!("error: {m}\nerror: error reading file: \"FILE\"\nerror reading in file\n")
+    };
+    let refused = |m: &str| format!("error: {m}\nerror reading in file\n");
+    let cases = [
+        (
+            "policy_hierarchy",
+            "XYZ",
+            refused("Invalid policy hierarchy string. Disabling policy hierarchy."),
+        ),
+        (
+            "policy_hierarchy",
+            "OFSD",
+            refused("Invalid policy hierarchy string. Disabling policy hierarchy."),
+        ),
+        (
+            "halftime",
+            "-1",
+            reading("parameter \"halftime\" must be a positive number"),
+        ),
+        (
+            "halftime",
+            "abc",
+            reading("error parsing unsigned long value from string \"abc\""),
+        ),
+        (
+            "halftime",
+            "1.5",
+            reading("\"1.5\" is not an u_long32 value"),
+        ),
+        (
+            "weight_tickets_share",
+            "-1",
+            reading("parameter \"weight_tickets_share\" must be a positive number"),
+        ),
+        (
+            "max_functional_jobs_to_schedule",
+            "abc",
+            reading("error parsing unsigned long value from string \"abc\""),
+        ),
+        (
+            "max_pending_tasks_per_job",
+            "0",
+            refused("invalid setting for param: \"max_pending_tasks_per_job\"(should be \">0\")"),
+        ),
+        (
+            "compensation_factor",
+            "abc",
+            reading("error parsing double value from string \"abc\""),
+        ),
+        (
+            "weight_urgency",
+            "abc",
+            reading("error parsing double value from string \"abc\""),
+        ),
+        (
+            "share_override_tickets",
+            "foo",
+            reading("error parsing value \"foo\""),
+        ),
+        (
+            "report_pjob_tickets",
+            "foo",
+            reading("error parsing value \"foo\""),
+        ),
+        (
+            "schedule_interval",
+            "soon",
+            refused("attribute \"schedule_interval\" is not a time value"),
+        ),
+        (
+            "halflife_decay_list",
+            "foo",
+            refused("Invalid halflife_day_list. Ignoring the setting."),
+        ),
+        (
+            "algorithm",
+            "foo",
+            refused("attribute \"foo\" is not a valid algorithm name."),
+        ),
+    ];
+    let file = c.home().join("sconf");
+    let path = file.to_str().unwrap().to_string();
+    for (key, value, want) in &cases {
+        std::fs::write(&file, with(key, value)).unwrap();
+        let out = c.qconf(&["-Msconf", &path]);
+        assert_eq!(
+            (
+                out.code,
+                out.stdout.as_str(),
+                out.stderr.replace(&path, "FILE")
+            ),
+            (1, "", want.clone()),
+            "{key} {value}"
+        );
+    }
+    // An unknown attribute, a missing one, a file that is not there.
+    std::fs::write(&file, format!("{before}nosuch 1\n")).unwrap();
+    let out = c.qconf(&["-Msconf", &path]);
+    assert_eq!(
+        (out.code, out.stderr.replace(&path, "FILE")),
+        (1, reading("unknown attribute name \"nosuch\""))
+    );
+    let without: String = before
+        .lines()
+        .filter(|l| !l.starts_with("halftime "))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(&file, without).unwrap();
+    let out = c.qconf(&["-Msconf", &path]);
+    assert_eq!(
+        (out.code, out.stderr),
+        (1, refused("required attribute \"halftime\" is missing"))
+    );
+    let out = c.qconf(&["-Msconf", "/nonexistent"]);
+    assert_eq!(
+        (out.code, out.stderr.as_str()),
+        (
+            1,
+            "error: error opening file \"/nonexistent\" for reading: No such file or directory\nerror reading in file\n"
+        )
+    );
+    assert_eq!(
+        c.qconf(&["-ssconf"]).stdout,
+        before,
+        "a refused file changes nothing"
+    );
+    // Taken, and shown as SGE shows them.
+    for (key, value, shown) in [
+        ("policy_hierarchy", "FSO", "FSO"),
+        ("policy_hierarchy", "NONE", "NONE"),
+        (
+            "usage_weight_list",
+            "cpu=0.5,mem=0.5,io=0",
+            "cpu=0.500000,mem=0.500000,io=0.000000",
+        ),
+        ("usage_weight_list", "none", "NONE"),
+        ("weight_user", "-1", "-1.000000"),
+        ("share_override_tickets", "yes", "TRUE"),
+        ("share_functional_shares", "0", "FALSE"),
+        ("max_pending_tasks_per_job", "10", "10"),
+    ] {
+        std::fs::write(&file, with(key, value)).unwrap();
+        let out = c.qconf(&["-Msconf", &path]);
+        assert_eq!(out.code, 0, "{key} {value}: {out:?}");
+        let now = c.qconf(&["-ssconf"]).stdout;
+        assert!(
+            now.contains(&format!("\n{key:<34}{shown}\n")),
+            "{key} {value}: {now}"
+        );
+    }
+}

@@ -242,9 +242,13 @@ fn a_configuration_change_meanwhile_drops_every_dispatch() {
             s.apply(&Op::Delete("exechost/n2".into()))
         }),
         ("scheduler configuration", |s| {
-            s.apply(&Op::Put(Object::Config(
-                gantry_common::schedconf::parse_schedconf("job_load_adjustments NONE\n").unwrap(),
-            )))
+            let mut conf = gantry_common::schedconf::default_schedconf();
+            for (k, v) in &mut conf.entries {
+                if k == "job_load_adjustments" {
+                    *v = "NONE".into();
+                }
+            }
+            s.apply(&Op::Put(Object::Config(conf)))
         }),
     ];
     for (what, change) in cases {
