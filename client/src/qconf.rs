@@ -3,6 +3,7 @@
 use std::io::Write;
 
 use gantry_common::complex::print_complexes;
+use gantry_common::conf::SgeFileError;
 use gantry_common::config::print_config;
 use gantry_common::exechost::print_exechost;
 use gantry_common::hostgroup::print_hostgroup;
@@ -247,11 +248,14 @@ fn empty_file_line(kind: ObjectKind) -> Option<&'static str> {
     }
 }
 
-/// `-Msconf`: the file read and checked here first, as SGE's qconf reads it, so that a
-/// refusal says what SGE's says, file name included (`error: error reading file:
-/// "FILE"` after a value not of its attribute's type); the master checks it again.
-fn read_schedconf_file(path: &str) -> Result<String, Output> {
-    use gantry_common::schedconf::{parse_schedconf, SchedConfError};
+/// `-Msconf`, `-Auser`, `-Muser`: the file read and checked here first, as SGE's qconf
+/// reads it, so that a refusal says what SGE's says, file name included (`error: error
+/// reading file: "FILE"` after a value not of its attribute's type); the master checks
+/// it again.
+fn read_checked_file<T>(
+    path: &str,
+    check: impl Fn(&str) -> Result<T, SgeFileError>,
+) -> Result<String, Output> {
     let then = "error reading in file";
     let text = std::fs::read_to_string(path).map_err(|e| {
         let reason = match e.kind() {
@@ -267,10 +271,12 @@ fn read_schedconf_file(path: &str) -> Result<String, Output> {
     if holds_no_attribute(&text) {
         return read_object_file(path, Some(then));
     }
-    let message = match parse_schedconf(&text) {
+    let message = match check(&text) {
         Ok(_) => return Ok(text),
-        Err(SchedConfError::Refused(m)) => format!("error: {m}\n{then}"),
-        Err(e @ (SchedConfError::Reading(_) | SchedConfError::File(_))) => {
+        // The master's refusal of a name, SGE's words alone.
+        Err(SgeFileError::Refused(m)) if m.starts_with("Slash") => m,
+        Err(SgeFileError::Refused(m)) => format!("error: {m}\n{then}"),
+        Err(e @ (SgeFileError::Reading(_) | SgeFileError::File(_))) => {
             format!("error: {e}\nerror: error reading file: \"{path}\"\n{then}")
         }
     };
@@ -289,7 +295,8 @@ fn from_file(path: &str, kind: ObjectKind, adding: bool) -> Output {
         }),
         // The group quota tree (Gantry's own): an empty file empties it, as -dgq does.
         ObjectKind::GroupTree => read_file(path),
-        ObjectKind::SchedConf => read_schedconf_file(path),
+        ObjectKind::SchedConf => read_checked_file(path, gantry_common::schedconf::parse_schedconf),
+        ObjectKind::User => read_checked_file(path, gantry_common::user::parse_user),
         _ => read_object_file(path, empty_file_line(kind)),
     };
     match read {
@@ -608,6 +615,33 @@ fn one(name: &str, arg: Option<&str>) -> Output {
         ("-dprj", Some(names)) => change(
             ToMaster::DeleteObjects {
                 kind: ObjectKind::Project,
+                names: list(names),
+            },
+            false,
+        ),
+        ("-suser", Some(names)) => {
+            let mut out = Output::ok(String::new());
+            for name in list(names) {
+                let shown = show_object(ObjectKind::User, &name);
+                out.stdout.push_str(&shown.stdout);
+                out.stderr.push_str(&shown.stderr);
+                out.code = out.code.max(shown.code);
+            }
+            out
+        }
+        ("-suserl", _) => names(
+            req(&ToMaster::ShowObjectList {
+                kind: ObjectKind::User,
+            }),
+            "no user list defined",
+        ),
+        ("-auser", _) => edit_object(ObjectKind::User, "template", true),
+        ("-Auser", Some(file)) => from_file(file, ObjectKind::User, true),
+        ("-muser", Some(name)) => edit_object(ObjectKind::User, name, false),
+        ("-Muser", Some(file)) => from_file(file, ObjectKind::User, false),
+        ("-duser", Some(names)) => change(
+            ToMaster::DeleteObjects {
+                kind: ObjectKind::User,
                 names: list(names),
             },
             false,

@@ -18,6 +18,44 @@ pub enum FileError {
     Object(String),
 }
 
+/// Why an object file is refused, in SGE 8.1.9's words where SGE has them, by where
+/// SGE finds the fault.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SgeFileError {
+    /// What SGE's `qconf` finds while it reads the file (a value not of its attribute's
+    /// type, an unknown attribute): it adds `error: error reading file: "FILE"`.
+    #[error("{0}")]
+    Reading(String),
+    /// A value of the right type that is refused, or an attribute missing.
+    #[error("{0}")]
+    Refused(String),
+    /// The file's form (a control character, a continuation at its end).
+    #[error(transparent)]
+    File(#[from] FileError),
+}
+
+/// SGE's `u_long32`: digits only, with SGE's words for each other thing (`parameter
+/// "X" must be a positive number`, `"1.5" is not an u_long32 value`, `error parsing
+/// unsigned long value from string "abc"`).
+pub fn read_u_long32(key: &str, value: &str) -> Result<u32, SgeFileError> {
+    let v = value.trim();
+    if let Ok(n) = v.parse::<u32>() {
+        return Ok(n);
+    }
+    let reading = SgeFileError::Reading;
+    if v.starts_with('-') && v[1..].parse::<f64>().is_ok() {
+        return Err(reading(format!(
+            "parameter \"{key}\" must be a positive number"
+        )));
+    }
+    if v.parse::<f64>().is_ok() {
+        return Err(reading(format!("\"{v}\" is not an u_long32 value")));
+    }
+    Err(reading(format!(
+        "error parsing unsigned long value from string \"{v}\""
+    )))
+}
+
 impl FileError {
     pub fn at(line: usize, reason: impl Into<String>) -> Self {
         FileError::Line {

@@ -31,5 +31,6 @@ pub mod schedconf;
 pub mod signal;
 pub mod strexpr;
 pub mod tasks;
+pub mod user;
 pub mod userset;
 pub mod value;

@@ -1,7 +1,7 @@
 //! The scheduler configuration (`qconf -ssconf`, `-msconf`, `-Msconf`): SGE's attributes
 //! with the defaults a fresh cell has, validated by kind, printed as SGE prints them.
 
-use crate::conf::{parse_entries, split_pairs, FileError};
+use crate::conf::{parse_entries, split_pairs, SgeFileError};
 use crate::value::{parse_double, parse_time};
 use gantry_proto::Config;
 
@@ -124,40 +124,11 @@ pub fn parse_load_formula(text: &str) -> Result<Vec<(f64, String)>, String> {
     Ok(terms)
 }
 
-/// Why a scheduler configuration is refused, in SGE 8.1.9's words where SGE has them.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum SchedConfError {
-    /// What SGE's `qconf` finds while it reads the file (a value not of its attribute's
-    /// type, an unknown attribute): it adds `error: error reading file: "FILE"`.
-    #[error("{0}")]
-    Reading(String),
-    /// A value of the right type that is refused, or an attribute missing.
-    #[error("{0}")]
-    Refused(String),
-    /// The file's form (a control character, a continuation at its end).
-    #[error(transparent)]
-    File(#[from] FileError),
-}
+/// Why a scheduler configuration is refused (see [`SgeFileError`]).
+pub type SchedConfError = SgeFileError;
 
-/// SGE's `u_long32`: digits only (`must be a positive number`, `is not an u_long32
-/// value`, `error parsing unsigned long value`, as SGE says each).
 fn read_uint(key: &str, value: &str) -> Result<String, SchedConfError> {
-    let v = value.trim();
-    if let Ok(n) = v.parse::<u32>() {
-        return Ok(n.to_string());
-    }
-    let reading = SchedConfError::Reading;
-    if v.starts_with('-') && v[1..].parse::<f64>().is_ok() {
-        return Err(reading(format!(
-            "parameter \"{key}\" must be a positive number"
-        )));
-    }
-    if v.parse::<f64>().is_ok() {
-        return Err(reading(format!("\"{v}\" is not an u_long32 value")));
-    }
-    Err(reading(format!(
-        "error parsing unsigned long value from string \"{v}\""
-    )))
+    crate::conf::read_u_long32(key, value).map(|n| n.to_string())
 }
 
 /// A double, printed as SGE prints it (`%f`).
@@ -365,7 +336,7 @@ mod tests {
 
     #[test]
     fn values_are_checked_and_refused_in_sge_words() {
-        use SchedConfError::{Reading, Refused};
+        use crate::conf::SgeFileError::{Reading, Refused};
         // Each line as SGE 8.1.9's `qconf -Msconf` says it (recorded from it); the values
         // Gantry refuses where SGE takes and ignores them in Gantry's own words.
         let cases: &[(&str, &str, SchedConfError)] = &[

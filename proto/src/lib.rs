@@ -336,6 +336,9 @@ pub enum ObjectKind {
     /// The tree of hierarchical group quotas (`-sgq`, `-mgq`, `-Mgq`, `-dgq`): one
     /// object, replaced whole.
     GroupTree,
+    /// User objects (`-suser`, `-suserl`, `-auser`, `-Auser`, `-muser`, `-Muser`,
+    /// `-duser`).
+    User,
 }
 
 /// The master's answer to a [`ToMaster`] request.

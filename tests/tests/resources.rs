@@ -834,3 +834,128 @@ fn scheduler_policy_attributes_are_checked_and_kept_as_sge_does() {
         );
     }
 }
+
+/// User objects (`qconf -auser ... -duser`), against what SGE 8.1.9 printed for the same
+/// commands (recorded from `../shared/tools/sge/` on 2026-11-28, file names replaced).
+#[test]
+fn user_objects_are_added_shown_modified_and_deleted_as_sge_does() {
+    let mut c = Cluster::init(&[]);
+    c.start_master();
+    let file = c.home().join("user");
+    let path = file.to_str().unwrap().to_string();
+    let run = |c: &Cluster, args: &[&str]| {
+        let o = c.qconf(args);
+        (o.code, o.stdout, o.stderr.replace(&path, "FILE"))
+    };
+    let user = |name: &str, oticket: &str, project: &str| {
+        format!(
+            "name {name}\noticket {oticket}\nfshare 20\ndelete_time 0\ndefault_project {project}\n"
+        )
+    };
+    let me = nix::unistd::User::from_uid(nix::unistd::getuid())
+        .ok()
+        .flatten()
+        .map_or_else(|| "root".to_string(), |u| u.name)
+        + "@head";
+    assert_eq!(
+        run(&c, &["-suserl"]),
+        (1, String::new(), "no user list defined\n".into())
+    );
+    std::fs::write(&file, user("alice", "10", "NONE")).unwrap();
+    assert_eq!(
+        run(&c, &["-Auser", &path]),
+        (
+            0,
+            format!("{me} added \"alice\" to user list\n"),
+            String::new()
+        )
+    );
+    assert_eq!(
+        run(&c, &["-suser", "alice"]),
+        (0, user("alice", "10", "NONE"), String::new())
+    );
+    assert_eq!(
+        run(&c, &["-Auser", &path]),
+        (1, String::new(), "user \"alice\" already exists\n".into())
+    );
+    assert_eq!(run(&c, &["-suserl"]), (0, "alice\n".into(), String::new()));
+    // Refused files change nothing.
+    for (text, want) in [
+        (
+            user("alice", "abc", "NONE"),
+            "error: error parsing unsigned long value from string \"abc\"\nerror: error reading file: \"FILE\"\nerror reading in file\n",
+        ),
+        (
+            user("alice", "-1", "NONE"),
+            "error: parameter \"oticket\" must be a positive number\nerror: error reading file: \"FILE\"\nerror reading in file\n",
+        ),
+        (
+            "name alice\nfshare 0\n".to_string(),
+            "error: required attribute \"oticket\" is missing\nerror reading in file\n",
+        ),
+        (
+            format!("{}foo 1\n", user("alice", "0", "NONE")),
+            "error: unknown attribute name \"foo\"\nerror: error reading file: \"FILE\"\nerror reading in file\n",
+        ),
+        (
+            user("bad/name", "0", "NONE"),
+            "Slash ('/') not allowed in objectname\n",
+        ),
+        (
+            user("alice", "0", "nosuchprj"),
+            "denied: project \"nosuchprj\" does not exist\n",
+        ),
+    ] {
+        std::fs::write(&file, &text).unwrap();
+        assert_eq!(
+            run(&c, &["-Muser", &path]),
+            (1, String::new(), want.to_string()),
+            "{text}"
+        );
+    }
+    assert_eq!(run(&c, &["-suser", "alice"]).1, user("alice", "10", "NONE"));
+    std::fs::write(&file, user("carol", "0", "NONE")).unwrap();
+    assert_eq!(
+        run(&c, &["-Muser", &path]),
+        (1, String::new(), "carol is not known as a user\n".into())
+    );
+    std::fs::write(&file, user("alice", "5", "NONE")).unwrap();
+    assert_eq!(
+        run(&c, &["-Muser", &path]),
+        (
+            0,
+            format!("{me} modified \"alice\" in user list\n"),
+            String::new()
+        )
+    );
+    assert_eq!(run(&c, &["-suser", "alice"]).1, user("alice", "5", "NONE"));
+    assert_eq!(
+        run(&c, &["-suser", "nosuch"]),
+        (1, String::new(), "nosuch is not known as a user\n".into())
+    );
+    // A list naming one that is not there deletes nothing (SGE deletes the others).
+    assert_eq!(
+        run(&c, &["-duser", "alice,nosuch"]),
+        (
+            1,
+            String::new(),
+            "denied: user \"nosuch\" does not exist\n".into()
+        )
+    );
+    assert_eq!(
+        run(&c, &["-duser", "alice"]),
+        (
+            0,
+            format!("{me} removed \"alice\" from user list\n"),
+            String::new()
+        )
+    );
+    assert_eq!(
+        run(&c, &["-duser", "alice"]),
+        (
+            1,
+            String::new(),
+            "denied: user \"alice\" does not exist\n".into()
+        )
+    );
+}

@@ -19,6 +19,7 @@ mod projects;
 mod queues;
 mod rqs;
 mod sched_conf;
+mod users;
 use crate::core::state::{refuse, Change, ClusterState, Object, Op, Reply};
 
 fn invalid(message: impl Into<String>) -> Refusal {
@@ -102,6 +103,7 @@ impl ClusterState {
             ObjectKind::Ckpt => self.ckpts.keys().cloned().collect(),
             ObjectKind::Project => self.projects.keys().cloned().collect(),
             ObjectKind::Rqs => self.quota_sets.keys().cloned().collect(),
+            ObjectKind::User => self.user_names(),
             _ => return Err(invalid(format!("{kind:?} objects have no list"))),
         })))
     }
@@ -129,6 +131,7 @@ impl ClusterState {
             ObjectKind::Rqs => return self.show_quota_sets(name),
             ObjectKind::Complex => complex::print_complexes(&self.input.complexes),
             ObjectKind::GroupTree => self.show_group_tree(),
+            ObjectKind::User => self.show_user(name)?,
             ObjectKind::SchedConf => schedconf::print_schedconf(
                 (*self.input.sched)
                     .as_ref()
@@ -199,6 +202,7 @@ impl ClusterState {
             ObjectKind::Pe => self.add_pe(who, text),
             ObjectKind::Ckpt => self.add_ckpt(who, text),
             ObjectKind::Queue => self.add_queue(who, text),
+            ObjectKind::User => self.add_user(who, text),
             _ => Err(invalid(format!("cannot add {kind:?} objects"))),
         }
     }
@@ -219,6 +223,7 @@ impl ClusterState {
             ObjectKind::SchedConf => self.modify_schedconf(who, text),
             ObjectKind::ExecHost => self.modify_exec_host(who, text),
             ObjectKind::Queue => self.modify_queue(who, text),
+            ObjectKind::User => self.modify_user(who, text),
             ObjectKind::AdminHost => Err(invalid(
                 "administrative hosts are added and deleted, not modified",
             )),
@@ -239,6 +244,7 @@ impl ClusterState {
             ObjectKind::Ckpt => self.delete_ckpts(who, names),
             ObjectKind::Queue => self.delete_queues(who, names),
             ObjectKind::GroupTree => self.delete_group_tree(who),
+            ObjectKind::User => self.delete_users(who, names),
             _ => Err(invalid(format!("cannot delete {kind:?} objects"))),
         }
     }

@@ -74,6 +74,8 @@ pub enum Object {
     NewHost(String),
     /// The tree of hierarchical group quotas (`qconf -sgq`), whole.
     GroupTree(Vec<gantry_proto::GroupEntry>),
+    /// A user object (`qconf -suser`).
+    User(gantry_common::user::User),
 }
 
 impl Object {
@@ -99,6 +101,7 @@ impl Object {
             Object::AdminHosts(_) => "adminhosts".to_string(),
             Object::ForcedAway(r) => forced_key(r.job_id, r.report.task_id),
             Object::Ckpt(c) => format!("ckpt/{}", c.name),
+            Object::User(u) => format!("user/{}", u.name),
             Object::Ar(a) => ar_key(a.id),
             Object::NextArId(_) => "next-ar-id".to_string(),
             Object::NewHost(h) => format!("newhost/{h}"),
@@ -197,6 +200,8 @@ pub struct ClusterState {
     pub projects: BTreeMap<String, gantry_common::project::Project>,
     /// Checkpointing environments (`qconf -sckpt`).
     pub ckpts: BTreeMap<String, gantry_common::ckpt::Ckpt>,
+    /// User objects (`qconf -suser`), by name.
+    pub users: BTreeMap<String, gantry_common::user::User>,
     /// Resource quota sets by name, with their place in SGE's order (compiled into
     /// `input.quota_book`, with what running jobs use under them: kept as tasks start
     /// and end, rebuilt when the configuration it depends on changes).
@@ -369,6 +374,9 @@ impl ClusterState {
                 Object::Ckpt(c) => {
                     self.ckpts.insert(c.name.clone(), c);
                 }
+                Object::User(u) => {
+                    self.users.insert(u.name.clone(), u);
+                }
                 Object::Ar(a) => {
                     Arc::make_mut(&mut self.input.ars).insert(a.id, a);
                 }
@@ -406,6 +414,8 @@ impl ClusterState {
                     self.projects.remove(name);
                 } else if let Some(name) = key.strip_prefix("ckpt/") {
                     self.ckpts.remove(name);
+                } else if let Some(name) = key.strip_prefix("user/") {
+                    self.users.remove(name);
                 } else if let Some(h) = key.strip_prefix("newhost/") {
                     self.new_hosts.remove(h);
                 } else if let Some(id) = key.strip_prefix("ar/") {

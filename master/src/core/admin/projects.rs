@@ -81,6 +81,13 @@ impl ClusterState {
                 return Some(format!("exec host \"{}\"", h.hostname));
             }
         }
+        if let Some(u) = self
+            .users
+            .values()
+            .find(|u| u.default_project.as_deref() == Some(name))
+        {
+            return Some(format!("user \"{}\"", u.name));
+        }
         self.input
             .jobs
             .values()
