@@ -959,3 +959,88 @@ fn user_objects_are_added_shown_modified_and_deleted_as_sge_does() {
         )
     );
 }
+
+/// `enforce_user` in the global configuration, as SGE 8.1.9 does it (recorded from
+/// `../shared/tools/sge/`): `auto` makes a user object at a user's first submission
+/// (`delete_time` `auto_user_delete_time` seconds on), `true` refuses a user without
+/// one, `false` neither.
+#[test]
+fn enforce_user_makes_or_requires_a_user_object_at_submission() {
+    if !is_root() {
+        skip_loudly(
+            "enforce_user_makes_or_requires_a_user_object_at_submission",
+            "submits as test users (runuser)",
+        );
+        return;
+    }
+    ensure_user("eu_u1");
+    ensure_user("eu_u2");
+    let mut c = Cluster::init(&[]);
+    c.start_master();
+    let set = |c: &Cluster, value: &str| {
+        let conf = c.qconf(&["-sconf", "global"]).stdout;
+        let changed: String = conf
+            .lines()
+            .map(|l| {
+                if l.starts_with("enforce_user ") {
+                    format!("enforce_user                 {value}\n")
+                } else {
+                    format!("{l}\n")
+                }
+            })
+            .collect();
+        // `-Mconf` takes the configuration's name from the file's.
+        let dir = c.home().join("conf");
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("global");
+        std::fs::write(&file, changed).unwrap();
+        assert_eq!(c.qconf(&["-Mconf", file.to_str().unwrap()]).code, 0);
+    };
+    // auto, the default: the first submission makes the object.
+    let before = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let out = c.as_user("eu_u1", "qsub", &["-h", "-b", "y", "sleep", "60"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let shown = c.qconf(&["-suser", "eu_u1"]);
+    assert_eq!(shown.code, 0, "{shown:?}");
+    let delete_time: u64 = shown
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("delete_time "))
+        .and_then(|t| t.parse().ok())
+        .unwrap();
+    assert!(
+        (before + 86_400..=before + 86_400 + 60).contains(&delete_time),
+        "{shown:?}"
+    );
+    assert_eq!(
+        shown.stdout,
+        format!(
+            "name eu_u1\noticket 0\nfshare 0\ndelete_time {delete_time}\ndefault_project NONE\n"
+        )
+    );
+    // true: a user without an object is refused, and nothing is written.
+    set(&c, "true");
+    let out = c.as_user("eu_u2", "qsub", &["-h", "-b", "y", "sleep", "60"]);
+    assert_eq!(
+        (out.code, out.stdout.as_str(), out.stderr.as_str()),
+        (
+            1,
+            "",
+            "Unable to run job: job rejected: the user \"eu_u2\" does not exist\nExiting.\n"
+        )
+    );
+    assert_eq!(c.qconf(&["-suserl"]).stdout, "eu_u1\n");
+    assert_eq!(
+        c.as_user("eu_u1", "qsub", &["-h", "-b", "y", "sleep", "60"])
+            .code,
+        0
+    );
+    // false: neither.
+    set(&c, "false");
+    let out = c.as_user("eu_u2", "qsub", &["-h", "-b", "y", "sleep", "60"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(c.qconf(&["-suserl"]).stdout, "eu_u1\n");
+}

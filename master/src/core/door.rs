@@ -368,6 +368,48 @@ pub fn decide_prepared_complexes(
     Decision::of_reply(caller, decided).asking_for_cycle()
 }
 
+/// The global configuration's `enforce_user` at a submission: `true` refuses a user
+/// without a user object (SGE's words); `auto` makes one (the `auto_user_*` values,
+/// `delete_time` that many seconds from now, 0 for never), returned to be written with
+/// the job; `false` neither.
+fn user_object_for(
+    state: &ClusterState,
+    user: &str,
+    now: Time,
+) -> Result<Option<gantry_common::user::User>, Refusal> {
+    if state.users.contains_key(user) {
+        return Ok(None);
+    }
+    let global = state.global();
+    let setting = |key: &str| global.get(key).unwrap_or("").to_string();
+    match setting("enforce_user").to_ascii_lowercase().as_str() {
+        "true" => Err(refuse(
+            RefusalKind::Denied,
+            format!("job rejected: the user \"{user}\" does not exist"),
+        )),
+        "auto" => {
+            let number = |key: &str| setting(key).parse::<u32>().unwrap_or(0);
+            let lifetime = number("auto_user_delete_time");
+            let project = setting("auto_user_default_project");
+            Ok(Some(gantry_common::user::User {
+                name: user.to_string(),
+                oticket: number("auto_user_oticket"),
+                fshare: number("auto_user_fshare"),
+                delete_time: if lifetime == 0 {
+                    0
+                } else {
+                    u32::try_from(now.secs().max(0))
+                        .unwrap_or(u32::MAX)
+                        .saturating_add(lifetime)
+                },
+                default_project: (!project.is_empty() && !project.eq_ignore_ascii_case("none"))
+                    .then_some(project),
+            }))
+        }
+        _ => Ok(None),
+    }
+}
+
 /// `qsub`: the job checked against the state and, unless only verified, its record,
 /// the next job id and its script written together.
 fn submit(
@@ -394,6 +436,10 @@ fn submit(
             Some(std::mem::take(contents))
         }
         JobScript::Binary { .. } => None,
+    };
+    let auto_user = match user_object_for(state, &caller.user, ctx.now) {
+        Ok(made) => made,
+        Err(r) => return Decision::refused(r),
     };
     let groups = (ctx.caller_groups)();
     let job = match crate::core::jobs::validate_submission(
@@ -463,6 +509,9 @@ fn submit(
         ops.push(Op::Script { job: id, contents });
     }
     ops.push(Op::NextJobId(id.next()));
+    if let Some(user) = auto_user {
+        ops.push(Op::Put(Object::User(user)));
+    }
     ops.push(Op::Put(Object::Job(job)));
     Decision {
         ops,
