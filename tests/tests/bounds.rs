@@ -255,11 +255,13 @@ fn job_scripts_live_in_the_spool_not_in_the_masters_memory() {
     // A 3 MB script that says who it is at its end.
     let mut text = b"#!/bin/sh\necho \"script ran as job $JOB_ID\"\nexit 0\n".to_vec();
     text.resize(3 << 20, b'#');
-    let script = format!("{home}/large.sh");
+    // Named per test run: the user's home is shared with any other run on the machine.
+    let name = format!("large-{}.sh", std::process::id());
+    let script = format!("{home}/{name}");
     std::fs::write(&script, &text).unwrap();
     let id = c.submit("gtuser1", &["-h", "-wd", &home, "-j", "y", &script]);
     // Output is appended: start from none (the user's home outlives the test).
-    let _ = std::fs::remove_file(format!("{home}/large.sh.o{id}"));
+    let _ = std::fs::remove_file(format!("{home}/{name}.o{id}"));
     let spooled = c.home().join(format!("job_scripts/{id}"));
     assert_eq!(std::fs::read(&spooled).unwrap(), text);
     // The journal holds the job's record, not its script.
@@ -278,7 +280,9 @@ fn job_scripts_live_in_the_spool_not_in_the_masters_memory() {
         std::time::Duration::from_secs(30),
         || c.client("qacct", &["-j", &id]).code == 0,
     );
-    let output = std::fs::read_to_string(format!("{home}/large.sh.o{id}")).unwrap();
+    let output = std::fs::read_to_string(format!("{home}/{name}.o{id}")).unwrap();
+    let _ = std::fs::remove_file(format!("{home}/{name}.o{id}"));
+    let _ = std::fs::remove_file(&script);
     assert_eq!(output, format!("script ran as job {id}\n"));
     // Gone from the spool with the job.
     assert!(!spooled.exists());
