@@ -269,12 +269,15 @@ fn read_checked_file<T>(
         )
     })?;
     if holds_no_attribute(&text) {
-        return read_object_file(path, Some(then));
+        return Err(Output::fail(
+            format!("error: error reading file: \"{path}\"\n{then}"),
+            exit::FAILURE,
+        ));
     }
     let message = match check(&text) {
         Ok(_) => return Ok(text),
-        // The master's refusal of a name, SGE's words alone.
-        Err(SgeFileError::Refused(m)) if m.starts_with("Slash") => m,
+        // A name is refused in SGE's words alone.
+        Err(SgeFileError::Name(m)) => m,
         Err(SgeFileError::Refused(m)) => format!("error: {m}\n{then}"),
         Err(e @ (SgeFileError::Reading(_) | SgeFileError::File(_))) => {
             format!("error: {e}\nerror: error reading file: \"{path}\"\n{then}")

@@ -29,6 +29,10 @@ pub enum SgeFileError {
     /// A value of the right type that is refused, or an attribute missing.
     #[error("{0}")]
     Refused(String),
+    /// The object's name, refused in SGE's words alone (`verify_str_key`'s, see
+    /// [`crate::names::verify_name`]).
+    #[error("{0}")]
+    Name(String),
     /// The file's form (a control character, a continuation at its end).
     #[error(transparent)]
     File(#[from] FileError),

@@ -88,17 +88,11 @@ pub fn parse_user(text: &str) -> Result<User, SgeFileError> {
             "required attribute \"{missing}\" is missing"
         )));
     }
-    if u.name.contains('/') {
-        return Err(SgeFileError::Refused(
-            "Slash ('/') not allowed in objectname".into(),
-        ));
+    if u.name.is_empty() {
+        return Err(SgeFileError::Name("invalid user name \"\"".into()));
     }
-    if u.name.is_empty() || !crate::pe::valid_pe_name(&u.name) {
-        return Err(SgeFileError::Refused(format!(
-            "invalid user name \"{}\"",
-            crate::names::bounded_message(&u.name)
-        )));
-    }
+    crate::names::verify_name(&u.name, crate::names::NameKind::Object)
+        .map_err(SgeFileError::Name)?;
     Ok(u)
 }
 
@@ -106,7 +100,7 @@ pub fn parse_user(text: &str) -> Result<User, SgeFileError> {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
-    use SgeFileError::{Reading, Refused};
+    use SgeFileError::{Name, Reading, Refused};
 
     #[test]
     fn a_user_prints_and_reads_as_sge_does() {
@@ -159,7 +153,7 @@ mod tests {
             (
                 "name bad/name\noticket 0\nfshare 0\ndelete_time 0\ndefault_project NONE\n"
                     .to_string(),
-                Refused("Slash ('/') not allowed in objectname".into()),
+                Name("Slash ('/') not allowed in objectname".into()),
             ),
         ];
         for (text, want) in cases {

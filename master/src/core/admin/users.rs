@@ -7,7 +7,7 @@ use gantry_common::user::{self, User};
 /// A user file refused: the words SGE's `qconf` prints, its file's name aside.
 fn unreadable(e: SgeFileError) -> Refusal {
     match e {
-        SgeFileError::Refused(m) if m.starts_with("Slash") => invalid(m),
+        SgeFileError::Name(m) => invalid(m),
         other => invalid(format!("error: {other}")),
     }
 }
