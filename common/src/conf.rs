@@ -29,10 +29,11 @@ pub enum SgeFileError {
     /// A value of the right type that is refused, or an attribute missing.
     #[error("{0}")]
     Refused(String),
-    /// The object's name, refused in SGE's words alone (`verify_str_key`'s, see
-    /// [`crate::names::verify_name`]).
+    /// What SGE's `qconf` reports in its words alone: the object's name
+    /// (`verify_str_key`'s, see [`crate::names::verify_name`]), a share tree's form
+    /// (a child node without a node, a name twice under one node).
     #[error("{0}")]
-    Name(String),
+    Alone(String),
     /// The file's form (a control character, a continuation at its end).
     #[error(transparent)]
     File(#[from] FileError),

@@ -89,10 +89,10 @@ pub fn parse_user(text: &str) -> Result<User, SgeFileError> {
         )));
     }
     if u.name.is_empty() {
-        return Err(SgeFileError::Name("invalid user name \"\"".into()));
+        return Err(SgeFileError::Alone("invalid user name \"\"".into()));
     }
     crate::names::verify_name(&u.name, crate::names::NameKind::Object)
-        .map_err(SgeFileError::Name)?;
+        .map_err(SgeFileError::Alone)?;
     Ok(u)
 }
 
@@ -100,7 +100,7 @@ pub fn parse_user(text: &str) -> Result<User, SgeFileError> {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
-    use SgeFileError::{Name, Reading, Refused};
+    use SgeFileError::{Alone, Reading, Refused};
 
     #[test]
     fn a_user_prints_and_reads_as_sge_does() {
@@ -153,7 +153,7 @@ mod tests {
             (
                 "name bad/name\noticket 0\nfshare 0\ndelete_time 0\ndefault_project NONE\n"
                     .to_string(),
-                Name("Slash ('/') not allowed in objectname".into()),
+                Alone("Slash ('/') not allowed in objectname".into()),
             ),
         ];
         for (text, want) in cases {

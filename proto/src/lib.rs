@@ -339,6 +339,9 @@ pub enum ObjectKind {
     /// User objects (`-suser`, `-suserl`, `-auser`, `-Auser`, `-muser`, `-Muser`,
     /// `-duser`).
     User,
+    /// The share tree (`-sstree`, `-astree`, `-Astree`, `-mstree`, `-Mstree`,
+    /// `-dstree`): one object, replaced whole.
+    ShareTree,
 }
 
 /// The master's answer to a [`ToMaster`] request.

@@ -47,6 +47,9 @@ pub struct Cluster {
     pub ars: BTreeMap<ArId, gantry_proto::AdvanceReservation>,
     /// The tree of hierarchical group quotas.
     pub group_tree: Vec<gantry_proto::GroupEntry>,
+    pub users: BTreeMap<String, gantry_common::user::User>,
+    pub projects: BTreeMap<String, gantry_common::project::Project>,
+    pub share_tree: Option<gantry_common::sharetree::ShareNode>,
 }
 
 impl Cluster {
@@ -108,6 +111,9 @@ impl Cluster {
                 .filter(|n| *n > 0),
             ars: BTreeMap::new(),
             group_tree: Vec::new(),
+            users: BTreeMap::new(),
+            projects: BTreeMap::new(),
+            share_tree: None,
         };
         c.settle_quotas();
         c
@@ -135,6 +141,9 @@ impl Cluster {
             max_aj_instances: self.max_aj_instances,
             ars: &self.ars,
             group_tree: &self.group_tree,
+            users: &self.users,
+            projects: &self.projects,
+            share_tree: &self.share_tree,
         }
     }
 
@@ -182,6 +191,9 @@ impl Cluster {
             max_aj_instances: self.max_aj_instances,
             ars: keep(&self.ars, before.map(|b| &b.ars)),
             group_tree: keep(&self.group_tree, before.map(|b| &b.group_tree)),
+            users: keep(&self.users, before.map(|b| &b.users)),
+            projects: keep(&self.projects, before.map(|b| &b.projects)),
+            share_tree: keep(&self.share_tree, before.map(|b| &b.share_tree)),
         }
     }
 

@@ -10,6 +10,9 @@ use std::sync::Arc;
 use gantry_common::conf;
 use gantry_common::job::{wildcard, Job};
 use gantry_common::pe::Pe;
+use gantry_common::project::Project;
+use gantry_common::sharetree::ShareNode;
+use gantry_common::user::User;
 
 use crate::quota::QuotaBook;
 use crate::time::{Span, Time};
@@ -67,6 +70,12 @@ pub struct ClusterView<'a> {
     pub ars: &'a BTreeMap<ArId, AdvanceReservation>,
     /// The tree of hierarchical group quotas (empty: none).
     pub group_tree: &'a [GroupEntry],
+    /// User objects (`qconf -suser`), by name.
+    pub users: &'a BTreeMap<String, User>,
+    /// Projects (`qconf -sprj`), by name.
+    pub projects: &'a BTreeMap<String, Project>,
+    /// The share tree (`qconf -sstree`), if there is one.
+    pub share_tree: &'a Option<ShareNode>,
 }
 
 /// The same input owned: every part the master keeps behind an `Arc` and changes
@@ -94,6 +103,9 @@ pub struct ClusterImage {
     pub max_aj_instances: Option<u32>,
     pub ars: Arc<BTreeMap<ArId, AdvanceReservation>>,
     pub group_tree: Arc<Vec<GroupEntry>>,
+    pub users: Arc<BTreeMap<String, User>>,
+    pub projects: Arc<BTreeMap<String, Project>>,
+    pub share_tree: Arc<Option<ShareNode>>,
 }
 
 impl ClusterImage {
@@ -119,6 +131,9 @@ impl ClusterImage {
             max_aj_instances: self.max_aj_instances,
             ars: &self.ars,
             group_tree: &self.group_tree,
+            users: &self.users,
+            projects: &self.projects,
+            share_tree: &self.share_tree,
         }
     }
 }

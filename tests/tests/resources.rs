@@ -1044,3 +1044,153 @@ fn enforce_user_makes_or_requires_a_user_object_at_submission() {
     assert_eq!(out.code, 0, "{out:?}");
     assert_eq!(c.qconf(&["-suserl"]).stdout, "eu_u1\n");
 }
+
+/// The share tree as SGE 8.1.9 reads, prints and refuses it
+/// (`tests/fixtures/sge/fairshare/01_sharetree_qconf.txt`), kept across a restart.
+#[test]
+fn the_share_tree_is_added_shown_replaced_and_deleted_as_sge_does() {
+    let mut c = Cluster::init(&[]);
+    c.start_master();
+    let file = c.home().join("tree");
+    let path = file.to_str().unwrap().to_string();
+    let run = |c: &Cluster, args: &[&str]| {
+        let o = c.qconf(args);
+        (o.code, o.stdout, o.stderr.replace(&path, "FILE"))
+    };
+    let me = nix::unistd::User::from_uid(nix::unistd::getuid())
+        .ok()
+        .flatten()
+        .map_or_else(|| "root".to_string(), |u| u.name)
+        + "@head";
+    for (opt, text) in [
+        (
+            "-Auser",
+            "name user1\noticket 0\nfshare 10\ndelete_time 0\ndefault_project NONE\n",
+        ),
+        (
+            "-Auser",
+            "name user2\noticket 0\nfshare 30\ndelete_time 0\ndefault_project NONE\n",
+        ),
+        (
+            "-Aprj",
+            "name proj1\noticket 0\nfshare 0\nacl NONE\nxacl NONE\n",
+        ),
+    ] {
+        std::fs::write(&file, text).unwrap();
+        assert_eq!(run(&c, &[opt, &path]).0, 0, "{text}");
+    }
+    for (opt, code, err) in [
+        ("-sstree", 1, "no sharetree element\n"),
+        ("-sst", 0, "No sharetree\n"),
+        ("-dstree", 1, "sharetree does not exist\n"),
+    ] {
+        assert_eq!(
+            run(&c, &[opt]),
+            (code, String::new(), err.to_string()),
+            "{opt}"
+        );
+    }
+    let tree = "id=0\nname=Root\ntype=0\nshares=1\nchildnodes=1,5,6\n\
+id=1\nname=proj1\ntype=1\nshares=50\nchildnodes=2,4\n\
+id=2\nname=staff\ntype=0\nshares=30\nchildnodes=3\n\
+id=3\nname=default\ntype=0\nshares=20\nchildnodes=NONE\n\
+id=4\nname=user1\ntype=0\nshares=10\nchildnodes=NONE\n\
+id=5\nname=default\ntype=0\nshares=10\nchildnodes=NONE\n\
+id=6\nname=user2\ntype=0\nshares=20\nchildnodes=NONE\n";
+    std::fs::write(&file, tree).unwrap();
+    assert_eq!(
+        run(&c, &["-Astree", &path]),
+        (0, String::new(), "changed sharetree\n".into())
+    );
+    assert_eq!(run(&c, &["-sstree"]), (0, tree.to_string(), String::new()));
+    let view = "Root=1\n   proj1=50\n      staff=30\n         default=20\n      user1=10\n   default=10\n   user2=20\n";
+    assert_eq!(run(&c, &["-sst"]), (0, view.to_string(), String::new()));
+    // Refused files change nothing.
+    let node = |id: u32, name: &str, t: u32, shares: &str, children: &str| {
+        format!("id={id}\nname={name}\ntype={t}\nshares={shares}\nchildnodes={children}\n")
+    };
+    let root = |children: &str| node(0, "Root", 0, "1", children);
+    for (text, want) in [
+        (
+            "id=0\nname=Root\ntype=0\nshares 1\nchildnodes=NONE\n".to_string(),
+            "error: \"=\" is the only character allowed between the attribute name and the value in line 4\nerror: error reading file: \"FILE\"\nerror reading in file\n",
+        ),
+        (
+            root("1") + &node(1, "user1", 0, "-5", "NONE"),
+            "error: parameter \"shares\" must be a positive number\nerror: error reading file: \"FILE\"\nerror reading in file\n",
+        ),
+        (
+            "name=Root\ntype=0\nshares=1\nchildnodes=NONE\n".to_string(),
+            "error: required attribute \"id\" is missing\nerror reading in file\n",
+        ),
+        (
+            root("1,7") + &node(1, "user1", 0, "10", "NONE"),
+            "found reference to node 7 but no specification\n",
+        ),
+        (
+            root("1,2") + &node(1, "user1", 0, "10", "NONE") + &node(2, "nosuchuser", 0, "10", "NONE"),
+            "denied: share tree contains reference to unknown user/project \"nosuchuser\"\n",
+        ),
+        (
+            root("1") + &node(1, "noproj", 1, "10", "NONE"),
+            "denied: share tree contains reference to unknown user/project \"noproj\"\n",
+        ),
+        (
+            root("1") + &node(1, "user1", 0, "10", "2") + &node(2, "user2", 0, "10", "NONE"),
+            "found user \"user1\" in share tree as a non-leaf node\n",
+        ),
+        (
+            root("1,2") + &node(1, "proj1", 1, "10", "NONE") + &node(2, "proj1", 1, "10", "NONE"),
+            "denied: found node \"proj1\" twice under node \"Root\"\n",
+        ),
+    ] {
+        std::fs::write(&file, &text).unwrap();
+        for opt in ["-Astree", "-Mstree"] {
+            assert_eq!(
+                run(&c, &[opt, &path]),
+                (1, String::new(), want.to_string()),
+                "{opt} {text}"
+            );
+        }
+    }
+    assert_eq!(run(&c, &["-sst"]).1, view);
+    // -mstree in the editor: unchanged is refused, a change replaces the tree.
+    let edit = |c: &Cluster, editor: &str| {
+        let out = std::process::Command::new(gantry_tests::bin("qconf"))
+            .arg("-mstree")
+            .env("GANTRY_HOME", c.home())
+            .env("EDITOR", editor)
+            .output()
+            .unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    assert_eq!(
+        edit(&c, "true"),
+        (1, String::new(), "file unchanged\n".into())
+    );
+    assert_eq!(
+        edit(&c, "sed -i s/^shares=30$/shares=40/"),
+        (0, String::new(), "changed sharetree\n".into())
+    );
+    c.stop_master(nix::sys::signal::Signal::SIGTERM);
+    c.start_master();
+    assert_eq!(run(&c, &["-sst"]).1, view.replace("staff=30", "staff=40"));
+    assert_eq!(
+        run(&c, &["-dstree"]),
+        (0, String::new(), format!("{me} removed sharetree list\n"))
+    );
+    // Without a tree the editor gets SGE's template.
+    assert_eq!(
+        edit(&c, "true"),
+        (1, String::new(), "file unchanged\n".into())
+    );
+    assert_eq!(
+        edit(&c, "sed -i s/template/Root/"),
+        (0, String::new(), "changed sharetree\n".into())
+    );
+    assert_eq!(run(&c, &["-sst"]).1, "Root=0\n");
+}

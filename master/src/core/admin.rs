@@ -19,6 +19,7 @@ mod projects;
 mod queues;
 mod rqs;
 mod sched_conf;
+mod share_tree;
 mod users;
 use crate::core::state::{refuse, Change, ClusterState, Object, Op, Reply};
 
@@ -101,7 +102,7 @@ impl ClusterState {
             }
             ObjectKind::Pe => self.input.pes.keys().cloned().collect(),
             ObjectKind::Ckpt => self.ckpts.keys().cloned().collect(),
-            ObjectKind::Project => self.projects.keys().cloned().collect(),
+            ObjectKind::Project => self.input.projects.keys().cloned().collect(),
             ObjectKind::Rqs => self.quota_sets.keys().cloned().collect(),
             ObjectKind::User => self.user_names(),
             _ => return Err(invalid(format!("{kind:?} objects have no list"))),
@@ -132,6 +133,7 @@ impl ClusterState {
             ObjectKind::Complex => complex::print_complexes(&self.input.complexes),
             ObjectKind::GroupTree => self.show_group_tree(),
             ObjectKind::User => self.show_user(name)?,
+            ObjectKind::ShareTree => self.show_share_tree(name)?,
             ObjectKind::SchedConf => schedconf::print_schedconf(
                 (*self.input.sched)
                     .as_ref()
@@ -174,7 +176,7 @@ impl ClusterState {
                 project::print_project(&project::Project::new("template"))
             }
             ObjectKind::Project => {
-                project::print_project(self.projects.get(name).ok_or_else(|| {
+                project::print_project(self.input.projects.get(name).ok_or_else(|| {
                     refuse(
                         RefusalKind::NotFound,
                         format!("project \"{name}\" does not exist"),
@@ -203,6 +205,7 @@ impl ClusterState {
             ObjectKind::Ckpt => self.add_ckpt(who, text),
             ObjectKind::Queue => self.add_queue(who, text),
             ObjectKind::User => self.add_user(who, text),
+            ObjectKind::ShareTree => self.replace_share_tree(text),
             _ => Err(invalid(format!("cannot add {kind:?} objects"))),
         }
     }
@@ -224,6 +227,7 @@ impl ClusterState {
             ObjectKind::ExecHost => self.modify_exec_host(who, text),
             ObjectKind::Queue => self.modify_queue(who, text),
             ObjectKind::User => self.modify_user(who, text),
+            ObjectKind::ShareTree => self.replace_share_tree(text),
             ObjectKind::AdminHost => Err(invalid(
                 "administrative hosts are added and deleted, not modified",
             )),
@@ -245,6 +249,7 @@ impl ClusterState {
             ObjectKind::Queue => self.delete_queues(who, names),
             ObjectKind::GroupTree => self.delete_group_tree(who),
             ObjectKind::User => self.delete_users(who, names),
+            ObjectKind::ShareTree => self.delete_share_tree(who),
             _ => Err(invalid(format!("cannot delete {kind:?} objects"))),
         }
     }
@@ -281,7 +286,9 @@ impl ClusterState {
             let text = match kind {
                 Some(ObjectKind::Queue) => self.input.queues.get(target).map(queue::print_queue),
                 Some(ObjectKind::Pe) => self.input.pes.get(target).map(pe::print_pe),
-                Some(ObjectKind::Project) => self.projects.get(target).map(project::print_project),
+                Some(ObjectKind::Project) => {
+                    self.input.projects.get(target).map(project::print_project)
+                }
                 Some(_) if target == "global" => {
                     Some(exechost::print_exechost(&self.global_exechost()))
                 }
@@ -356,7 +363,10 @@ impl ClusterState {
 
     /// Projects named in an attribute must exist.
     fn check_projects(&self, projects: &[String], key: &str, owner: &str) -> Result<(), Refusal> {
-        match projects.iter().find(|p| !self.projects.contains_key(*p)) {
+        match projects
+            .iter()
+            .find(|p| !self.input.projects.contains_key(*p))
+        {
             Some(p) => Err(invalid(format!(
                 "project \"{p}\" in {key} of {owner} does not exist"
             ))),

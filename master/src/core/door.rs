@@ -377,7 +377,7 @@ fn user_object_for(
     user: &str,
     now: Time,
 ) -> Result<Option<gantry_common::user::User>, Refusal> {
-    if state.users.contains_key(user) {
+    if state.input.users.contains_key(user) {
         return Ok(None);
     }
     let global = state.global();

@@ -332,7 +332,7 @@ pub fn check_spec(
         _ => {}
     }
     if let Some(p) = &spec.project {
-        let Some(project) = state.projects.get(p) else {
+        let Some(project) = state.input.projects.get(p) else {
             return Err(refuse(
                 RefusalKind::Invalid,
                 format!("job rejected: the requested project \"{p}\" does not exist"),

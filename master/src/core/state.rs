@@ -76,6 +76,8 @@ pub enum Object {
     GroupTree(Vec<gantry_proto::GroupEntry>),
     /// A user object (`qconf -suser`).
     User(gantry_common::user::User),
+    /// The share tree (`qconf -sstree`), whole; None: there is none.
+    ShareTree(Option<gantry_common::sharetree::ShareNode>),
 }
 
 impl Object {
@@ -106,6 +108,7 @@ impl Object {
             Object::NextArId(_) => "next-ar-id".to_string(),
             Object::NewHost(h) => format!("newhost/{h}"),
             Object::GroupTree(_) => "group-tree".to_string(),
+            Object::ShareTree(_) => "share-tree".to_string(),
         }
     }
 }
@@ -196,12 +199,8 @@ pub struct ClusterState {
     /// Certificate fingerprint (hex) -> host.
     pub host_certs: HashMap<String, String>,
     pub next_job_id: JobId,
-    /// Projects (`qconf -sprj`).
-    pub projects: BTreeMap<String, gantry_common::project::Project>,
     /// Checkpointing environments (`qconf -sckpt`).
     pub ckpts: BTreeMap<String, gantry_common::ckpt::Ckpt>,
-    /// User objects (`qconf -suser`), by name.
-    pub users: BTreeMap<String, gantry_common::user::User>,
     /// Resource quota sets by name, with their place in SGE's order (compiled into
     /// `input.quota_book`, with what running jobs use under them: kept as tasks start
     /// and end, rebuilt when the configuration it depends on changes).
@@ -369,19 +368,20 @@ impl ClusterState {
                     Arc::make_mut(&mut self.input.pes).insert(p.name.clone(), p);
                 }
                 Object::Project(p) => {
-                    self.projects.insert(p.name.clone(), p);
+                    Arc::make_mut(&mut self.input.projects).insert(p.name.clone(), p);
                 }
                 Object::Ckpt(c) => {
                     self.ckpts.insert(c.name.clone(), c);
                 }
                 Object::User(u) => {
-                    self.users.insert(u.name.clone(), u);
+                    Arc::make_mut(&mut self.input.users).insert(u.name.clone(), u);
                 }
                 Object::Ar(a) => {
                     Arc::make_mut(&mut self.input.ars).insert(a.id, a);
                 }
                 Object::NextArId(n) => self.next_ar_id = n,
                 Object::GroupTree(list) => self.input.group_tree = Arc::new(list),
+                Object::ShareTree(tree) => self.input.share_tree = Arc::new(tree),
                 Object::NewHost(h) => {
                     self.new_hosts.insert(h);
                 }
@@ -411,11 +411,11 @@ impl ClusterState {
                 } else if let Some(name) = key.strip_prefix("rqs/") {
                     self.quota_sets.remove(name);
                 } else if let Some(name) = key.strip_prefix("project/") {
-                    self.projects.remove(name);
+                    Arc::make_mut(&mut self.input.projects).remove(name);
                 } else if let Some(name) = key.strip_prefix("ckpt/") {
                     self.ckpts.remove(name);
                 } else if let Some(name) = key.strip_prefix("user/") {
-                    self.users.remove(name);
+                    Arc::make_mut(&mut self.input.users).remove(name);
                 } else if let Some(h) = key.strip_prefix("newhost/") {
                     self.new_hosts.remove(h);
                 } else if let Some(id) = key.strip_prefix("ar/") {

@@ -6,7 +6,7 @@ impl ClusterState {
     /// `qconf -aprj/-Aprj`.
     pub(super) fn add_project(&self, who: &str, text: &str) -> Result<Reply, Refusal> {
         let p = project::parse_project(text).map_err(|e| invalid(e.to_string()))?;
-        if self.projects.contains_key(&p.name) {
+        if self.input.projects.contains_key(&p.name) {
             return Err(refuse(
                 RefusalKind::AlreadyExists,
                 format!("project \"{}\" already exists", p.name),
@@ -24,7 +24,7 @@ impl ClusterState {
     /// `qconf -mprj/-Mprj`.
     pub(super) fn modify_project(&self, who: &str, text: &str) -> Result<Reply, Refusal> {
         let p = project::parse_project(text).map_err(|e| invalid(e.to_string()))?;
-        if !self.projects.contains_key(&p.name) {
+        if !self.input.projects.contains_key(&p.name) {
             return Err(refuse(
                 RefusalKind::NotFound,
                 format!("project \"{}\" does not exist", p.name),
@@ -43,7 +43,7 @@ impl ClusterState {
     pub(super) fn delete_projects(&self, who: &str, names: &[String]) -> Result<Reply, Refusal> {
         let mut c = Change::default();
         for name in names {
-            if !self.projects.contains_key(name) {
+            if !self.input.projects.contains_key(name) {
                 return Err(refuse(
                     RefusalKind::NotFound,
                     format!("project \"{name}\" does not exist"),
@@ -82,6 +82,7 @@ impl ClusterState {
             }
         }
         if let Some(u) = self
+            .input
             .users
             .values()
             .find(|u| u.default_project.as_deref() == Some(name))

@@ -7,7 +7,7 @@ use gantry_common::user::{self, User};
 /// A user file refused: the words SGE's `qconf` prints, its file's name aside.
 fn unreadable(e: SgeFileError) -> Refusal {
     match e {
-        SgeFileError::Name(m) => invalid(m),
+        SgeFileError::Alone(m) => invalid(m),
         other => invalid(format!("error: {other}")),
     }
 }
@@ -16,7 +16,7 @@ impl ClusterState {
     /// A user object's default project must exist.
     fn check_user(&self, u: &User) -> Result<(), Refusal> {
         match &u.default_project {
-            Some(p) if !self.projects.contains_key(p) => Err(refuse(
+            Some(p) if !self.input.projects.contains_key(p) => Err(refuse(
                 RefusalKind::NotFound,
                 format!("denied: project \"{p}\" does not exist"),
             )),
@@ -27,7 +27,7 @@ impl ClusterState {
     /// `qconf -auser/-Auser`.
     pub(super) fn add_user(&self, who: &str, text: &str) -> Result<Reply, Refusal> {
         let u = user::parse_user(text).map_err(unreadable)?;
-        if self.users.contains_key(&u.name) {
+        if self.input.users.contains_key(&u.name) {
             return Err(refuse(
                 RefusalKind::AlreadyExists,
                 format!("user \"{}\" already exists", u.name),
@@ -44,7 +44,7 @@ impl ClusterState {
     /// `qconf -muser/-Muser`.
     pub(super) fn modify_user(&self, who: &str, text: &str) -> Result<Reply, Refusal> {
         let u = user::parse_user(text).map_err(unreadable)?;
-        if !self.users.contains_key(&u.name) {
+        if !self.input.users.contains_key(&u.name) {
             return Err(refuse(
                 RefusalKind::NotFound,
                 format!("{} is not known as a user", u.name),
@@ -62,7 +62,7 @@ impl ClusterState {
     pub(super) fn delete_users(&self, who: &str, names: &[String]) -> Result<Reply, Refusal> {
         let mut c = Change::default();
         for name in names {
-            if !self.users.contains_key(name) {
+            if !self.input.users.contains_key(name) {
                 return Err(refuse(
                     RefusalKind::NotFound,
                     format!("denied: user \"{name}\" does not exist"),
@@ -79,17 +79,22 @@ impl ClusterState {
     pub(super) fn show_user(&self, name: &str) -> Result<String, Refusal> {
         match name {
             "" | "template" => Ok(user::print_user(&User::new("template"))),
-            _ => self.users.get(name).map(user::print_user).ok_or_else(|| {
-                refuse(
-                    RefusalKind::NotFound,
-                    format!("{name} is not known as a user"),
-                )
-            }),
+            _ => self
+                .input
+                .users
+                .get(name)
+                .map(user::print_user)
+                .ok_or_else(|| {
+                    refuse(
+                        RefusalKind::NotFound,
+                        format!("{name} is not known as a user"),
+                    )
+                }),
         }
     }
 
     /// `qconf -suserl` (the client says `no user list defined` when there is none).
     pub(super) fn user_names(&self) -> Vec<String> {
-        self.users.keys().cloned().collect()
+        self.input.users.keys().cloned().collect()
     }
 }

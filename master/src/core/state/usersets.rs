@@ -153,6 +153,7 @@ impl ClusterState {
                 .find(|p| p.user_lists.contains(n) || p.xuser_lists.contains(n))
                 .map(|p| format!("parallel environment \"{}\"", p.name));
             let by_project = self
+                .input
                 .projects
                 .values()
                 .find(|p| p.acl.contains(n) || p.xacl.contains(n))
