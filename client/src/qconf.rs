@@ -729,6 +729,12 @@ fn one(name: &str, arg: Option<&str>) -> Output {
             ),
             Err(o) => o,
         },
+        ("-clearusage", users) => change(
+            ToMaster::ClearUsage {
+                users: users.map(list).unwrap_or_default(),
+            },
+            true,
+        ),
         ("-dstree", _) => change(
             ToMaster::DeleteObjects {
                 kind: ObjectKind::ShareTree,

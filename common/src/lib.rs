@@ -32,6 +32,7 @@ pub mod sharetree;
 pub mod signal;
 pub mod strexpr;
 pub mod tasks;
+pub mod usage;
 pub mod user;
 pub mod userset;
 pub mod value;

@@ -251,6 +251,9 @@ pub enum ToMaster {
     /// `qstat`'s default listing: the jobs of these users (all if empty) as the job
     /// lines it prints (see [`JobLine`]).
     ShowJobLines { users: Vec<String> },
+    /// `qconf -clearusage`: forget the share-tree usage of these users (all users and
+    /// projects if empty).
+    ClearUsage { users: Vec<String> },
 }
 
 /// What `qquota` asks about. An empty list means "any"; `users` empty means the caller

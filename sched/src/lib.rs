@@ -42,6 +42,7 @@ pub mod model;
 pub mod order;
 pub mod pass;
 pub mod place;
+pub mod priority;
 pub mod quota;
 mod settled;
 pub mod synthetic;

@@ -50,6 +50,7 @@ pub struct Cluster {
     pub users: BTreeMap<String, gantry_common::user::User>,
     pub projects: BTreeMap<String, gantry_common::project::Project>,
     pub share_tree: Option<gantry_common::sharetree::ShareNode>,
+    pub usage: gantry_common::usage::UsageBook,
 }
 
 impl Cluster {
@@ -114,6 +115,7 @@ impl Cluster {
             users: BTreeMap::new(),
             projects: BTreeMap::new(),
             share_tree: None,
+            usage: Default::default(),
         };
         c.settle_quotas();
         c
@@ -144,6 +146,7 @@ impl Cluster {
             users: &self.users,
             projects: &self.projects,
             share_tree: &self.share_tree,
+            usage: &self.usage,
         }
     }
 
@@ -194,6 +197,7 @@ impl Cluster {
             users: keep(&self.users, before.map(|b| &b.users)),
             projects: keep(&self.projects, before.map(|b| &b.projects)),
             share_tree: keep(&self.share_tree, before.map(|b| &b.share_tree)),
+            usage: keep(&self.usage, before.map(|b| &b.usage)),
         }
     }
 

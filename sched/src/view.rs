@@ -12,6 +12,7 @@ use gantry_common::job::{wildcard, Job};
 use gantry_common::pe::Pe;
 use gantry_common::project::Project;
 use gantry_common::sharetree::ShareNode;
+use gantry_common::usage::UsageBook;
 use gantry_common::user::User;
 
 use crate::quota::QuotaBook;
@@ -76,6 +77,8 @@ pub struct ClusterView<'a> {
     pub projects: &'a BTreeMap<String, Project>,
     /// The share tree (`qconf -sstree`), if there is one.
     pub share_tree: &'a Option<ShareNode>,
+    /// Every user's and project's usage (the share-tree policy's).
+    pub usage: &'a UsageBook,
 }
 
 /// The same input owned: every part the master keeps behind an `Arc` and changes
@@ -106,6 +109,7 @@ pub struct ClusterImage {
     pub users: Arc<BTreeMap<String, User>>,
     pub projects: Arc<BTreeMap<String, Project>>,
     pub share_tree: Arc<Option<ShareNode>>,
+    pub usage: Arc<UsageBook>,
 }
 
 impl ClusterImage {
@@ -134,6 +138,7 @@ impl ClusterImage {
             users: &self.users,
             projects: &self.projects,
             share_tree: &self.share_tree,
+            usage: &self.usage,
         }
     }
 }

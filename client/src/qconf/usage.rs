@@ -87,6 +87,7 @@ pub(super) const SPECS: &[OptSpec] = &[
     opt("-mstree", Arity::None),
     opt("-Mstree", Arity::One),
     opt("-dstree", Arity::None),
+    opt("-clearusage", Arity::Optional),
     opt("-srqsl", Arity::None),
     opt("-srqs", Arity::Optional),
     opt("-arqs", Arity::Optional),
@@ -125,6 +126,10 @@ pub fn usage() -> String {
         ("[-Au fname]", "add userset from file"),
         ("[-auser]", "add user"),
         ("[-Auser fname]", "add user from file"),
+        (
+            "[-clearusage [user_list]]",
+            "clear sharetree usage for user_list or all users/projects",
+        ),
         ("[-astree]", "create/modify the sharetree"),
         ("[-Astree fname]", "create/modify the sharetree from file"),
         ("[-de host_list]", "delete exec host"),

@@ -481,6 +481,8 @@ impl ClusterState {
         let mut unknown = Vec::new();
         let mut seen: HashSet<(JobId, TaskId)> = HashSet::new();
         let mut errored_now: Option<HashSet<(String, String)>> = None;
+        // What each accounted run measured, charged to its owner's usage.
+        let mut measured = Vec::new();
         for (host, report) in batch {
             let key = (report.job_id, report.task_id);
             tracing::debug!(job = %key.0, task = %key.1, host = %host, "task report");
@@ -507,6 +509,7 @@ impl ClusterState {
                     let mut record = waiting.clone();
                     record.report = report.clone();
                     ops.push(Op::Account(Box::new(record)));
+                    measured.push((key.0, key.1, self.final_measurement(report), true));
                     ops.push(Op::Delete(crate::core::state::forced_key(key.0, key.1)));
                     recorded.push(key);
                     continue;
@@ -577,6 +580,7 @@ impl ClusterState {
                 if let Some(record) = self.accounting_record(report) {
                     ops.push(Op::Account(Box::new(record)));
                 }
+                measured.push((key.0, key.1, self.final_measurement(report), true));
                 job.tasks.insert(key.1, TaskState::Pending);
                 job.suspended.remove(&key.1);
                 *job.restarted.entry(key.1).or_insert(0) += 1;
@@ -607,9 +611,11 @@ impl ClusterState {
                 continue;
             };
             ops.push(Op::Account(Box::new(record)));
+            measured.push((key.0, key.1, self.final_measurement(report), true));
             job.tasks.remove(key.1);
             recorded.push(key);
         }
+        ops.extend(self.charge_usage(&measured, now));
         if let Some(errored) = errored_now {
             let mut list: Vec<(String, String)> = errored.into_iter().collect();
             list.sort();

@@ -327,6 +327,9 @@ fn decide_request(
         ToMaster::ModifyObject { kind, text } => {
             configured(manager().and_then(|()| state.modify_object(&who, kind, &text)))
         }
+        ToMaster::ClearUsage { users } => {
+            configured(manager().and_then(|()| state.clear_usage(&who, &users, ctx.now.secs())))
+        }
         ToMaster::DeleteObjects { kind, names } => {
             configured(manager().and_then(|()| state.delete_objects(&who, kind, &names)))
         }

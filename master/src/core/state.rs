@@ -22,6 +22,7 @@ mod global_config;
 mod hostgroups;
 mod managers;
 mod queues;
+mod usage;
 mod usersets;
 
 pub use exechosts::JoinRefused;
@@ -78,6 +79,17 @@ pub enum Object {
     User(gantry_common::user::User),
     /// The share tree (`qconf -sstree`), whole; None: there is none.
     ShareTree(Option<gantry_common::sharetree::ShareNode>),
+    /// A user's or a project's usage (the share-tree policy's).
+    Usage {
+        of: gantry_common::usage::UsageOf,
+        usage: gantry_common::usage::Usage,
+    },
+    /// What of a running task's measurements its owner's usage counts.
+    Counted {
+        job: JobId,
+        task: TaskId,
+        measured: gantry_common::usage::Amounts,
+    },
 }
 
 impl Object {
@@ -109,6 +121,8 @@ impl Object {
             Object::NewHost(h) => format!("newhost/{h}"),
             Object::GroupTree(_) => "group-tree".to_string(),
             Object::ShareTree(_) => "share-tree".to_string(),
+            Object::Usage { of, .. } => of.key(),
+            Object::Counted { job, task, .. } => counted_key(*job, *task),
         }
     }
 }
@@ -150,6 +164,11 @@ pub fn job_key(id: JobId) -> String {
 /// The spool key of a task removed with `qdel -f` that waits for its host's report.
 pub fn forced_key(job: JobId, task: TaskId) -> String {
     format!("forced/{job:020}.{task}")
+}
+
+/// The spool key of what a running task's usage counts.
+pub fn counted_key(job: JobId, task: TaskId) -> String {
+    format!("counted/{job:020}.{task}")
 }
 
 /// The job a spool key names, if it names one.
@@ -308,9 +327,15 @@ impl ClusterState {
             self.quotas_changed();
         }
         let touches_config = match op {
-            Op::Put(Object::Job(_) | Object::ForcedAway(_) | Object::HostCert { .. }) => false,
+            Op::Put(
+                Object::Job(_)
+                | Object::ForcedAway(_)
+                | Object::HostCert { .. }
+                | Object::Usage { .. }
+                | Object::Counted { .. },
+            ) => false,
             Op::Account(_) | Op::NextJobId(_) | Op::Script { .. } | Op::Catalog(_) => false,
-            Op::Delete(key) => !["job/", "forced/", "hostcert/"]
+            Op::Delete(key) => !["job/", "forced/", "hostcert/", "usage/", "counted/"]
                 .iter()
                 .any(|p| key.starts_with(p)),
             Op::Put(_) => true,
@@ -382,6 +407,20 @@ impl ClusterState {
                 Object::NextArId(n) => self.next_ar_id = n,
                 Object::GroupTree(list) => self.input.group_tree = Arc::new(list),
                 Object::ShareTree(tree) => self.input.share_tree = Arc::new(tree),
+                Object::Usage { of, usage } => {
+                    Arc::make_mut(&mut self.input.usage)
+                        .records
+                        .insert(of, usage);
+                }
+                Object::Counted {
+                    job,
+                    task,
+                    measured,
+                } => {
+                    Arc::make_mut(&mut self.input.usage)
+                        .counted
+                        .insert((job, task), measured);
+                }
                 Object::NewHost(h) => {
                     self.new_hosts.insert(h);
                 }
@@ -432,6 +471,18 @@ impl ClusterState {
                             self.forced_away.remove(&(job, task));
                         }
                     }
+                } else if let Some(task) = key.strip_prefix("counted/") {
+                    if let Some((job, task)) = task.split_once('.') {
+                        if let (Ok(job), Ok(task)) = (job.parse(), task.parse()) {
+                            Arc::make_mut(&mut self.input.usage)
+                                .counted
+                                .remove(&(job, task));
+                        }
+                    }
+                } else if key.starts_with("usage/") {
+                    Arc::make_mut(&mut self.input.usage)
+                        .records
+                        .retain(|of, _| of.key() != *key);
                 } else if let Some(fp) = key.strip_prefix("hostcert/") {
                     self.host_certs.remove(fp);
                 } else if let Some(id) = key.strip_prefix("job/") {

@@ -346,9 +346,24 @@ impl Handler<ExecdJobs> for Cluster {
                         .get(&j)
                         .is_some_and(|job| job.tasks.contains(t))
                 });
+                let mut measured = Vec::new();
                 for u in tasks {
                     if runs_there(u.job_id, u.task_id) {
+                        measured.push((
+                            u.job_id,
+                            u.task_id,
+                            gantry_common::usage::Amounts::new(u.cpu, u.mem, u.io),
+                            false,
+                        ));
                         self.state.live.task_usage.insert((u.job_id, u.task_id), u);
+                    }
+                }
+                // Charged to the owners' usage: a measurement is cumulative, so one that
+                // cannot be written now is counted with the next.
+                let ops = self.state.charge_usage(&measured, self.unix_now());
+                if !ops.is_empty() {
+                    if let Err(r) = self.commit(&ops) {
+                        tracing::warn!(host = %host, "usage not recorded: {}", r.message);
                     }
                 }
             }
