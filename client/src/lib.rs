@@ -18,6 +18,7 @@ pub mod qrstat;
 pub mod qrsub;
 pub mod qstat;
 pub mod qsub;
+pub mod share_mon;
 pub mod xml;
 
 use std::io::Write;

@@ -12,6 +12,7 @@ use gantry_proto::{AttrOp, ExecHost, FromMaster, ObjectKind, RefusalKind, ToMast
 
 use crate::opts::parse;
 
+mod share_tree;
 mod usage;
 use crate::{exit, Output};
 pub use usage::usage;
@@ -284,73 +285,6 @@ fn read_checked_file<T>(
         }
     };
     Err(Output::fail(message, exit::FAILURE))
-}
-
-/// `-Astree`/`-Mstree`: the file read and checked here first, its refusals in SGE's
-/// words: what SGE finds while reading with the file's name, what it finds in the
-/// tree's form alone.
-fn read_share_tree_file(path: &str) -> Result<String, Output> {
-    read_checked_file(path, gantry_common::sharetree::parse_share_tree)
-}
-
-/// `-sst`: the tree drawn with its shares, each level three spaces in (`No sharetree`
-/// without one, not a failure, as SGE has it).
-fn show_share_tree_view() -> Output {
-    match crate::conn::request(&ToMaster::ShowObject {
-        kind: ObjectKind::ShareTree,
-        name: String::new(),
-    }) {
-        Ok(FromMaster::Text(text)) => match gantry_common::sharetree::parse_share_tree(&text) {
-            Ok(root) => Output::ok(
-                root.walk()
-                    .iter()
-                    .map(|(depth, n)| format!("{}{}={}\n", "   ".repeat(*depth), n.name, n.shares))
-                    .collect(),
-            ),
-            Err(e) => Output::fail(format!("error: {e}"), exit::FAILURE),
-        },
-        Ok(FromMaster::Refused(r)) if r.kind == RefusalKind::NotFound => Output {
-            stdout: String::new(),
-            stderr: "No sharetree\n".into(),
-            code: exit::SUCCESS,
-        },
-        other => answer(other, |_| None),
-    }
-}
-
-/// `-astree`/`-mstree`: the tree there is (SGE's template without one) in the editor;
-/// a file left as it was changes nothing (`file unchanged`, exit 1, as SGE).
-fn edit_share_tree() -> Output {
-    let text = match crate::conn::request(&ToMaster::ShowObject {
-        kind: ObjectKind::ShareTree,
-        name: "template".into(),
-    }) {
-        Ok(FromMaster::Text(t)) => t,
-        other => return answer(other, |_| None),
-    };
-    let edited = match edit(&text) {
-        Ok(e) => e,
-        Err(e) => return Output::fail(e, exit::FAILURE),
-    };
-    if edited == text {
-        return Output::fail("file unchanged".into(), exit::FAILURE);
-    }
-    if let Err(e) = gantry_common::sharetree::parse_share_tree(&edited) {
-        return Output::fail(
-            match e {
-                SgeFileError::Alone(m) => m,
-                other => format!("error: {other}"),
-            },
-            exit::FAILURE,
-        );
-    }
-    change(
-        ToMaster::ModifyObject {
-            kind: ObjectKind::ShareTree,
-            text: edited,
-        },
-        true,
-    )
 }
 
 /// `-A<object>` / `-M<object>`: the object from a file.
@@ -717,9 +651,9 @@ fn one(name: &str, arg: Option<&str>) -> Output {
             false,
         ),
         ("-sstree", _) => show_object(ObjectKind::ShareTree, ""),
-        ("-sst", _) => show_share_tree_view(),
-        ("-astree" | "-mstree", _) => edit_share_tree(),
-        ("-Astree" | "-Mstree", Some(file)) => match read_share_tree_file(file) {
+        ("-sst", _) => share_tree::show_view(),
+        ("-astree" | "-mstree", _) => share_tree::edit(),
+        ("-Astree" | "-Mstree", Some(file)) => match share_tree::read_file(file) {
             Ok(text) => change(
                 ToMaster::ModifyObject {
                     kind: ObjectKind::ShareTree,

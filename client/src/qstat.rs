@@ -10,6 +10,7 @@ use crate::Output;
 
 mod detail;
 mod lines;
+mod priority;
 
 use lines::*;
 
@@ -29,11 +30,14 @@ const QSTAT_SPECS: &[OptSpec] = &[
     opt("-r", Arity::None),
     opt("-j", Arity::Optional),
     opt("-F", Arity::Optional),
+    opt("-pri", Arity::None),
+    opt("-urg", Arity::None),
+    opt("-ext", Arity::None),
 ];
 
 pub fn qstat_usage() -> String {
     format!(
-        "Gantry {}\nusage: qstat [options]\n   [-f]                                     full output (every queue instance)\n   [-F [resource_attributes]]               full output and show (selected) resources of queue(s)\n   [-help]                                  print this help\n   [-j [job_identifier_list]]               show detailed information on pending/running job\n   [-json]                                  print the jobs as one JSON document\n   [-r]                                     show requested resources of job(s)\n   [-s {{p|r|h|z}}]                           show pending, running, held, finished jobs\n   [-u user_list]                           view only jobs of this user ('*' for all)\n   [-xml]                                   display the information in XML-Format\n",
+        "Gantry {}\nusage: qstat [options]\n   [-f]                                     full output (every queue instance)\n   [-F [resource_attributes]]               full output and show (selected) resources of queue(s)\n   [-help]                                  print this help\n   [-j [job_identifier_list]]               show detailed information on pending/running job\n   [-ext]                                   view additional attributes (tickets, project, department, usage)\n   [-json]                                  print the jobs as one JSON document\n   [-pri]                                   display job priority information\n   [-r]                                     show requested resources of job(s)\n   [-s {{p|r|h|z}}]                           show pending, running, held, finished jobs\n   [-u user_list]                           view only jobs of this user ('*' for all)\n   [-urg]                                   display job urgency information\n   [-xml]                                   display the information in XML-Format\n",
         env!("CARGO_PKG_VERSION")
     )
 }
@@ -186,7 +190,7 @@ fn xml_job(x: &mut crate::xml::Xml, indent: usize, j: &JobViewRef, with_queue: b
     );
     let i = indent + 2;
     x.element(i, "JB_job_number", &[], &j.job_id.to_string());
-    x.element(i, "JAT_prio", &[], &prior(j.priority));
+    x.element(i, "JAT_prio", &[], &prior(j.prio));
     x.element(i, "JB_name", &[], j.name);
     x.element(i, "JB_owner", &[], j.owner);
     x.element(i, "state", &[], j.state_letters());
@@ -623,7 +627,12 @@ pub fn qstat(args: &[String]) -> Output {
             })
         })
     };
-    let listing_only = ["-json", "-xml", "-f", "-F", "-r"]
+    let columns = priority::Columns {
+        pri: p.has("-pri"),
+        urg: p.has("-urg"),
+        ext: p.has("-ext"),
+    };
+    let listing_only = ["-json", "-xml", "-f", "-F", "-r", "-pri", "-urg", "-ext"]
         .iter()
         .all(|o| !p.has(o));
     let zombies = states.is_some_and(|s| s.contains('z'));
@@ -656,7 +665,9 @@ pub fn qstat(args: &[String]) -> Output {
         Err(out) => return out,
     };
     let finished = match zombies {
-        true => match crate::ask_jobs(&ToMaster::ShowFinishedJobs { users }) {
+        true => match crate::ask_jobs(&ToMaster::ShowFinishedJobs {
+            users: users.clone(),
+        }) {
             Ok(bytes) => bytes,
             Err(out) => return out,
         },
@@ -687,6 +698,16 @@ pub fn qstat(args: &[String]) -> Output {
             Ok(_) => {}
             Err(e) => return crate::undecodable(e),
         }
+    }
+    if columns.any() && !p.has("-json") && !p.has("-xml") && !p.has("-f") && !p.has("-F") {
+        let prios = match crate::ask(&ToMaster::ShowPriorities {
+            users: users.clone(),
+        }) {
+            Ok(FromMaster::Priorities(rows)) => rows,
+            Ok(other) => return crate::unexpected(&other),
+            Err(out) => return out,
+        };
+        return Output::ok(priority::render(columns, &jobs, &prios));
     }
     if p.has("-json") {
         let doc = serde_json::json!({ "jobs": jobs.iter().map(|j| serde_json::json!({

@@ -51,10 +51,11 @@ pub fn push_tail(out: &mut String, queue: Option<&[&str]>, slots: u32, tasks: &s
 /// The priority column of one line after another, that of the line before kept (jobs
 /// submitted together share it, and formatting it is dear).
 #[derive(Debug, Default, Clone)]
-pub struct PriorColumn(Option<(i32, String)>);
+pub struct PriorColumn(Option<(i64, String)>);
 
 impl PriorColumn {
-    pub fn of(&mut self, p: i32) -> &str {
+    /// The column of a priority in hundred-thousandths.
+    pub fn of(&mut self, p: i64) -> &str {
         if self.0.as_ref().is_none_or(|(q, _)| *q != p) {
             self.0 = Some((p, prior(p)));
         }
@@ -62,9 +63,11 @@ impl PriorColumn {
     }
 }
 
-/// SGE's normalized priority column for a POSIX priority in -1023..1024.
-pub fn prior(p: i32) -> String {
-    format!("{:.5}", (f64::from(p) + 1024.0) / 2048.0)
+/// SGE's `prior` column of a priority given in hundred-thousandths (`%7.5f`).
+pub fn prior(p: i64) -> String {
+    let sign = if p < 0 { "-" } else { "" };
+    let a = p.unsigned_abs();
+    format!("{sign}{}.{:05}", a / 100_000, a % 100_000)
 }
 
 /// `n` in decimal, written at the end of `buf`.
@@ -133,7 +136,7 @@ mod tests {
         #[test]
         fn head_and_tail_are_the_formats_columns(
             job_id in any::<u64>(),
-            priority in -1023i32..1024,
+            priority in -10_000i64..1_000_000,
             name in ".{0,14}",
             owner in "[a-zé]{0,15}",
             state in "[a-zA-Z]{1,4}",
@@ -161,12 +164,13 @@ mod tests {
     }
 
     #[test]
-    fn prior_is_sges_normalized_priority() {
+    fn prior_has_five_decimals() {
         for (p, want) in [
-            (0, "0.50000"),
-            (-1023, "0.00049"),
-            (1023, "0.99951"),
-            (-500, "0.25586"),
+            (0, "0.00000"),
+            (50_000, "0.50000"),
+            (49, "0.00049"),
+            (155_500, "1.55500"),
+            (-25_586, "-0.25586"),
         ] {
             assert_eq!(prior(p), want);
         }

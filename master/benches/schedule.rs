@@ -14,7 +14,9 @@ use gantry_master::sched::{KeptSnapshot, Time, Trigger};
 use gantry_master::synthetic::{connected, job, start, submit};
 
 mod common;
-use common::{build, scale_array, with_bulk, with_groups, with_quotas, with_reservations, JOBS};
+use common::{
+    build, scale_array, with_bulk, with_groups, with_policies, with_quotas, with_reservations, JOBS,
+};
 
 fn bench(c: &mut Criterion) {
     let s = build();
@@ -112,6 +114,8 @@ fn bench(c: &mut Criterion) {
             "quota" => with_quotas(s),
             "accounts" => with_groups(s, 100, false),
             "groups" => with_groups(s, 100, true),
+            "owners" => with_policies(s, 1000, false),
+            "policies" => with_policies(s, 1000, true),
             _ => s,
         };
         measured_cycles(&kind, || {
@@ -171,6 +175,16 @@ fn bench(c: &mut Criterion) {
     });
     g.bench_function("cycle_with_100_groups", |b| {
         b.iter(|| grouped.schedule(Time::from_secs(0), &hosts).dispatches)
+    });
+    // The functional and share-tree policies on (1,000 users with shares, a share tree
+    // four levels deep, usage), against the same owners under SGE's defaults.
+    let owners = with_policies(s.clone(), 1000, false);
+    let policies = with_policies(s.clone(), 1000, true);
+    g.bench_function("cycle_1000_owners_default_policy", |b| {
+        b.iter(|| owners.schedule(Time::from_secs(0), &hosts).dispatches)
+    });
+    g.bench_function("cycle_1000_owners_share_tree_and_functional", |b| {
+        b.iter(|| policies.schedule(Time::from_secs(0), &hosts).dispatches)
     });
     g.finish();
     // The scheduler's thread keeps its snapshot between cycles: after one host's load

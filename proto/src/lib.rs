@@ -22,7 +22,7 @@ pub use rows::*;
 
 /// The protocol version. Both daemons and every client speak exactly one version; peers
 /// with another version are refused with a message naming both.
-pub const PROTOCOL_VERSION: u32 = 27;
+pub const PROTOCOL_VERSION: u32 = 28;
 
 /// Magic bytes at the start of every [`Hello`]: "GNTY".
 pub const HELLO_MAGIC: [u8; 4] = *b"GNTY";
@@ -254,6 +254,11 @@ pub enum ToMaster {
     /// `qconf -clearusage`: forget the share-tree usage of these users (all users and
     /// projects if empty).
     ClearUsage { users: Vec<String> },
+    /// `qstat -pri/-urg/-ext`: the parts of the priority of these users' jobs (all if
+    /// empty) as the scheduler's last run worked them out.
+    ShowPriorities { users: Vec<String> },
+    /// `sge_share_mon`: the share tree's nodes with their usage and targets.
+    ShowShareTree,
 }
 
 /// What `qquota` asks about. An empty list means "any"; `users` empty means the caller
@@ -404,6 +409,13 @@ pub enum FromMaster {
     Groups(Vec<GroupRow>),
     /// `qstat`'s default listing, line by line (see [`ToMaster::ShowJobLines`]).
     JobLines(Vec<JobLine>),
+    /// `qstat -pri/-urg/-ext`: a row per running task and per job with pending tasks.
+    Priorities(Vec<PriorityRow>),
+    /// `sge_share_mon`: the share tree's nodes, root first (none: no tree).
+    ShareTreeNodes {
+        now: i64,
+        nodes: Vec<ShareTreeNode>,
+    },
 }
 
 /// Why a request was refused. The kind decides the exit status (one table, in the
@@ -694,6 +706,7 @@ mod tests {
             hold_jids: (0..res).map(|r| r.to_string()).collect(),
             is_array: n > 1,
             restarted: n == 3,
+            prio: 50_000,
         };
         let views: Vec<JobView> = (0..200)
             .map(|n| view(n, (n % 3 == 0).then_some("all.q@h1"), n as usize % 3))
@@ -786,6 +799,7 @@ mod tests {
                     hold_jids: &[],
                     is_array: true,
                     restarted: false,
+                    prio: 0,
                 })
                 .collect();
             let mut encoded = Vec::new();

@@ -27,6 +27,7 @@ pub struct JobViewRef<'a> {
     pub hold_jids: Vec<&'a str>,
     pub is_array: bool,
     pub restarted: bool,
+    pub prio: i64,
 }
 
 impl JobViewRef<'_> {
@@ -56,6 +57,7 @@ pub struct JobRow<'a> {
     pub hold_jids: &'a [String],
     pub is_array: bool,
     pub restarted: bool,
+    pub prio: i64,
 }
 
 /// A queue instance as a row names it, `queue@host`; encoded as that string.
@@ -126,6 +128,7 @@ impl JobRow<'_> {
             hold_jids: self.hold_jids.to_vec(),
             is_array: self.is_array,
             restarted: self.restarted,
+            prio: self.prio,
         }
     }
 }
@@ -174,6 +177,7 @@ mod tests {
                 hold_jids,
                 is_array: n > 0,
                 restarted: n == 1,
+                prio: 55_500 - n as i64,
             };
             let view = row.to_view();
             assert_eq!(
@@ -314,6 +318,7 @@ impl<'a> RowReader<'a> {
             },
             is_array: self.bool()?,
             restarted: self.bool()?,
+            prio: self.i64()?,
         })
     }
 }
@@ -410,6 +415,7 @@ mod reader_tests {
                 proptest::collection::vec(".{0,6}", 0..3),
                 any::<bool>(),
                 any::<bool>(),
+                any::<i64>(),
             ),
         )
             .prop_map(
@@ -423,6 +429,7 @@ mod reader_tests {
                         hold_jids,
                         is_array,
                         restarted,
+                        prio,
                     ) = rest;
                     JobView {
                         job_id: JobId(job_id),
@@ -439,6 +446,7 @@ mod reader_tests {
                         hold_jids,
                         is_array,
                         restarted,
+                        prio,
                     }
                 },
             )

@@ -6,6 +6,7 @@
 
 use gantry_proto::JobId;
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use gantry_common::formula::Formula;
 use gantry_common::job::TaskState;
@@ -516,11 +517,13 @@ impl<'a> ClusterView<'a> {
             quota.keep_places(state.quota_places.take());
             state.gates.register(Box::new(quota));
         }
+        let priorities = Arc::new(self.priorities(snap.now, self.free_slots(snap.slot_capacity())));
+        state.priorities = Some(priorities.clone());
         state.group_order = None;
         state.group_allocation = None;
         if let Some((allocation, gate, order)) = self.group_quotas(snap) {
             state.gates.register(Box::new(gate));
-            state.group_order = Some(order);
+            state.group_order = Some(order.with_priorities(priorities));
             state.group_allocation = Some(allocation);
         }
     }
@@ -579,6 +582,7 @@ impl<'a> ClusterView<'a> {
             reservations: std::mem::take(&mut state.reservations),
             groups: state.group_allocation.take(),
             quiet: false,
+            priorities: state.priorities.clone(),
         }
     }
 }

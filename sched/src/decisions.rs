@@ -47,6 +47,9 @@ pub struct Decisions {
     /// A quiet cycle: nothing changed that could decide anything, and it decided
     /// nothing without passing over the pending jobs (see [`crate::settled`]).
     pub quiet: bool,
+    /// Every job's priority as the cycle worked it out (what `qstat` shows until the
+    /// next).
+    pub priorities: Option<std::sync::Arc<crate::priority::Priorities>>,
 }
 
 /// A decision of the scheduler: start this task in this queue instance.

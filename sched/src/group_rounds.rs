@@ -249,6 +249,8 @@ pub struct StarvationOrder {
     /// Per group (by the gate's numbers), its key's bits, made to order as the numbers
     /// do (negative ones too).
     keys: Vec<u64>,
+    /// Within a group, jobs by their priority ([`crate::priority`]).
+    priorities: Option<std::sync::Arc<crate::priority::Priorities>>,
 }
 
 impl StarvationOrder {
@@ -261,9 +263,18 @@ impl StarvationOrder {
         }
     }
 
-    fn key(&self, group: Option<usize>, job: &Job) -> (u64, std::cmp::Reverse<i32>, JobId) {
+    fn key(&self, group: Option<usize>, job: &Job) -> (u64, (u64, i64, JobId)) {
         let starvation = group.map_or(u64::MAX, |g| self.keys[g]);
-        (starvation, std::cmp::Reverse(job.spec.priority), job.id)
+        (
+            starvation,
+            crate::order::PriorityOrder::new(self.priorities.as_deref()).key(job),
+        )
+    }
+
+    /// The same order, jobs within a group served by these priorities.
+    pub fn with_priorities(mut self, p: std::sync::Arc<crate::priority::Priorities>) -> Self {
+        self.priorities = Some(p);
+        self
     }
 
     /// The jobs in order, with each one's group (by the gate's numbers), looked up
@@ -380,7 +391,11 @@ impl<'a> ClusterView<'a> {
                 by_category: Vec::new(),
                 weight,
             },
-            StarvationOrder { lookup, keys },
+            StarvationOrder {
+                lookup,
+                keys,
+                priorities: None,
+            },
         ))
     }
 }

@@ -261,6 +261,7 @@ impl KeptSnapshot {
                 let decisions = Decisions {
                     quota_counters: kept.state.close_gates(),
                     quiet: true,
+                    priorities: kept.state.priorities.clone(),
                     ..Decisions::default()
                 };
                 kept.last = kept

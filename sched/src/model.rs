@@ -601,6 +601,21 @@ pub(crate) struct PeHold {
 }
 
 impl Snapshot {
+    /// The slots of every queue instance that can take jobs (its configured `slots`).
+    pub fn slot_capacity(&self) -> f64 {
+        let Some(slots) = self.catalog.id("slots") else {
+            return 0.0;
+        };
+        self.instances
+            .iter()
+            .filter(|i| i.unusable.is_none())
+            .filter_map(|i| match i.layer.get(slots)?.fixed.as_ref()? {
+                gantry_common::value::Value::Num(n) => Some(*n),
+                _ => None,
+            })
+            .sum()
+    }
+
     /// Slots of a parallel environment held over an interval: counted as used now
     /// when it has begun, kept for questions about times to come.
     pub(crate) fn hold_pe(&mut self, h: PeHold) {

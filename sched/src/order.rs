@@ -4,6 +4,7 @@
 
 use gantry_common::job::Job;
 
+use crate::priority::Priorities;
 use crate::time::Time;
 use crate::view::ClusterView;
 
@@ -16,18 +17,51 @@ pub trait JobOrder: std::fmt::Debug {
     fn sort(&self, jobs: &mut [&Job]);
 }
 
-/// SGE's order without share-based policies: the higher priority (`-p`) first, then
-/// the earlier submission (the lower job id).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct PriorityThenSubmission;
+/// SGE's order: the higher priority (`prio`, [`crate::priority`]) first, then the
+/// earlier submission, then the lower job id. Without priorities worked out, the POSIX
+/// priority (`-p`) stands for them.
+#[derive(Debug, Clone, Copy)]
+pub struct PriorityOrder<'p> {
+    priorities: Option<&'p Priorities>,
+}
 
-impl JobOrder for PriorityThenSubmission {
+impl<'p> PriorityOrder<'p> {
+    pub fn new(priorities: Option<&'p Priorities>) -> PriorityOrder<'p> {
+        PriorityOrder { priorities }
+    }
+
+    /// The key a job is served by: lower first.
+    pub fn key(&self, job: &Job) -> (u64, i64, gantry_proto::JobId) {
+        let prio = match self.priorities {
+            Some(p) => p
+                .jobs
+                .get(&job.id)
+                .and_then(|j| j.pending_prio())
+                .unwrap_or(0.0),
+            None => f64::from(job.spec.priority),
+        };
+        (descending(prio), job.submit_time, job.id)
+    }
+}
+
+/// A number's place in a descending order, as bits that sort ascending.
+pub fn descending(x: f64) -> u64 {
+    let bits = x.to_bits();
+    let ascending = if bits >> 63 == 1 {
+        !bits
+    } else {
+        bits | 1 << 63
+    };
+    !ascending
+}
+
+impl JobOrder for PriorityOrder<'_> {
     fn name(&self) -> &'static str {
-        "priority, then submission"
+        "priority (tickets, urgency, -p), then submission"
     }
 
     fn sort(&self, jobs: &mut [&Job]) {
-        jobs.sort_by(|a, b| b.spec.priority.cmp(&a.spec.priority).then(a.id.cmp(&b.id)));
+        jobs.sort_by_cached_key(|j| self.key(j));
     }
 }
 

@@ -34,6 +34,8 @@ pub struct Pass {
     /// kept between cycles is rebuilt when queues or host groups change, so the next
     /// cycle under the same sets need not work it out again.
     pub(crate) quota_places: Option<(Arc<Quotas>, Places)>,
+    /// Every job's priority this cycle (the order stage serves pending jobs by it).
+    pub(crate) priorities: Option<Arc<crate::priority::Priorities>>,
 }
 
 impl Pass {

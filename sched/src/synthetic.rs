@@ -388,3 +388,45 @@ pub fn running_on(queue: &str, host: &str) -> TaskState {
         pe: None,
     }
 }
+
+/// A share tree for benchmarks: `users` users (`user0`...) as leaves four levels down
+/// (Root, 5 divisions, 5 departments each, 5 groups each, the users spread over the
+/// 125 groups), shares varying by node.
+pub fn share_tree_of(users: u64) -> gantry_common::sharetree::ShareNode {
+    use gantry_common::sharetree::{NodeType, ShareNode};
+    let node = |name: String, shares: u32, children: Vec<ShareNode>| ShareNode {
+        name,
+        node_type: NodeType::User,
+        shares,
+        children,
+    };
+    let groups: Vec<Vec<ShareNode>> = (0..125)
+        .map(|g| {
+            (0..users)
+                .filter(|u| u % 125 == g)
+                .map(|u| node(format!("user{u}"), 1 + (u % 7) as u32 * 10, Vec::new()))
+                .collect()
+        })
+        .collect();
+    let mut groups = groups.into_iter();
+    let divisions = (0..5)
+        .map(|d| {
+            let departments = (0..5)
+                .map(|e| {
+                    let gs = (0..5)
+                        .map(|g| {
+                            node(
+                                format!("g{d}{e}{g}"),
+                                10 + g * 5,
+                                groups.next().unwrap_or_default(),
+                            )
+                        })
+                        .collect();
+                    node(format!("e{d}{e}"), 20 + e * 3, gs)
+                })
+                .collect();
+            node(format!("d{d}"), 100 - d * 10, departments)
+        })
+        .collect();
+    node("Root".into(), 1, divisions)
+}

@@ -520,6 +520,18 @@ mod parallel {
         s.put_job(job(1, "u1", &[], &[]));
         s.put_job(pe_job(2, "mpi", "6", &[("exclusive", "true")]));
         s.put_job(job(3, "u1", &[], &[]));
+        // SGE's order: the parallel job first (its urgency counts its 6 slots); the
+        // others then keep off both its hosts, the one it uses 2 slots of too.
+        assert_eq!(
+            grants(&s),
+            vec![
+                (2, Some("mpi".into()), g(&[("all.q@a", 4), ("all.q@b", 2)])),
+                (1, None, g(&[("all.q@c", 1)])),
+                (3, None, g(&[("all.q@c", 1)])),
+            ]
+        );
+        // Without urgency, in submission order: it takes no host another job runs on.
+        s.sched = Some(sched_with("weight_urgency", "0.000000"));
         assert_eq!(
             grants(&s),
             vec![
@@ -820,28 +832,41 @@ fn load_adjustments_throttle_dispatch_as_sge_does() {
 
 #[test]
 fn the_order_stage_serves_priority_first_then_submission() {
-    use crate::order::{JobOrder, PriorityThenSubmission};
-    // (job id, priority) as submitted -> the ids in the order served.
-    type Case = (&'static [(u64, i32)], &'static [u64]);
+    use crate::order::{JobOrder, PriorityOrder};
+    // (job id, -p) as submitted -> the ids in the order served: with SGE's default
+    // weights (`weight_priority 0`) -p counts for nothing, with `weight_priority 1` it
+    // comes first; without priorities worked out, -p stands for them.
+    type Case = (&'static [(u64, i32)], &'static [u64], &'static [u64]);
     let table: &[Case] = &[
-        (&[(1, 0), (2, 0), (3, 0)], &[1, 2, 3]),
-        (&[(3, 0), (1, 0), (2, 0)], &[1, 2, 3]),
-        (&[(1, 0), (2, 10), (3, -5)], &[2, 1, 3]),
-        (&[(5, -1), (4, -1), (9, 1023)], &[9, 4, 5]),
+        (&[(1, 0), (2, 0), (3, 0)], &[1, 2, 3], &[1, 2, 3]),
+        (&[(3, 0), (1, 0), (2, 0)], &[1, 2, 3], &[1, 2, 3]),
+        (&[(1, 0), (2, 10), (3, -5)], &[1, 2, 3], &[2, 1, 3]),
+        (&[(5, -1), (4, -1), (9, 1023)], &[4, 5, 9], &[9, 4, 5]),
     ];
-    for (jobs, want) in table {
-        let jobs: Vec<Job> = jobs
-            .iter()
-            .map(|&(id, p)| {
-                let mut j = job(id, "user1", &[], &[]);
-                j.spec.priority = p;
-                j
-            })
-            .collect();
-        let mut refs: Vec<&Job> = jobs.iter().collect();
-        PriorityThenSubmission.sort(&mut refs);
-        let got: Vec<u64> = refs.iter().map(|j| j.id.get()).collect();
-        assert_eq!(&got, want);
+    for (jobs, by_default, by_p) in table {
+        let mut s = Cluster::new(&[]);
+        for &(id, p) in *jobs {
+            let mut j = job(id, "user1", &[], &[]);
+            j.spec.priority = p;
+            s.put_job(j);
+        }
+        let now = Time::from_secs(1_000_000);
+        for (conf, want) in [
+            (sched_with("weight_priority", "0.000000"), by_default),
+            (sched_with("weight_priority", "1.000000"), by_p),
+        ] {
+            s.sched = Some(conf);
+            let view = s.view();
+            let p = view.priorities(now, 0);
+            let mut refs: Vec<&Job> = view.jobs.values().map(|j| &**j).collect();
+            PriorityOrder::new(Some(&p)).sort(&mut refs);
+            let got: Vec<u64> = refs.iter().map(|j| j.id.get()).collect();
+            assert_eq!(&got, want);
+            let mut refs: Vec<&Job> = view.jobs.values().map(|j| &**j).collect();
+            PriorityOrder::new(None).sort(&mut refs);
+            let got: Vec<u64> = refs.iter().map(|j| j.id.get()).collect();
+            assert_eq!(&got, by_p);
+        }
     }
 }
 

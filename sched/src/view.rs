@@ -18,6 +18,7 @@ use gantry_common::user::User;
 use crate::quota::QuotaBook;
 use crate::time::{Span, Time};
 
+pub mod priorities;
 mod quota_rows;
 
 /// What the master knows of a host from its reports.

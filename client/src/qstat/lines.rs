@@ -63,7 +63,7 @@ impl Rows {
     /// field by field (the formatting machinery's padding was most of a long listing's
     /// time).
     pub(super) fn push(&mut self, out: &mut String, j: &JobViewRef, with_queue: bool) {
-        let prior = self.prior.of(j.priority);
+        let prior = self.prior.of(j.prio);
         push_head(out, j.job_id, prior, j.name, j.owner, j.state_letters());
         out.push_str(self.when.of(j.start_time.unwrap_or(j.submit_time)));
         let queue = [j.queue.unwrap_or("")];

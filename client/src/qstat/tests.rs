@@ -84,6 +84,7 @@ fn job_lines_pad_and_cut_as_the_format_does() {
                     hold_jids: vec![],
                     is_array: !n.is_multiple_of(3),
                     restarted: n.is_multiple_of(5),
+                    prio: (n as i64 * 9_973) % 200_000,
                 };
                 let tasks = if j.tasks.is_empty() {
                     "       "
@@ -93,7 +94,7 @@ fn job_lines_pad_and_cut_as_the_format_does() {
                 let line = format!(
                     "{:>7} {} {:<10.10} {:<12.12} {:<5} {}",
                     j.job_id,
-                    prior(j.priority),
+                    prior(j.prio),
                     j.name,
                     j.owner,
                     j.state_letters(),
@@ -162,6 +163,7 @@ fn job<'a>(id: u64, state: JobState, queue: Option<&'a str>, tasks: &'a str) -> 
         hold_jids: vec![],
         is_array: !tasks.is_empty(),
         restarted: false,
+        prio: 50_000,
     }
 }
 
@@ -377,6 +379,7 @@ fn a_long_listing_is_written_in_pieces_as_its_rows_are_decoded() {
         hold_jids: vec![],
         is_array: false,
         restarted: false,
+        prio: 50_000,
     };
     // Over 64 KiB of lines: several pieces.
     let bytes = encode(&FromMaster::Jobs((1..=2_000).map(view).collect())).unwrap();
@@ -437,6 +440,7 @@ fn job_lines_from_the_master_are_written_as_rows_are() {
         hold_jids: vec![],
         is_array: n % 2 == 1,
         restarted: false,
+        prio: (n % 5) as i64 * 12_345,
     };
     // Over 256 KiB of lines: read in several pieces.
     let views: Vec<JobView> = (1..=6_000).map(view).collect();
@@ -445,7 +449,7 @@ fn job_lines_from_the_master_are_written_as_rows_are() {
         push_head(
             &mut head,
             v.job_id,
-            &prior(v.priority),
+            &prior(v.prio),
             &v.name,
             &v.owner,
             v.state_letters(),

@@ -325,3 +325,53 @@ pub fn scale_array(hosts: usize, quotas: bool) -> gantry_master::state::ClusterS
     }
     s
 }
+
+/// The jobs owned by `users` users (job `id` of `user{id % users}`), each with a user
+/// object; with `policies` the functional and share-tree policies on (10,000 tickets
+/// each, every user's functional shares, the share tree of
+/// [`gantry_sched::synthetic::share_tree_of`] and some usage of every
+/// user), without them the same owners and objects under SGE's default configuration
+/// (the baseline).
+pub fn with_policies(
+    mut s: gantry_master::state::ClusterState,
+    users: u64,
+    policies: bool,
+) -> gantry_master::state::ClusterState {
+    use gantry_common::usage::{Amounts, Usage, UsageOf};
+    let ids: Vec<gantry_proto::JobId> = s.input.jobs.keys().copied().collect();
+    for id in ids {
+        let mut j = gantry_master::jobs::Job::clone(&s.input.jobs[&id]);
+        j.owner.user = format!("user{}", id.get() % users);
+        s.apply(&Op::Put(Object::Job(j)));
+    }
+    for u in 0..users {
+        let mut user = gantry_common::user::User::new(&format!("user{u}"));
+        user.fshare = 1 + (u % 13) as u32;
+        s.apply(&Op::Put(Object::User(user)));
+    }
+    if policies {
+        s.apply(&Op::Put(Object::ShareTree(Some(
+            gantry_sched::synthetic::share_tree_of(users),
+        ))));
+        for u in 0..users {
+            s.apply(&Op::Put(Object::Usage {
+                of: UsageOf::User(format!("user{u}")),
+                usage: Usage {
+                    decayed: Amounts::new((u % 17) as f64 * 3600.0, 0.0, 0.0),
+                    at: 0,
+                    long_term: Amounts::default(),
+                },
+            }));
+        }
+        let mut conf = (*s.input.sched)
+            .clone()
+            .expect("the scheduler configuration");
+        for (k, v) in &mut conf.entries {
+            if k == "weight_tickets_share" || k == "weight_tickets_functional" {
+                *v = "10000".into();
+            }
+        }
+        s.apply(&Op::Put(Object::Config(conf)));
+    }
+    s
+}

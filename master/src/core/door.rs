@@ -137,6 +137,14 @@ fn decide_request(
                 state.job_views(&users, &state.live.started),
             ))
         }
+        ToMaster::ShowPriorities { users } => {
+            let users = users_with_caller(&users, &caller.user);
+            Decision::answer(FromMaster::Priorities(state.priority_rows(&users)))
+        }
+        ToMaster::ShowShareTree => Decision::answer(FromMaster::ShareTreeNodes {
+            now: now.secs(),
+            nodes: state.share_tree_rows(now.secs()),
+        }),
         ToMaster::ShowJobLines { users } => {
             let users = users_with_caller(&users, &caller.user);
             Decision::answer(FromMaster::JobLines(

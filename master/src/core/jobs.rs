@@ -675,11 +675,13 @@ impl ClusterState {
             jobs: self.input.jobs.clone(),
             suspended_queues: self.input.suspended_queues.clone(),
             threshold_suspended: self.input.threshold_suspended.clone(),
+            priorities: self.live.priorities.clone(),
         }
     }
 }
 
 mod listing;
+mod priority_rows;
 pub use listing::{zombie_view, JobsImage, ListingAnswer, ListingCache, ListingForm};
 
 /// The jobs a list of job ids and names (wildcards allowed) names, each once, in the

@@ -257,6 +257,9 @@ pub struct Live {
         Arc<Vec<gantry_proto::GroupEntry>>,
         gantry_sched::groups::Allocation,
     )>,
+    /// The last cycle's priority of every job (`qstat -pri/-urg/-ext`, the `prior`
+    /// column), as SGE shows the scheduler's last run.
+    pub priorities: Option<Arc<gantry_sched::priority::Priorities>>,
 }
 
 /// A refusal, its message bounded (a value quoted in it is cut to a short line).

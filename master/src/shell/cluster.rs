@@ -596,6 +596,7 @@ impl Cluster {
                     reservations,
                     groups,
                     quiet,
+                    priorities,
                 },
             took,
         } = outcome;
@@ -627,6 +628,9 @@ impl Cluster {
             );
         }
         self.state.live.group_allocation = groups.map(|a| (tree, a));
+        if priorities.is_some() {
+            self.state.live.priorities = priorities;
+        }
         if checked.dropped > 0 {
             // The jobs it dropped are decided again on the state as it is now.
             self.trigger.state_changed = true;

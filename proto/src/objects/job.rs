@@ -565,6 +565,9 @@ pub struct JobView {
     pub is_array: bool,
     /// The task runs again (after a host failure or a migration): SGE's `R`.
     pub restarted: bool,
+    /// The priority the scheduler's last run gave it (`prior`), in hundred-thousandths
+    /// (what `qstat` prints with five decimals); 0 before any.
+    pub prio: i64,
 }
 
 /// What `qalter`, `qhold` and `qrls` change; `None` leaves a field alone.
@@ -679,4 +682,57 @@ pub struct JobDetail {
     /// A checkpointing job: when it is checkpointed (its `-c` letters, else its
     /// environment's `when`), as SGE shows `checkpoint_attr`.
     pub checkpoint_attr: Option<String>,
+}
+
+/// The parts of one row's priority (`qstat -pri`, `-urg`, `-ext`): a running task's, or
+/// the pending tasks' of a job.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PriorityRow {
+    pub job_id: JobId,
+    /// The running task (None: the job's pending tasks).
+    pub task: Option<TaskId>,
+    pub prio: f64,
+    pub nurg: f64,
+    pub npprior: f64,
+    pub ntckts: f64,
+    pub urg: f64,
+    pub rrcontr: f64,
+    pub wtcontr: f64,
+    pub dlcontr: f64,
+    /// `-p`.
+    pub ppri: i32,
+    /// Override tickets the job was given itself (`qalter -ot`).
+    pub ovrts: u32,
+    pub otckt: f64,
+    pub ftckt: f64,
+    pub stckt: f64,
+    pub share: f64,
+    pub project: Option<String>,
+    pub department: Option<String>,
+    /// `-dl`.
+    pub deadline: Option<i64>,
+    /// A running task's usage so far (CPU seconds, GB seconds, GB), None before its
+    /// first measurement.
+    pub usage: Option<(f64, f64, f64)>,
+}
+
+/// One node of the share tree as `sge_share_mon` shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ShareTreeNode {
+    pub path: String,
+    pub user_name: String,
+    pub project_name: String,
+    pub shares: u32,
+    pub job_count: u32,
+    pub level: f64,
+    pub total: f64,
+    pub long_target_share: f64,
+    pub short_target_share: f64,
+    pub actual_share: f64,
+    pub usage: f64,
+    /// Decayed (cpu, mem, io).
+    pub decayed: (f64, f64, f64),
+    /// Long-term (cpu, mem, io).
+    pub long_term: (f64, f64, f64),
+    pub usage_time: i64,
 }

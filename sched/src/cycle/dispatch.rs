@@ -11,7 +11,7 @@ use crate::decisions::Dispatch;
 use crate::gate::Gates;
 use crate::group_rounds::{DispatchPass, GroupGate, StarvationOrder};
 use crate::model::Snapshot;
-use crate::order::{JobOrder, PriorityThenSubmission};
+use crate::order::JobOrder;
 use crate::pass::Pass;
 use crate::place::{category_key, Category, CategoryKey};
 use crate::time::Time;
@@ -27,7 +27,11 @@ impl<'a> ClusterView<'a> {
                 state.group_order = Some(order);
                 out
             }
-            None => self.dispatch_in(snap, state, at, &PriorityThenSubmission),
+            None => {
+                let priorities = state.priorities.clone();
+                let order = crate::order::PriorityOrder::new(priorities.as_deref());
+                self.dispatch_in(snap, state, at, &order)
+            }
         }
     }
 
@@ -300,14 +304,9 @@ impl<'a> ClusterView<'a> {
                 pass.serve_again(gate, open);
                 // In the root, by priority then submission.
                 pass.ordered = None;
-                self.dispatch_pass(
-                    snap,
-                    state,
-                    at,
-                    &PriorityThenSubmission,
-                    &mut pass,
-                    &mut out,
-                );
+                let priorities = state.priorities.clone();
+                let order = crate::order::PriorityOrder::new(priorities.as_deref());
+                self.dispatch_pass(snap, state, at, &order, &mut pass, &mut out);
             }
         }
         // The allocation handed out is the last round's.

@@ -10,6 +10,8 @@ use std::sync::Arc;
 
 use imbl::ordmap::DiffItem;
 
+use gantry_sched::priority::Priorities;
+
 use gantry_common::joblines::{decimal, push_head, push_tail, PriorColumn};
 
 use super::{task_ranges, Job, TaskState};
@@ -22,6 +24,21 @@ pub struct JobsImage {
     pub(super) jobs: Arc<gantry_sched::view::JobTable>,
     pub(super) suspended_queues: Arc<HashSet<(String, String)>>,
     pub(super) threshold_suspended: Arc<std::collections::BTreeSet<(JobId, TaskId)>>,
+    /// The last cycle's priorities (the `prior` column).
+    pub(super) priorities: Option<Arc<Priorities>>,
+}
+
+/// The `prior` a row shows (SGE's last scheduling run's, 0 before any and for a job it
+/// did not consider), in hundred-thousandths.
+fn row_prio(priorities: Option<&Priorities>, job: JobId, task: Option<TaskId>) -> i64 {
+    let Some(p) = priorities.and_then(|p| p.jobs.get(&job)) else {
+        return 0;
+    };
+    let prio = match task {
+        Some(t) => p.tasks.get(&t).map(|t| t.prio),
+        None => p.pending.map(|t| t.prio),
+    };
+    prio.map_or(0, |x| (x * 100_000.0).round() as i64)
 }
 
 /// What a listing is made of: rows (`qstat`'s forms that choose their columns, or
@@ -60,7 +77,7 @@ struct LineMaker {
 impl LineMaker {
     /// `row`'s line, borrowed from the maker until the next.
     fn line(&mut self, row: &JobRow<'_>) -> JobLineOut<'_> {
-        let prior = self.prior.of(row.priority);
+        let prior = self.prior.of(row.prio);
         self.head.clear();
         push_head(
             &mut self.head,
@@ -117,6 +134,8 @@ pub struct ListingCache {
     /// The jobs of the table whose rows are made for every listing (something placed,
     /// or `-hold_jid`).
     live: std::collections::BTreeSet<JobId>,
+    /// The priorities the rows show.
+    priorities: Option<Arc<Priorities>>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -306,6 +325,7 @@ impl JobsImage {
             owners: old.owners.clone(),
             rows: Vec::with_capacity(old.rows.len() + 4096),
             live: old.live.clone(),
+            priorities: self.priorities.clone(),
         };
         let mut owner_ids: HashMap<String, u32> = (0..)
             .zip(&next.owners)
@@ -324,16 +344,40 @@ impl JobsImage {
                 Err(e) => failed = Some(e),
             }
         };
-        // The jobs changed since the cache was made, in id order: each one's entry goes,
-        // and a job still there is cached again (or made live).
-        let mut at = 0;
-        for change in old.jobs.diff(&self.jobs) {
-            let (id, now) = match change {
+        // The jobs changed since the cache was made, and those whose priority did, in id
+        // order: each one's entry goes, and a job still there is cached again (or made
+        // live).
+        let mut changes: Vec<(JobId, Option<&Arc<Job>>)> = old
+            .jobs
+            .diff(&self.jobs)
+            .map(|change| match change {
                 DiffItem::Add(id, job) | DiffItem::Update { new: (id, job), .. } => {
                     (*id, Some(job))
                 }
                 DiffItem::Remove(id, _) => (*id, None),
-            };
+            })
+            .collect();
+        let same_priorities = match (&old.priorities, &self.priorities) {
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            (None, None) => true,
+            _ => false,
+        };
+        if !same_priorities {
+            let (before, now) = (old.priorities.as_deref(), self.priorities.as_deref());
+            let reprioritized: Vec<(JobId, Option<&Arc<Job>>)> = old
+                .entries
+                .iter()
+                .filter(|e| row_prio(before, e.id, None) != row_prio(now, e.id, None))
+                .filter_map(|e| self.jobs.get(&e.id).map(|j| (e.id, Some(j))))
+                .collect();
+            if !reprioritized.is_empty() {
+                changes.extend(reprioritized);
+                changes.sort_by_key(|(id, _)| *id);
+                changes.dedup_by_key(|(id, _)| *id);
+            }
+        }
+        let mut at = 0;
+        for (id, now) in changes {
             let upto = at + old.entries[at..].partition_point(|e| e.id < id);
             next.keep(old, at..upto);
             at = upto + usize::from(old.entries.get(upto).is_some_and(|e| e.id == id));
@@ -439,7 +483,9 @@ impl JobsImage {
         emit: &mut impl FnMut(JobRow<'j>),
     ) {
         {
+            let prios = self.priorities.as_deref();
             let base = |state: JobState, tasks: RowTasks| JobRow {
+                prio: row_prio(prios, job.id, None),
                 job_id: job.id,
                 name: &job.spec.name,
                 owner: &job.owner.user,
@@ -501,6 +547,7 @@ impl JobsImage {
                             },
                         );
                         row.start_time = Some(*start_time);
+                        row.prio = row_prio(prios, job.id, Some(task));
                         row.restarted = job.restarted.contains_key(&task);
                         row.queue = Some(QueueAt { queue, host });
                         row.slots = grants.iter().map(|g| g.slots).sum::<u32>().max(1);
@@ -570,6 +617,7 @@ pub fn zombie_view(job: &Job, end_time: i64) -> JobView {
         hold_jids: job.spec.hold_jids.clone(),
         is_array: job.is_array(),
         restarted: false,
+        prio: 0,
     }
 }
 
@@ -634,7 +682,7 @@ mod tests {
                 let head = format!(
                     "{:>7} {} {:<10.10} {:<12.12} {:<5} ",
                     v.job_id,
-                    gantry_common::joblines::prior(v.priority),
+                    gantry_common::joblines::prior(v.prio),
                     v.name,
                     v.owner,
                     v.state_letters()

@@ -1,0 +1,105 @@
+//! `qstat -pri/-urg/-ext` and `sge_share_mon`: the parts of each job's priority as the
+//! scheduler's last run worked them out, and the share tree with its usage now.
+
+use gantry_proto::{PriorityRow, ShareTreeNode, TaskId};
+
+use super::TaskState;
+use crate::core::state::ClusterState;
+use gantry_sched::priority::{self, PolicyConf, PolicyObjects, Tickets};
+use gantry_sched::time::Time;
+
+impl ClusterState {
+    /// A row per running task and per job with pending tasks of `users`' jobs (all:
+    /// empty or `*`), in job id order; zeros where the last run did not consider a job
+    /// (held, waiting, or no run yet), as SGE shows them.
+    pub fn priority_rows(&self, users: &[String]) -> Vec<PriorityRow> {
+        let view = self.view();
+        let prios = self.live.priorities.as_deref();
+        let mut out = Vec::new();
+        for job in self.input.jobs.values() {
+            if !(users.is_empty() || users.iter().any(|u| u == "*" || *u == job.owner.user)) {
+                continue;
+            }
+            let p = prios.and_then(|p| p.jobs.get(&job.id));
+            let department = view.department_of(&job.owner.user, &job.owner.groups);
+            let row = |task: Option<TaskId>, t: Option<Tickets>| {
+                let t = t.unwrap_or_default();
+                let u = p.map(|p| p.urgency).unwrap_or_default();
+                PriorityRow {
+                    job_id: job.id,
+                    task,
+                    prio: t.prio,
+                    nurg: u.nurg,
+                    npprior: p.map_or(0.0, |p| p.npprior),
+                    ntckts: t.ntckts,
+                    urg: u.urg,
+                    rrcontr: u.rrcontr,
+                    wtcontr: u.wtcontr,
+                    dlcontr: u.dlcontr,
+                    ppri: job.spec.priority,
+                    ovrts: 0,
+                    otckt: t.otckt,
+                    ftckt: t.ftckt,
+                    stckt: t.stckt,
+                    share: t.share,
+                    project: job.spec.project.clone(),
+                    department: department.clone(),
+                    deadline: job.spec.deadline,
+                    usage: task.and_then(|t| {
+                        self.live
+                            .task_usage
+                            .get(&(job.id, t))
+                            .map(|u| (u.cpu, u.mem, u.io))
+                    }),
+                }
+            };
+            for (task, state) in job.tasks.placed() {
+                if matches!(
+                    state,
+                    TaskState::Running { .. } | TaskState::Deleting { .. }
+                ) {
+                    out.push(row(Some(task), p.and_then(|p| p.tasks.get(&task).copied())));
+                }
+            }
+            if job.tasks.has_pending() {
+                out.push(row(None, p.and_then(|p| p.pending)));
+            }
+        }
+        out
+    }
+
+    /// The share tree's nodes as `sge_share_mon` shows them at `now` (Unix seconds).
+    pub fn share_tree_rows(&self, now: i64) -> Vec<ShareTreeNode> {
+        let view = self.view();
+        let conf = PolicyConf::from_config((*self.input.sched).as_ref());
+        let jobs = view.policy_jobs(Time::from_secs(now), &conf);
+        let departments = view.departments();
+        let objects = PolicyObjects {
+            users: &self.input.users,
+            projects: &self.input.projects,
+            departments: &departments,
+            share_tree: self.input.share_tree.as_ref().as_ref(),
+            usage: &self.input.usage,
+        };
+        let triple = |a: gantry_common::usage::Amounts| (a.cpu, a.mem, a.io);
+        priority::share_tree_nodes(&conf, &jobs, &objects, now)
+            .into_iter()
+            .map(|n| ShareTreeNode {
+                path: n.path,
+                user_name: n.user_name,
+                project_name: n.project_name,
+                shares: n.shares,
+                job_count: n.job_count,
+                level: n.level,
+                total: n.total,
+                long_target_share: n.long_target_share,
+                short_target_share: n.short_target_share,
+                actual_share: n.actual_share,
+                usage: n.usage,
+                decayed: triple(n.decayed),
+                long_term: triple(n.long_term),
+                usage_time: n.usage_time,
+            })
+            .collect()
+    }
+}

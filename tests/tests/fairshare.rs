@@ -1,0 +1,224 @@
+//! The ticket policies end to end: which user's job starts first on one slot under the
+//! functional policy and under a share tree with usage, usage kept across a master
+//! restart, `qstat -ext/-pri/-urg` and `sge_share_mon` as a user sees them.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::time::Duration;
+
+use gantry_tests::{ensure_user, need_root, wait_until, Cluster};
+
+/// The scheduler configuration with these attributes changed (`qconf -Msconf`).
+fn set_sched(c: &Cluster, changes: &[(&str, &str)]) {
+    let current = c.qconf(&["-ssconf"]).stdout;
+    let changed: String = current
+        .lines()
+        .map(|l| {
+            let key = l.split_whitespace().next().unwrap_or("");
+            match changes.iter().find(|(k, _)| *k == key) {
+                Some((k, v)) => format!("{k:<33} {v}\n"),
+                None => format!("{l}\n"),
+            }
+        })
+        .collect();
+    let file = c.home().join("sched_conf");
+    std::fs::write(&file, changed).unwrap();
+    let out = c.qconf(&["-Msconf", file.to_str().unwrap()]);
+    assert_eq!(out.code, 0, "{out:?}");
+}
+
+fn add_user(c: &Cluster, name: &str, fshare: u32) {
+    let file = c.home().join(format!("user-{name}"));
+    std::fs::write(
+        &file,
+        format!("name {name}\noticket 0\nfshare {fshare}\ndelete_time 0\ndefault_project NONE\n"),
+    )
+    .unwrap();
+    let out = c.qconf(&["-Auser", file.to_str().unwrap()]);
+    assert_eq!(out.code, 0, "{out:?}");
+}
+
+/// `qstat -u '*' -ext`'s job lines: (job id, tckts, ftckt, stckt, share), in the order
+/// listed.
+fn ext_rows(c: &Cluster) -> Vec<(String, i64, i64, i64, String)> {
+    let out = c.client("qstat", &["-u", "*", "-ext"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    out.stdout
+        .lines()
+        .skip(2)
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            // id prior ntckts name user project department state tckts ovrts otckt
+            // ftckt stckt share (pending rows have no cpu/mem/io).
+            let n = |i: usize| f[i].parse::<i64>().unwrap();
+            (f[0].to_string(), n(8), n(11), n(12), f[13].to_string())
+        })
+        .collect()
+}
+
+fn job_ids_started_in_order(c: &Cluster, jobs: &[&str]) -> Vec<String> {
+    let mut started: Vec<(String, String)> = jobs
+        .iter()
+        .map(|j| {
+            let out = c.client("qacct", &["-j", j]);
+            let start = out
+                .stdout
+                .lines()
+                .find(|l| l.starts_with("start_time"))
+                .unwrap_or_else(|| panic!("no start_time for {j}: {out:?}"))
+                .to_string();
+            (start, j.to_string())
+        })
+        .collect();
+    started.sort();
+    started.into_iter().map(|(_, j)| j).collect()
+}
+
+/// On one slot, one pending job each of three users with functional shares 10/30/60:
+/// SGE's tickets (2500, 833, 250 of 10000: a pending job's share of the user weight),
+/// and they start in that order whatever order they were submitted in.
+#[test]
+fn functional_shares_decide_whose_job_starts_first() {
+    if !need_root("functional_shares_decide_whose_job_starts_first") {
+        return;
+    }
+    for u in ["gtuser1", "gtuser2", "gtuser3"] {
+        ensure_user(u);
+    }
+    let c = Cluster::one_host();
+    assert_eq!(c.qconf(&["-rattr", "queue", "slots", "1", "all.q"]).code, 0);
+    set_sched(&c, &[("weight_tickets_functional", "10000")]);
+    for (u, share) in [("gtuser1", 10), ("gtuser2", 30), ("gtuser3", 60)] {
+        add_user(&c, u, share);
+    }
+    assert_eq!(c.client("qmod", &["-d", "all.q"]).code, 0);
+    let j1 = c.submit("gtuser1", &["-b", "y", "sleep", "2"]);
+    let j2 = c.submit("gtuser2", &["-b", "y", "sleep", "2"]);
+    let j3 = c.submit("gtuser3", &["-b", "y", "sleep", "2"]);
+    wait_until(
+        "a cycle to give the pending jobs their tickets",
+        Duration::from_secs(20),
+        || ext_rows(&c).iter().any(|r| r.1 > 0),
+    );
+    assert_eq!(
+        ext_rows(&c),
+        vec![
+            (j3.clone(), 2500, 2500, 0, "0.70".to_string()),
+            (j2.clone(), 833, 833, 0, "0.23".to_string()),
+            (j1.clone(), 250, 250, 0, "0.07".to_string()),
+        ]
+    );
+    // -pri: the priority is the tickets' part alone here (one slot each, submitted
+    // within the same seconds: their urgency is nearly the same).
+    let pri = c.client("qstat", &["-u", "*", "-pri"]);
+    assert!(
+        pri.stdout.starts_with("job-ID  prior   nurg    npprior ntckts   ppri name       user         state submit/start at     queue                          slots ja-task-ID \n"),
+        "{pri:?}"
+    );
+    assert!(
+        pri.stdout
+            .lines()
+            .nth(2)
+            .unwrap()
+            .contains(" 1.00000     0 sleep      gtuser3 "),
+        "{pri:?}"
+    );
+    assert_eq!(c.client("qmod", &["-e", "all.q"]).code, 0);
+    wait_until("every job to end", Duration::from_secs(60), || {
+        c.client("qstat", &["-u", "*"]).stdout.is_empty()
+    });
+    assert_eq!(job_ids_started_in_order(&c, &[&j1, &j2, &j3]), [j3, j2, j1]);
+}
+
+/// A share tree 75/25: the user who used the cluster waits behind the other, the
+/// usage survives a master restart, `qconf -clearusage` forgets it; `sge_share_mon`
+/// shows it.
+#[test]
+fn share_tree_usage_shifts_the_order_and_survives_a_restart() {
+    if !need_root("share_tree_usage_shifts_the_order_and_survives_a_restart") {
+        return;
+    }
+    for u in ["gtuser1", "gtuser2"] {
+        ensure_user(u);
+    }
+    let mut c = Cluster::one_host();
+    assert_eq!(c.qconf(&["-rattr", "queue", "slots", "1", "all.q"]).code, 0);
+    set_sched(
+        &c,
+        &[("weight_tickets_share", "10000"), ("halftime", "168")],
+    );
+    add_user(&c, "gtuser1", 0);
+    add_user(&c, "gtuser2", 0);
+    let tree = c.home().join("tree");
+    std::fs::write(
+        &tree,
+        "id=0\nname=Root\ntype=0\nshares=1\nchildnodes=1,2\n\
+id=1\nname=gtuser1\ntype=0\nshares=75\nchildnodes=NONE\n\
+id=2\nname=gtuser2\ntype=0\nshares=25\nchildnodes=NONE\n",
+    )
+    .unwrap();
+    assert_eq!(c.qconf(&["-Astree", tree.to_str().unwrap()]).code, 0);
+    // gtuser1 burns about two CPU seconds.
+    let burn = c.submit(
+        "gtuser1",
+        &[
+            "-b",
+            "y",
+            "sh",
+            "-c",
+            "end=$(($(date +%s)+3)); while [ $(date +%s) -lt $end ]; do :; done",
+        ],
+    );
+    wait_until("the burner to end", Duration::from_secs(60), || {
+        c.client("qacct", &["-j", &burn]).code == 0
+    });
+    let cpu_of = |c: &Cluster| -> f64 {
+        let out = c.client(
+            "sge_share_mon",
+            &["-c", "1", "-n", "-x", "-f", "user_name,cpu"],
+        );
+        assert_eq!(out.code, 0, "{out:?}");
+        out.stdout
+            .lines()
+            .find(|l| l.starts_with("user_name=gtuser1\t"))
+            .and_then(|l| l.split("cpu=").nth(1))
+            .and_then(|v| v.trim_end_matches('\t').parse().ok())
+            .unwrap_or_else(|| panic!("no usage of gtuser1: {out:?}"))
+    };
+    let used = cpu_of(&c);
+    assert!(used > 0.5, "gtuser1 used {used} CPU seconds");
+    // Both users wait on the one slot: gtuser2 first, for gtuser1's usage.
+    assert_eq!(c.client("qmod", &["-d", "all.q"]).code, 0);
+    let a = c.submit("gtuser1", &["-b", "y", "sleep", "1"]);
+    let b = c.submit("gtuser2", &["-b", "y", "sleep", "1"]);
+    let first = |c: &Cluster| {
+        wait_until("a cycle to rank the jobs", Duration::from_secs(20), || {
+            ext_rows(c).iter().all(|r| r.3 > 0)
+        });
+        ext_rows(c)[0].0.clone()
+    };
+    assert_eq!(first(&c), b);
+    // Kept across a restart, decayed by the seconds it was down at most.
+    c.stop_master(nix::sys::signal::Signal::SIGTERM);
+    c.start_master();
+    let kept = cpu_of(&c);
+    assert!(
+        (kept - used).abs() < 0.01 * used,
+        "usage {used} before the restart, {kept} after"
+    );
+    assert_eq!(first(&c), b);
+    // Forgotten: the shares alone decide.
+    let clear = c.qconf(&["-clearusage"]);
+    assert_eq!(clear.code, 0, "{clear:?}");
+    assert!(
+        clear.stderr.contains("modified \"gtuser1\" in user list"),
+        "{clear:?}"
+    );
+    assert_eq!(cpu_of(&c), 0.0);
+    wait_until(
+        "a cycle after the usage was cleared",
+        Duration::from_secs(20),
+        || ext_rows(&c).first().is_some_and(|r| r.0 == a),
+    );
+    assert_eq!(c.client("qdel", &["-u", "*", "*"]).code, 0);
+}
