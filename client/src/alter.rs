@@ -254,10 +254,10 @@ fn changes_of(p: &Parsed) -> Result<JobChanges, OptionError> {
                 )?)))
             }
             "-ot" => {
-                return Err(crate::qsub::unsupported(&match &g.arg {
-                    Some(a) => format!("qalter {} {a}", g.name),
-                    None => format!("qalter {}", g.name),
-                }))
+                changes.override_tickets = Some(optvalues::unsigned(
+                    &arg,
+                    "ERROR! invalid override tickets, must be an unsigned integer",
+                )?)
             }
             // qsub's options that SGE's qalter parses and then finds left over.
             _ => return Err(OptionError::not_taken(g.name, g.arg.as_deref())),

@@ -282,6 +282,7 @@ pub fn render_unsubmitted_job(spec: &gantry_proto::JobSpec) -> String {
         errors: Vec::new(),
         running: Vec::new(),
         checkpoint_attr: None,
+        override_tickets: 0,
     };
     let mut out = String::new();
     render_job(&mut out, &detail, true);
@@ -451,6 +452,9 @@ fn render_job(out: &mut String, d: &gantry_proto::JobDetail, unsubmitted: bool) 
             gantry_proto::JobScript::Script { path, .. } => row("script_file", path.clone()),
             gantry_proto::JobScript::Binary { command } => row("script_file", command.clone()),
         }
+        if d.override_tickets > 0 {
+            row("oticket", d.override_tickets.to_string());
+        }
         // SGE prints this one with two blanks after the colon, not aligned.
         let pe_line = spec
             .pe
@@ -600,7 +604,17 @@ pub fn qstat(args: &[String]) -> Output {
             .collect();
         return match crate::ask(&ToMaster::JobDetails { ids }) {
             Ok(FromMaster::JobDetails(d)) if p.has("-xml") => Output::ok(detail::render_xml(&d)),
-            Ok(FromMaster::JobDetails(d)) if p.has("-json") => Output::ok(detail::render_json(&d)),
+            Ok(FromMaster::JobDetails(d)) if p.has("-json") => {
+                match crate::ask(&ToMaster::ShowPriorities {
+                    users: vec!["*".into()],
+                }) {
+                    Ok(FromMaster::Priorities(prios)) => {
+                        Output::ok(detail::render_json(&d, &prios))
+                    }
+                    Ok(other) => crate::unexpected(&other),
+                    Err(out) => out,
+                }
+            }
             Ok(FromMaster::JobDetails(d)) => {
                 let mut out = String::new();
                 for one in &d {

@@ -278,14 +278,6 @@ fn refused(layer: Layer, e: OptionError) -> Output {
     Output::fail(format!("{prefix}{}", e.text), e.status)
 }
 
-/// An option SGE takes that Gantry cannot honour yet: refused, never ignored.
-pub(crate) fn unsupported(option: &str) -> OptionError {
-    OptionError {
-        text: format!("Unsupported: \"{option}\" is not supported by Gantry yet"),
-        status: optvalues::ENOIMP,
-    }
-}
-
 pub(crate) fn date_time(arg: &str, option: &str) -> Result<i64, OptionError> {
     crate::dates::parse_date_time(arg, jiff::Zoned::now()).ok_or_else(|| {
         OptionError::syntax(format!(

@@ -51,6 +51,7 @@ pub struct Cluster {
     pub projects: BTreeMap<String, gantry_common::project::Project>,
     pub share_tree: Option<gantry_common::sharetree::ShareNode>,
     pub usage: gantry_common::usage::UsageBook,
+    pub job_otickets: BTreeMap<JobId, u32>,
 }
 
 impl Cluster {
@@ -116,6 +117,7 @@ impl Cluster {
             projects: BTreeMap::new(),
             share_tree: None,
             usage: Default::default(),
+            job_otickets: BTreeMap::new(),
         };
         c.settle_quotas();
         c
@@ -147,6 +149,7 @@ impl Cluster {
             projects: &self.projects,
             share_tree: &self.share_tree,
             usage: &self.usage,
+            job_otickets: &self.job_otickets,
         }
     }
 
@@ -198,6 +201,7 @@ impl Cluster {
             projects: keep(&self.projects, before.map(|b| &b.projects)),
             share_tree: keep(&self.share_tree, before.map(|b| &b.share_tree)),
             usage: keep(&self.usage, before.map(|b| &b.usage)),
+            job_otickets: keep(&self.job_otickets, before.map(|b| &b.job_otickets)),
         }
     }
 

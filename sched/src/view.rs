@@ -80,6 +80,8 @@ pub struct ClusterView<'a> {
     pub share_tree: &'a Option<ShareNode>,
     /// Every user's and project's usage (the share-tree policy's).
     pub usage: &'a UsageBook,
+    /// Jobs' own override tickets (`qalter -ot`).
+    pub job_otickets: &'a BTreeMap<JobId, u32>,
 }
 
 /// The same input owned: every part the master keeps behind an `Arc` and changes
@@ -111,6 +113,7 @@ pub struct ClusterImage {
     pub projects: Arc<BTreeMap<String, Project>>,
     pub share_tree: Arc<Option<ShareNode>>,
     pub usage: Arc<UsageBook>,
+    pub job_otickets: Arc<BTreeMap<JobId, u32>>,
 }
 
 impl ClusterImage {
@@ -140,6 +143,7 @@ impl ClusterImage {
             projects: &self.projects,
             share_tree: &self.share_tree,
             usage: &self.usage,
+            job_otickets: &self.job_otickets,
         }
     }
 }

@@ -222,3 +222,74 @@ id=2\nname=gtuser2\ntype=0\nshares=25\nchildnodes=NONE\n",
     );
     assert_eq!(c.client("qdel", &["-u", "*", "*"]).code, 0);
 }
+
+/// `qalter -ot`: a manager gives a job override tickets (SGE's words, a plain owner is
+/// refused), `qstat -ext` and `qstat -j` show them, and they go with the job.
+#[test]
+fn override_tickets_are_given_by_managers_and_shown() {
+    if !need_root("override_tickets_are_given_by_managers_and_shown") {
+        return;
+    }
+    ensure_user("gtuser1");
+    let mut c = Cluster::one_host();
+    assert_eq!(c.client("qmod", &["-d", "all.q"]).code, 0);
+    let j = c.submit("gtuser1", &["-b", "y", "sleep", "60"]);
+    let me = nix::unistd::User::from_uid(nix::unistd::getuid())
+        .ok()
+        .flatten()
+        .map_or_else(|| "root".to_string(), |u| u.name);
+    let out = c.client("qalter", &["-ot", "100", &j]);
+    assert_eq!(
+        (out.code, out.stdout.as_str()),
+        (
+            0,
+            format!("{me}@head sets override tickets of job {j} to 100\n").as_str()
+        ),
+        "{out:?}"
+    );
+    let out = c.as_user("gtuser1", "qalter", &["-ot", "200", &j]);
+    // (SGE's qalter prints its master's refusals on standard output; Gantry's, as
+    // every other qalter refusal, on standard error.)
+    assert_eq!(out.code, 1, "{out:?}");
+    assert_eq!(
+        out.stderr,
+        "denied: \"gtuser1\" must be operator to change amount of override tickets\n"
+    );
+    let out = c.client("qalter", &["-ot", "-5", &j]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(
+        out.stderr
+            .contains("invalid override tickets, must be an unsigned integer"),
+        "{out:?}"
+    );
+    wait_until(
+        "a cycle to give the tickets",
+        Duration::from_secs(20),
+        || ext_rows(&c).first().is_some_and(|r| r.1 == 100),
+    );
+    let ext = c.client("qstat", &["-u", "*", "-ext"]);
+    let line = ext.stdout.lines().nth(2).unwrap().to_string();
+    // tckts ovrts otckt ftckt stckt share
+    assert!(
+        line.contains("  100   100   100     0     0 1.00 "),
+        "{line}"
+    );
+    let detail = c.client("qstat", &["-j", &j]);
+    assert!(
+        detail
+            .stdout
+            .contains("\noticket:                    100\n"),
+        "{detail:?}"
+    );
+    // Kept across a restart, gone with the job.
+    c.stop_master(nix::sys::signal::Signal::SIGTERM);
+    c.start_master();
+    assert!(c
+        .client("qstat", &["-j", &j])
+        .stdout
+        .contains("\noticket:                    100\n"));
+    assert_eq!(c.client("qdel", &[&j]).code, 0);
+    c.stop_master(nix::sys::signal::Signal::SIGTERM);
+    c.start_master();
+    assert!(c.client("qstat", &["-u", "*"]).stdout.is_empty());
+}

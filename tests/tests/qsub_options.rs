@@ -347,11 +347,6 @@ fn qalter_refuses_options_as_sges_qalter() {
         (&["-b", "y", "1"], "Unknown option -b y", 5),
         (&["-sync", "y", "1"], "Unknown option -sync y", 5),
         (&["-terse", "1"], "Unknown option -terse", 5),
-        (
-            &["-ot", "5", "1"],
-            "Unsupported: \"qalter -ot 5\" is not supported by Gantry yet",
-            5,
-        ),
         (&["-verify", "1"], "Unknown option -verify", 5),
         (
             &["-w", "x", "1"],

@@ -239,7 +239,12 @@ fn job_xml(x: &mut Xml, d: &JobDetail) {
     x.element(i, "JB_verify_suitable_queues", &[], "0");
     x.element(i, "JB_soft_wallclock_gmt", &[], "0");
     x.element(i, "JB_hard_wallclock_gmt", &[], "0");
-    x.element(i, "JB_override_tickets", &[], "0");
+    x.element(
+        i,
+        "JB_override_tickets",
+        &[],
+        &d.override_tickets.to_string(),
+    );
     x.element(i, "JB_version", &[], "0");
     let (first, last, step) = spec.array.map_or((1, 1, 1), |r| (r.first, r.last, r.step));
     x.open(i, "JB_ja_structure", &[]);
@@ -318,7 +323,52 @@ fn pairs(list: &[(String, String)]) -> Vec<serde_json::Value> {
 }
 
 /// `qstat -j ids -json`: one document, `{"jobs": [...]}`, the fields named as here.
-pub fn render_json(details: &[JobDetail]) -> String {
+/// One job's priority parts as `qstat -j -json` shows them: each row's (the pending
+/// tasks', each running task's) tickets, urgency and `prio`, and where its pending
+/// tasks stand among every pending job (1: served first).
+fn priority_json(
+    job: gantry_proto::JobId,
+    prios: &[gantry_proto::PriorityRow],
+) -> serde_json::Value {
+    let mut pending: Vec<&gantry_proto::PriorityRow> =
+        prios.iter().filter(|p| p.task.is_none()).collect();
+    pending.sort_by(|a, b| b.prio.total_cmp(&a.prio).then(a.job_id.cmp(&b.job_id)));
+    let rank = pending.iter().position(|p| p.job_id == job).map(|i| i + 1);
+    let rows: Vec<serde_json::Value> = prios
+        .iter()
+        .filter(|p| p.job_id == job)
+        .map(|p| {
+            serde_json::json!({
+                "task": p.task,
+                "prio": p.prio,
+                "npprior": p.npprior,
+                "ppri": p.ppri,
+                "nurg": p.nurg,
+                "urg": p.urg,
+                "rrcontr": p.rrcontr,
+                "wtcontr": p.wtcontr,
+                "dlcontr": p.dlcontr,
+                "ntckts": p.ntckts,
+                "tckts": p.otckt + p.ftckt + p.stckt,
+                "otckt": p.otckt,
+                "ftckt": p.ftckt,
+                "stckt": p.stckt,
+                "share": p.share,
+                "project": p.project,
+                "department": p.department,
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "pending_rank": rank,
+        "pending_jobs": pending.len(),
+        "rows": rows,
+    })
+}
+
+/// `qstat -j -json`: every job's details, with its priority parts (`prios`, every
+/// user's, to rank it among the others).
+pub fn render_json(details: &[JobDetail], prios: &[gantry_proto::PriorityRow]) -> String {
     let jobs: Vec<serde_json::Value> = details
         .iter()
         .map(|d| {
@@ -401,6 +451,7 @@ pub fn render_json(details: &[JobDetail]) -> String {
             put("context", serde_json::json!(pairs(&spec.context)));
             put("env", serde_json::json!(pairs(&spec.env)));
             put("scheduling_info", serde_json::json!(d.reasons));
+            put("priority", priority_json(d.job_id, prios));
             put(
                 "running_tasks",
                 serde_json::Value::Array(
@@ -461,6 +512,7 @@ mod tests {
             errors: vec![],
             running: vec![],
             checkpoint_attr: None,
+            override_tickets: 0,
         }
     }
 
@@ -517,8 +569,39 @@ mod tests {
 
     #[test]
     fn json_names_every_field() {
-        let doc: serde_json::Value = serde_json::from_str(&render_json(&[held()])).unwrap();
+        let row = |job: u64, prio: f64| gantry_proto::PriorityRow {
+            job_id: gantry_proto::JobId(job),
+            task: None,
+            prio,
+            nurg: 0.5,
+            npprior: 0.5,
+            ntckts: prio,
+            urg: 1000.0,
+            rrcontr: 1000.0,
+            wtcontr: 0.0,
+            dlcontr: 0.0,
+            ppri: 0,
+            ovrts: 0,
+            otckt: 0.0,
+            ftckt: 250.0,
+            stckt: 0.0,
+            share: 0.1,
+            project: None,
+            department: Some("defaultdepartment".into()),
+            deadline: None,
+            usage: None,
+        };
+        let prios = [row(38, 0.2), row(39, 0.7), row(40, 0.1)];
+        let doc: serde_json::Value = serde_json::from_str(&render_json(&[held()], &prios)).unwrap();
         let job = &doc["jobs"][0];
+        // Why it waits: one pending job goes before it.
+        assert_eq!(job["priority"]["pending_rank"], 2);
+        assert_eq!(job["priority"]["pending_jobs"], 3);
+        assert_eq!(job["priority"]["rows"][0]["ftckt"], 250.0);
+        assert_eq!(
+            job["priority"]["rows"][0]["department"],
+            "defaultdepartment"
+        );
         assert_eq!(job["job_number"], 38);
         assert_eq!(job["job_name"], "held");
         assert_eq!(job["hold"], true);

@@ -242,7 +242,7 @@ impl ClusterState {
                 results.push(done(format!("{} has deleted job {id}", caller.user)));
             }
             if job.tasks.is_empty() {
-                ops.push(Op::Delete(crate::core::state::job_key(id)));
+                ops.extend(self.removal_ops(id));
                 effects.push(Effect::JobLeft(id));
             } else {
                 ops.push(Op::Put(Object::Job(job)));
@@ -625,7 +625,7 @@ impl ClusterState {
         let mut finished = Vec::new();
         for (id, job) in changed {
             if job.tasks.is_empty() {
-                ops.push(Op::Delete(crate::core::state::job_key(id)));
+                ops.extend(self.removal_ops(id));
                 done_jobs.push(Effect::JobEnded(id));
                 finished.push(Effect::Finished(Box::new(crate::core::jobs::zombie_view(
                     &job, now,

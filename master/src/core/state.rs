@@ -84,6 +84,12 @@ pub enum Object {
         of: gantry_common::usage::UsageOf,
         usage: gantry_common::usage::Usage,
     },
+    /// A job's own override tickets (`qalter -ot`), beside the job (whose record they
+    /// would change the form of).
+    JobOverride {
+        job: JobId,
+        tickets: u32,
+    },
     /// What of a running task's measurements its owner's usage counts.
     Counted {
         job: JobId,
@@ -123,6 +129,7 @@ impl Object {
             Object::ShareTree(_) => "share-tree".to_string(),
             Object::Usage { of, .. } => of.key(),
             Object::Counted { job, task, .. } => counted_key(*job, *task),
+            Object::JobOverride { job, .. } => override_key(*job),
         }
     }
 }
@@ -164,6 +171,22 @@ pub fn job_key(id: JobId) -> String {
 /// The spool key of a task removed with `qdel -f` that waits for its host's report.
 pub fn forced_key(job: JobId, task: TaskId) -> String {
     format!("forced/{job:020}.{task}")
+}
+
+impl ClusterState {
+    /// The writes that remove a job: its record, and its own override tickets.
+    pub fn removal_ops(&self, id: JobId) -> Vec<Op> {
+        let mut ops = vec![Op::Delete(job_key(id))];
+        if self.input.job_otickets.contains_key(&id) {
+            ops.push(Op::Delete(override_key(id)));
+        }
+        ops
+    }
+}
+
+/// The spool key of a job's own override tickets.
+pub fn override_key(job: JobId) -> String {
+    format!("oticket/{job:020}")
 }
 
 /// The spool key of what a running task's usage counts.
@@ -335,12 +358,20 @@ impl ClusterState {
                 | Object::ForcedAway(_)
                 | Object::HostCert { .. }
                 | Object::Usage { .. }
-                | Object::Counted { .. },
+                | Object::Counted { .. }
+                | Object::JobOverride { .. },
             ) => false,
             Op::Account(_) | Op::NextJobId(_) | Op::Script { .. } | Op::Catalog(_) => false,
-            Op::Delete(key) => !["job/", "forced/", "hostcert/", "usage/", "counted/"]
-                .iter()
-                .any(|p| key.starts_with(p)),
+            Op::Delete(key) => ![
+                "job/",
+                "forced/",
+                "hostcert/",
+                "usage/",
+                "counted/",
+                "oticket/",
+            ]
+            .iter()
+            .any(|p| key.starts_with(p)),
             Op::Put(_) => true,
         };
         if touches_config {
@@ -415,6 +446,9 @@ impl ClusterState {
                         .records
                         .insert(of, usage);
                 }
+                Object::JobOverride { job, tickets } => {
+                    Arc::make_mut(&mut self.input.job_otickets).insert(job, tickets);
+                }
                 Object::Counted {
                     job,
                     task,
@@ -481,6 +515,10 @@ impl ClusterState {
                                 .counted
                                 .remove(&(job, task));
                         }
+                    }
+                } else if let Some(id) = key.strip_prefix("oticket/") {
+                    if let Ok(id) = id.parse::<JobId>() {
+                        Arc::make_mut(&mut self.input.job_otickets).remove(&id);
                     }
                 } else if key.starts_with("usage/") {
                     Arc::make_mut(&mut self.input.usage)

@@ -667,7 +667,7 @@ impl Cluster {
         }
         let ops: Vec<Op> = gone
             .iter()
-            .map(|&id| Op::Delete(crate::core::state::job_key(id)))
+            .flat_map(|&id| self.state.removal_ops(id))
             .collect();
         if self.commit(&ops).is_err() {
             return; // still pending: the next cycle decides again

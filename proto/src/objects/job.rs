@@ -635,6 +635,8 @@ pub struct JobChanges {
     pub verify: Verify,
     /// `-ar id`: the advance reservation (only of a job none of whose tasks runs).
     pub ar: Option<ArId>,
+    /// `-ot`: the job's own override tickets (managers only).
+    pub override_tickets: Option<u32>,
 }
 
 /// What a running task has used so far, as its execd measures it (`qstat -j`'s
@@ -682,6 +684,8 @@ pub struct JobDetail {
     /// A checkpointing job: when it is checkpointed (its `-c` letters, else its
     /// environment's `when`), as SGE shows `checkpoint_attr`.
     pub checkpoint_attr: Option<String>,
+    /// The job's own override tickets (`qalter -ot`; 0: none).
+    pub override_tickets: u32,
 }
 
 /// The parts of one row's priority (`qstat -pri`, `-urg`, `-ext`): a running task's, or

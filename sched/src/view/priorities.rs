@@ -121,7 +121,7 @@ impl<'a> ClusterView<'a> {
                     posix_priority: j.spec.priority,
                     deadline: j.spec.deadline,
                     job_share: j.spec.job_share,
-                    override_tickets: 0,
+                    override_tickets: self.job_otickets.get(&j.id).copied().unwrap_or(0),
                     user: j.owner.user.clone(),
                     project: j.spec.project.clone(),
                     department: self.department_of(&j.owner.user, &j.owner.groups),

@@ -96,6 +96,29 @@ impl ClusterState {
                     format!("denied: job \"{id}\" has no pending tasks; only pending jobs can be changed"),
                 );
             }
+            if let Some(ot) = changes.override_tickets {
+                if !manager {
+                    return refused(
+                        RefusalKind::Denied,
+                        format!(
+                            "denied: \"{}\" must be operator to change amount of override tickets",
+                            caller.user
+                        ),
+                    );
+                }
+                ops.push(if ot == 0 {
+                    Op::Delete(crate::core::state::override_key(id))
+                } else {
+                    Op::Put(Object::JobOverride {
+                        job: id,
+                        tickets: ot,
+                    })
+                });
+                messages.push(format!(
+                    "{}@{} sets override tickets of job {id} to {ot}",
+                    caller.user, caller.host
+                ));
+            }
             let mut job = crate::core::jobs::Job::clone(job);
             let spec = &mut job.spec;
             if let Some(h) = changes.hold {

@@ -37,7 +37,7 @@ impl ClusterState {
                     wtcontr: u.wtcontr,
                     dlcontr: u.dlcontr,
                     ppri: job.spec.priority,
-                    ovrts: 0,
+                    ovrts: self.input.job_otickets.get(&job.id).copied().unwrap_or(0),
                     otckt: t.otckt,
                     ftckt: t.ftckt,
                     stckt: t.stckt,
