@@ -141,6 +141,8 @@ pub struct ListingCache {
 #[derive(Debug, Clone, Copy)]
 struct CachedJob {
     id: JobId,
+    /// When the job was submitted (pending jobs are listed by priority, then by it).
+    submit_time: i64,
     owner: u32,
     /// How many rows, in `rows[start..end]`.
     count: usize,
@@ -165,26 +167,39 @@ impl ListingCache {
         }));
     }
 
-    /// The runs of rows of `entries[range]` whose owners are wanted, as parts of a
-    /// listing (adjacent rows one part); how many rows.
-    fn wanted_runs(
+    /// The rows of `entries[range]` whose owners are wanted, each job's a part of the
+    /// listing with the key it is listed by; how many rows.
+    fn wanted_items(
         &self,
         range: std::ops::Range<usize>,
         owner_wanted: &[bool],
-        parts: &mut Vec<Part>,
+        prios: Option<&Priorities>,
+        items: &mut Vec<(PendingKey, Part)>,
     ) -> usize {
         let mut count = 0;
         for e in &self.entries[range] {
-            if owner_wanted[e.owner as usize] {
+            if owner_wanted[e.owner as usize] && e.count > 0 {
                 count += e.count;
-                match parts.last_mut() {
-                    Some(Part::Cached(run)) if run.end == e.start => run.end = e.end,
-                    _ => parts.push(Part::Cached(e.start..e.end)),
-                }
+                items.push((
+                    pending_key(prios, e.id, e.submit_time),
+                    Part::Cached(e.start..e.end),
+                ));
             }
         }
         count
     }
+}
+
+/// The order pending jobs are listed in: the higher priority first, then the earlier
+/// submission, then the lower id (SGE's; without priorities, submission and id).
+type PendingKey = (u64, i64, JobId);
+
+fn pending_key(prios: Option<&Priorities>, id: JobId, submit_time: i64) -> PendingKey {
+    (
+        gantry_sched::order::descending(row_prio(prios, id, None) as f64),
+        submit_time,
+        id,
+    )
 }
 
 /// A part of a listing's answer after its header and running rows: rows of the cache
@@ -259,6 +274,9 @@ impl JobsImage {
             Some(_) => running.push(row.to_view()),
             None => pending.push(row.to_view()),
         });
+        // Pending jobs by priority (stable: a job's rows stay together, in order).
+        let prios = self.priorities.as_deref();
+        pending.sort_by_key(|v| pending_key(prios, v.job_id, v.submit_time));
         running.extend(pending);
         running
     }
@@ -269,20 +287,23 @@ impl JobsImage {
         let mut maker = LineMaker::default();
         let mut running = Vec::new();
         let mut pending = Vec::new();
+        let prios = self.priorities.as_deref();
         self.rows(users, started, |row| {
-            let to = match row.queue {
-                Some(_) => &mut running,
-                None => &mut pending,
-            };
             let line = maker.line(&row);
-            to.push(JobLine {
+            let line = JobLine {
                 state: line.state,
                 head: line.head.to_string(),
                 when: line.when,
                 tail: line.tail.to_string(),
-            });
+            };
+            match row.queue {
+                Some(_) => running.push(line),
+                None => pending.push((pending_key(prios, row.job_id, row.submit_time), line)),
+            }
         });
-        running.extend(pending);
+        // Pending jobs by priority (stable: a job's lines stay together, in order).
+        pending.sort_by_key(|(k, _)| *k);
+        running.extend(pending.into_iter().map(|(_, l)| l));
         running
     }
 
@@ -406,6 +427,7 @@ impl JobsImage {
             };
             next.entries.push(CachedJob {
                 id,
+                submit_time: job.submit_time,
                 owner,
                 count,
                 start,
@@ -416,15 +438,19 @@ impl JobsImage {
         // The listing: the running rows of the live jobs, then every pending row in id
         // order, runs of the cached ones between the live jobs' own.
         let owner_wanted: Vec<bool> = next.owners.iter().map(|o| wanted(users, o)).collect();
-        let (mut running, mut made, mut pending) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut running, mut made) = (Vec::new(), Vec::new());
         let mut count = 0;
+        // Every pending part (a cached job's rows, a live job's rows made now) with the
+        // key it is listed by: priority, then submission, then id, as SGE lists them.
+        let prios = self.priorities.as_deref();
+        let mut items: Vec<(PendingKey, Part)> = Vec::with_capacity(next.entries.len());
         let mut at = 0;
         for id in &next.live {
             let Some(job) = self.jobs.get(id) else {
                 continue;
             };
             let upto = at + next.entries[at..].partition_point(|e| e.id < *id);
-            count += next.wanted_runs(at..upto, &owner_wanted, &mut pending);
+            count += next.wanted_items(at..upto, &owner_wanted, prios, &mut items);
             at = upto;
             if wanted(users, &job.owner.user) {
                 let from = made.len();
@@ -437,11 +463,26 @@ impl JobsImage {
                     count += 1;
                 });
                 if made.len() > from {
-                    pending.push(Part::Made(from..made.len()));
+                    items.push((
+                        pending_key(prios, *id, job.submit_time),
+                        Part::Made(from..made.len()),
+                    ));
                 }
             }
         }
-        count += next.wanted_runs(at..next.entries.len(), &owner_wanted, &mut pending);
+        count += next.wanted_items(at..next.entries.len(), &owner_wanted, prios, &mut items);
+        if !items.is_sorted_by_key(|(k, _)| *k) {
+            items.sort_unstable_by_key(|(k, _)| *k);
+        }
+        // Adjacent parts written as one.
+        let mut pending: Vec<Part> = Vec::new();
+        for (_, part) in items {
+            match (pending.last_mut(), part) {
+                (Some(Part::Cached(r)), Part::Cached(s)) if r.end == s.start => r.end = s.end,
+                (Some(Part::Made(r)), Part::Made(s)) if r.end == s.start => r.end = s.end,
+                (_, part) => pending.push(part),
+            }
+        }
         if let Some(e) = failed {
             return Err(e);
         }
@@ -812,6 +853,9 @@ mod tests {
         Unplace(u64),
         Hold(u64),
         HoldJid(u64, u64),
+        /// A scheduling run gave every job a priority (from the seed): pending jobs
+        /// are listed by it.
+        Prioritize(u64),
         /// A listing of these users (none: everyone), checked against one made afresh,
         /// whose cache the next listing starts from.
         List(Option<usize>),
@@ -827,6 +871,7 @@ mod tests {
             1 => (1..30u64).prop_map(Change::Unplace),
             1 => (1..30u64).prop_map(Change::Hold),
             1 => (1..30u64, 1..30u64).prop_map(|(a, b)| Change::HoldJid(a, b)),
+            1 => any::<u64>().prop_map(Change::Prioritize),
             3 => proptest::option::of(0..3usize).prop_map(Change::List),
         ]
     }
@@ -869,6 +914,19 @@ mod tests {
                     }),
                     Change::Hold(id) => edit(&mut s, id, &|j| j.spec.hold = !j.spec.hold),
                     Change::HoldJid(id, on) => edit(&mut s, id, &|j| j.spec.hold_jids = vec![on.to_string()]),
+                    Change::Prioritize(seed) => {
+                        let mut p = gantry_sched::priority::Priorities::default();
+                        for id in s.input.jobs.keys() {
+                            // A few distinct values, so that ties occur.
+                            let prio = ((id.get().wrapping_mul(seed | 1) >> 7) % 4) as f64 / 4.0;
+                            let t = gantry_sched::priority::Tickets { prio, ..Default::default() };
+                            p.jobs.insert(*id, gantry_sched::priority::JobPriority {
+                                pending: Some(t),
+                                ..Default::default()
+                            });
+                        }
+                        s.live.priorities = Some(Arc::new(p));
+                    }
                     Change::List(users) => {
                         let users: Vec<String> = users.map(|o| OWNERS[o].to_string()).into_iter().collect();
                         let image = s.jobs_image();
@@ -882,6 +940,14 @@ mod tests {
                             .unwrap();
                         proptest::prop_assert_eq!(cached.to_vec(), afresh);
                         cache = Some(next);
+                        // Pending jobs by priority, then submission, then id.
+                        let keys: Vec<_> = image
+                            .views(&users, &started)
+                            .iter()
+                            .filter(|v| v.queue.is_none())
+                            .map(|v| (std::cmp::Reverse(v.prio), v.submit_time, v.job_id))
+                            .collect();
+                        proptest::prop_assert!(keys.is_sorted(), "{:?}", keys);
                         // The default listing's lines, cached alike.
                         let afresh = gantry_proto::encode(&gantry_proto::FromMaster::JobLines(
                             image.lines(&users, &started),
