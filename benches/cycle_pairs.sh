@@ -5,7 +5,9 @@
 # `master/benches/schedule.rs`); per pair, the ratio B / A; at the end the medians.
 # Usage: benches/cycle_pairs.sh [A [B [PAIRS]]]   (defaults: accounts groups 10)
 #   kinds: plain, quota (100 quota sets), accounts (the jobs' accounts naming 100
-#   groups, no tree), groups (the same with a tree of 100 groups)
+#   groups, no tree), groups (the same with a tree of 100 groups), owners (the jobs
+#   of 1,000 users with user objects), policies (the same with the share-tree and
+#   functional policies on), policies10 (plain's ten users with the policies on)
 # BIN_A, BIN_B: the benchmark binaries that time A and B (default: this tree's, built
 # first); two builds of the same kind compare code (see benches/cycle_ab.sh).
 set -eu

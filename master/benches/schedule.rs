@@ -116,6 +116,8 @@ fn bench(c: &mut Criterion) {
             "groups" => with_groups(s, 100, true),
             "owners" => with_policies(s, 1000, false),
             "policies" => with_policies(s, 1000, true),
+            // The issue-4 cluster's own ten users with the policies on.
+            "policies10" => with_policies(s, 10, true),
             _ => s,
         };
         measured_cycles(&kind, || {

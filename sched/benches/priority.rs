@@ -54,7 +54,8 @@ fn bench(c: &mut Criterion) {
         share_tree: Some(&tree),
         usage: &usage,
     };
-    let jobs: Vec<PolicyJob> = (1..=JOBS)
+    let names: Vec<String> = (0..USERS).map(|u| format!("user{u}")).collect();
+    let jobs: Vec<PolicyJob<'_>> = (1..=JOBS)
         .map(|id| PolicyJob {
             id: JobId(id),
             submit_time: id as i64,
@@ -62,9 +63,9 @@ fn bench(c: &mut Criterion) {
             deadline: None,
             job_share: 0,
             override_tickets: 0,
-            user: format!("user{}", id % USERS),
+            user: &names[(id % USERS) as usize],
             project: None,
-            department: Some("defaultdepartment".into()),
+            department: Some("defaultdepartment"),
             min_slots: 1,
             rrcontr: 1000.0,
             running: Vec::new(),

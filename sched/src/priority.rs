@@ -28,7 +28,7 @@ pub use share::{share_tree_nodes, ShareNodeRow};
 
 /// What the ticket policies and urgency read of one job.
 #[derive(Debug, Clone, PartialEq)]
-pub struct PolicyJob {
+pub struct PolicyJob<'a> {
     pub id: JobId,
     pub submit_time: i64,
     /// `-p`, -1023..1024.
@@ -39,10 +39,10 @@ pub struct PolicyJob {
     pub job_share: u32,
     /// `qalter -ot`.
     pub override_tickets: u32,
-    pub user: String,
-    pub project: Option<String>,
+    pub user: &'a str,
+    pub project: Option<&'a str>,
     /// The department (a `DEPT` userset) the owner belongs to, if any.
-    pub department: Option<String>,
+    pub department: Option<&'a str>,
     /// The lowest slot count of the job's parallel environment range (1 without one):
     /// what a job dilutes its node's share tree tickets by.
     pub min_slots: u32,
@@ -108,14 +108,23 @@ pub struct JobPriority {
     pub urgency: Urgency,
     /// The POSIX priority normalised (`npprior`).
     pub npprior: f64,
-    /// Per task considered: running tasks and the first pending ones.
-    pub tasks: BTreeMap<TaskId, Tickets>,
-    /// What the job's pending tasks beyond those considered show (SGE's template):
-    /// the first pending task's values.
+    /// Its running tasks' tickets, in task order.
+    pub running: Vec<(TaskId, Tickets)>,
+    /// What the job's pending tasks show (SGE's template): the first pending task's.
     pub pending: Option<Tickets>,
 }
 
 impl JobPriority {
+    /// A running task's tickets.
+    pub fn task(&self, t: TaskId) -> Option<Tickets> {
+        self.running.iter().find(|(u, _)| *u == t).map(|(_, x)| *x)
+    }
+
+    /// The first running task's tickets, else the pending tasks'.
+    pub fn first(&self) -> Option<Tickets> {
+        self.running.first().map(|(_, t)| *t).or(self.pending)
+    }
+
     /// The priority the order stage serves the job's pending tasks by.
     pub fn pending_prio(&self) -> Option<f64> {
         self.pending.map(|t| t.prio)
@@ -125,7 +134,7 @@ impl JobPriority {
 /// The priorities of one scheduling run.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Priorities {
-    pub jobs: HashMap<JobId, JobPriority>,
+    pub jobs: HashMap<JobId, JobPriority, foldhash::fast::RandomState>,
     /// The largest ticket amount any task got (what `ntckts` divides by).
     pub max_tickets: f64,
 }
@@ -204,12 +213,13 @@ impl Holders {
 /// their own, as in SGE).
 pub fn priorities(
     conf: &PolicyConf,
-    jobs: &[PolicyJob],
+    jobs: &[PolicyJob<'_>],
     objects: &PolicyObjects<'_>,
     now: i64,
     free_slots: u32,
 ) -> Priorities {
     let mut out = Priorities::default();
+    out.jobs.reserve(jobs.len());
     // Urgency, normalised over every job with a running or a considered pending task.
     let mut urgencies: Vec<Urgency> = jobs.iter().map(|j| urgency(conf, j, now)).collect();
     let (mut lo, mut hi) = (f64::MAX, f64::MIN_POSITIVE);
@@ -249,14 +259,19 @@ pub fn priorities(
     for r in &refs[..running_count] {
         holders.raise(r, 1);
     }
-    let mut tree = objects.share_tree.map(share::Tree::new);
+    // Without share-tree tickets the tree gives nothing: not built.
+    let mut tree = objects
+        .share_tree
+        .filter(|_| conf.tickets_share > 0.0)
+        .map(share::Tree::new);
     if let Some(tree) = tree.as_mut() {
         // Looked up once per user and project.
-        let mut nodes: HashMap<(&str, Option<&str>), Option<usize>> = HashMap::new();
+        let mut nodes: HashMap<(&str, Option<&str>), Option<usize>, foldhash::fast::RandomState> =
+            HashMap::default();
         for r in refs.iter_mut() {
             let j = &jobs[r.job];
             r.node = *nodes
-                .entry((j.user.as_str(), j.project.as_deref()))
+                .entry((j.user, j.project))
                 .or_insert_with(|| tree.node_of(j, objects));
         }
     }
@@ -317,7 +332,7 @@ pub fn priorities(
             JobPriority {
                 urgency: urgencies[ji],
                 npprior: normalize(f64::from(j.posix_priority) + 1024.0, 0.0, 2048.0),
-                tasks: BTreeMap::new(),
+                running: Vec::new(),
                 pending: None,
             },
         );
@@ -348,10 +363,11 @@ pub fn priorities(
                 + conf.weight_ticket * ntckts
                 + conf.weight_priority * p.npprior,
         };
-        if !r.running && p.pending.is_none() {
+        if r.running {
+            p.running.push((r.task, t));
+        } else if p.pending.is_none() {
             p.pending = Some(t);
         }
-        p.tasks.insert(r.task, t);
     }
     // A job whose pending tasks were not considered (none enrolled) shows zeros.
     for (ji, j) in jobs.iter().enumerate() {
@@ -375,7 +391,7 @@ pub fn priorities(
 }
 
 /// A job's urgency at `now`, before normalisation.
-pub fn urgency(conf: &PolicyConf, job: &PolicyJob, now: i64) -> Urgency {
+pub fn urgency(conf: &PolicyConf, job: &PolicyJob<'_>, now: i64) -> Urgency {
     let wtcontr = conf.weight_waiting_time * (now - job.submit_time).max(0) as f64;
     let dlcontr = job
         .deadline

@@ -16,11 +16,11 @@ pub(crate) struct Categories {
 impl Categories {
     pub(crate) fn new<K: Eq + Hash>(
         refs: &[Ref],
-        jobs: &[PolicyJob],
+        jobs: &[PolicyJob<'_>],
         dependent: bool,
         key: impl Fn(&Ref) -> Option<K>,
     ) -> Categories {
-        let mut by_key: HashMap<K, usize> = HashMap::new();
+        let mut by_key: HashMap<K, usize, foldhash::fast::RandomState> = HashMap::default();
         let mut lists: Vec<Vec<usize>> = Vec::new();
         for (i, r) in refs.iter().enumerate() {
             let Some(k) = key(r) else { continue };
@@ -97,7 +97,7 @@ fn object_shares(conf: &PolicyConf, holders: &Holders, r: &Ref) -> [Option<f64>;
 /// The sums of shares over running refs: (user, project, department, job).
 fn running_sums(
     conf: &PolicyConf,
-    jobs: &[PolicyJob],
+    jobs: &[PolicyJob<'_>],
     holders: &Holders,
     refs: &[Ref],
 ) -> [f64; 4] {
@@ -123,7 +123,12 @@ fn tickets(conf: &PolicyConf, w: &[f64; 4], f: &[Option<f64>; 4], s: &[f64; 4]) 
 
 /// Running refs: the shares of the kinds in use, their weights made to add up to one,
 /// so the running jobs' tickets add up to `weight_tickets_functional`.
-pub(crate) fn running(conf: &PolicyConf, jobs: &[PolicyJob], holders: &Holders, refs: &mut [Ref]) {
+pub(crate) fn running(
+    conf: &PolicyConf,
+    jobs: &[PolicyJob<'_>],
+    holders: &Holders,
+    refs: &mut [Ref],
+) {
     let s = running_sums(conf, jobs, holders, refs);
     let configured = [
         conf.weight_user,
@@ -156,7 +161,7 @@ pub(crate) fn running(conf: &PolicyConf, jobs: &[PolicyJob], holders: &Holders, 
 /// first of their category was estimated to get.
 pub(crate) fn pending(
     conf: &PolicyConf,
-    jobs: &[PolicyJob],
+    jobs: &[PolicyJob<'_>],
     holders: &mut Holders,
     running_refs: &[Ref],
     refs: &mut [Ref],
@@ -192,10 +197,12 @@ pub(crate) fn pending(
     let mut categories = Categories::new(refs, jobs, dependent, key);
     let rounds = conf.max_functional_jobs_to_schedule.min(categories.len());
     let mut winners: Vec<usize> = Vec::with_capacity(rounds);
+    let mut heads: Vec<(usize, usize)> = Vec::new();
     for _ in 0..rounds {
         let mut best: Option<(usize, usize, f64)> = None;
-        let heads: Vec<(usize, usize)> = categories.heads().collect();
-        for (c, i) in heads {
+        heads.clear();
+        heads.extend(categories.heads());
+        for &(c, i) in &heads {
             let r = &refs[i];
             // What it would get as the next to start (for the order only).
             let mut f = [None; 4];

@@ -7,21 +7,23 @@ use gantry_proto::TaskId;
 use super::{Holder, Holders, PolicyJob, PolicyObjects, Ref};
 
 /// Users, projects and departments by name, each a [`Holder`] once.
-pub(crate) struct Index<'a> {
-    objects: &'a PolicyObjects<'a>,
-    users: HashMap<String, usize>,
-    projects: HashMap<String, usize>,
-    departments: HashMap<String, usize>,
+pub(crate) struct Index<'o, 'j> {
+    objects: &'o PolicyObjects<'o>,
+    users: FastMap<&'j str, Option<usize>>,
+    projects: FastMap<&'j str, Option<usize>>,
+    departments: FastMap<&'j str, Option<usize>>,
     pub(crate) holders: Holders,
 }
 
-impl<'a> Index<'a> {
-    pub(crate) fn new(objects: &'a PolicyObjects<'a>) -> Index<'a> {
+type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
+
+impl<'o, 'j> Index<'o, 'j> {
+    pub(crate) fn new(objects: &'o PolicyObjects<'o>) -> Index<'o, 'j> {
         Index {
             objects,
-            users: HashMap::new(),
-            projects: HashMap::new(),
-            departments: HashMap::new(),
+            users: FastMap::default(),
+            projects: FastMap::default(),
+            departments: FastMap::default(),
             holders: Holders::default(),
         }
     }
@@ -31,49 +33,48 @@ impl<'a> Index<'a> {
     pub(crate) fn make_ref(
         &mut self,
         ji: usize,
-        j: &PolicyJob,
+        j: &'j PolicyJob<'j>,
         task: TaskId,
         running: bool,
     ) -> Ref {
         let objects = self.objects;
-        let user = objects.users.get(&j.user).map(|u| {
-            *self.users.entry(j.user.clone()).or_insert_with(|| {
-                self.holders.users.push(Holder {
+        let holders = &mut self.holders;
+        let user = *self.users.entry(j.user).or_insert_with(|| {
+            objects.users.get(j.user).map(|u| {
+                holders.users.push(Holder {
                     fshare: f64::from(u.fshare),
                     oticket: f64::from(u.oticket),
                     job_cnt: 0,
                 });
-                self.holders.users.len() - 1
+                holders.users.len() - 1
             })
         });
-        let project = j
-            .project
-            .as_ref()
-            .and_then(|p| objects.projects.get(p).map(|o| (p, o)))
-            .map(|(p, o)| {
-                *self.projects.entry(p.clone()).or_insert_with(|| {
-                    self.holders.projects.push(Holder {
+        let project = match j.project {
+            None => None,
+            Some(p) => *self.projects.entry(p).or_insert_with(|| {
+                objects.projects.get(p).map(|o| {
+                    holders.projects.push(Holder {
                         fshare: f64::from(o.fshare),
                         oticket: f64::from(o.oticket),
                         job_cnt: 0,
                     });
-                    self.holders.projects.len() - 1
+                    holders.projects.len() - 1
                 })
-            });
-        let department = j
-            .department
-            .as_ref()
-            .and_then(|d| objects.departments.get(d).map(|o| (d, o)))
-            .map(|(d, &(fshare, oticket))| {
-                *self.departments.entry(d.clone()).or_insert_with(|| {
-                    self.holders.departments.push(Holder {
+            }),
+        };
+        let department = match j.department {
+            None => None,
+            Some(d) => *self.departments.entry(d).or_insert_with(|| {
+                objects.departments.get(d).map(|&(fshare, oticket)| {
+                    holders.departments.push(Holder {
                         fshare: f64::from(fshare),
                         oticket: f64::from(oticket),
                         job_cnt: 0,
                     });
-                    self.holders.departments.len() - 1
+                    holders.departments.len() - 1
                 })
-            });
+            }),
+        };
         Ref {
             job: ji,
             task,

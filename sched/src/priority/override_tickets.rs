@@ -6,7 +6,12 @@ use super::{Holders, PolicyConf, PolicyJob, Ref};
 
 /// Running refs: an object's override tickets divided equally among its running refs
 /// (or each given all of them), plus the job's own.
-pub(crate) fn running(conf: &PolicyConf, jobs: &[PolicyJob], holders: &Holders, refs: &mut [Ref]) {
+pub(crate) fn running(
+    conf: &PolicyConf,
+    jobs: &[PolicyJob<'_>],
+    holders: &Holders,
+    refs: &mut [Ref],
+) {
     for r in refs.iter_mut() {
         let own = f64::from(jobs[r.job].override_tickets);
         let objects: f64 = holders
@@ -33,7 +38,7 @@ pub(crate) fn running(conf: &PolicyConf, jobs: &[PolicyJob], holders: &Holders, 
 /// job getting what it would have as the next of its objects' jobs to start.
 pub(crate) fn pending(
     conf: &PolicyConf,
-    jobs: &[PolicyJob],
+    jobs: &[PolicyJob<'_>],
     holders: &mut Holders,
     refs: &mut [Ref],
     dependent: bool,

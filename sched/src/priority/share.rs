@@ -6,6 +6,8 @@
 use gantry_common::sharetree::{NodeType, ShareNode};
 use gantry_common::usage::{Amounts, UsageOf};
 
+type FastMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
+
 use super::{combined_usage, PolicyConf, PolicyJob, PolicyObjects, Ref};
 
 /// One node of the tree as a calculation sees it.
@@ -43,6 +45,11 @@ struct Node {
 pub(crate) struct Tree {
     nodes: Vec<Node>,
     usage_done: bool,
+    /// Per place searched (None: the tree outside project nodes; a project node: below
+    /// it), the first user leaf of each name (`default` too), made at the first search.
+    leaves: FastMap<Option<usize>, FastMap<String, usize>>,
+    /// The first project node of each name.
+    projects: Option<FastMap<String, usize>>,
 }
 
 /// One node as `sge_share_mon` prints it.
@@ -121,29 +128,56 @@ impl Tree {
         Tree {
             nodes,
             usage_done: false,
+            leaves: FastMap::default(),
+            projects: None,
         }
     }
 
-    /// Depth first from `from`, the first node (not `from`) that `hit` says is it, not
-    /// descending into project nodes when `skip_projects`.
-    fn search(
-        &self,
-        from: usize,
-        skip_projects: bool,
-        hit: &dyn Fn(&Node) -> bool,
-    ) -> Option<usize> {
+    /// Below `from` (the root: outside project nodes), the first user leaf of each
+    /// name in depth-first order.
+    fn first_leaves(&self, from: usize) -> FastMap<String, usize> {
+        let skip_projects = from == 0;
+        let mut out = FastMap::default();
         let mut stack: Vec<usize> = self.nodes[from].children.iter().rev().copied().collect();
         while let Some(i) = stack.pop() {
             let n = &self.nodes[i];
-            if hit(n) {
-                return Some(i);
+            if n.node_type == NodeType::User && n.children.is_empty() {
+                out.entry(n.name.clone()).or_insert(i);
             }
             if skip_projects && n.node_type == NodeType::Project {
                 continue;
             }
             stack.extend(n.children.iter().rev());
         }
-        None
+        out
+    }
+
+    /// The first project node named `name`, in depth-first order.
+    fn project_node(&mut self, name: &str) -> Option<usize> {
+        let nodes = &self.nodes;
+        self.projects
+            .get_or_insert_with(|| {
+                let mut out = FastMap::default();
+                for (i, n) in nodes.iter().enumerate() {
+                    if n.node_type == NodeType::Project {
+                        out.entry(n.name.clone()).or_insert(i);
+                    }
+                }
+                out
+            })
+            .get(name)
+            .copied()
+    }
+
+    /// The first user leaf named `name` (else `default`) below `place` (None: the tree
+    /// outside project nodes).
+    fn leaf(&mut self, place: Option<usize>, name: &str) -> Option<usize> {
+        if !self.leaves.contains_key(&place) {
+            let made = self.first_leaves(place.unwrap_or(0));
+            self.leaves.insert(place, made);
+        }
+        let leaves = self.leaves.get(&place)?;
+        leaves.get(name).or_else(|| leaves.get("default")).copied()
     }
 
     /// The node a job's tasks are charged to: its user's (below its project's node when
@@ -152,56 +186,46 @@ impl Tree {
     /// none; a user without a user object is no one's.
     pub(crate) fn node_of(
         &mut self,
-        job: &PolicyJob,
+        job: &PolicyJob<'_>,
         objects: &PolicyObjects<'_>,
     ) -> Option<usize> {
-        let has_user = objects.users.contains_key(&job.user);
-        let user_leaf =
-            |n: &Node| n.node_type == NodeType::User && n.children.is_empty() && n.name == job.user;
-        let default_leaf = |n: &Node| {
-            n.node_type == NodeType::User && n.children.is_empty() && n.name == "default"
-        };
-        let found = match &job.project {
-            None => {
-                if !has_user {
-                    return None;
-                }
-                self.search(0, true, &user_leaf)
-                    .or_else(|| self.search(0, true, &default_leaf))
-            }
+        let has_user = objects.users.contains_key(job.user);
+        let place = match &job.project {
+            None => None,
             Some(p) => {
-                let pnode = self.search(0, false, &|n: &Node| {
-                    n.node_type == NodeType::Project && n.name == *p
-                })?;
+                let pnode = self.project_node(p)?;
                 if self.nodes[pnode].children.is_empty() {
                     return Some(pnode);
                 }
-                if !has_user {
-                    return None;
-                }
-                self.search(pnode, false, &user_leaf)
-                    .or_else(|| self.search(pnode, false, &default_leaf))
+                Some(pnode)
             }
-        }?;
+        };
+        if !has_user {
+            return None;
+        }
+        let found = self.leaf(place, job.user)?;
         if self.nodes[found].name != "default" {
             return Some(found);
         }
         // A node of the user's own beside `default`, with its shares.
         let parent = (0..self.nodes.len()).find(|&i| self.nodes[i].children.contains(&found))?;
         let mut copy = self.nodes[found].clone();
-        copy.name = job.user.clone();
+        copy.name = job.user.to_string();
         copy.copy = true;
         copy.usage_of = Some(match &copy.project {
             Some(p) => UsageOf::UserInProject {
-                user: job.user.clone(),
+                user: job.user.to_string(),
                 project: p.clone(),
             },
-            None => UsageOf::User(job.user.clone()),
+            None => UsageOf::User(job.user.to_string()),
         });
         self.nodes.push(copy);
         let at = self.nodes.len() - 1;
         self.nodes[parent].children.push(at);
         self.usage_done = false;
+        if let Some(leaves) = self.leaves.get_mut(&place) {
+            leaves.insert(job.user.to_string(), at);
+        }
         Some(at)
     }
 
@@ -337,8 +361,13 @@ impl Tree {
 
     /// The running refs' tickets: their node's `weight_tickets_share` part, split by
     /// their `-js` or else equally among the node's refs.
-    pub(crate) fn running_tickets(&self, conf: &PolicyConf, jobs: &[PolicyJob], refs: &mut [Ref]) {
-        let mut js_sum: std::collections::HashMap<usize, f64> = std::collections::HashMap::new();
+    pub(crate) fn running_tickets(
+        &self,
+        conf: &PolicyConf,
+        jobs: &[PolicyJob<'_>],
+        refs: &mut [Ref],
+    ) {
+        let mut js_sum: FastMap<usize, f64> = FastMap::default();
         for r in refs.iter() {
             if let Some(i) = r.node {
                 *js_sum.entry(i).or_default() += f64::from(jobs[r.job].job_share);
@@ -371,7 +400,7 @@ impl Tree {
     pub(crate) fn pending_tickets(
         &self,
         conf: &PolicyConf,
-        jobs: &[PolicyJob],
+        jobs: &[PolicyJob<'_>],
         running: &[Ref],
         pending: &mut [Ref],
         dependent: bool,
@@ -545,7 +574,7 @@ impl Tree {
 /// targets (for the running jobs among `jobs`), usage and its part of all usage.
 pub fn share_tree_nodes(
     conf: &PolicyConf,
-    jobs: &[PolicyJob],
+    jobs: &[PolicyJob<'_>],
     objects: &PolicyObjects<'_>,
     now: i64,
 ) -> Vec<ShareNodeRow> {

@@ -32,7 +32,7 @@ fn users(shares: &[(&str, u32, u32)]) -> BTreeMap<String, User> {
         .collect()
 }
 
-fn job(id: u32, user: &str, submit: i64) -> PolicyJob {
+fn job(id: u32, user: &'static str, submit: i64) -> PolicyJob<'static> {
     PolicyJob {
         id: JobId(u64::from(id)),
         submit_time: submit,
@@ -40,9 +40,9 @@ fn job(id: u32, user: &str, submit: i64) -> PolicyJob {
         deadline: None,
         job_share: 0,
         override_tickets: 0,
-        user: user.to_string(),
+        user,
         project: None,
-        department: Some("defaultdepartment".into()),
+        department: Some("defaultdepartment"),
         min_slots: 1,
         rrcontr: 1000.0,
         running: Vec::new(),
@@ -50,7 +50,7 @@ fn job(id: u32, user: &str, submit: i64) -> PolicyJob {
     }
 }
 
-fn running(mut j: PolicyJob) -> PolicyJob {
+fn running(mut j: PolicyJob<'static>) -> PolicyJob<'static> {
     j.running = std::mem::take(&mut j.pending);
     j
 }
@@ -101,7 +101,7 @@ impl Cell {
 /// stckt, share.
 fn shown(p: &Priorities, id: u32) -> (String, String, i64, i64, i64, String) {
     let jp = &p.jobs[&JobId(u64::from(id))];
-    let t = jp.tasks.values().next().copied().unwrap();
+    let t = jp.first().unwrap();
     (
         format!("{:7.5}", t.prio),
         format!("{:7.5}", t.ntckts),
@@ -392,14 +392,7 @@ fn override_tickets_are_shared_as_sge_shares_them() {
         job(4, "b", T0),
     ];
     jobs[3].override_tickets = 50;
-    let ot = |p: &Priorities, id: u32| {
-        p.jobs[&JobId(u64::from(id))]
-            .tasks
-            .values()
-            .next()
-            .unwrap()
-            .otckt
-    };
+    let ot = |p: &Priorities, id: u32| p.jobs[&JobId(u64::from(id))].first().unwrap().otckt;
     let p = priorities(&conf(&[]), &jobs, &cell.objects(), T0, 0);
     assert_eq!(
         [ot(&p, 1), ot(&p, 2), ot(&p, 3), ot(&p, 4)],
@@ -483,15 +476,15 @@ id=4\nname=default\ntype=0\nshares=1\nchildnodes=NONE\n").unwrap());
         }).collect();
         let a = priorities(&c, &jobs, &cell.objects(), T0 + 100, 4);
         for jp in a.jobs.values() {
-            for t in jp.tasks.values() {
+            for t in jp.running.iter().map(|(_, t)| t).chain(jp.pending.iter()) {
                 prop_assert!(t.otckt >= 0.0 && t.ftckt >= 0.0 && t.stckt >= 0.0);
                 prop_assert!(t.prio >= 0.0);
             }
         }
         let running_ft: f64 = jobs.iter().filter(|j| !j.running.is_empty())
-            .map(|j| a.jobs[&j.id].tasks.values().next().unwrap().ftckt).sum();
+            .map(|j| a.jobs[&j.id].first().unwrap().ftckt).sum();
         let any_share = jobs.iter().any(|j| !j.running.is_empty()
-            && (cell.users[&j.user].fshare > 0 || j.job_share > 0));
+            && (cell.users[j.user].fshare > 0 || j.job_share > 0));
         if any_share {
             prop_assert!((running_ft - 1000.0).abs() < 1e-6, "{}", running_ft);
         }
@@ -504,10 +497,11 @@ id=4\nname=default\ntype=0\nshares=1\nchildnodes=NONE\n").unwrap());
         for (id, x) in &a.jobs {
             let y = &b.jobs[id];
             prop_assert!(close(x.urgency.nurg, y.urgency.nurg));
-            for (t, tx) in &x.tasks {
-                let ty = &y.tasks[t];
+            for (t, tx) in x.running.iter().map(|(t, x)| (Some(*t), x)).chain(x.pending.iter().map(|p| (None, p))) {
+                let ty = match t { Some(t) => y.task(t).unwrap(), None => y.pending.unwrap() };
+                let ty = &ty;
                 for (u, v) in [(tx.otckt, ty.otckt), (tx.ftckt, ty.ftckt), (tx.stckt, ty.stckt), (tx.share, ty.share), (tx.prio, ty.prio)] {
-                    prop_assert!(close(u, v), "job {} task {}: {} vs {}", id, t, u, v);
+                    prop_assert!(close(u, v), "job {} task {:?}: {} vs {}", id, t, u, v);
                 }
             }
         }

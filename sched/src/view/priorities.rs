@@ -67,25 +67,31 @@ pub fn resource_contribution(complexes: &[ComplexAttr], job: &Job, slots: f64) -
 impl<'a> ClusterView<'a> {
     /// The department of a user: the first `DEPT` userset naming it (or one of its
     /// groups), else `defaultdepartment`.
-    pub fn department_of(&self, user: &str, groups: &[String]) -> Option<String> {
-        self.usersets
+    pub fn department_of(&self, user: &str, groups: &[String]) -> Option<&'a str> {
+        let usersets: &'a BTreeMap<String, gantry_proto::UserSet> = self.usersets;
+        usersets
             .values()
             .find(|u| {
                 u.types.iter().any(|t| t == "DEPT")
                     && gantry_common::userset::entries_contain(&u.entries, user, groups)
             })
-            .map(|u| u.name.clone())
+            .map(|u| u.name.as_str())
             .or_else(|| {
-                self.usersets
-                    .contains_key("defaultdepartment")
-                    .then(|| "defaultdepartment".to_string())
+                usersets
+                    .get_key_value("defaultdepartment")
+                    .map(|(k, _)| k.as_str())
             })
     }
 
     /// What the policies read of every job at `now`: its running tasks (not
     /// suspended) and its pending ones if a cycle considers it.
-    pub fn policy_jobs(&self, now: Time, conf: &PolicyConf) -> Vec<PolicyJob> {
+    pub fn policy_jobs(&self, now: Time, conf: &PolicyConf) -> Vec<PolicyJob<'a>> {
         let per_job = conf.max_pending_tasks_per_job.max(1) as usize;
+        // Worked out once per user, and once per kind of request.
+        type FastMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
+        let mut departments: FastMap<&str, Option<&'a str>> = FastMap::default();
+        type Asked<'j> = (&'j [(String, String)], Option<&'j (String, String)>);
+        let mut contributions: FastMap<Asked<'_>, (u32, f64)> = FastMap::default();
         self.jobs
             .values()
             .map(|j| &**j)
@@ -114,7 +120,15 @@ impl<'a> ClusterView<'a> {
                 if running.is_empty() && pending.is_empty() {
                     return None;
                 }
-                let (slots, min_slots) = assumed_slots(self, j);
+                let (min_slots, rrcontr) = *contributions
+                    .entry((&j.spec.hard_resources, j.spec.pe.as_ref()))
+                    .or_insert_with(|| {
+                        let (slots, min_slots) = assumed_slots(self, j);
+                        (min_slots, resource_contribution(self.complexes, j, slots))
+                    });
+                let department = *departments
+                    .entry(&j.owner.user)
+                    .or_insert_with(|| self.department_of(&j.owner.user, &j.owner.groups));
                 Some(PolicyJob {
                     id: j.id,
                     submit_time: j.submit_time,
@@ -122,11 +136,11 @@ impl<'a> ClusterView<'a> {
                     deadline: j.spec.deadline,
                     job_share: j.spec.job_share,
                     override_tickets: self.job_otickets.get(&j.id).copied().unwrap_or(0),
-                    user: j.owner.user.clone(),
-                    project: j.spec.project.clone(),
-                    department: self.department_of(&j.owner.user, &j.owner.groups),
+                    user: &j.owner.user,
+                    project: j.spec.project.as_deref(),
+                    department,
                     min_slots,
-                    rrcontr: resource_contribution(self.complexes, j, slots),
+                    rrcontr,
                     running,
                     pending,
                 })
@@ -149,7 +163,7 @@ impl<'a> ClusterView<'a> {
         let used: u32 = self
             .jobs
             .values()
-            .flat_map(|j| {
+            .map(|j| {
                 j.tasks
                     .placed_states()
                     .map(|s| match s {
@@ -158,7 +172,7 @@ impl<'a> ClusterView<'a> {
                         }
                         _ => 0,
                     })
-                    .collect::<Vec<_>>()
+                    .sum::<u32>()
             })
             .sum();
         (capacity - f64::from(used)).max(0.0) as u32

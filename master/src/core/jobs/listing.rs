@@ -35,7 +35,7 @@ fn row_prio(priorities: Option<&Priorities>, job: JobId, task: Option<TaskId>) -
         return 0;
     };
     let prio = match task {
-        Some(t) => p.tasks.get(&t).map(|t| t.prio),
+        Some(t) => p.task(t).map(|t| t.prio),
         None => p.pending.map(|t| t.prio),
     };
     prio.map_or(0, |x| (x * 100_000.0).round() as i64)

@@ -43,7 +43,7 @@ impl ClusterState {
                     stckt: t.stckt,
                     share: t.share,
                     project: job.spec.project.clone(),
-                    department: department.clone(),
+                    department: department.map(str::to_string),
                     deadline: job.spec.deadline,
                     usage: task.and_then(|t| {
                         self.live
@@ -58,7 +58,7 @@ impl ClusterState {
                     state,
                     TaskState::Running { .. } | TaskState::Deleting { .. }
                 ) {
-                    out.push(row(Some(task), p.and_then(|p| p.tasks.get(&task).copied())));
+                    out.push(row(Some(task), p.and_then(|p| p.task(task))));
                 }
             }
             if job.tasks.has_pending() {
