@@ -70,13 +70,19 @@ impl Amounts {
 }
 
 /// How much of a usage value is left after `elapsed` seconds with a half-life of
-/// `halftime` seconds: 1 without decay (`halftime` 0) or when no time passed.
+/// `halftime` seconds: 1 without decay (`halftime` 0) or when no time passed. As SGE
+/// 8.1.9 decays it (`sge_support.c`): per minute by `1 - ln 2 / halftime_minutes`,
+/// which is within 0.002 % of halving every `halftime` (0.4999881 after a week with
+/// the default 168 hours).
 pub fn decay_factor(elapsed: f64, halftime: f64) -> f64 {
     if halftime <= 0.0 || elapsed <= 0.0 {
-        1.0
-    } else {
-        0.5f64.powf(elapsed / halftime)
+        return 1.0;
     }
+    let per_minute = 1.0 - std::f64::consts::LN_2 / (halftime / 60.0);
+    if per_minute <= 0.0 {
+        return 0.0;
+    }
+    per_minute.powf(elapsed / 60.0)
 }
 
 /// Whose usage a record is.
@@ -219,18 +225,23 @@ mod tests {
 
     #[test]
     fn usage_halves_every_halftime_and_not_at_all_without_one() {
+        // SGE's own figures (docs/dev/sge-priority-notes.md, 5.4): halftime 168 hours,
+        // a week and a day.
+        let week = 7.0 * 86_400.0;
         let cases = [
-            (0.0, 3600.0, 1.0),
-            (3600.0, 3600.0, 0.5),
-            (7200.0, 3600.0, 0.25),
-            (1800.0, 3600.0, std::f64::consts::FRAC_1_SQRT_2),
-            (1.0e9, 0.0, 1.0),
-            (-5.0, 3600.0, 1.0),
+            (0.0, 3600.0, 1.0, 1e-12),
+            (week, 168.0 * 3600.0, 0.4999881, 1e-7),
+            (86_400.0, 168.0 * 3600.0, 0.9057206, 1e-7),
+            (3600.0, 3600.0, 0.5, 1e-2),
+            (7200.0, 3600.0, 0.25, 1e-2),
+            (1.0e9, 0.0, 1.0, 1e-12),
+            (-5.0, 3600.0, 1.0, 1e-12),
         ];
-        for (elapsed, halftime, want) in cases {
+        for (elapsed, halftime, want, within) in cases {
             assert!(
-                (decay_factor(elapsed, halftime) - want).abs() < 1e-12,
-                "{elapsed} {halftime}"
+                (decay_factor(elapsed, halftime) - want).abs() < within,
+                "{elapsed} {halftime}: {}",
+                decay_factor(elapsed, halftime)
             );
         }
     }
@@ -292,12 +303,14 @@ mod tests {
         let mut u = Usage::default();
         u.add(&Amounts::new(100.0, 0.0, 0.0), 0, HOUR);
         u.add(&Amounts::new(100.0, 0.0, 0.0), 3600, HOUR);
-        // 100 halved once, plus 100: 150 at one hour, 75 at two.
-        assert!((u.decayed_at(3600, HOUR).cpu - 150.0).abs() < 1e-9);
-        assert!((u.decayed_at(7200, HOUR).cpu - 75.0).abs() < 1e-9);
+        // 100 about halved once, plus 100: about 150 at one hour, 75 at two.
+        let f = decay_factor(3600.0, HOUR);
+        assert!((u.decayed_at(3600, HOUR).cpu - (100.0 * f + 100.0)).abs() < 1e-9);
+        assert!((u.decayed_at(7200, HOUR).cpu - (100.0 * f + 100.0) * f).abs() < 1e-9);
+        assert!((u.decayed_at(7200, HOUR).cpu - 75.0).abs() < 1.0);
         assert_eq!(u.long_term.cpu, 200.0);
         // A charge stamped earlier than the record decays nothing back.
         u.add(&Amounts::new(10.0, 0.0, 0.0), 10, HOUR);
-        assert!((u.decayed_at(3600, HOUR).cpu - 160.0).abs() < 1e-9);
+        assert!((u.decayed_at(3600, HOUR).cpu - (100.0 * f + 110.0)).abs() < 1e-9);
     }
 }

@@ -1509,3 +1509,57 @@ fn sched_with(key: &str, value: &str) -> gantry_proto::Config {
     }
     conf
 }
+
+/// Urgency's resource contribution (`sge_priority(5)`, notes section 3): every hard
+/// request's amount times its complex's urgency times the slots assumed (one slot's
+/// `slots` request included), a string request its urgency once; a parallel job's slots
+/// as its PE's `urgency_slots` says.
+#[test]
+fn resource_urgency_counts_requests_times_slots_as_sge_does() {
+    use crate::view::priorities::{assumed_slots, resource_contribution};
+    let mut s = Cluster::new(&[
+        "gpu INT <= YES YES 0",
+        "scratch MEMORY <= YES YES 0",
+        "site STRING == YES NO NONE",
+    ]);
+    for (name, urgency) in [("gpu", 500), ("scratch", 1), ("site", 70)] {
+        if let Some(c) = s.complexes.iter_mut().find(|c| c.name == name) {
+            c.urgency = urgency;
+        }
+    }
+    for (name, rule) in [("mpi", "min"), ("smp", "max"), ("make", "avg")] {
+        if let Some(p) = s.pes.get_mut(name) {
+            p.urgency_slots = rule.into();
+            p.slots = 6;
+        }
+    }
+    let with_pe = |pe: &str, range: &str, hard: &[(&str, &str)]| {
+        let mut j = job(1, "u1", hard, &[]);
+        j.spec.pe = Some((pe.into(), range.into()));
+        j
+    };
+    // (job, slots assumed, lowest slots, rrcontr)
+    let cases: Vec<(Job, f64, u32, f64)> = vec![
+        (job(1, "u1", &[], &[]), 1.0, 1, 1000.0),
+        (job(1, "u1", &[("gpu", "2")], &[]), 1.0, 1, 2000.0),
+        (job(1, "u1", &[("scratch", "1K")], &[]), 1.0, 1, 2024.0),
+        (job(1, "u1", &[("site", "x")], &[]), 1.0, 1, 1070.0),
+        (with_pe("mpi", "4", &[("gpu", "1")]), 4.0, 4, 6000.0),
+        (with_pe("mpi", "2-8", &[]), 2.0, 2, 2000.0),
+        (with_pe("smp", "2-8", &[]), 6.0, 2, 6000.0),
+        (with_pe("make", "2-5", &[]), 3.0, 2, 3000.0),
+        (with_pe("m*", "2-8", &[]), 4.0, 2, 4000.0),
+        (with_pe("nosuch", "2-8", &[]), 1.0, 2, 1000.0),
+    ];
+    let view = s.view();
+    for (j, slots, lowest, rr) in cases {
+        assert_eq!(assumed_slots(&view, &j), (slots, lowest), "{:?}", j.spec.pe);
+        assert_eq!(
+            resource_contribution(view.complexes, &j, slots),
+            rr,
+            "{:?} {:?}",
+            j.spec.pe,
+            j.spec.hard_resources
+        );
+    }
+}
