@@ -7,7 +7,8 @@
 //! on an import loop):
 //!
 //! 1. the floor: [`time`] (the scheduler's clock), [`calendar`] (capacities booked
-//!    over time), [`groups`] (the group tree's allocation, pure arithmetic);
+//!    over time), [`groups`] (the group tree's allocation, pure arithmetic),
+//!    [`priority`] (SGE's priority of every job: tickets, urgency, `prio`);
 //! 2. [`model`]: the resource model of one cycle (catalog, layers, offers, demands, the
 //!    [`Snapshot`]), plain data with no per-cycle cache;
 //! 3. the stage contracts: [`decisions`] (what a cycle decides, and why a job cannot
@@ -15,7 +16,8 @@
 //!    registered [`Gates`]);
 //! 4. [`matching`] (a demand against the snapshot, layer by layer, then the gates) and
 //!    [`quota`] (the resource quota sets: rules, the usage book, their gate);
-//! 5. [`place`] (where a task goes) and [`view`] (the master's state as the input);
+//! 5. [`place`] (where a task goes) and [`view`] (the master's state as the input, and
+//!    the priority's input read from it);
 //! 6. the stages: `judge` (each queue instance usable or why not, and the candidates'
 //!    order), [`order`] (which job next), [`book`] (what a placement takes),
 //!    [`backfill`] (`-R y` reservations), [`ar`] (advance reservations), `settled`

@@ -474,3 +474,44 @@ fn qtype_letters_as_sge() {
     assert_eq!(qtype_letters("BATCH INTERACTIVE", "make smp mpi"), "BIP");
     assert_eq!(qtype_letters("BATCH", "NONE"), "B");
 }
+
+/// `access_list(5)`: a user or group is in one department only; an access list (ACL)
+/// may name anyone.
+#[test]
+fn a_user_is_in_one_department_only() {
+    let mut s = fresh();
+    let root = caller("root");
+    let put = |s: &ClusterState, text: &str, adding: bool| s.put_userset(&root, text, adding);
+    let dept = |name: &str, entries: &str| {
+        format!("name {name}\ntype DEPT\nfshare 10\noticket 0\nentries {entries}\n")
+    };
+    let r = put(&s, &dept("chem", "alice,@physics"), true);
+    commit(&mut s, r);
+    for (text, adding) in [
+        (dept("bio", "bob,alice"), true),
+        (dept("bio", "@physics"), true),
+    ] {
+        let e = put(&s, &text, adding).unwrap_err();
+        assert_eq!(e.kind, RefusalKind::Invalid, "{e:?}");
+        assert!(
+            e.message.contains("already in department \"chem\""),
+            "{e:?}"
+        );
+    }
+    // An ACL may name them, and chem itself may be changed.
+    let acl = "name friends\ntype ACL\nfshare 0\noticket 0\nentries alice\n";
+    assert!(put(&s, acl, true).is_ok());
+    assert!(put(&s, &dept("chem", "alice,carol"), false).is_ok());
+    let r = put(&s, &dept("bio", "bob"), true);
+    commit(&mut s, r);
+    let e = s
+        .add_users_to_sets(&root, &["alice".into()], &["bio".into()])
+        .unwrap_err();
+    assert!(
+        e.message.contains("already in department \"chem\""),
+        "{e:?}"
+    );
+    assert!(s
+        .add_users_to_sets(&root, &["alice".into()], &["friends".into()])
+        .is_ok());
+}

@@ -3,6 +3,31 @@
 use super::*;
 
 impl ClusterState {
+    /// `access_list(5)`: "each user or group may only be listed in one department".
+    /// A department (a set of type `DEPT`) naming a user or group another department
+    /// names is refused (SGE 8.1.9 takes it, and then charges the user's jobs to the
+    /// first department in name order).
+    fn check_department(&self, u: &gantry_proto::UserSet) -> Result<(), Refusal> {
+        if !u.types.iter().any(|t| t == "DEPT") {
+            return Ok(());
+        }
+        for other in self.input.usersets.values() {
+            if other.name == u.name || !other.types.iter().any(|t| t == "DEPT") {
+                continue;
+            }
+            if let Some(e) = u.entries.iter().find(|e| other.entries.contains(e)) {
+                return Err(refuse(
+                    RefusalKind::Invalid,
+                    format!(
+                        "denied: \"{e}\" is already in department \"{}\": a user or group may be in one department only",
+                        other.name
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// `qconf -su`.
     pub(crate) fn show_usersets(&self, names: &[String]) -> Result<Reply, Refusal> {
         let mut out = Vec::new();
@@ -54,6 +79,7 @@ impl ClusterState {
                     .messages
                     .push(format!("added \"{user}\" to access list \"{set}\""));
             }
+            self.check_department(&u)?;
             change.ops.push(Op::Put(Object::UserSet(u)));
         }
         Ok(Reply::Change(change))
@@ -202,6 +228,7 @@ impl ClusterState {
                 format!("access list \"{}\" does not exist", u.name),
             ));
         }
+        self.check_department(&u)?;
         let name = u.name.clone();
         let (verb, prep) = if adding {
             ("added", "to")
