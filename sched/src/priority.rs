@@ -24,7 +24,7 @@ mod share;
 mod tests;
 
 pub use conf::{Policy, PolicyConf};
-pub use share::{share_tree_nodes, ShareNodeRow};
+pub use share::share_tree_nodes;
 
 /// What the ticket policies and urgency read of one job.
 #[derive(Debug, Clone, PartialEq)]

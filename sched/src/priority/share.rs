@@ -5,6 +5,7 @@
 
 use gantry_common::sharetree::{NodeType, ShareNode};
 use gantry_common::usage::{Amounts, UsageOf};
+use gantry_proto::ShareTreeNode;
 
 type FastMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 
@@ -50,31 +51,6 @@ pub(crate) struct Tree {
     leaves: FastMap<Option<usize>, FastMap<String, usize>>,
     /// The first project node of each name.
     projects: Option<FastMap<String, usize>>,
-}
-
-/// One node as `sge_share_mon` prints it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ShareNodeRow {
-    /// `/` for the root, `/a/b` below it.
-    pub path: String,
-    pub user_name: String,
-    pub project_name: String,
-    pub shares: u32,
-    pub job_count: u32,
-    /// The node's shares among its siblings'.
-    pub level: f64,
-    /// The product of `level` from the root down.
-    pub total: f64,
-    pub long_target_share: f64,
-    pub short_target_share: f64,
-    /// The node's usage as a part of the root's.
-    pub actual_share: f64,
-    pub usage: f64,
-    pub decayed: Amounts,
-    pub long_term: Amounts,
-    /// When the node's user's or project's usage was last charged (0: never, or an
-    /// inner node).
-    pub usage_time: i64,
 }
 
 impl Tree {
@@ -516,7 +492,7 @@ impl Tree {
     }
 
     /// Every node as `sge_share_mon` shows it, after [`Tree::targets_at`].
-    fn rows(&self) -> Vec<ShareNodeRow> {
+    fn rows(&self) -> Vec<ShareTreeNode> {
         let mut out = Vec::new();
         let root_usage = self.nodes[0].usage;
         let mut stack: Vec<(usize, String, f64, f64)> = vec![(0, "/".to_string(), 1.0, 1.0)];
@@ -529,7 +505,7 @@ impl Tree {
                 }
                 (None, NodeType::User) => (String::new(), String::new()),
             };
-            out.push(ShareNodeRow {
+            out.push(ShareTreeNode {
                 path: path.clone(),
                 user_name,
                 project_name,
@@ -545,8 +521,8 @@ impl Tree {
                     0.0
                 },
                 usage: n.usage,
-                decayed: n.decayed,
-                long_term: n.long_term,
+                decayed: (n.decayed.cpu, n.decayed.mem, n.decayed.io),
+                long_term: (n.long_term.cpu, n.long_term.mem, n.long_term.io),
                 usage_time: n.usage_time,
             });
             let sum: f64 = n
@@ -577,7 +553,7 @@ pub fn share_tree_nodes(
     jobs: &[PolicyJob<'_>],
     objects: &PolicyObjects<'_>,
     now: i64,
-) -> Vec<ShareNodeRow> {
+) -> Vec<ShareTreeNode> {
     let Some(root) = objects.share_tree else {
         return Vec::new();
     };

@@ -114,17 +114,29 @@ fn shown(p: &Priorities, id: u32) -> (String, String, i64, i64, i64, String) {
 
 const T0: i64 = 1_795_843_994;
 
-/// The functional policy of `02_functional_priority.txt`: fshare 10/30/60,
-/// `weight_tickets_functional 10000`; user3's job 6 runs, jobs 2 and 3 (user1), 4 and 5
-/// (user2) and 7 (user3) pend; 3 and 5 with `-p -100`; 6 with a deadline.
-#[test]
-fn functional_tickets_are_those_sge_gave() {
-    let c = conf(&[("weight_tickets_functional", "10000")]);
-    let cell = Cell::new(users(&[
+/// The cell of the recorded transcripts: users with fshare 10/30/60, the share tree
+/// `inputs/tree_b.stree` (user1 75, user2 25; user3 not in it).
+fn recorded_cell() -> Cell {
+    let mut cell = Cell::new(users(&[
         ("user1", 10, 0),
         ("user2", 30, 0),
         ("user3", 60, 0),
     ]));
+    cell.tree = Some(
+        parse_share_tree(
+            "id=0\nname=Root\ntype=0\nshares=1\nchildnodes=1,2\n\
+id=1\nname=user1\ntype=0\nshares=75\nchildnodes=NONE\n\
+id=2\nname=user2\ntype=0\nshares=25\nchildnodes=NONE\n",
+        )
+        .unwrap(),
+    );
+    cell
+}
+
+/// The jobs of `02_functional_priority.txt` and `03_sharetree_priority.txt`: 2 and 3
+/// (user1), 4 and 5 (user2), 6 running and 7 (user3); 3 and 5 with `-p -100`, 6 with a
+/// deadline.
+fn recorded_jobs() -> Vec<PolicyJob<'static>> {
     let mut jobs = vec![
         job(2, "user1", T0 - 1),
         job(3, "user1", T0),
@@ -136,6 +148,18 @@ fn functional_tickets_are_those_sge_gave() {
     jobs[1].posix_priority = -100;
     jobs[3].posix_priority = -100;
     jobs[4].deadline = Some(T0 + 7166);
+    jobs
+}
+
+/// The functional policy of `02_functional_priority.txt`: fshare 10/30/60,
+/// `weight_tickets_functional 10000`; user3's job 6 runs, jobs 2 and 3 (user1), 4 and 5
+/// (user2) and 7 (user3) pend; 3 and 5 with `-p -100`; 6 with a deadline.
+#[test]
+fn functional_tickets_are_those_sge_gave() {
+    let c = conf(&[("weight_tickets_functional", "10000")]);
+    // The cell's share tree gives nothing without share-tree tickets.
+    let cell = recorded_cell();
+    let jobs = recorded_jobs();
     let now = T0 + 7;
     let p = priorities(&c, &jobs, &cell.objects(), now, 0);
     let s = |s: &str| s.to_string();
@@ -176,30 +200,8 @@ fn functional_tickets_are_those_sge_gave() {
 #[test]
 fn share_tree_tickets_without_usage_are_those_sge_gave() {
     let c = conf(&[("weight_tickets_share", "10000"), ("halftime", "1")]);
-    let mut cell = Cell::new(users(&[
-        ("user1", 10, 0),
-        ("user2", 30, 0),
-        ("user3", 60, 0),
-    ]));
-    cell.tree = Some(
-        parse_share_tree(
-            "id=0\nname=Root\ntype=0\nshares=1\nchildnodes=1,2\n\
-id=1\nname=user1\ntype=0\nshares=75\nchildnodes=NONE\n\
-id=2\nname=user2\ntype=0\nshares=25\nchildnodes=NONE\n",
-        )
-        .unwrap(),
-    );
-    let mut jobs = vec![
-        job(2, "user1", T0 - 1),
-        job(3, "user1", T0),
-        job(4, "user2", T0),
-        job(5, "user2", T0),
-        running(job(6, "user3", T0)),
-        job(7, "user3", T0),
-    ];
-    jobs[1].posix_priority = -100;
-    jobs[3].posix_priority = -100;
-    jobs[4].deadline = Some(T0 + 7166);
+    let cell = recorded_cell();
+    let jobs = recorded_jobs();
     let p = priorities(&c, &jobs, &cell.objects(), T0 + 14, 0);
     let s = |s: &str| s.to_string();
     assert_eq!(
@@ -233,19 +235,7 @@ id=2\nname=user2\ntype=0\nshares=25\nchildnodes=NONE\n",
 #[test]
 fn share_tree_tickets_with_usage_are_those_sge_gave() {
     let c = conf(&[("weight_tickets_share", "10000"), ("halftime", "1")]);
-    let mut cell = Cell::new(users(&[
-        ("user1", 10, 0),
-        ("user2", 30, 0),
-        ("user3", 60, 0),
-    ]));
-    cell.tree = Some(
-        parse_share_tree(
-            "id=0\nname=Root\ntype=0\nshares=1\nchildnodes=1,2\n\
-id=1\nname=user1\ntype=0\nshares=75\nchildnodes=NONE\n\
-id=2\nname=user2\ntype=0\nshares=25\nchildnodes=NONE\n",
-        )
-        .unwrap(),
-    );
+    let mut cell = recorded_cell();
     let now = T0 + 150;
     cell.usage.records.insert(
         UsageOf::User("user1".into()),

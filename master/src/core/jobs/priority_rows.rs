@@ -81,25 +81,6 @@ impl ClusterState {
             share_tree: self.input.share_tree.as_ref().as_ref(),
             usage: &self.input.usage,
         };
-        let triple = |a: gantry_common::usage::Amounts| (a.cpu, a.mem, a.io);
         priority::share_tree_nodes(&conf, &jobs, &objects, now)
-            .into_iter()
-            .map(|n| ShareTreeNode {
-                path: n.path,
-                user_name: n.user_name,
-                project_name: n.project_name,
-                shares: n.shares,
-                job_count: n.job_count,
-                level: n.level,
-                total: n.total,
-                long_target_share: n.long_target_share,
-                short_target_share: n.short_target_share,
-                actual_share: n.actual_share,
-                usage: n.usage,
-                decayed: triple(n.decayed),
-                long_term: triple(n.long_term),
-                usage_time: n.usage_time,
-            })
-            .collect()
     }
 }
