@@ -178,18 +178,46 @@ impl<'a> ClusterView<'a> {
         (capacity - f64::from(used)).max(0.0) as u32
     }
 
+    /// The objects the policies divide among the jobs (`departments` from
+    /// [`ClusterView::departments`]).
+    fn policy_objects<'d>(&self, departments: &'d BTreeMap<String, (u32, u32)>) -> PolicyObjects<'d>
+    where
+        'a: 'd,
+    {
+        PolicyObjects {
+            users: self.users,
+            projects: self.projects,
+            departments,
+            share_tree: self.share_tree.as_ref(),
+            usage: self.usage,
+        }
+    }
+
     /// Every job's priority at `now` with `free_slots` free (see [`priorities`]).
     pub fn priorities(&self, now: Time, free_slots: u32) -> Priorities {
         let conf = PolicyConf::from_config((*self.sched).as_ref());
         let jobs = self.policy_jobs(now, &conf);
         let departments = self.departments();
-        let objects = PolicyObjects {
-            users: self.users,
-            projects: self.projects,
-            departments: &departments,
-            share_tree: self.share_tree.as_ref(),
-            usage: self.usage,
-        };
-        priorities(&conf, &jobs, &objects, now.secs(), free_slots)
+        priorities(
+            &conf,
+            &jobs,
+            &self.policy_objects(&departments),
+            now.secs(),
+            free_slots,
+        )
+    }
+
+    /// The share tree as `sge_share_mon` shows it at `now` (see
+    /// [`crate::priority::share_tree_nodes`]).
+    pub fn share_tree_nodes(&self, now: Time) -> Vec<gantry_proto::ShareTreeNode> {
+        let conf = PolicyConf::from_config((*self.sched).as_ref());
+        let jobs = self.policy_jobs(now, &conf);
+        let departments = self.departments();
+        crate::priority::share_tree_nodes(
+            &conf,
+            &jobs,
+            &self.policy_objects(&departments),
+            now.secs(),
+        )
     }
 }

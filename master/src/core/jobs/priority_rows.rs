@@ -5,7 +5,7 @@ use gantry_proto::{PriorityRow, ShareTreeNode, TaskId};
 
 use super::TaskState;
 use crate::core::state::ClusterState;
-use gantry_sched::priority::{self, PolicyConf, PolicyObjects, Tickets};
+use gantry_sched::priority::Tickets;
 use gantry_sched::time::Time;
 
 impl ClusterState {
@@ -16,12 +16,20 @@ impl ClusterState {
         let view = self.view();
         let prios = self.live.priorities.as_deref();
         let mut out = Vec::new();
+        let mut departments: std::collections::HashMap<&str, Option<String>> =
+            std::collections::HashMap::new();
         for job in self.input.jobs.values() {
             if !(users.is_empty() || users.iter().any(|u| u == "*" || *u == job.owner.user)) {
                 continue;
             }
             let p = prios.and_then(|p| p.jobs.get(&job.id));
-            let department = view.department_of(&job.owner.user, &job.owner.groups);
+            let department = departments
+                .entry(&job.owner.user)
+                .or_insert_with(|| {
+                    view.department_of(&job.owner.user, &job.owner.groups)
+                        .map(str::to_string)
+                })
+                .clone();
             let row = |task: Option<TaskId>, t: Option<Tickets>| {
                 let t = t.unwrap_or_default();
                 let u = p.map(|p| p.urgency).unwrap_or_default();
@@ -43,7 +51,7 @@ impl ClusterState {
                     stckt: t.stckt,
                     share: t.share,
                     project: job.spec.project.clone(),
-                    department: department.map(str::to_string),
+                    department: department.clone(),
                     deadline: job.spec.deadline,
                     usage: task.and_then(|t| {
                         self.live
@@ -70,17 +78,6 @@ impl ClusterState {
 
     /// The share tree's nodes as `sge_share_mon` shows them at `now` (Unix seconds).
     pub fn share_tree_rows(&self, now: i64) -> Vec<ShareTreeNode> {
-        let view = self.view();
-        let conf = PolicyConf::from_config((*self.input.sched).as_ref());
-        let jobs = view.policy_jobs(Time::from_secs(now), &conf);
-        let departments = view.departments();
-        let objects = PolicyObjects {
-            users: &self.input.users,
-            projects: &self.input.projects,
-            departments: &departments,
-            share_tree: self.input.share_tree.as_ref().as_ref(),
-            usage: &self.input.usage,
-        };
-        priority::share_tree_nodes(&conf, &jobs, &objects, now)
+        self.view().share_tree_nodes(Time::from_secs(now))
     }
 }

@@ -9,11 +9,7 @@ impl ClusterState {
     /// `halftime` of the scheduler configuration in seconds (hours in the file; 0: no
     /// decay).
     pub fn usage_halftime(&self) -> f64 {
-        (*self.input.sched)
-            .as_ref()
-            .and_then(|c| c.get("halftime"))
-            .and_then(|h| h.trim().parse::<f64>().ok())
-            .map_or(168.0 * 3600.0, |h| h.max(0.0) * 3600.0)
+        gantry_sched::priority::PolicyConf::from_config((*self.input.sched).as_ref()).halftime
     }
 
     /// The writes that charge tasks' cumulative measurements (job, task, measured,
