@@ -94,15 +94,27 @@ pub fn render_qstat_r(jobs: &[JobViewRef]) -> String {
 
 const PENDING_BANNER: &str = "\n############################################################################\n - PENDING JOBS - PENDING JOBS - PENDING JOBS - PENDING JOBS - PENDING JOBS\n############################################################################\n";
 
+/// The banner before `qstat -f`'s pending jobs: 110 hashes longer with `-ext`.
+fn pending_banner(extended: bool) -> String {
+    if !extended {
+        return PENDING_BANNER.to_string();
+    }
+    PENDING_BANNER.replace(&"#".repeat(76), &"#".repeat(76 + 110))
+}
+
 /// `qstat -f`: every queue instance with its running jobs, then the pending jobs.
 /// `offered`: `qstat -F`'s selection of what queue instances offer (all when the list
-/// is empty), or `None` without `-F`.
+/// is empty), or `None` without `-F`. `priorities`: the job lines of `-pri`, `-urg`
+/// or `-ext` (`-ext` widens the separators as SGE's does), or `None` for the plain ones.
 pub fn render_qstat_f(
     hosts: &gantry_proto::HostReport,
     jobs: &[JobViewRef],
     resources: bool,
     offered: Option<&[String]>,
+    priorities: Option<&priority::Lines<'_>>,
 ) -> String {
+    let extended = priorities.is_some_and(|p| p.extended());
+    let zone = crate::dates::local_zone();
     let mut out = String::from(
         "queuename                      qtype resv/used/tot. load_avg arch          states\n",
     );
@@ -129,8 +141,12 @@ pub fn render_qstat_f(
         }
     }
     let mut rows = Rows::default();
+    let mut push_row = |out: &mut String, j: &JobViewRef| match priorities {
+        Some(lines) => lines.push(out, &zone, j, false),
+        None => rows.push(out, j, false),
+    };
     for (name, q, h) in instances {
-        out.push_str(&"-".repeat(81));
+        out.push_str(&"-".repeat(if extended { 81 + 108 } else { 81 }));
         out.push('\n');
         let load = gantry_common::load::get(&h.load_values, "load_avg")
             .and_then(|v| v.parse::<f64>().ok())
@@ -160,7 +176,7 @@ pub fn render_qstat_f(
             }
         }
         for j in running.get(name.as_str()).into_iter().flatten() {
-            rows.push(&mut out, j, false);
+            push_row(&mut out, j);
             if resources {
                 out.push_str(&resource_lines(j));
             }
@@ -168,9 +184,9 @@ pub fn render_qstat_f(
     }
     let pending: Vec<&JobViewRef> = jobs.iter().filter(|j| j.queue.is_none()).collect();
     if !pending.is_empty() {
-        out.push_str(PENDING_BANNER);
+        out.push_str(&pending_banner(extended));
         for j in pending {
-            rows.push(&mut out, j, false);
+            push_row(&mut out, j);
             if resources {
                 out.push_str(&resource_lines(j));
             }
@@ -713,14 +729,17 @@ pub fn qstat(args: &[String]) -> Output {
             Err(e) => return crate::undecodable(e),
         }
     }
-    if columns.any() && !p.has("-json") && !p.has("-xml") && !p.has("-f") && !p.has("-F") {
-        let prios = match crate::ask(&ToMaster::ShowPriorities {
+    let prios = match columns.any() && !p.has("-json") && !p.has("-xml") {
+        true => match crate::ask(&ToMaster::ShowPriorities {
             users: users.clone(),
         }) {
             Ok(FromMaster::Priorities(rows)) => rows,
             Ok(other) => return crate::unexpected(&other),
             Err(out) => return out,
-        };
+        },
+        false => Vec::new(),
+    };
+    if columns.any() && !p.has("-json") && !p.has("-xml") && !p.has("-f") && !p.has("-F") {
         return Output::ok(priority::render(columns, &jobs, &prios));
     }
     if p.has("-json") {
@@ -763,7 +782,16 @@ pub fn qstat(args: &[String]) -> Output {
         return Output::ok(render_qstat_xml(hosts.as_ref(), &jobs));
     }
     match (&hosts, p.has("-r")) {
-        (Some(h), r) => Output::ok(render_qstat_f(h, &jobs, r, offered.as_deref())),
+        (Some(h), r) => {
+            let lines = columns.any().then(|| priority::Lines::new(columns, &prios));
+            Output::ok(render_qstat_f(
+                h,
+                &jobs,
+                r,
+                offered.as_deref(),
+                lines.as_ref(),
+            ))
+        }
         (None, true) => Output::ok(render_qstat_r(&jobs)),
         (None, false) => Output::ok(render_qstat(&jobs)),
     }

@@ -1,6 +1,7 @@
 //! Usage for the share-tree policy: the CPU, memory and I/O the jobs of each user and
 //! project used, decayed with the scheduler configuration's `halftime` as
-//! `sched_conf(5)` describes it ("a radioactive-type exponential decay"), and what of
+//! `sched_conf(5)` describes it ("a radioactive-type exponential decay"), each kind
+//! that `halflife_decay_list` names by its own half-life, and what of
 //! each running task's measurements has been counted already, so that a measurement
 //! that comes again (after a reconnect, a restart) is never counted twice.
 //!
@@ -56,6 +57,15 @@ impl Amounts {
         }
     }
 
+    /// Each kind multiplied by the same kind of `factors`.
+    pub fn times(&self, factors: &Amounts) -> Amounts {
+        Amounts {
+            cpu: self.cpu * factors.cpu,
+            mem: self.mem * factors.mem,
+            io: self.io * factors.io,
+        }
+    }
+
     pub fn scaled(&self, factor: f64) -> Amounts {
         Amounts {
             cpu: self.cpu * factor,
@@ -69,20 +79,92 @@ impl Amounts {
     }
 }
 
-/// How much of a usage value is left after `elapsed` seconds with a half-life of
-/// `halftime` seconds: 1 without decay (`halftime` 0) or when no time passed. As SGE
-/// 8.1.9 decays it (`sge_support.c`): per minute by `1 - ln 2 / halftime_minutes`,
-/// which is within 0.002 % of halving every `halftime` (0.4999881 after a week with
-/// the default 168 hours).
-pub fn decay_factor(elapsed: f64, halftime: f64) -> f64 {
-    if halftime <= 0.0 || elapsed <= 0.0 {
-        return 1.0;
+/// One of SGE's decay constants: what is left of a usage value per minute (SGE's
+/// usage interval) with a half-life of `minutes` (`sge_support.c`): nothing left for
+/// a negative half-life, everything for 0 (no decay), otherwise `1 - ln 2 / minutes`,
+/// within 0.002 % of halving every half-life (0.4999881 after a week with the
+/// default 168 hours). A half-life shorter than ln 2 minutes keeps nothing (SGE's
+/// negative constant makes its `pow` a NaN).
+pub fn decay_constant(minutes: f64) -> f64 {
+    if minutes < 0.0 {
+        0.0
+    } else if minutes == 0.0 {
+        1.0
+    } else {
+        (1.0 - std::f64::consts::LN_2 / minutes).max(0.0)
     }
-    let per_minute = 1.0 - std::f64::consts::LN_2 / (halftime / 60.0);
-    if per_minute <= 0.0 {
-        return 0.0;
+}
+
+/// How fast each kind of usage decays, as the scheduler configuration says: the
+/// default from `halftime` (hours), a kind that `halflife_decay_list` names
+/// (`cpu=M:mem=M:io=M`, minutes) by its own half-life, as SGE 8.1.9's code does it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Decay {
+    /// Each kind's decay constant (see [`decay_constant`]).
+    pub per_minute: Amounts,
+}
+
+impl Decay {
+    /// Usage that never decays (`halftime 0`, no list).
+    pub const NONE: Decay = Decay {
+        per_minute: Amounts {
+            cpu: 1.0,
+            mem: 1.0,
+            io: 1.0,
+        },
+    };
+
+    /// The decay of `halftime` (hours) and `halflife_decay_list` (`none` or
+    /// `name=minutes:...`; names other than `cpu`, `mem` and `io` are kinds Gantry
+    /// does not measure, and an entry that is no number is left out: the
+    /// configuration was checked when it was written).
+    pub fn new(halftime_hours: f64, halflife_decay_list: &str) -> Decay {
+        let default = decay_constant(halftime_hours * 60.0);
+        let mut per_minute = Amounts::new(default, default, default);
+        let list = halflife_decay_list.trim();
+        if !list.eq_ignore_ascii_case("none") {
+            for item in list.split(':') {
+                let Some((name, minutes)) = item.split_once('=') else {
+                    continue;
+                };
+                let Ok(minutes) = minutes.trim().parse::<f64>() else {
+                    continue;
+                };
+                match name.trim() {
+                    "cpu" => per_minute.cpu = decay_constant(minutes),
+                    "mem" => per_minute.mem = decay_constant(minutes),
+                    "io" => per_minute.io = decay_constant(minutes),
+                    _ => {}
+                }
+            }
+        }
+        Decay { per_minute }
     }
-    per_minute.powf(elapsed / 60.0)
+
+    /// The decay of a single half-life of `halftime` seconds for every kind.
+    pub fn halftime(seconds: f64) -> Decay {
+        Decay::new(seconds.max(0.0) / 3600.0, "none")
+    }
+
+    /// What is left of each kind after `elapsed` seconds (everything when no time
+    /// passed).
+    pub fn factors(&self, elapsed: f64) -> Amounts {
+        if elapsed <= 0.0 {
+            return Decay::NONE.per_minute;
+        }
+        let left = |c: f64| {
+            if c >= 1.0 {
+                1.0
+            } else {
+                c.powf(elapsed / 60.0)
+            }
+        };
+        Amounts::new(
+            left(self.per_minute.cpu),
+            left(self.per_minute.mem),
+            left(self.per_minute.io),
+        )
+    }
 }
 
 /// Whose usage a record is.
@@ -122,15 +204,14 @@ pub struct Usage {
 
 impl Usage {
     /// The decayed usage as of `now`.
-    pub fn decayed_at(&self, now: i64, halftime: f64) -> Amounts {
-        self.decayed
-            .scaled(decay_factor((now - self.at) as f64, halftime))
+    pub fn decayed_at(&self, now: i64, decay: &Decay) -> Amounts {
+        self.decayed.times(&decay.factors((now - self.at) as f64))
     }
 
     /// `delta` used by `now`: what there was decayed to `now`, plus `delta`.
-    pub fn add(&mut self, delta: &Amounts, now: i64, halftime: f64) {
+    pub fn add(&mut self, delta: &Amounts, now: i64, decay: &Decay) {
         let at = now.max(self.at);
-        self.decayed = self.decayed_at(at, halftime).plus(delta);
+        self.decayed = self.decayed_at(at, decay).plus(delta);
         self.at = at;
         self.long_term = self.long_term.plus(delta);
     }
@@ -169,7 +250,7 @@ impl UsageBook {
     /// What the charges change (the book itself is left as it is: the caller commits
     /// the change, and the commit applies it). Each charge adds what its measurement
     /// has beyond what was counted of its task, decayed to `now` before.
-    pub fn charge(&self, charges: &[Charge<'_>], now: i64, halftime: f64) -> Charged {
+    pub fn charge(&self, charges: &[Charge<'_>], now: i64, decay: &Decay) -> Charged {
         let mut out = Charged::default();
         for c in charges {
             let key = (c.job, c.task);
@@ -202,17 +283,17 @@ impl UsageBook {
                     .records
                     .entry(of.clone())
                     .or_insert_with(|| self.records.get(&of).copied().unwrap_or_default());
-                record.add(&delta, now, halftime);
+                record.add(&delta, now, decay);
             }
         }
         out
     }
 
     /// The decayed usage of `of` as of `now` (nothing if it has none).
-    pub fn decayed(&self, of: &UsageOf, now: i64, halftime: f64) -> Amounts {
+    pub fn decayed(&self, of: &UsageOf, now: i64, decay: &Decay) -> Amounts {
         self.records
             .get(of)
-            .map(|u| u.decayed_at(now, halftime))
+            .map(|u| u.decayed_at(now, decay))
             .unwrap_or_default()
     }
 }
@@ -238,12 +319,68 @@ mod tests {
             (-5.0, 3600.0, 1.0, 1e-12),
         ];
         for (elapsed, halftime, want, within) in cases {
+            let left = Decay::halftime(halftime).factors(elapsed);
             assert!(
-                (decay_factor(elapsed, halftime) - want).abs() < within,
-                "{elapsed} {halftime}: {}",
-                decay_factor(elapsed, halftime)
+                (left.cpu - want).abs() < within,
+                "{elapsed} {halftime}: {left:?}"
             );
+            assert_eq!((left.cpu, left.cpu), (left.mem, left.io));
         }
+    }
+
+    #[test]
+    fn halflife_decay_list_gives_each_kind_its_own_half_life() {
+        const LN2: f64 = std::f64::consts::LN_2;
+        // (halftime hours, list, after seconds, what is left of cpu, mem, io)
+        let minute = 60.0;
+        let cases: [(f64, &str, f64, [f64; 3]); 7] = [
+            // No list: every kind by halftime (1 hour: a minute decays by 1 - ln2/60).
+            (1.0, "none", minute, [1.0 - LN2 / 60.0; 3]),
+            // cpu by one minute: 1 - ln 2 per minute, the rest by the hour.
+            (
+                1.0,
+                "cpu=1",
+                minute,
+                [1.0 - LN2, 1.0 - LN2 / 60.0, 1.0 - LN2 / 60.0],
+            ),
+            // Two minutes of a two-minute half-life: (1 - ln2/2)^2, about a half.
+            (
+                0.0,
+                "cpu=2:mem=0:io=2",
+                2.0 * minute,
+                [0.42697, 1.0, 0.42697],
+            ),
+            // A negative half-life keeps nothing; 0 decays nothing (halftime 0 too).
+            (
+                168.0,
+                "mem=-1:io=0",
+                minute,
+                [1.0 - LN2 / 10080.0, 0.0, 1.0],
+            ),
+            // Shorter than ln 2 minutes: nothing is left (SGE's constant is below 0).
+            (0.0, "cpu=0.5", minute, [0.0, 1.0, 1.0]),
+            // Names Gantry does not measure change nothing.
+            (0.0, "finished_jobs=-1:cpu=1", minute, [1.0 - LN2, 1.0, 1.0]),
+            // No time passed: everything is left whatever the list.
+            (1.0, "cpu=-1", 0.0, [1.0, 1.0, 1.0]),
+        ];
+        for (hours, list, elapsed, want) in cases {
+            let left = Decay::new(hours, list).factors(elapsed);
+            for (got, want) in [left.cpu, left.mem, left.io].into_iter().zip(want) {
+                assert!(
+                    (got - want).abs() < 1e-4,
+                    "{hours} {list} {elapsed}: {left:?}"
+                );
+            }
+        }
+        // 4 CPU seconds under a one-minute half-life are below 2.25 within a minute
+        // (what the end-to-end test waits for) and about 1 s after two.
+        let mut u = Usage::default();
+        let decay = Decay::new(168.0, "cpu=1");
+        u.add(&Amounts::new(4.0, 0.0, 0.0), 0, &decay);
+        assert!(u.decayed_at(60, &decay).cpu < 2.25);
+        assert!((u.decayed_at(120, &decay).cpu - 4.0 * 0.306853_f64.powi(2)).abs() < 1e-3);
+        assert_eq!(u.long_term.cpu, 4.0);
     }
 
     #[test]
@@ -272,13 +409,13 @@ mod tests {
             (20.0, false),
             (30.0, true),
         ] {
-            let c = book.charge(&[charge(cpu, finished)], 1000, 0.0);
+            let c = book.charge(&[charge(cpu, finished)], 1000, &Decay::NONE);
             apply(&mut book, c);
         }
-        let alice = book.decayed(&UsageOf::User("alice".into()), 1000, 0.0);
+        let alice = book.decayed(&UsageOf::User("alice".into()), 1000, &Decay::NONE);
         assert_eq!(alice, Amounts::new(30.0, 60.0, 0.0));
         assert_eq!(
-            book.decayed(&UsageOf::Project("chem".into()), 1000, 0.0),
+            book.decayed(&UsageOf::Project("chem".into()), 1000, &Decay::NONE),
             alice
         );
         assert_eq!(
@@ -288,7 +425,7 @@ mod tests {
                     project: "chem".into()
                 },
                 1000,
-                0.0
+                &Decay::NONE
             ),
             alice
         );
@@ -300,17 +437,18 @@ mod tests {
 
     #[test]
     fn what_was_used_decays_from_when_it_was_counted() {
+        let hour = Decay::halftime(HOUR);
         let mut u = Usage::default();
-        u.add(&Amounts::new(100.0, 0.0, 0.0), 0, HOUR);
-        u.add(&Amounts::new(100.0, 0.0, 0.0), 3600, HOUR);
+        u.add(&Amounts::new(100.0, 0.0, 0.0), 0, &hour);
+        u.add(&Amounts::new(100.0, 0.0, 0.0), 3600, &hour);
         // 100 about halved once, plus 100: about 150 at one hour, 75 at two.
-        let f = decay_factor(3600.0, HOUR);
-        assert!((u.decayed_at(3600, HOUR).cpu - (100.0 * f + 100.0)).abs() < 1e-9);
-        assert!((u.decayed_at(7200, HOUR).cpu - (100.0 * f + 100.0) * f).abs() < 1e-9);
-        assert!((u.decayed_at(7200, HOUR).cpu - 75.0).abs() < 1.0);
+        let f = hour.factors(3600.0).cpu;
+        assert!((u.decayed_at(3600, &hour).cpu - (100.0 * f + 100.0)).abs() < 1e-9);
+        assert!((u.decayed_at(7200, &hour).cpu - (100.0 * f + 100.0) * f).abs() < 1e-9);
+        assert!((u.decayed_at(7200, &hour).cpu - 75.0).abs() < 1.0);
         assert_eq!(u.long_term.cpu, 200.0);
         // A charge stamped earlier than the record decays nothing back.
-        u.add(&Amounts::new(10.0, 0.0, 0.0), 10, HOUR);
-        assert!((u.decayed_at(3600, HOUR).cpu - (100.0 * f + 110.0)).abs() < 1e-9);
+        u.add(&Amounts::new(10.0, 0.0, 0.0), 10, &hour);
+        assert!((u.decayed_at(3600, &hour).cpu - (100.0 * f + 110.0)).abs() < 1e-9);
     }
 }

@@ -223,6 +223,119 @@ id=2\nname=gtuser2\ntype=0\nshares=25\nchildnodes=NONE\n",
     assert_eq!(c.client("qdel", &["-u", "*", "*"]).code, 0);
 }
 
+/// `halflife_decay_list cpu=1`: CPU usage decays with a one-minute half-life (the
+/// rest by `halftime`), as SGE 8.1.9's code decays it
+/// (`tests/fixtures/sge/fairshare/06_halflife_decay_list.txt`). Under a share tree
+/// 75/25, gtuser1's burned CPU puts gtuser2's job first; once gtuser1's usage has
+/// decayed below 2.25 (where 75^2 / usage passes gtuser2's 25^2 / 0.25) gtuser1's job
+/// is first again, with nothing cleared, and the long-term usage stays.
+#[test]
+fn usage_decays_by_halflife_decay_list_and_gives_the_order_back() {
+    if !need_root("usage_decays_by_halflife_decay_list_and_gives_the_order_back") {
+        return;
+    }
+    for u in ["gtuser1", "gtuser2"] {
+        ensure_user(u);
+    }
+    let c = Cluster::one_host();
+    assert_eq!(c.qconf(&["-rattr", "queue", "slots", "1", "all.q"]).code, 0);
+    set_sched(
+        &c,
+        &[
+            ("weight_tickets_share", "10000"),
+            ("halftime", "168"),
+            ("halflife_decay_list", "cpu=1"),
+        ],
+    );
+    assert!(c
+        .qconf(&["-ssconf"])
+        .stdout
+        .contains("\nhalflife_decay_list               cpu=1\n"));
+    add_user(&c, "gtuser1", 0);
+    add_user(&c, "gtuser2", 0);
+    let tree = c.home().join("tree");
+    std::fs::write(
+        &tree,
+        "id=0\nname=Root\ntype=0\nshares=1\nchildnodes=1,2\n\
+id=1\nname=gtuser1\ntype=0\nshares=75\nchildnodes=NONE\n\
+id=2\nname=gtuser2\ntype=0\nshares=25\nchildnodes=NONE\n",
+    )
+    .unwrap();
+    assert_eq!(c.qconf(&["-Astree", tree.to_str().unwrap()]).code, 0);
+    // gtuser1 burns several CPU seconds.
+    let burn = c.submit(
+        "gtuser1",
+        &[
+            "-b",
+            "y",
+            "sh",
+            "-c",
+            "end=$(($(date +%s)+10)); while [ $(date +%s) -lt $end ]; do :; done",
+        ],
+    );
+    wait_until("the burner to end", Duration::from_secs(60), || {
+        c.client("qacct", &["-j", &burn]).code == 0
+    });
+    // (cpu, ltcpu) of gtuser1 as sge_share_mon shows them.
+    let usage_of = |c: &Cluster| -> (f64, f64) {
+        let out = c.client(
+            "sge_share_mon",
+            &["-c", "1", "-n", "-x", "-f", "user_name,cpu,ltcpu"],
+        );
+        assert_eq!(out.code, 0, "{out:?}");
+        let line = out
+            .stdout
+            .lines()
+            .find(|l| l.starts_with("user_name=gtuser1\t"))
+            .unwrap_or_else(|| panic!("no usage of gtuser1: {out:?}"))
+            .to_string();
+        let field = |name: &str| -> f64 {
+            line.split('\t')
+                .find_map(|f| f.strip_prefix(name))
+                .and_then(|v| v.parse().ok())
+                .unwrap_or_else(|| panic!("no {name} in {line}"))
+        };
+        (field("cpu="), field("ltcpu="))
+    };
+    let (used, long_term) = usage_of(&c);
+    assert!(used > 3.0, "gtuser1 used {used} CPU seconds");
+    assert!(long_term >= used, "{long_term} long-term, {used} decayed");
+    assert_eq!(c.client("qmod", &["-d", "all.q"]).code, 0);
+    let a = c.submit("gtuser1", &["-b", "y", "sleep", "1"]);
+    let b = c.submit("gtuser2", &["-b", "y", "sleep", "1"]);
+    let first = |c: &Cluster| {
+        wait_until("a cycle to rank the jobs", Duration::from_secs(20), || {
+            ext_rows(c).iter().all(|r| r.3 > 0)
+        });
+        ext_rows(c)[0].0.clone()
+    };
+    // Still above 2.25 when the jobs were ranked (read after: it only falls).
+    let ranked_first = first(&c);
+    let (now, _) = usage_of(&c);
+    assert!(
+        now > 2.3,
+        "gtuser1's usage decayed to {now} before the jobs were ranked"
+    );
+    assert_eq!(ranked_first, b, "gtuser1 has {now} CPU seconds");
+    // A minute's half-life: below 2.25 within about a minute of the burner's end.
+    wait_until(
+        "gtuser1's usage to decay and its job to go first",
+        Duration::from_secs(180),
+        || first(&c) == a,
+    );
+    let (decayed, kept) = usage_of(&c);
+    assert!(
+        decayed < 2.25,
+        "gtuser1's job first with {decayed} CPU seconds"
+    );
+    assert!(decayed < used / 1.3, "{used} decayed only to {decayed}");
+    assert!(
+        (kept - long_term).abs() < 1e-6,
+        "long-term {long_term} became {kept}"
+    );
+    assert_eq!(c.client("qdel", &["-u", "*", "*"]).code, 0);
+}
+
 /// `qalter -ot`: a manager gives a job override tickets (SGE's words, a plain owner is
 /// refused), `qstat -ext` and `qstat -j` show them, and they go with the job.
 #[test]
@@ -273,6 +386,22 @@ fn override_tickets_are_given_by_managers_and_shown() {
     assert!(
         line.contains("  100   100   100     0     0 1.00 "),
         "{line}"
+    );
+    // The queue listing with the same columns: -ext's separators, no queue column.
+    let full = c.client("qstat", &["-u", "*", "-f", "-ext"]);
+    assert_eq!(full.code, 0, "{full:?}");
+    assert!(
+        full.stdout.lines().any(|l| l == "-".repeat(189)),
+        "{full:?}"
+    );
+    let row = full
+        .stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with(&format!("{j} ")))
+        .unwrap_or_else(|| panic!("no row of {j}: {full:?}"));
+    assert!(
+        row.ends_with("  100   100   100     0     0 1.00      1        "),
+        "{row:?}"
     );
     let detail = c.client("qstat", &["-j", &j]);
     assert!(

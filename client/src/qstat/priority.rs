@@ -101,16 +101,6 @@ pub fn render(columns: Columns, rows: &[JobViewRef<'_>], prios: &[PriorityRow]) 
     if rows.is_empty() {
         return String::new();
     }
-    let by_row: HashMap<(JobId, Option<TaskId>), &PriorityRow> =
-        prios.iter().map(|p| ((p.job_id, p.task), p)).collect();
-    let find = |j: &JobViewRef<'_>| {
-        let task = if j.queue.is_some() {
-            Some(j.tasks.parse::<u32>().map_or(TaskId(1), TaskId))
-        } else {
-            None
-        };
-        by_row.get(&(j.job_id, task)).copied()
-    };
     let mut order: Vec<&JobViewRef<'_>> = rows.iter().collect();
     order.sort_by(|a, b| {
         let running = |j: &JobViewRef<'_>| j.queue.is_none();
@@ -127,8 +117,47 @@ pub fn render(columns: Columns, rows: &[JobViewRef<'_>], prios: &[PriorityRow]) 
     });
     let zone = local_zone();
     let mut out = columns.header();
+    let lines = Lines::new(columns, prios);
     for j in order {
-        let p = find(j);
+        lines.push(&mut out, &zone, j, true);
+    }
+    out
+}
+
+/// The job lines of a listing with the priority columns: each job's row found among
+/// the priorities of the last scheduling run.
+pub struct Lines<'a> {
+    columns: Columns,
+    by_row: HashMap<(JobId, Option<TaskId>), &'a PriorityRow>,
+}
+
+impl<'a> Lines<'a> {
+    pub fn new(columns: Columns, prios: &'a [PriorityRow]) -> Lines<'a> {
+        Lines {
+            columns,
+            by_row: prios.iter().map(|p| ((p.job_id, p.task), p)).collect(),
+        }
+    }
+
+    /// Is it `-ext`'s listing (whose `qstat -f` separators are wider)?
+    pub fn extended(&self) -> bool {
+        self.columns.ext
+    }
+
+    /// `j`'s line; without the queue column in `qstat -f`, whose queue instances head
+    /// their running jobs.
+    pub fn push(
+        &self,
+        out: &mut String,
+        zone: &jiff::tz::TimeZone,
+        j: &JobViewRef<'_>,
+        with_queue: bool,
+    ) {
+        let columns = self.columns;
+        let task = j
+            .queue
+            .map(|_| j.tasks.parse::<u32>().map_or(TaskId(1), TaskId));
+        let p = self.by_row.get(&(j.job_id, task)).copied();
         let get = |f: fn(&PriorityRow) -> f64| p.map_or(0.0, f);
         out.push_str(&format!(
             "{:>7} {:7.5} ",
@@ -167,7 +196,7 @@ pub fn render(columns: Columns, rows: &[JobViewRef<'_>], prios: &[PriorityRow]) 
         out.push_str(&format!("{:<5.5} ", j.state_letters()));
         if columns.has_time() {
             out.push_str(&time_in(
-                &zone,
+                zone,
                 j.start_time.unwrap_or(j.submit_time),
                 "%m/%d/%Y %H:%M:%S",
             ));
@@ -176,7 +205,7 @@ pub fn render(columns: Columns, rows: &[JobViewRef<'_>], prios: &[PriorityRow]) 
         if columns.urg {
             match p.and_then(|p| p.deadline) {
                 Some(d) => {
-                    out.push_str(&time_in(&zone, d, "%m/%d/%Y %H:%M:%S"));
+                    out.push_str(&time_in(zone, d, "%m/%d/%Y %H:%M:%S"));
                     out.push(' ');
                 }
                 None => out.push_str(&" ".repeat(20)),
@@ -184,7 +213,7 @@ pub fn render(columns: Columns, rows: &[JobViewRef<'_>], prios: &[PriorityRow]) 
         }
         if columns.ext {
             match (j.queue.is_some(), p.and_then(|p| p.usage)) {
-                (false, _) => out.push_str(&" ".repeat(28)),
+                (false, _) => out.push_str(&" ".repeat(27)),
                 (true, None) => out.push_str("NA         NA      NA      "),
                 (true, Some((cpu, mem, io))) => {
                     out.push_str(&format!("{:<10.10} {mem:<7.5} {io:<7.5} ", cpu_time(cpu)))
@@ -201,7 +230,10 @@ pub fn render(columns: Columns, rows: &[JobViewRef<'_>], prios: &[PriorityRow]) 
             }
             out.push_str(&format!("{:<5.2} ", get(|p| p.share)));
         }
-        out.push_str(&format!("{:<30} {:>5} ", j.queue.unwrap_or(""), j.slots));
+        if with_queue {
+            out.push_str(&format!("{:<30} ", j.queue.unwrap_or("")));
+        }
+        out.push_str(&format!("{:>5} ", j.slots));
         out.push_str(if j.tasks.is_empty() {
             "       "
         } else {
@@ -209,7 +241,6 @@ pub fn render(columns: Columns, rows: &[JobViewRef<'_>], prios: &[PriorityRow]) 
         });
         out.push('\n');
     }
-    out
 }
 
 #[cfg(test)]

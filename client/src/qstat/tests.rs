@@ -116,7 +116,7 @@ fn job_lines_pad_and_cut_as_the_format_does() {
 #[test]
 fn idle_cluster_matches_sge() {
     assert_eq!(
-        render_qstat_f(&idle_host(), &[], false, None),
+        render_qstat_f(&idle_host(), &[], false, None, None),
         fixture("qstat -f")
     );
     // -F: every resource the instance offers, as the master lists them.
@@ -128,12 +128,16 @@ fn idle_cluster_matches_sge() {
         .filter_map(|l| l.split_once('='))
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
-    assert_eq!(render_qstat_f(&host, &[], false, Some(&[])), reference);
+    assert_eq!(
+        render_qstat_f(&host, &[], false, Some(&[]), None),
+        reference
+    );
     let some = render_qstat_f(
         &host,
         &[],
         false,
         Some(&["np_load_avg".into(), "slots".into()]),
+        None,
     );
     assert!(
         some.ends_with("\thl:np_load_avg=0.163086\n\tqc:slots=2\n"),
@@ -665,6 +669,7 @@ fn job_lines_have_sges_columns() {
         &[job(36, JobState::Pending { held: false }, None, "")],
         false,
         None,
+        None,
     );
     assert!(f.contains(PENDING_BANNER), "{f}");
 }
@@ -688,4 +693,102 @@ fn values_with_control_characters_stay_on_their_line() {
         assert_eq!(one_line(value), shown, "{value:?}");
         assert!(!one_line(value).contains('\n'));
     }
+}
+
+/// What SGE 8.1.9 printed for `command` in the functional policy's cell
+/// (`tests/fixtures/sge/fairshare/02_functional_priority.txt`).
+fn functional_cell_output(command: &str) -> &'static str {
+    let transcript =
+        include_str!("../../../tests/fixtures/sge/fairshare/02_functional_priority.txt");
+    let block = format!("=== [root] $ {command}\n--- stdout\n");
+    let from = &transcript[transcript.find(&block).unwrap() + block.len()..];
+    &from[..from.find("--- stderr").unwrap()]
+}
+
+/// The functional policy's cell of that transcript: user3's job 6 running, five
+/// pending jobs, with the priorities and tickets SGE gave them.
+fn functional_cell() -> (Vec<JobViewRef<'static>>, Vec<gantry_proto::PriorityRow>) {
+    // (job, owner, prior, ntckts, ftckt, share), as SGE listed them.
+    let listed = [
+        (6, "user3", 1.0, 1.0, 10000.0, 1.0),
+        (4, "user2", 0.04167, 0.08333, 833.0, 0.34),
+        (7, "user3", 0.04167, 0.08333, 833.0, 0.34),
+        (5, "user2", 0.02083, 0.04167, 416.0, 0.17),
+        (2, "user1", 0.01278, 0.025, 250.0, 0.10),
+        (3, "user1", 0.00625, 0.0125, 125.0, 0.05),
+    ];
+    let mut jobs = Vec::new();
+    let mut prios = Vec::new();
+    for (id, owner, prior, ntckts, ftckt, share) in listed {
+        let running = id == 6;
+        let mut j = job(
+            id,
+            if running {
+                JobState::Running
+            } else {
+                JobState::Pending { held: false }
+            },
+            running.then_some("all.q@vm"),
+            "",
+        );
+        j.owner = owner;
+        j.prio = (prior * 100_000.0_f64).round() as i64;
+        jobs.push(j);
+        prios.push(gantry_proto::PriorityRow {
+            job_id: JobId(id),
+            task: running.then_some(TaskId(1)),
+            prio: prior,
+            nurg: 0.0,
+            npprior: 0.5,
+            ntckts,
+            urg: 1000.0,
+            rrcontr: 1000.0,
+            wtcontr: 0.0,
+            dlcontr: 0.0,
+            ppri: 0,
+            ovrts: 0,
+            otckt: 0.0,
+            ftckt,
+            stckt: 0.0,
+            share,
+            project: None,
+            department: Some("defaultdepartment".into()),
+            deadline: None,
+            usage: None,
+        });
+    }
+    (jobs, prios)
+}
+
+const EXT: priority::Columns = priority::Columns {
+    pri: false,
+    urg: false,
+    ext: true,
+};
+
+/// `qstat -ext` as SGE 8.1.9 printed it, byte for byte: a pending job's cpu, mem and
+/// io columns are 27 blanks.
+#[test]
+fn ext_listing_is_sges() {
+    let (jobs, prios) = functional_cell();
+    assert_eq!(
+        priority::render(EXT, &jobs, &prios),
+        functional_cell_output("qstat -u \"*\" -ext")
+    );
+}
+
+/// `qstat -f -ext` as SGE 8.1.9 printed it: the separators 108 and 110 characters
+/// wider, each job's `-ext` line without the queue column.
+#[test]
+fn full_listing_with_ext_is_sges() {
+    let (jobs, prios) = functional_cell();
+    let mut host = idle_host();
+    host.hosts[0].load_values[0].value = "1.12".into();
+    host.hosts[0].queues[0].used = 1;
+    host.hosts[0].queues[0].total = 1;
+    let lines = priority::Lines::new(EXT, &prios);
+    assert_eq!(
+        render_qstat_f(&host, &jobs, false, None, Some(&lines)),
+        functional_cell_output("qstat -u \"*\" -f -ext")
+    );
 }

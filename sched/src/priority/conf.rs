@@ -1,6 +1,6 @@
 //! The scheduler configuration's policy attributes (`sched_conf(5)`), as numbers.
 
-use gantry_common::usage::Amounts;
+use gantry_common::usage::{Amounts, Decay};
 use gantry_proto::Config;
 
 /// A ticket policy.
@@ -30,8 +30,9 @@ pub struct PolicyConf {
     pub share_functional_shares: bool,
     pub max_functional_jobs_to_schedule: usize,
     pub max_pending_tasks_per_job: u32,
-    /// `halftime` in seconds (0: usage does not decay).
-    pub halftime: f64,
+    /// How usage decays: `halftime` (0: it does not), and each kind that
+    /// `halflife_decay_list` names by its own half-life.
+    pub decay: Decay,
     pub usage_weights: Amounts,
     pub compensation_factor: f64,
     pub weight_urgency: f64,
@@ -111,7 +112,7 @@ impl PolicyConf {
             share_functional_shares: flag("share_functional_shares"),
             max_functional_jobs_to_schedule: num("max_functional_jobs_to_schedule") as usize,
             max_pending_tasks_per_job: num("max_pending_tasks_per_job") as u32,
-            halftime: num("halftime").max(0.0) * 3600.0,
+            decay: Decay::new(num("halftime").max(0.0), &get("halflife_decay_list")),
             usage_weights,
             compensation_factor: num("compensation_factor"),
             weight_urgency: num("weight_urgency"),

@@ -221,7 +221,7 @@ impl Tree {
             n.usage = match &n.usage_of {
                 Some(of) => {
                     let record = objects.usage.records.get(of);
-                    n.decayed = objects.usage.decayed(of, now, conf.halftime);
+                    n.decayed = objects.usage.decayed(of, now, &conf.decay);
                     n.long_term = record.map(|r| r.long_term).unwrap_or_default();
                     n.usage_time = record.map_or(0, |r| r.at);
                     let counts = match of {

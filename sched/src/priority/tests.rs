@@ -497,3 +497,56 @@ id=4\nname=default\ntype=0\nshares=1\nchildnodes=NONE\n").unwrap());
         }
     }
 }
+
+/// `06_halflife_decay_list.txt`: `halflife_decay_list cpu=1` decays user1's CPU usage
+/// with a one-minute half-life; SGE's `sge_share_mon` showed 4.912302, then 31 s later
+/// 2.668081, 30 s after that 1.477965, and `qstat -ext` the tickets of user1's job 3
+/// and user2's job 4 each time. Gantry, given only the first figure, decays it to the
+/// others (within 0.01 %) and gives the same tickets and `prior` (SGE's scheduling
+/// run and the `sge_share_mon` before it were up to a second apart: the first
+/// tickets are those of the usage a second later).
+#[test]
+fn usage_decays_by_halflife_decay_list_as_sge_decayed_it() {
+    let c = conf(&[
+        ("weight_tickets_share", "10000"),
+        ("halftime", "168"),
+        ("halflife_decay_list", "cpu=1"),
+    ]);
+    let mut cell = recorded_cell();
+    let t = T0 + 1000;
+    cell.usage.records.insert(
+        UsageOf::User("user1".into()),
+        Usage {
+            decayed: Amounts::new(4.912302, 0.0, 0.0),
+            at: t,
+            long_term: Amounts::new(9.417992, 0.0, 0.0),
+        },
+    );
+    let jobs = vec![job(3, "user1", t - 30), job(4, "user2", t - 30)];
+    // (seconds later, SGE's cpu, job 3's tickets, job 4's, their prior)
+    let recorded = [
+        (0, 4.912302, 3184, 6815, ("0.48357", "0.75000")),
+        (31, 2.668081, 4574, 5425, ("0.67165", "0.75000")),
+        (61, 1.477965, 6035, 3964, ("0.75000", "0.57844")),
+    ];
+    for (after, cpu, t3, t4, (p3, p4)) in recorded {
+        let now = t + after;
+        let decayed = cell
+            .usage
+            .decayed(&UsageOf::User("user1".into()), now, &c.decay)
+            .cpu;
+        assert!(
+            (decayed - cpu).abs() < 1e-4 * cpu,
+            "{after} s: {decayed}, SGE {cpu}"
+        );
+        let run = |at: i64| {
+            let p = priorities(&c, &jobs, &cell.objects(), at, 0);
+            (shown(&p, 3), shown(&p, 4))
+        };
+        let (a, b) = [run(now), run(now + 1)]
+            .into_iter()
+            .find(|(a, b)| (a.2 - t3).abs() <= 1 && (b.2 - t4).abs() <= 1)
+            .unwrap_or_else(|| panic!("{after} s: {:?} {:?}", run(now), run(now + 1)));
+        assert_eq!((a.0.as_str(), b.0.as_str()), (p3, p4), "{after} s");
+    }
+}

@@ -6,10 +6,10 @@ use gantry_common::usage::{Amounts, Charge, UsageOf};
 use gantry_proto::{Refusal, RefusalKind};
 
 impl ClusterState {
-    /// `halftime` of the scheduler configuration in seconds (hours in the file; 0: no
-    /// decay).
-    pub fn usage_halftime(&self) -> f64 {
-        gantry_sched::priority::PolicyConf::from_config((*self.input.sched).as_ref()).halftime
+    /// How usage decays (the scheduler configuration's `halftime` and
+    /// `halflife_decay_list`).
+    pub fn usage_decay(&self) -> gantry_common::usage::Decay {
+        gantry_sched::priority::PolicyConf::from_config((*self.input.sched).as_ref()).decay
     }
 
     /// The writes that charge tasks' cumulative measurements (job, task, measured,
@@ -40,10 +40,7 @@ impl ClusterState {
             })
             .map(|(job, task, ..)| (*job, *task))
             .collect();
-        let charged = self
-            .input
-            .usage
-            .charge(&charges, now, self.usage_halftime());
+        let charged = self.input.usage.charge(&charges, now, &self.usage_decay());
         let mut ops: Vec<Op> = charged
             .records
             .into_iter()
