@@ -278,7 +278,7 @@ impl<'a> ClusterView<'a> {
             return pending();
         };
         if trigger.state_changed {
-            return pending();
+            return pending() || self.running_tickets_shown();
         }
         let conf = self.sched_conf();
         if now.since(last) < conf.interval {
@@ -297,6 +297,20 @@ impl<'a> ClusterView<'a> {
                 })
             });
         (trigger.loads_changed || start_time_came || decaying) && pending()
+    }
+
+    /// Do running jobs hold tickets a change can move (a ticket policy is on, or a job,
+    /// user, project or department has override tickets)? Then a change is worked out
+    /// by a cycle even with nothing pending, as every run of SGE's scheduler works out
+    /// the tickets of running jobs (`qstat -ext` shows them).
+    fn running_tickets_shown(&self) -> bool {
+        let policies = crate::priority::PolicyConf::from_config(self.sched.as_ref());
+        let overrides = !self.job_otickets.is_empty()
+            || self.users.values().any(|u| u.oticket > 0)
+            || self.projects.values().any(|p| p.oticket > 0)
+            || self.usersets.values().any(|u| u.oticket > 0);
+        (policies.tickets_on() || overrides)
+            && self.jobs.values().any(|j| j.tasks.holding_slots() > 0)
     }
 
     /// Build the snapshot a cycle works on at `now`: every layer's values, and what the

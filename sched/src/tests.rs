@@ -1008,6 +1008,33 @@ fn a_cycle_is_due_only_when_something_it_reads_changed() {
         .cycle_due(&t(false, false, Some(500_000)), at(501_000)));
 }
 
+/// With nothing pending, a change is worked out by a cycle when running jobs hold
+/// tickets it can move (their priorities and tickets are what `qstat -ext` shows), and
+/// only then.
+#[test]
+fn a_change_to_running_jobs_tickets_is_due_with_nothing_pending() {
+    let changed = Trigger {
+        state_changed: true,
+        loads_changed: false,
+        last_cycle: Some(Time::from_millis(10_000)),
+    };
+    let mut s = Cluster::new(&[]);
+    s.add_host("n1", "", LOAD);
+    s.put_job(job(1, "u1", &[], &[]));
+    s.start(1, 1, "all.q", "n1");
+    assert!(!s.view().cycle_due(&changed, Time::from_millis(10_100)));
+    // A job's own override tickets (`qalter -ot`).
+    s.job_otickets.insert(JobId(1), 50);
+    assert!(s.view().cycle_due(&changed, Time::from_millis(10_100)));
+    s.job_otickets.clear();
+    // A ticket policy.
+    s.sched = Some(sched_with("weight_tickets_functional", "10000"));
+    assert!(s.view().cycle_due(&changed, Time::from_millis(10_100)));
+    // Nothing running: nothing to work out.
+    s.jobs = Default::default();
+    assert!(!s.view().cycle_due(&changed, Time::from_millis(10_100)));
+}
+
 #[test]
 fn requests_that_do_not_resolve_are_typed_errors_in_sge_words() {
     let s = Cluster::new(&[]);

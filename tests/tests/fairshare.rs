@@ -421,4 +421,42 @@ fn override_tickets_are_given_by_managers_and_shown() {
     c.stop_master(nix::sys::signal::Signal::SIGTERM);
     c.start_master();
     assert!(c.client("qstat", &["-u", "*"]).stdout.is_empty());
+    // A running job is given them too, as SGE gives them.
+    assert_eq!(c.client("qmod", &["-e", "all.q"]).code, 0);
+    let r = c.submit("gtuser1", &["-b", "y", "sleep", "60"]);
+    wait_until("the job to run", Duration::from_secs(30), || {
+        c.client("qstat", &["-u", "*", "-s", "r"])
+            .stdout
+            .contains(" r ")
+    });
+    let out = c.client("qalter", &["-ot", "50", &r]);
+    assert_eq!(
+        (out.code, out.stdout.as_str()),
+        (
+            0,
+            format!("{me}@head sets override tickets of job {r} to 50\n").as_str()
+        ),
+        "{out:?}"
+    );
+    let ext_of_running = |c: &Cluster| -> Option<Vec<String>> {
+        let out = c.client("qstat", &["-u", "*", "-ext"]);
+        out.stdout
+            .lines()
+            .skip(2)
+            .map(|l| l.split_whitespace().map(str::to_string).collect::<Vec<_>>())
+            .find(|f| f.first() == Some(&r))
+    };
+    wait_until(
+        "a cycle to give the running job its tickets",
+        Duration::from_secs(20),
+        || ext_of_running(&c).is_some_and(|f| f.get(11).map(String::as_str) == Some("50")),
+    );
+    // id prior ntckts name user project department state cpu mem io tckts ovrts otckt
+    let f = ext_of_running(&c).unwrap();
+    assert_eq!(
+        (f[7].as_str(), &f[11..14]),
+        ("r", &["50".to_string(), "50".into(), "50".into()][..]),
+        "{f:?}"
+    );
+    assert_eq!(c.client("qdel", &[&r]).code, 0);
 }

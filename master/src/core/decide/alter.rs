@@ -90,7 +90,14 @@ impl ClusterState {
                     ),
                 );
             }
-            if !job.tasks.has_pending() {
+            // The ticket policies' own attributes (`-ot`, `-js`) change running jobs
+            // too, as in SGE: the next scheduling run gives their tasks the tickets.
+            let policy_only = gantry_proto::JobChanges {
+                override_tickets: None,
+                job_share: None,
+                ..changes.clone()
+            } == gantry_proto::JobChanges::default();
+            if !job.tasks.has_pending() && !policy_only {
                 return refused(
                     RefusalKind::Invalid,
                     format!("denied: job \"{id}\" has no pending tasks; only pending jobs can be changed"),

@@ -216,6 +216,47 @@ fn qalter_changes_pending_jobs_only_and_has_no_effect() {
     );
 }
 
+/// `-ot` and `-js` change a running job too (SGE's words), the rest does not.
+#[test]
+fn qalter_gives_a_running_job_override_tickets_and_a_job_share() {
+    let s = state();
+    let changes = gantry_proto::JobChanges {
+        override_tickets: Some(100),
+        job_share: Some(5),
+        ..Default::default()
+    };
+    let d = s.decide_alter_jobs(
+        &caller("root", "head"),
+        &[],
+        &["2".into()],
+        &changes,
+        &Default::default(),
+        crate::core::sched::Time::from_secs(0),
+    );
+    assert_eq!(
+        messages(&d.reply),
+        [
+            (
+                "root@head sets override tickets of job 2 to 100".into(),
+                false
+            ),
+            ("root@head sets job share of job 2 to 5".into(), false),
+        ]
+    );
+    assert!(d.ops.contains(&Op::Put(Object::JobOverride {
+        job: JobId(2),
+        tickets: 100
+    })));
+    assert!(
+        d.ops.iter().any(
+            |op| matches!(op, Op::Put(Object::Job(j)) if j.id == JobId(2) && j.spec.job_share == 5)
+        ),
+        "{:?}",
+        d.ops
+    );
+    assert!(d.effects.is_empty());
+}
+
 fn report(job_id: u64, host: &str, failed: u32) -> gantry_proto::JobReport {
     gantry_proto::JobReport {
         job_id: JobId(job_id),
