@@ -20,7 +20,7 @@ cd "$SRC"
 cargo build --release --workspace --bins "$@"
 NSS='^(getpw|getgr|getspnam|initgroups|getaddrinfo|gethostby|getnameinfo|getserv|getnet|getproto|getlogin|dlopen)'
 static=""
-for src in client/src/bin/*.rs execd/src/bin/gantry-shepherd.rs; do
+for src in client/src/bin/*.rs interactive/src/bin/*.rs execd/src/bin/gantry-shepherd.rs; do
     b=$(basename "$src" .rs)
     package=gantry-$(echo "$src" | cut -d/ -f1)
     if nm -D --undefined-only "target/release/$b" | awk '{print $2}' | grep -Eq "$NSS"; then

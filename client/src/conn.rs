@@ -61,6 +61,14 @@ pub fn request_reader(req: &ToMaster) -> Result<(usize, UnixStream), ConnError> 
     Ok((u32::from_be_bytes(prefix) as usize, stream))
 }
 
+/// The same, for a request after whose answer the socket goes on carrying frames (an
+/// interactive session): the answer, and the socket.
+pub fn request_keeping(req: &ToMaster) -> Result<(FromMaster, UnixStream), ConnError> {
+    let mut stream = request_stream(req)?;
+    let answer = decode(&read_frame(&mut stream)?)?;
+    Ok((answer, stream))
+}
+
 /// Send `req` and read the master's hello: the socket, its answer next.
 fn request_stream(req: &ToMaster) -> Result<UnixStream, ConnError> {
     let path = socket_path(&client_home());

@@ -14,6 +14,7 @@ pub mod qdel;
 pub mod qhost;
 pub mod qquota;
 pub mod qrdel;
+pub mod qrsh;
 pub mod qrstat;
 pub mod qrsub;
 pub mod qstat;

@@ -464,10 +464,7 @@ fn render_job(out: &mut String, d: &gantry_proto::JobDetail, unsubmitted: bool) 
         if !spec.masterq.is_empty() {
             row("master hard queue_list", spec.masterq.join(","));
         }
-        match &spec.script {
-            gantry_proto::JobScript::Script { path, .. } => row("script_file", path.clone()),
-            gantry_proto::JobScript::Binary { command } => row("script_file", command.clone()),
-        }
+        row("script_file", spec.script.script_file().to_string());
         if d.override_tickets > 0 {
             row("oticket", d.override_tickets.to_string());
         }

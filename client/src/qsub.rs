@@ -241,7 +241,7 @@ pub fn directives(script: &[u8], prefix: &str) -> Result<Vec<String>, String> {
 }
 
 /// What the options decide beyond the job itself.
-struct Flags {
+pub(crate) struct Flags {
     terse: bool,
     sync: bool,
     binary: bool,
@@ -256,9 +256,23 @@ struct Flags {
     rank: u8,
 }
 
+impl Flags {
+    pub(crate) fn new() -> Flags {
+        Flags {
+            terse: false,
+            sync: false,
+            binary: false,
+            verify: Verify::None,
+            just_verify: false,
+            jsv: Vec::new(),
+            rank: 0,
+        }
+    }
+}
+
 /// Where options came from: SGE reports an error in each differently.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Layer {
+pub(crate) enum Layer {
     Defaults,
     Script,
     CommandLine,
@@ -268,7 +282,7 @@ enum Layer {
 /// line, after `Unable to read script file because of error: ` in the script's lines,
 /// bare in a defaults file; an option qsub does not take is found later, once the job
 /// is built, and always gets `qsub: `. The exit status is SGE's answer status.
-fn refused(layer: Layer, e: OptionError) -> Output {
+pub(crate) fn refused(layer: Layer, e: OptionError) -> Output {
     let prefix = match layer {
         _ if e.status == optvalues::ENOIMP => "qsub: ",
         Layer::CommandLine => "qsub: ",
@@ -287,7 +301,7 @@ pub(crate) fn date_time(arg: &str, option: &str) -> Result<i64, OptionError> {
 }
 
 /// Apply parsed options to a spec, in order (later ones win).
-fn apply(
+pub(crate) fn apply(
     spec: &mut JobSpec,
     initial: &JobSpec,
     p: &Parsed,
@@ -437,14 +451,9 @@ fn apply(
     Ok(())
 }
 
-pub fn run(args: &[String]) -> Output {
-    let p = match parse(args, SPECS, true) {
-        Ok(p) => p,
-        Err(e) => return refused(Layer::CommandLine, e.into()),
-    };
-    if p.has("-help") {
-        return Output::ok(usage());
-    }
+/// Where a job is submitted from: the working directory, the home directory, and a
+/// binary job's specification with the `SGE_O_*` variables SGE's qsub records.
+pub(crate) fn submitted_from() -> (String, String, JobSpec) {
     let cwd = std::env::current_dir()
         .map(|d| d.to_string_lossy().into_owned())
         .unwrap_or_else(|_| "/".to_string());
@@ -456,7 +465,7 @@ pub fn run(args: &[String]) -> Output {
         .map(|h| h.to_string_lossy().into_owned())
         .unwrap_or_default();
     let logname = crate::account::login_name().unwrap_or_default();
-    let mut spec = JobSpec {
+    let spec = JobSpec {
         env: vec![
             ("SGE_O_HOME".into(), home.clone()),
             ("SGE_O_LOGNAME".into(), logname.clone()),
@@ -473,7 +482,19 @@ pub fn run(args: &[String]) -> Output {
         ],
         ..JobSpec::binary("", "", &host)
     };
-    let initial = spec.clone();
+    (cwd, home, spec)
+}
+
+/// The defaults files (the cell's `sge_request`, `~/.sge_request`, `./.sge_request`)
+/// and the command line's `-@` files applied to `spec`, in SGE's order.
+pub(crate) fn apply_defaults(
+    p: &Parsed,
+    spec: &mut JobSpec,
+    initial: &JobSpec,
+    cwd: &str,
+    home: &str,
+    flags: &mut Flags,
+) -> Result<(), Output> {
     // Defaults files, then -@ files, decide -b before the script is read.
     let mut layers: Vec<(Layer, u8, Vec<String>)> = Vec::new();
     let defaults = [
@@ -483,42 +504,50 @@ pub fn run(args: &[String]) -> Output {
         ),
         (
             2,
-            (!home.is_empty()).then(|| std::path::Path::new(&home).join(".sge_request")),
+            (!home.is_empty()).then(|| std::path::Path::new(home).join(".sge_request")),
         ),
-        (1, Some(std::path::Path::new(&cwd).join(".sge_request"))),
+        (1, Some(std::path::Path::new(cwd).join(".sge_request"))),
     ];
     for (rank, path) in defaults {
         let Some(path) = path else { continue };
         if path.exists() {
             match options_from_file(&path) {
                 Ok(words) => layers.push((Layer::Defaults, rank, words)),
-                Err(e) => return refused(Layer::Defaults, e),
+                Err(e) => return Err(refused(Layer::Defaults, e)),
             }
         }
     }
     for g in p.options.iter().filter(|g| g.name == "-@") {
         match options_from_file(std::path::Path::new(g.arg.as_deref().unwrap_or(""))) {
             Ok(words) => layers.push((Layer::CommandLine, 0, words)),
-            Err(e) => return refused(Layer::CommandLine, e),
+            Err(e) => return Err(refused(Layer::CommandLine, e)),
         }
     }
-    let mut flags = Flags {
-        terse: false,
-        sync: false,
-        binary: false,
-        verify: Verify::None,
-        just_verify: false,
-        jsv: Vec::new(),
-        rank: 0,
-    };
     for (layer, rank, words) in &layers {
         flags.rank = *rank;
         let applied = parse(words, SPECS, false)
             .map_err(OptionError::from)
-            .and_then(|lp| apply(&mut spec, &initial, &lp, *layer, &cwd, &mut flags));
+            .and_then(|lp| apply(spec, initial, &lp, *layer, cwd, flags));
         if let Err(e) = applied {
-            return refused(*layer, e);
+            return Err(refused(*layer, e));
         }
+    }
+    Ok(())
+}
+
+pub fn run(args: &[String]) -> Output {
+    let p = match parse(args, SPECS, true) {
+        Ok(p) => p,
+        Err(e) => return refused(Layer::CommandLine, e.into()),
+    };
+    if p.has("-help") {
+        return Output::ok(usage());
+    }
+    let (cwd, home, mut spec) = submitted_from();
+    let initial = spec.clone();
+    let mut flags = Flags::new();
+    if let Err(out) = apply_defaults(&p, &mut spec, &initial, &cwd, &home, &mut flags) {
+        return out;
     }
     // -b from the command line matters before the script is read.
     if let Some(b) = p.arg("-b") {

@@ -341,6 +341,9 @@ pub fn parameters(spec: &JobSpec, who: &Submitter, context: Context) -> Vec<(Str
     let (cmdname, binary) = match &spec.script {
         JobScript::Script { path, .. } => (path.clone(), false),
         JobScript::Binary { command } => (command.clone(), true),
+        JobScript::Interactive { command, .. } => {
+            (command.clone().unwrap_or_else(|| "NONE".into()), true)
+        }
     };
     put("CMDNAME", cmdname);
     put("CMDARGS", spec.args.len().to_string());

@@ -28,6 +28,7 @@ pub mod queue;
 pub mod recent;
 pub mod rqs;
 pub mod schedconf;
+pub mod session;
 pub mod sharetree;
 pub mod signal;
 pub mod strexpr;

@@ -130,6 +130,13 @@ impl Jobs {
     }
 
     /// Tasks whose shepherd runs now.
+    /// The socket of a running interactive task's session (its shepherd listens on it
+    /// once the task has started).
+    pub fn session_socket(&self, key: TaskKey) -> Option<PathBuf> {
+        let running = self.inner.running.lock().ok()?.contains(&key);
+        running.then(|| crate::shepherd::session::socket_path(&task_dir(&self.inner.dir, key)))
+    }
+
     pub fn running(&self) -> Vec<TaskKey> {
         self.inner
             .running
@@ -810,6 +817,7 @@ fn lookup_account(uid: u32, gid: u32) -> Option<Account> {
         name: user.name,
         home: user.dir.to_string_lossy().into_owned(),
         groups,
+        shell: user.shell.to_string_lossy().into_owned(),
     })
 }
 

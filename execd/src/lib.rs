@@ -5,6 +5,7 @@ pub mod binding;
 pub mod cgroup;
 pub mod checkpoint;
 pub mod identity;
+pub mod interactive;
 pub mod jobs;
 pub mod mail;
 pub mod private_fs;

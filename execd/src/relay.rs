@@ -66,6 +66,38 @@ async fn handle(
             return answer_accepted(&mut w, PROTOCOL_VERSION, &refused(too_many.to_string())).await
         }
     };
+    // An interactive session: once the master has joined it, this socket and the
+    // stream to the master carry its frames both ways.
+    if let (Ok(caller), Some(conn), ToMaster::Attach { .. }) = (&caller, &conn, &request) {
+        let relayed = Relayed {
+            caller: caller.clone(),
+            request: request.clone(),
+        };
+        let opened = async {
+            let (mut send, mut recv) = conn.open_bi().await?;
+            write_frame(&mut send, &relayed).await?;
+            let answer: FromMaster = read_frame(&mut recv).await?;
+            Ok::<_, TransportError>((send, recv, answer))
+        };
+        return match opened.await {
+            Ok((send, recv, answer @ FromMaster::Attached { .. })) => {
+                answer_accepted(&mut w, PROTOCOL_VERSION, &answer).await?;
+                let mut local = r
+                    .reunite(w)
+                    .map_err(|_| std::io::Error::other("the socket's halves do not match"))?;
+                let mut remote = tokio::io::join(recv, send);
+                let _ = tokio::io::copy_bidirectional(&mut local, &mut remote).await;
+                let (_, mut send) = remote.into_inner();
+                let _ = send.finish();
+                Ok(())
+            }
+            Ok((_, _, answer)) => answer_accepted(&mut w, PROTOCOL_VERSION, &answer).await,
+            Err(e) => {
+                let answer = refused(format!("error: relaying to the master failed: {e}"));
+                answer_accepted(&mut w, PROTOCOL_VERSION, &answer).await
+            }
+        };
+    }
     let reply = match (caller, conn) {
         (Err(error), _) => refused(error.to_string()),
         (Ok(_), None) => refused(format!(

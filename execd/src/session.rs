@@ -36,6 +36,11 @@ pub trait ExecHost: Send + 'static {
     fn acknowledge(&self, key: TaskKey);
     /// `qconf -kej`: end every task, reporting each.
     fn end_all_for_shutdown(&self);
+    /// Where a running interactive task's shepherd waits for its session (nowhere on
+    /// a simulated host).
+    fn session_sockets(&self) -> SessionSockets {
+        SessionSockets::new(|_| None)
+    }
 }
 
 /// A compute host: its sensor and its jobs' processes.
@@ -92,6 +97,11 @@ impl ExecHost for RealHost {
 
     fn end_all_for_shutdown(&self) {
         self.jobs.end_all_for_shutdown();
+    }
+
+    fn session_sockets(&self) -> SessionSockets {
+        let jobs = self.jobs.clone();
+        SessionSockets::new(move |key| jobs.session_socket(key))
     }
 }
 
@@ -295,6 +305,17 @@ async fn session<H: ExecHost>(
         }
     });
     let _reader = AbortOnDrop(reader);
+    // Streams the master opens: interactive sessions it joins for their jobs' owners.
+    let sessions = {
+        let conn = conn.clone();
+        let sockets = SessionSockets::of(jobs);
+        tokio::spawn(async move {
+            while let Ok((send, recv)) = conn.accept_bi().await {
+                tokio::spawn(crate::interactive::join(send, recv, sockets.clone()));
+            }
+        })
+    };
+    let _sessions = AbortOnDrop(sessions);
     let mut ticker = tokio::time::interval(interval);
     let mut stop_check = tokio::time::interval(Duration::from_millis(200));
     loop {
@@ -359,6 +380,27 @@ async fn session<H: ExecHost>(
                 Err(e) => return Ended::Dropped(close_reason(&conn).unwrap_or_else(|| e.to_string())),
             }
         }
+    }
+}
+
+/// Where the sessions of this host's interactive tasks are found (a running task's
+/// socket), for the streams the master opens.
+#[derive(Clone)]
+pub struct SessionSockets(
+    std::sync::Arc<dyn Fn(TaskKey) -> Option<std::path::PathBuf> + Send + Sync>,
+);
+
+impl SessionSockets {
+    fn of<H: ExecHost>(host: &H) -> SessionSockets {
+        host.session_sockets()
+    }
+
+    pub fn new(f: impl Fn(TaskKey) -> Option<std::path::PathBuf> + Send + Sync + 'static) -> Self {
+        SessionSockets(std::sync::Arc::new(f))
+    }
+
+    pub fn find(&self, key: TaskKey) -> Option<std::path::PathBuf> {
+        (self.0)(key)
     }
 }
 

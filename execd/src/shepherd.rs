@@ -26,6 +26,7 @@ use crate::processes::TaskProcesses;
 use crate::spawn;
 
 mod environment;
+pub mod session;
 use environment::{bind_to, job_environment, pe_hostfile, PE_HOSTFILE};
 
 pub const START_FILE: &str = "start.bin";
@@ -49,6 +50,8 @@ pub struct Account {
     pub name: String,
     pub home: String,
     pub groups: Vec<u32>,
+    /// The login shell (an interactive job's shell).
+    pub shell: String,
 }
 
 pub const SCRIPT_FILE: &str = "script";
@@ -423,6 +426,7 @@ fn supervise(
     }
     let script_path = dir.join(SCRIPT_FILE);
     let cwd = PathBuf::from(start.spec.cwd.clone().unwrap_or_else(|| home.clone()));
+    let interactive = matches!(start.spec.script, JobScript::Interactive { .. });
     // The job's files are found and opened with the owner's rights, never root's.
     let (out_path, err_path, stdin, stdout, stderr) = {
         let _owner = ActingAsOwner::enter(uid, gid, &user.groups).map_err(|e| {
@@ -459,6 +463,14 @@ fn supervise(
                     )
                 })
         };
+        // An interactive job's streams go to its session, not to files.
+        let open = |p: &Path| match interactive {
+            true => std::fs::File::options()
+                .write(true)
+                .open("/dev/null")
+                .map_err(|e| fail(ShepherdFailure::OpenOutput, format!("/dev/null: {e}"))),
+            false => open(p),
+        };
         let stdout = open(&out_path)?;
         let stderr = if start.spec.merge_output {
             stdout.try_clone().map_err(|e| {
@@ -494,6 +506,14 @@ fn supervise(
         .unwrap_or_else(|| "/bin/sh".to_string());
     // A binary job runs its command directly, unless `-shell y` asks for the shell,
     // which then gets the command line as SGE gives it: `shell -c "command args"`.
+    // An interactive job runs in its owner's login shell (SGE's qrsh_starter), a
+    // command with `-c`.
+    let shell = match &start.spec.script {
+        JobScript::Interactive { .. } if start.spec.shell.is_none() && !user.shell.is_empty() => {
+            user.shell.clone()
+        }
+        _ => shell,
+    };
     let what = match &start.spec.script {
         JobScript::Binary { command } if !start.spec.binary_shell => command.clone(),
         _ => shell.clone(),
@@ -560,6 +580,23 @@ fn supervise(
             args.push(line.join(" "));
         }
         JobScript::Binary { .. } => args.extend(start.spec.args.iter().cloned()),
+        JobScript::Interactive {
+            command: Some(command),
+            ..
+        } => {
+            let line: Vec<&str> = std::iter::once(command.as_str())
+                .chain(start.spec.args.iter().map(String::as_str))
+                .collect();
+            args.push("-c".to_string());
+            args.push(line.join(" "));
+        }
+        // A login shell: its name with a `-` before it, as `login` starts one.
+        JobScript::Interactive { command: None, .. } => {
+            let name = Path::new(&shell)
+                .file_name()
+                .map_or_else(|| shell.clone(), |n| n.to_string_lossy().into_owned());
+            args[0] = format!("-{name}");
+        }
     }
     let (group, group_procs) = match &held.group {
         Some(g) => (
@@ -575,7 +612,31 @@ fn supervise(
     };
     // `-pty y`: a pseudo terminal, the job's controlling terminal; what the job writes
     // to it goes to its standard output file.
-    let terminal = if start.spec.pty {
+    // An interactive job's session: joined before the job starts, so that nothing it
+    // writes is lost; its streams are pipes, or a terminal.
+    let (session, stdin, stdout, stderr, session_terminal) = if interactive {
+        let key = start.session_key.clone().unwrap_or_default();
+        let conn = session::accept(dir, &key, session::JOIN_TIMEOUT)
+            .map_err(|e| fail(ShepherdFailure::BeforeJob, e))?;
+        let streams = match session::streams(start.spec.pty, uid, gid) {
+            Ok(s) => s,
+            Err(e) => {
+                let why = format!("can't open the job's streams: {e}");
+                session::fail(conn, &why);
+                return Err(fail(ShepherdFailure::NoShell, why));
+            }
+        };
+        (
+            Some((conn, streams.local)),
+            Some(streams.stdin),
+            streams.stdout,
+            streams.stderr,
+            streams.terminal,
+        )
+    } else {
+        (None, stdin, stdout, stderr, None)
+    };
+    let terminal = if start.spec.pty && !interactive {
         let out = stdout.try_clone().map_err(|e| {
             fail(
                 ShepherdFailure::OpenOutput,
@@ -616,7 +677,8 @@ fn supervise(
         rlimits: limits(start),
         group,
         group_procs,
-        terminal: terminal.as_ref().and_then(|t| t.slave.try_clone().ok()),
+        terminal: session_terminal
+            .or_else(|| terminal.as_ref().and_then(|t| t.slave.try_clone().ok())),
     };
     // `-binding set`: the job's processes run on its cores' processors only (the
     // affinity is inherited by the job from this shepherd).
@@ -636,7 +698,15 @@ fn supervise(
             ),
         }
     }
-    let child = spawn::spawn(&job).map_err(|e| match e.raw_os_error() {
+    let spawned = spawn::spawn(&job);
+    let (session, child) = match (session, spawned) {
+        (Some((conn, _)), Err(e)) => {
+            session::fail(conn, &format!("can't start \"{what}\": {e}"));
+            (None, Err(e))
+        }
+        (session, r) => (session, r),
+    };
+    let child = child.map_err(|e| match e.raw_os_error() {
         // The working directory, entered with the owner's rights, is not theirs.
         Some(nix::libc::EACCES | nix::libc::ENOTDIR) if !cwd_is_ok(&cwd, &job) => fail(
             ShepherdFailure::NoCwd,
@@ -654,6 +724,15 @@ fn supervise(
         Some(Pid::from_raw(std::process::id() as i32)),
         Some(pgid),
     );
+    let relay = match session {
+        Some((conn, local)) => Some(
+            session::Relay::start(conn, local, processes.clone()).map_err(|e| {
+                processes.kill();
+                fail(ShepherdFailure::NoShell, format!("the session failed: {e}"))
+            })?,
+        ),
+        None => None,
+    };
     report.start_time = now();
     notes.add("job", child);
     notes.add("start", report.start_time);
@@ -728,6 +807,14 @@ fn supervise(
             report.failure = "the checkpointing job was migrated".to_string();
             report.checkpointed = outcome.checkpointed;
         }
+    }
+    let exit_status = match status {
+        nix::sys::wait::WaitStatus::Exited(_, code) => code,
+        nix::sys::wait::WaitStatus::Signaled(_, sig, _) => 128 + sig as i32,
+        _ => 0,
+    };
+    if let Some(relay) = relay {
+        relay.finish(exit_status);
     }
     match status {
         nix::sys::wait::WaitStatus::Exited(_, code) => report.exit_status = code,

@@ -388,6 +388,7 @@ mod tests {
             granted: Vec::new(),
             restarted: 0,
             checkpoint: None,
+            session_key: None,
         }
     }
 

@@ -22,7 +22,7 @@ pub use rows::*;
 
 /// The protocol version. Both daemons and every client speak exactly one version; peers
 /// with another version are refused with a message naming both.
-pub const PROTOCOL_VERSION: u32 = 28;
+pub const PROTOCOL_VERSION: u32 = 29;
 
 /// Magic bytes at the start of every [`Hello`]: "GNTY".
 pub const HELLO_MAGIC: [u8; 4] = *b"GNTY";
@@ -259,6 +259,10 @@ pub enum ToMaster {
     ShowPriorities { users: Vec<String> },
     /// `sge_share_mon`: the share tree's nodes with their usage and targets.
     ShowShareTree,
+    /// `qrsh`/`qlogin`: join the session of this interactive job, which the caller
+    /// owns and which runs. Answered with [`FromMaster::Attached`], after which the
+    /// connection carries [`SessionFrame`]s both ways until the job ends.
+    Attach { job_id: JobId },
 }
 
 /// What `qquota` asks about. An empty list means "any"; `users` empty means the caller
@@ -415,6 +419,20 @@ pub enum FromMaster {
     ShareTreeNodes {
         now: i64,
         nodes: Vec<ShareTreeNode>,
+    },
+    /// The session of an interactive job's task is joined: [`SessionFrame`]s follow.
+    Attached {
+        job_id: JobId,
+        task_id: TaskId,
+    },
+    /// What the door decided for [`ToMaster::Attach`], for the master's own shell only
+    /// (never sent to a client): the task to join, where it runs, and the key its
+    /// start order carried.
+    SessionGranted {
+        job_id: JobId,
+        task_id: TaskId,
+        host: String,
+        key: Vec<u8>,
     },
 }
 

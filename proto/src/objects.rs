@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::ids::ArId;
+use crate::ids::{ArId, JobId, TaskId};
 
 mod job;
 pub use job::*;
@@ -357,3 +357,36 @@ impl AdvanceReservation {
 
 #[cfg(test)]
 mod tests;
+
+/// One frame of an interactive session (`qrsh`, `qlogin`), between the command and the
+/// shepherd of the job's task; the master and the execd between them carry the frames
+/// without reading them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SessionFrame {
+    /// Bytes for the task's standard input, or its terminal.
+    Stdin(Vec<u8>),
+    /// The user's standard input has ended.
+    StdinClosed,
+    /// What the task wrote to its standard output (or its terminal).
+    Stdout(Vec<u8>),
+    /// What the task wrote to its standard error.
+    Stderr(Vec<u8>),
+    /// The user's terminal has this size now.
+    WindowSize { rows: u16, cols: u16 },
+    /// A signal for the task's processes (qrsh without a terminal passes on what it
+    /// gets).
+    Signal(i32),
+    /// The task has ended: its exit status (128 + the signal that ended it).
+    Exit { status: i32 },
+    /// The task could not be started, or the session failed: why.
+    Failed(String),
+}
+
+/// The first frame on a stream the master opens to an execd: join the session of this
+/// interactive task, with the key its start order carried.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskAttach {
+    pub job_id: JobId,
+    pub task_id: TaskId,
+    pub key: Vec<u8>,
+}

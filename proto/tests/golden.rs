@@ -121,8 +121,8 @@ fn encodings_are_pinned() {
         );
     }
     assert_eq!(got.len(), want.len());
-    assert_eq!(PROTOCOL_VERSION, 28);
-    assert_eq!(alpn_current(), b"gantry/28");
+    assert_eq!(PROTOCOL_VERSION, 29);
+    assert_eq!(alpn_current(), b"gantry/29");
 }
 
 #[test]

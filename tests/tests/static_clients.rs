@@ -53,6 +53,8 @@ fn job_commands_never_call_the_name_service() {
         "qhost",
         "qmod",
         "qquota",
+        "qrsh",
+        "qlogin",
         "gantry-shepherd",
     ];
     for command in commands {

@@ -160,11 +160,7 @@ fn job_xml(x: &mut Xml, d: &JobDetail) {
         }
         x.close(i, "JB_job_args");
     }
-    let script = match &spec.script {
-        JobScript::Script { path, .. } => path,
-        JobScript::Binary { command } => command,
-    };
-    x.element(i, "JB_script_file", &[], script);
+    x.element(i, "JB_script_file", &[], spec.script.script_file());
     for (name, list) in [
         ("JB_jid_request_list", &spec.hold_jids),
         ("JB_ja_ad_request_list", &spec.hold_jids_ad),
@@ -373,9 +369,11 @@ pub fn render_json(details: &[JobDetail], prios: &[gantry_proto::PriorityRow]) -
         .iter()
         .map(|d| {
             let spec = &d.spec;
-            let (script, job_type) = match &spec.script {
-                JobScript::Script { path, .. } => (path, "script"),
-                JobScript::Binary { command } => (command, "binary"),
+            let script = spec.script.script_file();
+            let job_type = match &spec.script {
+                JobScript::Script { .. } => "script",
+                JobScript::Binary { .. } => "binary",
+                JobScript::Interactive { .. } => "interactive",
             };
             let mut job = serde_json::Map::new();
             let mut put = |k: &str, v: serde_json::Value| {

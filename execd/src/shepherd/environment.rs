@@ -43,13 +43,7 @@ pub(super) fn job_environment(
         ("JOB_ID", start.job_id.to_string()),
         ("JOB_NAME", spec.name.clone()),
         ("REQUEST", spec.name.clone()),
-        (
-            "JOB_SCRIPT",
-            match &spec.script {
-                JobScript::Script { path, .. } => path.clone(),
-                JobScript::Binary { command } => command.clone(),
-            },
-        ),
+        ("JOB_SCRIPT", spec.script.script_file().to_string()),
         ("SGE_TASK_ID", task),
         ("SGE_TASK_FIRST", first),
         ("SGE_TASK_LAST", last),
@@ -64,7 +58,14 @@ pub(super) fn job_environment(
         ("HOSTNAME", start.host.clone()),
         ("TMPDIR", tmp.clone()),
         ("TMP", tmp),
-        ("ENVIRONMENT", "BATCH".to_string()),
+        (
+            "ENVIRONMENT",
+            match spec.script {
+                JobScript::Interactive { .. } => "INTERACTIVE",
+                _ => "BATCH",
+            }
+            .to_string(),
+        ),
         // SGE's: 1 when the task runs again (its host failed under it, or it migrated),
         // 2 when it restarts from a checkpoint.
         ("RESTARTED", start.restarted.to_string()),

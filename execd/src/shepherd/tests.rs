@@ -33,6 +33,7 @@ fn start() -> JobStart {
         }],
         restarted: 0,
         checkpoint: None,
+        session_key: None,
     }
 }
 

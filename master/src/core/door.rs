@@ -141,6 +141,7 @@ fn decide_request(
             let users = users_with_caller(&users, &caller.user);
             Decision::answer(FromMaster::Priorities(state.priority_rows(&users)))
         }
+        ToMaster::Attach { job_id } => attach(state, ctx, caller, job_id),
         ToMaster::ShowShareTree => Decision::answer(FromMaster::ShareTreeNodes {
             now: now.secs(),
             nodes: state.share_tree_rows(now.secs()),
@@ -446,7 +447,7 @@ fn submit(
             }
             Some(std::mem::take(contents))
         }
-        JobScript::Binary { .. } => None,
+        JobScript::Binary { .. } | JobScript::Interactive { .. } => None,
     };
     let auto_user = match user_object_for(state, &caller.user, ctx.now) {
         Ok(made) => made,
@@ -716,4 +717,54 @@ impl Door for ClusterState {
             reply => Ok(Reply::Answer(reply)),
         }
     }
+}
+
+/// `qrsh`/`qlogin` joining its job's session: the job's owner only, an interactive job
+/// whose task runs on a connected host. The answer is for the shell, which joins the
+/// session on the task's execd ([`FromMaster::SessionGranted`]).
+fn attach(state: &ClusterState, ctx: &Context<'_>, caller: &Caller, job_id: JobId) -> Decision {
+    let refused = |kind, message: String| Decision::refused(Refusal { kind, message });
+    let Some(job) = state.input.jobs.get(&job_id) else {
+        return refused(
+            RefusalKind::NotFound,
+            format!("denied: job \"{job_id}\" does not exist"),
+        );
+    };
+    if job.owner.user != caller.user {
+        return refused(
+            RefusalKind::Denied,
+            format!(
+                "denied: job \"{job_id}\" belongs to user \"{}\": only its owner joins its session",
+                job.owner.user
+            ),
+        );
+    }
+    if !matches!(job.spec.script, gantry_proto::JobScript::Interactive { .. }) {
+        return refused(
+            RefusalKind::Invalid,
+            format!("denied: job \"{job_id}\" is not an interactive job"),
+        );
+    }
+    let running = job.tasks.placed().find_map(|(task, s)| match s {
+        gantry_common::tasks::TaskState::Running { host, .. } => Some((task, host.clone())),
+        _ => None,
+    });
+    let Some((task_id, host)) = running else {
+        return refused(
+            RefusalKind::Invalid,
+            format!("denied: job \"{job_id}\" is not running"),
+        );
+    };
+    if !(ctx.connected)(&host) {
+        return refused(
+            RefusalKind::Internal,
+            format!("error: the execd on \"{host}\" is not connected to the master"),
+        );
+    }
+    Decision::answer(FromMaster::SessionGranted {
+        job_id,
+        task_id,
+        key: state.session_key(job_id, task_id),
+        host,
+    })
 }

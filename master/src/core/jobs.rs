@@ -601,6 +601,8 @@ impl ClusterState {
                 u32::from(job.restarted.contains_key(&d.task_id))
             },
             checkpoint,
+            session_key: matches!(job.spec.script, gantry_proto::JobScript::Interactive { .. })
+                .then(|| self.session_key(job.id, d.task_id)),
         })
     }
 

@@ -283,6 +283,26 @@ pub struct Live {
     /// The last cycle's priority of every job (`qstat -pri/-urg/-ext`, the `prior`
     /// column), as SGE shows the scheduler's last run.
     pub priorities: Option<Arc<gantry_sched::priority::Priorities>>,
+    /// The secret interactive tasks' session keys are made from (see
+    /// [`ClusterState::session_key`]): the shell draws it at random when the master
+    /// starts. A session does not outlive the master that joined it.
+    pub session_secret: [u8; 32],
+}
+
+impl ClusterState {
+    /// The key an interactive task's session is joined with: the task's start order
+    /// carries it to its shepherd, and the master presents it when it joins the session
+    /// for the job's owner. A hash of the master's secret and the task, so that no key
+    /// needs keeping.
+    pub fn session_key(&self, job: JobId, task: TaskId) -> Vec<u8> {
+        use sha2::Digest;
+        let mut h = sha2::Sha256::new();
+        h.update(b"gantry session key\0");
+        h.update(self.live.session_secret);
+        h.update(job.0.to_be_bytes());
+        h.update(task.0.to_be_bytes());
+        h.finalize().to_vec()
+    }
 }
 
 /// A refusal, its message bounded (a value quoted in it is cut to a short line).

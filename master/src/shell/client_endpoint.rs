@@ -59,6 +59,24 @@ async fn handle(
             return answer_accepted(&mut w, PROTOCOL_VERSION, &refused(&too_many.to_string())).await
         }
     };
+    // An interactive session: joined, then the socket and the stream to the task's
+    // execd carry its frames both ways until either end closes.
+    if let (Ok(caller), ToMaster::Attach { job_id }) = (&caller, &request) {
+        return match crate::shell::cluster::join_session(&cluster, caller.clone(), *job_id).await {
+            Ok(joined) => {
+                answer_accepted(&mut w, PROTOCOL_VERSION, &joined.answer).await?;
+                let mut local = r
+                    .reunite(w)
+                    .map_err(|_| std::io::Error::other("the socket's halves do not match"))?;
+                let mut remote = tokio::io::join(joined.recv, joined.send);
+                let _ = tokio::io::copy_bidirectional(&mut local, &mut remote).await;
+                let (_, mut send) = remote.into_inner();
+                let _ = send.finish();
+                Ok(())
+            }
+            Err(refusal) => answer_accepted(&mut w, PROTOCOL_VERSION, &refusal).await,
+        };
+    }
     let reply = match (caller, ListingForm::asked(&request)) {
         (Ok(caller), Some((users, form))) => {
             // The listing is written by the thread that makes it, the socket blocking

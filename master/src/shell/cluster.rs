@@ -24,7 +24,7 @@ mod jobs;
 mod listings;
 mod rate;
 
-pub use clients::{call, list_jobs_writing, Answer, ClientCall, WaitJob};
+pub use clients::{call, join_session, list_jobs_writing, Answer, ClientCall, WaitJob};
 pub use execds::{ExecdJobs, Join, Load, Register, SessionEnded};
 pub use listings::ListingError;
 
@@ -264,6 +264,7 @@ impl Cluster {
         let ops: Vec<Op> = store.load()?.into_iter().map(Op::Put).collect();
         state.apply_all(&ops);
         state.next_job_id = store.next_job_id()?;
+        state.live.session_secret = rand::random();
         let scripts_dir = paths.home.join("job_scripts");
         let scripts_error = |source| StartError::Scripts {
             dir: scripts_dir.clone(),

@@ -11,7 +11,7 @@ use gantry_net::transport::{
     accept_hello, peer_certificates, read_frame, read_frame_max, write_encoded_frame, write_frame,
     TransportError,
 };
-use gantry_proto::{FromExecd, Relayed, ToExecd, PROTOCOL_VERSION};
+use gantry_proto::{FromExecd, Relayed, ToExecd, ToMaster, PROTOCOL_VERSION};
 use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 use tracing::{debug, info, warn, Instrument};
 
@@ -260,6 +260,30 @@ async fn relay(
     host: String,
 ) {
     let reply = match read_frame::<_, Relayed>(&mut recv).await {
+        Ok(Relayed {
+            mut caller,
+            request: ToMaster::Attach { job_id },
+        }) => {
+            // An interactive session for a user on the execd's host: this stream and
+            // the one to the task's execd carry its frames both ways.
+            caller.host = host;
+            match crate::shell::cluster::join_session(&cluster, caller, job_id).await {
+                Ok(joined) => {
+                    if write_frame(&mut send, &joined.answer).await.is_err() {
+                        return;
+                    }
+                    let mut here = tokio::io::join(recv, send);
+                    let mut there = tokio::io::join(joined.recv, joined.send);
+                    let _ = tokio::io::copy_bidirectional(&mut here, &mut there).await;
+                    let (_, mut a) = here.into_inner();
+                    let (_, mut b) = there.into_inner();
+                    let _ = a.finish();
+                    let _ = b.finish();
+                    return;
+                }
+                Err(refusal) => Answer::Message(Box::new(refusal)),
+            }
+        }
         Ok(Relayed {
             mut caller,
             request,

@@ -9,8 +9,51 @@ use crate::ids::{ArId, JobId, TaskId};
 /// What a job runs: a script (its contents travel with the job) or a binary (`-b y`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum JobScript {
-    Script { path: String, contents: Vec<u8> },
-    Binary { command: String },
+    Script {
+        path: String,
+        contents: Vec<u8>,
+    },
+    Binary {
+        command: String,
+    },
+    /// `qrsh [command]` or `qlogin`: the task's standard streams, or its terminal, are
+    /// carried to the command that submitted it ([`crate::SessionFrame`]). Without a
+    /// command, a login shell.
+    Interactive {
+        kind: InteractiveKind,
+        command: Option<String>,
+    },
+}
+
+impl JobScript {
+    /// What `qstat -j` shows as the job's `script_file`: the script's path, the
+    /// binary's command, an interactive job's command (SGE's `QRLOGIN` or `QLOGIN` for
+    /// a login session).
+    pub fn script_file(&self) -> &str {
+        match self {
+            JobScript::Script { path, .. } => path,
+            JobScript::Binary { command } => command,
+            JobScript::Interactive {
+                command: Some(command),
+                ..
+            } => command,
+            JobScript::Interactive {
+                kind: InteractiveKind::Qrsh,
+                command: None,
+            } => "QRLOGIN",
+            JobScript::Interactive {
+                kind: InteractiveKind::Qlogin,
+                command: None,
+            } => "QLOGIN",
+        }
+    }
+}
+
+/// Which command an interactive job came from (SGE's `QRSH` and `QLOGIN` job types).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum InteractiveKind {
+    Qrsh,
+    Qlogin,
 }
 
 /// An array's task range `first-last:step`.
@@ -215,6 +258,9 @@ pub struct JobStart {
     pub restarted: u32,
     /// The job's checkpointing environment, as the task runs under it.
     pub checkpoint: Option<Checkpointing>,
+    /// An interactive job's session key: the master presents it when it joins the
+    /// task's session for the job's owner ([`crate::TaskAttach`]).
+    pub session_key: Option<Vec<u8>>,
 }
 
 /// A checkpointing job's environment and when it is checkpointed (`checkpoint(5)`,

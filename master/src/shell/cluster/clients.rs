@@ -106,6 +106,80 @@ impl Handler<WaitJob> for Cluster {
     }
 }
 
+/// The QUIC connection of a host's execd, to open a stream on (an interactive
+/// session).
+#[derive(Message)]
+#[rtype(result = "Option<quinn::Connection>")]
+pub struct ExecdConnection {
+    pub host: String,
+}
+
+impl Handler<ExecdConnection> for Cluster {
+    type Result = Option<quinn::Connection>;
+
+    fn handle(&mut self, msg: ExecdConnection, _: &mut Self::Context) -> Self::Result {
+        self.sessions.get(&msg.host).and_then(|s| s.conn.clone())
+    }
+}
+
+/// A joined interactive session: the stream to the task's execd (its shepherd at the
+/// other end), and the answer for the command.
+pub struct JoinedSession {
+    pub send: quinn::SendStream,
+    pub recv: quinn::RecvStream,
+    pub answer: FromMaster,
+}
+
+/// `qrsh`/`qlogin` joining its job's session: decided by the door (the owner, an
+/// interactive job that runs), then a stream opened on the task's execd's connection
+/// with the task's key. Else the refusal to answer.
+pub async fn join_session(
+    cluster: &Addr<Cluster>,
+    caller: Caller,
+    job_id: JobId,
+) -> Result<JoinedSession, FromMaster> {
+    let granted = call_message(cluster, caller, ToMaster::Attach { job_id }).await;
+    let FromMaster::SessionGranted {
+        job_id,
+        task_id,
+        host,
+        key,
+    } = granted
+    else {
+        return Err(granted);
+    };
+    let lost = |why: String| {
+        FromMaster::Refused(Refusal {
+            kind: RefusalKind::Internal,
+            message: format!(
+                "error: cannot reach the session of job {job_id} on \"{host}\": {why}"
+            ),
+        })
+    };
+    let conn = cluster
+        .send(ExecdConnection { host: host.clone() })
+        .await
+        .ok()
+        .flatten()
+        .ok_or_else(|| lost("its execd is not connected".into()))?;
+    let (mut send, recv) = conn.open_bi().await.map_err(|e| lost(e.to_string()))?;
+    gantry_net::transport::write_frame(
+        &mut send,
+        &gantry_proto::TaskAttach {
+            job_id,
+            task_id,
+            key,
+        },
+    )
+    .await
+    .map_err(|e| lost(e.to_string()))?;
+    Ok(JoinedSession {
+        send,
+        recv,
+        answer: FromMaster::Attached { job_id, task_id },
+    })
+}
+
 /// The server JSV's settings (`jsv_url`, `jsv_allowed_mod`), when one is configured.
 #[derive(Message)]
 #[rtype(result = "Option<(String, String)>")]

@@ -1,0 +1,5 @@
+fn main() {
+    std::process::exit(gantry_interactive::main(
+        gantry_proto::InteractiveKind::Qrsh,
+    ));
+}
