@@ -12,7 +12,24 @@ use gantry_proto::{SessionFrame, TaskAttach};
 use tokio::net::UnixStream;
 use tracing::{debug, warn};
 
-use crate::session::SessionSockets;
+use crate::jobs::TaskKey;
+
+/// Where the sessions of this host's interactive tasks are found (a running task's
+/// socket), for the streams the master opens.
+#[derive(Clone)]
+pub struct SessionSockets(
+    std::sync::Arc<dyn Fn(TaskKey) -> Option<std::path::PathBuf> + Send + Sync>,
+);
+
+impl SessionSockets {
+    pub fn new(f: impl Fn(TaskKey) -> Option<std::path::PathBuf> + Send + Sync + 'static) -> Self {
+        SessionSockets(std::sync::Arc::new(f))
+    }
+
+    pub fn find(&self, key: TaskKey) -> Option<std::path::PathBuf> {
+        (self.0)(key)
+    }
+}
 
 /// How long a session the master joins waits for the task's shepherd to listen: the
 /// master counts the task as running from its dispatch, before it has started here.

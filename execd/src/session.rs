@@ -38,8 +38,8 @@ pub trait ExecHost: Send + 'static {
     fn end_all_for_shutdown(&self);
     /// Where a running interactive task's shepherd waits for its session (nowhere on
     /// a simulated host).
-    fn session_sockets(&self) -> SessionSockets {
-        SessionSockets::new(|_| None)
+    fn session_sockets(&self) -> crate::interactive::SessionSockets {
+        crate::interactive::SessionSockets::new(|_| None)
     }
 }
 
@@ -99,9 +99,9 @@ impl ExecHost for RealHost {
         self.jobs.end_all_for_shutdown();
     }
 
-    fn session_sockets(&self) -> SessionSockets {
+    fn session_sockets(&self) -> crate::interactive::SessionSockets {
         let jobs = self.jobs.clone();
-        SessionSockets::new(move |key| jobs.session_socket(key))
+        crate::interactive::SessionSockets::new(move |key| jobs.session_socket(key))
     }
 }
 
@@ -308,7 +308,7 @@ async fn session<H: ExecHost>(
     // Streams the master opens: interactive sessions it joins for their jobs' owners.
     let sessions = {
         let conn = conn.clone();
-        let sockets = SessionSockets::of(jobs);
+        let sockets = jobs.session_sockets();
         tokio::spawn(async move {
             while let Ok((send, recv)) = conn.accept_bi().await {
                 tokio::spawn(crate::interactive::join(send, recv, sockets.clone()));
@@ -380,27 +380,6 @@ async fn session<H: ExecHost>(
                 Err(e) => return Ended::Dropped(close_reason(&conn).unwrap_or_else(|| e.to_string())),
             }
         }
-    }
-}
-
-/// Where the sessions of this host's interactive tasks are found (a running task's
-/// socket), for the streams the master opens.
-#[derive(Clone)]
-pub struct SessionSockets(
-    std::sync::Arc<dyn Fn(TaskKey) -> Option<std::path::PathBuf> + Send + Sync>,
-);
-
-impl SessionSockets {
-    fn of<H: ExecHost>(host: &H) -> SessionSockets {
-        host.session_sockets()
-    }
-
-    pub fn new(f: impl Fn(TaskKey) -> Option<std::path::PathBuf> + Send + Sync + 'static) -> Self {
-        SessionSockets(std::sync::Arc::new(f))
-    }
-
-    pub fn find(&self, key: TaskKey) -> Option<std::path::PathBuf> {
-        (self.0)(key)
     }
 }
 

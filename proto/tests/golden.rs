@@ -99,7 +99,7 @@ fn samples() -> Vec<(&'static str, Vec<u8>)> {
 #[test]
 fn encodings_are_pinned() {
     let want = [
-        ("hello", "474e54591c0105302e312e30"),
+        ("hello", "474e54591d0105302e312e30"),
         ("hello_reply", "0001"),
         ("load_report", "0201086e756d5f70726f630132"),
         ("settings", "0128"),

@@ -199,6 +199,7 @@ pub(crate) fn running_demand(
             granted_pe: None,
             category: 0,
             quota_exempt: true,
+            queue_kind: crate::model::QueueKind::Batch,
             run_time: None,
         })
         .with_default_run_time(default_run_time)

@@ -93,6 +93,9 @@ pub enum ProjectMisfit {
 pub enum Misfit {
     NotInQueueList,
     NotBatch,
+    /// An interactive job started now (`qrsh`, `qlogin`) in a queue without
+    /// `INTERACTIVE` in its `qtype`.
+    NotInteractive,
     Unusable(Unusable),
     /// The owner is not allowed by the host's (`Level::Host`) or the queue's access
     /// lists.
@@ -153,6 +156,10 @@ impl Misfit {
             // SCHEDD_INFO_NOTINHARDQUEUELST_S (47048)
             Misfit::NotInQueueList => format!(
                 "cannot run in queue \"{qi}\" because it is not contained in its hard queue list (-q)"
+            ),
+            // SCHEDD_INFO_QUEUENOTINTERACTIVE_S (47053)
+            Misfit::NotInteractive => format!(
+                "cannot run in queue instance \"{qi}\" because it is not of type interactive"
             ),
             // SCHEDD_INFO_NOTASERIALQUEUE_S (47054)
             Misfit::NotBatch => {

@@ -196,8 +196,11 @@ impl Snapshot {
             if let Some(u) = &i.unusable {
                 return Err(Misfit::Unusable(u.clone()));
             }
-            if !i.batch {
-                return Err(Misfit::NotBatch);
+            match d.queue_kind {
+                QueueKind::Batch if !i.batch => return Err(Misfit::NotBatch),
+                QueueKind::Interactive if !i.interactive => return Err(Misfit::NotInteractive),
+                QueueKind::Either if !i.batch && !i.interactive => return Err(Misfit::NotBatch),
+                _ => {}
             }
             if let Some(per) = &d.pe {
                 if !i

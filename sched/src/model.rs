@@ -269,6 +269,8 @@ pub struct Demand {
     pub category: usize,
     /// Jobs in an advance reservation are neither limited nor counted by quotas.
     pub quota_exempt: bool,
+    /// Which queue types may take it (`qtype`).
+    pub queue_kind: QueueKind,
     /// How long a task runs at most: its `h_rt` request, else its `s_rt`; None: not
     /// known (it holds what it takes from its start on).
     pub run_time: Option<Span>,
@@ -370,6 +372,26 @@ pub enum DemandError {
 }
 
 /// Resolve a job's requests. An attribute the complex no longer has is the job's error.
+/// The queue types a job may run in, as SGE's scheduler decides it: a batch job in
+/// `BATCH` queues, an interactive one started now (`qrsh`, `qlogin`, `-now y`) in
+/// `INTERACTIVE` ones, one that may wait (`-now n`) in either.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum QueueKind {
+    Batch,
+    Interactive,
+    Either,
+}
+
+impl QueueKind {
+    pub fn of(spec: &gantry_proto::JobSpec) -> QueueKind {
+        match (&spec.script, spec.immediate) {
+            (gantry_proto::JobScript::Interactive { .. }, true) => QueueKind::Interactive,
+            (gantry_proto::JobScript::Interactive { .. }, false) => QueueKind::Either,
+            _ => QueueKind::Batch,
+        }
+    }
+}
+
 pub fn demand(catalog: &Catalog, job: &Job) -> Result<Demand, DemandError> {
     let resolve = |list: &[(String, String)]| -> Result<Vec<Request>, DemandError> {
         list.iter()
@@ -448,6 +470,7 @@ pub fn demand(catalog: &Catalog, job: &Job) -> Result<Demand, DemandError> {
         granted_pe: None,
         category: 0,
         quota_exempt: job.quota_exempt(),
+        queue_kind: QueueKind::of(&job.spec),
         run_time,
     })
 }

@@ -30,6 +30,7 @@ pub struct CategoryKey<'j> {
     pub account: &'j str,
     /// The owner's Unix groups: `@group` entries of access lists and quota rules.
     pub groups: &'j [String],
+    pub queue_kind: crate::model::QueueKind,
 }
 
 pub fn category_key(job: &Job) -> CategoryKey<'_> {
@@ -46,6 +47,7 @@ pub fn category_key(job: &Job) -> CategoryKey<'_> {
         ar: job.spec.ar,
         account: &job.spec.account,
         groups: &job.owner.groups,
+        queue_kind: crate::model::QueueKind::of(&job.spec),
     }
 }
 

@@ -1391,6 +1391,11 @@ fn every_reason_reads_as_sges_catalogue() {
             Misfit::NotBatch,
             "cannot run in queue instance \"all.q@n1\" because it is not of type batch",
         ),
+        // 47053 SCHEDD_INFO_QUEUENOTINTERACTIVE_S
+        (
+            Misfit::NotInteractive,
+            "cannot run in queue instance \"all.q@n1\" because it is not of type interactive",
+        ),
         // 47080 SCHEDD_INFO_QUEUEDISABLED_
         (
             Misfit::Unusable(Unusable::Disabled),
@@ -1587,6 +1592,49 @@ fn resource_urgency_counts_requests_times_slots_as_sge_does() {
             "{:?} {:?}",
             j.spec.pe,
             j.spec.hard_resources
+        );
+    }
+}
+
+/// `qtype` decides who a queue instance takes, as SGE's scheduler decides it: batch
+/// jobs `BATCH` queues only, interactive jobs started now (`qrsh`, `qlogin`) only
+/// `INTERACTIVE` ones, interactive jobs that may wait (`-now n`) either.
+#[test]
+fn queue_types_take_the_jobs_sge_gives_them() {
+    use gantry_proto::{InteractiveKind, JobScript};
+    let interactive = |id: u64, now: bool| {
+        let mut j = job(id, "u1", &[], &[]);
+        j.spec.script = JobScript::Interactive {
+            kind: InteractiveKind::Qrsh,
+            command: Some("hostname".into()),
+        };
+        j.spec.immediate = now;
+        j
+    };
+    // (qtype, batch job placed, qrsh -now y placed, qrsh -now n placed)
+    let table = [
+        ("BATCH INTERACTIVE", true, true, true),
+        ("BATCH", true, false, true),
+        ("INTERACTIVE", false, true, true),
+        ("NONE", false, false, false),
+    ];
+    for (qtype, batch, now, later) in table {
+        let mut s = Cluster::new(&[]);
+        s.add_host("n1", "", LOAD);
+        s.set_queue("all.q", "qtype", qtype);
+        s.set_queue("all.q", "slots", "3");
+        s.put_job(job(1, "u1", &[], &[]));
+        s.put_job(interactive(2, true));
+        s.put_job(interactive(3, false));
+        let placed: Vec<u64> = cycle(&s).iter().map(|(j, _)| *j).collect();
+        assert_eq!(
+            (
+                placed.contains(&1),
+                placed.contains(&2),
+                placed.contains(&3)
+            ),
+            (batch, now, later),
+            "qtype {qtype}: {placed:?}"
         );
     }
 }

@@ -30,6 +30,7 @@ fn qrsh_runs_a_command_with_its_streams_and_exit_status() {
             "-un;",
             "echo",
             "$JOB_NAME",
+            "$JOB_SCRIPT",
             "$ENVIRONMENT",
         ],
         "",
@@ -39,7 +40,7 @@ fn qrsh_runs_a_command_with_its_streams_and_exit_status() {
     let host = String::from_utf8_lossy(&host.stdout).trim().to_string();
     assert_eq!(
         out.stdout,
-        format!("{host}\ngtuser1\nhostname; INTERACTIVE\n"),
+        format!("{host}\ngtuser1\nhostname; QRSH BATCH\n"),
         "{out:?}"
     );
     // Standard input reaches it, standard output and error come back apart.
@@ -108,4 +109,166 @@ fn qrsh_on_a_full_cluster_is_refused_as_sge_refuses_it() {
     // Nothing is left of it.
     assert_eq!(c.client("qstat", &["-u", "*", "-s", "p"]).stdout, "");
     assert_eq!(c.client("qdel", &[&busy]).code, 0);
+}
+
+/// A terminal driven as a person drives one: a tmux session of its own, keys sent,
+/// the screen read.
+struct Tmux {
+    name: String,
+}
+
+impl Tmux {
+    /// `command` in a detached 100x30 window without a status line.
+    fn start(name: &str, command: &str) -> Tmux {
+        let _ = std::process::Command::new("tmux")
+            .args(["kill-session", "-t", name])
+            .output();
+        let out = std::process::Command::new("tmux")
+            .args([
+                "new-session",
+                "-d",
+                "-s",
+                name,
+                "-x",
+                "100",
+                "-y",
+                "30",
+                command,
+            ])
+            .output()
+            .expect("tmux");
+        assert!(out.status.success(), "tmux: {out:?}");
+        let t = Tmux { name: name.into() };
+        t.tmux(&["set-option", "-t", name, "status", "off"]);
+        t
+    }
+
+    fn tmux(&self, args: &[&str]) -> String {
+        let out = std::process::Command::new("tmux")
+            .args(args)
+            .output()
+            .expect("tmux");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", &self.name];
+        args.extend_from_slice(keys);
+        self.tmux(&args);
+    }
+
+    fn screen(&self) -> String {
+        self.tmux(&["capture-pane", "-p", "-t", &self.name])
+    }
+
+    fn wait_for(&self, what: &str, seen: impl Fn(&str) -> bool) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            let screen = self.screen();
+            if seen(&screen) {
+                return;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "timed out waiting for {what}; the screen:\n{screen}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// The command (run as `sh -c 'COMMAND; echo exited-$?'`) has ended: its exit status
+    /// as the shell around it printed it.
+    fn wait_exit(&self, what: &str) -> i32 {
+        let status = |screen: &str| {
+            screen
+                .lines()
+                .find_map(|l| l.trim().strip_prefix("exited-"))
+                .and_then(|s| s.parse::<i32>().ok())
+        };
+        self.wait_for(&format!("{what} to end"), |s| status(s).is_some());
+        status(&self.screen()).unwrap_or(-1)
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        self.tmux(&["kill-session", "-t", &self.name]);
+    }
+}
+
+/// `qrsh` without a command at a terminal: a login shell on the node in a pseudo
+/// terminal; the window's size and its changes reach it, Ctrl-C ends a remote `sleep`
+/// and not the session, `exit` ends it with the shell's status; qlogin the same, and
+/// both accounted under SGE's names.
+#[test]
+fn qrsh_and_qlogin_give_a_terminal_driven_as_a_person_would() {
+    if !need_root("qrsh_and_qlogin_give_a_terminal_driven_as_a_person_would") {
+        return;
+    }
+    if std::process::Command::new("tmux")
+        .arg("-V")
+        .output()
+        .is_err()
+    {
+        panic!("tmux is needed for this test (.ci/run installs it)");
+    }
+    ensure_user("gtuser1");
+    let c = Cluster::one_host();
+    // The shell around it says how the command ended, and stays.
+    let command = |program: &str| {
+        format!(
+            "sh -c 'runuser -u gtuser1 -- env GANTRY_HOME={} {} -pty y; echo exited-$?; sleep 600'",
+            c.home().display(),
+            gantry_tests::bin(program).display()
+        )
+    };
+    let t = Tmux::start(
+        &format!("gantry-qrsh-{}", std::process::id()),
+        &command("qrsh"),
+    );
+    let prompt = |s: &str| s.lines().any(|l| l.trim_end().ends_with('$'));
+    t.wait_for("the remote shell's prompt", prompt);
+    t.keys(&["echo on-$JOB_NAME-$(id -un)", "Enter"]);
+    t.wait_for("the command's output", |s| s.contains("on-QRLOGIN-gtuser1"));
+    t.keys(&["stty size", "Enter"]);
+    t.wait_for("the window's size", |s| {
+        s.lines().any(|l| l.trim() == "30 100")
+    });
+    t.tmux(&["resize-window", "-t", &t.name, "-x", "120", "-y", "40"]);
+    std::thread::sleep(Duration::from_millis(300));
+    t.keys(&["stty size", "Enter"]);
+    t.wait_for("the new size", |s| s.lines().any(|l| l.trim() == "40 120"));
+    // Ctrl-C reaches the remote foreground job as it would locally.
+    t.keys(&["sleep 100; echo sleep-ended-$?", "Enter"]);
+    std::thread::sleep(Duration::from_millis(500));
+    t.keys(&["C-c"]);
+    t.keys(&["echo still-here", "Enter"]);
+    t.wait_for("the shell after Ctrl-C", |s| s.contains("\nstill-here"));
+    assert!(!t.screen().contains("sleep-ended-0"), "{}", t.screen());
+    t.keys(&["exit 3", "Enter"]);
+    let status = t.wait_exit("qrsh");
+    assert_eq!(status, 3, "{}", t.screen());
+    drop(t);
+    // qlogin: the same login session, with SGE's words while it is set up.
+    let t = Tmux::start(
+        &format!("gantry-qlogin-{}", std::process::id()),
+        &command("qlogin"),
+    );
+    t.wait_for("qlogin's shell", |s| {
+        s.contains("Your interactive job")
+            && s.contains("has been successfully scheduled.")
+            && prompt(s)
+    });
+    t.keys(&["exit", "Enter"]);
+    assert_eq!(t.wait_exit("qlogin"), 0, "{}", t.screen());
+
+    drop(t);
+    wait_until(
+        "both sessions to be accounted",
+        Duration::from_secs(30),
+        || {
+            c.client("qacct", &["-j", "QRLOGIN"]).code == 0
+                && c.client("qacct", &["-j", "QLOGIN"]).code == 0
+        },
+    );
 }

@@ -43,7 +43,14 @@ pub(super) fn job_environment(
         ("JOB_ID", start.job_id.to_string()),
         ("JOB_NAME", spec.name.clone()),
         ("REQUEST", spec.name.clone()),
-        ("JOB_SCRIPT", spec.script.script_file().to_string()),
+        (
+            "JOB_SCRIPT",
+            match &spec.script {
+                // SGE's qrsh jobs have no script of their own.
+                JobScript::Interactive { .. } => "QRSH".to_string(),
+                other => other.script_file().to_string(),
+            },
+        ),
         ("SGE_TASK_ID", task),
         ("SGE_TASK_FIRST", first),
         ("SGE_TASK_LAST", last),
@@ -58,14 +65,8 @@ pub(super) fn job_environment(
         ("HOSTNAME", start.host.clone()),
         ("TMPDIR", tmp.clone()),
         ("TMP", tmp),
-        (
-            "ENVIRONMENT",
-            match spec.script {
-                JobScript::Interactive { .. } => "INTERACTIVE",
-                _ => "BATCH",
-            }
-            .to_string(),
-        ),
+        // SGE's word for every job its shepherd starts, qrsh's included.
+        ("ENVIRONMENT", "BATCH".to_string()),
         // SGE's: 1 when the task runs again (its host failed under it, or it migrated),
         // 2 when it restarts from a checkpoint.
         ("RESTARTED", start.restarted.to_string()),

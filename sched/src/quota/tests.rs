@@ -1132,6 +1132,7 @@ fn filter_matching_table() {
             granted_pe: None,
             category: 0,
             quota_exempt: false,
+            queue_kind: crate::model::QueueKind::Batch,
             run_time: None,
         };
         let mut usage = Usage::default();
