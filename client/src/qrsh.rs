@@ -7,8 +7,17 @@ use gantry_proto::{InteractiveKind, JobScript, JobSpec};
 
 use crate::opts::{parse, Parsed};
 use crate::optvalues::{self, OptionError};
-use crate::qsub::{apply, apply_defaults, refused, submitted_from, Flags, Layer, SPECS};
+use crate::qsub::{apply, apply_defaults, submitted_from, Flags, Layer, SPECS};
 use crate::{exit, Output};
+
+/// A command line qrsh cannot read, as SGE's qrsh says it: `error: ` and qsub's words
+/// for it (without qsub's `ERROR!`), exit status 1 (SGE's qrsh:
+/// `error: invalid option argument "-now maybe"`).
+fn option_refused(e: OptionError) -> Output {
+    let text = e.text.trim_start_matches("qsub: ");
+    let text = text.trim_start_matches("ERROR! ");
+    Output::fail(format!("error: {text}"), exit::FAILURE)
+}
 
 /// An interactive job as its options make it.
 #[derive(Debug, Clone, PartialEq)]
@@ -49,7 +58,7 @@ pub fn interactive_job(args: &[String], kind: InteractiveKind) -> Result<Interac
         InteractiveKind::Qrsh => "qrsh",
         InteractiveKind::Qlogin => "qlogin",
     };
-    let p = parse(args, SPECS_QRSH, true).map_err(|e| refused(Layer::CommandLine, e.into()))?;
+    let p = parse(args, SPECS_QRSH, true).map_err(|e| option_refused(e.into()))?;
     if p.has("-help") {
         return Err(Output::ok(usage(kind)));
     }
@@ -68,8 +77,7 @@ pub fn interactive_job(args: &[String], kind: InteractiveKind) -> Result<Interac
     let mut pty = None;
     for g in p.options.iter().filter(|g| g.name == "-pty") {
         pty = Some(
-            optvalues::yes_no("-pty", g.arg.as_deref().unwrap_or(""))
-                .map_err(|e| refused(Layer::CommandLine, e))?,
+            optvalues::yes_no("-pty", g.arg.as_deref().unwrap_or("")).map_err(option_refused)?,
         );
     }
     let rest = Parsed {
@@ -89,16 +97,13 @@ pub fn interactive_job(args: &[String], kind: InteractiveKind) -> Result<Interac
         &cwd,
         &mut flags,
     )
-    .map_err(|e| refused(Layer::CommandLine, e))?;
+    .map_err(option_refused)?;
     let command = match (kind, p.operands.split_first()) {
         (InteractiveKind::Qlogin, Some(_)) => {
-            return Err(refused(
-                Layer::CommandLine,
-                OptionError::syntax(format!(
-                    "ERROR! qlogin takes no command: {}",
-                    p.operands.join(" ")
-                )),
-            ))
+            return Err(option_refused(OptionError::syntax(format!(
+                "invalid option argument \"{}\"",
+                p.operands.join(" ")
+            ))))
         }
         (_, None) => None,
         (_, Some((first, rest))) => {
@@ -114,6 +119,11 @@ pub fn interactive_job(args: &[String], kind: InteractiveKind) -> Result<Interac
             (None, InteractiveKind::Qrsh) => "QRLOGIN".to_string(),
             (None, InteractiveKind::Qlogin) => "QLOGIN".to_string(),
         };
+    }
+    // The terminal type goes with the job, as SGE's qrsh sends it.
+    if let Ok(term) = std::env::var("TERM") {
+        spec.env.retain(|(k, _)| k != "TERM");
+        spec.env.push(("TERM".to_string(), term));
     }
     spec.script = JobScript::Interactive { kind, command };
     Ok(InteractiveJob {

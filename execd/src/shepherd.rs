@@ -418,7 +418,10 @@ fn supervise(
     notes.add("tmpdir", tmpdir.display());
     held.tmpdir = Some(tmpdir.clone());
     if let Some(parent) = &order.cgroup_parent {
-        match TaskGroup::create(parent, &format!("{}.{}", start.job_id, start.task_id)) {
+        // Named for the host as well: execds sharing one hierarchy (several on a
+        // machine, as tests and simulations run them) never share a group.
+        let name = format!("{}.{}.{}", start.host, start.job_id, start.task_id);
+        match TaskGroup::create(parent, &name) {
             Ok(group) => {
                 notes.add("cgroup", group.path.display());
                 held.group = Some(group);
@@ -552,9 +555,16 @@ fn supervise(
             format!("can't start \"{what}\": {e}"),
         )
     };
-    let mut env = job_environment(
-        start, &user, &home, &tmpdir, &shell, &cwd, &out_path, &err_path,
-    );
+    let mut env = match &start.spec.script {
+        // A login session (qlogin, qrsh without a command) starts as a login does: its
+        // shell reads the profile, and none of the job's variables are given (SGE's).
+        JobScript::Interactive { command: None, .. } => {
+            environment::login_environment(start, &user, &home, &shell)
+        }
+        _ => job_environment(
+            start, &user, &home, &tmpdir, &shell, &cwd, &out_path, &err_path,
+        ),
+    };
     // `-binding env`: the job is told its processors, as SGE tells it.
     if let Some(b) = order
         .binding

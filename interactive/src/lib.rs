@@ -9,7 +9,7 @@
 //! over a socket only root reaches, which lets in only the master's key for that task
 //! (`docs/dev/interactive.md`).
 
-use std::io::{Read, Write};
+use std::io::{IsTerminal, Read, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
 use std::sync::{Arc, Mutex};
@@ -30,8 +30,21 @@ fn name(kind: InteractiveKind) -> &'static str {
     }
 }
 
+/// `Your job N ("name") has been submitted`, when it waits for qrsh's end.
+static SUBMITTED: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
 /// The program: its exit status.
 pub fn main(kind: InteractiveKind) -> i32 {
+    let status = start(kind);
+    if let Some(line) = SUBMITTED.get() {
+        let mut out = std::io::stdout();
+        let _ = out.write_all(line.as_bytes());
+        let _ = out.flush();
+    }
+    status
+}
+
+fn start(kind: InteractiveKind) -> i32 {
     let args = match gantry_client::args() {
         Ok(a) => a,
         Err(out) => return i32::from(out.print()),
@@ -53,13 +66,11 @@ fn run(mut job: InteractiveJob, kind: InteractiveKind) -> i32 {
         job.spec.script,
         JobScript::Interactive { command: None, .. }
     );
-    use std::io::IsTerminal;
     let at_terminal = std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
     // A login session gets a terminal when the user is at one; a command does not,
     // unless `-pty y` (as SGE's qrsh decides).
     let pty = job.pty.unwrap_or(login && at_terminal);
     job.spec.pty = pty;
-    let immediate = job.spec.immediate;
     let job_id = match gantry_client::conn::request(&ToMaster::Submit {
         spec: Box::new(job.spec.clone()),
         verify: Verify::None,
@@ -76,33 +87,47 @@ fn run(mut job: InteractiveJob, kind: InteractiveKind) -> i32 {
         Ok(other) => return fail(&format!("error: unexpected answer {other:?}")),
         Err(e) => return fail(&e.to_string()),
     };
-    if job.verbose || kind == InteractiveKind::Qlogin {
-        eprintln!(
-            "Your job {job_id} (\"{}\") has been submitted",
+    // What SGE's qrsh says with -verbose, and its qlogin always: the submission on
+    // standard output, the wait and its outcome on standard error.
+    let verbose = job.verbose || kind == InteractiveKind::Qlogin;
+    if verbose {
+        // SGE's qrsh buffers its standard output: at a terminal the line comes now,
+        // into a pipe or a file when qrsh exits, after the session's output.
+        let line = format!(
+            "Your job {job_id} (\"{}\") has been submitted\n",
             job.spec.name
         );
-        eprintln!("waiting for interactive job to be scheduled ...");
+        if std::io::stdout().is_terminal() {
+            print!("{line}");
+            let _ = std::io::stdout().flush();
+        } else {
+            let _ = SUBMITTED.set(line);
+        }
+        eprint!("waiting for interactive job to be scheduled ...");
+        let _ = std::io::stderr().flush();
     }
     match gantry_client::conn::request(&ToMaster::WaitStart { job_id }) {
         Ok(FromMaster::JobStarted { .. }) => {}
-        Ok(FromMaster::Refused(_)) if immediate => {
-            if job.verbose || kind == InteractiveKind::Qlogin {
-                eprintln!();
-            }
+        // Not placed by the first cycle (-now y): SGE's words, after its "..." when
+        // verbose.
+        Ok(FromMaster::Refused(r)) if r.kind == gantry_proto::RefusalKind::Denied => {
             return fail(&format!(
                 "Your \"{}\" request could not be scheduled, try again later.",
                 name(kind)
-            ));
+            ))
         }
         Ok(FromMaster::Refused(r)) => return fail(&r.message),
         Ok(other) => return fail(&format!("error: unexpected answer {other:?}")),
         Err(e) => return fail(&e.to_string()),
     }
-    if job.verbose || kind == InteractiveKind::Qlogin {
-        eprintln!("Your interactive job {job_id} has been successfully scheduled.");
-    }
     let stream = match gantry_client::conn::request_keeping(&ToMaster::Attach { job_id }) {
-        Ok((FromMaster::Attached { .. }, stream)) => stream,
+        Ok((FromMaster::Attached { host, .. }, stream)) => {
+            if verbose {
+                eprintln!("\nYour interactive job {job_id} has been successfully scheduled.");
+                eprintln!("Establishing builtin session to host {host} ...");
+            }
+            stream
+        }
         Ok((FromMaster::Refused(r), _)) => return fail(&r.message),
         Ok((other, _)) => return fail(&format!("error: unexpected answer {other:?}")),
         Err(e) => return fail(&e.to_string()),

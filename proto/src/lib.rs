@@ -424,6 +424,7 @@ pub enum FromMaster {
     Attached {
         job_id: JobId,
         task_id: TaskId,
+        host: String,
     },
     /// What the door decided for [`ToMaster::Attach`], for the master's own shell only
     /// (never sent to a client): the task to join, where it runs, and the key its

@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+pub mod transcript;
+
 /// The directory holding the workspace's binaries (next to the test executable).
 pub fn bin_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("test executable path");

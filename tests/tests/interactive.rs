@@ -228,8 +228,15 @@ fn qrsh_and_qlogin_give_a_terminal_driven_as_a_person_would() {
     );
     let prompt = |s: &str| s.lines().any(|l| l.trim_end().ends_with('$'));
     t.wait_for("the remote shell's prompt", prompt);
-    t.keys(&["echo on-$JOB_NAME-$(id -un)", "Enter"]);
-    t.wait_for("the command's output", |s| s.contains("on-QRLOGIN-gtuser1"));
+    // A login's environment, as SGE gives a session: no job variables, the terminal's
+    // type.
+    t.keys(&["echo on-$JOB_NAME-$(id -un)-$TERM.", "Enter"]);
+    t.wait_for("the command's output", |s| {
+        s.lines().any(|l| {
+            l.strip_prefix("on--gtuser1-")
+                .is_some_and(|term| term.len() > 1 && term.ends_with('.'))
+        })
+    });
     t.keys(&["stty size", "Enter"]);
     t.wait_for("the window's size", |s| {
         s.lines().any(|l| l.trim() == "30 100")
@@ -242,8 +249,16 @@ fn qrsh_and_qlogin_give_a_terminal_driven_as_a_person_would() {
     t.keys(&["sleep 100; echo sleep-ended-$?", "Enter"]);
     std::thread::sleep(Duration::from_millis(500));
     t.keys(&["C-c"]);
+    t.wait_for("the prompt after Ctrl-C", |s| {
+        s.lines()
+            .skip_while(|l| !l.contains("^C"))
+            .skip(1)
+            .any(|l| l.trim() == "$")
+    });
     t.keys(&["echo still-here", "Enter"]);
-    t.wait_for("the shell after Ctrl-C", |s| s.contains("\nstill-here"));
+    t.wait_for("the shell after Ctrl-C", |s| {
+        s.lines().any(|l| l.trim() == "still-here")
+    });
     assert!(!t.screen().contains("sleep-ended-0"), "{}", t.screen());
     t.keys(&["exit 3", "Enter"]);
     let status = t.wait_exit("qrsh");
@@ -270,5 +285,86 @@ fn qrsh_and_qlogin_give_a_terminal_driven_as_a_person_would() {
             c.client("qacct", &["-j", "QRLOGIN"]).code == 0
                 && c.client("qacct", &["-j", "QLOGIN"]).code == 0
         },
+    );
+}
+
+/// The refusals SGE 8.1.9's qrsh gave for the same command lines
+/// (`tests/fixtures/sge/interactive/0[12]_*.txt`), word for word, stream for stream,
+/// exit status for exit status: options it cannot read, requests for what does not
+/// exist, and what can never run now (quiet, and with `-verbose`).
+#[test]
+fn qrsh_refuses_what_sge_refuses_in_its_words() {
+    if !need_root("qrsh_refuses_what_sge_refuses_in_its_words") {
+        return;
+    }
+    use gantry_tests::transcript::{step, steps};
+    let recorded: Vec<_> = [
+        include_str!("../fixtures/sge/interactive/01_qrsh_basic.txt"),
+        include_str!("../fixtures/sge/interactive/02_qrsh_refused.txt"),
+    ]
+    .iter()
+    .flat_map(|t| steps(t))
+    .collect();
+    ensure_user("gtuser1");
+    let c = Cluster::one_host();
+    for (command, args) in [
+        (
+            "qrsh -now maybe hostname",
+            &["-now", "maybe", "hostname"][..],
+        ),
+        (
+            "qrsh -nosuchoption hostname",
+            &["-nosuchoption", "hostname"],
+        ),
+        ("qrsh -l nosuch=1 hostname", &["-l", "nosuch=1", "hostname"]),
+        (
+            "qrsh -now n -l nosuch=1 hostname",
+            &["-now", "n", "-l", "nosuch=1", "hostname"],
+        ),
+        ("qrsh -q nosuch.q hostname", &["-q", "nosuch.q", "hostname"]),
+        (
+            "qrsh -pe nosuchpe 2 hostname",
+            &["-pe", "nosuchpe", "2", "hostname"],
+        ),
+        (
+            "qrsh -l arch=nosucharch hostname",
+            &["-l", "arch=nosucharch", "hostname"],
+        ),
+    ] {
+        let want = step(&recorded, command);
+        let got = qrsh(&c, "gtuser1", args, "");
+        assert_eq!(
+            (got.stdout.as_str(), got.stderr.as_str(), got.code),
+            (want.stdout.as_str(), want.stderr.as_str(), want.exit),
+            "{command}"
+        );
+    }
+    // -verbose: the submission on standard output (the job id is this cell's), the
+    // wait and its end on standard error.
+    let want = step(&recorded, "qrsh -now n -verbose hostname");
+    let got = qrsh(&c, "gtuser1", &["-now", "n", "-verbose", "hostname"], "");
+    let job = got
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("Your job "))
+        .and_then(|l| l.split_whitespace().next())
+        .unwrap_or_else(|| panic!("{got:?}"))
+        .to_string();
+    assert_eq!(got.code, 0, "{got:?}");
+    let host = std::process::Command::new("hostname").output().unwrap();
+    let host = String::from_utf8_lossy(&host.stdout).trim().to_string();
+    assert_eq!(
+        got.stdout,
+        want.stdout
+            .replace("vm\n", &format!("{host}\n"))
+            .replace("153", &job),
+        "{got:?}"
+    );
+    assert_eq!(
+        got.stderr,
+        want.stderr
+            .replace("153", &job)
+            .replace("host vm ", "host node1 "),
+        "{got:?}"
     );
 }

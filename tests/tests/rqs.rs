@@ -10,54 +10,8 @@ use std::process::Command;
 
 use std::time::Duration;
 
+use gantry_tests::transcript::{steps, Step};
 use gantry_tests::{bin_dir, ensure_user, is_root, skip_loudly, wait_until, Cluster};
-
-struct Step {
-    user: String,
-    command: String,
-    stdout: String,
-    stderr: String,
-    exit: i32,
-}
-
-/// The transcript's steps: `=== [user] $ cmd`, `--- stdout`, `--- stderr`, `--- exit N`.
-fn steps(text: &str) -> Vec<Step> {
-    let mut out = Vec::new();
-    let mut lines = text.lines().peekable();
-    while let Some(line) = lines.next() {
-        let Some(rest) = line.strip_prefix("=== [") else {
-            continue;
-        };
-        let (user, command) = rest.split_once("] $ ").unwrap();
-        let mut section = "";
-        let (mut stdout, mut stderr, mut exit) = (String::new(), String::new(), 0);
-        while let Some(l) = lines.peek() {
-            if l.starts_with("=== [") {
-                break;
-            }
-            let l = lines.next().unwrap();
-            match l {
-                "--- stdout" => section = "out",
-                "--- stderr" => section = "err",
-                _ if l.starts_with("--- exit ") => {
-                    exit = l["--- exit ".len()..].parse().unwrap();
-                    section = "";
-                }
-                _ if section == "out" => stdout.push_str(&format!("{l}\n")),
-                _ if section == "err" => stderr.push_str(&format!("{l}\n")),
-                _ => {}
-            }
-        }
-        out.push(Step {
-            user: user.to_string(),
-            command: command.to_string(),
-            stdout,
-            stderr,
-            exit,
-        });
-    }
-    out
-}
 
 /// Where Gantry answers differently from SGE 8.1.9 on purpose (the reference's
 /// "defects to fix"): duplicate rule names and limits on load values are refused.

@@ -94,6 +94,39 @@ pub(super) fn job_environment(
     env
 }
 
+/// A login session's environment, as SGE's shepherd gives a qlogin: the shell, home,
+/// user and the terminal type the command sent, a plain `PATH`, and the time zone if
+/// the command sent one.
+pub(super) fn login_environment(
+    start: &JobStart,
+    user: &Account,
+    home: &str,
+    shell: &str,
+) -> Vec<(String, String)> {
+    let sent = |name: &str| {
+        start
+            .spec
+            .env
+            .iter()
+            .rev()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.clone())
+    };
+    let mut env = vec![
+        ("SHELL".to_string(), shell.to_string()),
+        ("HOME".to_string(), home.to_string()),
+        ("LOGNAME".to_string(), user.name.clone()),
+        ("USER".to_string(), user.name.clone()),
+        ("PATH".to_string(), "/bin:/usr/bin".to_string()),
+    ];
+    for name in ["TERM", "TZ"] {
+        if let Some(v) = sent(name) {
+            env.push((name.to_string(), v));
+        }
+    }
+    env
+}
+
 /// The name of the PE host file in the task's TMPDIR.
 pub(super) const PE_HOSTFILE: &str = "pe_hostfile";
 

@@ -176,7 +176,11 @@ pub async fn join_session(
     Ok(JoinedSession {
         send,
         recv,
-        answer: FromMaster::Attached { job_id, task_id },
+        answer: FromMaster::Attached {
+            job_id,
+            task_id,
+            host,
+        },
     })
 }
 
