@@ -368,3 +368,49 @@ fn qrsh_refuses_what_sge_refuses_in_its_words() {
         "{got:?}"
     );
 }
+
+/// From a compute host: `qrsh` talks to its own execd (the relay), which carries the
+/// session over its connection to the master, which carries it over the other execd's
+/// to the task; three hosts in network namespaces, no port opened on either execd.
+#[test]
+fn qrsh_from_a_compute_host_reaches_a_task_on_another() {
+    if !need_root("qrsh_from_a_compute_host_reaches_a_task_on_another") {
+        return;
+    }
+    ensure_user("gtuser1");
+    let net = gantry_tests::Netns::create(3);
+    let mut c = Cluster::init(&[]);
+    c.master_netns = Some(net.names[0].clone());
+    c.start_master();
+    c.fast_reports("0:0:3");
+    let token = c.token();
+    c.start_execd("node1", &net.addrs[0], Some(&token), Some(&net.names[1]));
+    c.start_execd("node2", &net.addrs[0], Some(&token), Some(&net.names[2]));
+    c.wait_host_reporting("node1");
+    c.wait_host_reporting("node2");
+    let mut child = std::process::Command::new("runuser")
+        .args(["-u", "gtuser1", "--"])
+        .arg(gantry_tests::bin("qrsh"))
+        .args(["-q", "all.q@node2", "echo", "on", "$HOSTNAME;", "wc", "-c"])
+        .env("GANTRY_HOME", c.execd_home("node1"))
+        .current_dir("/tmp")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(&vec![b'x'; 300_000]).unwrap();
+    }
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        (
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+            out.status.code()
+        ),
+        ("on node2\n300000\n".to_string(), String::new(), Some(0))
+    );
+}
