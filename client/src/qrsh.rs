@@ -120,6 +120,12 @@ pub fn interactive_job(args: &[String], kind: InteractiveKind) -> Result<Interac
             (None, InteractiveKind::Qlogin) => "QLOGIN".to_string(),
         };
     }
+    // The session is the job's output, not files: SGE's qrsh gives /dev/null.
+    for path in [&mut spec.stdout_path, &mut spec.stderr_path] {
+        if path.is_none() {
+            *path = Some("/dev/null".to_string());
+        }
+    }
     // The terminal type goes with the job, as SGE's qrsh sends it.
     if let Ok(term) = std::env::var("TERM") {
         spec.env.retain(|(k, _)| k != "TERM");

@@ -336,13 +336,20 @@ fn render_job(out: &mut String, d: &gantry_proto::JobDetail, unsubmitted: bool) 
                 .map(|(_, v)| v.clone())
                 .unwrap_or_default()
         };
+        let login_session = matches!(
+            spec.script,
+            gantry_proto::JobScript::Interactive { command: None, .. }
+        );
         let mut rows: Vec<(String, String)> = Vec::new();
         let mut row = |k: &str, v: String| rows.push((k.to_string(), v));
         if unsubmitted {
             row("job_number", "unassigned".to_string());
         } else {
             row("job_number", d.job_id.to_string());
-            row("exec_file", format!("job_scripts/{}", d.job_id));
+            // A login session (qlogin, qrsh without a command) has nothing to execute.
+            if !login_session {
+                row("exec_file", format!("job_scripts/{}", d.job_id));
+            }
             row(
                 "submission_time",
                 local_time(d.submit_time, "%a %b %e %H:%M:%S %Y"),
@@ -464,7 +471,9 @@ fn render_job(out: &mut String, d: &gantry_proto::JobDetail, unsubmitted: bool) 
         if !spec.masterq.is_empty() {
             row("master hard queue_list", spec.masterq.join(","));
         }
-        row("script_file", spec.script.script_file().to_string());
+        if !login_session {
+            row("script_file", spec.script.script_file().to_string());
+        }
         if d.override_tickets > 0 {
             row("oticket", d.override_tickets.to_string());
         }
@@ -498,8 +507,27 @@ fn render_job(out: &mut String, d: &gantry_proto::JobDetail, unsubmitted: bool) 
             "binding",
             spec.binding.clone().unwrap_or_else(|| "NONE".to_string()),
         );
-        if matches!(spec.script, gantry_proto::JobScript::Binary { .. }) {
-            row("job_type", "binary".to_string());
+        // SGE's words for the job's type bits: a qrsh command is a binary job, and
+        // qrsh and qlogin start theirs now (`-now y`).
+        let job_type = match (&spec.script, spec.immediate) {
+            (gantry_proto::JobScript::Binary { .. }, _) => Some("binary"),
+            (
+                gantry_proto::JobScript::Interactive {
+                    command: Some(_), ..
+                },
+                true,
+            ) => Some("binary,immediate"),
+            (
+                gantry_proto::JobScript::Interactive {
+                    command: Some(_), ..
+                },
+                false,
+            ) => Some("binary"),
+            (gantry_proto::JobScript::Interactive { command: None, .. }, true) => Some("immediate"),
+            _ => None,
+        };
+        if let Some(t) = job_type {
+            row("job_type", t.to_string());
         }
         let pe_after = rows
             .iter()

@@ -4,6 +4,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use std::os::unix::process::CommandExt;
 use std::time::Duration;
 
 use gantry_tests::{ensure_user, need_root, wait_until, Cluster};
@@ -413,4 +414,68 @@ fn qrsh_from_a_compute_host_reaches_a_task_on_another() {
         ),
         ("on node2\n300000\n".to_string(), String::new(), Some(0))
     );
+}
+
+/// A running qrsh's job as `qstat -j` shows it, in the lines SGE 8.1.9 shows for one
+/// (`tests/fixtures/sge/interactive/03_qrsh_running_qstat.txt`, job 158 `qrsh -N
+/// sleeper sleep 30`): its name, output paths, script file and type.
+#[test]
+fn a_running_qrsh_shows_in_qstat_as_sge_shows_it() {
+    if !need_root("a_running_qrsh_shows_in_qstat_as_sge_shows_it") {
+        return;
+    }
+    ensure_user("gtuser1");
+    let c = Cluster::one_host();
+    let mut child = std::process::Command::new("runuser")
+        .args(["-u", "gtuser1", "--"])
+        .arg(gantry_tests::bin("qrsh"))
+        .args(["-N", "sleeper", "sleep", "300"])
+        .env("GANTRY_HOME", c.home())
+        .current_dir("/tmp")
+        .process_group(0)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_until("the qrsh job to run", Duration::from_secs(30), || {
+        c.client("qstat", &["-u", "*", "-s", "r"])
+            .stdout
+            .contains(" sleeper ")
+    });
+    let recorded = String::from_utf8_lossy(include_bytes!(
+        "../fixtures/sge/interactive/03_qrsh_running_qstat.txt"
+    ))
+    .into_owned();
+    let sge: Vec<&str> = recorded
+        .lines()
+        .skip_while(|l| *l != "=== [root] $ qstat -j 158")
+        .take_while(|l| !l.starts_with("--- stderr"))
+        .collect();
+    let detail = c.client("qstat", &["-j", "1"]);
+    assert_eq!(detail.code, 0, "{detail:?}");
+    for key in [
+        "job_name:",
+        "stdout_path_list:",
+        "stderr_path_list:",
+        "script_file:",
+        "job_type:",
+    ] {
+        let ours = detail.stdout.lines().find(|l| l.starts_with(key));
+        let theirs = sge.iter().copied().find(|l| l.starts_with(key));
+        assert_eq!(ours, theirs, "{key} {detail:?}");
+    }
+    // qrsh killed: its session is lost, and the job (sleeping for 300 s) is hung up
+    // on, ends and is accounted.
+    let _ = nix::sys::signal::killpg(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    );
+    let _ = child.wait();
+    wait_until(
+        "the job to end with its session",
+        Duration::from_secs(30),
+        || c.client("qacct", &["-j", "sleeper"]).code == 0,
+    );
+    assert_eq!(c.client("qstat", &["-u", "*"]).stdout, "");
 }
