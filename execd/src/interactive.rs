@@ -63,14 +63,15 @@ pub async fn join(
             let _ = send.finish();
             return;
         }
-        tokio::time::sleep(Duration::from_millis(25)).await;
+        // The shepherd is starting: it listens within milliseconds.
+        tokio::time::sleep(Duration::from_millis(2)).await;
     };
     // The shepherd checks the key.
     if write_frame(&mut shepherd, &attach).await.is_err() {
         return;
     }
     let mut remote = tokio::io::join(recv, send);
-    if let Err(e) = tokio::io::copy_bidirectional(&mut shepherd, &mut remote).await {
+    if let Err(e) = gantry_net::transport::splice(&mut shepherd, &mut remote).await {
         debug!("session of {}.{} ended: {e}", key.0, key.1);
     }
     let (_, mut send) = remote.into_inner();

@@ -86,7 +86,7 @@ async fn handle(
                     .reunite(w)
                     .map_err(|_| std::io::Error::other("the socket's halves do not match"))?;
                 let mut remote = tokio::io::join(recv, send);
-                let _ = tokio::io::copy_bidirectional(&mut local, &mut remote).await;
+                let _ = gantry_net::transport::splice(&mut local, &mut remote).await;
                 let (_, mut send) = remote.into_inner();
                 let _ = send.finish();
                 Ok(())

@@ -340,6 +340,20 @@ pub fn accepted_before(our_version: u32, len: usize) -> Result<Vec<u8>, Transpor
     Ok(out)
 }
 
+/// What each direction of a spliced session reads at once.
+pub const SPLICE_BUFFER: usize = 256 * 1024;
+
+/// Carry an interactive session's bytes both ways between two streams until both
+/// directions have ended (or either fails), reading neither: the frames are the
+/// command's and the shepherd's.
+pub async fn splice<A, B>(a: &mut A, b: &mut B) -> std::io::Result<(u64, u64)>
+where
+    A: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + ?Sized,
+    B: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + ?Sized,
+{
+    tokio::io::copy_bidirectional_with_sizes(a, b, SPLICE_BUFFER, SPLICE_BUFFER).await
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

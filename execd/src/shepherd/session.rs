@@ -72,14 +72,21 @@ pub fn accept(dir: &Path, key: &[u8], timeout: Duration) -> Result<UnixStream, S
                 // Not the execd with the key: the next one.
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                if Instant::now() >= deadline {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() {
                     let _ = std::fs::remove_file(&path);
                     return Err(format!(
                         "nobody joined the interactive session within {} s",
                         timeout.as_secs()
                     ));
                 }
-                std::thread::sleep(Duration::from_millis(20));
+                // Until a connection comes (or the time is up), not a moment longer.
+                let mut fds = [nix::poll::PollFd::new(
+                    std::os::fd::AsFd::as_fd(&listener),
+                    nix::poll::PollFlags::POLLIN,
+                )];
+                let ms = u16::try_from(left.as_millis()).unwrap_or(u16::MAX);
+                let _ = nix::poll::poll(&mut fds, nix::poll::PollTimeout::from(ms));
             }
             Err(e) => return Err(format!("accepting the session failed: {e}")),
         }

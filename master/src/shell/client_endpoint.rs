@@ -69,7 +69,7 @@ async fn handle(
                     .reunite(w)
                     .map_err(|_| std::io::Error::other("the socket's halves do not match"))?;
                 let mut remote = tokio::io::join(joined.recv, joined.send);
-                let _ = tokio::io::copy_bidirectional(&mut local, &mut remote).await;
+                let _ = gantry_net::transport::splice(&mut local, &mut remote).await;
                 let (_, mut send) = remote.into_inner();
                 let _ = send.finish();
                 Ok(())

@@ -274,7 +274,7 @@ async fn relay(
                     }
                     let mut here = tokio::io::join(recv, send);
                     let mut there = tokio::io::join(joined.recv, joined.send);
-                    let _ = tokio::io::copy_bidirectional(&mut here, &mut there).await;
+                    let _ = gantry_net::transport::splice(&mut here, &mut there).await;
                     let (_, mut a) = here.into_inner();
                     let (_, mut b) = there.into_inner();
                     let _ = a.finish();
