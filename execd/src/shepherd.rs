@@ -565,6 +565,20 @@ fn supervise(
             start, &user, &home, &tmpdir, &shell, &cwd, &out_path, &err_path,
         ),
     };
+    // The commands a job runs (qsub, qstat, qrsh) talk to this host's execd, as SGE's
+    // find their cell by SGE_ROOT and SGE_CELL: the task's directory is in its home.
+    if let Some(execd_home) = dir.parent().and_then(Path::parent) {
+        if !matches!(
+            start.spec.script,
+            JobScript::Interactive { command: None, .. }
+        ) {
+            env.retain(|(k, _)| k != "GANTRY_HOME");
+            env.push((
+                "GANTRY_HOME".to_string(),
+                execd_home.to_string_lossy().into_owned(),
+            ));
+        }
+    }
     // `-binding env`: the job is told its processors, as SGE tells it.
     if let Some(b) = order
         .binding

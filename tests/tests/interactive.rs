@@ -479,3 +479,37 @@ fn a_running_qrsh_shows_in_qstat_as_sge_shows_it() {
     );
     assert_eq!(c.client("qstat", &["-u", "*"]).stdout, "");
 }
+
+/// The commands a job runs reach the cluster through their host's execd, as SGE's find
+/// theirs through SGE_ROOT and SGE_CELL: a job asks `qstat -j` about itself.
+#[test]
+fn a_job_talks_to_the_cluster_through_its_execd() {
+    if !need_root("a_job_talks_to_the_cluster_through_its_execd") {
+        return;
+    }
+    ensure_user("gtuser1");
+    let c = Cluster::one_host();
+    let out_file = format!("/tmp/gantry-inside-{}", std::process::id());
+    let _ = std::fs::remove_file(&out_file);
+    let script = format!(
+        "{} -j $JOB_ID > {out_file}.part 2>&1; echo \"home=$GANTRY_HOME\" >> {out_file}.part; mv {out_file}.part {out_file}",
+        gantry_tests::bin("qstat").display()
+    );
+    let id = c.submit(
+        "gtuser1",
+        &["-b", "y", "-o", "/dev/null", "-j", "y", "sh", "-c", &script],
+    );
+    wait_until("the job's qstat", Duration::from_secs(30), || {
+        std::path::Path::new(&out_file).exists()
+    });
+    let text = std::fs::read_to_string(&out_file).unwrap();
+    let _ = std::fs::remove_file(&out_file);
+    assert!(
+        text.contains(&format!("job_number:                 {id}\n")),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("home={}\n", c.execd_home("node1").display())),
+        "{text}"
+    );
+}
