@@ -131,6 +131,8 @@ pub fn interactive_job(args: &[String], kind: InteractiveKind) -> Result<Interac
         spec.env.retain(|(k, _)| k != "TERM");
         spec.env.push(("TERM".to_string(), term));
     }
+    // The command line goes through the login shell, unless `-noshell`.
+    spec.binary_shell = !p.has("-noshell");
     spec.script = JobScript::Interactive { kind, command };
     Ok(InteractiveJob {
         spec,

@@ -526,6 +526,11 @@ fn supervise(
     };
     let what = match &start.spec.script {
         JobScript::Binary { command } if !start.spec.binary_shell => command.clone(),
+        // `qrsh -noshell`: the command itself.
+        JobScript::Interactive {
+            command: Some(command),
+            ..
+        } if !start.spec.binary_shell => command.clone(),
         _ => shell.clone(),
     };
     // A job restarting from a checkpoint of a `hibernator`, `cpr` or `cray-ckpt`
@@ -612,6 +617,9 @@ fn supervise(
         }
         JobScript::Binary { .. } => args.extend(start.spec.args.iter().cloned()),
         JobScript::Interactive {
+            command: Some(_), ..
+        } if !start.spec.binary_shell => args.extend(start.spec.args.iter().cloned()),
+        JobScript::Interactive {
             command: Some(command),
             ..
         } => {
@@ -683,8 +691,18 @@ fn supervise(
     } else {
         None
     };
+    // A command that cannot be found ends a session with why, as its start would.
+    let program = match spawn::resolve(&what, path) {
+        Ok(p) => p,
+        Err(e) => {
+            if let Some((conn, _)) = session {
+                session::fail(conn, &format!("can't start \"{what}\": {e}"));
+            }
+            return Err(cant_start(e));
+        }
+    };
     let job = spawn::JobProcess {
-        program: spawn::resolve(&what, path).map_err(cant_start)?,
+        program,
         args: args
             .iter()
             .map(spawn::cstring)

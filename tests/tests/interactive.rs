@@ -61,6 +61,20 @@ fn qrsh_runs_a_command_with_its_streams_and_exit_status() {
     assert_eq!(out.code, 1, "{out:?}");
     let out = qrsh(&c, "gtuser1", &["exit", "7"], "");
     assert_eq!(out.code, 7, "{out:?}");
+    // -noshell: the command itself, its arguments as given (no shell to split or
+    // expand them); a shell's built-in is then no command at all.
+    let out = qrsh(&c, "gtuser1", &["-noshell", "echo", "$HOME", "a  b"], "");
+    assert_eq!(
+        (out.code, out.stdout.as_str()),
+        (0, "$HOME a  b\n"),
+        "{out:?}"
+    );
+    let out = qrsh(&c, "gtuser1", &["-noshell", "exit 3"], "");
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(
+        out.stderr.starts_with("error: can't start \"exit 3\": "),
+        "{out:?}"
+    );
     // Accounted like any job.
     wait_until(
         "the qrsh jobs to be accounted",

@@ -325,11 +325,22 @@ impl Relay {
             let _ = c.flush();
             let _ = c.shutdown(std::net::Shutdown::Write);
         }
+        // The other side closes once it has the status; until then (two seconds at
+        // most) the socket stays open, so that what it still sends meets no closed
+        // socket, which would cut the session before the status has gone through.
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while !self.lost.load(std::sync::atomic::Ordering::SeqCst) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
     }
 }
 
-/// Tell a joined session why its task could not start.
+/// Tell a joined session why its task could not start, and wait (two seconds at most)
+/// for the other side to close, as [`Relay::finish`] does.
 pub fn fail(mut conn: UnixStream, why: &str) {
     let _ = write_frame(&mut conn, &SessionFrame::Failed(why.to_string()));
     let _ = conn.shutdown(std::net::Shutdown::Write);
+    let _ = conn.set_read_timeout(Some(Duration::from_secs(2)));
+    let mut sink = [0u8; 4096];
+    while matches!(conn.read(&mut sink), Ok(n) if n > 0) {}
 }

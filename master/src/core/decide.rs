@@ -590,7 +590,11 @@ impl ClusterState {
                 recorded.push(key);
                 continue;
             }
-            let setup_failure = failure.is_some_and(ShepherdFailure::is_job_error);
+            // An interactive job whose task could not start ends with its session (its
+            // command has gone): accounted, not kept in error for a `qmod -cj`.
+            let interactive =
+                matches!(job.spec.script, gantry_proto::JobScript::Interactive { .. });
+            let setup_failure = failure.is_some_and(ShepherdFailure::is_job_error) && !interactive;
             if setup_failure && matches!(job.tasks.get(key.1), Some(TaskState::Running { .. })) {
                 tracing::info!(
                     job = %key.0,
