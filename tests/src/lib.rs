@@ -669,6 +669,21 @@ impl Cluster {
         c
     }
 
+    /// A master in `net`'s first namespace and execds `node1` and `node2` in its second
+    /// and third, reporting every `load_report_time`, both reporting.
+    pub fn in_namespaces(net: &Netns, load_report_time: &str) -> Cluster {
+        let mut c = Cluster::init(&[]);
+        c.master_netns = Some(net.names[0].clone());
+        c.start_master();
+        c.fast_reports(load_report_time);
+        let token = c.token();
+        c.start_execd("node1", &net.addrs[0], Some(&token), Some(&net.names[1]));
+        c.start_execd("node2", &net.addrs[0], Some(&token), Some(&net.names[2]));
+        c.wait_host_reporting("node1");
+        c.wait_host_reporting("node2");
+        c
+    }
+
     /// Run a client command as `user` with `input` on its standard input.
     pub fn as_user_with_stdin(&self, user: &str, program: &str, args: &[&str], input: &str) -> Out {
         use std::io::Write;

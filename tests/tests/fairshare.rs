@@ -38,6 +38,53 @@ fn add_user(c: &Cluster, name: &str, fshare: u32) {
     assert_eq!(out.code, 0, "{out:?}");
 }
 
+/// Users gtuser1 and gtuser2 under a share tree giving them 75 and 25 shares.
+fn share_tree_75_25(c: &Cluster) {
+    add_user(c, "gtuser1", 0);
+    add_user(c, "gtuser2", 0);
+    let tree = c.home().join("tree");
+    std::fs::write(
+        &tree,
+        "id=0\nname=Root\ntype=0\nshares=1\nchildnodes=1,2\n\
+id=1\nname=gtuser1\ntype=0\nshares=75\nchildnodes=NONE\n\
+id=2\nname=gtuser2\ntype=0\nshares=25\nchildnodes=NONE\n",
+    )
+    .unwrap();
+    assert_eq!(c.qconf(&["-Astree", tree.to_str().unwrap()]).code, 0);
+}
+
+/// gtuser1's decayed and long-term CPU usage (cpu, ltcpu) as `sge_share_mon` shows them.
+fn gtuser1_usage(c: &Cluster) -> (f64, f64) {
+    let out = c.client(
+        "sge_share_mon",
+        &["-c", "1", "-n", "-x", "-f", "user_name,cpu,ltcpu"],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let line = out
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("user_name=gtuser1\t"))
+        .unwrap_or_else(|| panic!("no usage of gtuser1: {out:?}"))
+        .to_string();
+    let field = |name: &str| -> f64 {
+        line.split('\t')
+            .find_map(|f| f.strip_prefix(name))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no {name} in {line}"))
+    };
+    (field("cpu="), field("ltcpu="))
+}
+
+/// A job of `user` that keeps a CPU busy for `secs` seconds, waited for to its
+/// accounting record.
+fn burn_cpu(c: &Cluster, user: &str, secs: u32) {
+    let busy = format!("end=$(($(date +%s)+{secs})); while [ $(date +%s) -lt $end ]; do :; done");
+    let burn = c.submit(user, &["-b", "y", "sh", "-c", &busy]);
+    wait_until("the burner to end", Duration::from_secs(60), || {
+        c.client("qacct", &["-j", &burn]).code == 0
+    });
+}
+
 /// `qstat -u '*' -ext`'s job lines: (job id, tckts, ftckt, stckt, share), in the order
 /// listed.
 fn ext_rows(c: &Cluster) -> Vec<(String, i64, i64, i64, String)> {
@@ -147,45 +194,10 @@ fn share_tree_usage_shifts_the_order_and_survives_a_restart() {
         &c,
         &[("weight_tickets_share", "10000"), ("halftime", "168")],
     );
-    add_user(&c, "gtuser1", 0);
-    add_user(&c, "gtuser2", 0);
-    let tree = c.home().join("tree");
-    std::fs::write(
-        &tree,
-        "id=0\nname=Root\ntype=0\nshares=1\nchildnodes=1,2\n\
-id=1\nname=gtuser1\ntype=0\nshares=75\nchildnodes=NONE\n\
-id=2\nname=gtuser2\ntype=0\nshares=25\nchildnodes=NONE\n",
-    )
-    .unwrap();
-    assert_eq!(c.qconf(&["-Astree", tree.to_str().unwrap()]).code, 0);
+    share_tree_75_25(&c);
     // gtuser1 burns about two CPU seconds.
-    let burn = c.submit(
-        "gtuser1",
-        &[
-            "-b",
-            "y",
-            "sh",
-            "-c",
-            "end=$(($(date +%s)+3)); while [ $(date +%s) -lt $end ]; do :; done",
-        ],
-    );
-    wait_until("the burner to end", Duration::from_secs(60), || {
-        c.client("qacct", &["-j", &burn]).code == 0
-    });
-    let cpu_of = |c: &Cluster| -> f64 {
-        let out = c.client(
-            "sge_share_mon",
-            &["-c", "1", "-n", "-x", "-f", "user_name,cpu"],
-        );
-        assert_eq!(out.code, 0, "{out:?}");
-        out.stdout
-            .lines()
-            .find(|l| l.starts_with("user_name=gtuser1\t"))
-            .and_then(|l| l.split("cpu=").nth(1))
-            .and_then(|v| v.trim_end_matches('\t').parse().ok())
-            .unwrap_or_else(|| panic!("no usage of gtuser1: {out:?}"))
-    };
-    let used = cpu_of(&c);
+    burn_cpu(&c, "gtuser1", 3);
+    let used = gtuser1_usage(&c).0;
     assert!(used > 0.5, "gtuser1 used {used} CPU seconds");
     // Both users wait on the one slot: gtuser2 first, for gtuser1's usage.
     assert_eq!(c.client("qmod", &["-d", "all.q"]).code, 0);
@@ -201,7 +213,7 @@ id=2\nname=gtuser2\ntype=0\nshares=25\nchildnodes=NONE\n",
     // Kept across a restart, decayed by the seconds it was down at most.
     c.stop_master(nix::sys::signal::Signal::SIGTERM);
     c.start_master();
-    let kept = cpu_of(&c);
+    let kept = gtuser1_usage(&c).0;
     assert!(
         (kept - used).abs() < 0.01 * used,
         "usage {used} before the restart, {kept} after"
@@ -214,7 +226,7 @@ id=2\nname=gtuser2\ntype=0\nshares=25\nchildnodes=NONE\n",
         clear.stderr.contains("modified \"gtuser1\" in user list"),
         "{clear:?}"
     );
-    assert_eq!(cpu_of(&c), 0.0);
+    assert_eq!(gtuser1_usage(&c).0, 0.0);
     wait_until(
         "a cycle after the usage was cleared",
         Duration::from_secs(20),
@@ -251,53 +263,10 @@ fn usage_decays_by_halflife_decay_list_and_gives_the_order_back() {
         .qconf(&["-ssconf"])
         .stdout
         .contains("\nhalflife_decay_list               cpu=1\n"));
-    add_user(&c, "gtuser1", 0);
-    add_user(&c, "gtuser2", 0);
-    let tree = c.home().join("tree");
-    std::fs::write(
-        &tree,
-        "id=0\nname=Root\ntype=0\nshares=1\nchildnodes=1,2\n\
-id=1\nname=gtuser1\ntype=0\nshares=75\nchildnodes=NONE\n\
-id=2\nname=gtuser2\ntype=0\nshares=25\nchildnodes=NONE\n",
-    )
-    .unwrap();
-    assert_eq!(c.qconf(&["-Astree", tree.to_str().unwrap()]).code, 0);
+    share_tree_75_25(&c);
     // gtuser1 burns several CPU seconds.
-    let burn = c.submit(
-        "gtuser1",
-        &[
-            "-b",
-            "y",
-            "sh",
-            "-c",
-            "end=$(($(date +%s)+10)); while [ $(date +%s) -lt $end ]; do :; done",
-        ],
-    );
-    wait_until("the burner to end", Duration::from_secs(60), || {
-        c.client("qacct", &["-j", &burn]).code == 0
-    });
-    // (cpu, ltcpu) of gtuser1 as sge_share_mon shows them.
-    let usage_of = |c: &Cluster| -> (f64, f64) {
-        let out = c.client(
-            "sge_share_mon",
-            &["-c", "1", "-n", "-x", "-f", "user_name,cpu,ltcpu"],
-        );
-        assert_eq!(out.code, 0, "{out:?}");
-        let line = out
-            .stdout
-            .lines()
-            .find(|l| l.starts_with("user_name=gtuser1\t"))
-            .unwrap_or_else(|| panic!("no usage of gtuser1: {out:?}"))
-            .to_string();
-        let field = |name: &str| -> f64 {
-            line.split('\t')
-                .find_map(|f| f.strip_prefix(name))
-                .and_then(|v| v.parse().ok())
-                .unwrap_or_else(|| panic!("no {name} in {line}"))
-        };
-        (field("cpu="), field("ltcpu="))
-    };
-    let (used, long_term) = usage_of(&c);
+    burn_cpu(&c, "gtuser1", 10);
+    let (used, long_term) = gtuser1_usage(&c);
     assert!(used > 3.0, "gtuser1 used {used} CPU seconds");
     assert!(long_term >= used, "{long_term} long-term, {used} decayed");
     assert_eq!(c.client("qmod", &["-d", "all.q"]).code, 0);
@@ -311,7 +280,7 @@ id=2\nname=gtuser2\ntype=0\nshares=25\nchildnodes=NONE\n",
     };
     // Still above 2.25 when the jobs were ranked (read after: it only falls).
     let ranked_first = first(&c);
-    let (now, _) = usage_of(&c);
+    let (now, _) = gtuser1_usage(&c);
     assert!(
         now > 2.3,
         "gtuser1's usage decayed to {now} before the jobs were ranked"
@@ -323,7 +292,7 @@ id=2\nname=gtuser2\ntype=0\nshares=25\nchildnodes=NONE\n",
         Duration::from_secs(180),
         || first(&c) == a,
     );
-    let (decayed, kept) = usage_of(&c);
+    let (decayed, kept) = gtuser1_usage(&c);
     assert!(
         decayed < 2.25,
         "gtuser1's job first with {decayed} CPU seconds"

@@ -394,15 +394,7 @@ fn qrsh_from_a_compute_host_reaches_a_task_on_another() {
     }
     ensure_user("gtuser1");
     let net = gantry_tests::Netns::create(3);
-    let mut c = Cluster::init(&[]);
-    c.master_netns = Some(net.names[0].clone());
-    c.start_master();
-    c.fast_reports("0:0:3");
-    let token = c.token();
-    c.start_execd("node1", &net.addrs[0], Some(&token), Some(&net.names[1]));
-    c.start_execd("node2", &net.addrs[0], Some(&token), Some(&net.names[2]));
-    c.wait_host_reporting("node1");
-    c.wait_host_reporting("node2");
+    let c = Cluster::in_namespaces(&net, "0:0:3");
     let mut child = std::process::Command::new("runuser")
         .args(["-u", "gtuser1", "--"])
         .arg(gantry_tests::bin("qrsh"))

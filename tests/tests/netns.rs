@@ -18,16 +18,8 @@ fn master_and_two_execds_in_network_namespaces() {
         return;
     }
     let net = Netns::create(3);
-    let mut c = Cluster::init(&[]);
-    c.master_netns = Some(net.names[0].clone());
-    c.start_master();
-    c.fast_reports("0:0:3");
+    let mut c = Cluster::in_namespaces(&net, "0:0:3");
     let master_ip = net.addrs[0].clone();
-    let token = c.token();
-    c.start_execd("node1", &master_ip, Some(&token), Some(&net.names[1]));
-    c.start_execd("node2", &master_ip, Some(&token), Some(&net.names[2]));
-    c.wait_host_reporting("node1");
-    c.wait_host_reporting("node2");
 
     // Both hosts, with the real hardware's num_proc and mem_total.
     let ncpu = std::thread::available_parallelism().map_or(1, |n| n.get());
