@@ -47,18 +47,21 @@ pub async fn join(
             return;
         }
     };
-    let key = (attach.job_id, attach.task_id);
+    let key = (attach.job_id, attach.task_id, attach.pe_task.unwrap_or(0));
     let deadline = Instant::now() + SHEPHERD_WAIT;
     let mut shepherd = loop {
         let found = sockets.find(key);
         if let Some(path) = &found {
             match UnixStream::connect(path).await {
                 Ok(s) => break s,
-                Err(e) => debug!("session of {}.{}: {e}", key.0, key.1),
+                Err(e) => debug!("session of {}: {e}", crate::jobs::task_name(key)),
             }
         }
         if Instant::now() >= deadline {
-            let why = format!("the task {}.{} has no session on this host", key.0, key.1);
+            let why = format!(
+                "the task {} has no session on this host",
+                crate::jobs::task_name(key)
+            );
             let _ = write_frame(&mut send, &SessionFrame::Failed(why)).await;
             let _ = send.finish();
             return;
@@ -72,7 +75,7 @@ pub async fn join(
     }
     let mut remote = tokio::io::join(recv, send);
     if let Err(e) = gantry_net::transport::splice(&mut shepherd, &mut remote).await {
-        debug!("session of {}.{} ended: {e}", key.0, key.1);
+        debug!("session of {} ended: {e}", crate::jobs::task_name(key));
     }
     let (_, mut send) = remote.into_inner();
     let _ = send.finish();

@@ -26,8 +26,23 @@ use crate::shepherd::{
     decode_report, Account, Order, TaskRecord, REPORT_FILE, SCRIPT_FILE, START_FILE,
 };
 
-/// A task key.
-pub type TaskKey = (JobId, TaskId);
+/// A task key: the job, its array task, and 0 for the job's own task or the number of
+/// a task `qrsh -inherit` started in it.
+pub type TaskKey = (JobId, TaskId, u32);
+
+/// The key of a task a start order names.
+pub fn key_of(start: &JobStart) -> TaskKey {
+    (start.job_id, start.task_id, start.pe_task.unwrap_or(0))
+}
+
+/// The directory name of a task: `job.task`, and `job.task.n` for a task `qrsh
+/// -inherit` started.
+pub fn task_name(key: TaskKey) -> String {
+    match key.2 {
+        0 => format!("{}.{}", key.0, key.1),
+        n => format!("{}.{}.{n}", key.0, key.1),
+    }
+}
 
 #[derive(Clone)]
 pub struct Jobs {
@@ -66,12 +81,18 @@ struct Inner {
 }
 
 fn task_dir(base: &Path, key: TaskKey) -> PathBuf {
-    base.join(format!("{}.{}", key.0, key.1))
+    base.join(task_name(key))
 }
 
 fn parse_key(name: &str) -> Option<TaskKey> {
-    let (j, t) = name.split_once('.')?;
-    Some((j.parse().ok()?, t.parse().ok()?))
+    let mut parts = name.split('.');
+    let job = parts.next()?.parse().ok()?;
+    let task = parts.next()?.parse().ok()?;
+    let pe_task = match parts.next() {
+        None => 0,
+        Some(n) => n.parse().ok().filter(|n| *n > 0)?,
+    };
+    parts.next().is_none().then_some((job, task, pe_task))
 }
 
 fn read_report(dir: &Path) -> Option<JobReport> {
@@ -156,7 +177,7 @@ impl Jobs {
                 out.push(r);
             }
         }
-        out.sort_by_key(|r| (r.job_id, r.task_id));
+        out.sort_by_key(|r| (r.job_id, r.task_id, r.pe_task));
         out
     }
 
@@ -176,8 +197,8 @@ impl Jobs {
 
     /// Start a task: write its directory, then its shepherd.
     pub fn start(&self, start: JobStart) {
-        let key = (start.job_id, start.task_id);
-        let name = format!("{}.{}", key.0, key.1);
+        let key = key_of(&start);
+        let name = task_name(key);
         let dir = task_dir(&self.inner.dir, key);
         let account = self.account(start.owner.uid, start.owner.gid);
         let result = (|| -> std::io::Result<()> {
@@ -310,7 +331,8 @@ impl Jobs {
     pub fn usage(&self) -> Vec<gantry_proto::TaskUsage> {
         let now = std::time::Instant::now();
         let mut out = Vec::new();
-        for key in self.running() {
+        // The tasks `qrsh -inherit` started are accounted when they end.
+        for key in self.running().into_iter().filter(|k| k.2 == 0) {
             let dir = task_dir(&self.inner.dir, key);
             let record = TaskRecord::read(&dir);
             let tree = match &record.cgroup {
@@ -441,11 +463,22 @@ impl Jobs {
         self.kill_now(key);
     }
 
+    /// End the tasks `qrsh -inherit` started in a job's task on this host: each its
+    /// process group and control group (their sessions then end with them).
+    pub fn kill_pe_tasks(&self, job: JobId, task: TaskId) {
+        for key in self.running() {
+            if key.0 == job && key.1 == task && key.2 > 0 {
+                info!(job = %job, task = %task, pe_task = key.2, "killing a task of the job");
+                self.kill_now(key);
+            }
+        }
+    }
+
     /// A kill for a task this host has no trace of (its start order was lost with a
     /// session): reported killed, kept until acknowledged like any report, so that the
     /// master can end it. False when the task is known here.
     fn report_unstarted(&self, key: TaskKey) -> bool {
-        let name = format!("{}.{}", key.0, key.1);
+        let name = task_name(key);
         if task_dir(&self.inner.dir, key).exists()
             || self.inner.jobs_dir.create_dir(&name, 0o755).is_err()
         {
@@ -768,6 +801,7 @@ async fn end_orphaned_task(
         stime_us,
         maxrss_kb: 0,
         checkpointed: false,
+        pe_task: start.pe_task,
     }
 }
 
@@ -838,6 +872,7 @@ pub fn killed_before_start(key: TaskKey, host: &str, now: i64) -> JobReport {
         stime_us: 0,
         maxrss_kb: 0,
         checkpointed: false,
+        pe_task: (key.2 > 0).then_some(key.2),
     }
 }
 
@@ -849,6 +884,6 @@ fn failed_report(start: &JobStart, host: &str, why: String) -> JobReport {
         signal: None,
         failed: ShepherdFailure::AfterJob.code(),
         failure: why,
-        ..killed_before_start((start.job_id, start.task_id), host, now)
+        ..killed_before_start(key_of(start), host, now)
     }
 }

@@ -13,6 +13,7 @@ pub mod processes;
 pub mod relay;
 pub mod sensor;
 pub mod session;
+pub mod sge_root;
 pub mod shepherd;
 pub mod simulate;
 pub mod spawn;

@@ -247,6 +247,15 @@ async fn run(
     let jobs = gantry_execd::jobs::Jobs::new(&home, &id.hostname, finished_tx)
         .map_err(|e| format!("{}: {e}", home.join("jobs").display()))?;
     jobs.adopt();
+    // Jobs find Gantry's qrsh where Grid Engine's would be ($SGE_ROOT/bin/$ARC).
+    if let Err(e) =
+        std::env::current_exe().and_then(|exe| gantry_execd::sge_root::prepare(&home, &exe))
+    {
+        tracing::warn!(
+            "cannot prepare {}: {e}",
+            gantry_execd::sge_root::root(&home).display()
+        );
+    }
     info!(host = %id.hostname, "gantry-execd {} serving clients on {}", env!("CARGO_PKG_VERSION"), socket.display());
     let relay_task = tokio::spawn(relay::serve(listener, id.hostname.clone(), current_rx));
     let shutdown = std::sync::Arc::new(tokio::sync::Notify::new());

@@ -68,7 +68,7 @@ async fn handle(
     };
     // An interactive session: once the master has joined it, this socket and the
     // stream to the master carry its frames both ways.
-    if let (Ok(caller), Some(conn), ToMaster::Attach { .. }) = (&caller, &conn, &request) {
+    if let (Ok(caller), Some(conn), true) = (&caller, &conn, request.opens_session()) {
         let relayed = Relayed {
             caller: caller.clone(),
             request: request.clone(),

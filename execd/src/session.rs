@@ -32,6 +32,9 @@ pub trait ExecHost: Send + 'static {
     fn start(&self, start: JobStart);
     fn kill(&self, key: TaskKey);
     fn signal(&self, key: TaskKey, signal: i32);
+    /// End the tasks `qrsh -inherit` started in a job's task here (a simulated host
+    /// runs none).
+    fn kill_pe_tasks(&self, _job: gantry_proto::JobId, _task: gantry_proto::TaskId) {}
     /// The master has the report: forget the task.
     fn acknowledge(&self, key: TaskKey);
     /// `qconf -kej`: end every task, reporting each.
@@ -89,6 +92,10 @@ impl ExecHost for RealHost {
 
     fn signal(&self, key: TaskKey, signal: i32) {
         self.jobs.signal(key, signal);
+    }
+
+    fn kill_pe_tasks(&self, job: gantry_proto::JobId, task: gantry_proto::TaskId) {
+        self.jobs.kill_pe_tasks(job, task);
     }
 
     fn acknowledge(&self, key: TaskKey) {
@@ -277,12 +284,14 @@ async fn session<H: ExecHost>(
     // repeats part of it).
     while finished.try_recv().is_ok() {}
     let catch_up = async {
-        write_frame(
-            &mut send,
-            &FromExecd::RunningJobs {
-                tasks: jobs.running(),
-            },
-        )
+        write_frame(&mut send, &{
+            let (tasks, pe_tasks): (Vec<_>, Vec<_>) =
+                jobs.running().into_iter().partition(|k| k.2 == 0);
+            FromExecd::RunningJobs {
+                tasks: tasks.into_iter().map(|(j, t, _)| (j, t)).collect(),
+                pe_tasks,
+            }
+        })
         .await?;
         for report in jobs.unacknowledged() {
             write_frame(&mut send, &FromExecd::JobFinished(report)).await?;
@@ -359,15 +368,22 @@ async fn session<H: ExecHost>(
                 }
                 Ok(ToExecd::Refused { reason }) => return Ended::Refused(reason),
                 Ok(ToExecd::StartJob(start)) => {
-                    let (job_id, task_id) = (start.job_id, start.task_id);
+                    let (job_id, task_id, pe_task) = (start.job_id, start.task_id, start.pe_task);
                     jobs.start(*start);
+                    // A job's start is confirmed; a task in a running job is not.
+                    if pe_task.is_some() {
+                        continue;
+                    }
                     if let Err(e) = write_frame(&mut send, &FromExecd::JobStarted { job_id, task_id }).await {
                         return Ended::Dropped(close_reason(&conn).unwrap_or_else(|| e.to_string()));
                     }
                 }
-                Ok(ToExecd::KillJob { job_id, task_id }) => jobs.kill((job_id, task_id)),
-                Ok(ToExecd::SignalJob { job_id, task_id, signal }) => jobs.signal((job_id, task_id), signal),
-                Ok(ToExecd::ReportAck { job_id, task_id }) => jobs.acknowledge((job_id, task_id)),
+                Ok(ToExecd::KillJob { job_id, task_id }) => jobs.kill((job_id, task_id, 0)),
+                Ok(ToExecd::KillPeTasks { job_id, task_id }) => jobs.kill_pe_tasks(job_id, task_id),
+                Ok(ToExecd::SignalJob { job_id, task_id, signal }) => jobs.signal((job_id, task_id, 0), signal),
+                Ok(ToExecd::ReportAck { job_id, task_id, pe_task }) => {
+                    jobs.acknowledge((job_id, task_id, pe_task.unwrap_or(0)))
+                }
                 Ok(ToExecd::Shutdown { kill_jobs }) => {
                     info!("the master tells this execd to shut down{}", if kill_jobs { " and end its jobs" } else { "" });
                     if !kill_jobs {

@@ -293,6 +293,7 @@ pub fn run(dir: &Path) -> i32 {
         stime_us: 0,
         maxrss_kb: 0,
         checkpointed: false,
+        pe_task: start.pe_task,
     };
     let mut held = Held::default();
     if let Err(f) = supervise(dir, &order, &mut report, &mut notes, &mut held) {
@@ -577,11 +578,25 @@ fn supervise(
             start.spec.script,
             JobScript::Interactive { command: None, .. }
         ) {
-            env.retain(|(k, _)| k != "GANTRY_HOME");
-            env.push((
-                "GANTRY_HOME".to_string(),
-                execd_home.to_string_lossy().into_owned(),
-            ));
+            // And as Grid Engine's: programs that look for it by SGE_ROOT and ARC (Open
+            // MPI) find Gantry's commands in $SGE_ROOT/bin/$ARC.
+            let arch = gantry_common::load::sge_arch();
+            let set = [
+                ("GANTRY_HOME", execd_home.to_string_lossy().into_owned()),
+                (
+                    "SGE_ROOT",
+                    crate::sge_root::root(execd_home)
+                        .to_string_lossy()
+                        .into_owned(),
+                ),
+                ("SGE_CELL", "default".to_string()),
+                ("ARC", arch.clone()),
+                ("SGE_ARCH", arch),
+            ];
+            for (name, value) in set {
+                env.retain(|(k, _)| k != name);
+                env.push((name.to_string(), value));
+            }
         }
     }
     // `-binding env`: the job is told its processors, as SGE tells it.

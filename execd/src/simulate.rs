@@ -23,6 +23,9 @@ use tokio::sync::mpsc::UnboundedSender;
 use tracing::warn;
 
 use crate::jobs::{killed_before_start, TaskKey};
+
+/// A simulated task: a job's own (a simulated host runs no `qrsh -inherit` task).
+type SimKey = (gantry_proto::JobId, gantry_proto::TaskId);
 use crate::session::ExecHost;
 use crate::shepherd::{decode_report, encode_report, REPORT_FILE};
 
@@ -60,7 +63,7 @@ struct Inner {
     dir: PathBuf,
     spec: SimSpec,
     finished: UnboundedSender<JobReport>,
-    running: Mutex<HashMap<TaskKey, (SimTask, tokio::task::AbortHandle)>>,
+    running: Mutex<HashMap<SimKey, (SimTask, tokio::task::AbortHandle)>>,
 }
 
 /// Seconds since the epoch, with their fraction.
@@ -70,7 +73,7 @@ fn now_secs() -> f64 {
         .map_or(0.0, |d| d.as_secs_f64())
 }
 
-fn task_dir(base: &Path, key: TaskKey) -> PathBuf {
+fn task_dir(base: &Path, key: SimKey) -> PathBuf {
     base.join(format!("{}.{}", key.0, key.1))
 }
 
@@ -152,7 +155,7 @@ impl SimHost {
     }
 
     /// Keep a task running until its end time, then report it.
-    fn run(&self, key: TaskKey, task: SimTask, queue: String) {
+    fn run(&self, key: SimKey, task: SimTask, queue: String) {
         let host = self.clone();
         let wait = (task.end_time - now_secs()).max(0.0);
         // Inserted under the lock the timer's end takes: it cannot end the task before
@@ -170,7 +173,7 @@ impl SimHost {
 
     /// A task ended (`signal`: killed by it): its report kept on disk until the master
     /// acknowledges it, and sent.
-    fn finish(&self, key: TaskKey, exit_status: i32, signal: Option<i32>, queue: &str) {
+    fn finish(&self, key: SimKey, exit_status: i32, signal: Option<i32>, queue: &str) {
         let task = match self.inner.running.lock() {
             Ok(mut running) => running.remove(&key),
             Err(_) => None,
@@ -194,6 +197,7 @@ impl SimHost {
             stime_us: 0,
             maxrss_kb: 0,
             checkpointed: false,
+            pe_task: None,
         };
         let path = task_dir(&self.inner.dir, key).join(REPORT_FILE);
         if let Err(e) = write_file_atomic(&path, &encode_report(&report), 0o644) {
@@ -203,7 +207,7 @@ impl SimHost {
     }
 
     /// The queue a running task was started in (from its start file).
-    fn queue_of(&self, key: TaskKey) -> String {
+    fn queue_of(&self, key: SimKey) -> String {
         std::fs::read(task_dir(&self.inner.dir, key).join(STARTED_FILE))
             .ok()
             .and_then(|b| gantry_proto::decode::<(i64, f64, u32, f64, String)>(&b).ok())
@@ -211,14 +215,14 @@ impl SimHost {
             .unwrap_or_default()
     }
 
-    fn end(&self, key: TaskKey, signal: i32) {
+    fn end(&self, key: SimKey, signal: i32) {
         let dir = task_dir(&self.inner.dir, key);
         if !dir.exists() {
             // Never started here (its order lost with a session): reported killed, so
             // that the master can end it.
             if std::fs::create_dir(&dir).is_ok() {
                 let now = now_secs() as i64;
-                let report = killed_before_start(key, &self.inner.name, now);
+                let report = killed_before_start((key.0, key.1, 0), &self.inner.name, now);
                 let _ = write_file_atomic(&dir.join(REPORT_FILE), &encode_report(&report), 0o644);
                 let _ = self.inner.finished.send(report);
             }
@@ -259,7 +263,7 @@ impl ExecHost for SimHost {
 
     fn running(&self) -> Vec<TaskKey> {
         let mut keys: Vec<TaskKey> = match self.inner.running.lock() {
-            Ok(running) => running.keys().copied().collect(),
+            Ok(running) => running.keys().map(|&(j, t)| (j, t, 0)).collect(),
             Err(_) => Vec::new(),
         };
         keys.sort_unstable();
@@ -326,19 +330,19 @@ impl ExecHost for SimHost {
     }
 
     fn kill(&self, key: TaskKey) {
-        self.end(key, 9);
+        self.end((key.0, key.1), 9);
     }
 
     /// A simulated task has no process: SIGKILL and SIGTERM end it; a suspension or
     /// any other signal changes nothing.
     fn signal(&self, key: TaskKey, signal: i32) {
         if signal == 9 || signal == 15 {
-            self.end(key, signal);
+            self.end((key.0, key.1), signal);
         }
     }
 
     fn acknowledge(&self, key: TaskKey) {
-        let dir = task_dir(&self.inner.dir, key);
+        let dir = task_dir(&self.inner.dir, (key.0, key.1));
         if dir.join(REPORT_FILE).exists() {
             let _ = std::fs::remove_dir_all(&dir);
         }
@@ -346,7 +350,7 @@ impl ExecHost for SimHost {
 
     fn end_all_for_shutdown(&self) {
         for key in self.running() {
-            self.end(key, 9);
+            self.end((key.0, key.1), 9);
         }
     }
 }
@@ -389,6 +393,7 @@ mod tests {
             restarted: 0,
             checkpoint: None,
             session_key: None,
+            pe_task: None,
         }
     }
 

@@ -49,6 +49,9 @@ fn start(kind: InteractiveKind) -> i32 {
         Ok(a) => a,
         Err(out) => return i32::from(out.print()),
     };
+    if kind == InteractiveKind::Qrsh && gantry_client::qrsh::is_inherit(&args) {
+        return inherit(&args);
+    }
     let job = match interactive_job(&args, kind) {
         Ok(j) => j,
         Err(out) => return i32::from(out.print()),
@@ -133,6 +136,47 @@ fn run(mut job: InteractiveJob, kind: InteractiveKind) -> i32 {
         Err(e) => return fail(&e.to_string()),
     };
     session(stream, pty && at_terminal, job.nostdin)
+}
+
+/// `qrsh -inherit host command`: a task of the job this runs in, started on one of the
+/// job's hosts and carried as any session; its exit status is ours.
+fn inherit(args: &[String]) -> i32 {
+    let env: Vec<(String, String)> = std::env::vars_os()
+        .map(|(k, v)| {
+            (
+                k.to_string_lossy().into_owned(),
+                v.to_string_lossy().into_owned(),
+            )
+        })
+        .collect();
+    let cwd = std::env::current_dir()
+        .map(|d| d.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let task = match gantry_client::qrsh::inherit_task(args, &env, &cwd) {
+        Ok(t) => t,
+        Err(out) => return i32::from(out.print()),
+    };
+    let job_id = task.request.job_id;
+    let pty = task.request.pty;
+    let stream = match gantry_client::conn::request_keeping(&ToMaster::InheritTask(Box::new(
+        task.request,
+    ))) {
+        Ok((FromMaster::Attached { host, .. }, stream)) => {
+            if task.verbose {
+                eprintln!("Establishing builtin session to host {host} ...");
+            }
+            stream
+        }
+        Ok((FromMaster::Refused(r), _)) => return fail(&r.message),
+        Ok((other, _)) => return fail(&format!("error: unexpected answer {other:?}")),
+        Err(e) => {
+            return fail(&format!(
+                "error: executing task of job {job_id} failed: {e}"
+            ))
+        }
+    };
+    let at_terminal = std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
+    session(stream, pty && at_terminal, task.nostdin)
 }
 
 /// The user's terminal in raw mode while the session lasts (the remote terminal does

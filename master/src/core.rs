@@ -8,6 +8,7 @@ pub mod decide;
 pub mod decision;
 pub mod door;
 pub mod jobs;
+pub mod pe_tasks;
 pub mod quota;
 pub mod sched;
 pub mod state;

@@ -280,6 +280,7 @@ fn an_order_lost_with_a_connection_is_sent_again_and_only_then() {
             .send(ExecdJobs::Running {
                 host: "node1".into(),
                 tasks: Vec::new(),
+                pe_tasks: Vec::new(),
             })
             .await
             .unwrap();
@@ -290,6 +291,7 @@ fn an_order_lost_with_a_connection_is_sent_again_and_only_then() {
             .send(ExecdJobs::Running {
                 host: "node1".into(),
                 tasks: vec![(id, TaskId(1))],
+                pe_tasks: Vec::new(),
             })
             .await
             .unwrap();
@@ -324,6 +326,7 @@ fn a_report_is_acknowledged_each_time_and_accounted_once() {
             stime_us: 2_000,
             maxrss_kb: 1_024,
             checkpointed: false,
+            pe_task: None,
         };
         // The execd sends its report; the acknowledgement is lost with the
         // connection, so it sends the report again on the next one.
@@ -339,7 +342,8 @@ fn a_report_is_acknowledged_each_time_and_accounted_once() {
                 execd.next_order().await,
                 ToExecd::ReportAck {
                     job_id: id,
-                    task_id: TaskId(1)
+                    task_id: TaskId(1),
+                    pe_task: None,
                 }
             );
             execd.connect(&cluster).await;

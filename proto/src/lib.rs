@@ -22,7 +22,7 @@ pub use rows::*;
 
 /// The protocol version. Both daemons and every client speak exactly one version; peers
 /// with another version are refused with a message naming both.
-pub const PROTOCOL_VERSION: u32 = 29;
+pub const PROTOCOL_VERSION: u32 = 30;
 
 /// Magic bytes at the start of every [`Hello`]: "GNTY".
 pub const HELLO_MAGIC: [u8; 4] = *b"GNTY";
@@ -263,6 +263,37 @@ pub enum ToMaster {
     /// owns and which runs. Answered with [`FromMaster::Attached`], after which the
     /// connection carries [`SessionFrame`]s both ways until the job ends.
     Attach { job_id: JobId },
+    /// `qrsh -inherit host command`, from inside a running parallel job: start the
+    /// command as a task of the job on one of its granted hosts, and join its session
+    /// as [`ToMaster::Attach`] joins a job's.
+    InheritTask(Box<PeTaskRequest>),
+}
+
+impl ToMaster {
+    /// Is this a request whose connection carries a session once it is granted?
+    pub fn opens_session(&self) -> bool {
+        matches!(self, ToMaster::Attach { .. } | ToMaster::InheritTask(_))
+    }
+}
+
+/// `qrsh -inherit`: what to start, where, as a task of which running job.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PeTaskRequest {
+    pub job_id: JobId,
+    /// The array task (`SGE_TASK_ID`; 0 for a job that is not an array).
+    pub task_id: TaskId,
+    /// The host as the caller named it (`n1`, `n1.example.com`, `localhost`).
+    pub host: String,
+    /// The command and its arguments.
+    pub command: Vec<String>,
+    /// `-V`, `-v`: variables the task gets over the job's own.
+    pub env: Vec<(String, String)>,
+    /// `-cwd`: the caller's working directory (else the job's).
+    pub cwd: Option<String>,
+    /// `-noshell`: run the command itself, not through the owner's shell.
+    pub noshell: bool,
+    /// `-pty y`: a pseudo terminal.
+    pub pty: bool,
 }
 
 /// What `qquota` asks about. An empty list means "any"; `users` empty means the caller
@@ -432,6 +463,8 @@ pub enum FromMaster {
     SessionGranted {
         job_id: JobId,
         task_id: TaskId,
+        /// A task started by `qrsh -inherit`: its number in the job.
+        pe_task: Option<u32>,
         host: String,
         key: Vec<u8>,
     },
@@ -486,8 +519,13 @@ pub enum FromExecd {
     JobStarted { job_id: JobId, task_id: TaskId },
     /// A task ended; the execd keeps the report on disk until the master acknowledges it.
     JobFinished(JobReport),
-    /// The tasks this execd's supervisors are running now (sent after registering).
-    RunningJobs { tasks: Vec<(JobId, TaskId)> },
+    /// The tasks this execd's supervisors are running now (sent after registering):
+    /// jobs' own tasks, and tasks started in running jobs by `qrsh -inherit` (by
+    /// number).
+    RunningJobs {
+        tasks: Vec<(JobId, TaskId)>,
+        pe_tasks: Vec<(JobId, TaskId, u32)>,
+    },
     /// What the running tasks have used so far (sent with each load report).
     TaskUsage { tasks: Vec<TaskUsage> },
 }
@@ -522,6 +560,13 @@ pub enum ToExecd {
     },
     /// The master has recorded this report durably; the execd may forget it.
     ReportAck {
+        job_id: JobId,
+        task_id: TaskId,
+        pe_task: Option<u32>,
+    },
+    /// End the tasks `qrsh -inherit` started in this job on this host (the job has
+    /// ended, or is deleted).
+    KillPeTasks {
         job_id: JobId,
         task_id: TaskId,
     },

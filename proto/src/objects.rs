@@ -388,5 +388,7 @@ pub enum SessionFrame {
 pub struct TaskAttach {
     pub job_id: JobId,
     pub task_id: TaskId,
+    /// A task `qrsh -inherit` started: its number in the job.
+    pub pe_task: Option<u32>,
     pub key: Vec<u8>,
 }

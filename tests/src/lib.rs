@@ -456,6 +456,12 @@ impl Drop for Cluster {
                 continue;
             };
             for job in jobs.flatten() {
+                // A task with its report has ended: its shepherd removed its control
+                // group, whose name (and its processes' ids) another test's task may
+                // hold now.
+                if job.path().join("report").exists() {
+                    continue;
+                }
                 let pids = std::fs::read_to_string(job.path().join("pids")).unwrap_or_default();
                 for line in pids.lines() {
                     let Some(pid) = line

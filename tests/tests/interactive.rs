@@ -519,3 +519,196 @@ fn a_job_talks_to_the_cluster_through_its_execd() {
         "{text}"
     );
 }
+
+/// A directory under /tmp the test users can read and write, removed when dropped.
+struct SharedDir(std::path::PathBuf);
+
+impl SharedDir {
+    fn new(name: &str) -> SharedDir {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::path::PathBuf::from(format!("/tmp/gantry-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o1777)).unwrap();
+        SharedDir(dir)
+    }
+
+    fn file(&self, name: &str) -> String {
+        self.0.join(name).to_string_lossy().into_owned()
+    }
+
+    fn write(&self, name: &str, text: &str) -> String {
+        use std::os::unix::fs::PermissionsExt;
+        let path = self.file(name);
+        std::fs::write(&path, text).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        path
+    }
+}
+
+impl Drop for SharedDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A PE with `control_slaves TRUE` (and `job_is_first_task`, `accounting_summary` as
+/// given) offered by all.q.
+fn add_pe(c: &Cluster, dir: &SharedDir, name: &str, first_task: bool, summary: bool) {
+    let word = |b: bool| if b { "TRUE" } else { "FALSE" };
+    let pe = format!(
+        "pe_name {name}\nslots 8\nallocation_rule $round_robin\ncontrol_slaves TRUE\njob_is_first_task {}\naccounting_summary {}\n",
+        word(first_task),
+        word(summary)
+    );
+    let out = c.qconf(&["-Ap", &dir.write(&format!("{name}.pe"), &pe)]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let out = c.qconf(&["-aattr", "queue", "pe_list", name, "all.q"]);
+    assert_eq!(out.code, 0, "{out:?}");
+}
+
+/// SGE's job script of `tests/fixtures/sge/interactive/05_qrsh_inherit.txt`
+/// (`inputs/inherit_job.sh`), as Gantry runs it: `qrsh -inherit` found where Grid
+/// Engine's would be (`$SGE_ROOT/bin/$ARC`), its tasks on the job's own host.
+const INHERIT_JOB: &str = r#"#!/bin/sh
+PATH=$SGE_ROOT/bin/$ARC:$PATH
+H=$HOSTNAME
+echo "== qrsh -inherit $H hostname"; qrsh -inherit $H hostname; echo rc=$?
+echo "== qrsh -inherit $H env"
+qrsh -inherit $H 'env | sort | grep -E "^(JOB_ID|JOB_NAME|PE|NSLOTS|JOB_SCRIPT|REQUEST|ENVIRONMENT)="'; echo rc=$?
+echo "== qrsh -inherit $H 'exit 4'"; qrsh -inherit $H 'exit 4'; echo rc=$?
+echo "== qrsh -inherit $H 'echo to-stderr >&2'"; qrsh -inherit $H 'echo to-stderr >&2'; echo rc=$?
+echo "== echo piped | qrsh -inherit $H cat"; echo piped | qrsh -inherit $H cat; echo rc=$?
+echo "== three background tasks"
+for i in 1 2 3; do ( qrsh -inherit $H "sleep 4; echo task$i done" > $OUT.task$i 2>&1; echo "task$i rc=$?" >> $OUT.task$i ) & sleep 1; done
+wait
+cat $OUT.task1 $OUT.task2 $OUT.task3
+echo "== qrsh -inherit nosuchhost hostname"; qrsh -inherit nosuchhost hostname; echo rc=$?
+echo "== qrsh -inherit localhost hostname"; qrsh -inherit localhost hostname; echo rc=$?
+echo "== qrsh -inherit (no host)"; qrsh -inherit; echo rc=$?
+echo "== qrsh -inherit $H (no command)"; qrsh -inherit $H </dev/null; echo rc=$?
+echo "== qrsh -inherit -cwd $H pwd"; cd /tmp; qrsh -inherit -cwd $H pwd; echo rc=$?
+echo "== end of job script"
+"#;
+
+/// `qrsh -inherit` inside a parallel job, as SGE 8.1.9 runs the same script
+/// (`05_qrsh_inherit.txt`, jobs 167, 169, 171): tasks on the job's host with their
+/// streams and exit statuses, as many at once as the host has slots for the job (less
+/// the job script's with `job_is_first_task TRUE`), SGE's refusals word for word,
+/// each task accounted; with `control_slaves FALSE` every task refused.
+#[test]
+fn qrsh_inherit_starts_tasks_of_a_parallel_job_as_sge_does() {
+    if !need_root("qrsh_inherit_starts_tasks_of_a_parallel_job_as_sge_does") {
+        return;
+    }
+    ensure_user("gtuser1");
+    let c = Cluster::one_host();
+    let dir = SharedDir::new("inherit");
+    add_pe(&c, &dir, "ctrl", false, false);
+    add_pe(&c, &dir, "ctrlfirst", true, false);
+    let out = c.qconf(&["-mattr", "queue", "slots", "2", "all.q"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let script = dir.write("inherit_job.sh", INHERIT_JOB);
+    let run = |pe: &str, tag: &str| -> (String, String, String) {
+        let o = dir.file(&format!("{tag}.o"));
+        let e = dir.file(&format!("{tag}.e"));
+        let out = format!("OUT={}", dir.file(tag));
+        let id = c.submit(
+            "gtuser1",
+            &[
+                "-pe", pe, "2", "-N", pe, "-v", &out, "-o", &o, "-e", &e, &script,
+            ],
+        );
+        wait_until(
+            &format!("job {id} ({pe}) to be accounted"),
+            Duration::from_secs(90),
+            || {
+                c.client("qstat", &["-u", "*"]).stdout.is_empty()
+                    && c.client("qacct", &["-j", &id]).code == 0
+            },
+        );
+        let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
+        (id, read(&o), read(&e))
+    };
+    let host = std::process::Command::new("hostname").output().unwrap();
+    let host = String::from_utf8_lossy(&host.stdout).trim().to_string();
+
+    // job_is_first_task FALSE: two tasks at once on the job's two slots.
+    let (id, stdout, stderr) = run("ctrl", "ctrl");
+    let want = format!(
+        "== qrsh -inherit node1 hostname\n{host}\nrc=0\n\
+         == qrsh -inherit node1 env\nENVIRONMENT=BATCH\nJOB_ID={id}\nJOB_NAME=petask\nJOB_SCRIPT=QRSH\nNSLOTS=2\nPE=ctrl\nREQUEST=petask\nrc=0\n\
+         == qrsh -inherit node1 'exit 4'\nrc=4\n\
+         == qrsh -inherit node1 'echo to-stderr >&2'\nrc=0\n\
+         == echo piped | qrsh -inherit node1 cat\npiped\nrc=0\n\
+         == three background tasks\n\
+         task1 done\ntask1 rc=0\ntask2 done\ntask2 rc=0\n\
+         error: executing task of job {id} failed: execution daemon on host \"node1\" didn't accept task\ntask3 rc=1\n\
+         == qrsh -inherit nosuchhost hostname\nrc=1\n\
+         == qrsh -inherit localhost hostname\n{host}\nrc=0\n\
+         == qrsh -inherit (no host)\nrc=1\n\
+         == qrsh -inherit node1 (no command)\nrc=1\n\
+         == qrsh -inherit -cwd node1 pwd\n/tmp\nrc=0\n\
+         == end of job script\n"
+    );
+    assert_eq!(stdout, want, "stderr: {stderr}");
+    assert_eq!(
+        stderr,
+        format!(
+            "to-stderr\n\
+             error: executing task of job {id} failed: failed sending task to execd@nosuchhost: can't resolve host name\n\
+             error: usage with \"-inherit\" option: \"qrsh -inherit ... <host> <command> [args]\"\n\
+             error: usage with \"-inherit\" option: \"qrsh -inherit ... <host> <command> [args]\"\n"
+        )
+    );
+    // Accounted per task as SGE accounts them: the job's record and one per task that
+    // ran (hostname, env, exit 4, stderr, cat, two background, localhost, pwd).
+    let acct = c.client("qacct", &["-j", &id]);
+    let statuses: Vec<&str> = acct
+        .stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("exit_status"))
+        .map(str::trim)
+        .collect();
+    assert_eq!(statuses.len(), 1 + 9, "{acct:?}");
+    assert_eq!(
+        statuses.iter().filter(|s| **s == "4").count(),
+        1,
+        "{acct:?}"
+    );
+    assert!(
+        acct.stdout
+            .lines()
+            .filter(|l| l.starts_with("jobname"))
+            .all(|l| l.trim_end().ends_with(" ctrl")),
+        "{acct:?}"
+    );
+
+    // job_is_first_task TRUE: the job script holds one of the two slots.
+    let (id, stdout, _) = run("ctrlfirst", "first");
+    assert!(
+        stdout.contains(&format!(
+            "task1 done\ntask1 rc=0\n\
+             error: executing task of job {id} failed: execution daemon on host \"node1\" didn't accept task\ntask2 rc=1\n\
+             error: executing task of job {id} failed: execution daemon on host \"node1\" didn't accept task\ntask3 rc=1\n"
+        )),
+        "{stdout}"
+    );
+
+    // control_slaves FALSE: no task at all.
+    let out = c.qconf(&["-mattr", "pe", "control_slaves", "FALSE", "ctrl"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let (id, stdout, _) = run("ctrl", "noctrl");
+    assert!(
+        stdout.starts_with(
+            "== qrsh -inherit node1 hostname\nrc=1\n== qrsh -inherit node1 env\nrc=1\n"
+        ),
+        "{stdout}"
+    );
+    let acct = c.client("qacct", &["-j", &id]);
+    assert_eq!(
+        acct.stdout.matches("exit_status").count(),
+        1,
+        "only the job's record: {acct:?}"
+    );
+}

@@ -34,6 +34,7 @@ fn start() -> JobStart {
         restarted: 0,
         checkpoint: None,
         session_key: None,
+        pe_task: None,
     }
 }
 
@@ -112,6 +113,7 @@ fn reports_round_trip_and_partial_ones_are_not_reports() {
         stime_us: 6,
         maxrss_kb: 7,
         checkpointed: true,
+        pe_task: Some(3),
     };
     let bytes = encode_report(&r);
     assert_eq!(decode_report(&bytes), Some(r));

@@ -179,6 +179,7 @@ impl ClusterState {
                             stime_us: 0,
                             maxrss_kb: 0,
                             checkpointed: false,
+                            pe_task: None,
                         };
                         if let Some(record) = self.accounting_record(&waiting) {
                             ops.push(Op::Put(Object::ForcedAway(Box::new(record))));
@@ -483,16 +484,39 @@ impl ClusterState {
         let mut errored_now: Option<HashSet<(String, String)>> = None;
         // What each accounted run measured, charged to its owner's usage.
         let mut measured = Vec::new();
+        // The tasks `qrsh -inherit` started, as the reports change them.
+        let mut pe_changed: HashMap<(JobId, TaskId), crate::core::pe_tasks::PeTasks> =
+            HashMap::new();
+        let mut seen_pe: HashSet<(JobId, TaskId, u32)> = HashSet::new();
         for (host, report) in batch {
             let key = (report.job_id, report.task_id);
-            tracing::debug!(job = %key.0, task = %key.1, host = %host, "task report");
+            tracing::debug!(job = %key.0, task = %key.1, pe_task = ?report.pe_task, host = %host, "task report");
             acks.push(Effect::Send {
                 host: host.clone(),
                 order: ToExecd::ReportAck {
                     job_id: key.0,
                     task_id: key.1,
+                    pe_task: report.pe_task,
                 },
             });
+            if let Some(n) = report.pe_task {
+                // A task of a running job: accounted (or summed into the job's record),
+                // its slot free again. One that is not running came again.
+                if !seen_pe.insert((key.0, key.1, n)) {
+                    continue;
+                }
+                if let (std::collections::hash_map::Entry::Vacant(e), Some(t)) =
+                    (pe_changed.entry(key), self.pe_tasks.get(&key))
+                {
+                    e.insert(t.clone());
+                }
+                if let Some(Some(record)) =
+                    pe_changed.get_mut(&key).and_then(|t| t.end_task(report))
+                {
+                    ops.push(Op::Account(Box::new(record)));
+                }
+                continue;
+            }
             if !seen.insert(key) {
                 continue;
             }
@@ -526,6 +550,24 @@ impl ClusterState {
                 continue;
             };
             let job = changed.entry(key.0).or_insert_with(|| Job::clone(current));
+            // Its tasks started by `qrsh -inherit` end with it, as SGE ends them.
+            if let (std::collections::hash_map::Entry::Vacant(e), Some(t)) =
+                (pe_changed.entry(key), self.pe_tasks.get(&key))
+            {
+                e.insert(t.clone());
+            }
+            if let Some(tasks) = pe_changed.get_mut(&key) {
+                for host in tasks.hosts() {
+                    acks.push(Effect::Send {
+                        host,
+                        order: ToExecd::KillPeTasks {
+                            job_id: key.0,
+                            task_id: key.1,
+                        },
+                    });
+                }
+                tasks.end_job(None);
+            }
             // A job that could not even be started (no working directory, no output
             // file, no shell) waits in error state, as SGE's Eqw, unless it was deleted.
             // The host could not start it (unknown user there, no TMPDIR): the queue
@@ -614,10 +656,19 @@ impl ClusterState {
             let Some(record) = self.accounting_record(report) else {
                 continue;
             };
-            ops.push(Op::Account(Box::new(record)));
+            // `accounting_summary TRUE`: the job's record waits for its tasks'.
+            let held = pe_changed
+                .get_mut(&key)
+                .is_some_and(|t| t.end_job(Some(report)));
+            if !held {
+                ops.push(Op::Account(Box::new(record)));
+            }
             measured.push((key.0, key.1, self.final_measurement(report), true));
             job.tasks.remove(key.1);
             recorded.push(key);
+        }
+        for (_, tasks) in pe_changed {
+            ops.extend(tasks.settled());
         }
         ops.extend(self.charge_usage(&measured, now));
         if let Some(errored) = errored_now {

@@ -142,6 +142,13 @@ fn decide_request(
             Decision::answer(FromMaster::Priorities(state.priority_rows(&users)))
         }
         ToMaster::Attach { job_id } => attach(state, ctx, caller, job_id),
+        ToMaster::InheritTask(request) => crate::core::pe_tasks::decide_inherit(
+            state,
+            ctx.connected,
+            now.secs(),
+            caller,
+            *request,
+        ),
         ToMaster::ShowShareTree => Decision::answer(FromMaster::ShareTreeNodes {
             now: now.secs(),
             nodes: state.share_tree_rows(now.secs()),
@@ -764,6 +771,7 @@ fn attach(state: &ClusterState, ctx: &Context<'_>, caller: &Caller, job_id: JobI
     Decision::answer(FromMaster::SessionGranted {
         job_id,
         task_id,
+        pe_task: None,
         key: state.session_key(job_id, task_id),
         host,
     })

@@ -603,6 +603,7 @@ impl ClusterState {
             checkpoint,
             session_key: matches!(job.spec.script, gantry_proto::JobScript::Interactive { .. })
                 .then(|| self.session_key(job.id, d.task_id)),
+            pe_task: None,
         })
     }
 

@@ -90,6 +90,8 @@ pub enum Object {
         job: JobId,
         tickets: u32,
     },
+    /// The tasks `qrsh -inherit` started in a running job's task.
+    PeTasks(Box<crate::core::pe_tasks::PeTasks>),
     /// What of a running task's measurements its owner's usage counts.
     Counted {
         job: JobId,
@@ -130,6 +132,7 @@ impl Object {
             Object::Usage { of, .. } => of.key(),
             Object::Counted { job, task, .. } => counted_key(*job, *task),
             Object::JobOverride { job, .. } => override_key(*job),
+            Object::PeTasks(p) => crate::core::pe_tasks::pe_tasks_key(p.job_id, p.task_id),
         }
     }
 }
@@ -238,6 +241,8 @@ pub struct ClusterState {
     /// Tasks removed with `qdel -f` whose host has not reported their end yet: their
     /// accounting records but for the report, by (job, task).
     pub forced_away: BTreeMap<(JobId, TaskId), gantry_proto::AccountingRecord>,
+    /// The tasks `qrsh -inherit` started in running jobs, by (job, task).
+    pub pe_tasks: BTreeMap<(JobId, TaskId), crate::core::pe_tasks::PeTasks>,
     /// Certificate fingerprint (hex) -> host.
     pub host_certs: HashMap<String, String>,
     pub next_job_id: JobId,
@@ -287,6 +292,9 @@ pub struct Live {
     /// [`ClusterState::session_key`]): the shell draws it at random when the master
     /// starts. A session does not outlive the master that joined it.
     pub session_secret: [u8; 32],
+    /// Tasks `qrsh -inherit` started that have sent their exit status and not yet
+    /// their report: their slots are free for the job's next tasks.
+    pub pe_exiting: HashSet<(JobId, TaskId, u32)>,
 }
 
 impl ClusterState {
@@ -301,6 +309,19 @@ impl ClusterState {
         h.update(self.live.session_secret);
         h.update(job.0.to_be_bytes());
         h.update(task.0.to_be_bytes());
+        h.finalize().to_vec()
+    }
+
+    /// The key of the session of a task `qrsh -inherit` started (number `n` of the
+    /// job's task): made as [`ClusterState::session_key`], apart from every job's.
+    pub fn pe_session_key(&self, job: JobId, task: TaskId, n: u32) -> Vec<u8> {
+        use sha2::Digest;
+        let mut h = sha2::Sha256::new();
+        h.update(b"gantry pe task session key\0");
+        h.update(self.live.session_secret);
+        h.update(job.0.to_be_bytes());
+        h.update(task.0.to_be_bytes());
+        h.update(n.to_be_bytes());
         h.finalize().to_vec()
     }
 }
@@ -379,6 +400,7 @@ impl ClusterState {
                 | Object::HostCert { .. }
                 | Object::Usage { .. }
                 | Object::Counted { .. }
+                | Object::PeTasks(_)
                 | Object::JobOverride { .. },
             ) => false,
             Op::Account(_) | Op::NextJobId(_) | Op::Script { .. } | Op::Catalog(_) => false,
@@ -389,6 +411,7 @@ impl ClusterState {
                 "usage/",
                 "counted/",
                 "oticket/",
+                "petasks/",
             ]
             .iter()
             .any(|p| key.starts_with(p)),
@@ -481,6 +504,12 @@ impl ClusterState {
                 Object::NewHost(h) => {
                     self.new_hosts.insert(h);
                 }
+                Object::PeTasks(p) => {
+                    self.live.pe_exiting.retain(|&(j, t, n)| {
+                        (j, t) != (p.job_id, p.task_id) || p.running.contains_key(&n)
+                    });
+                    self.pe_tasks.insert((p.job_id, p.task_id), *p);
+                }
                 Object::ErrorQueues(list) => {
                     self.input.errored = Arc::new(list.into_iter().collect())
                 }
@@ -534,6 +563,15 @@ impl ClusterState {
                             Arc::make_mut(&mut self.input.usage)
                                 .counted
                                 .remove(&(job, task));
+                        }
+                    }
+                } else if let Some(task) = key.strip_prefix("petasks/") {
+                    if let Some((job, task)) = task.split_once('.') {
+                        if let (Ok(job), Ok(task)) = (job.parse(), task.parse()) {
+                            self.pe_tasks.remove(&(job, task));
+                            self.live
+                                .pe_exiting
+                                .retain(|&(j, t, _)| (j, t) != (job, task));
                         }
                     }
                 } else if let Some(id) = key.strip_prefix("oticket/") {

@@ -61,17 +61,14 @@ async fn handle(
     };
     // An interactive session: joined, then the socket and the stream to the task's
     // execd carry its frames both ways until either end closes.
-    if let (Ok(caller), ToMaster::Attach { job_id }) = (&caller, &request) {
-        return match crate::shell::cluster::join_session(&cluster, caller.clone(), *job_id).await {
+    if let (Ok(caller), true) = (&caller, request.opens_session()) {
+        return match crate::shell::cluster::join_session(&cluster, caller.clone(), request).await {
             Ok(joined) => {
                 answer_accepted(&mut w, PROTOCOL_VERSION, &joined.answer).await?;
                 let mut local = r
                     .reunite(w)
                     .map_err(|_| std::io::Error::other("the socket's halves do not match"))?;
-                let mut remote = tokio::io::join(joined.recv, joined.send);
-                let _ = gantry_net::transport::splice(&mut local, &mut remote).await;
-                let (_, mut send) = remote.into_inner();
-                let _ = send.finish();
+                crate::shell::cluster::carry_session(&cluster, joined, &mut local).await;
                 Ok(())
             }
             Err(refusal) => answer_accepted(&mut w, PROTOCOL_VERSION, &refusal).await,

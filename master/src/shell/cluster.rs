@@ -24,7 +24,9 @@ mod jobs;
 mod listings;
 mod rate;
 
-pub use clients::{call, join_session, list_jobs_writing, Answer, ClientCall, WaitJob};
+pub use clients::{
+    call, carry_session, join_session, list_jobs_writing, Answer, ClientCall, WaitJob,
+};
 pub use execds::{ExecdJobs, Join, Load, Register, SessionEnded};
 pub use listings::ListingError;
 

@@ -11,7 +11,7 @@ use gantry_net::transport::{
     accept_hello, peer_certificates, read_frame, read_frame_max, write_encoded_frame, write_frame,
     TransportError,
 };
-use gantry_proto::{FromExecd, Relayed, ToExecd, ToMaster, PROTOCOL_VERSION};
+use gantry_proto::{FromExecd, Relayed, ToExecd, PROTOCOL_VERSION};
 use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 use tracing::{debug, info, warn, Instrument};
 
@@ -226,9 +226,10 @@ async fn handle(
                 host: host.clone(),
                 report,
             }),
-            Ok(FromExecd::RunningJobs { tasks }) => cluster.do_send(ExecdJobs::Running {
+            Ok(FromExecd::RunningJobs { tasks, pe_tasks }) => cluster.do_send(ExecdJobs::Running {
                 host: host.clone(),
                 tasks,
+                pe_tasks,
             }),
             Ok(FromExecd::TaskUsage { tasks }) => cluster.do_send(ExecdJobs::Usage {
                 host: host.clone(),
@@ -262,23 +263,20 @@ async fn relay(
     let reply = match read_frame::<_, Relayed>(&mut recv).await {
         Ok(Relayed {
             mut caller,
-            request: ToMaster::Attach { job_id },
-        }) => {
+            request,
+        }) if request.opens_session() => {
             // An interactive session for a user on the execd's host: this stream and
             // the one to the task's execd carry its frames both ways.
             caller.host = host;
-            match crate::shell::cluster::join_session(&cluster, caller, job_id).await {
+            match crate::shell::cluster::join_session(&cluster, caller, request).await {
                 Ok(joined) => {
                     if write_frame(&mut send, &joined.answer).await.is_err() {
                         return;
                     }
                     let mut here = tokio::io::join(recv, send);
-                    let mut there = tokio::io::join(joined.recv, joined.send);
-                    let _ = gantry_net::transport::splice(&mut here, &mut there).await;
+                    crate::shell::cluster::carry_session(&cluster, joined, &mut here).await;
                     let (_, mut a) = here.into_inner();
-                    let (_, mut b) = there.into_inner();
                     let _ = a.finish();
-                    let _ = b.finish();
                     return;
                 }
                 Err(refusal) => Answer::Message(Box::new(refusal)),

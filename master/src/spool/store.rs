@@ -16,8 +16,9 @@ use crate::spool::journal::{self, HeaderRead, Journal};
 
 const OBJECTS: TableDefinition<&str, &[u8]> = TableDefinition::new("objects");
 const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
-/// Accounting records by job, task and attempt (runs of the task interrupted before).
-const ACCOUNTING: TableDefinition<(u64, u32, u32), &[u8]> = TableDefinition::new("accounting");
+/// Accounting records by job, task, attempt (runs of the task interrupted before) and
+/// the number of a task `qrsh -inherit` started (0: the job's own task).
+const ACCOUNTING: TableDefinition<(u64, u32, u32, u32), &[u8]> = TableDefinition::new("accounting");
 
 /// The spool's schema version; a spool written by a different version is refused.
 /// 3: a job's pending tasks are kept as ranges (`tasks::Tasks`).
@@ -40,7 +41,9 @@ const ACCOUNTING: TableDefinition<(u64, u32, u32), &[u8]> = TableDefinition::new
 ///     reservation.
 /// 19: the tree of hierarchical group quotas (`qconf -sgq`).
 /// 20: its groups' access lists (`user_lists`).
-pub const SCHEMA_VERSION: u32 = 20;
+/// 21: the tasks `qrsh -inherit` starts in running jobs; accounting records are kept
+///     per such task too (keyed by its number), a report names its task.
+pub const SCHEMA_VERSION: u32 = 21;
 
 /// A checkpoint is taken once this many changes or this many journal bytes are waiting.
 /// The owner starts it in a turn of its own ([`Store::checkpoint_due`],
@@ -131,7 +134,7 @@ struct Unapplied {
     /// The journal bytes of the records.
     bytes: u64,
     /// The accounting records among the changes, by task.
-    accounts: BTreeMap<(u64, u32, u32), gantry_proto::AccountingRecord>,
+    accounts: BTreeMap<(u64, u32, u32, u32), gantry_proto::AccountingRecord>,
     /// The last `NextJobId` among the changes.
     next_job_id: Option<JobId>,
 }
@@ -238,10 +241,16 @@ fn write_checkpoint(
     Ok(())
 }
 
-/// An accounting record's key in the spool's table: (job, task (0: none), attempt) as
-/// numbers, the order `qacct` lists them in.
-fn account_key(r: &gantry_proto::AccountingRecord) -> (u64, u32, u32) {
-    (r.job_id.get(), r.task_id.map_or(0, TaskId::get), r.attempt)
+/// An accounting record's key in the spool's table: (job, task (0: none), attempt, the
+/// number of a `qrsh -inherit` task (0: the job's own)) as numbers, the order `qacct`
+/// lists them in.
+fn account_key(r: &gantry_proto::AccountingRecord) -> (u64, u32, u32, u32) {
+    (
+        r.job_id.get(),
+        r.task_id.map_or(0, TaskId::get),
+        r.attempt,
+        r.report.pe_task.unwrap_or(0),
+    )
 }
 
 fn meta_u64(txn: &redb::ReadTransaction, key: &str) -> Result<Option<u64>, StoreError> {
@@ -768,7 +777,7 @@ impl Store {
     /// Is there an accounting record for this task?
     pub fn has_accounting(&self, job_id: JobId, task_id: TaskId) -> Result<bool, StoreError> {
         let (job, task) = (job_id.get(), task_id.get());
-        let task = (job, task, 0)..=(job, task, u32::MAX);
+        let task = (job, task, 0, 0)..=(job, task, u32::MAX, u32::MAX);
         if self
             .batches()
             .any(|b| b.accounts.range(task.clone()).next().is_some())

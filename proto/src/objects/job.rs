@@ -261,6 +261,9 @@ pub struct JobStart {
     /// An interactive job's session key: the master presents it when it joins the
     /// task's session for the job's owner ([`crate::TaskAttach`]).
     pub session_key: Option<Vec<u8>>,
+    /// A task of the running job started by `qrsh -inherit`: its number in the job
+    /// (SGE's pe task id is this number and the host's short name, `1.node2`).
+    pub pe_task: Option<u32>,
 }
 
 /// A checkpointing job's environment and when it is checkpointed (`checkpoint(5)`,
@@ -410,6 +413,8 @@ pub struct JobReport {
     /// A checkpointing job left a checkpoint (its checkpoint or migration command
     /// succeeded): it restarts from it (`RESTARTED=2`).
     pub checkpointed: bool,
+    /// A task started by `qrsh -inherit`: its number in the job.
+    pub pe_task: Option<u32>,
 }
 
 /// How SGE 8.1.9 names each of its failure codes (`failed` in `qacct`, the reason in an

@@ -277,6 +277,7 @@ fn report(job_id: u64, host: &str, failed: u32) -> gantry_proto::JobReport {
         stime_us: 0,
         maxrss_kb: 0,
         checkpointed: false,
+        pe_task: None,
     }
 }
 
@@ -286,6 +287,7 @@ fn ack(host: &str, job_id: u64) -> Effect {
         order: ToExecd::ReportAck {
             job_id: JobId(job_id),
             task_id: TaskId(1),
+            pe_task: None,
         },
     }
 }

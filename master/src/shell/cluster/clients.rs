@@ -128,20 +128,94 @@ pub struct JoinedSession {
     pub send: quinn::SendStream,
     pub recv: quinn::RecvStream,
     pub answer: FromMaster,
+    /// A task `qrsh -inherit` started: (job, task, number).
+    pub pe_task: Option<(JobId, TaskId, u32)>,
 }
 
-/// `qrsh`/`qlogin` joining its job's session: decided by the door (the owner, an
-/// interactive job that runs), then a stream opened on the task's execd's connection
-/// with the task's key. Else the refusal to answer.
+/// A task `qrsh -inherit` started has sent its exit status: its slot is free for the
+/// job's next task now (SGE reuses the slot of a task whose shepherd is exiting), not
+/// only once its report is in, so that the caller's next `qrsh -inherit` finds it.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct PeTaskExiting(pub (JobId, TaskId, u32));
+
+impl Handler<PeTaskExiting> for Cluster {
+    type Result = ();
+
+    fn handle(&mut self, msg: PeTaskExiting, _: &mut Self::Context) {
+        let (job, task, n) = msg.0;
+        let running = self
+            .state
+            .pe_tasks
+            .get(&(job, task))
+            .is_some_and(|p| p.running.contains_key(&n));
+        if running {
+            self.state.live.pe_exiting.insert(msg.0);
+        }
+    }
+}
+
+/// Carry a joined session between the command's side (`local`) and the task's until
+/// both ends have closed. A task `qrsh -inherit` started is read frame by frame on its
+/// way out: its exit status is passed on once the master has freed its slot.
+pub async fn carry_session<L>(cluster: &Addr<Cluster>, joined: JoinedSession, local: &mut L)
+where
+    L: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    use tokio::io::AsyncWriteExt;
+    let JoinedSession {
+        mut send,
+        mut recv,
+        pe_task,
+        ..
+    } = joined;
+    let Some(key) = pe_task else {
+        let mut remote = tokio::io::join(recv, send);
+        let _ = gantry_net::transport::splice(local, &mut remote).await;
+        let (_, mut send) = remote.into_inner();
+        let _ = send.finish();
+        return;
+    };
+    let (mut from_command, mut to_command) = tokio::io::split(local);
+    let up = async {
+        let _ = tokio::io::copy(&mut from_command, &mut send).await;
+        let _ = send.finish();
+    };
+    let down = async {
+        while let Ok(Some(bytes)) = gantry_net::transport::read_frame_bytes(&mut recv).await {
+            let ending = matches!(
+                gantry_proto::decode::<gantry_proto::SessionFrame>(&bytes),
+                Ok(gantry_proto::SessionFrame::Exit { .. } | gantry_proto::SessionFrame::Failed(_))
+            );
+            if ending {
+                let _ = cluster.send(PeTaskExiting(key)).await;
+            }
+            if gantry_net::transport::write_encoded_frame(&mut to_command, &bytes)
+                .await
+                .is_err()
+            {
+                break;
+            }
+        }
+        let _ = to_command.shutdown().await;
+    };
+    tokio::join!(up, down);
+}
+
+/// `qrsh`/`qlogin` joining its job's session, or `qrsh -inherit` starting a task in
+/// its job: decided by the door (the owner, an interactive job that runs; a parallel
+/// job with a slot free on the host), then a stream opened on the task's execd's
+/// connection with the task's key. Else the refusal to answer.
 pub async fn join_session(
     cluster: &Addr<Cluster>,
     caller: Caller,
-    job_id: JobId,
+    request: ToMaster,
 ) -> Result<JoinedSession, FromMaster> {
-    let granted = call_message(cluster, caller, ToMaster::Attach { job_id }).await;
+    let granted = call_message(cluster, caller, request).await;
     let FromMaster::SessionGranted {
         job_id,
         task_id,
+        pe_task,
         host,
         key,
     } = granted
@@ -168,6 +242,7 @@ pub async fn join_session(
         &gantry_proto::TaskAttach {
             job_id,
             task_id,
+            pe_task,
             key,
         },
     )
@@ -181,6 +256,7 @@ pub async fn join_session(
             task_id,
             host,
         },
+        pe_task: pe_task.map(|n| (job_id, task_id, n)),
     })
 }
 

@@ -42,7 +42,8 @@ impl Cluster {
         // Each task's last run (records come in task and attempt order): an
         // interrupted run that ran again is not the job's outcome.
         let mut last = std::collections::BTreeMap::new();
-        for r in &records {
+        // The tasks `qrsh -inherit` started are not the job's outcome.
+        for r in records.iter().filter(|r| r.report.pe_task.is_none()) {
             last.insert(r.task_id, r);
         }
         let worst = last.values().max_by_key(|r| {
@@ -311,6 +312,8 @@ pub enum ExecdJobs {
     Running {
         host: String,
         tasks: Vec<(JobId, TaskId)>,
+        /// Tasks `qrsh -inherit` started, by number.
+        pe_tasks: Vec<(JobId, TaskId, u32)>,
     },
     /// What the host's running tasks used so far.
     Usage {
@@ -375,9 +378,33 @@ impl Handler<ExecdJobs> for Cluster {
                     ctx.address().do_send(FlushReports);
                 }
             }
-            ExecdJobs::Running { host, tasks } => {
+            ExecdJobs::Running {
+                host,
+                tasks,
+                pe_tasks,
+            } => {
                 if let Some(highest) = tasks.iter().map(|(j, _)| *j).max() {
                     self.job_id_seen(highest);
+                }
+                // Tasks `qrsh -inherit` started that the master does not have running
+                // there (their job ended, or was removed, while the execd was away) end.
+                let mut kill_pe: Vec<(JobId, TaskId)> = pe_tasks
+                    .iter()
+                    .filter(|(j, t, n)| {
+                        self.state
+                            .pe_tasks
+                            .get(&(*j, *t))
+                            .and_then(|p| p.running.get(n))
+                            .is_none_or(|task| task.host != host)
+                    })
+                    .map(|(j, t, _)| (*j, *t))
+                    .collect();
+                kill_pe.dedup();
+                for (job_id, task_id) in kill_pe {
+                    info!(job = %job_id, task = %task_id, host = %host, "killing tasks of a job that the master has not running there");
+                    if let Some(s) = self.sessions.get(&host) {
+                        let _ = s.to_execd.send(ToExecd::KillPeTasks { job_id, task_id });
+                    }
                 }
                 let running: HashSet<(JobId, TaskId)> = tasks.into_iter().collect();
                 // Tasks the master no longer has (deleted with qdel -f while the execd was

@@ -18,6 +18,7 @@ fn record(job_id: u64, task_id: Option<u32>) -> Op {
         stime_us: 0,
         maxrss_kb: 0,
         checkpointed: false,
+        pe_task: None,
     };
     Op::Account(Box::new(gantry_proto::AccountingRecord {
         job_id,
