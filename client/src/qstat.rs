@@ -33,6 +33,7 @@ const QSTAT_SPECS: &[OptSpec] = &[
     opt("-pri", Arity::None),
     opt("-urg", Arity::None),
     opt("-ext", Arity::None),
+    opt("-g", Arity::One),
 ];
 
 pub fn qstat_usage() -> String {
@@ -687,9 +688,27 @@ pub fn qstat(args: &[String]) -> Output {
         urg: p.has("-urg"),
         ext: p.has("-ext"),
     };
-    let listing_only = ["-json", "-xml", "-f", "-F", "-r", "-pri", "-urg", "-ext"]
-        .iter()
-        .all(|o| !p.has(o));
+    let grouped = match p.arg("-g") {
+        None => false,
+        Some("t")
+            if ["-f", "-F", "-xml", "-json", "-r", "-pri", "-urg", "-ext"]
+                .iter()
+                .all(|o| !p.has(o)) =>
+        {
+            true
+        }
+        Some(other) => {
+            return Output::fail(
+                format!("Unsupported: \"qstat -g {other}\" with these options is not supported by Gantry yet (qstat -g t is)"),
+                crate::exit::ENOIMP,
+            )
+        }
+    };
+    let listing_only = [
+        "-json", "-xml", "-f", "-F", "-r", "-pri", "-urg", "-ext", "-g",
+    ]
+    .iter()
+    .all(|o| !p.has(o));
     let zombies = states.is_some_and(|s| s.contains('z'));
     if listing_only && !zombies {
         // The default listing's lines as the master writes them (only the time
@@ -753,6 +772,13 @@ pub fn qstat(args: &[String]) -> Output {
             Ok(_) => {}
             Err(e) => return crate::undecodable(e),
         }
+    }
+    if grouped {
+        return match crate::ask(&ToMaster::ShowTaskLines { users }) {
+            Ok(FromMaster::TaskLines(t)) => Output::ok(lines::render_qstat_gt(&jobs, &t)),
+            Ok(other) => crate::unexpected(&other),
+            Err(out) => out,
+        };
     }
     let prios = match columns.any() && !p.has("-json") && !p.has("-xml") {
         true => match crate::ask(&ToMaster::ShowPriorities {

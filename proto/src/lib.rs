@@ -267,6 +267,22 @@ pub enum ToMaster {
     /// command as a task of the job on one of its granted hosts, and join its session
     /// as [`ToMaster::Attach`] joins a job's.
     InheritTask(Box<PeTaskRequest>),
+    /// `qstat -g t`: the master and slave lines of these users' running tasks.
+    ShowTaskLines { users: Vec<String> },
+}
+
+/// `qstat -g t`: the lines of one running task of a job, in its granted queue
+/// instances' order: `MASTER` in the master queue, then a `SLAVE` per slot a task may
+/// take (SGE's: the job's slots in each queue instance, in the master queue one less
+/// when the PE's `job_is_first_task` is TRUE).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskLines {
+    pub job_id: JobId,
+    /// As the job's row shows it (`tasks` of [`JobView`]: empty for a job that is not
+    /// an array).
+    pub tasks: String,
+    /// `(queue instance, master)`.
+    pub lines: Vec<(String, bool)>,
 }
 
 impl ToMaster {
@@ -451,6 +467,8 @@ pub enum FromMaster {
         now: i64,
         nodes: Vec<ShareTreeNode>,
     },
+    /// `qstat -g t`: see [`TaskLines`].
+    TaskLines(Vec<TaskLines>),
     /// The session of an interactive job's task is joined: [`SessionFrame`]s follow.
     Attached {
         job_id: JobId,

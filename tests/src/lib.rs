@@ -219,6 +219,9 @@ pub struct Cluster {
     pub execds: Vec<Daemon>,
     /// Run the master inside this network namespace (`ip netns exec NS`).
     pub master_netns: Option<String>,
+    /// Each execd started in a network namespace gets a UTS namespace of its own too,
+    /// its kernel host name its host's name (as separate machines have).
+    pub own_host_names: bool,
     /// Last, so that it is removed after the daemons are stopped and their logs printed.
     pub dir: tempfile::TempDir,
 }
@@ -241,6 +244,7 @@ impl Cluster {
             master: None,
             execds: Vec::new(),
             master_netns: None,
+            own_host_names: false,
         };
         let out = cluster.master_cmd(
             &["init", "--hostname", "head", "--port", &port.to_string()],
@@ -338,6 +342,14 @@ impl Cluster {
     ) -> usize {
         let home = self.execd_home(host);
         let mut cmd = match (netns, cpus) {
+            (Some(ns), None) if self.own_host_names => {
+                let mut c = Command::new("ip");
+                c.args(["netns", "exec", ns, "unshare", "--uts", "--", "sh", "-c"])
+                    .arg("hostname \"$0\" && exec \"$@\"")
+                    .arg(host)
+                    .arg(bin("gantry-execd"));
+                c
+            }
             (_, None) => Self::netns_command(netns, bin("gantry-execd")),
             (None, Some(list)) => {
                 let mut c = Command::new("taskset");
@@ -678,7 +690,18 @@ impl Cluster {
     /// A master in `net`'s first namespace and execds `node1` and `node2` in its second
     /// and third, reporting every `load_report_time`, both reporting.
     pub fn in_namespaces(net: &Netns, load_report_time: &str) -> Cluster {
+        Self::namespaced(net, load_report_time, false)
+    }
+
+    /// [`Cluster::in_namespaces`], each execd's host with its own kernel host name
+    /// (`hostname` says `node1`, `node2`), as on separate machines.
+    pub fn on_hosts(net: &Netns, load_report_time: &str) -> Cluster {
+        Self::namespaced(net, load_report_time, true)
+    }
+
+    fn namespaced(net: &Netns, load_report_time: &str, own_host_names: bool) -> Cluster {
         let mut c = Cluster::init(&[]);
+        c.own_host_names = own_host_names;
         c.master_netns = Some(net.names[0].clone());
         c.start_master();
         c.fast_reports(load_report_time);

@@ -712,3 +712,180 @@ fn qrsh_inherit_starts_tasks_of_a_parallel_job_as_sge_does() {
         "only the job's record: {acct:?}"
     );
 }
+
+/// Processes running this program, anywhere on the machine (every test host shares
+/// the machine's process table: the namespaces are the network's and the host name's).
+fn processes_running(program: &str) -> Vec<i32> {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let pid = e.file_name().to_str()?.parse::<i32>().ok()?;
+            let cmdline = std::fs::read(e.path().join("cmdline")).ok()?;
+            let first = cmdline.split(|b| *b == 0).next()?;
+            (first == program.as_bytes()).then_some(pid)
+        })
+        .collect()
+}
+
+/// A real client of `qrsh -inherit`: Open MPI's `mpirun` in a Gantry PE job across two
+/// hosts (network namespaces, each with its own host name) finds its hosts through
+/// `PE_HOSTFILE`, `JOB_ID`, `SGE_ROOT` and `ARC` (its `gridengine` component, not
+/// patched) and starts its daemon on the other host with `qrsh -inherit`; every rank
+/// says where it runs; the daemon is accounted as a task; `qdel` of a job whose ranks
+/// hang kills them on both hosts.
+#[test]
+fn open_mpi_runs_across_two_hosts_through_qrsh_inherit() {
+    if !need_root("open_mpi_runs_across_two_hosts_through_qrsh_inherit") {
+        return;
+    }
+    for tool in ["mpicc", "mpirun"] {
+        let found = std::process::Command::new("sh")
+            .args(["-c", &format!("command -v {tool}")])
+            .output()
+            .unwrap();
+        assert!(
+            found.status.success(),
+            "{tool} is not installed: .ci/run installs Debian's openmpi-bin and libopenmpi-dev"
+        );
+    }
+    ensure_user("gtuser1");
+    let dir = SharedDir::new("mpi");
+    let program = dir.file("ranks");
+    let built = std::process::Command::new("mpicc")
+        .arg("-o")
+        .arg(&program)
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/mpi/ranks.c"))
+        .output()
+        .unwrap();
+    assert!(built.status.success(), "mpicc: {built:?}");
+    let net = gantry_tests::Netns::create(3);
+    let c = Cluster::on_hosts(&net, "0:0:3");
+    add_pe(&c, &dir, "ompi", false, false);
+    let out = c.qconf(&["-mattr", "queue", "slots", "2", "all.q"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let script = dir.write(
+        "mpi_job.sh",
+        &format!(
+            "#!/bin/sh\n\
+             PATH=$SGE_ROOT/bin/$ARC:$PATH\n\
+             echo \"master on $(hostname)\"\n\
+             mpirun --bind-to none -np 4 {program} \"$@\"\n\
+             echo mpirun rc=$?\n"
+        ),
+    );
+    let run = |tag: &str, args: &[&str]| -> (String, String) {
+        let o = dir.file(&format!("{tag}.o"));
+        let mut qsub = vec![
+            "-pe",
+            "ompi",
+            "4",
+            "-N",
+            tag,
+            "-j",
+            "y",
+            "-o",
+            &o,
+            "-masterq",
+            "all.q@node1",
+            &script,
+        ];
+        qsub.extend_from_slice(args);
+        (c.submit("gtuser1", &qsub), o)
+    };
+    let accounted = |id: &str| {
+        wait_until(
+            &format!("job {id} to be accounted"),
+            Duration::from_secs(120),
+            || {
+                c.client("qstat", &["-u", "*"]).stdout.is_empty()
+                    && c.client("qacct", &["-j", id]).code == 0
+            },
+        )
+    };
+
+    let (id, o) = run("ranks", &[]);
+    accounted(&id);
+    let out = std::fs::read_to_string(&o).unwrap_or_default();
+    let mut ranks: Vec<String> = out
+        .lines()
+        .filter(|l| l.starts_with("rank "))
+        .map(|l| l.split(" pid=").next().unwrap_or(l).to_string())
+        .collect();
+    ranks.sort();
+    assert_eq!(
+        ranks,
+        [
+            "rank 0 of 4 on node1 HOSTNAME=node1",
+            "rank 1 of 4 on node1 HOSTNAME=node1",
+            "rank 2 of 4 on node2 HOSTNAME=node2",
+            "rank 3 of 4 on node2 HOSTNAME=node2",
+        ],
+        "{out}"
+    );
+    assert!(out.starts_with("master on node1\n"), "{out}");
+    assert!(out.ends_with("mpirun rc=0\n"), "{out}");
+    // The job's record and its task's: Open MPI's daemon on node2.
+    let acct = c.client("qacct", &["-j", &id]);
+    let hosts: Vec<&str> = acct
+        .stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("hostname"))
+        .map(str::trim)
+        .collect();
+    assert_eq!(hosts, ["node1", "node2"], "{acct:?}");
+
+    // Ranks that hang: qdel ends the job, its daemon on node2 and every rank.
+    let (id, o) = run("hang", &["hang"]);
+    wait_until("four ranks to start", Duration::from_secs(90), || {
+        std::fs::read_to_string(&o)
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.starts_with("rank "))
+            .count()
+            == 4
+    });
+    assert_eq!(processes_running(&program).len(), 4);
+    // qstat -g t: the job's master line and a slave line per slot on either host.
+    let grouped = c.client("qstat", &["-g", "t", "-u", "*"]);
+    let queues: Vec<(String, String)> = grouped
+        .stdout
+        .lines()
+        .skip(2)
+        .map(|l| {
+            let tail = &l[66..];
+            let mut f = tail.split_whitespace();
+            (
+                f.next().unwrap_or("").to_string(),
+                f.next().unwrap_or("").to_string(),
+            )
+        })
+        .collect();
+    let pair = |q: &str, r: &str| (q.to_string(), r.to_string());
+    assert_eq!(
+        queues,
+        [
+            pair("all.q@node1", "MASTER"),
+            pair("all.q@node1", "SLAVE"),
+            pair("all.q@node1", "SLAVE"),
+            pair("all.q@node2", "SLAVE"),
+            pair("all.q@node2", "SLAVE"),
+        ],
+        "{grouped:?}"
+    );
+    let del = c.as_user("gtuser1", "qdel", &[&id]);
+    assert_eq!(del.code, 0, "{del:?}");
+    accounted(&id);
+    wait_until(
+        "no rank left on either host",
+        Duration::from_secs(30),
+        || processes_running(&program).is_empty(),
+    );
+    let acct = c.client("qacct", &["-j", &id]);
+    assert_eq!(
+        acct.stdout.matches("hostname     node2").count(),
+        1,
+        "the daemon on node2 accounted: {acct:?}"
+    );
+}

@@ -71,6 +71,54 @@ impl Rows {
     }
 }
 
+/// `qstat -g t`: the default listing with a running task's line per granted slot,
+/// `MASTER` then `SLAVE` (see [`gantry_proto::TaskLines`]) in the `master` column.
+pub fn render_qstat_gt(jobs: &[JobViewRef], tasks: &[gantry_proto::TaskLines]) -> String {
+    if jobs.is_empty() {
+        return String::new();
+    }
+    let by: std::collections::HashMap<(gantry_proto::JobId, &str), &gantry_proto::TaskLines> =
+        tasks
+            .iter()
+            .map(|t| ((t.job_id, t.tasks.as_str()), t))
+            .collect();
+    let mut out = format!(
+        "job-ID  prior   name       user         state submit/start at     queue                          master ja-task-ID \n{}\n",
+        "-".repeat(114)
+    );
+    let mut rows = Rows::default();
+    for j in jobs {
+        match by.get(&(j.job_id, j.tasks)) {
+            Some(t) if j.queue.is_some() && !t.lines.is_empty() => {
+                let prior = rows.prior.of(j.prio);
+                push_head(
+                    &mut out,
+                    j.job_id,
+                    prior,
+                    j.name,
+                    j.owner,
+                    j.state_letters(),
+                );
+                out.push_str(rows.when.of(j.start_time.unwrap_or(j.submit_time)));
+                for (i, (queue, master)) in t.lines.iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(&" ".repeat(65));
+                    }
+                    let role = if *master { "MASTER" } else { "SLAVE " };
+                    let task = if i == 0 && !j.tasks.is_empty() {
+                        j.tasks
+                    } else {
+                        "       "
+                    };
+                    out.push_str(&format!(" {queue:<30} {role} {task}\n"));
+                }
+            }
+            _ => rows.push(&mut out, j, true),
+        }
+    }
+    out
+}
+
 /// The default listing of `rows` (those `shown`) written to `w` as they come, in
 /// pieces of about 64 KiB: nothing when none is shown. A row that cannot be decoded
 /// ends it with the error (what was written before stays). Errors writing are

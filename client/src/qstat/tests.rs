@@ -792,3 +792,43 @@ fn full_listing_with_ext_is_sges() {
         functional_cell_output("qstat -u \"*\" -f -ext")
     );
 }
+
+/// `qstat -g t` as SGE 8.1.9 prints a 4-slot job of a PE with `job_is_first_task
+/// FALSE` (`tests/fixtures/sge/interactive/08_pe_tasks_qstat_qdel.txt`, job 2: MASTER
+/// and four SLAVE lines), but for the time column (the zone's), and a pending job
+/// under it as the default listing has it.
+#[test]
+fn qstat_g_t_has_a_line_per_slot_as_sge() {
+    let recorded =
+        include_str!("../../../tests/fixtures/sge/interactive/08_pe_tasks_qstat_qdel.txt");
+    let sge: Vec<&str> = recorded
+        .lines()
+        .skip_while(|l| *l != "=== [root] $ qstat -g t -u \"*\"")
+        .skip(2)
+        .take_while(|l| !l.starts_with("--- stderr"))
+        .collect();
+    let mut running = job(2, JobState::Running, Some("all.q@vm"), "");
+    running.name = "pe_notask";
+    running.slots = 4;
+    let when = crate::dates::time_in(&crate::dates::local_zone(), 0, "%m/%d/%Y %H:%M:%S");
+    let lines = gantry_proto::TaskLines {
+        job_id: JobId(2),
+        tasks: String::new(),
+        lines: std::iter::once(("all.q@vm".to_string(), true))
+            .chain((0..4).map(|_| ("all.q@vm".to_string(), false)))
+            .collect(),
+    };
+    let pending = job(3, JobState::Pending { held: false }, None, "");
+    let out = render_qstat_gt(&[running.clone(), pending.clone()], &[lines]);
+    let want: Vec<String> = sge
+        .iter()
+        .map(|l| l.replace("12/02/2026 04:55:04", &when))
+        .collect();
+    let got: Vec<&str> = out.lines().collect();
+    assert_eq!(got[..want.len()], want[..]);
+    assert_eq!(
+        got[want.len()..],
+        [render_qstat(&[pending]).lines().nth(2).unwrap()]
+    );
+    assert_eq!(render_qstat_gt(&[], &[]), "");
+}

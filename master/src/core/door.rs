@@ -137,6 +137,12 @@ fn decide_request(
                 state.job_views(&users, &state.live.started),
             ))
         }
+        ToMaster::ShowTaskLines { users } => {
+            let users = users_with_caller(&users, &caller.user);
+            Decision::answer(FromMaster::TaskLines(crate::core::pe_tasks::task_lines(
+                state, &users,
+            )))
+        }
         ToMaster::ShowPriorities { users } => {
             let users = users_with_caller(&users, &caller.user);
             Decision::answer(FromMaster::Priorities(state.priority_rows(&users)))

@@ -683,7 +683,7 @@ impl ClusterState {
     }
 }
 
-mod listing;
+pub(crate) mod listing;
 mod priority_rows;
 pub use listing::{zombie_view, JobsImage, ListingAnswer, ListingCache, ListingForm};
 

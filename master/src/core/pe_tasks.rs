@@ -72,6 +72,47 @@ pub fn pe_tasks_key(job: JobId, task: TaskId) -> String {
     format!("petasks/{job:020}.{task}")
 }
 
+/// `qstat -g t`'s lines of `users`' running tasks (see [`gantry_proto::TaskLines`]).
+pub fn task_lines(state: &ClusterState, users: &[String]) -> Vec<gantry_proto::TaskLines> {
+    let mut out = Vec::new();
+    for job in state.input.jobs.values() {
+        if !crate::core::jobs::listing::wanted(users, &job.owner.user) {
+            continue;
+        }
+        for (task, t) in job.tasks.placed() {
+            let (TaskState::Running { grants, pe, .. } | TaskState::Deleting { grants, pe, .. }) =
+                t
+            else {
+                continue;
+            };
+            let first_task = pe
+                .as_ref()
+                .and_then(|p| state.input.pes.get(p))
+                .is_none_or(|p| p.job_is_first_task);
+            let mut lines = Vec::new();
+            for (i, g) in grants.iter().enumerate() {
+                let queue = format!("{}@{}", g.queue, g.host);
+                let mut slaves = g.slots;
+                if i == 0 {
+                    lines.push((queue.clone(), true));
+                    slaves = slaves.saturating_sub(u32::from(first_task));
+                }
+                lines.extend((0..slaves).map(|_| (queue.clone(), false)));
+            }
+            out.push(gantry_proto::TaskLines {
+                job_id: job.id,
+                tasks: if job.is_array() {
+                    task.to_string()
+                } else {
+                    String::new()
+                },
+                lines,
+            });
+        }
+    }
+    out
+}
+
 /// SGE's pe task id: the number and the host's short name (`3.node2`).
 pub fn pe_task_id(number: u32, host: &str) -> String {
     format!("{number}.{}", short_name(host))

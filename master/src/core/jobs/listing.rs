@@ -109,7 +109,7 @@ impl LineMaker {
 }
 
 /// Does a listing of `users` (all: empty, or `*`) show the jobs of `owner`?
-fn wanted(users: &[String], owner: &str) -> bool {
+pub(crate) fn wanted(users: &[String], owner: &str) -> bool {
     users.is_empty() || users.iter().any(|u| u == "*" || u == owner)
 }
 

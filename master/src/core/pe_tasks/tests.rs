@@ -414,3 +414,38 @@ fn a_task_that_sent_its_exit_status_frees_its_slot_before_its_report() {
     assert!(s.live.pe_exiting.is_empty());
     refusal(&inherit(&s, "u1", "n1", "n1"));
 }
+
+#[test]
+fn qstat_g_t_has_a_slave_line_per_slot_a_task_may_take() {
+    // (PE, lines in order)
+    let m = |q: &str| (q.to_string(), true);
+    let s = |q: &str| (q.to_string(), false);
+    let table = [
+        (
+            "ctrl",
+            vec![
+                m("all.q@n1"),
+                s("all.q@n1"),
+                s("all.q@n1"),
+                s("all.q@n2.example.com"),
+                s("all.q@n2.example.com"),
+            ],
+        ),
+        (
+            "first",
+            vec![
+                m("all.q@n1"),
+                s("all.q@n1"),
+                s("all.q@n2.example.com"),
+                s("all.q@n2.example.com"),
+            ],
+        ),
+    ];
+    for (pe, want) in table {
+        let st = state(pe);
+        let lines = task_lines(&st, &["*".to_string()]);
+        assert_eq!(lines.len(), 1, "{pe}");
+        assert_eq!(lines[0].lines, want, "{pe}");
+        assert!(task_lines(&st, &["u2".to_string()]).is_empty());
+    }
+}
