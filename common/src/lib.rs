@@ -23,6 +23,7 @@ pub mod load;
 pub mod mail;
 pub mod names;
 pub mod pe;
+pub mod pe_tasks;
 pub mod project;
 pub mod queue;
 pub mod recent;

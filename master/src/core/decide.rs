@@ -485,7 +485,7 @@ impl ClusterState {
         // What each accounted run measured, charged to its owner's usage.
         let mut measured = Vec::new();
         // The tasks `qrsh -inherit` started, as the reports change them.
-        let mut pe_changed: HashMap<(JobId, TaskId), crate::core::pe_tasks::PeTasks> =
+        let mut pe_changed: HashMap<(JobId, TaskId), gantry_common::pe_tasks::PeTasks> =
             HashMap::new();
         let mut seen_pe: HashSet<(JobId, TaskId, u32)> = HashSet::new();
         for (host, report) in batch {
@@ -668,7 +668,7 @@ impl ClusterState {
             recorded.push(key);
         }
         for (_, tasks) in pe_changed {
-            ops.extend(tasks.settled());
+            ops.extend(crate::core::pe_tasks::settled(tasks));
         }
         ops.extend(self.charge_usage(&measured, now));
         if let Some(errored) = errored_now {

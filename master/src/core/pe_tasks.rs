@@ -9,68 +9,14 @@
 use std::collections::BTreeMap;
 
 use gantry_proto::{
-    AccountingRecord, Caller, FromMaster, JobId, JobReport, JobScript, JobStart, PeTaskRequest,
-    Refusal, RefusalKind, TaskId, ToExecd,
+    Caller, FromMaster, JobId, JobReport, JobScript, JobStart, PeTaskRequest, Refusal, RefusalKind,
+    TaskId, ToExecd,
 };
-use serde::{Deserialize, Serialize};
 
 use crate::core::decision::{Decision, Effect};
 use crate::core::state::{ClusterState, Object, Op};
 use gantry_common::job::TaskState;
-
-/// The tasks started in one running task of a job (a job that is not an array: task 0).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PeTasks {
-    pub job_id: JobId,
-    pub task_id: TaskId,
-    /// The number the next task gets (1 first, as SGE numbers them).
-    pub next: u32,
-    /// The tasks that run, by number.
-    pub running: BTreeMap<u32, PeTask>,
-    /// The job's accounting record but for the report, as it was when the first task
-    /// started: a task that ends after its job is accounted from it.
-    pub record: AccountingRecord,
-    /// `accounting_summary TRUE`: one record for the whole job, the tasks' usage added
-    /// to the job's own.
-    pub summary: bool,
-    /// With `summary`: what the tasks that ended used (CPU microseconds, largest
-    /// resident size).
-    pub summed: Used,
-    /// With `summary`: the job's own report, held until its last task has ended.
-    pub held: Option<JobReport>,
-    /// The job's own task has ended: the object goes with its last task.
-    pub ended: bool,
-}
-
-/// One task `qrsh -inherit` started.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PeTask {
-    pub host: String,
-    /// The queue (cluster queue name) of the job's grant it holds a slot of.
-    pub queue: String,
-    pub start_time: i64,
-}
-
-/// Usage summed over the tasks of a job (`accounting_summary TRUE`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Used {
-    pub utime_us: u64,
-    pub stime_us: u64,
-    pub maxrss_kb: u64,
-}
-
-impl Used {
-    fn add(&mut self, r: &JobReport) {
-        self.utime_us += r.utime_us;
-        self.stime_us += r.stime_us;
-        self.maxrss_kb = self.maxrss_kb.max(r.maxrss_kb);
-    }
-}
-
-/// The spool key of a job's tasks.
-pub fn pe_tasks_key(job: JobId, task: TaskId) -> String {
-    format!("petasks/{job:020}.{task}")
-}
+pub use gantry_common::pe_tasks::{pe_tasks_key, PeTask, PeTasks, Used};
 
 /// `qstat -g t`'s lines of `users`' running tasks (see [`gantry_proto::TaskLines`]).
 pub fn task_lines(state: &ClusterState, users: &[String]) -> Vec<gantry_proto::TaskLines> {
@@ -111,11 +57,6 @@ pub fn task_lines(state: &ClusterState, users: &[String]) -> Vec<gantry_proto::T
         }
     }
     out
-}
-
-/// SGE's pe task id: the number and the host's short name (`3.node2`).
-pub fn pe_task_id(number: u32, host: &str) -> String {
-    format!("{number}.{}", short_name(host))
 }
 
 /// A host name cut at its first dot, as Open MPI passes the hosts of `PE_HOSTFILE`.
@@ -403,71 +344,19 @@ fn blank_report(job_id: JobId, task_id: TaskId, host: &str, now: i64) -> JobRepo
     }
 }
 
-impl PeTasks {
-    /// A task's report: the task no longer runs. Its record to write: its own, or
-    /// with `summary` none (its usage is added to the job's). None: the task is not
-    /// running (its report came again).
-    pub fn end_task(&mut self, report: &JobReport) -> Option<Option<AccountingRecord>> {
-        let task = self.running.remove(&report.pe_task?)?;
-        if self.summary {
-            self.summed.add(report);
-            return Some(None);
-        }
-        let mut record = self.record.clone();
-        // SGE's record of a task: submitted and started when it was.
-        record.submit_time = task.start_time;
-        record.report = report.clone();
-        Some(Some(record))
+/// The writes that keep the job's tasks as they are now: the object, or once the job
+/// and its last task have ended its removal (and the job's record if it was held for
+/// them).
+pub fn settled(tasks: PeTasks) -> Vec<Op> {
+    if !(tasks.ended && tasks.running.is_empty()) {
+        return vec![Op::Put(Object::PeTasks(Box::new(tasks)))];
     }
-
-    /// The job's own task has ended (its tasks still running are killed now); with its
-    /// report when it is accounted (not run again). True: the job's record is held
-    /// here (`summary`), to be written with the last task's, what they used added.
-    pub fn end_job(&mut self, report: Option<&JobReport>) -> bool {
-        self.ended = true;
-        match report {
-            Some(r) if self.summary => {
-                self.held = Some(r.clone());
-                true
-            }
-            _ => false,
-        }
+    let mut ops = Vec::new();
+    if let Some(held) = &tasks.held {
+        ops.push(Op::Account(Box::new(tasks.summary_record(held))));
     }
-
-    /// The writes that keep the job's tasks as they are now: the object, or once the
-    /// job and its last task have ended its removal (and the job's record if it was
-    /// held for them).
-    pub fn settled(self) -> Vec<Op> {
-        if !(self.ended && self.running.is_empty()) {
-            return vec![Op::Put(Object::PeTasks(Box::new(self)))];
-        }
-        let mut ops = Vec::new();
-        if let Some(held) = &self.held {
-            ops.push(Op::Account(Box::new(self.summary_record(held))));
-        }
-        ops.push(Op::Delete(pe_tasks_key(self.job_id, self.task_id)));
-        ops
-    }
-
-    /// The job's one record (`accounting_summary TRUE`): its own report with what its
-    /// tasks used added.
-    pub fn summary_record(&self, job_report: &JobReport) -> AccountingRecord {
-        let mut record = self.record.clone();
-        let mut report = job_report.clone();
-        report.utime_us += self.summed.utime_us;
-        report.stime_us += self.summed.stime_us;
-        report.maxrss_kb = report.maxrss_kb.max(self.summed.maxrss_kb);
-        record.report = report;
-        record
-    }
-
-    /// The hosts tasks of the job run on, each once.
-    pub fn hosts(&self) -> Vec<String> {
-        let mut hosts: Vec<String> = self.running.values().map(|t| t.host.clone()).collect();
-        hosts.sort();
-        hosts.dedup();
-        hosts
-    }
+    ops.push(Op::Delete(pe_tasks_key(tasks.job_id, tasks.task_id)));
+    ops
 }
 
 #[cfg(test)]

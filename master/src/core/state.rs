@@ -91,7 +91,7 @@ pub enum Object {
         tickets: u32,
     },
     /// The tasks `qrsh -inherit` started in a running job's task.
-    PeTasks(Box<crate::core::pe_tasks::PeTasks>),
+    PeTasks(Box<gantry_common::pe_tasks::PeTasks>),
     /// What of a running task's measurements its owner's usage counts.
     Counted {
         job: JobId,
@@ -132,7 +132,7 @@ impl Object {
             Object::Usage { of, .. } => of.key(),
             Object::Counted { job, task, .. } => counted_key(*job, *task),
             Object::JobOverride { job, .. } => override_key(*job),
-            Object::PeTasks(p) => crate::core::pe_tasks::pe_tasks_key(p.job_id, p.task_id),
+            Object::PeTasks(p) => gantry_common::pe_tasks::pe_tasks_key(p.job_id, p.task_id),
         }
     }
 }
@@ -242,7 +242,7 @@ pub struct ClusterState {
     /// accounting records but for the report, by (job, task).
     pub forced_away: BTreeMap<(JobId, TaskId), gantry_proto::AccountingRecord>,
     /// The tasks `qrsh -inherit` started in running jobs, by (job, task).
-    pub pe_tasks: BTreeMap<(JobId, TaskId), crate::core::pe_tasks::PeTasks>,
+    pub pe_tasks: BTreeMap<(JobId, TaskId), gantry_common::pe_tasks::PeTasks>,
     /// Certificate fingerprint (hex) -> host.
     pub host_certs: HashMap<String, String>,
     pub next_job_id: JobId,

@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::synthetic::{add_host, cluster, job, submit};
-use gantry_proto::Grant;
+use gantry_proto::{AccountingRecord, Grant};
 
 const LOAD: &[(&str, &str)] = &[("num_proc", "4"), ("np_load_avg", "0.10")];
 
