@@ -695,6 +695,22 @@ fn qrsh_inherit_starts_tasks_of_a_parallel_job_as_sge_does() {
         "{stdout}"
     );
 
+    // Outside any job: SGE's words, nothing started.
+    let outside = c.as_user("gtuser1", "qrsh", &["-inherit", "node1", "hostname"]);
+    assert_eq!(
+        (outside.code, outside.stdout.as_str(), outside.stderr.as_str()),
+        (
+            1,
+            "",
+            "error: \"qrsh\" called with option \"-inherit\", but \"JOB_ID\" not set in environment\n"
+        ),
+        "{outside:?}"
+    );
+    // qsh (X11) is not provided, and says so.
+    let qsh = c.as_user("gtuser1", "qsh", &[]);
+    assert_eq!(qsh.code, 5, "{qsh:?}");
+    assert!(qsh.stderr.starts_with("Unsupported: qsh "), "{qsh:?}");
+
     // control_slaves FALSE: no task at all.
     let out = c.qconf(&["-mattr", "pe", "control_slaves", "FALSE", "ctrl"]);
     assert_eq!(out.code, 0, "{out:?}");
@@ -835,6 +851,24 @@ fn open_mpi_runs_across_two_hosts_through_qrsh_inherit() {
         .map(str::trim)
         .collect();
     assert_eq!(hosts, ["node1", "node2"], "{acct:?}");
+
+    // A job on node1 alone: node2 is not its host, and takes no task of it.
+    let lone = dir.write(
+        "lone.sh",
+        "#!/bin/sh\nPATH=$SGE_ROOT/bin/$ARC:$PATH\nqrsh -inherit node2 hostname; echo rc=$?\nqrsh -inherit node1 echo here; echo rc=$?\n",
+    );
+    let o = dir.file("lone.o");
+    let id = c.submit(
+        "gtuser1",
+        &[
+            "-pe", "ompi", "2", "-l", "h=node1", "-j", "y", "-o", &o, &lone,
+        ],
+    );
+    accounted(&id);
+    assert_eq!(
+        std::fs::read_to_string(&o).unwrap_or_default(),
+        format!("error: executing task of job {id} failed: execution daemon on host \"node2\" didn't accept task\nrc=1\nhere\nrc=0\n")
+    );
 
     // Ranks that hang: qdel ends the job, its daemon on node2 and every rank.
     let (id, o) = run("hang", &["hang"]);
