@@ -12,7 +12,7 @@ RUNS=${1:-5}
 BIN=$(cd "$(dirname "$0")/.." && pwd)/target/release
 [ -x "$BIN/gantry-master" ] || { echo "build first: deploy/build.sh" >&2; exit 1; }
 id gtbench >/dev/null 2>&1 || useradd -m -s /bin/sh gtbench
-D=$(mktemp -d); chmod 755 "$D"
+D=$(mktemp -d); chmod 755 "$D"; echo "work directory: $D" >&2
 PORT=$(python3 -c 'import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("",0)); print(s.getsockname()[1])')
 "$BIN/gantry-master" init --home "$D/cell" --hostname bench --port "$PORT" >/dev/null
 "$BIN/gantry-master" run --home "$D/cell" 2>"$D/master.log" & MPID=$!
@@ -30,7 +30,8 @@ for h in 1 2; do
 done
 printf 'pe_name inh\nslots 64\nallocation_rule $round_robin\ncontrol_slaves TRUE\njob_is_first_task FALSE\n' > "$D/inh.pe"
 "$BIN/qconf" -Ap "$D/inh.pe" >/dev/null 2>&1
-"$BIN/qconf" -mattr queue slots 16 all.q >/dev/null 2>&1
+# 16 slots on each host (their first reports gave them their processor count).
+"$BIN/qconf" -mattr queue slots "16,[inh1=16],[inh2=16]" all.q >/dev/null
 "$BIN/qconf" -mattr queue load_thresholds NONE all.q >/dev/null 2>&1
 "$BIN/qconf" -aattr queue pe_list inh all.q >/dev/null 2>&1
 chmod 1777 "$D"
@@ -62,7 +63,15 @@ run=1
 while [ $run -le "$RUNS" ]; do
     out="$D/run$run"
     id=$(runuser -u gtbench -- env GANTRY_HOME="$GANTRY_HOME" "$BIN/qsub" -terse -pe inh 32 -v "OUT=$out" -o /dev/null -e "$D/err$run" "$D/job.sh")
-    until [ -s "$out.result" ]; do sleep 0.1; done
+    waited=0
+    until [ -s "$out.result" ]; do
+        sleep 0.1; waited=$((waited+1))
+        if [ $waited -gt 600 ]; then
+            echo "run $run (job $id): no result after 60 s" >&2
+            "$BIN/qstat" -j "$id" >&2 || true
+            exit 1
+        fi
+    done
     read -r n last all bad <"$out.result"
     if [ "$n" -ne 64 ] || [ "$bad" -ne 0 ]; then
         echo "run $run (job $id): $n tasks started of 64, $bad failed:" >&2

@@ -15,10 +15,12 @@ pub const MAX_FRAME: usize = 2 * CHUNK;
 /// Write one frame (in one write, so that frames from several threads sharing a
 /// locked stream never interleave).
 pub fn write_frame<T: serde::Serialize>(w: &mut impl Write, frame: &T) -> std::io::Result<()> {
-    let body = gantry_proto::encode(frame).map_err(std::io::Error::other)?;
-    let mut out = Vec::with_capacity(body.len() + 4);
-    out.extend_from_slice(&length_prefix(body.len()));
-    out.extend_from_slice(&body);
+    // Encoded after room for its length, which is filled in: one copy of the bytes.
+    let mut out = Vec::with_capacity(CHUNK + 16);
+    out.extend_from_slice(&[0; 4]);
+    let mut out = gantry_proto::encode_after(frame, out).map_err(std::io::Error::other)?;
+    let len = out.len() - 4;
+    out[..4].copy_from_slice(&length_prefix(len));
     w.write_all(&out)
 }
 

@@ -10,7 +10,7 @@
 //! (`docs/dev/interactive.md`).
 
 use std::io::{IsTerminal, Read, Write};
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsFd, AsRawFd};
 use std::os::unix::net::UnixStream;
 use std::sync::{Arc, Mutex};
 
@@ -302,7 +302,13 @@ fn session(stream: UnixStream, terminal: bool, nostdin: bool) -> i32 {
         });
     }
     let mut reader = stream;
-    let mut stdout = std::io::stdout().lock();
+    // The session's output is written as it comes, frame by frame: straight to the
+    // descriptor, not through the standard library's line buffer (which looks for
+    // every newline of it).
+    let mut stdout: Box<dyn Write> = match std::io::stdout().as_fd().try_clone_to_owned() {
+        Ok(fd) => Box::new(std::fs::File::from(fd)),
+        Err(_) => Box::new(std::io::stdout()),
+    };
     let mut stderr = std::io::stderr();
     let status = loop {
         match read_frame::<SessionFrame>(&mut reader, MAX_FRAME) {

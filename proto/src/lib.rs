@@ -16,6 +16,7 @@ pub mod ids;
 pub mod objects;
 pub mod rows;
 
+pub mod bytes;
 pub use ids::{ArId, JobId, TaskId};
 pub use objects::*;
 pub use rows::*;
@@ -607,6 +608,11 @@ pub enum ProtoError {
 }
 
 /// Encode a message with postcard.
+/// Encode a message after the bytes `out` holds already (a frame's room for its length).
+pub fn encode_after<T: Serialize>(msg: &T, out: Vec<u8>) -> Result<Vec<u8>, ProtoError> {
+    Ok(postcard::to_extend(msg, out)?)
+}
+
 pub fn encode<T: Serialize>(msg: &T) -> Result<Vec<u8>, ProtoError> {
     Ok(postcard::to_stdvec(msg)?)
 }

@@ -364,13 +364,13 @@ mod tests;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum SessionFrame {
     /// Bytes for the task's standard input, or its terminal.
-    Stdin(Vec<u8>),
+    Stdin(#[serde(with = "crate::bytes")] Vec<u8>),
     /// The user's standard input has ended.
     StdinClosed,
     /// What the task wrote to its standard output (or its terminal).
-    Stdout(Vec<u8>),
+    Stdout(#[serde(with = "crate::bytes")] Vec<u8>),
     /// What the task wrote to its standard error.
-    Stderr(Vec<u8>),
+    Stderr(#[serde(with = "crate::bytes")] Vec<u8>),
     /// The user's terminal has this size now.
     WindowSize { rows: u16, cols: u16 },
     /// A signal for the task's processes (qrsh without a terminal passes on what it
