@@ -127,6 +127,10 @@ fn cloexec(fd: &impl AsFd) -> nix::Result<()> {
     .map(|_| ())
 }
 
+/// How much a session's pipes to and from the job hold (Linux's default most for a
+/// pipe, `/proc/sys/fs/pipe-max-size`).
+const SESSION_PIPE: nix::libc::c_int = 1 << 20;
+
 /// Pipes, or with `pty` a pseudo terminal whose slave the job's owner owns (as `login`
 /// hands a terminal over).
 pub fn streams(pty: bool, uid: u32, gid: u32) -> std::io::Result<Streams> {
@@ -158,6 +162,12 @@ pub fn streams(pty: bool, uid: u32, gid: u32) -> std::io::Result<Streams> {
     let (in_r, in_w) = nix::unistd::pipe2(flags)?;
     let (out_r, out_w) = nix::unistd::pipe2(flags)?;
     let (err_r, err_w) = nix::unistd::pipe2(flags)?;
+    // Room for a frame's worth and more on either side of the job (a pipe holds 64 KiB
+    // by default, and the relay then waits on the job for every frame): as much as the
+    // system lets an unprivileged pipe have, if it lets.
+    for fd in [&in_w, &out_w] {
+        let _ = nix::fcntl::fcntl(fd, nix::fcntl::FcntlArg::F_SETPIPE_SZ(SESSION_PIPE));
+    }
     Ok(Streams {
         stdin: File::from(in_r),
         stdout: File::from(out_w),
