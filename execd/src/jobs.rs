@@ -858,21 +858,10 @@ fn lookup_account(uid: u32, gid: u32) -> Option<Account> {
 /// The report of a task killed before it started here: SIGKILL, no run time.
 pub fn killed_before_start(key: TaskKey, host: &str, now: i64) -> JobReport {
     JobReport {
-        job_id: key.0,
-        task_id: key.1,
-        host: host.to_string(),
-        queue: String::new(),
         exit_status: 128 + 9,
         signal: Some(9),
-        failed: 0,
-        failure: String::new(),
-        start_time: now,
-        end_time: now,
-        utime_us: 0,
-        stime_us: 0,
-        maxrss_kb: 0,
-        checkpointed: false,
         pe_task: (key.2 > 0).then_some(key.2),
+        ..JobReport::empty(key.0, key.1, host, now)
     }
 }
 

@@ -9,6 +9,7 @@ use gantry_proto::{Caller, FromMaster, ItemResult, JobId, Refusal, RefusalKind, 
 pub use crate::core::decision::{Decision, Effect};
 use crate::core::state::{ClusterState, Object, Op};
 use gantry_common::job::TaskState;
+use gantry_common::pe_tasks::PeTasks;
 
 mod alter;
 
@@ -165,21 +166,8 @@ impl ClusterState {
                         // Accounted when its host reports the end (SGE accounts it too);
                         // until then, its record waits in the spool.
                         let waiting = gantry_proto::JobReport {
-                            job_id: id,
-                            task_id: t,
-                            host: host.clone(),
                             queue: format!("{queue}@{host}"),
-                            exit_status: 0,
-                            signal: None,
-                            failed: 0,
-                            failure: String::new(),
-                            start_time,
-                            end_time: start_time,
-                            utime_us: 0,
-                            stime_us: 0,
-                            maxrss_kb: 0,
-                            checkpointed: false,
-                            pe_task: None,
+                            ..gantry_proto::JobReport::empty(id, t, &host, start_time)
                         };
                         if let Some(record) = self.accounting_record(&waiting) {
                             ops.push(Op::Put(Object::ForcedAway(Box::new(record))));
@@ -485,8 +473,7 @@ impl ClusterState {
         // What each accounted run measured, charged to its owner's usage.
         let mut measured = Vec::new();
         // The tasks `qrsh -inherit` started, as the reports change them.
-        let mut pe_changed: HashMap<(JobId, TaskId), gantry_common::pe_tasks::PeTasks> =
-            HashMap::new();
+        let mut pe_changed: HashMap<(JobId, TaskId), PeTasks> = HashMap::new();
         let mut seen_pe: HashSet<(JobId, TaskId, u32)> = HashSet::new();
         for (host, report) in batch {
             let key = (report.job_id, report.task_id);
@@ -505,13 +492,9 @@ impl ClusterState {
                 if !seen_pe.insert((key.0, key.1, n)) {
                     continue;
                 }
-                if let (std::collections::hash_map::Entry::Vacant(e), Some(t)) =
-                    (pe_changed.entry(key), self.pe_tasks.get(&key))
-                {
-                    e.insert(t.clone());
-                }
-                if let Some(Some(record)) =
-                    pe_changed.get_mut(&key).and_then(|t| t.end_task(report))
+                if let Some(Some(record)) = self
+                    .pe_tasks_changing(&mut pe_changed, key)
+                    .and_then(|t| t.end_task(report))
                 {
                     ops.push(Op::Account(Box::new(record)));
                 }
@@ -551,12 +534,7 @@ impl ClusterState {
             };
             let job = changed.entry(key.0).or_insert_with(|| Job::clone(current));
             // Its tasks started by `qrsh -inherit` end with it, as SGE ends them.
-            if let (std::collections::hash_map::Entry::Vacant(e), Some(t)) =
-                (pe_changed.entry(key), self.pe_tasks.get(&key))
-            {
-                e.insert(t.clone());
-            }
-            if let Some(tasks) = pe_changed.get_mut(&key) {
+            if let Some(tasks) = self.pe_tasks_changing(&mut pe_changed, key) {
                 for host in tasks.hosts() {
                     acks.push(Effect::Send {
                         host,
@@ -701,6 +679,23 @@ impl ClusterState {
             effects,
             unknown,
         }
+    }
+}
+
+impl ClusterState {
+    /// A job's tasks of `qrsh -inherit` as a burst of reports changes them: taken from
+    /// the state the first time the burst touches them.
+    fn pe_tasks_changing<'a>(
+        &self,
+        changing: &'a mut std::collections::HashMap<(JobId, TaskId), PeTasks>,
+        key: (JobId, TaskId),
+    ) -> Option<&'a mut PeTasks> {
+        if let (std::collections::hash_map::Entry::Vacant(e), Some(t)) =
+            (changing.entry(key), self.pe_tasks.get(&key))
+        {
+            e.insert(t.clone());
+        }
+        changing.get_mut(&key)
     }
 }
 

@@ -231,7 +231,7 @@ pub fn decide_inherit(
             ..p.clone()
         },
         None => {
-            let blank = blank_report(job_id, task_id, &host, now);
+            let blank = JobReport::empty(job_id, task_id, &host, now);
             let Some(record) = state.accounting_record(&blank) else {
                 return refused("the job is gone");
             };
@@ -322,26 +322,6 @@ fn as_task(start: &mut JobStart, number: u32, request: PeTaskRequest) {
     spec.ckpt = None;
     start.checkpoint = None;
     start.pe_task = Some(number);
-}
-
-fn blank_report(job_id: JobId, task_id: TaskId, host: &str, now: i64) -> JobReport {
-    JobReport {
-        job_id,
-        task_id,
-        host: host.to_string(),
-        queue: String::new(),
-        exit_status: 0,
-        signal: None,
-        failed: 0,
-        failure: String::new(),
-        start_time: now,
-        end_time: now,
-        utime_us: 0,
-        stime_us: 0,
-        maxrss_kb: 0,
-        checkpointed: false,
-        pe_task: None,
-    }
 }
 
 /// The writes that keep the job's tasks as they are now: the object, or once the job

@@ -463,6 +463,28 @@ pub fn failure_description(code: u32) -> &'static str {
 }
 
 impl JobReport {
+    /// A task's report with nothing in it yet: no exit status, no failure, no usage,
+    /// started and ended at `now`.
+    pub fn empty(job_id: JobId, task_id: TaskId, host: &str, now: i64) -> JobReport {
+        JobReport {
+            job_id,
+            task_id,
+            host: host.to_string(),
+            queue: String::new(),
+            exit_status: 0,
+            signal: None,
+            failed: 0,
+            failure: String::new(),
+            start_time: now,
+            end_time: now,
+            utime_us: 0,
+            stime_us: 0,
+            maxrss_kb: 0,
+            checkpointed: false,
+            pe_task: None,
+        }
+    }
+
     /// The failure the report states, if it is one Gantry gives.
     pub fn shepherd_failure(&self) -> Option<ShepherdFailure> {
         ShepherdFailure::from_code(self.failed)

@@ -253,18 +253,11 @@ fn more_tasks_than_slots_are_refused_and_a_finished_task_frees_its_slot() {
         }
         refusal(&inherit(&s, "u1", "n1", "n2"));
         // Task 1 (on n1) ends: accounted with its number, its slot free again.
-        let mut report = blank_report(JobId(5), TaskId(1), "n1", 150);
+        let mut report = JobReport::empty(JobId(5), TaskId(1), "n1", 150);
         report.pe_task = Some(1);
         report.exit_status = 4;
         let decided = s.decide_reports(&[("n1".into(), report.clone())], 150);
-        let records: Vec<&AccountingRecord> = decided
-            .ops
-            .iter()
-            .filter_map(|o| match o {
-                Op::Account(r) => Some(&**r),
-                _ => None,
-            })
-            .collect();
+        let records = account_ops(&decided.ops);
         assert_eq!(records.len(), 1, "{pe}");
         assert_eq!(records[0].report.pe_task, Some(1));
         assert_eq!(records[0].report.exit_status, 4);
@@ -312,7 +305,7 @@ fn the_jobs_end_kills_its_tasks_and_they_are_accounted_after_it() {
         let d = inherit(&s, "u1", "n1", host);
         commit(&mut s, &d);
     }
-    let job_report = blank_report(JobId(5), TaskId(1), "n1", 200);
+    let job_report = JobReport::empty(JobId(5), TaskId(1), "n1", 200);
     let decided = s.decide_reports(&[("n1".into(), job_report)], 200);
     let kills: Vec<&str> = decided
         .effects
@@ -333,7 +326,7 @@ fn the_jobs_end_kills_its_tasks_and_they_are_accounted_after_it() {
     assert!(!s.input.jobs.contains_key(&JobId(5)));
     // The killed tasks report after the job has gone: accounted all the same.
     for (n, host) in [(1, "n1"), (2, "n2.example.com")] {
-        let mut r = blank_report(JobId(5), TaskId(1), host, 201);
+        let mut r = JobReport::empty(JobId(5), TaskId(1), host, 201);
         r.pe_task = Some(n);
         r.signal = Some(9);
         r.exit_status = 137;
@@ -354,20 +347,20 @@ fn accounting_summary_writes_one_record_with_the_tasks_usage() {
         let d = inherit(&s, "u1", "n1", host);
         commit(&mut s, &d);
     }
-    let mut r = blank_report(JobId(5), TaskId(1), "n1", 150);
+    let mut r = JobReport::empty(JobId(5), TaskId(1), "n1", 150);
     r.pe_task = Some(1);
     r.utime_us = 1_000;
     r.maxrss_kb = 500;
     let decided = s.decide_reports(&[("n1".into(), r)], 150);
     assert!(account_ops(&decided.ops).is_empty(), "no record of its own");
     s.apply_all(&decided.ops);
-    let mut job_report = blank_report(JobId(5), TaskId(1), "n1", 200);
+    let mut job_report = JobReport::empty(JobId(5), TaskId(1), "n1", 200);
     job_report.utime_us = 10;
     job_report.maxrss_kb = 100;
     let decided = s.decide_reports(&[("n1".into(), job_report)], 200);
     assert!(account_ops(&decided.ops).is_empty(), "held for task 2");
     s.apply_all(&decided.ops);
-    let mut r = blank_report(JobId(5), TaskId(1), "n2.example.com", 201);
+    let mut r = JobReport::empty(JobId(5), TaskId(1), "n2.example.com", 201);
     r.pe_task = Some(2);
     r.utime_us = 100;
     r.stime_us = 7;
@@ -407,7 +400,7 @@ fn a_task_that_sent_its_exit_status_frees_its_slot_before_its_report() {
         "still exiting"
     );
     // Its report: no longer running, no longer exiting.
-    let mut r = blank_report(JobId(5), TaskId(1), "n1", 150);
+    let mut r = JobReport::empty(JobId(5), TaskId(1), "n1", 150);
     r.pe_task = Some(1);
     let decided = s.decide_reports(&[("n1".into(), r)], 150);
     s.apply_all(&decided.ops);
