@@ -10,10 +10,11 @@
 # each as the user gtbench (created if missing). With SGE=1, (a) and (b) of the SGE
 # 8.1.9 that ../shared/tools/sge/setup.sh brings up (its qrsh in builtin mode), run
 # alternately with Gantry's, in the same call.
-# Usage: [SGE=1] benches/qrsh.sh [RUNS=30] [MB=1024]     (as root)
+# (BIN=DIR takes the binaries from DIR, for A/B runs of two builds.)
+# Usage: [SGE=1] [BIN=DIR] benches/qrsh.sh [RUNS=30] [MB=1024]     (as root)
 set -eu
 RUNS=${1:-30}; MB=${2:-1024}
-BIN=$(cd "$(dirname "$0")/.." && pwd)/target/release
+BIN=${BIN:-$(cd "$(dirname "$0")/.." && pwd)/target/release}
 [ -x "$BIN/gantry-master" ] || { echo "build first: deploy/build.sh" >&2; exit 1; }
 id gtbench >/dev/null 2>&1 || useradd -m -s /bin/sh gtbench
 D=$(mktemp -d); chmod 755 "$D"

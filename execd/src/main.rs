@@ -221,8 +221,15 @@ fn client_endpoint(
     } else {
         "0.0.0.0:0".parse().map_err(|e| format!("{e}"))?
     };
-    let endpoint =
-        quinn::Endpoint::client(bind).map_err(|e| format!("cannot open a UDP socket: {e}"))?;
+    let udp =
+        gantry_net::tls::bind_udp(bind).map_err(|e| format!("cannot open a UDP socket: {e}"))?;
+    let endpoint = quinn::Endpoint::new(
+        quinn::EndpointConfig::default(),
+        None,
+        udp,
+        std::sync::Arc::new(quinn::TokioRuntime),
+    )
+    .map_err(|e| format!("cannot open a UDP socket: {e}"))?;
     Ok((master_addr, endpoint))
 }
 

@@ -228,7 +228,7 @@ fn run(home: PathBuf, recover_spool: bool) -> Result<(), MasterError> {
         }
         let addr = std::net::SocketAddr::from(([0, 0, 0, 0], settings.port));
         let udp =
-            std::net::UdpSocket::bind(addr).map_err(|source| MasterError::Udp { addr, source })?;
+            gantry_net::tls::bind_udp(addr).map_err(|source| MasterError::Udp { addr, source })?;
         let endpoint = quinn::Endpoint::new(
             endpoint_config,
             Some(server_config),

@@ -10,6 +10,7 @@
 //!   the master against the CA, the master verifies the host certificate against the CA
 //!   and looks up which host it was issued to.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -254,6 +255,28 @@ pub fn master_endpoint_config(master_key_pem: &str) -> quinn::EndpointConfig {
     config
 }
 
+/// What a QUIC endpoint's UDP socket holds unread and unsent (either way).
+///
+/// Linux's default (212 KiB) overflows under one session's stream: `qrsh cat` of
+/// 256 MiB on loopback lost about a thousand datagrams to `UdpRcvbufErrors`, and each
+/// loss halves the sender's congestion window. quinn does not size the socket itself.
+pub const UDP_BUFFER: usize = 8 * 1024 * 1024;
+
+/// A UDP socket bound to `addr` for a QUIC endpoint, with [`UDP_BUFFER`] bytes each
+/// way: forced past `net.core.rmem_max`/`wmem_max` where the process may (root, as the
+/// daemons run), else as much as those allow.
+pub fn bind_udp(addr: SocketAddr) -> std::io::Result<std::net::UdpSocket> {
+    use nix::sys::socket::{setsockopt, sockopt};
+    let udp = std::net::UdpSocket::bind(addr)?;
+    if setsockopt(&udp, sockopt::RcvBufForce, &UDP_BUFFER).is_err() {
+        let _ = setsockopt(&udp, sockopt::RcvBuf, &UDP_BUFFER);
+    }
+    if setsockopt(&udp, sockopt::SndBufForce, &UDP_BUFFER).is_err() {
+        let _ = setsockopt(&udp, sockopt::SndBuf, &UDP_BUFFER);
+    }
+    Ok(udp)
+}
+
 /// The master's QUIC server configuration: presents `[master, CA]`, accepts clients with
 /// a certificate under the CA, and clients without one (who may only join).
 pub fn master_server_config(
@@ -432,5 +455,29 @@ mod tests {
             Err(TlsError::NoCertificate)
         ));
         assert!(matches!(key_from_pem("junk"), Err(TlsError::NoKey)));
+    }
+
+    #[test]
+    fn endpoint_sockets_hold_more_than_the_kernel_default() {
+        use nix::sys::socket::{getsockopt, sockopt};
+        let udp = bind_udp("127.0.0.1:0".parse().unwrap()).unwrap();
+        let (rcv, snd) = (
+            getsockopt(&udp, sockopt::RcvBuf).unwrap(),
+            getsockopt(&udp, sockopt::SndBuf).unwrap(),
+        );
+        if nix::unistd::geteuid().is_root() {
+            // Linux reports twice what was set (its bookkeeping share).
+            assert!(rcv >= UDP_BUFFER && snd >= UDP_BUFFER, "{rcv} {snd}");
+        } else {
+            let max =
+                |f: &str| -> usize { std::fs::read_to_string(f).unwrap().trim().parse().unwrap() };
+            let (rmax, wmax) = (
+                max("/proc/sys/net/core/rmem_max"),
+                max("/proc/sys/net/core/wmem_max"),
+            );
+            eprintln!("not root: the buffers are capped by rmem_max/wmem_max");
+            assert!(rcv >= rmax.min(UDP_BUFFER), "{rcv} < {rmax}");
+            assert!(snd >= wmax.min(UDP_BUFFER), "{snd} < {wmax}");
+        }
     }
 }
