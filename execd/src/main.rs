@@ -221,15 +221,8 @@ fn client_endpoint(
     } else {
         "0.0.0.0:0".parse().map_err(|e| format!("{e}"))?
     };
-    let udp =
-        gantry_net::tls::bind_udp(bind).map_err(|e| format!("cannot open a UDP socket: {e}"))?;
-    let endpoint = quinn::Endpoint::new(
-        quinn::EndpointConfig::default(),
-        None,
-        udp,
-        std::sync::Arc::new(quinn::TokioRuntime),
-    )
-    .map_err(|e| format!("cannot open a UDP socket: {e}"))?;
+    let endpoint = gantry_net::tls::client_endpoint(bind)
+        .map_err(|e| format!("cannot open a UDP socket: {e}"))?;
     Ok((master_addr, endpoint))
 }
 

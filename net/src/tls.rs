@@ -277,6 +277,16 @@ pub fn bind_udp(addr: SocketAddr) -> std::io::Result<std::net::UdpSocket> {
     Ok(udp)
 }
 
+/// A client-only QUIC endpoint (an execd's) on a [`bind_udp`] socket.
+pub fn client_endpoint(bind: SocketAddr) -> std::io::Result<quinn::Endpoint> {
+    quinn::Endpoint::new(
+        quinn::EndpointConfig::default(),
+        None,
+        bind_udp(bind)?,
+        Arc::new(quinn::TokioRuntime),
+    )
+}
+
 /// The master's QUIC server configuration: presents `[master, CA]`, accepts clients with
 /// a certificate under the CA, and clients without one (who may only join).
 pub fn master_server_config(
