@@ -1,7 +1,7 @@
 //! `qalter`, `qhold`, `qrls` (change pending jobs) and `qmod` (disable and enable queue
 //! instances).
 
-use gantry_proto::{FromMaster, JobChanges, QueueChange, ToMaster};
+use gantry_proto::{JobChanges, QueueChange, ToMaster};
 
 use crate::opts::{opt, Arity, OptSpec, Parsed};
 use crate::optvalues::{self, context_change, OptionError};
@@ -11,14 +11,10 @@ fn job_list(p: &Parsed) -> Vec<String> {
     p.operand_list()
 }
 
+/// qalter, qhold, qrls and qmod print the master's answer on stdout, refusals included,
+/// as SGE's do.
 fn send(req: ToMaster) -> Output {
-    match crate::ask(&req) {
-        Ok(FromMaster::Done { messages }) => {
-            Output::ok(messages.iter().map(|m| format!("{m}\n")).collect())
-        }
-        Ok(other) => crate::unexpected(&other),
-        Err(out) => out,
-    }
+    crate::answer_on_stdout(&req)
 }
 
 pub fn qalter_usage() -> String {

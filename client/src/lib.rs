@@ -17,6 +17,7 @@ pub mod qrdel;
 pub mod qrsh;
 pub mod qrstat;
 pub mod qrsub;
+pub mod qselect;
 pub mod qstat;
 pub mod qsub;
 pub mod share_mon;

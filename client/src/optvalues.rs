@@ -178,11 +178,8 @@ pub fn task_range(arg: &str) -> Result<TaskRange, OptionError> {
         last: id(last)?,
         step: id(step)?,
     };
-    if range.first == 0 {
-        return Err(OptionError::syntax(format!(
-            "ERROR! -t option must have the format n[-m[:s]] with task ids of at least 1, not \"{arg}\""
-        )));
-    }
+    // Task id 0 is the master's to refuse, as SGE's qmaster does (`job rejected: 0 is
+    // an invalid task id`).
     Ok(range)
 }
 

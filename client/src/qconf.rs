@@ -301,6 +301,7 @@ fn from_file(path: &str, kind: ObjectKind, adding: bool) -> Output {
         ObjectKind::GroupTree => read_file(path),
         ObjectKind::SchedConf => read_checked_file(path, gantry_common::schedconf::parse_schedconf),
         ObjectKind::User => read_checked_file(path, gantry_common::user::parse_user),
+        ObjectKind::Pe => read_checked_file(path, gantry_common::pe::check_pe_file),
         _ => read_object_file(path, empty_file_line(kind)),
     };
     match read {
@@ -309,13 +310,15 @@ fn from_file(path: &str, kind: ObjectKind, adding: bool) -> Output {
     }
 }
 
+/// SGE's qconf reports an object added or modified from a file or an editor on
+/// stderr, but a quota set's (`-Arqs`) and a user's (`-Auser`) on stdout.
 fn send_object(kind: ObjectKind, text: String, adding: bool) -> Output {
     let req = if adding {
         ToMaster::AddObject { kind, text }
     } else {
         ToMaster::ModifyObject { kind, text }
     };
-    change(req, false)
+    change(req, !matches!(kind, ObjectKind::Rqs | ObjectKind::User))
 }
 
 pub fn run(args: &[String]) -> Output {
@@ -487,14 +490,14 @@ fn one(name: &str, arg: Option<&str>) -> Output {
             ToMaster::AddExecHost {
                 text: print_exechost(&ExecHost::new(host)),
             },
-            false,
+            true,
         ),
         ("-ae", None) => match edit(&print_exechost(&ExecHost::new("template"))) {
-            Ok(text) => change(ToMaster::AddExecHost { text }, false),
+            Ok(text) => change(ToMaster::AddExecHost { text }, true),
             Err(e) => Output::fail(e, exit::FAILURE),
         },
         ("-Ae", Some(file)) => match read_object_file(file, Some("invalid format")) {
-            Ok(text) => change(ToMaster::AddExecHost { text }, false),
+            Ok(text) => change(ToMaster::AddExecHost { text }, true),
             Err(o) => o,
         },
         ("-mc", _) => edit_object(ObjectKind::Complex, "", false),
@@ -512,7 +515,7 @@ fn one(name: &str, arg: Option<&str>) -> Output {
                         kind: ObjectKind::ExecHost,
                         text,
                     },
-                    false,
+                    true,
                 ),
                 Err(e) => Output::fail(e, exit::FAILURE),
             }
@@ -542,7 +545,7 @@ fn one(name: &str, arg: Option<&str>) -> Output {
                         kind: ObjectKind::Queue,
                         text,
                     },
-                    false,
+                    true,
                 ),
                 Err(e) => Output::fail(e, exit::FAILURE),
             }
@@ -555,7 +558,7 @@ fn one(name: &str, arg: Option<&str>) -> Output {
                 kind: ObjectKind::Queue,
                 names: list(names),
             },
-            false,
+            true,
         ),
         ("-sp", Some(name)) => show_object(ObjectKind::Pe, name),
         ("-spl", _) => names(
@@ -579,7 +582,7 @@ fn one(name: &str, arg: Option<&str>) -> Output {
                 kind: ObjectKind::Pe,
                 names: list(name),
             },
-            false,
+            true,
         ),
         ("-sckpt", Some(name)) => show_object(ObjectKind::Ckpt, name),
         ("-sckptl", _) => names(
@@ -603,7 +606,7 @@ fn one(name: &str, arg: Option<&str>) -> Output {
                 kind: ObjectKind::Ckpt,
                 names: list(name),
             },
-            false,
+            true,
         ),
         ("-sprj", Some(name)) => show_object(ObjectKind::Project, name),
         ("-sprjl", _) => names(
@@ -621,7 +624,7 @@ fn one(name: &str, arg: Option<&str>) -> Output {
                 kind: ObjectKind::Project,
                 names: list(names),
             },
-            false,
+            true,
         ),
         ("-suser", Some(names)) => {
             let mut out = Output::ok(String::new());
@@ -648,7 +651,7 @@ fn one(name: &str, arg: Option<&str>) -> Output {
                 kind: ObjectKind::User,
                 names: list(names),
             },
-            false,
+            true,
         ),
         ("-sstree", _) => show_object(ObjectKind::ShareTree, ""),
         ("-sst", _) => share_tree::show_view(),
@@ -730,7 +733,7 @@ fn one(name: &str, arg: Option<&str>) -> Output {
             },
             true,
         ),
-        ("-de", Some(hosts)) => change(ToMaster::DeleteExecHosts { hosts: list(hosts) }, false),
+        ("-de", Some(hosts)) => change(ToMaster::DeleteExecHosts { hosts: list(hosts) }, true),
         ("-ke" | "-kej", None) => Output::fail(
             "Need a hostname or the keyword \"all\"".to_string(),
             exit::FAILURE,
@@ -810,18 +813,23 @@ fn one(name: &str, arg: Option<&str>) -> Output {
             },
             true,
         ),
-        ("-am", Some(users)) => change(ToMaster::AddManagers { users: list(users) }, false),
-        ("-dm", Some(users)) => change(ToMaster::DeleteManagers { users: list(users) }, false),
+        ("-am", Some(users)) => change(ToMaster::AddManagers { users: list(users) }, true),
+        ("-dm", Some(users)) => change(ToMaster::DeleteManagers { users: list(users) }, true),
         ("-sql", _) => names(req(&ToMaster::ShowQueueList), "no cqueue list defined"),
-        ("-sq", Some(q)) => answer(
-            req(&ToMaster::ShowQueue {
-                name: q.to_string(),
-            }),
-            |a| match a {
-                FromMaster::Queue(q) => Some(print_queue(q)),
-                _ => None,
-            },
-        ),
+        // Each queue of a list shown in turn; the ones not found said on stderr.
+        ("-sq", Some(qs)) => {
+            let mut out = Output::ok(String::new());
+            for q in list(qs) {
+                let shown = answer(req(&ToMaster::ShowQueue { name: q }), |a| match a {
+                    FromMaster::Queue(q) => Some(print_queue(q)),
+                    _ => None,
+                });
+                out.stdout.push_str(&shown.stdout);
+                out.stderr.push_str(&shown.stderr);
+                out.code = out.code.max(shown.code);
+            }
+            out
+        }
         ("-sq", None) => Output::ok(print_queue(&gantry_common::queue::new_queue(
             "template", "NONE",
         ))),
@@ -867,31 +875,62 @@ fn one(name: &str, arg: Option<&str>) -> Output {
                 Err(o) => o,
             }
         }
+        ("-shgrp_tree", Some(g)) => {
+            // The group, then each member three blanks further in, a subgroup with its
+            // own members under it (SGE's qconf -shgrp_tree).
+            fn tree(name: &str, depth: usize, out: &mut String) -> Result<(), Output> {
+                out.push_str(&format!("{}{name}\n", " ".repeat(depth * 3)));
+                if depth > 16 {
+                    return Ok(());
+                }
+                match crate::ask(&ToMaster::ShowHostGroup {
+                    name: name.to_string(),
+                }) {
+                    Ok(FromMaster::HostGroup(g)) => {
+                        for m in g.hostlist {
+                            if m.starts_with('@') {
+                                tree(&m, depth + 1, out)?;
+                            } else {
+                                out.push_str(&format!("{}{m}\n", " ".repeat((depth + 1) * 3)));
+                            }
+                        }
+                        Ok(())
+                    }
+                    Ok(other) => Err(crate::unexpected(&other)),
+                    Err(o) => Err(o),
+                }
+            }
+            let mut out = String::new();
+            match tree(g, 0, &mut out) {
+                Ok(()) => Output::ok(out),
+                Err(o) => o,
+            }
+        }
         ("-ahgrp", Some(g)) => {
             let template = print_hostgroup(&gantry_proto::HostGroup {
                 name: g.to_string(),
                 hostlist: vec![],
             });
             match edit(&template) {
-                Ok(text) => change(ToMaster::AddHostGroup { text }, false),
+                Ok(text) => change(ToMaster::AddHostGroup { text }, true),
                 Err(e) => Output::fail(e, exit::FAILURE),
             }
         }
         ("-Ahgrp", Some(file)) => match read_object_file(file, None) {
-            Ok(text) => change(ToMaster::AddHostGroup { text }, false),
+            Ok(text) => change(ToMaster::AddHostGroup { text }, true),
             Err(o) => o,
         },
         ("-mhgrp", Some(g)) => match req(&ToMaster::ShowHostGroup {
             name: g.to_string(),
         }) {
             Ok(FromMaster::HostGroup(current)) => match edit(&print_hostgroup(&current)) {
-                Ok(text) => change(ToMaster::ModifyHostGroup { text }, false),
+                Ok(text) => change(ToMaster::ModifyHostGroup { text }, true),
                 Err(e) => Output::fail(e, exit::FAILURE),
             },
             other => answer(other, |_| None),
         },
         ("-Mhgrp", Some(file)) => match read_object_file(file, None) {
-            Ok(text) => change(ToMaster::ModifyHostGroup { text }, false),
+            Ok(text) => change(ToMaster::ModifyHostGroup { text }, true),
             Err(o) => o,
         },
         ("-sul", _) => names(req(&ToMaster::ShowUserSetList), "no userset list defined"),
@@ -918,20 +957,20 @@ fn one(name: &str, arg: Option<&str>) -> Output {
             };
             change(request, true)
         }
-        ("-dul", Some(lists)) => change(ToMaster::DeleteUserSets { names: list(lists) }, false),
+        ("-dul", Some(lists)) => change(ToMaster::DeleteUserSets { names: list(lists) }, true),
         ("-Au", Some(file)) => match read_object_file(file, Some("error reading in file")) {
-            Ok(text) => change(ToMaster::AddUserSet { text }, false),
+            Ok(text) => change(ToMaster::AddUserSet { text }, true),
             Err(o) => o,
         },
         ("-Mu", Some(file)) => match read_object_file(file, Some("error reading in file")) {
-            Ok(text) => change(ToMaster::ModifyUserSet { text }, false),
+            Ok(text) => change(ToMaster::ModifyUserSet { text }, true),
             Err(o) => o,
         },
         ("-dhgrp", Some(g)) => change(
             ToMaster::DeleteHostGroup {
                 name: g.to_string(),
             },
-            false,
+            true,
         ),
         (other, None) => Output::usage_error(
             &format!("error: no option argument provided to \"{other}\""),

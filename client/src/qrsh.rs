@@ -126,10 +126,12 @@ pub fn interactive_job(args: &[String], kind: InteractiveKind) -> Result<Interac
             *path = Some("/dev/null".to_string());
         }
     }
-    // The terminal type goes with the job, as SGE's qrsh sends it.
+    // The terminal type goes with the job, first, as SGE's qrsh sends it (in the
+    // place qsub's `submitted_from` gives TERM).
     if let Ok(term) = std::env::var("TERM") {
-        spec.env.retain(|(k, _)| k != "TERM");
-        spec.env.push(("TERM".to_string(), term));
+        if let Some(slot) = spec.env.iter_mut().find(|(k, _)| k == "TERM") {
+            slot.1 = term;
+        }
     }
     // The command line goes through the login shell, unless `-noshell`.
     spec.binary_shell = !p.has("-noshell");

@@ -92,7 +92,7 @@ fn duration(arg: &str) -> Result<i64, OptionError> {
         .map(|s| s as i64)
         .ok_or_else(|| {
             OptionError::syntax(format!(
-                "ERROR! Wrong time format \"{arg}\" specified to -d option"
+                "qrsub: Wrong time format \"{arg}\" specified to -d option"
             ))
         })
 }

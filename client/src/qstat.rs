@@ -200,10 +200,15 @@ const QSTAT_XMLNS: &str = "xmlns:xsd=\"http://arc.liv.ac.uk/repos/darcs/sge/sour
 
 fn xml_job(x: &mut crate::xml::Xml, indent: usize, j: &JobViewRef, with_queue: bool) {
     let running = j.queue.is_some();
-    x.open(
+    // SGE's qstat -xml quotes this attribute with double quotes (its other XML, single).
+    x.open_raw(
         indent,
         "job_list",
-        &[("state", if running { "running" } else { "pending" })],
+        if running {
+            "state=\"running\""
+        } else {
+            "state=\"pending\""
+        },
     );
     let i = indent + 2;
     x.element(i, "JB_job_number", &[], &j.job_id.to_string());
@@ -416,12 +421,23 @@ fn render_job(out: &mut String, d: &gantry_proto::JobDetail, unsubmitted: bool) 
         if !spec.soft_resources.is_empty() {
             row("soft resource_list", pairs(&spec.soft_resources));
         }
-        if !spec.mail_options.is_empty() {
+        // `-m n` is no mail option SGE lists.
+        if !spec.mail_options.is_empty() && spec.mail_options != "n" {
             row("mail_options", spec.mail_options.clone());
         }
+        // An address without a host is SGE's `user@NONE` there (mail still goes to it).
         row(
             "mail_list",
             gantry_common::mail::recipients(&spec.mail_list, &d.owner.user, &spec.submit_host)
+                .iter()
+                .map(|a| {
+                    if a.contains('@') {
+                        a.clone()
+                    } else {
+                        format!("{a}@NONE")
+                    }
+                })
+                .collect::<Vec<_>>()
                 .join(","),
         );
         row(
@@ -435,9 +451,8 @@ fn render_job(out: &mut String, d: &gantry_proto::JobDetail, unsubmitted: bool) 
         if let Some(i) = &spec.stdin_path {
             row("stdin_path_list", path_list(i));
         }
-        if spec.hold {
-            row("hold_list", "u".to_string());
-        }
+        // No `hold_list`: SGE 8.1.9 prints it from a job field that holds no longer
+        // set (a hold is its tasks' state), so never for `-h` or `qhold`.
         if spec.priority != 0 {
             row("priority", spec.priority.to_string());
         }
@@ -464,7 +479,18 @@ fn render_job(out: &mut String, d: &gantry_proto::JobDetail, unsubmitted: bool) 
             .cloned()
             .collect();
         if !user_env.is_empty() {
-            row("env_list", pairs(&user_env));
+            // A variable `-v` named without a value and unset: SGE lists it as NONE.
+            let shown: Vec<(String, String)> = user_env
+                .into_iter()
+                .map(|(k, v)| {
+                    if v.is_empty() {
+                        (k, "NONE".into())
+                    } else {
+                        (k, v)
+                    }
+                })
+                .collect();
+            row("env_list", pairs(&shown));
         }
         if !spec.args.is_empty() {
             row("job_args", spec.args.join(","));
@@ -479,10 +505,12 @@ fn render_job(out: &mut String, d: &gantry_proto::JobDetail, unsubmitted: bool) 
             row("oticket", d.override_tickets.to_string());
         }
         // SGE prints this one with two blanks after the colon, not aligned.
-        let pe_line = spec
-            .pe
-            .as_ref()
-            .map(|(name, range)| format!("parallel environment:  {name} range: {range}\n"));
+        let pe_line = spec.pe.as_ref().map(|(name, range)| {
+            format!(
+                "parallel environment:  {name} range: {}\n",
+                sge_range(range)
+            )
+        });
         if !spec.hold_jids.is_empty() {
             row("jid_predecessor_list (req)", spec.hold_jids.join(","));
         }
@@ -525,7 +553,8 @@ fn render_job(out: &mut String, d: &gantry_proto::JobDetail, unsubmitted: bool) 
                 false,
             ) => Some("binary"),
             (gantry_proto::JobScript::Interactive { command: None, .. }, true) => Some("immediate"),
-            _ => None,
+            // A script job has no type bit: SGE prints NONE.
+            _ => Some("NONE"),
         };
         if let Some(t) = job_type {
             row("job_type", t.to_string());
@@ -538,11 +567,12 @@ fn render_job(out: &mut String, d: &gantry_proto::JobDetail, unsubmitted: bool) 
             if n == pe_after {
                 out.push_str(pe_line.as_deref().unwrap_or(""));
             }
-            // Keys too long for the column get two blanks, as SGE prints them (and so
-            // does `jid_predecessor_list (req):`, one short of it, in show_job.c).
+            // Keys too long for the column get two blanks, as SGE prints them;
+            // `jid_predecessor_list (req):`, one short of it, gets one
+            // (tests/sge/recorded/31_qsub_hold_dependency.txt).
             let key = format!("{k}:");
             let v = one_line(v);
-            if key.len() >= 27 {
+            if key.len() >= 28 {
                 out.push_str(&format!("{key}  {v}\n"));
             } else {
                 out.push_str(&format!("{key:<28}{v}\n"));
@@ -845,6 +875,17 @@ pub fn qstat(args: &[String]) -> Output {
         }
         (None, true) => Output::ok(render_qstat_r(&jobs)),
         (None, false) => Output::ok(render_qstat(&jobs)),
+    }
+}
+
+/// A slot range as SGE prints it: two neighbours are a list (`1-2` is `1,2`).
+fn sge_range(range: &str) -> String {
+    match range.split_once('-') {
+        Some((a, b)) => match (a.parse::<u32>(), b.parse::<u32>()) {
+            (Ok(a), Ok(b)) if b == a + 1 => format!("{a},{b}"),
+            _ => range.to_string(),
+        },
+        None => range.to_string(),
     }
 }
 

@@ -282,6 +282,8 @@ pub(crate) enum Layer {
 /// line, after `Unable to read script file because of error: ` in the script's lines,
 /// bare in a defaults file; an option qsub does not take is found later, once the job
 /// is built, and always gets `qsub: `. The exit status is SGE's answer status.
+/// SGE 8.1.9's qsub prints its parser's messages without their `ERROR! ` (the words
+/// qalter prints after `qalter: `).
 pub(crate) fn refused(layer: Layer, e: OptionError) -> Output {
     let prefix = match layer {
         _ if e.status == optvalues::ENOIMP => "qsub: ",
@@ -289,7 +291,8 @@ pub(crate) fn refused(layer: Layer, e: OptionError) -> Output {
         Layer::Script => "Unable to read script file because of error: ",
         Layer::Defaults => "",
     };
-    Output::fail(format!("{prefix}{}", e.text), e.status)
+    let text = e.text.strip_prefix("ERROR! ").unwrap_or(&e.text);
+    Output::fail(format!("{prefix}{text}"), e.status)
 }
 
 pub(crate) fn date_time(arg: &str, option: &str) -> Result<i64, OptionError> {
@@ -388,7 +391,15 @@ pub(crate) fn apply(
             "-S" => spec.shell = Some(arg),
             "-b" => flags.binary = optvalues::yes_no(g.name, &arg)?,
             "-shell" => spec.binary_shell = optvalues::yes_no(g.name, &arg)?,
-            "-p" => spec.priority = optvalues::priority(&arg)?,
+            "-p" => {
+                spec.priority = optvalues::priority(&arg).map_err(|e| match arg.parse::<i64>() {
+                    // SGE 8.1.9's qsub words a number out of range so (qalter otherwise).
+                    Ok(_) => OptionError::syntax(format!(
+                        "invalid priority \"{arg}\".  Must be an integer from -1023 to 1024"
+                    )),
+                    Err(_) => e,
+                })?
+            }
             "-A" => spec.account = arg,
             "-a" => spec.start_after = Some(date_time(&arg, "-a")?),
             "-dl" => spec.deadline = Some(date_time(&arg, "-dl")?),
@@ -479,6 +490,9 @@ pub(crate) fn submitted_from() -> (String, String, JobSpec) {
             ),
             ("SGE_O_WORKDIR".into(), cwd.clone()),
             ("SGE_O_HOST".into(), host.clone()),
+            // SGE's qsub puts TERM first in every job's environment list, as NONE
+            // whatever the terminal (qrsh sends the terminal's type in its place).
+            ("TERM".into(), "NONE".into()),
         ],
         ..JobSpec::binary("", "", &host)
     };
@@ -558,6 +572,13 @@ pub fn run(args: &[String]) -> Output {
     }
     let default_name;
     match p.operands.split_first() {
+        // SGE's qsub: a binary job needs its command on the command line.
+        None if flags.binary => {
+            return Output::fail(
+                "qsub: command required for a binary job".to_string(),
+                exit::ESEMANTIC,
+            );
+        }
         None => {
             let mut contents = Vec::new();
             if let Err(e) = std::io::stdin().read_to_end(&mut contents) {
@@ -682,6 +703,12 @@ pub fn run(args: &[String]) -> Output {
         verify,
         ..
     } = flags;
+    // SGE's qsub warns, on stdout, of a -pe given twice on its command line.
+    let warned = if p.options.iter().filter(|o| o.name == "-pe").count() > 1 {
+        "qsub: warning: \"-pe\" option has already been set, overriding previous setting\n"
+    } else {
+        ""
+    };
     let immediate =
         spec.immediate && matches!(verify, Verify::None | Verify::Error | Verify::Warning);
     let (job_id, name, array, warnings) = match crate::conn::request(&ToMaster::Submit {
@@ -702,7 +729,7 @@ pub fn run(args: &[String]) -> Output {
         Err(e) => return Output::fail(e.to_string(), exit::FAILURE),
     };
     let mut out = Output::ok(
-        jsv_log
+        format!("{warned}{jsv_log}")
             + &match (terse, array) {
                 (true, None) => format!("{job_id}\n"),
                 (true, Some(r)) => format!("{job_id}.{}-{}:{}\n", r.first, r.last, r.step),

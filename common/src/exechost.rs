@@ -6,7 +6,7 @@ use crate::conf::{
     write_wrapped, FileError,
 };
 use crate::value::{parse_double, parse_value};
-use gantry_proto::{ComplexAttr, ExecHost};
+use gantry_proto::{ComplexAttr, ExecHost, ValueType};
 
 const WIDTH: usize = 22;
 
@@ -129,17 +129,23 @@ pub fn parse_exechost(text: &str) -> Result<ExecHost, FileError> {
 /// known attribute and has a value of its type; `load_scaling` factors are numbers.
 pub fn check_exechost(h: &ExecHost, complexes: &[ComplexAttr]) -> Result<(), String> {
     for (name, value) in &h.complex_values {
+        // SGE's words (`qconf -mattr exechost complex_values ...`), its "a integer"
+        // included.
         let Some(attr) = complex::find(complexes, name) else {
             return Err(format!(
-                "unknown resource \"{name}\" in complex_values of host \"{}\"",
-                h.hostname
+                "denied: attribute \"{name}\" is not a complex attribute"
             ));
         };
-        parse_value(attr.value_type, value).map_err(|e| {
-            format!(
-                "{e} for resource \"{name}\" in complex_values of host \"{}\"",
-                h.hostname
-            )
+        parse_value(attr.value_type, value).map_err(|_| {
+            let what = match attr.value_type {
+                ValueType::Int => "integer",
+                ValueType::Double => "double",
+                ValueType::Memory => "memory",
+                ValueType::Time => "time",
+                ValueType::Bool => "boolean",
+                _ => "valid",
+            };
+            format!("attribute \"{name}\" is not a {what} value")
         })?;
         if let Err(complex::ConfiguredValueError::Negative(m)) =
             complex::check_configured_value(attr, value)
@@ -246,12 +252,12 @@ mod tests {
         h.complex_values = vec![("gpu".into(), "1".into())];
         assert_eq!(
             check_exechost(&h, &cx).unwrap_err(),
-            "unknown resource \"gpu\" in complex_values of host \"h1\""
+            "denied: attribute \"gpu\" is not a complex attribute"
         );
         h.complex_values = vec![("h_vmem".into(), "lots".into())];
         assert_eq!(
             check_exechost(&h, &cx).unwrap_err(),
-            "invalid MEMORY value \"lots\" for resource \"h_vmem\" in complex_values of host \"h1\""
+            "attribute \"h_vmem\" is not a memory value"
         );
     }
 

@@ -92,11 +92,11 @@ pub fn default_pes() -> Vec<Pe> {
     smp.slots = 999;
     smp.control_slaves = true;
     smp.accounting_summary = true;
+    // SGE's mpi template (util/resources/pe/mpi): 99999 slots, one record per task.
     let mut mpi = Pe::new("mpi");
-    mpi.slots = 999;
+    mpi.slots = 99999;
     mpi.allocation_rule = AllocationRule::FillUp;
     mpi.control_slaves = true;
-    mpi.accounting_summary = true;
     vec![make, smp, mpi]
 }
 
@@ -203,6 +203,39 @@ pub fn parse_pe(text: &str) -> Result<Pe, FileError> {
         }
     }
     Ok(p)
+}
+
+/// The attributes of a parallel environment file, in the order SGE's qconf asks for
+/// them: each is required.
+const PE_ATTRIBUTES: [&str; 12] = [
+    "pe_name",
+    "slots",
+    "user_lists",
+    "xuser_lists",
+    "start_proc_args",
+    "stop_proc_args",
+    "allocation_rule",
+    "control_slaves",
+    "job_is_first_task",
+    "urgency_slots",
+    "accounting_summary",
+    "qsort_args",
+];
+
+/// A parallel environment file as SGE's `qconf -Ap/-Mp` reads it before sending it:
+/// every attribute present (`required attribute "qsort_args" is missing`), then
+/// [`parse_pe`]'s checks.
+pub fn check_pe_file(text: &str) -> Result<Pe, crate::conf::SgeFileError> {
+    use crate::conf::SgeFileError;
+    let entries = parse_entries(text)?;
+    for key in PE_ATTRIBUTES {
+        if !entries.iter().any(|e| e.key == key) {
+            return Err(SgeFileError::Refused(format!(
+                "required attribute \"{key}\" is missing"
+            )));
+        }
+    }
+    parse_pe(text).map_err(|e| SgeFileError::Reading(e.to_string()))
 }
 
 /// A slot range of `-pe name range`: `n`, `n-m`, `-m` (1 to m), `n-` (n or more).

@@ -30,7 +30,8 @@ impl Project {
 /// The project as `qconf -sprj` prints it.
 pub fn print_project(p: &Project) -> String {
     format!(
-        "name    {}\noticket {}\nfshare  {}\nacl     {}\nxacl    {}\n",
+        // SGE's qconf -sprj: one blank after each name, not a column.
+        "name {}\noticket {}\nfshare {}\nacl {}\nxacl {}\n",
         p.name,
         p.oticket,
         p.fshare,
@@ -103,7 +104,7 @@ mod tests {
         let text = print_project(&p);
         assert_eq!(
             text,
-            "name    chem\noticket 0\nfshare  100\nacl     staff\nxacl    NONE\n"
+            "name chem\noticket 0\nfshare 100\nacl staff\nxacl NONE\n"
         );
         assert_eq!(parse_project(&text).unwrap(), p);
         let cases = [

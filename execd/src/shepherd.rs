@@ -620,6 +620,9 @@ fn supervise(
             args.push(restart_command.clone().unwrap_or_default());
         }
         JobScript::Script { .. } => {
+            if let Some(name) = environment::login_name(&shell, setting(start, "login_shells")) {
+                args[0] = name;
+            }
             args.push(script_path.to_string_lossy().into_owned());
             args.extend(start.spec.args.iter().cloned());
         }

@@ -120,9 +120,16 @@ pub enum Misfit {
         name: String,
         requested: String,
         offered: String,
+        /// The request is the attribute's default, which the job did not ask for.
+        for_default: bool,
     },
     UnknownResource {
         name: String,
+        requested: String,
+    },
+    /// A request the queue's own configured value could never satisfy, however little
+    /// of it were in use (SGE decides it for the cluster queue, before its instances).
+    ClusterQueue {
         requested: String,
     },
     /// A FORCED attribute offered on this layer that the job does not request.
@@ -216,6 +223,7 @@ impl Misfit {
                 name,
                 requested,
                 offered,
+                for_default,
             } => {
                 // SCHEDD_INFO_CANNOTRUNGLOBALLY_SS (47061), _CANNOTRUNATHOST_SSS (47042),
                 // _CANNOTRUNINQUEUE_SSS (47059); "it offers only" is
@@ -226,7 +234,11 @@ impl Misfit {
                     Level::Host => format!("at host \"{host}\""),
                     Level::Queue => format!("in queue \"{qi}\""),
                 };
-                format!("(-l {requested}) cannot run {place} because it offers only {offered}")
+                // MSG_SCHEDD_FORDEFAULT: SGE says when a default decided it.
+                let default = if *for_default { "for default request " } else { "" };
+                format!(
+                    "(-l {requested}) cannot run {place} because {default}it offers only {offered}"
+                )
             }
             Misfit::ExclusiveInUse {
                 level,
@@ -247,6 +259,10 @@ impl Misfit {
             // MSG_SCHEDD_JOBREQUESTSUNKOWNRESOURCE_S (47211) as the reason
             Misfit::UnknownResource { name, requested } => format!(
                 "(-l {requested}) cannot run in queue \"{qi}\" because job requests unknown resource ({name})"
+            ),
+            // The cluster queue's static check (sge_select_queue.c's cqueue match).
+            Misfit::ClusterQueue { requested } => format!(
+                "(-l {requested}) cannot run in queue \"{queue}\" because of cluster queue"
             ),
             Misfit::Unexplained => format!("queue instance \"{qi}\" dropped"),
             // SCHEDD_INFO_NOTINQUEUELSTOFCKPT_SS (47052)

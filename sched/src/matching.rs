@@ -122,10 +122,36 @@ impl Snapshot {
                 requested: requests.to_string(),
             };
         }
+        // A queue's own value that could never hold the request: SGE's cluster queue
+        // check says so, without a value.
+        if level == Level::Queue {
+            if let Some(o) = layer.get(r.attr) {
+                let never = if a.consumable != Consumable::No {
+                    match (available(o, 0.0), &r.value) {
+                        (Some((capacity, _)), Value::Num(amount)) => *amount > capacity + 1e-9,
+                        _ => false,
+                    }
+                } else {
+                    effective(a, o)
+                        .is_some_and(|(v, _)| !value::satisfies(a.value_type, a.relop, v, &r.value))
+                };
+                if never && a.name != "slots" {
+                    return Misfit::ClusterQueue {
+                        requested: requests.to_string(),
+                    };
+                }
+            }
+        }
         let shown = layer.get(r.attr).and_then(|o| {
             if a.consumable != Consumable::No {
+                // What is left of a consumable: SGE prints an INT one as a double too
+                // (`hc:lic=1.000000`).
                 available(o, self.used(o, until)).map(|(left, source)| {
-                    (display(a.value_type, &Value::Num(left.max(0.0))), source)
+                    let ty = match a.value_type {
+                        gantry_proto::ValueType::Int => gantry_proto::ValueType::Double,
+                        ty => ty,
+                    };
+                    (display(ty, &Value::Num(left.max(0.0))), source)
                 })
             } else {
                 effective(a, o).map(|(v, source)| (display(a.value_type, v), source))
@@ -137,6 +163,7 @@ impl Snapshot {
             name: a.name.clone(),
             requested: requests.to_string(),
             offered: format!("{}{source}:{}={value}", level.letter(), a.name),
+            for_default: r.implicit && a.name != "slots",
         }
     }
 

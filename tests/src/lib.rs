@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+pub mod differential;
 pub mod transcript;
 
 /// The directory holding the workspace's binaries (next to the test executable).
@@ -55,6 +56,33 @@ pub fn need_root(test: &str) -> bool {
         return false;
     }
     true
+}
+
+/// A parallel environment file with every attribute SGE's `qconf -Ap` requires, at
+/// SGE's template values but for `set`.
+pub fn pe_file(name: &str, set: &[(&str, &str)]) -> String {
+    let defaults = [
+        ("slots", "0"),
+        ("user_lists", "NONE"),
+        ("xuser_lists", "NONE"),
+        ("start_proc_args", "NONE"),
+        ("stop_proc_args", "NONE"),
+        ("allocation_rule", "$pe_slots"),
+        ("control_slaves", "FALSE"),
+        ("job_is_first_task", "TRUE"),
+        ("urgency_slots", "min"),
+        ("accounting_summary", "FALSE"),
+        ("qsort_args", "NONE"),
+    ];
+    let mut text = format!("pe_name {name}\n");
+    for (key, value) in defaults {
+        let value = set
+            .iter()
+            .find(|(k, _)| *k == key)
+            .map_or(value, |(_, v)| *v);
+        text.push_str(&format!("{key} {value}\n"));
+    }
+    text
 }
 
 /// Run a command to its end, which must come within `timeout` (a daemon expected to
@@ -229,6 +257,11 @@ pub struct Cluster {
 impl Cluster {
     /// A fresh cell (not started).
     pub fn init(extra: &[&str]) -> Cluster {
+        Self::init_on("head", extra)
+    }
+
+    /// A fresh cell (not started) whose master host is `master_host`.
+    pub fn init_on(master_host: &str, extra: &[&str]) -> Cluster {
         let dir = tempfile::Builder::new()
             .prefix("gantry-test")
             .tempdir()
@@ -240,14 +273,20 @@ impl Cluster {
         let cluster = Cluster {
             dir,
             port,
-            master_host: "head".to_string(),
+            master_host: master_host.to_string(),
             master: None,
             execds: Vec::new(),
             master_netns: None,
             own_host_names: false,
         };
         let out = cluster.master_cmd(
-            &["init", "--hostname", "head", "--port", &port.to_string()],
+            &[
+                "init",
+                "--hostname",
+                master_host,
+                "--port",
+                &port.to_string(),
+            ],
             extra,
         );
         assert_eq!(out.code, 0, "init failed: {out:?}");

@@ -253,9 +253,10 @@ fn refused_reservations_say_what_sge_says_and_book_nothing() {
         detail.contains("ar_id:                      1\n"),
         "{detail}"
     );
+    // SGE's qalter prints the master's answer on stdout, refusals included.
     let out = u("ar_u1", "qalter", &["-ar", "999", &held]);
     assert_eq!(
-        (out.stderr.as_str(), out.code),
+        (out.stdout.as_str(), out.code),
         ("the advance reservation id 999 is invalid\n", 1),
         "{out:?}"
     );

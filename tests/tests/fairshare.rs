@@ -330,11 +330,10 @@ fn override_tickets_are_given_by_managers_and_shown() {
         "{out:?}"
     );
     let out = c.as_user("gtuser1", "qalter", &["-ot", "200", &j]);
-    // (SGE's qalter prints its master's refusals on standard output; Gantry's, as
-    // every other qalter refusal, on standard error.)
+    // SGE's qalter prints its master's refusals on standard output, as Gantry's does.
     assert_eq!(out.code, 1, "{out:?}");
     assert_eq!(
-        out.stderr,
+        out.stdout,
         "denied: \"gtuser1\" must be operator to change amount of override tickets\n"
     );
     let out = c.client("qalter", &["-ot", "-5", &j]);

@@ -193,7 +193,7 @@ fn root_on_a_compute_host_is_no_manager_until_its_host_is_an_admin_host() {
     assert!(!c.qconf(&["-sm"]).stdout.contains("mallory"));
     let out = on_node1("qmod", &["-d", "all.q"]);
     assert_eq!(
-        (out.code, out.stderr.as_str()),
+        (out.code, out.stdout.as_str()),
         (1, "denied: host \"node1\" is no admin host\n")
     );
     assert!(!c.client("qstat", &["-f"]).stdout.contains(" d\n"));
@@ -249,7 +249,7 @@ fn root_on_a_compute_host_is_no_manager_until_its_host_is_an_admin_host() {
     assert_eq!(c.qconf(&["-sh"]).stdout, "head\nnode1\n");
     let out = on_node1("qconf", &["-am", "mallory"]);
     assert_eq!(
-        out.stdout, "root@node1 added \"mallory\" to manager list\n",
+        out.stderr, "root@node1 added \"mallory\" to manager list\n",
         "{out:?}"
     );
     let out = on_node1("qdel", &[&id]);

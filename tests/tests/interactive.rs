@@ -556,10 +556,15 @@ impl Drop for SharedDir {
 /// given) offered by all.q.
 fn add_pe(c: &Cluster, dir: &SharedDir, name: &str, first_task: bool, summary: bool) {
     let word = |b: bool| if b { "TRUE" } else { "FALSE" };
-    let pe = format!(
-        "pe_name {name}\nslots 8\nallocation_rule $round_robin\ncontrol_slaves TRUE\njob_is_first_task {}\naccounting_summary {}\n",
-        word(first_task),
-        word(summary)
+    let pe = gantry_tests::pe_file(
+        name,
+        &[
+            ("slots", "8"),
+            ("allocation_rule", "$round_robin"),
+            ("control_slaves", "TRUE"),
+            ("job_is_first_task", word(first_task)),
+            ("accounting_summary", word(summary)),
+        ],
     );
     let out = c.qconf(&["-Ap", &dir.write(&format!("{name}.pe"), &pe)]);
     assert_eq!(out.code, 0, "{out:?}");

@@ -55,6 +55,7 @@ fn job_commands_never_call_the_name_service() {
         "qquota",
         "qrsh",
         "qlogin",
+        "qselect",
         "gantry-shepherd",
     ];
     for command in commands {

@@ -28,6 +28,7 @@ pub(super) const SPECS: &[OptSpec] = &[
     opt("-shgrpl", Arity::None),
     opt("-shgrp", Arity::One),
     opt("-shgrp_resolved", Arity::One),
+    opt("-shgrp_tree", Arity::One),
     opt("-ahgrp", Arity::One),
     opt("-Ahgrp", Arity::One),
     opt("-mhgrp", Arity::One),
@@ -220,6 +221,10 @@ pub fn usage() -> String {
         (
             "[-shgrp_resolved group]",
             "show host group with resolved hostlist",
+        ),
+        (
+            "[-shgrp_tree group]",
+            "show host group and used hostgroups as tree",
         ),
         ("[-shgrpl]", "show host group list"),
         ("[-sm]", "show a list of all managers"),

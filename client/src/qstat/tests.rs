@@ -279,6 +279,7 @@ fn job_details_list_what_sge_lists_in_its_order() {
             "project",
             "ar_id",
             "binding",
+            "job_type",
             "usage         1",
             "binding       1",
         ],

@@ -127,6 +127,21 @@ pub(super) fn login_environment(
     env
 }
 
+/// A job's shell that the global configuration's `login_shells` names starts as a login
+/// shell, as SGE's shepherd starts it (`-sh`: the profile sets its PATH): its `argv[0]`.
+pub(super) fn login_name(shell: &str, login_shells: Option<&str>) -> Option<String> {
+    let name = std::path::Path::new(shell)
+        .file_name()
+        .map_or_else(|| shell.to_string(), |n| n.to_string_lossy().into_owned());
+    login_shells
+        .is_some_and(|list| {
+            list.split(',')
+                .map(str::trim)
+                .any(|s| s == name && !s.eq_ignore_ascii_case("none"))
+        })
+        .then(|| format!("-{name}"))
+}
+
 /// The name of the PE host file in the task's TMPDIR.
 pub(super) const PE_HOSTFILE: &str = "pe_hostfile";
 

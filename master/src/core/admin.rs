@@ -155,10 +155,11 @@ impl ClusterState {
             ObjectKind::Pe if name.is_empty() || name == "template" => {
                 pe::print_pe(&pe::Pe::new("template"))
             }
+            // SGE's words for an object `qconf -s*` does not find.
             ObjectKind::Pe => pe::print_pe(self.input.pes.get(name).ok_or_else(|| {
                 refuse(
                     RefusalKind::NotFound,
-                    format!("parallel environment \"{name}\" does not exist"),
+                    format!("{name} is not a parallel environment"),
                 )
             })?),
             ObjectKind::Ckpt if name.is_empty() || name == "template" => {
@@ -168,7 +169,7 @@ impl ClusterState {
                 gantry_common::ckpt::print_ckpt(self.ckpts.get(name).ok_or_else(|| {
                     refuse(
                         RefusalKind::NotFound,
-                        format!("Ckpt \"{name}\" does not exist"),
+                        format!("{name} is not a checkpointing interface definition"),
                     )
                 })?)
             }
@@ -179,7 +180,7 @@ impl ClusterState {
                 project::print_project(self.input.projects.get(name).ok_or_else(|| {
                     refuse(
                         RefusalKind::NotFound,
-                        format!("project \"{name}\" does not exist"),
+                        format!("{name} is not known as a project"),
                     )
                 })?)
             }
@@ -283,6 +284,20 @@ impl ClusterState {
         }
         let mut all = Change::default();
         for target in targets {
+            // A queue instance (`all.q@vm`, `all.q@@group`): the host's override of the
+            // cluster queue's attribute, as SGE edits it.
+            let (target, instance_host) = match (kind, target.split_once('@')) {
+                (Some(ObjectKind::Queue), Some((q, h))) if !q.is_empty() && !h.is_empty() => {
+                    let h = if h.starts_with('@') {
+                        h.to_string()
+                    } else {
+                        gantry_common::exechost::canonical_hostname(h)
+                    };
+                    (q.to_string(), Some(h))
+                }
+                _ => (target.clone(), None),
+            };
+            let target = &target;
             let text = match kind {
                 Some(ObjectKind::Queue) => self.input.queues.get(target).map(queue::print_queue),
                 Some(ObjectKind::Pe) => self.input.pes.get(target).map(pe::print_pe),
@@ -325,8 +340,82 @@ impl ClusterState {
                 )));
             }
             let described = format!("\"{attr}\" of {what} \"{target}\"");
-            entry.value = edit_value(op, &entry.value, value, kind == Some(ObjectKind::Queue))
-                .map_err(|e| invalid(format!("{e} in {described}")))?;
+            // SGE's qconf says so when `-mattr` adds `name=value` to a list that is NONE.
+            let mut not_there: Vec<String> = Vec::new();
+            // Attributes whose NONE is a value of their own, not an empty list.
+            const SCALARS: [&str; 10] = [
+                "prolog",
+                "epilog",
+                "starter_method",
+                "suspend_method",
+                "resume_method",
+                "terminate_method",
+                "calendar",
+                "start_proc_args",
+                "stop_proc_args",
+                "qsort_args",
+            ];
+            let empty_list_note = (op == AttrOp::Modify
+                && !SCALARS.contains(&attr)
+                && entry.value.eq_ignore_ascii_case("NONE"))
+            .then(|| {
+                // SGE names a queue by its name here, every other object by its type.
+                let owner = if kind == Some(ObjectKind::Queue) {
+                    target.as_str()
+                } else {
+                    object
+                };
+                format!("\"{attr}\" of \"{owner}\" is empty - Adding new element(s).")
+            });
+            entry.value = match &instance_host {
+                Some(host) => {
+                    let mut a = queue::parse_attr(&entry.value)
+                        .map_err(|e| invalid(format!("{e} in {described}")))?;
+                    let current = queue::value_on_host(&a, host, &[]).to_string();
+                    let edited = edit_value(op, &current, value, false)
+                        .map_err(|e| invalid(format!("{e} in {described}")))?;
+                    match a.overrides.iter_mut().find(|(h, _)| h == host) {
+                        Some(o) => o.1 = edited,
+                        None => a.overrides.push((host.clone(), edited)),
+                    }
+                    queue::print_attr(&a)
+                }
+                None if op == AttrOp::Delete && !value.trim_start().starts_with('[') => {
+                    // SGE deletes what is in the list and says which are not, and
+                    // still modifies the object.
+                    let default = match entry.value.find(",[") {
+                        Some(i) if kind == Some(ObjectKind::Queue) => &entry.value[..i],
+                        _ => entry.value.as_str(),
+                    };
+                    let present = gantry_common::conf::split_list(default);
+                    let name_of = |item: &str| item.split('=').next().unwrap_or(item).to_string();
+                    let (there, missing): (Vec<String>, Vec<String>) =
+                        gantry_common::conf::split_list(value)
+                            .into_iter()
+                            .partition(|g| {
+                                present.iter().any(|p| *p == *g || name_of(p) == name_of(g))
+                            });
+                    for m in missing {
+                        not_there.push(format!(
+                            "\"{}\" does not exist in \"{attr}\" of \"{target}\"",
+                            name_of(&m)
+                        ));
+                    }
+                    if there.is_empty() {
+                        entry.value.clone()
+                    } else {
+                        edit_value(
+                            op,
+                            &entry.value,
+                            &there.join(","),
+                            kind == Some(ObjectKind::Queue),
+                        )
+                        .map_err(|e| invalid(format!("{e} in {described}")))?
+                    }
+                }
+                None => edit_value(op, &entry.value, value, kind == Some(ObjectKind::Queue))
+                    .map_err(|e| invalid(format!("{e} in {described}")))?,
+            };
             let edited: String = entries
                 .iter()
                 .map(|e| format!("{} {}\n", e.key, e.value))
@@ -345,6 +434,8 @@ impl ClusterState {
             };
             if let Reply::Change(c) = reply {
                 all.ops.extend(c.ops);
+                all.messages.extend(empty_list_note);
+                all.messages.extend(not_there);
                 all.messages.extend(c.messages);
             }
         }

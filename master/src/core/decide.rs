@@ -92,9 +92,14 @@ impl ClusterState {
                 }
             }
             if targets.len() == before && *pattern != "*" {
+                let whose = if users.is_empty() {
+                    caller.user.clone()
+                } else {
+                    users.join(",")
+                };
                 return Decision::refused(Refusal {
                     kind: RefusalKind::NotFound,
-                    message: format!("denied: job \"{pattern}\" does not exist"),
+                    message: format!("The job {pattern} of user(s) {whose} does not exist"),
                 });
             }
         }
@@ -103,6 +108,16 @@ impl ClusterState {
                 if !users.is_empty() && owned_by(job) {
                     targets.push((job.id, None));
                 }
+            }
+            // `qdel -u` of users without a job: SGE's words.
+            if !users.is_empty() && ids.is_empty() && targets.is_empty() {
+                return Decision::refused(Refusal {
+                    kind: RefusalKind::NotFound,
+                    message: format!(
+                        "There is no job registered for the following users: {}",
+                        users.join(",")
+                    ),
+                });
             }
         }
         targets.sort();

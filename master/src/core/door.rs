@@ -466,6 +466,15 @@ fn submit(
         Ok(made) => made,
         Err(r) => return Decision::refused(r),
     };
+    if let Err(r) = crate::core::jobs::check_submitter(state, caller) {
+        return Decision::refused(r);
+    }
+    // Past this point the job has its number, refused or only verified (as in SGE).
+    let numbered = |reply: FromMaster| Decision {
+        ops: vec![Op::NextJobId(id.next())],
+        effects: Vec::new(),
+        reply,
+    };
     let groups = (ctx.caller_groups)();
     let job = match crate::core::jobs::validate_submission(
         state,
@@ -476,10 +485,12 @@ fn submit(
         ctx.now.secs(),
     ) {
         Ok(j) => j,
-        Err(r) => return Decision::refused(r),
+        Err(r) => return numbered(FromMaster::Refused(r)),
     };
+    // `-w p` says how many slots a parallel job would get; `-w v` only that queues
+    // were found, for a parallel job too (SGE 8.1.9).
     let found = |slots: u32, pe: bool| {
-        if pe {
+        if pe && verify == Verify::Poke {
             format!("verification: found possible assignment with {slots} slots")
         } else {
             "verification: found suitable queue(s)".to_string()
@@ -493,7 +504,7 @@ fn submit(
             Ok(slots) => found(slots, job.spec.pe.is_some()),
             Err(_) => "verification: no suitable queues".to_string(),
         };
-        return Decision::answer(FromMaster::Verified { message });
+        return numbered(FromMaster::Verified { message });
     }
     let possible = if verify == Verify::None {
         Ok(0)
@@ -502,7 +513,7 @@ fn submit(
     };
     match verify {
         Verify::Verify => {
-            return Decision::answer(FromMaster::Verified {
+            return numbered(FromMaster::Verified {
                 message: match possible {
                     Ok(slots) => found(slots, job.spec.pe.is_some()),
                     Err(_) => "verification: no suitable queues".into(),
@@ -510,10 +521,10 @@ fn submit(
             })
         }
         Verify::Error if possible.is_err() => {
-            return Decision::refused(Refusal {
+            return numbered(FromMaster::Refused(Refusal {
                 kind: RefusalKind::Invalid,
                 message: "error: no suitable queues".into(),
-            })
+            }))
         }
         _ => {}
     }

@@ -395,14 +395,10 @@ pub fn check_spec(
     Ok(spec)
 }
 
-pub fn validate_submission(
-    state: &ClusterState,
-    caller: &Caller,
-    groups: &[String],
-    spec: &JobSpec,
-    id: JobId,
-    now: i64,
-) -> Result<Job, Refusal> {
+/// The checks SGE's qmaster makes of a submission before it gives the job a number:
+/// the submitter's user and group ids. A submission refused later has used its number
+/// (SGE's job ids have gaps where submissions were refused, and Gantry's the same).
+pub fn check_submitter(state: &ClusterState, caller: &Caller) -> Result<(), Refusal> {
     let conf = state.global();
     let limit = |key: &str| {
         conf.get(key)
@@ -429,6 +425,25 @@ pub fn validate_submission(
             ),
         ));
     }
+    Ok(())
+}
+
+/// A submission checked against the state: the job it makes, numbered `id`.
+pub fn validate_submission(
+    state: &ClusterState,
+    caller: &Caller,
+    groups: &[String],
+    spec: &JobSpec,
+    id: JobId,
+    now: i64,
+) -> Result<Job, Refusal> {
+    check_submitter(state, caller)?;
+    let conf = state.global();
+    let limit = |key: &str| {
+        conf.get(key)
+            .and_then(|v| v.parse::<usize>().ok())
+            .unwrap_or(0)
+    };
     // `-dl`: only deadline users may say when their job must reach top priority.
     if spec.deadline.is_some()
         && !state.input.usersets.get("deadlineusers").is_some_and(|u| {
@@ -438,13 +453,20 @@ pub fn validate_submission(
         return Err(refuse(
             RefusalKind::Denied,
             format!(
-                "job rejected: the user \"{}\" is no deadline initiation user",
+                "job rejected: the user \"{}\" is not a deadline initiation user",
                 caller.user
             ),
         ));
     }
     if let JobScript::Script { contents, .. } = &spec.script {
         check_script_size(state, contents.len())?;
+    }
+    // Users may lower their jobs' priority; only managers (SGE: operators) raise it.
+    if spec.priority > 0 && state.manager_check(caller).is_err() {
+        return Err(refuse(
+            RefusalKind::Denied,
+            "job rejected: positive submission priority requires operator privileges",
+        ));
     }
     let spec = check_spec(state, caller, groups, spec, id)?;
     let max_u_jobs = limit("max_u_jobs");
@@ -485,7 +507,13 @@ pub fn validate_submission(
     }
     let tasks = match spec.array {
         Some(r) => {
-            if r.first == 0 || r.last < r.first || r.step == 0 {
+            if r.first == 0 {
+                return Err(refuse(
+                    RefusalKind::Invalid,
+                    "job rejected: 0 is an invalid task id",
+                ));
+            }
+            if r.last < r.first || r.step == 0 {
                 return Err(refuse(RefusalKind::Invalid, "invalid task range"));
             }
             gantry_common::tasks::Tasks::array(r.first, r.last, r.step)
@@ -571,6 +599,11 @@ impl ClusterState {
     pub fn job_start(&self, d: &gantry_sched::Dispatch) -> Option<JobStart> {
         let job = self.input.jobs.get(&d.job_id)?;
         let mut queue_settings = self.queue_settings(&d.queue, &d.host);
+        // The shells a job script's shell starts as a login shell of (SGE's
+        // `login_shells`: it reads the system's and the owner's profile first).
+        if let Some(shells) = self.global().get("login_shells") {
+            queue_settings.push(("login_shells".to_string(), shells.to_string()));
+        }
         // The execd sends the job's mail through the cluster's mailer.
         if !job.spec.mail_options.is_empty() && !job.spec.mail_options.contains('n') {
             if let Some(mailer) = self.global().get("mailer") {

@@ -192,15 +192,41 @@ impl<'a> ClusterView<'a> {
             }
         };
         let mut dropped_for_load_or_full = 0;
+        let slots_attr = snap.catalog.id("slots");
         for &inst in &snap.order {
             let i = &snap.instances[inst];
             let host = &snap.hosts[i.host].name;
+            // SGE drops a queue instance without a free slot before it looks at the
+            // job's requests or quotas: it is full, whatever else the job asks for.
+            let full = i.unusable.is_none()
+                && slots_attr
+                    .and_then(|a| i.layer.get(a))
+                    .and_then(|o| crate::model::available(o, snap.used(o, None)))
+                    .is_some_and(|(left, _)| left < 1.0 - 1e-9);
+            if full {
+                dropped_for_load_or_full += 1;
+                reasons.push(format!(
+                    "queue instance \"{}@{host}\" dropped because it is full",
+                    i.queue
+                ));
+                // A group at its allocation (Gantry's hierarchical group quotas) is
+                // said as well: it decides where the next free slot goes.
+                if let Err(m @ Misfit::GroupAtAllocation { .. }) =
+                    snap.matches(&mut state.gates, &d, inst, Check::All(d.slots))
+                {
+                    let text = m.message(&i.queue, host);
+                    if !reasons.contains(&text) {
+                        reasons.push(text);
+                    }
+                }
+                continue;
+            }
             match snap.matches(&mut state.gates, &d, inst, Check::All(d.slots)) {
                 Ok(()) => {}
                 Err(m) => {
-                    if matches!(m, Misfit::Unusable(Unusable::Overloaded(_)))
-                        || slots_exhausted(&snap, &m)
-                    {
+                    // A disabled, unreachable, suspended or overloaded instance is
+                    // dropped as a full one is (SGE counts them all).
+                    if matches!(m, Misfit::Unusable(_)) || slots_exhausted(&snap, &m) {
                         dropped_for_load_or_full += 1;
                     }
                     if matches!(m, Misfit::Quota(_) | Misfit::GroupAtAllocation { .. }) {

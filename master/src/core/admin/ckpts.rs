@@ -17,7 +17,7 @@ impl ClusterState {
         let name = c.name.clone();
         Ok(change(
             Op::Put(Object::Ckpt(c)),
-            format!("{who} added \"{name}\" to checkpointing environment list"),
+            format!("{who} added \"{name}\" to checkpoint interface list"),
         ))
     }
 

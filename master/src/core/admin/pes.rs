@@ -44,7 +44,7 @@ impl ClusterState {
             if !self.input.pes.contains_key(name) {
                 return Err(refuse(
                     RefusalKind::NotFound,
-                    format!("parallel environment \"{name}\" does not exist"),
+                    format!("denied: parallel environment \"{name}\" does not exist"),
                 ));
             }
             if let Some(q) = self

@@ -83,8 +83,9 @@ impl ClusterState {
                     RefusalKind::Denied,
                     self.others_job_refusal(
                         caller,
+                        // SGE's qalter words.
                         format!(
-                            "{} - you do not have the necessary privileges to modify the job \"{id}\"",
+                            "denied: \"{}\" must be at least owner of job {id} to change job attributes",
                             caller.user
                         ),
                     ),
@@ -168,7 +169,7 @@ impl ClusterState {
                     return refused(
                         RefusalKind::Denied,
                         format!(
-                            "job rejected: the user \"{}\" is no deadline initiation user",
+                            "job rejected: the user \"{}\" is not a deadline initiation user",
                             caller.user
                         ),
                     );
@@ -253,7 +254,11 @@ impl ClusterState {
             }
             if let Some(p) = changes.priority {
                 spec.priority = p;
-                messages.push(format!("modified priority of job {id}"));
+                // SGE's words for this one change.
+                messages.push(format!(
+                    "{}@{} sets scheduling priority of job {id} to {p}",
+                    caller.user, caller.host
+                ));
             }
             if let Some(r) = &changes.hard_resources {
                 spec.hard_resources = r.clone();
@@ -371,7 +376,8 @@ impl ClusterState {
                 Verify::Verify | Verify::Poke => {
                     messages.truncate(job_messages_start);
                     messages.push(match could(changes.verify == Verify::Poke) {
-                        Ok(slots) if job.spec.pe.is_some() => {
+                        // `-w v` words a parallel job's as any other's (SGE 8.1.9).
+                        Ok(slots) if job.spec.pe.is_some() && changes.verify == Verify::Poke => {
                             format!("verification: found possible assignment with {slots} slots")
                         }
                         Ok(_) => "verification: found suitable queue(s)".to_string(),

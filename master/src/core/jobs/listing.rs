@@ -34,8 +34,10 @@ fn row_prio(priorities: Option<&Priorities>, job: JobId, task: Option<TaskId>) -
     let Some(p) = priorities.and_then(|p| p.jobs.get(&job)) else {
         return 0;
     };
+    // A task that started after the last calculation keeps the priority it was
+    // dispatched by, as SGE's running jobs show theirs.
     let prio = match task {
-        Some(t) => p.task(t).map(|t| t.prio),
+        Some(t) => p.task(t).or(p.pending).map(|t| t.prio),
         None => p.pending.map(|t| t.prio),
     };
     prio.map_or(0, |x| (x * 100_000.0).round() as i64)

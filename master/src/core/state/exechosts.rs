@@ -137,7 +137,7 @@ impl ClusterState {
             }
             change
                 .messages
-                .push(format!("{who} removed \"{host}\" from exechost list"));
+                .push(format!("{who} removed \"{host}\" from execution host list"));
         }
         for g in groups.into_values() {
             change.ops.push(Op::Put(Object::HostGroup(g)));

@@ -83,7 +83,9 @@ impl ClusterState {
         }
         Ok(Reply::Change(Change {
             ops: vec![Op::Delete(format!("hostgroup/{name}"))],
-            messages: vec![format!("{who} removed \"{name}\" from host group list")],
+            messages: vec![format!(
+                "{who} removed \"{name}\" from host group entry list"
+            )],
         }))
     }
 

@@ -11,21 +11,38 @@ impl ClusterState {
         disable: &bool,
     ) -> Result<Reply, Refusal> {
         let who = format!("{}@{}", caller.user, caller.host);
+        if !self.is_manager(&caller.user) {
+            // SGE's words, one line per queue instance the user named.
+            let instances = self.queue_instances_named(targets)?;
+            let lines: Vec<String> = instances
+                .iter()
+                .map(|(q, h)| {
+                    format!(
+                        "{} - you have no permission to modify queue \"{q}@{h}\"",
+                        caller.user
+                    )
+                })
+                .collect();
+            return Err(refuse(RefusalKind::Denied, lines.join("\n")));
+        }
+        // A manager on a host that is no administrative host (Gantry's rule).
         self.manager_check(caller)?;
         let mut disabled = (*self.input.disabled).clone();
         let mut messages = Vec::new();
         for key in self.queue_instances_named(targets)? {
-            messages.push(format!(
-                "{who} changed state of \"{}@{}\" ({})",
-                key.0,
-                key.1,
-                if *disable { "disabled" } else { "enabled" }
-            ));
-            if *disable {
-                disabled.insert(key);
+            let state = if *disable { "disabled" } else { "enabled" };
+            let (q, h) = (key.0.clone(), key.1.clone());
+            let changed = if *disable {
+                disabled.insert(key)
             } else {
-                disabled.remove(&key);
-            }
+                disabled.remove(&key)
+            };
+            messages.push(if changed {
+                format!("{who} changed state of \"{q}@{h}\" ({state})")
+            } else {
+                // SGE's words for a queue instance already so.
+                format!("Queue instance \"{q}@{h}\" is already in the specified state: {state}")
+            });
         }
         let mut list: Vec<(String, String)> = disabled.into_iter().collect();
         list.sort();

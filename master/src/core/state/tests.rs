@@ -325,7 +325,10 @@ fn exec_host_lifecycle() {
             hosts: vec!["n1".into()],
         },
     );
-    assert_eq!(msgs, vec!["admin@head removed \"n1\" from exechost list"]);
+    assert_eq!(
+        msgs,
+        vec!["admin@head removed \"n1\" from execution host list"]
+    );
     assert!(s.input.exechosts.is_empty());
 }
 

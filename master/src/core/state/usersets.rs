@@ -37,7 +37,7 @@ impl ClusterState {
                 None => {
                     return Err(refuse(
                         RefusalKind::NotFound,
-                        format!("access list \"{n}\" does not exist"),
+                        format!("denied: access list \"{n}\" does not exist"),
                     ))
                 }
             }
@@ -52,6 +52,21 @@ impl ClusterState {
         users: &[String],
         sets: &[String],
     ) -> Result<Reply, Refusal> {
+        // SGE's qconf finds a user already in the list before it asks the master, so
+        // anyone is told that first.
+        for set in sets {
+            if let Some(user) = self
+                .input
+                .usersets
+                .get(set)
+                .and_then(|u| users.iter().find(|user| u.entries.contains(*user)))
+            {
+                return Err(refuse(
+                    RefusalKind::AlreadyExists,
+                    format!("\"{user}\" is already in access list \"{set}\""),
+                ));
+            }
+        }
         self.manager_check(caller)?;
         let mut change = Change::default();
         for set in sets {
@@ -132,7 +147,7 @@ impl ClusterState {
             if !self.input.usersets.contains_key(n) {
                 return Err(refuse(
                     RefusalKind::NotFound,
-                    format!("access list \"{n}\" does not exist"),
+                    format!("denied: userset \"{n}\" does not exist"),
                 ));
             }
             if matches!(

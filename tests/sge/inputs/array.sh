@@ -1,0 +1,2 @@
+#!/bin/sh
+echo "task $SGE_TASK_ID of $SGE_TASK_FIRST-$SGE_TASK_LAST:$SGE_TASK_STEPSIZE"

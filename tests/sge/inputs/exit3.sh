@@ -1,0 +1,3 @@
+#!/bin/sh
+echo "exiting 3"
+exit 3

@@ -1,0 +1,2 @@
+#!/bin/sh
+echo "job $JOB_ID ran"
