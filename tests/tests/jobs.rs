@@ -676,9 +676,15 @@ fn start_times_verification_and_accounting_summaries() {
         "qsub",
         &["-w", "v", "-l", "mem_free=1000T", "-b", "y", "/bin/true"],
     );
-    assert_eq!(
-        (v.code, v.stdout.as_str()),
-        (0, "verification: no suitable queues\n")
+    // Refused as SGE's qmaster refuses it, with why (tests/sge/recorded/26_qsub_verify.txt).
+    assert_eq!(v.code, 1, "{v:?}");
+    assert!(
+        v.stderr.starts_with("Unable to run job: Job ")
+            && v.stderr.contains(
+                "(-l mem_free=1000T) cannot run at host \"node1\" because it offers only hl:mem_free="
+            )
+            && v.stderr.ends_with("\nverification: no suitable queues\nExiting.\n"),
+        "{v:?}"
     );
     let v = c.as_user("gtuser1", "qsub", &["-w", "v", "-b", "y", "/bin/true"]);
     assert_eq!(v.stdout, "verification: found suitable queue(s)\n");
@@ -738,7 +744,12 @@ fn start_times_verification_and_accounting_summaries() {
         c.as_user("gtuser1", "qstat", &[]).stdout.contains(" r ")
     });
     let p = c.as_user("gtuser1", "qsub", &["-w", "p", "-b", "y", "/bin/true"]);
-    assert_eq!(p.stdout, "verification: no suitable queues\n", "{p:?}");
+    assert_eq!(p.code, 1, "{p:?}");
+    assert!(
+        p.stderr
+            .ends_with("\nverification: no suitable queues\nExiting.\n"),
+        "{p:?}"
+    );
     let v = c.as_user("gtuser1", "qsub", &["-w", "v", "-b", "y", "/bin/true"]);
     assert_eq!(v.stdout, "verification: found suitable queue(s)\n");
     assert_eq!(c.client("qdel", &[&sleeper]).code, 0);

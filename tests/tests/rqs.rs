@@ -574,7 +574,12 @@ fn dynamic_limits_follow_each_hosts_num_proc_under_a_burst() {
     let out = c.qconf(&["-Arqs", sets.to_str().unwrap()]);
     assert_eq!(out.code, 0, "{out:?}");
     let out = v("gtuser1", "v");
-    assert_eq!(out.stdout, "verification: no suitable queues\n", "{out:?}");
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(
+        out.stderr
+            .ends_with("\nverification: no suitable queues\nExiting.\n"),
+        "{out:?}"
+    );
     let out = v("gtuser1", "e");
     assert_ne!(out.code, 0, "{out:?}");
     assert!(out.stderr.contains("no suitable queues"), "{out:?}");

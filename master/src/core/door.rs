@@ -496,15 +496,34 @@ fn submit(
             "verification: found suitable queue(s)".to_string()
         }
     };
+    // A verification that finds no queue is refused, with why each instance turned the
+    // job away, as SGE's qmaster answers (`Unable to run job: Job 7 (-l ...) cannot
+    // run at host "vm" because ...`, then `verification: no suitable queues`).
+    let not_verified = |e: gantry_sched::decisions::CannotRun| {
+        let mut lines: Vec<String> = Vec::new();
+        for r in e.reasons() {
+            let line = format!("Job {id} {r}");
+            if !lines.contains(&line) {
+                lines.push(line);
+            }
+        }
+        lines.push("verification: no suitable queues".to_string());
+        FromMaster::Refused(Refusal {
+            kind: RefusalKind::Invalid,
+            message: lines.join("\n"),
+        })
+    };
     if verify == Verify::Poke {
-        let message = match state
+        let reply = match state
             .view()
             .could_run_now(&job, &(ctx.dispatchable)(), ctx.now)
         {
-            Ok(slots) => found(slots, job.spec.pe.is_some()),
-            Err(_) => "verification: no suitable queues".to_string(),
+            Ok(slots) => FromMaster::Verified {
+                message: found(slots, job.spec.pe.is_some()),
+            },
+            Err(e) => not_verified(e),
         };
-        return numbered(FromMaster::Verified { message });
+        return numbered(reply);
     }
     let possible = if verify == Verify::None {
         Ok(0)
@@ -513,11 +532,11 @@ fn submit(
     };
     match verify {
         Verify::Verify => {
-            return numbered(FromMaster::Verified {
-                message: match possible {
-                    Ok(slots) => found(slots, job.spec.pe.is_some()),
-                    Err(_) => "verification: no suitable queues".into(),
+            return numbered(match possible {
+                Ok(slots) => FromMaster::Verified {
+                    message: found(slots, job.spec.pe.is_some()),
                 },
+                Err(e) => not_verified(e),
             })
         }
         Verify::Error if possible.is_err() => {

@@ -48,9 +48,27 @@ impl<'a> ClusterView<'a> {
                     let placed = snap
                         .category(job, 1)
                         .and_then(|mut cat| snap.place_task(gates, &mut cat));
-                    return Ok(
-                        placed.map_or(d.slots, |p| p.grants.iter().map(|&(_, slots)| slots).sum())
-                    );
+                    return match (placed, &d.pe) {
+                        (Some(p), _) => Ok(p.grants.iter().map(|&(_, slots)| slots).sum()),
+                        // A parallel job the empty cluster cannot hold, however its
+                        // instances take it one by one.
+                        (None, Some(per)) => {
+                            let mut trial = snap.clone();
+                            let candidates = trial.static_candidates(&d, None);
+                            let any = PeRequest {
+                                min: 1,
+                                ..per.clone()
+                            };
+                            let offered = trial
+                                .allocate_pe(&mut gates.clone(), &d, &any, &candidates)
+                                .map_or(0, |(_, g)| grants_total(&g));
+                            Err(CannotRun::Nowhere(vec![format!(
+                                "cannot run in PE \"{}\" because it only offers {offered} slots",
+                                per.pattern
+                            )]))
+                        }
+                        (None, None) => Ok(d.slots),
+                    };
                 }
                 Err(m) => {
                     let i = &snap.instances[inst];
