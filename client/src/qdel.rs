@@ -13,13 +13,35 @@ const QDEL_SPECS: &[OptSpec] = &[
 
 pub fn qdel_usage() -> String {
     format!(
-        "Gantry {}\nusage: qdel [options] job_task_list\n   [-f]                                     force action\n   [-help]                                  print this help\n   [-u user_list]                           delete all jobs of users specified in list\n\njob_task_list            job_tasks[,job_tasks,...]\njob_tasks                job_id['.'task_id_range]\n",
+        "Gantry {}\nusage: qdel [options] job_task_list\n   [-f]                                     force action\n   [-help]                                  print this help\n   [-u user_list]                           delete all jobs of users specified in list\n   job_task_list                            delete all jobs given in list\n\njob_task_list           job_tasks[,job_tasks,...]\njob_tasks               [job_id['.'task_id_range]|job_name|pattern][' -t 'task_id_range]\ntask_id_range           task_id['-'task_id[':'step]]\nuser_list               user[,user,...]\n",
         env!("CARGO_PKG_VERSION")
     )
 }
 
+/// `JOB -t RANGE` is `JOB.RANGE` (SGE's `job_tasks`).
+fn join_task_ranges(args: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::with_capacity(args.len());
+    let mut i = 0;
+    while i < args.len() {
+        // The word before is a job, not an option nor the argument of `-u`.
+        let follows_a_job = out.last().is_some_and(|prev| !prev.starts_with('-'))
+            && !(i >= 2 && args[i - 2] == "-u");
+        if args[i] == "-t" && follows_a_job && i + 1 < args.len() {
+            if let Some(prev) = out.last_mut() {
+                *prev = format!("{prev}.{}", args[i + 1]);
+            }
+            i += 2;
+            continue;
+        }
+        out.push(args[i].clone());
+        i += 1;
+    }
+    out
+}
+
 pub fn qdel(args: &[String]) -> Output {
-    let p = match crate::parse_args(args, QDEL_SPECS, true, qdel_usage) {
+    let args = join_task_ranges(args);
+    let p = match crate::parse_args(&args, QDEL_SPECS, true, qdel_usage) {
         Ok(p) => p,
         Err(out) => return out,
     };
@@ -28,8 +50,13 @@ pub fn qdel(args: &[String]) -> Output {
         .arg("-u")
         .map(|u| u.split(',').map(str::to_string).collect())
         .unwrap_or_default();
+    // SGE's qdel says it on stdout, its usage on stderr.
     if ids.is_empty() && users.is_empty() {
-        return Output::usage_error("error: no job id given", &qdel_usage());
+        return Output {
+            stdout: "ERROR! no option argument\n".to_string(),
+            stderr: qdel_usage(),
+            code: crate::exit::FAILURE,
+        };
     }
     let req = ToMaster::DeleteJobs {
         ids,
@@ -38,4 +65,26 @@ pub fn qdel(args: &[String]) -> Output {
     };
     // qdel reports refusals on stdout, as SGE does.
     crate::answer_on_stdout(&req)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::join_task_ranges;
+
+    #[test]
+    fn a_task_range_after_a_job_becomes_its_tasks() {
+        let words = |s: &str| s.split_whitespace().map(str::to_string).collect::<Vec<_>>();
+        let table = [
+            ("1 -t 3", "1.3"),
+            ("1 -t 2-4:2 7", "1.2-4:2 7"),
+            ("-f 5 -t 1", "-f 5.1"),
+            ("-u -t", "-u -t"),
+            ("-t 3", "-t 3"),
+            ("myjob -t 1-2", "myjob.1-2"),
+            ("-u user1 -t 3", "-u user1 -t 3"),
+        ];
+        for (given, want) in table {
+            assert_eq!(join_task_ranges(&words(given)), words(want), "{given}");
+        }
+    }
 }

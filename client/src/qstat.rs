@@ -34,11 +34,12 @@ const QSTAT_SPECS: &[OptSpec] = &[
     opt("-urg", Arity::None),
     opt("-ext", Arity::None),
     opt("-g", Arity::One),
+    opt("-q", Arity::One),
 ];
 
 pub fn qstat_usage() -> String {
     format!(
-        "Gantry {}\nusage: qstat [options]\n   [-f]                                     full output (every queue instance)\n   [-F [resource_attributes]]               full output and show (selected) resources of queue(s)\n   [-help]                                  print this help\n   [-j [job_identifier_list]]               show detailed information on pending/running job\n   [-ext]                                   view additional attributes (tickets, project, department, usage)\n   [-json]                                  print the jobs as one JSON document\n   [-pri]                                   display job priority information\n   [-r]                                     show requested resources of job(s)\n   [-s {{p|r|h|z}}]                           show pending, running, held, finished jobs\n   [-u user_list]                           view only jobs of this user ('*' for all)\n   [-urg]                                   display job urgency information\n   [-xml]                                   display the information in XML-Format\n",
+        "Gantry {}\nusage: qstat [options]\n   [-f]                                     full output (every queue instance)\n   [-F [resource_attributes]]               full output and show (selected) resources of queue(s)\n   [-help]                                  print this help\n   [-j [job_identifier_list]]               show detailed information on pending/running job\n   [-ext]                                   view additional attributes (tickets, project, department, usage)\n   [-json]                                  print the jobs as one JSON document\n   [-pri]                                   display job priority information\n   [-q wc_queue_list]                       print information on given queue\n   [-r]                                     show requested resources of job(s)\n   [-s {{p|r|h|z}}]                           show pending, running, held, finished jobs\n   [-u user_list]                           view only jobs of this user ('*' for all)\n   [-urg]                                   display job urgency information\n   [-xml]                                   display the information in XML-Format\n",
         env!("CARGO_PKG_VERSION")
     )
 }
@@ -740,7 +741,31 @@ pub fn qstat(args: &[String]) -> Output {
     .iter()
     .all(|o| !p.has(o));
     let zombies = states.is_some_and(|s| s.contains('z'));
-    if listing_only && !zombies {
+    // `-q wc_queue_list`: the jobs running in those queues (cluster queues or queue
+    // instances, with wildcards), and every pending job, as SGE's qstat lists them.
+    let queues: Vec<String> = p
+        .arg("-q")
+        .map(|a| {
+            a.split(',')
+                .filter(|q| !q.is_empty())
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default();
+    let in_queues = |queue: Option<&str>| match queue {
+        _ if queues.is_empty() => true,
+        None => true,
+        Some(instance) => {
+            let (cq, host) = instance.split_once('@').unwrap_or((instance, ""));
+            queues.iter().any(|pattern| match pattern.split_once('@') {
+                Some((qp, hp)) => {
+                    gantry_common::job::wildcard(qp, cq) && gantry_common::job::wildcard(hp, host)
+                }
+                None => gantry_common::job::wildcard(pattern, cq),
+            })
+        }
+    };
+    if listing_only && !zombies && queues.is_empty() {
         // The default listing's lines as the master writes them (only the time
         // column is written here), written out as they come.
         let (len, answer) = match crate::ask_reader(&ToMaster::ShowJobLines { users }) {
@@ -785,7 +810,7 @@ pub fn qstat(args: &[String]) -> Output {
         },
     };
     let rows = rows.chain(finished.into_iter().flatten());
-    let shown = |j: &JobViewRef| shown(j.state);
+    let shown = |j: &JobViewRef| shown(j.state) && in_queues(j.queue);
     if listing_only {
         // Written as the rows are decoded: no list of tens of thousands of rows, nor
         // their lines all at once, in between.
