@@ -249,6 +249,9 @@ pub fn run_as(user: &str, work: &Path, env: &[(String, String)], command: &str) 
 
 static DATE: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"\b\d\d/\d\d/\d{4} \d\d:\d\d:\d\d\b").unwrap());
+/// An ISO 8601 time (`qstat -xml`'s `JB_submission_time`).
+static ISO: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"\b\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?").unwrap());
 static CTIME: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
         r"\b(Mon|Tue|Wed|Thu|Fri|Sat|Sun) (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ \d]\d \d\d:\d\d:\d\d \d{4}\b",
@@ -301,6 +304,7 @@ pub fn normalise(command: &str, text: &str, replacements: &[(String, String)]) -
         .replace_all(&s, "Www Mmm dd hh:mm:ss yyyy")
         .into_owned();
     s = QCONF_TMP.replace_all(&s, "/tmp/pid-<pid>").into_owned();
+    s = ISO.replace_all(&s, "YYYY-MM-DDThh:mm:ss").into_owned();
     s = XML_TIME.replace_all(&s, "<$1>#</").into_owned();
     s = VERSION_LINE.replace_all(&s, "<version>").into_owned();
     s = join_load_values(&s);
@@ -666,6 +670,7 @@ mod tests {
             ("qconf", "error reading file: \"/tmp/pid-17088-UF59Xa\"\n", "error reading file: \"/tmp/pid-<pid>\"\n"),
             ("qstat", "<JB_submission_time>1796220219</JB_submission_time>\n", "<JB_submission_time>#</JB_submission_time>\n"),
             ("qdel", "SGE 8.1.9\nusage: qdel\n", "<version>\nusage: qdel\n"),
+            ("qstat", "<JB_submission_time>2026-12-02T14:20:44</JB_submission_time>\n", "<JB_submission_time>YYYY-MM-DDThh:mm:ss</JB_submission_time>\n"),
             ("qdel", "Gantry 0.1.0\nusage: qdel\n", "<version>\nusage: qdel\n"),
         ];
         for (cmd, text, want) in cases {
