@@ -136,10 +136,22 @@ fn resources(report: &HostReport, h: &HostView, view: &View) -> Vec<(String, Str
         if wanted(name) {
             let consumable = complex::find(&report.complexes, name)
                 .is_some_and(|c| c.consumable != gantry_proto::Consumable::No);
+            // A consumable shows what is left of it, as the scheduler sees it (what
+            // `qstat -F` shows for the host's queue instances), as SGE's qhost does.
+            let left = consumable
+                .then(|| {
+                    let key = format!("hc:{name}");
+                    h.queues
+                        .iter()
+                        .flat_map(|q| q.resources.iter())
+                        .find(|(k, _)| *k == key)
+                        .map(|(_, v)| v.clone())
+                })
+                .flatten();
             out.push((
                 if consumable { "hc" } else { "hf" }.to_string(),
                 name.clone(),
-                format_resource(&report.complexes, name, value),
+                left.unwrap_or_else(|| format_resource(&report.complexes, name, value)),
             ));
         }
     }
