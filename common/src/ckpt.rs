@@ -27,9 +27,18 @@ pub fn print_ckpt(c: &Ckpt) -> String {
         ("clean_command", &c.clean_command),
         ("ckpt_dir", &c.ckpt_dir),
         ("signal", &c.signal),
-        ("when", &c.when),
+        ("when", &canonical_when(&c.when)),
     ];
     rows.iter().map(|(k, v)| format!("{k:<19}{v}\n")).collect()
+}
+
+/// `when` as SGE prints it from its bitmask: `x`, `s`, `m`, `r` in that order (`sx` is
+/// `xs`); `n` and anything else as given.
+pub fn canonical_when(when: &str) -> String {
+    if !valid_when(when) || when == "n" {
+        return when.to_string();
+    }
+    "xsmr".chars().filter(|c| when.contains(*c)).collect()
 }
 
 /// `when` of an object or `-c` of a job: letters of `smxr` each at most once, or `n`.
@@ -223,9 +232,18 @@ mod tests {
         let text = print_ckpt(&c);
         assert_eq!(
             text,
-            "ckpt_name          check\ninterface          userdefined\nckpt_command       none\nmigr_command       none\nrestart_command    none\nclean_command      none\nckpt_dir           /tmp\nsignal             none\nwhen               sx\n"
+            "ckpt_name          check\ninterface          userdefined\nckpt_command       none\nmigr_command       none\nrestart_command    none\nclean_command      none\nckpt_dir           /tmp\nsignal             none\nwhen               xs\n"
         );
-        assert_eq!(parse_ckpt(&text), Ok(c));
+        // SGE prints `when` from its bitmask: x, s, m, r in that order.
+        assert_eq!(
+            parse_ckpt(&text),
+            Ok(Ckpt {
+                when: "xs".into(),
+                ..c
+            })
+        );
+        assert_eq!(canonical_when("rmsx"), "xsmr");
+        assert_eq!(canonical_when("n"), "n");
         let bad = [
             (
                 "ckpt_name x\ninterface magic\n",
