@@ -292,7 +292,23 @@ pub(crate) fn refused(layer: Layer, e: OptionError) -> Output {
         Layer::Defaults => "",
     };
     let text = e.text.strip_prefix("ERROR! ").unwrap_or(&e.text);
-    Output::fail(format!("{prefix}{text}"), e.status)
+    // What SGE's date parser says first (`with_fault`) stands before `qsub: `.
+    match text.strip_prefix('\n').and_then(|t| t.rsplit_once('\n')) {
+        Some((fault, last)) => {
+            let last = last.strip_prefix("ERROR! ").unwrap_or(last);
+            Output::fail(format!("\n{fault}\n{prefix}{last}"), e.status)
+        }
+        None => Output::fail(format!("{prefix}{text}"), e.status),
+    }
+}
+
+/// A refused `-a`/`-dl` time with the reason SGE's parser prints before qsub's message
+/// (an empty line, then `Invalid month specification.`).
+fn with_fault(mut e: OptionError, arg: &str) -> OptionError {
+    if let Some(fault) = gantry_common::dates::date_time_fault(arg) {
+        e.text = format!("\n{fault}\n{}", e.text);
+    }
+    e
 }
 
 pub(crate) fn date_time(arg: &str, option: &str) -> Result<i64, OptionError> {
@@ -401,8 +417,10 @@ pub(crate) fn apply(
                 })?
             }
             "-A" => spec.account = arg,
-            "-a" => spec.start_after = Some(date_time(&arg, "-a")?),
-            "-dl" => spec.deadline = Some(date_time(&arg, "-dl")?),
+            "-a" => {
+                spec.start_after = Some(date_time(&arg, "-a").map_err(|e| with_fault(e, &arg))?)
+            }
+            "-dl" => spec.deadline = Some(date_time(&arg, "-dl").map_err(|e| with_fault(e, &arg))?),
             "-js" => {
                 spec.job_share = optvalues::unsigned(
                     &arg,

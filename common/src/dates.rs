@@ -57,6 +57,35 @@ pub fn parse_date_time(text: &str, now: jiff::Zoned) -> Option<i64> {
     Some(zoned.timestamp().as_second())
 }
 
+/// Why a `[[CC]YY]MMDDhhmm[.SS]` time of the right form is no time: SGE's words
+/// (`Invalid month specification.`), which its qsub prints before refusing the option.
+pub fn date_time_fault(text: &str) -> Option<&'static str> {
+    let (main, secs) = match text.split_once('.') {
+        Some((m, s)) if s.len() == 2 => (m, s.parse::<u32>().ok()?),
+        Some(_) => return None,
+        None => (text, 0),
+    };
+    if !main.chars().all(|c| c.is_ascii_digit()) || ![8, 10, 12].contains(&main.len()) {
+        return None;
+    }
+    let rest = &main[main.len() - 8..];
+    let field = |at: usize| rest[at..at + 2].parse::<u32>().ok();
+    let (month, day, hour, minute) = (field(0)?, field(2)?, field(4)?, field(6)?);
+    if !(1..=12).contains(&month) {
+        Some("Invalid month specification.")
+    } else if !(1..=31).contains(&day) {
+        Some("Invalid day specification.")
+    } else if hour > 23 {
+        Some("Invalid hour specification.")
+    } else if minute > 59 {
+        Some("Invalid minute specification.")
+    } else if secs > 59 {
+        Some("Invalid seconds specification.")
+    } else {
+        None
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -71,6 +100,22 @@ mod tests {
                 time_in(&zone, ts, "%m/%d/%Y %H:%M:%S %z"),
                 local_time(ts, "%m/%d/%Y %H:%M:%S %z")
             );
+        }
+    }
+
+    #[test]
+    fn faults_are_named_as_sge_names_them() {
+        let table = [
+            ("2099133112", Some("Invalid month specification.")),
+            ("203001011200.61", Some("Invalid seconds specification.")),
+            ("12321200", Some("Invalid day specification.")),
+            ("12012500", Some("Invalid hour specification.")),
+            ("12012360", Some("Invalid minute specification.")),
+            ("203001011200", None),
+            ("tomorrow", None),
+        ];
+        for (text, want) in table {
+            assert_eq!(date_time_fault(text), want, "{text}");
         }
     }
 
