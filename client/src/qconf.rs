@@ -310,6 +310,33 @@ fn from_file(path: &str, kind: ObjectKind, adding: bool) -> Output {
     }
 }
 
+/// A host group as the master shows it, nested groups walked in place (at most 16
+/// deep): `visit(member, depth)` for each member, a subgroup before its own members.
+fn walk_hostgroup(
+    name: &str,
+    depth: usize,
+    visit: &mut dyn FnMut(&str, usize),
+) -> Result<(), Output> {
+    if depth > 16 {
+        return Ok(());
+    }
+    match crate::ask(&ToMaster::ShowHostGroup {
+        name: name.to_string(),
+    }) {
+        Ok(FromMaster::HostGroup(g)) => {
+            for m in g.hostlist {
+                visit(&m, depth + 1);
+                if m.starts_with('@') {
+                    walk_hostgroup(&m, depth + 1, visit)?;
+                }
+            }
+            Ok(())
+        }
+        Ok(other) => Err(crate::unexpected(&other)),
+        Err(o) => Err(o),
+    }
+}
+
 /// SGE's qconf reports an object added or modified from a file or an editor on
 /// stderr, but a quota set's (`-Arqs`) and a user's (`-Auser`) on stdout.
 fn send_object(kind: ObjectKind, text: String, adding: bool) -> Output {
@@ -848,29 +875,13 @@ fn one(name: &str, arg: Option<&str>) -> Output {
         ),
         ("-shgrp_resolved", Some(g)) => {
             // Resolve nested groups on the client from the groups the master shows.
-            fn resolve(name: &str, depth: usize, out: &mut Vec<String>) -> Result<(), Output> {
-                if depth > 16 {
-                    return Ok(());
+            let mut hosts: Vec<String> = Vec::new();
+            let walked = walk_hostgroup(g, 0, &mut |member, _| {
+                if !member.starts_with('@') && !hosts.iter().any(|h| h == member) {
+                    hosts.push(member.to_string());
                 }
-                match crate::ask(&ToMaster::ShowHostGroup {
-                    name: name.to_string(),
-                }) {
-                    Ok(FromMaster::HostGroup(g)) => {
-                        for m in g.hostlist {
-                            if m.starts_with('@') {
-                                resolve(&m, depth + 1, out)?;
-                            } else if !out.contains(&m) {
-                                out.push(m);
-                            }
-                        }
-                        Ok(())
-                    }
-                    Ok(other) => Err(crate::unexpected(&other)),
-                    Err(o) => Err(o),
-                }
-            }
-            let mut hosts = Vec::new();
-            match resolve(g, 0, &mut hosts) {
+            });
+            match walked {
                 Ok(()) => Output::ok(format!("{}\n", hosts.join(" "))),
                 Err(o) => o,
             }
@@ -878,30 +889,11 @@ fn one(name: &str, arg: Option<&str>) -> Output {
         ("-shgrp_tree", Some(g)) => {
             // The group, then each member three blanks further in, a subgroup with its
             // own members under it (SGE's qconf -shgrp_tree).
-            fn tree(name: &str, depth: usize, out: &mut String) -> Result<(), Output> {
-                out.push_str(&format!("{}{name}\n", " ".repeat(depth * 3)));
-                if depth > 16 {
-                    return Ok(());
-                }
-                match crate::ask(&ToMaster::ShowHostGroup {
-                    name: name.to_string(),
-                }) {
-                    Ok(FromMaster::HostGroup(g)) => {
-                        for m in g.hostlist {
-                            if m.starts_with('@') {
-                                tree(&m, depth + 1, out)?;
-                            } else {
-                                out.push_str(&format!("{}{m}\n", " ".repeat((depth + 1) * 3)));
-                            }
-                        }
-                        Ok(())
-                    }
-                    Ok(other) => Err(crate::unexpected(&other)),
-                    Err(o) => Err(o),
-                }
-            }
-            let mut out = String::new();
-            match tree(g, 0, &mut out) {
+            let mut out = format!("{g}\n");
+            let walked = walk_hostgroup(g, 0, &mut |member, depth| {
+                out.push_str(&format!("{}{member}\n", " ".repeat(depth * 3)));
+            });
+            match walked {
                 Ok(()) => Output::ok(out),
                 Err(o) => o,
             }

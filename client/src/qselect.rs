@@ -7,7 +7,7 @@
 //! `-qs`'s states, and lists one of `-pe`'s parallel environments.
 
 use gantry_common::complex;
-use gantry_common::job::wildcard;
+use gantry_common::job::{queue_reference_matches, wildcard};
 use gantry_common::value::{parse_value, satisfies};
 use gantry_proto::{ClusterQueue, FromMaster, HostReport, QueueInstanceView, ToMaster};
 
@@ -117,10 +117,7 @@ fn select(report: &HostReport, queues: &[ClusterQueue], filter: &Filter) -> Vec<
                 || filter
                     .queues
                     .iter()
-                    .any(|pattern| match pattern.split_once('@') {
-                        Some((qp, hp)) => wildcard(qp, &q.queue) && wildcard(hp, &h.name),
-                        None => wildcard(pattern, &q.queue),
-                    });
+                    .any(|pattern| queue_reference_matches(pattern, &q.queue, &h.name, &[]));
             let in_state = filter
                 .states
                 .as_ref()

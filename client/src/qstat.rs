@@ -757,12 +757,9 @@ pub fn qstat(args: &[String]) -> Output {
         None => true,
         Some(instance) => {
             let (cq, host) = instance.split_once('@').unwrap_or((instance, ""));
-            queues.iter().any(|pattern| match pattern.split_once('@') {
-                Some((qp, hp)) => {
-                    gantry_common::job::wildcard(qp, cq) && gantry_common::job::wildcard(hp, host)
-                }
-                None => gantry_common::job::wildcard(pattern, cq),
-            })
+            queues
+                .iter()
+                .any(|pattern| gantry_common::job::queue_reference_matches(pattern, cq, host, &[]))
         }
     };
     if listing_only && !zombies && queues.is_empty() {

@@ -55,6 +55,28 @@ impl Job {
     }
 }
 
+/// Does a queue reference (`all.q`, `all.q@node1`, `*@node?`, `all.q@@group`, `@node1`)
+/// name the queue instance `queue@host`, whose host is in `host_groups`?
+pub fn queue_reference_matches(
+    pattern: &str,
+    queue: &str,
+    host: &str,
+    host_groups: &[&str],
+) -> bool {
+    match pattern.split_once('@') {
+        None => wildcard(pattern, queue),
+        Some((cq, h)) => {
+            let cq = if cq.is_empty() { "*" } else { cq };
+            wildcard(cq, queue)
+                && if h.starts_with('@') {
+                    host_groups.iter().any(|g| wildcard(h, g))
+                } else {
+                    wildcard(h, host)
+                }
+        }
+    }
+}
+
 /// Grid Engine's simple wildcards in queue names (`*`, `?`).
 pub fn wildcard(pattern: &str, name: &str) -> bool {
     fn go(p: &[u8], n: &[u8]) -> bool {
@@ -93,4 +115,30 @@ pub fn task_ranges(ids: &[TaskId], step: u32) -> String {
         i += 1;
     }
     parts.join(",")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::queue_reference_matches;
+
+    #[test]
+    fn queue_references_name_instances_as_sge_reads_them() {
+        let table = [
+            ("all.q", "all.q", "n1", true),
+            ("all.q", "big.q", "n1", false),
+            ("all.q@n1", "all.q", "n1", true),
+            ("all.q@n2", "all.q", "n1", false),
+            ("*@n?", "big.q", "n1", true),
+            ("@n1", "big.q", "n1", true),
+            ("all.q@@gpus", "all.q", "n1", true),
+            ("all.q@@cpus", "all.q", "n1", false),
+        ];
+        for (pattern, queue, host, want) in table {
+            assert_eq!(
+                queue_reference_matches(pattern, queue, host, &["@gpus"]),
+                want,
+                "{pattern} {queue}@{host}"
+            );
+        }
+    }
 }

@@ -450,18 +450,8 @@ impl Snapshot {
     pub(crate) fn wants(&self, pattern: &str, inst: usize) -> bool {
         let i = &self.instances[inst];
         let host = &self.hosts[i.host];
-        match pattern.split_once('@') {
-            None => wildcard(pattern, &i.queue),
-            Some((cq, h)) => {
-                let cq = if cq.is_empty() { "*" } else { cq };
-                wildcard(cq, &i.queue)
-                    && if h.starts_with('@') {
-                        host.groups.iter().any(|g| wildcard(h, g))
-                    } else {
-                        wildcard(h, &host.name)
-                    }
-            }
-        }
+        let groups: Vec<&str> = host.groups.iter().map(String::as_str).collect();
+        gantry_common::job::queue_reference_matches(pattern, &i.queue, &host.name, &groups)
     }
 }
 
