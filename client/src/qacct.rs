@@ -56,7 +56,11 @@ pub fn render_record(r: &AccountingRecord) -> String {
     raw(&mut s, "qsub_time", &ts(r.submit_time));
     raw(&mut s, "start_time", &ts(rep.start_time));
     raw(&mut s, "end_time", &ts(rep.end_time));
-    row(&mut s, "granted_pe", "NONE");
+    row(
+        &mut s,
+        "granted_pe",
+        r.granted_pe.as_deref().unwrap_or("NONE"),
+    );
     row(&mut s, "slots", &r.slots.to_string());
     // SGE's code and its name for it; Gantry's own words for the failure go to the
     // execd's log, the abort mail and `qstat -j`.
@@ -67,7 +71,18 @@ pub fn render_record(r: &AccountingRecord) -> String {
         if rep.failed == 0 { "" } else { ":" },
         gantry_proto::failure_description(rep.failed)
     ));
-    row(&mut s, "exit_status", &rep.exit_status.to_string());
+    if rep.exit_status >= 128 {
+        s.push_str(&format!(
+            "{:<13}{:<20} ({})\n",
+            "exit_status",
+            rep.exit_status,
+            gantry_proto::signal_description(rep.exit_status - 128)
+        ));
+    } else {
+        row(&mut s, "exit_status", &rep.exit_status.to_string());
+    }
+    let bytes = |v: f64, unit: &str| format!("{}B{unit}", format_memory_3(v));
+    let a = &rep.accounted;
     raw(
         &mut s,
         "ru_wallclock",
@@ -75,23 +90,55 @@ pub fn render_record(r: &AccountingRecord) -> String {
     );
     raw(&mut s, "ru_utime", &format!("{:.3}s", secs(rep.utime_us)));
     raw(&mut s, "ru_stime", &format!("{:.3}s", secs(rep.stime_us)));
-    raw(
-        &mut s,
-        "ru_maxrss",
-        &format!("{}B", format_memory_3(rep.maxrss_kb as f64)),
-    );
+    // SGE prints getrusage's kilobytes as if they were bytes, scaled (`4.469KB` for
+    // 4576 KB): so does Gantry, for scripts that read it.
+    raw(&mut s, "ru_maxrss", &bytes(rep.maxrss_kb as f64, ""));
+    // Linux keeps no shared and unshared memory sizes.
+    for key in ["ru_ixrss", "ru_ismrss", "ru_idrss", "ru_isrss"] {
+        raw(&mut s, key, &bytes(0.0, ""));
+    }
+    for (key, v) in [
+        ("ru_minflt", a.minflt),
+        ("ru_majflt", a.majflt),
+        ("ru_nswap", a.nswap),
+        ("ru_inblock", a.inblock),
+        ("ru_oublock", a.oublock),
+        ("ru_msgsnd", a.msgsnd),
+        ("ru_msgrcv", a.msgrcv),
+        ("ru_nsignals", a.nsignals),
+        ("ru_nvcsw", a.nvcsw),
+        ("ru_nivcsw", a.nivcsw),
+    ] {
+        row(&mut s, key, &v.to_string());
+    }
     raw(
         &mut s,
         "cpu",
         &format!("{:.3}s", secs(rep.utime_us + rep.stime_us)),
     );
+    raw(&mut s, "mem", &bytes(a.mem_byte_s as f64, "s"));
+    raw(&mut s, "io", &bytes(a.io_bytes as f64, ""));
+    raw(&mut s, "iow", &format!("{:.3}s", secs(a.iow_us)));
+    raw(&mut s, "maxvmem", &bytes(a.maxvmem_bytes as f64, ""));
     match r.ar {
         Some((id, submitted)) => {
             row(&mut s, "arid", &id.to_string());
             raw(&mut s, "ar_sub_time", &ts(submitted));
         }
-        None => raw(&mut s, "arid", "undefined"),
+        None => {
+            raw(&mut s, "arid", "undefined");
+            raw(&mut s, "ar_sub_time", "undefined");
+        }
     }
+    raw(
+        &mut s,
+        "category",
+        if r.category.is_empty() {
+            "NONE"
+        } else {
+            &r.category
+        },
+    );
     s
 }
 
@@ -111,12 +158,16 @@ fn usage_of(records: &[&AccountingRecord]) -> (i64, f64, f64) {
 
 fn usage_columns(records: &[&AccountingRecord]) -> String {
     let (wall, ut, st) = usage_of(records);
+    const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
+    let sum = |f: fn(&gantry_proto::AccountedUsage) -> u64| -> f64 {
+        records.iter().map(|r| f(&r.report.accounted) as f64).sum()
+    };
     format!(
         "{wall:>13}{ut:>14.3}{st:>14.3}{:>14.3}{:>19.3}{:>19.3}{:>19.3}",
         ut + st,
-        0.0,
-        0.0,
-        0.0
+        sum(|a| a.mem_byte_s) / GIB,
+        sum(|a| a.io_bytes) / GIB,
+        sum(|a| a.iow_us) / 1e6
     )
 }
 
@@ -244,5 +295,85 @@ pub fn qacct(args: &[String]) -> Output {
             }
             Output::ok(out)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::render_record;
+    use gantry_proto::{AccountedUsage, AccountingRecord, JobId, JobReport, TaskId};
+
+    fn record() -> AccountingRecord {
+        let mut report = JobReport::empty(JobId(7), TaskId(1), "node1", 100);
+        report.queue = "all.q@node1".into();
+        report.exit_status = 137;
+        report.signal = Some(9);
+        report.failed = 100;
+        report.maxrss_kb = 4576;
+        report.accounted = AccountedUsage {
+            minflt: 908,
+            majflt: 5,
+            oublock: 32,
+            mem_byte_s: 57_981,
+            io_bytes: 150_048_000,
+            maxvmem_bytes: 3_236_000,
+            ..AccountedUsage::default()
+        };
+        AccountingRecord {
+            job_id: JobId(7),
+            task_id: None,
+            job_name: "sleep".into(),
+            owner: "user1".into(),
+            group: "user1".into(),
+            account: "sge".into(),
+            project: None,
+            priority: 0,
+            slots: 2,
+            submit_time: 90,
+            attempt: 0,
+            ar: None,
+            granted_pe: Some("smp".into()),
+            category: "-pe smp 2".into(),
+            report,
+        }
+    }
+
+    #[test]
+    fn a_record_shows_every_line_sge_shows() {
+        let text = render_record(&record());
+        for line in [
+            "granted_pe   smp                 \n",
+            "slots        2                   \n",
+            "failed       100 : assumedly after job\n",
+            "exit_status  137                  (Killed)\n",
+            "ru_maxrss    4.469KB\n",
+            "ru_ixrss     0.000B\n",
+            "ru_isrss     0.000B\n",
+            "ru_minflt    908                 \n",
+            "ru_majflt    5                   \n",
+            "ru_oublock   32                  \n",
+            "ru_nivcsw    0                   \n",
+            "mem          56.622KBs\n",
+            "io           143.097MB\n",
+            "iow          0.000s\n",
+            "maxvmem      3.086MB\n",
+            "arid         undefined\nar_sub_time  undefined\ncategory     -pe smp 2\n",
+        ] {
+            assert!(text.contains(line), "{line:?} not in\n{text}");
+        }
+        let mut plain = record();
+        plain.category.clear();
+        plain.granted_pe = None;
+        plain.report.exit_status = 3;
+        let text = render_record(&plain);
+        assert!(
+            text.contains("granted_pe   NONE                \n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("exit_status  3                   \n"),
+            "{text}"
+        );
+        assert!(text.ends_with("category     NONE\n"), "{text}");
     }
 }

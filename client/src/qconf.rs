@@ -772,17 +772,25 @@ fn one(name: &str, arg: Option<&str>) -> Output {
         ("-km", _) => shutdown_answer(req(&ToMaster::KillMaster)),
         ("-sconf", conf) => {
             let name = conf.unwrap_or("global");
-            answer(
-                req(&ToMaster::ShowConfig {
-                    name: name.to_string(),
-                }),
-                |a| match a {
-                    FromMaster::Config(c) => Some(print_config(c)),
-                    _ => None,
-                },
-            )
+            let reply = req(&ToMaster::ShowConfig {
+                name: name.to_string(),
+            });
+            if let Ok(FromMaster::Refused(r)) = &reply {
+                if r.kind == RefusalKind::NotFound && !resolvable(name) {
+                    return Output::fail(
+                        format!("can't resolve hostname \"{name}\": can't resolve host name"),
+                        exit::FAILURE,
+                    );
+                }
+            }
+            answer(reply, |a| match a {
+                FromMaster::Config(c) => Some(print_config(c)),
+                _ => None,
+            })
         }
         ("-sconfl", _) => Output::fail("no config defined".to_string(), exit::FAILURE),
+        // Gantry has no calendars: none can be defined.
+        ("-scall", _) => Output::fail("no calendar defined".to_string(), exit::FAILURE),
         ("-mconf", conf) => {
             let name = conf.unwrap_or("global").to_string();
             let current = match req(&ToMaster::ShowConfig { name: name.clone() }) {
@@ -819,6 +827,7 @@ fn one(name: &str, arg: Option<&str>) -> Output {
             out
         }
         ("-sm", _) => names(req(&ToMaster::ShowManagers), "no manager defined"),
+        ("-so", _) => names(req(&ToMaster::ShowOperators), "no operator defined"),
         ("-sh", _) => names(
             req(&ToMaster::ShowObjectList {
                 kind: ObjectKind::AdminHost,
@@ -842,6 +851,8 @@ fn one(name: &str, arg: Option<&str>) -> Output {
         ),
         ("-am", Some(users)) => change(ToMaster::AddManagers { users: list(users) }, true),
         ("-dm", Some(users)) => change(ToMaster::DeleteManagers { users: list(users) }, true),
+        ("-ao", Some(users)) => change(ToMaster::AddOperators { users: list(users) }, true),
+        ("-do", Some(users)) => change(ToMaster::DeleteOperators { users: list(users) }, true),
         ("-sql", _) => names(req(&ToMaster::ShowQueueList), "no cqueue list defined"),
         // Each queue of a list shown in turn; the ones not found said on stderr.
         ("-sq", Some(qs)) => {

@@ -15,13 +15,14 @@ const SPECS: &[OptSpec] = &[
     opt("-help", Arity::None),
     opt("-F", Arity::Optional),
     opt("-h", Arity::One),
+    opt("-j", Arity::None),
     opt("-q", Arity::None),
     opt("-xml", Arity::None),
 ];
 
 pub fn usage() -> String {
     format!(
-        "Gantry {}\nusage: qhost [options]\n   [-F [resource_attribute]]  full output and show (selected) resources of host\n   [-h hostlist]              display only selected hosts\n   [-help]                    print this help\n   [-q]                       display queues hosted by host\n   [-xml]                     display the information in XML-Format\n\nresource_attribute        resource_name[,resource_name,...]\nhostlist                  hostname[,hostname,...]\n",
+        "Gantry {}\nusage: qhost [options]\n  [-F [resource_attribute]]  show (selected) resources\n  [-h hostlist]              display only selected hosts\n  [-help]                    print this help\n  [-j]                       display jobs hosted by host\n  [-q]                       display queues hosted by host\n  [-xml]                     display the information in XML format\n",
         env!("CARGO_PKG_VERSION")
     )
 }
@@ -47,10 +48,39 @@ pub fn run(args: &[String]) -> Output {
         queues: p.has("-q"),
     };
     if p.has("-xml") {
-        Output::ok(render_xml(&report, &view))
-    } else {
-        Output::ok(render_text(&report, &view))
+        return Output::ok(render_xml(&report, &view));
     }
+    if !p.has("-j") {
+        return Output::ok(render_text(&report, &view, |_| String::new()));
+    }
+    // `-j`: every user's running jobs under the hosts they run on.
+    let users = vec!["*".to_string()];
+    let listed = match crate::ask_jobs(&ToMaster::ShowJobs {
+        users: users.clone(),
+    }) {
+        Ok(bytes) => bytes,
+        Err(out) => return out,
+    };
+    let mut jobs = Vec::new();
+    match crate::jobs_in(&listed) {
+        Ok(rows) => {
+            for row in rows {
+                match row {
+                    Ok(j) => jobs.push(j),
+                    Err(e) => return crate::undecodable(e),
+                }
+            }
+        }
+        Err(out) => return out,
+    }
+    let tasks = match crate::ask(&ToMaster::ShowTaskLines { users }) {
+        Ok(FromMaster::TaskLines(t)) => t,
+        Ok(other) => return crate::unexpected(&other),
+        Err(out) => return out,
+    };
+    Output::ok(render_text(&report, &view, |host| {
+        crate::qstat::host_job_lines(host, &jobs, &tasks)
+    }))
 }
 
 pub struct View {
@@ -158,7 +188,8 @@ fn resources(report: &HostReport, h: &HostView, view: &View) -> Vec<(String, Str
     out
 }
 
-pub fn render_text(report: &HostReport, view: &View) -> String {
+/// The text form; `jobs_on` gives the job lines shown under a host (`-j`).
+pub fn render_text(report: &HostReport, view: &View, jobs_on: impl Fn(&str) -> String) -> String {
     let mut out = String::from(
         "HOSTNAME                ARCH         NCPU NSOC NCOR NTHR  LOAD  MEMTOT  MEMUSE  SWAPTO  SWAPUS\n",
     );
@@ -196,6 +227,7 @@ pub fn render_text(report: &HostReport, view: &View) -> String {
                 ));
             }
         }
+        out.push_str(&jobs_on(&h.name));
     }
     out
 }
@@ -320,7 +352,9 @@ mod tests {
     #[test]
     fn default_output_matches_sge() {
         assert_eq!(
-            render_text(&reference_report(), &view(false, None, false)),
+            render_text(&reference_report(), &view(false, None, false), |_| {
+                String::new()
+            }),
             fixture("qhost")
         );
     }
@@ -328,13 +362,16 @@ mod tests {
     #[test]
     fn full_output_matches_sge() {
         assert_eq!(
-            render_text(&reference_report(), &view(true, None, false)),
+            render_text(&reference_report(), &view(true, None, false), |_| {
+                String::new()
+            }),
             fixture("qhost -F")
         );
         assert_eq!(
             render_text(
                 &reference_report(),
-                &view(true, Some("num_proc,mem_free,load_avg,np_load_avg"), false)
+                &view(true, Some("num_proc,mem_free,load_avg,np_load_avg"), false),
+                |_| String::new()
             ),
             fixture("qhost -F num_proc,mem_free,load_avg,np_load_avg")
         );
@@ -343,7 +380,9 @@ mod tests {
     #[test]
     fn queue_output_matches_sge() {
         assert_eq!(
-            render_text(&reference_report(), &view(false, None, true)),
+            render_text(&reference_report(), &view(false, None, true), |_| {
+                String::new()
+            }),
             fixture("qhost -q")
         );
     }
@@ -368,7 +407,7 @@ mod tests {
         h.load_values
             .retain(|l| gantry_common::load::STATIC_VALUES.contains(&l.name.as_str()));
         h.queues[0].states = "u".into();
-        let out = render_text(&r, &view(false, None, true));
+        let out = render_text(&r, &view(false, None, true), |_| String::new());
         assert!(out.contains("vm                      lx-amd64        2    1    2    2     -   23.5G       -     0.0       -\n"), "{out}");
         assert!(
             out.contains("   all.q                BIP   0/0/2         u\n"),

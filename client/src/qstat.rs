@@ -11,7 +11,9 @@ use crate::Output;
 mod detail;
 mod lines;
 mod priority;
+mod summary;
 
+pub(crate) use lines::host_job_lines;
 use lines::*;
 
 /// `qstat`'s default user list: the caller's own jobs. `$user` stands for the current
@@ -197,7 +199,7 @@ pub fn render_qstat_f(
     out
 }
 
-const QSTAT_XMLNS: &str = "xmlns:xsd=\"http://arc.liv.ac.uk/repos/darcs/sge/source/dist/util/resources/schemas/qstat/qstat.xsd\"";
+pub(crate) const QSTAT_XMLNS: &str = "xmlns:xsd=\"http://arc.liv.ac.uk/repos/darcs/sge/source/dist/util/resources/schemas/qstat/qstat.xsd\"";
 
 fn xml_job(x: &mut crate::xml::Xml, indent: usize, j: &JobViewRef, with_queue: bool) {
     let running = j.queue.is_some();
@@ -509,7 +511,7 @@ fn render_job(out: &mut String, d: &gantry_proto::JobDetail, unsubmitted: bool) 
         let pe_line = spec.pe.as_ref().map(|(name, range)| {
             format!(
                 "parallel environment:  {name} range: {}\n",
-                sge_range(range)
+                gantry_common::pe::sge_slot_range(range)
             )
         });
         if !spec.hold_jids.is_empty() {
@@ -719,18 +721,22 @@ pub fn qstat(args: &[String]) -> Output {
         urg: p.has("-urg"),
         ext: p.has("-ext"),
     };
-    let grouped = match p.arg("-g") {
-        None => false,
-        Some("t")
-            if ["-f", "-F", "-xml", "-json", "-r", "-pri", "-urg", "-ext"]
-                .iter()
-                .all(|o| !p.has(o)) =>
+    let plain_form = ["-f", "-F", "-xml", "-json", "-r", "-pri", "-urg", "-ext"]
+        .iter()
+        .all(|o| !p.has(o));
+    let (grouped, each_task) = match p.arg("-g") {
+        None => (false, false),
+        Some("t") if plain_form => (true, false),
+        Some("d") if plain_form => (false, true),
+        Some("c") if ["-f", "-F", "-json", "-r", "-pri", "-urg", "-ext"]
+            .iter()
+            .all(|o| !p.has(o)) =>
         {
-            true
+            return cluster_queue_summary(p.arg("-q"), p.has("-xml"));
         }
         Some(other) => {
             return Output::fail(
-                format!("Unsupported: \"qstat -g {other}\" with these options is not supported by Gantry yet (qstat -g t is)"),
+                format!("Unsupported: \"qstat -g {other}\" with these options is not supported by Gantry yet (qstat -g c, -g d and -g t are)"),
                 crate::exit::ENOIMP,
             )
         }
@@ -743,15 +749,7 @@ pub fn qstat(args: &[String]) -> Output {
     let zombies = states.is_some_and(|s| s.contains('z'));
     // `-q wc_queue_list`: the jobs running in those queues (cluster queues or queue
     // instances, with wildcards), and every pending job, as SGE's qstat lists them.
-    let queues: Vec<String> = p
-        .arg("-q")
-        .map(|a| {
-            a.split(',')
-                .filter(|q| !q.is_empty())
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default();
+    let queues = queue_list(p.arg("-q"));
     let in_queues = |queue: Option<&str>| match queue {
         _ if queues.is_empty() => true,
         None => true,
@@ -832,6 +830,28 @@ pub fn qstat(args: &[String]) -> Output {
             Err(out) => out,
         };
     }
+    if each_task {
+        // `-g d`: a pending array job's tasks one per line.
+        let ids: Vec<Vec<String>> = jobs
+            .iter()
+            .map(|j| match j.is_array && j.state.is_pending() {
+                true => each_task_id(j.tasks),
+                false => Vec::new(),
+            })
+            .collect();
+        let mut rows = Vec::with_capacity(jobs.len());
+        for (j, ids) in jobs.iter().zip(&ids) {
+            if ids.is_empty() {
+                rows.push(j.clone());
+            }
+            for t in ids {
+                let mut row = j.clone();
+                row.tasks = t;
+                rows.push(row);
+            }
+        }
+        return Output::ok(render_qstat(&rows));
+    }
     let prios = match columns.any() && !p.has("-json") && !p.has("-xml") {
         true => match crate::ask(&ToMaster::ShowPriorities {
             users: users.clone(),
@@ -900,14 +920,50 @@ pub fn qstat(args: &[String]) -> Output {
     }
 }
 
-/// A slot range as SGE prints it: two neighbours are a list (`1-2` is `1,2`).
-fn sge_range(range: &str) -> String {
-    match range.split_once('-') {
-        Some((a, b)) => match (a.parse::<u32>(), b.parse::<u32>()) {
-            (Ok(a), Ok(b)) if b == a + 1 => format!("{a},{b}"),
-            _ => range.to_string(),
-        },
-        None => range.to_string(),
+/// The task ids of a `qstat` row's task list (`1-5:2,8`).
+fn each_task_id(tasks: &str) -> Vec<String> {
+    let mut ids = Vec::new();
+    for part in tasks.split(',').filter(|p| !p.is_empty()) {
+        let (range, step) = part.split_once(':').unwrap_or((part, "1"));
+        let (first, last) = range.split_once('-').unwrap_or((range, range));
+        match (
+            first.parse::<u32>(),
+            last.parse::<u32>(),
+            step.parse::<usize>(),
+        ) {
+            (Ok(a), Ok(b), Ok(s)) if s > 0 && a <= b => {
+                ids.extend((a..=b).step_by(s).map(|t| t.to_string()));
+            }
+            _ => ids.push(part.to_string()),
+        }
+    }
+    ids
+}
+
+/// A `-q` list: queue references separated by commas.
+fn queue_list(arg: Option<&str>) -> Vec<String> {
+    arg.map(|a| {
+        a.split(',')
+            .filter(|q| !q.is_empty())
+            .map(str::to_string)
+            .collect()
+    })
+    .unwrap_or_default()
+}
+
+/// `qstat -g c [-q queues] [-xml]`.
+fn cluster_queue_summary(queues: Option<&str>, xml: bool) -> Output {
+    let queues = queue_list(queues);
+    match crate::ask(&ToMaster::HostInfo) {
+        Ok(FromMaster::Hosts(h)) => {
+            let s = summary::summarise(&h, &queues);
+            Output::ok(match xml {
+                true => summary::render_xml(&s),
+                false => summary::render(&s),
+            })
+        }
+        Ok(other) => crate::unexpected(&other),
+        Err(out) => out,
     }
 }
 

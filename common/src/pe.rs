@@ -43,6 +43,18 @@ impl AllocationRule {
     }
 }
 
+/// A slot range as SGE prints it in `qstat -j` and a job's category: two neighbours are
+/// a list (`1-2` is `1,2`), anything else as written.
+pub fn sge_slot_range(range: &str) -> String {
+    match range.split_once('-') {
+        Some((a, b)) => match (a.parse::<u32>(), b.parse::<u32>()) {
+            (Ok(a), Ok(b)) if b == a + 1 => format!("{a},{b}"),
+            _ => range.to_string(),
+        },
+        None => range.to_string(),
+    }
+}
+
 /// A parallel environment.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Pe {

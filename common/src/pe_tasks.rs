@@ -46,6 +46,7 @@ pub struct Used {
     pub utime_us: u64,
     pub stime_us: u64,
     pub maxrss_kb: u64,
+    pub accounted: gantry_proto::AccountedUsage,
 }
 
 impl Used {
@@ -53,6 +54,7 @@ impl Used {
         self.utime_us += r.utime_us;
         self.stime_us += r.stime_us;
         self.maxrss_kb = self.maxrss_kb.max(r.maxrss_kb);
+        self.accounted.add(&r.accounted);
     }
 }
 
@@ -100,6 +102,7 @@ impl PeTasks {
         report.utime_us += self.summed.utime_us;
         report.stime_us += self.summed.stime_us;
         report.maxrss_kb = report.maxrss_kb.max(self.summed.maxrss_kb);
+        report.accounted.add(&self.summed.accounted);
         record.report = report;
         record
     }

@@ -390,7 +390,7 @@ impl Jobs {
         for note in &record.notes {
             warn!(job = %key.0, task = %key.1, "{note}");
         }
-        let report = match read_report(&dir) {
+        let mut report = match read_report(&dir) {
             Some(r) => r,
             None => {
                 let start = std::fs::read(dir.join(START_FILE))
@@ -419,6 +419,19 @@ impl Jobs {
                 report
             }
         };
+        let measured = self.inner.used.lock().ok().and_then(|mut u| u.remove(&key));
+        if let Some(a) = measured {
+            // What the execd measured while the task ran goes into its record, kept
+            // with the report for a resend after a restart.
+            report.accounted.mem_byte_s = (a.mem * 1e9) as u64;
+            report.accounted.io_bytes = a.last.io as u64;
+            report.accounted.maxvmem_bytes = a.maxvmem as u64;
+            let _ = write_file_atomic(
+                &dir.join(REPORT_FILE),
+                &crate::shepherd::encode_report(&report),
+                0o644,
+            );
+        }
         self.mark_running(key, false);
         info!(
             job = %key.0,
@@ -437,9 +450,6 @@ impl Jobs {
         }
         if let Ok(mut b) = self.inner.bound.lock() {
             b.remove(&key);
-        }
-        if let Ok(mut u) = self.inner.used.lock() {
-            u.remove(&key);
         }
         let _ = self.inner.finished.send(report);
     }
@@ -800,6 +810,7 @@ async fn end_orphaned_task(
         utime_us,
         stime_us,
         maxrss_kb: 0,
+        accounted: Default::default(),
         checkpointed: false,
         pe_task: start.pe_task,
     }

@@ -292,6 +292,7 @@ pub fn run(dir: &Path) -> i32 {
         utime_us: 0,
         stime_us: 0,
         maxrss_kb: 0,
+        accounted: Default::default(),
         checkpointed: false,
         pe_task: start.pe_task,
     };
@@ -902,13 +903,7 @@ fn supervise(
         }
         _ => {}
     }
-    if let Ok(usage) = nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN)
-    {
-        let us = |t: nix::sys::time::TimeVal| (t.tv_sec() as u64) * 1_000_000 + t.tv_usec() as u64;
-        report.utime_us = us(usage.user_time());
-        report.stime_us = us(usage.system_time());
-        report.maxrss_kb = usage.max_rss() as u64;
-    }
+    crate::usage::account_children(report);
     // Processes nobody waited for (killed above) count too.
     if let Some(cpu) = held.group.as_ref().and_then(TaskGroup::cpu_usage) {
         report.utime_us = report.utime_us.max(cpu.user_us);

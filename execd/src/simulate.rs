@@ -196,6 +196,7 @@ impl SimHost {
             utime_us: 0,
             stime_us: 0,
             maxrss_kb: 0,
+            accounted: Default::default(),
             checkpointed: false,
             pe_task: None,
         };

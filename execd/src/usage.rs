@@ -55,6 +55,32 @@ impl Accumulated {
     }
 }
 
+/// What the processes this process waited for used, as `getrusage` counts it, into a
+/// task's report: CPU times, the largest resident set and the other counts `qacct`
+/// prints.
+pub fn account_children(report: &mut gantry_proto::JobReport) {
+    use nix::sys::resource::{getrusage, UsageWho};
+    let Ok(usage) = getrusage(UsageWho::RUSAGE_CHILDREN) else {
+        return;
+    };
+    let us = |t: nix::sys::time::TimeVal| (t.tv_sec() as u64) * 1_000_000 + t.tv_usec() as u64;
+    report.utime_us = us(usage.user_time());
+    report.stime_us = us(usage.system_time());
+    report.maxrss_kb = usage.max_rss() as u64;
+    let n = |v: std::ffi::c_long| v.max(0) as u64;
+    let a = &mut report.accounted;
+    a.minflt = n(usage.minor_page_faults());
+    a.majflt = n(usage.major_page_faults());
+    a.nswap = n(usage.full_swaps());
+    a.inblock = n(usage.block_reads());
+    a.oublock = n(usage.block_writes());
+    a.msgsnd = n(usage.ipc_sends());
+    a.msgrcv = n(usage.ipc_receives());
+    a.nsignals = n(usage.signals());
+    a.nvcsw = n(usage.voluntary_context_switches());
+    a.nivcsw = n(usage.involuntary_context_switches());
+}
+
 fn clock_ticks() -> f64 {
     nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
         .ok()

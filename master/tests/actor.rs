@@ -325,6 +325,7 @@ fn a_report_is_acknowledged_each_time_and_accounted_once() {
             utime_us: 1_000,
             stime_us: 2_000,
             maxrss_kb: 1_024,
+            accounted: Default::default(),
             checkpointed: false,
             pe_task: None,
         };
@@ -334,7 +335,7 @@ fn a_report_is_acknowledged_each_time_and_accounted_once() {
             cluster
                 .send(ExecdJobs::Finished {
                     host: "node1".into(),
-                    report: report.clone(),
+                    report: Box::new(report.clone()),
                 })
                 .await
                 .unwrap();

@@ -23,7 +23,7 @@ pub use rows::*;
 
 /// The protocol version. Both daemons and every client speak exactly one version; peers
 /// with another version are refused with a message naming both.
-pub const PROTOCOL_VERSION: u32 = 30;
+pub const PROTOCOL_VERSION: u32 = 31;
 
 /// Magic bytes at the start of every [`Hello`]: "GNTY".
 pub const HELLO_MAGIC: [u8; 4] = *b"GNTY";
@@ -119,6 +119,12 @@ pub enum ToMaster {
     AddManagers { users: Vec<String> },
     /// `qconf -dm user_list`
     DeleteManagers { users: Vec<String> },
+    /// `qconf -so`
+    ShowOperators,
+    /// `qconf -ao user_list`
+    AddOperators { users: Vec<String> },
+    /// `qconf -do user_list`
+    DeleteOperators { users: Vec<String> },
     /// `qconf -sc`
     ShowComplexes,
     /// `qconf -sql`

@@ -17,7 +17,8 @@
 //! 4. [`matching`] (a demand against the snapshot, layer by layer, then the gates) and
 //!    [`quota`] (the resource quota sets: rules, the usage book, their gate);
 //! 5. [`place`] (where a task goes) and [`view`] (the master's state as the input, and
-//!    the priority's input read from it);
+//!    the priority's input read from it), [`category`] (a job's category as its
+//!    accounting record names it);
 //! 6. the stages: `judge` (each queue instance usable or why not, and the candidates'
 //!    order), [`order`] (which job next), [`book`] (what a placement takes),
 //!    [`backfill`] (`-R y` reservations), [`ar`] (advance reservations), `settled`
@@ -31,6 +32,7 @@ pub mod ar;
 pub mod backfill;
 pub mod book;
 pub mod calendar;
+pub mod category;
 pub mod cycle;
 pub mod decisions;
 pub mod gate;

@@ -273,6 +273,14 @@ static JOB_ROW: LazyLock<Regex> =
 /// A `qstat -f` queue instance line: its load column.
 static QUEUE_LINE: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"^(\S+@\S+\s+[BIPCTN]+\s+\d+/\d+/\d+\s+)(\S+)(.*)$").unwrap());
+/// A measured amount once its digits are masked: its integer part, decimals and scale.
+static MASKED_AMOUNT: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"#+(\.#+)([KMGT]?(Bs?\b)|[KMGT])?").unwrap());
+/// A count alone on a line once masked (`ru_minflt    ###`).
+static MASKED_COUNT: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^(\w+\s+)#+(\s*)$").unwrap());
+/// A `qstat -g c` cluster queue line: its CQLOAD column.
+static CLUSTER_QUEUE_LINE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^(\S+\s+)(\d+\.\d\d)((\s+\d+){6} )$").unwrap());
 static DIGIT: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\d").unwrap());
 static NUMBER: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"=\d+(\.\d+)?").unwrap());
 /// The first line of a usage text: the product and its version, which must differ.
@@ -283,6 +291,28 @@ static XML_TIME: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"<(\w*time\w*)>\
 /// The temporary file SGE's qconf writes an object to and reads back.
 static QCONF_TMP: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"/tmp/pid-\d+-[A-Za-z0-9]{6}").unwrap());
+
+/// A line of measured usage (`qacct`'s `ru_maxrss    4.469KB`, `ru_minflt    908`):
+/// how much was measured differs from run to run, so its digits, their number and the
+/// scale of an amount of memory (`K`, `M`, `G`) go; the decimals shown, the unit and the
+/// line's padding stay (a padded line keeps its width).
+fn measured_usage(body: &str) -> String {
+    let masked = DIGIT.replace_all(body, "#");
+    let mut out = MASKED_AMOUNT
+        .replace_all(&masked, |c: &regex::Captures| {
+            let decimals = c.get(1).map_or("", |m| m.as_str());
+            let unit = c.get(3).map_or("", |m| m.as_str());
+            format!("#{decimals}{unit}")
+        })
+        .into_owned();
+    out = MASKED_COUNT.replace(&out, "$1#$2").into_owned();
+    if body.ends_with(' ') {
+        while out.len() < body.len() {
+            out.push(' ');
+        }
+    }
+    out
+}
 
 /// `text` as a transcript keeps it: the same on every run and machine.
 pub fn normalise(command: &str, text: &str, replacements: &[(String, String)]) -> String {
@@ -318,13 +348,18 @@ pub fn normalise(command: &str, text: &str, replacements: &[(String, String)]) -
         let body = if ID_LINE.is_match(body) {
             ID_LINE.replace(body, "$1:$2<id>").into_owned()
         } else if USAGE_LINE.is_match(body) {
-            DIGIT.replace_all(body, "#").into_owned()
+            measured_usage(body)
         } else if let Some(c) = JOB_ROW
             .captures(body)
             .filter(|_| command.starts_with("qstat"))
         {
             let prior = DIGIT.replace_all(&c[2], "#");
             format!("{}{prior}{}{}", &c[1], &c[3], &body[c[0].len()..])
+        } else if let Some(c) = CLUSTER_QUEUE_LINE
+            .captures(body)
+            .filter(|_| command.starts_with("qstat"))
+        {
+            format!("{}{}{}", &c[1], DIGIT.replace_all(&c[2], "#"), &c[3])
         } else if let Some(c) = QUEUE_LINE.captures(body) {
             format!("{}{}{}", &c[1], DIGIT.replace_all(&c[2], "#"), &c[3])
         } else if qhost {
@@ -664,6 +699,12 @@ mod tests {
             ("qstat", "all.q@vm                       BIP   0/0/2          0.41     lx-amd64      \n", "all.q@vm                       BIP   0/0/2          #.##     lx-amd64      \n"),
             ("qstat", "mail_list:                  user1@node7\n", "mail_list:                  user1@vm\n"),
             ("qacct -j 1", "ru_wallclock 1.002s\n", "ru_wallclock #.###s\n"),
+            ("qstat -g c", "all.q                             0.31      1      0      1      2      0      0 \n", "all.q                             #.##      1      0      1      2      0      0 \n"),
+            ("qacct -j 1", "ru_maxrss    4.469KB\n", "ru_maxrss    #.###B\n"),
+            ("qacct -j 1", "mem          56.623KBs\n", "mem          #.###Bs\n"),
+            ("qacct -j 1", "io           0.000B\n", "io           #.###B\n"),
+            ("qacct -j 1", "ru_minflt    908                 \n", "ru_minflt    #                   \n"),
+            ("qstat -j 1", "usage    1:                 cpu=00:00:01, mem=0.00012 GB s, io=0.00000 GB, vmem=19.641M, maxvmem=N/A\n", "usage    #:                 cpu=##:##:##, mem=#.##### GB s, io=#.##### GB, vmem=#.###, maxvmem=N/A\n"),
             ("qstat", "hard resource_list:         h_rt=3600\n", "hard resource_list:         h_rt=3600\n"),
             ("qstat", "node7x node7\n", "node7x vm\n"),
             ("qconf", "load_values           load_avg=0.44,arch=lx-amd64, \\\n                      num_proc=2,mem_free=23416.683594M\nprocessors            2\n", "load_values           load_avg=#,arch=lx-amd64,num_proc=#,mem_free=#M\nprocessors            2\n"),

@@ -119,6 +119,51 @@ pub fn render_qstat_gt(jobs: &[JobViewRef], tasks: &[gantry_proto::TaskLines]) -
     out
 }
 
+/// `qhost -j`: the job lines of the tasks with slots on `host`, indented under it, a
+/// line per slot granted there (`MASTER`, then `SLAVE`), as SGE's qhost prints them;
+/// nothing when none runs there.
+pub fn host_job_lines(
+    host: &str,
+    jobs: &[JobViewRef],
+    tasks: &[gantry_proto::TaskLines],
+) -> String {
+    let mut out = String::new();
+    let mut rows = Rows::default();
+    for j in jobs.iter().filter(|j| j.queue.is_some()) {
+        let Some(t) = tasks
+            .iter()
+            .find(|t| t.job_id == j.job_id && t.tasks == j.tasks)
+        else {
+            continue;
+        };
+        for (queue, master) in &t.lines {
+            if queue.split_once('@').map(|(_, h)| h) != Some(host) {
+                continue;
+            }
+            if out.is_empty() {
+                out.push_str(&format!(
+                    "   job-ID  prior   name       user         state submit/start at     queue      master ja-task-ID \n   {}\n",
+                    "-".repeat(94)
+                ));
+            }
+            let prior = rows.prior.of(j.prio);
+            out.push_str("   ");
+            push_head(
+                &mut out,
+                j.job_id,
+                prior,
+                j.name,
+                j.owner,
+                j.state_letters(),
+            );
+            out.push_str(rows.when.of(j.start_time.unwrap_or(j.submit_time)));
+            let role = if *master { "MASTER" } else { "SLAVE " };
+            out.push_str(&format!(" {queue:<10.10} {role} {:<7}\n", j.tasks));
+        }
+    }
+    out
+}
+
 /// The default listing of `rows` (those `shown`) written to `w` as they come, in
 /// pieces of about 64 KiB: nothing when none is shown. A row that cannot be decoded
 /// ends it with the error (what was written before stays). Errors writing are

@@ -833,3 +833,15 @@ fn qstat_g_t_has_a_line_per_slot_as_sge() {
     );
     assert_eq!(render_qstat_gt(&[], &[]), "");
 }
+
+#[test]
+fn a_task_list_is_read_task_by_task() {
+    for (list, want) in [
+        ("1", vec!["1"]),
+        ("1,5", vec!["1", "5"]),
+        ("2-4:1", vec!["2", "3", "4"]),
+        ("1-7:3,9", vec!["1", "4", "7", "9"]),
+    ] {
+        assert_eq!(super::each_task_id(list), want, "{list}");
+    }
+}

@@ -112,6 +112,7 @@ fn reports_round_trip_and_partial_ones_are_not_reports() {
         utime_us: 5,
         stime_us: 6,
         maxrss_kb: 7,
+        accounted: Default::default(),
         checkpointed: true,
         pe_task: Some(3),
     };

@@ -253,9 +253,9 @@ impl ClusterState {
     }
 
     /// `qrdel`: delete reservations (ids or names, in the order given); only their
-    /// owners and managers may.
+    /// owners, operators and managers may.
     pub fn decide_delete_ars(&self, caller: &Caller, refs: &[String], force: bool) -> Decision {
-        let manager = self.acts_as_manager(caller);
+        let manager = self.acts_as_operator(caller);
         let mut results = Vec::new();
         let mut ops = Vec::new();
         let mut effects = Vec::new();

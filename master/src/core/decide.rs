@@ -45,7 +45,7 @@ impl ClusterState {
         users: &[String],
         force: bool,
     ) -> Decision {
-        self.delete_jobs_as(caller, ids, users, force, self.acts_as_manager(caller))
+        self.delete_jobs_as(caller, ids, users, force, self.acts_as_operator(caller))
     }
 
     /// [`ClusterState::decide_delete_jobs`] with the caller's rights given: the master
@@ -273,7 +273,7 @@ impl ClusterState {
         targets: &[String],
         suspend: bool,
     ) -> Decision {
-        if let Err(r) = self.manager_check(caller) {
+        if let Err(r) = self.operator_check(caller) {
             return Decision::refused(r);
         }
         let instances = match self.queue_instances_named(targets) {
@@ -343,7 +343,7 @@ impl ClusterState {
         }
     }
     pub fn decide_suspend_jobs(&self, caller: &Caller, ids: &[String], suspend: bool) -> Decision {
-        let manager = self.acts_as_manager(caller);
+        let manager = self.acts_as_operator(caller);
         let mut ops = Vec::new();
         let mut messages = Vec::new();
         let mut signals = Vec::new();
@@ -420,7 +420,7 @@ impl ClusterState {
         }
     }
     pub fn decide_clear_job_errors(&self, caller: &Caller, ids: &[String]) -> Decision {
-        let manager = self.acts_as_manager(caller);
+        let manager = self.acts_as_operator(caller);
         let mut ops = Vec::new();
         let mut messages = Vec::new();
         for text in ids {

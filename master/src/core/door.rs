@@ -294,6 +294,9 @@ fn decide_request(
         ToMaster::ShowManagers => Decision::answer(FromMaster::Names(state.managers.clone())),
         ToMaster::AddManagers { users } => configured(state.add_managers(caller, &users)),
         ToMaster::DeleteManagers { users } => configured(state.delete_managers(caller, &users)),
+        ToMaster::ShowOperators => Decision::answer(FromMaster::Names(state.operators.clone())),
+        ToMaster::AddOperators { users } => configured(state.add_operators(caller, &users)),
+        ToMaster::DeleteOperators { users } => configured(state.delete_operators(caller, &users)),
         ToMaster::ShowComplexes => {
             Decision::answer(FromMaster::Complexes((*state.input.complexes).clone()))
         }

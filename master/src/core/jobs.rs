@@ -4,7 +4,7 @@
 
 use gantry_proto::{
     AccountingRecord, Caller, JobId, JobOwner, JobReport, JobScript, JobSpec, JobStart, JobView,
-    Refusal, RefusalKind, TaskId, ValueType,
+    Refusal, RefusalKind, ShepherdFailure, TaskId, ValueType,
 };
 use std::collections::{HashMap, HashSet};
 
@@ -696,7 +696,22 @@ impl ClusterState {
                 let submitted = self.input.ars.get(&id).map_or(0, |a| a.submission_time);
                 (id, submitted)
             }),
-            report: report.clone(),
+            granted_pe: match job.tasks.get(report.task_id) {
+                Some(TaskState::Running { pe, .. } | TaskState::Deleting { pe, .. }) => pe.clone(),
+                _ => None,
+            },
+            report: {
+                let mut r = report.clone();
+                // A job ended by a signal is "assumedly after job" in SGE's record.
+                if r.failed == 0 && r.signal.is_some() {
+                    r.failed = ShepherdFailure::AfterJob.code();
+                }
+                r
+            },
+            category: {
+                let sets: Vec<_> = self.quota_sets.values().map(|(_, s)| s).collect();
+                gantry_sched::category::accounting_category(&self.input.view(), &sets, job)
+            },
         })
     }
 

@@ -37,6 +37,7 @@ pub enum Object {
     HostGroup(HostGroup),
     Queue(ClusterQueue),
     Managers(Vec<String>),
+    Operators(Vec<String>),
     /// A host certificate the master issued: its SHA-256 (hex) and the host.
     HostCert {
         fingerprint: String,
@@ -110,6 +111,7 @@ impl Object {
             Object::HostGroup(g) => format!("hostgroup/{}", g.name),
             Object::Queue(q) => format!("queue/{}", q.name),
             Object::Managers(_) => "managers".to_string(),
+            Object::Operators(_) => "operators".to_string(),
             Object::HostCert { fingerprint, .. } => format!("hostcert/{fingerprint}"),
             Object::Job(j) => job_key(j.id),
             Object::DisabledQueues(_) => "disabled-queues".to_string(),
@@ -233,6 +235,9 @@ pub struct ClusterState {
     pub input: ClusterImage,
     pub global: Option<Config>,
     pub managers: Vec<String>,
+    /// `qconf -so`: users with an operator's rights over every job and queue (managers
+    /// have them too).
+    pub operators: Vec<String>,
     /// The administrative hosts; a cell created before they existed has none spooled,
     /// and then the master's own host is the one.
     pub admin_hosts: Option<Vec<String>>,
@@ -443,6 +448,7 @@ impl ClusterState {
                     Arc::make_mut(&mut self.input.queues).insert(q.name.clone(), q);
                 }
                 Object::Managers(m) => self.managers = m,
+                Object::Operators(o) => self.operators = o,
                 Object::AdminHosts(h) => self.admin_hosts = Some(h),
                 Object::ForcedAway(r) => {
                     self.forced_away.insert((r.job_id, r.report.task_id), *r);
@@ -636,11 +642,20 @@ impl ClusterState {
         self.is_manager(&caller.user) && self.is_admin_host(&caller.host)
     }
 
+    /// Does the caller have an operator's rights here: a manager or an operator, on an
+    /// administrative host? Operators act on every user's jobs, queue instances and
+    /// advance reservations, and change no configuration.
+    pub fn acts_as_operator(&self, caller: &Caller) -> bool {
+        (self.is_manager(&caller.user) || self.operators.iter().any(|o| o == &caller.user))
+            && self.is_admin_host(&caller.host)
+    }
+
     /// The refusal for a caller without rights over another user's job (`qdel`, `qmod`,
     /// `qalter`): an ordinary user gets `ordinary` (SGE's words for the action), a manager
     /// calling from a host that is not an administrative host is told that instead.
     pub fn others_job_refusal(&self, caller: &Caller, ordinary: String) -> String {
-        if self.is_manager(&caller.user) && !self.is_admin_host(&caller.host) {
+        let operator = self.is_manager(&caller.user) || self.operators.contains(&caller.user);
+        if operator && !self.is_admin_host(&caller.host) {
             no_admin_host(&caller.host)
         } else {
             ordinary
@@ -678,6 +693,18 @@ impl ClusterState {
         } else {
             Ok(())
         }
+    }
+
+    /// May `caller` change the state of queue instances (`qmod -s/-us/-d/-e`): a
+    /// manager or operator, on an administrative host?
+    pub fn operator_check(&self, caller: &Caller) -> Result<(), Refusal> {
+        if self.operators.contains(&caller.user) && !self.is_manager(&caller.user) {
+            return match self.is_admin_host(&caller.host) {
+                true => Ok(()),
+                false => Err(refuse(RefusalKind::Denied, no_admin_host(&caller.host))),
+            };
+        }
+        self.manager_check(caller)
     }
 }
 

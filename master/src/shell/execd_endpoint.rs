@@ -224,7 +224,7 @@ async fn handle(
             }),
             Ok(FromExecd::JobFinished(report)) => cluster.do_send(ExecdJobs::Finished {
                 host: host.clone(),
-                report,
+                report: Box::new(report),
             }),
             Ok(FromExecd::RunningJobs { tasks, pe_tasks }) => cluster.do_send(ExecdJobs::Running {
                 host: host.clone(),

@@ -43,7 +43,9 @@ const ACCOUNTING: TableDefinition<(u64, u32, u32, u32), &[u8]> = TableDefinition
 /// 20: its groups' access lists (`user_lists`).
 /// 21: the tasks `qrsh -inherit` starts in running jobs; accounting records are kept
 ///     per such task too (keyed by its number), a report names its task.
-pub const SCHEMA_VERSION: u32 = 21;
+/// 22: accounting records keep the granted parallel environment, the job's category and
+///     the rest of SGE's usage lines (`ru_*`, `mem`, `io`, `iow`, `maxvmem`).
+pub const SCHEMA_VERSION: u32 = 22;
 
 /// A checkpoint is taken once this many changes or this many journal bytes are waiting.
 /// The owner starts it in a turn of its own ([`Store::checkpoint_due`],

@@ -410,11 +410,103 @@ pub struct JobReport {
     pub stime_us: u64,
     /// Kilobytes.
     pub maxrss_kb: u64,
+    /// The rest of what `qacct` shows of the task's use of the host.
+    pub accounted: AccountedUsage,
     /// A checkpointing job left a checkpoint (its checkpoint or migration command
     /// succeeded): it restarts from it (`RESTARTED=2`).
     pub checkpointed: bool,
     /// A task started by `qrsh -inherit`: its number in the job.
     pub pe_task: Option<u32>,
+}
+
+/// What an accounting record holds of a task's use beyond its CPU time and largest
+/// resident set: the other `getrusage` counts of its processes (SGE's `ru_*` lines of
+/// `qacct`), and what the execd measured while it ran (`mem`, `io`, `iow`, `maxvmem`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AccountedUsage {
+    pub minflt: u64,
+    pub majflt: u64,
+    pub nswap: u64,
+    pub inblock: u64,
+    pub oublock: u64,
+    pub msgsnd: u64,
+    pub msgrcv: u64,
+    pub nsignals: u64,
+    pub nvcsw: u64,
+    pub nivcsw: u64,
+    /// Virtual memory over time, byte seconds.
+    pub mem_byte_s: u64,
+    /// Bytes read and written.
+    pub io_bytes: u64,
+    /// Time waited for I/O, microseconds.
+    pub iow_us: u64,
+    /// The largest virtual memory measured, bytes.
+    pub maxvmem_bytes: u64,
+}
+
+impl AccountedUsage {
+    /// What several tasks used together: counts and amounts add up, the largest
+    /// virtual memory is the largest of any.
+    pub fn add(&mut self, o: &AccountedUsage) {
+        self.minflt += o.minflt;
+        self.majflt += o.majflt;
+        self.nswap += o.nswap;
+        self.inblock += o.inblock;
+        self.oublock += o.oublock;
+        self.msgsnd += o.msgsnd;
+        self.msgrcv += o.msgrcv;
+        self.nsignals += o.nsignals;
+        self.nvcsw += o.nvcsw;
+        self.nivcsw += o.nivcsw;
+        self.mem_byte_s += o.mem_byte_s;
+        self.io_bytes += o.io_bytes;
+        self.iow_us += o.iow_us;
+        self.maxvmem_bytes = self.maxvmem_bytes.max(o.maxvmem_bytes);
+    }
+}
+
+/// What the C library calls a signal (`strsignal(3)` of glibc on Linux): SGE's `qacct`
+/// names the signal of an exit status of 128 or more with it (`137 (Killed)`).
+pub fn signal_description(signal: i32) -> String {
+    const NAMES: [&str; 31] = [
+        "Hangup",
+        "Interrupt",
+        "Quit",
+        "Illegal instruction",
+        "Trace/breakpoint trap",
+        "Aborted",
+        "Bus error",
+        "Floating point exception",
+        "Killed",
+        "User defined signal 1",
+        "Segmentation fault",
+        "User defined signal 2",
+        "Broken pipe",
+        "Alarm clock",
+        "Terminated",
+        "Stack fault",
+        "Child exited",
+        "Continued",
+        "Stopped (signal)",
+        "Stopped",
+        "Stopped (tty input)",
+        "Stopped (tty output)",
+        "Urgent I/O condition",
+        "CPU time limit exceeded",
+        "File size limit exceeded",
+        "Virtual timer expired",
+        "Profiling timer expired",
+        "Window changed",
+        "I/O possible",
+        "Power failure",
+        "Bad system call",
+    ];
+    // glibc keeps 32 and 33 for its threads; the real-time signals start at 34.
+    match signal {
+        1..=31 => NAMES[signal as usize - 1].to_string(),
+        34..=64 => format!("Real-time signal {}", signal - 34),
+        _ => format!("Unknown signal {signal}"),
+    }
 }
 
 /// How SGE 8.1.9 names each of its failure codes (`failed` in `qacct`, the reason in an
@@ -480,6 +572,7 @@ impl JobReport {
             utime_us: 0,
             stime_us: 0,
             maxrss_kb: 0,
+            accounted: AccountedUsage::default(),
             checkpointed: false,
             pe_task: None,
         }
@@ -509,6 +602,11 @@ pub struct AccountingRecord {
     pub attempt: u32,
     /// The advance reservation the job ran in: its id and submission time.
     pub ar: Option<(ArId, i64)>,
+    /// The parallel environment granted (SGE's `granted_pe`).
+    pub granted_pe: Option<String>,
+    /// The job's category as SGE writes it into the record (`-l h_rt=60 -pe smp 2`;
+    /// empty for a job without requests, which `qacct` shows as `NONE`).
+    pub category: String,
     pub report: JobReport,
 }
 

@@ -46,7 +46,7 @@ impl ClusterState {
         ) {
             return refused(RefusalKind::Invalid, e);
         }
-        let manager = self.acts_as_manager(caller);
+        let manager = self.acts_as_operator(caller);
         let mut ops = Vec::new();
         let mut messages = Vec::new();
         // `-u`: every pending job of the users, besides those named.

@@ -276,6 +276,7 @@ fn report(job_id: u64, host: &str, failed: u32) -> gantry_proto::JobReport {
         utime_us: 0,
         stime_us: 0,
         maxrss_kb: 0,
+        accounted: Default::default(),
         checkpointed: false,
         pe_task: None,
     }

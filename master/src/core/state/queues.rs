@@ -11,7 +11,7 @@ impl ClusterState {
         disable: &bool,
     ) -> Result<Reply, Refusal> {
         let who = format!("{}@{}", caller.user, caller.host);
-        if !self.is_manager(&caller.user) {
+        if !self.is_manager(&caller.user) && !self.operators.contains(&caller.user) {
             // SGE's words, one line per queue instance the user named.
             let instances = self.queue_instances_named(targets)?;
             let lines: Vec<String> = instances
@@ -25,8 +25,8 @@ impl ClusterState {
                 .collect();
             return Err(refuse(RefusalKind::Denied, lines.join("\n")));
         }
-        // A manager on a host that is no administrative host (Gantry's rule).
-        self.manager_check(caller)?;
+        // A manager or operator on a host that is no administrative host (Gantry's rule).
+        self.operator_check(caller)?;
         let mut disabled = (*self.input.disabled).clone();
         let mut messages = Vec::new();
         for key in self.queue_instances_named(targets)? {

@@ -307,7 +307,7 @@ pub enum ExecdJobs {
     },
     Finished {
         host: String,
-        report: gantry_proto::JobReport,
+        report: Box<gantry_proto::JobReport>,
     },
     Running {
         host: String,
@@ -372,7 +372,7 @@ impl Handler<ExecdJobs> for Cluster {
             }
             ExecdJobs::Finished { host, report } => {
                 self.job_id_seen(report.job_id);
-                self.pending_reports.push((host, report));
+                self.pending_reports.push((host, *report));
                 if !self.flush_queued {
                     self.flush_queued = true;
                     ctx.address().do_send(FlushReports);

@@ -17,6 +17,7 @@ fn record(job_id: u64, task_id: Option<u32>) -> Op {
         utime_us: 0,
         stime_us: 0,
         maxrss_kb: 0,
+        accounted: Default::default(),
         checkpointed: false,
         pe_task: None,
     };
@@ -33,6 +34,8 @@ fn record(job_id: u64, task_id: Option<u32>) -> Op {
         submit_time: 0,
         attempt: 0,
         ar: None,
+        granted_pe: None,
+        category: String::new(),
         report,
     }))
 }
