@@ -162,13 +162,29 @@ fn changes_of(p: &Parsed) -> Result<JobChanges, OptionError> {
             "-hard" => soft = false,
             "-soft" => soft = true,
             "-h" => {
-                changes.hold = match arg.as_str() {
-                    "" | "u" => Some(true),
-                    "n" | "U" => Some(false),
-                    other => {
-                        return Err(OptionError::syntax(format!(
-                            "ERROR! unknown hold list \"{other}\" specified to -h option"
-                        )))
+                // Lower case sets a hold, upper case releases it, `n` releases all.
+                let unknown = || {
+                    OptionError::syntax(format!(
+                        "ERROR! unknown hold list \"{arg}\" specified to -h option"
+                    ))
+                };
+                if arg == "n" {
+                    changes.hold = Some(false);
+                    changes.operator_hold = Some(false);
+                    changes.system_hold = Some(false);
+                } else {
+                    for c in if arg.is_empty() {
+                        "u".chars()
+                    } else {
+                        arg.chars()
+                    } {
+                        let slot = match c.to_ascii_lowercase() {
+                            'u' => &mut changes.hold,
+                            'o' => &mut changes.operator_hold,
+                            's' => &mut changes.system_hold,
+                            _ => return Err(unknown()),
+                        };
+                        *slot = Some(c.is_ascii_lowercase());
                     }
                 }
             }
@@ -289,12 +305,22 @@ fn hold(args: &[String], on: bool) -> Output {
         Ok(p) => p,
         Err(out) => return out,
     };
-    if let Some(h) = p.arg("-h") {
-        if h != "u" {
-            return Output::fail(
-                format!("error: hold type \"{h}\" is not supported (only u)"),
-                exit::FAILURE,
-            );
+    // `-h`: the holds set or released, `u` when not given.
+    let (mut user, mut operator, mut system) = (None, None, None);
+    for c in p.arg("-h").unwrap_or("u").chars() {
+        match c {
+            'u' => user = Some(on),
+            'o' => operator = Some(on),
+            's' => system = Some(on),
+            _ => {
+                return Output::usage_error(
+                    &format!(
+                        "ERROR! unknown hold list \"{}\" specified to -h option",
+                        p.arg("-h").unwrap_or("")
+                    ),
+                    &usage(),
+                )
+            }
         }
     }
     let ids = job_list(&p);
@@ -310,14 +336,19 @@ fn hold(args: &[String], on: bool) -> Output {
     if ids.is_empty() && users.is_empty() {
         return Output::usage_error("error: no job id given", &usage());
     }
-    send(ToMaster::AlterJobs {
-        ids,
-        changes: Box::new(JobChanges {
-            hold: Some(on),
-            users,
-            ..JobChanges::default()
-        }),
-    })
+    crate::answer_on_stdout_exiting(
+        &ToMaster::AlterJobs {
+            ids,
+            changes: Box::new(JobChanges {
+                hold: user,
+                operator_hold: operator,
+                system_hold: system,
+                users,
+                ..JobChanges::default()
+            }),
+        },
+        exit::for_hold_refusal,
+    )
 }
 
 pub fn qhold(args: &[String]) -> Output {

@@ -14,6 +14,12 @@ pub const ENOIMP: u8 = 5;
 pub const ESYNTAX: u8 = 7;
 /// `qsub`'s script cannot be read (SGE's).
 pub const NO_SCRIPT: u8 = 14;
+/// `qhold`/`qrls` of a job that does not exist (SGE's `STATUS_EEXIST`).
+pub const EEXIST: u8 = 3;
+/// `qhold`/`qrls` of an operator or system hold by a user without the right (SGE's).
+pub const ENOOPR: u8 = 10;
+/// `qhold`/`qrls` of another user's job (SGE's).
+pub const ENOTOWNER: u8 = 18;
 /// A cluster-wide limit refused the request (`qrsub` beyond `max_advance_reservations`).
 pub const LIMIT_REACHED: u8 = 25;
 
@@ -24,7 +30,19 @@ pub fn for_refusal(kind: RefusalKind) -> u8 {
         | RefusalKind::NotFound
         | RefusalKind::AlreadyExists
         | RefusalKind::Invalid
-        | RefusalKind::Internal => FAILURE,
+        | RefusalKind::Internal
+        | RefusalKind::OperatorRequired
+        | RefusalKind::OwnerRequired => FAILURE,
         RefusalKind::LimitReached => LIMIT_REACHED,
+    }
+}
+
+/// The exit status of `qhold` and `qrls` for a refusal: SGE's answer status.
+pub fn for_hold_refusal(kind: RefusalKind) -> u8 {
+    match kind {
+        RefusalKind::NotFound => EEXIST,
+        RefusalKind::OperatorRequired => ENOOPR,
+        RefusalKind::OwnerRequired => ENOTOWNER,
+        other => for_refusal(other),
     }
 }

@@ -210,6 +210,14 @@ pub fn undecodable(e: gantry_proto::ProtoError) -> Output {
 /// as SGE's `qdel`, `qrdel` and `qrsub` do: each item of the answer on a line of its own
 /// (exit status 1 if any was refused), what was done, a verification, or the refusal.
 pub fn answer_on_stdout(req: &gantry_proto::ToMaster) -> Output {
+    answer_on_stdout_exiting(req, exit::for_refusal)
+}
+
+/// [`answer_on_stdout`], a refusal's exit status chosen by `code`.
+pub fn answer_on_stdout_exiting(
+    req: &gantry_proto::ToMaster,
+    code: fn(gantry_proto::RefusalKind) -> u8,
+) -> Output {
     use gantry_proto::FromMaster;
     let lines = |lines: Vec<String>| lines.iter().map(|l| format!("{l}\n")).collect();
     match conn::request(req) {
@@ -227,7 +235,7 @@ pub fn answer_on_stdout(req: &gantry_proto::ToMaster) -> Output {
         Ok(FromMaster::Refused(r)) => Output {
             stdout: format!("{}\n", r.message),
             stderr: String::new(),
-            code: exit::for_refusal(r.kind),
+            code: code(r.kind),
         },
         Ok(other) => unexpected(&other),
         Err(e) => Output::fail(e.to_string(), exit::FAILURE),

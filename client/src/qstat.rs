@@ -308,6 +308,7 @@ pub fn render_unsubmitted_job(spec: &gantry_proto::JobSpec) -> String {
         running: Vec::new(),
         checkpoint_attr: None,
         override_tickets: 0,
+        version: 0,
     };
     let mut out = String::new();
     render_job(&mut out, &detail, true);
@@ -534,6 +535,9 @@ fn render_job(out: &mut String, d: &gantry_proto::JobDetail, unsubmitted: bool) 
         }
         if !spec.context.is_empty() {
             row("context", pairs(&spec.context));
+        }
+        if d.version > 0 {
+            row("version", d.version.to_string());
         }
         row(
             "binding",

@@ -22,6 +22,9 @@ pub struct Job {
     pub restarted: std::collections::BTreeMap<TaskId, u32>,
     /// Of those, the tasks that restart from a checkpoint in the arena (`RESTARTED=2`).
     pub ckpt_arena: std::collections::BTreeSet<TaskId>,
+    /// How many accepted `qalter`/`qhold`/`qrls` requests changed the job (SGE's job
+    /// version, which `qstat -j` shows once it is not 0).
+    pub version: u32,
 }
 
 impl Job {

@@ -23,7 +23,7 @@ pub use rows::*;
 
 /// The protocol version. Both daemons and every client speak exactly one version; peers
 /// with another version are refused with a message naming both.
-pub const PROTOCOL_VERSION: u32 = 31;
+pub const PROTOCOL_VERSION: u32 = 32;
 
 /// Magic bytes at the start of every [`Hello`]: "GNTY".
 pub const HELLO_MAGIC: [u8; 4] = *b"GNTY";
@@ -517,6 +517,12 @@ pub enum RefusalKind {
     Internal,
     /// A cluster-wide limit is reached (`max_advance_reservations`: SGE exits 25).
     LimitReached,
+    /// Only an operator (or a manager) may (`must be operator to set operator hold`:
+    /// SGE's qhold and qrls exit 10).
+    OperatorRequired,
+    /// Only the job's owner (or an operator or manager) may (`must be at least owner of
+    /// job`: SGE's qhold and qrls exit 18).
+    OwnerRequired,
 }
 
 /// A request relayed by an execd on behalf of a local caller it vouches for.

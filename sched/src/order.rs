@@ -69,7 +69,7 @@ impl<'a> ClusterView<'a> {
     /// Does a cycle at `now` consider the job at all: not held, no start time (`-a`)
     /// still ahead, no predecessor (`-hold_jid`) still in the system?
     pub fn eligible(&self, job: &Job, now: Time) -> bool {
-        !job.spec.hold
+        !job.spec.held()
             && job.spec.start_after.is_none_or(|t| t <= now.secs())
             && !job
                 .spec

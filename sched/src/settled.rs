@@ -391,7 +391,7 @@ fn waiting(
             return None;
         }
         // Held: released by a change of the job itself, which the next cycle sees.
-        if job.spec.hold || view.eligible(job, now) || without_room(job) {
+        if job.spec.held() || view.eligible(job, now) || without_room(job) {
             continue;
         }
         match job.spec.start_after.filter(|&t| t > now.secs()) {

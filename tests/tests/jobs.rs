@@ -3007,12 +3007,12 @@ fn qalter_changes_output_environment_and_parallel_environment() {
     );
     let j = c.as_user("gtuser1", "qstat", &["-j", &id]).stdout;
     assert!(j.contains("parallel environment:  smp range: 2\n"), "{j}");
-    // -w: v says what the changed job could get and changes nothing; e refuses a
+    // -w: v verifies no held job (SGE 8.1.9's words) and changes nothing; e refuses a
     // change no queue instance could ever run; w warns and changes.
     let out = c.as_user("gtuser1", "qalter", &["-w", "v", "-pe", "smp", "1-2", &id]);
     assert_eq!(
         (out.code, out.stdout.as_str()),
-        (0, "verification: found suitable queue(s)\n"),
+        (0, "verification: job is already running or is held\n"),
         "{out:?}"
     );
     let out = c.as_user(

@@ -425,7 +425,7 @@ pub fn render_json(details: &[JobDetail], prios: &[gantry_proto::PriorityRow]) -
                 serde_json::json!(spec.max_running_tasks),
             );
             put("priority", serde_json::json!(spec.priority));
-            put("hold", serde_json::json!(spec.hold));
+            put("hold", serde_json::json!(spec.held()));
             put("hold_jids", serde_json::json!(spec.hold_jids));
             put("hold_jids_ad", serde_json::json!(spec.hold_jids_ad));
             put("start_after", serde_json::json!(spec.start_after));
@@ -511,6 +511,7 @@ mod tests {
             running: vec![],
             checkpoint_attr: None,
             override_tickets: 0,
+            version: 0,
         }
     }
 

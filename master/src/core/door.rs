@@ -606,6 +606,7 @@ fn job_details(state: &ClusterState, ctx: &Context<'_>, ids: &[String]) -> Decis
         }
         details.push(gantry_proto::JobDetail {
             checkpoint_attr,
+            version: job.version,
             override_tickets: state.input.job_otickets.get(&job.id).copied().unwrap_or(0),
             job_id: job.id,
             spec: job.spec.clone(),

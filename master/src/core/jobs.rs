@@ -534,6 +534,7 @@ pub fn validate_submission(
         suspended: Default::default(),
         restarted: Default::default(),
         ckpt_arena: Default::default(),
+        version: 0,
     };
     state.check_ar_job(&job, now)?;
     Ok(job)

@@ -84,8 +84,12 @@ pub struct JobSpec {
     pub hard_resources: Vec<(String, String)>,
     pub soft_resources: Vec<(String, String)>,
     pub queues: Vec<String>,
-    /// `-h`
+    /// `-h`: the user hold (its owner, an operator or a manager sets and releases it).
     pub hold: bool,
+    /// `qhold -h o`: the operator hold (operators and managers only).
+    pub operator_hold: bool,
+    /// `qhold -h s`: the system hold (managers only).
+    pub system_hold: bool,
     pub hold_jids: Vec<String>,
     /// `-a`: not before this time (Unix seconds).
     pub start_after: Option<i64>,
@@ -146,6 +150,12 @@ pub struct JobSpec {
 }
 
 impl JobSpec {
+    /// Is the job held by any of its holds (user, operator, system)? Predecessors
+    /// (`-hold_jid`) are not a hold of the job's own.
+    pub fn held(&self) -> bool {
+        self.hold || self.operator_hold || self.system_hold
+    }
+
     /// A `qsub -b y COMMAND` job as qsub starts it before any option: no requests, the
     /// account `sge`, everything else unset. Callers set what differs.
     pub fn binary(name: &str, command: &str, submit_host: &str) -> JobSpec {
@@ -165,6 +175,8 @@ impl JobSpec {
             soft_resources: Vec::new(),
             queues: Vec::new(),
             hold: false,
+            operator_hold: false,
+            system_hold: false,
             hold_jids: Vec::new(),
             start_after: None,
             priority: 0,
@@ -744,7 +756,12 @@ pub struct JobView {
 /// What `qalter`, `qhold` and `qrls` change; `None` leaves a field alone.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct JobChanges {
+    /// The user hold set or released.
     pub hold: Option<bool>,
+    /// The operator hold (`qhold -h o`) set or released.
+    pub operator_hold: Option<bool>,
+    /// The system hold (`qhold -h s`) set or released.
+    pub system_hold: Option<bool>,
     pub name: Option<String>,
     pub priority: Option<i32>,
     pub hard_resources: Option<Vec<(String, String)>>,
@@ -857,6 +874,8 @@ pub struct JobDetail {
     pub checkpoint_attr: Option<String>,
     /// The job's own override tickets (`qalter -ot`; 0: none).
     pub override_tickets: u32,
+    /// How many times the job was changed (SGE's `version:` line, shown when not 0).
+    pub version: u32,
 }
 
 /// The parts of one row's priority (`qstat -pri`, `-urg`, `-ext`): a running task's, or

@@ -145,7 +145,7 @@ impl<'a> ClusterView<'a> {
         // SGE's reasons for a job its scheduler does not look at (sge_job_schedd.c):
         // SCHEDD_INFO_JOBHOLD_ (msg_schedd.h 47074), _EXECTIME_ (47072), _JOBDEPEND_
         // (47076, for -hold_jid and -hold_jid_ad alike).
-        if job.spec.hold {
+        if job.spec.held() {
             reasons.push("Job is in hold state".to_string());
         }
         if job.spec.start_after.is_some_and(|t| t > now) {

@@ -47,6 +47,17 @@ impl ClusterState {
             return refused(RefusalKind::Invalid, e);
         }
         let manager = self.acts_as_operator(caller);
+        // SGE's job version counts changes of what the job is, not of its priority, its
+        // context or its tickets (recorded: `qalter -p` and `-ac` leave it).
+        let versioned = gantry_proto::JobChanges {
+            priority: None,
+            context: Vec::new(),
+            job_share: None,
+            override_tickets: None,
+            users: Vec::new(),
+            verify: Default::default(),
+            ..changes.clone()
+        } != gantry_proto::JobChanges::default();
         let mut ops = Vec::new();
         let mut messages = Vec::new();
         // `-u`: every pending job of the users, besides those named.
@@ -80,7 +91,7 @@ impl ClusterState {
             };
             if job.owner.user != caller.user && !manager {
                 return refused(
-                    RefusalKind::Denied,
+                    RefusalKind::OwnerRequired,
                     self.others_job_refusal(
                         caller,
                         // SGE's qalter words.
@@ -129,8 +140,41 @@ impl ClusterState {
             }
             let mut job = crate::core::jobs::Job::clone(job);
             let spec = &mut job.spec;
-            if let Some(h) = changes.hold {
-                spec.hold = h;
+            // Each hold that changes needs its right: the owner's for the user hold, an
+            // operator's for the operator hold, a manager's for the system hold.
+            let operator = self.acts_as_operator(caller);
+            let manager_rights = self.acts_as_manager(caller);
+            let mut hold_changed = false;
+            for (wanted, held, needs) in [
+                (changes.hold, &mut spec.hold, None),
+                (
+                    changes.operator_hold,
+                    &mut spec.operator_hold,
+                    Some(("operator", "operator", operator)),
+                ),
+                (
+                    changes.system_hold,
+                    &mut spec.system_hold,
+                    Some(("manager", "manager", manager_rights)),
+                ),
+            ] {
+                let Some(w) = wanted.filter(|w| w != held) else {
+                    continue;
+                };
+                if let Some((role, kind, false)) = needs {
+                    return refused(
+                        RefusalKind::OperatorRequired,
+                        format!(
+                            "denied: \"{}\" must be {role} to {} {kind} hold",
+                            caller.user,
+                            if w { "set" } else { "remove" }
+                        ),
+                    );
+                }
+                *held = w;
+                hold_changed = true;
+            }
+            if hold_changed {
                 messages.push(format!("modified hold of job {id}"));
             }
             if let Some(m) = &changes.mail_options {
@@ -373,6 +417,12 @@ impl ClusterState {
                 }
             };
             match changes.verify {
+                // A held job is not verified (SGE 8.1.9's words).
+                Verify::Verify | Verify::Poke if job.spec.held() => {
+                    messages.truncate(job_messages_start);
+                    messages.push("verification: job is already running or is held".to_string());
+                    continue;
+                }
                 Verify::Verify | Verify::Poke => {
                     messages.truncate(job_messages_start);
                     messages.push(match could(changes.verify == Verify::Poke) {
@@ -395,6 +445,9 @@ impl ClusterState {
                     messages.push("warning: no suitable queues".to_string());
                 }
                 _ => {}
+            }
+            if versioned {
+                job.version += 1;
             }
             ops.push(Op::Put(Object::Job(job)));
         }

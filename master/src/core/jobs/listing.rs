@@ -599,7 +599,7 @@ impl JobsImage {
                 }
             }
             if job.tasks.has_pending() {
-                let held = job.spec.hold
+                let held = job.spec.held()
                     || job
                         .spec
                         .hold_jids
