@@ -309,6 +309,7 @@ pub fn render_unsubmitted_job(spec: &gantry_proto::JobSpec) -> String {
         checkpoint_attr: None,
         override_tickets: 0,
         version: 0,
+        predecessors: Vec::new(),
     };
     let mut out = String::new();
     render_job(&mut out, &detail, true);
@@ -517,6 +518,10 @@ fn render_job(out: &mut String, d: &gantry_proto::JobDetail, unsubmitted: bool) 
         });
         if !spec.hold_jids.is_empty() {
             row("jid_predecessor_list (req)", spec.hold_jids.join(","));
+        }
+        if !d.predecessors.is_empty() {
+            let ids: Vec<String> = d.predecessors.iter().map(|j| j.to_string()).collect();
+            row("jid_predecessor_list", ids.join(","));
         }
         if !spec.hold_jids_ad.is_empty() {
             row("ja_ad_predecessor_list (req)", spec.hold_jids_ad.join(","));

@@ -1649,3 +1649,27 @@ fn queue_types_take_the_jobs_sge_gives_them() {
         );
     }
 }
+
+#[test]
+fn predecessors_are_the_jobs_in_the_system_a_hold_jid_names() {
+    let mut jobs = JobTable::new();
+    for (id, name) in [(1, "first"), (2, "second"), (3, "first")] {
+        let mut j = job(id, "u1", &[], &[]);
+        j.spec.name = name.into();
+        jobs.insert(JobId(id), Arc::new(j));
+    }
+    let refs = |r: &[&str]| r.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    for (references, me, want) in [
+        (refs(&["1"]), 2, vec![1]),
+        (refs(&["first"]), 2, vec![1, 3]),
+        (refs(&["first"]), 3, vec![1]),
+        (refs(&["f*", "2"]), 9, vec![1, 2, 3]),
+        (refs(&["99", "nosuch"]), 2, vec![]),
+    ] {
+        let got: Vec<u64> = crate::view::predecessors(&jobs, &references, JobId(me))
+            .iter()
+            .map(|j| j.0)
+            .collect();
+        assert_eq!(got, want, "{references:?} of job {me}");
+    }
+}

@@ -296,6 +296,27 @@ pub fn queue_hosts_of(hostgroups: &BTreeMap<String, HostGroup>, q: &ClusterQueue
     hosts
 }
 
+/// The jobs in the system that `references` (`-hold_jid` ids and names) name, by id,
+/// `me` left out: SGE's `jid_predecessor_list`.
+pub fn predecessors(jobs: &JobTable, references: &[String], me: JobId) -> Vec<JobId> {
+    let mut ids: Vec<JobId> = Vec::new();
+    for r in references {
+        match r.parse::<JobId>() {
+            Ok(id) if jobs.contains_key(&id) => ids.push(id),
+            Ok(_) => {}
+            Err(_) => ids.extend(
+                jobs.values()
+                    .filter(|j| wildcard(r, &j.spec.name))
+                    .map(|j| j.id),
+            ),
+        }
+    }
+    ids.sort();
+    ids.dedup();
+    ids.retain(|id| *id != me);
+    ids
+}
+
 /// Is a job id or name still in the system (for `-hold_jid`)?
 pub fn predecessor_active(jobs: &JobTable, reference: &str) -> bool {
     match reference.parse::<JobId>() {

@@ -512,6 +512,7 @@ mod tests {
             checkpoint_attr: None,
             override_tickets: 0,
             version: 0,
+            predecessors: Vec::new(),
         }
     }
 

@@ -607,6 +607,11 @@ fn job_details(state: &ClusterState, ctx: &Context<'_>, ids: &[String]) -> Decis
         details.push(gantry_proto::JobDetail {
             checkpoint_attr,
             version: job.version,
+            predecessors: gantry_sched::view::predecessors(
+                &state.input.jobs,
+                &job.spec.hold_jids,
+                job.id,
+            ),
             override_tickets: state.input.job_otickets.get(&job.id).copied().unwrap_or(0),
             job_id: job.id,
             spec: job.spec.clone(),

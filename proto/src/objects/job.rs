@@ -876,6 +876,8 @@ pub struct JobDetail {
     pub override_tickets: u32,
     /// How many times the job was changed (SGE's `version:` line, shown when not 0).
     pub version: u32,
+    /// The jobs in the system its `-hold_jid` names (SGE's `jid_predecessor_list`).
+    pub predecessors: Vec<JobId>,
 }
 
 /// The parts of one row's priority (`qstat -pri`, `-urg`, `-ext`): a running task's, or
