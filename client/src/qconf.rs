@@ -98,6 +98,24 @@ fn resolvable(host: &str) -> bool {
         .is_ok_and(|mut a| a.next().is_some())
 }
 
+/// A host the master does not know and that does not resolve: SGE's answer
+/// (`can't resolve hostname "x"` and what the command adds), instead of the master's.
+fn unresolved(
+    reply: &Result<FromMaster, crate::conn::ConnError>,
+    host: &str,
+    suffix: &str,
+) -> Option<Output> {
+    match reply {
+        Ok(FromMaster::Refused(r)) if r.kind == RefusalKind::NotFound && !resolvable(host) => {
+            Some(Output::fail(
+                format!("can't resolve hostname \"{host}\"{suffix}"),
+                exit::FAILURE,
+            ))
+        }
+        _ => None,
+    }
+}
+
 /// Let the user edit `text` with `$EDITOR` (vi by default); the edited text.
 fn edit(text: &str) -> Result<String, String> {
     let editor = std::env::var("EDITOR")
@@ -500,13 +518,8 @@ fn one(name: &str, arg: Option<&str>) -> Output {
             let reply = req(&ToMaster::ShowExecHost {
                 host: host.to_string(),
             });
-            if let Ok(FromMaster::Refused(r)) = &reply {
-                if r.kind == RefusalKind::NotFound && !resolvable(host) {
-                    return Output::fail(
-                        format!("can't resolve hostname \"{host}\""),
-                        exit::FAILURE,
-                    );
-                }
+            if let Some(out) = unresolved(&reply, host, "") {
+                return out;
             }
             answer(reply, |a| match a {
                 FromMaster::ExecHost(h) => Some(print_exechost(h)),
@@ -775,13 +788,8 @@ fn one(name: &str, arg: Option<&str>) -> Output {
             let reply = req(&ToMaster::ShowConfig {
                 name: name.to_string(),
             });
-            if let Ok(FromMaster::Refused(r)) = &reply {
-                if r.kind == RefusalKind::NotFound && !resolvable(name) {
-                    return Output::fail(
-                        format!("can't resolve hostname \"{name}\": can't resolve host name"),
-                        exit::FAILURE,
-                    );
-                }
+            if let Some(out) = unresolved(&reply, name, ": can't resolve host name") {
+                return out;
             }
             answer(reply, |a| match a {
                 FromMaster::Config(c) => Some(print_config(c)),

@@ -38,7 +38,9 @@ struct Filter {
     states: Option<String>,
 }
 
-fn list(arg: Option<&str>) -> Vec<String> {
+/// An option's comma-separated list (`-q a.q,b.q`), empty items left out; none
+/// without the option.
+pub(crate) fn list(arg: Option<&str>) -> Vec<String> {
     arg.map(|a| {
         a.split(',')
             .filter(|s| !s.is_empty())

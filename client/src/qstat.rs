@@ -758,7 +758,7 @@ pub fn qstat(args: &[String]) -> Output {
     let zombies = states.is_some_and(|s| s.contains('z'));
     // `-q wc_queue_list`: the jobs running in those queues (cluster queues or queue
     // instances, with wildcards), and every pending job, as SGE's qstat lists them.
-    let queues = queue_list(p.arg("-q"));
+    let queues = crate::qselect::list(p.arg("-q"));
     let in_queues = |queue: Option<&str>| match queue {
         _ if queues.is_empty() => true,
         None => true,
@@ -949,20 +949,9 @@ fn each_task_id(tasks: &str) -> Vec<String> {
     ids
 }
 
-/// A `-q` list: queue references separated by commas.
-fn queue_list(arg: Option<&str>) -> Vec<String> {
-    arg.map(|a| {
-        a.split(',')
-            .filter(|q| !q.is_empty())
-            .map(str::to_string)
-            .collect()
-    })
-    .unwrap_or_default()
-}
-
 /// `qstat -g c [-q queues] [-xml]`.
 fn cluster_queue_summary(queues: Option<&str>, xml: bool) -> Output {
-    let queues = queue_list(queues);
+    let queues = crate::qselect::list(queues);
     match crate::ask(&ToMaster::HostInfo) {
         Ok(FromMaster::Hosts(h)) => {
             let s = summary::summarise(&h, &queues);
