@@ -36,7 +36,11 @@ pub fn render_record(r: &AccountingRecord) -> String {
     let mut s = String::from("==============================================================\n");
     let row = |s: &mut String, k: &str, v: &str| s.push_str(&format!("{k:<13}{v:<20}\n"));
     let raw = |s: &mut String, k: &str, v: &str| s.push_str(&format!("{k:<13}{v}\n"));
-    let ts = |t: i64| local_time(t, "%a %b %e %H:%M:%S %Y");
+    // A task that never started has neither time: `-/-`, as SGE's.
+    let ts = |t: i64| match t {
+        0 => "-/-".to_string(),
+        t => local_time(t, "%a %b %e %H:%M:%S %Y"),
+    };
     row(&mut s, "qname", rep.queue.split('@').next().unwrap_or(""));
     row(&mut s, "hostname", &rep.host);
     row(&mut s, "group", &r.group);

@@ -616,11 +616,9 @@ fn render_job(out: &mut String, d: &gantry_proto::JobDetail, unsubmitted: bool) 
                 task_key("binding", n, t.task_id)
             ));
         }
+        // SGE's: the task in ten columns, then the shepherd's reason as it stated it.
         for (task, reason) in &d.errors {
-            out.push_str(&format!(
-                "{:<28}{reason}\n",
-                format!("error reason {task:>4}:")
-            ));
+            out.push_str(&format!("error reason {task:>10}:      {reason}\n"));
         }
         for (i, reason) in d.reasons.iter().enumerate() {
             let key = if i == 0 { "scheduling info:" } else { "" };

@@ -208,7 +208,11 @@ fn unable(message: &str) -> Output {
 /// Options from a defaults file or `-@` file.
 fn options_from_file(path: &std::path::Path) -> Result<Vec<String>, OptionError> {
     let text = std::fs::read_to_string(path).map_err(|e| OptionError {
-        text: format!("error opening {}: {}", path.display(), os_error_text(&e)),
+        text: format!(
+            "error opening {}: {}",
+            path.display(),
+            gantry_common::os_error::strerror(&e)
+        ),
         status: exit::NO_SCRIPT,
     })?;
     let mut words = Vec::new();
@@ -216,12 +220,6 @@ fn options_from_file(path: &std::path::Path) -> Result<Vec<String>, OptionError>
         words.extend(split_line(line).map_err(OptionError::syntax)?);
     }
     Ok(words)
-}
-
-/// An I/O error as `strerror` says it, without Rust's `(os error N)`.
-fn os_error_text(e: &std::io::Error) -> String {
-    let why = std::io::Error::from_raw_os_error(e.raw_os_error().unwrap_or(0)).to_string();
-    why.split(" (os error").next().unwrap_or(&why).to_string()
 }
 
 /// The directive lines of a script (`#$`, or the prefix `-C` gives; none with an empty
@@ -632,7 +630,7 @@ pub fn run(args: &[String]) -> Output {
                         return Output::fail(
                             format!(
                                 "Unable to read script file because of error: error opening {first}: {}",
-                                os_error_text(&e)
+                                gantry_common::os_error::strerror(&e)
                             ),
                             exit::NO_SCRIPT,
                         );

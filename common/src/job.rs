@@ -22,6 +22,10 @@ pub struct Job {
     pub restarted: std::collections::BTreeMap<TaskId, u32>,
     /// Of those, the tasks that restart from a checkpoint in the arena (`RESTARTED=2`).
     pub ckpt_arena: std::collections::BTreeSet<TaskId>,
+    /// Tasks waiting to run again after their start failed on a host (a prolog that
+    /// failed, the queue instance set in error): the shepherd's reason, which `qstat
+    /// -j` shows as SGE's `error reason` until the task runs again.
+    pub failed_starts: std::collections::BTreeMap<TaskId, String>,
     /// How many accepted `qalter`/`qhold`/`qrls` requests changed the job (SGE's job
     /// version, which `qstat -j` shows once it is not 0).
     pub version: u32,

@@ -305,6 +305,13 @@ impl Tasks {
             .count()
     }
 
+    /// Is a task in error state (`Eqw`)?
+    pub fn has_errors(&self) -> bool {
+        self.placed
+            .values()
+            .any(|s| matches!(s, TaskState::Error { .. }))
+    }
+
     /// Tasks in error state go back to pending (`qmod -cj`); returns how many.
     pub fn clear_errors(&mut self) -> usize {
         let failed: Vec<TaskId> = self

@@ -222,6 +222,7 @@ impl Jobs {
                 start: start.clone(),
                 cgroup_parent: self.inner.cgroup_parent.clone(),
                 binding: self.bind(key, &start),
+                procedure_users: crate::shepherd::look_up_users(&start),
             };
             let bytes = gantry_proto::encode(&order).map_err(std::io::Error::other)?;
             task.create_file(START_FILE, 0o600)?.write_all(&bytes)?;

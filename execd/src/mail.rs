@@ -196,6 +196,10 @@ impl Plan {
 
 /// A time of day as SGE's mails print it: `MM/DD/YYYY hh:mm:ss`, local time.
 pub fn ctime(secs: i64) -> String {
+    if secs == 0 {
+        // A task that never started.
+        return "-/-".to_string();
+    }
     jiff::Timestamp::from_second(secs)
         .map(|t| {
             t.to_zoned(jiff::tz::TimeZone::system())

@@ -15,7 +15,8 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use gantry_common::value::{parse_memory, parse_time};
+use gantry_common::os_error::strerror;
+use gantry_common::procedure::ProcedureKind;
 use gantry_proto::{JobReport, JobScript, JobStart, ShepherdFailure};
 use nix::sys::signal::Signal;
 use nix::unistd::{Gid, Pid, Uid};
@@ -25,10 +26,18 @@ use crate::private_fs;
 use crate::processes::TaskProcesses;
 use crate::spawn;
 
+use limits::{limit, limits, time_of};
+
 mod environment;
+mod files;
+mod limits;
+mod procedures;
 pub mod session;
 mod terminal;
 use environment::{bind_to, job_environment, pe_hostfile, PE_HOSTFILE};
+use files::{create_tmpdir, ActingAsOwner};
+pub use files::{expand_path, output_path};
+pub use procedures::{look_up_users, ProcedureUser};
 use terminal::Terminal;
 
 pub const START_FILE: &str = "start.bin";
@@ -44,6 +53,8 @@ pub struct Order {
     pub cgroup_parent: Option<PathBuf>,
     /// The cores the execd chose for a `-binding` request.
     pub binding: Option<crate::binding::TaskBinding>,
+    /// The users the task's procedures name (`root@/path` in a prolog).
+    pub procedure_users: Vec<ProcedureUser>,
 }
 
 /// A user's name, home and groups.
@@ -91,89 +102,32 @@ fn setting<'a>(start: &'a JobStart, key: &str) -> Option<&'a str> {
         .map(|(_, v)| v.as_str())
 }
 
-/// A job's hard request for `key`, else the queue's limit.
-fn limit(start: &JobStart, key: &str, parse: fn(&str) -> Option<f64>) -> Option<f64> {
-    let job = start
-        .spec
-        .hard_resources
-        .iter()
-        .find(|(k, _)| k == key)
-        .and_then(|(_, v)| parse(v));
-    let queue = setting(start, key).and_then(parse);
-    match (job, queue) {
-        (Some(j), Some(q)) => Some(j.min(q)),
-        (a, b) => a.or(b),
-    }
-    .filter(|v| v.is_finite())
-}
-
-fn time_of(s: &str) -> Option<f64> {
-    parse_time(s).ok()
-}
-
-fn mem_of(s: &str) -> Option<f64> {
-    parse_memory(s).ok()
-}
-
-/// Expand `$JOB_ID $TASK_ID $JOB_NAME $USER $HOME $HOSTNAME` in an output path.
-pub fn expand_path(path: &str, start: &JobStart, home: &str) -> String {
-    let task = if start.spec.array.is_some() {
-        start.task_id.to_string()
-    } else {
-        "undefined".to_string()
-    };
-    let mut out = path.to_string();
-    for (var, val) in [
-        ("$JOB_ID", start.job_id.to_string()),
-        ("$TASK_ID", task),
-        ("$JOB_NAME", start.spec.name.clone()),
-        ("$USER", start.owner.user.clone()),
-        ("$HOME", home.to_string()),
-        ("$HOSTNAME", start.host.clone()),
-    ] {
-        out = out.replace(var, &val);
-    }
-    out
-}
-
-/// Where a stream goes: `-o`/`-e` (a directory gets SGE's default name inside it), else
-/// `<cwd>/<name>.o<id>[.<task>]`.
-pub fn output_path(start: &JobStart, cwd: &Path, home: &str, letter: char) -> PathBuf {
-    let default_name = match start.spec.array {
-        Some(_) => format!(
-            "{}.{letter}{}.{}",
-            start.spec.name, start.job_id, start.task_id
-        ),
-        None => format!("{}.{letter}{}", start.spec.name, start.job_id),
-    };
-    let given = if letter == 'o' {
-        &start.spec.stdout_path
-    } else {
-        &start.spec.stderr_path
-    };
-    match given {
-        Some(p) => {
-            let p = PathBuf::from(expand_path(p, start, home));
-            let p = if p.is_absolute() { p } else { cwd.join(p) };
-            if p.is_dir() {
-                p.join(default_name)
-            } else {
-                p
-            }
-        }
-        None => cwd.join(default_name),
-    }
-}
-
 struct Failure {
     code: ShepherdFailure,
     reason: String,
+    /// Who met it (the owner while the shepherd acts as them), for SGE's `[uid:pid]`.
+    uid: u32,
 }
 
 fn fail(code: ShepherdFailure, reason: impl Into<String>) -> Failure {
     Failure {
         code,
         reason: reason.into(),
+        uid: nix::unistd::geteuid().as_raw(),
+    }
+}
+
+impl Failure {
+    /// The reason as SGE's shepherd words it for `qstat -j` and mail: when, who
+    /// (`[uid:pid]`, the pid the shepherd's), what.
+    fn stated(&self) -> String {
+        format!(
+            "{} [{}:{}]: {}",
+            gantry_common::dates::local_time(now(), "%m/%d/%Y %H:%M:%S"),
+            self.uid,
+            std::process::id(),
+            self.reason
+        )
     }
 }
 
@@ -277,7 +231,8 @@ pub fn run(dir: &Path) -> i32 {
             .ok(),
     };
     notes.add("shepherd", std::process::id());
-    let started = now();
+    // Start and end stay 0 (`-/-`) unless the job itself starts.
+    let started = 0;
     let mut report = JobReport {
         job_id: start.job_id,
         task_id: start.task_id,
@@ -299,102 +254,29 @@ pub fn run(dir: &Path) -> i32 {
     let mut held = Held::default();
     if let Err(f) = supervise(dir, &order, &mut report, &mut notes, &mut held) {
         report.failed = f.code.code();
-        report.failure = f.reason;
-        report.exit_status = 1;
+        report.failure = f.stated();
     }
     if let Some(tmpdir) = &held.tmpdir {
         if let Err(e) = private_fs::remove_task_tmpdir(tmpdir) {
             notes.add(
                 "note",
-                format!("cannot remove TMPDIR {}: {e}", tmpdir.display()),
+                format!(
+                    "cannot remove TMPDIR {}: {}",
+                    tmpdir.display(),
+                    strerror(&e)
+                ),
             );
         }
     }
     if let Some(group) = &held.group {
         let _ = group.remove();
     }
-    report.end_time = now();
+    if report.start_time != 0 {
+        report.end_time = now();
+    }
     let _ = report_file.write_all(&encode_report(&report));
     let _ = report_file.sync_data();
     0
-}
-
-/// The job owner's identity as this process's effective one (the real and saved ones
-/// stay root's); root's comes back when it is dropped, without supplementary groups (the
-/// shepherd needs none, and asking for the old list would import `getgroups`, which
-/// `deploy/build.sh` cannot tell from the name service's `getgr*`). Nothing changes
-/// when the shepherd runs as the owner already (a personal cluster).
-struct ActingAsOwner;
-
-impl ActingAsOwner {
-    fn enter(uid: u32, gid: u32, groups: &[u32]) -> nix::Result<Option<ActingAsOwner>> {
-        if nix::unistd::geteuid().as_raw() == uid {
-            return Ok(None);
-        }
-        let keep_u = Uid::from_raw(u32::MAX);
-        let keep_g = Gid::from_raw(u32::MAX);
-        let groups: Vec<Gid> = groups.iter().map(|g| Gid::from_raw(*g)).collect();
-        nix::unistd::setgroups(&groups)?;
-        let back = ActingAsOwner;
-        nix::unistd::setresgid(keep_g, Gid::from_raw(gid), keep_g)?;
-        nix::unistd::setresuid(keep_u, Uid::from_raw(uid), keep_u)?;
-        Ok(Some(back))
-    }
-}
-
-impl Drop for ActingAsOwner {
-    fn drop(&mut self) {
-        let keep_u = Uid::from_raw(u32::MAX);
-        let keep_g = Gid::from_raw(u32::MAX);
-        let _ = nix::unistd::setresuid(keep_u, nix::unistd::getuid(), keep_u);
-        let _ = nix::unistd::setresgid(keep_g, nix::unistd::getgid(), keep_g);
-        let _ = nix::unistd::setgroups(&[]);
-    }
-}
-
-/// The task's TMPDIR: `<tmpdir>/gantry.<host>/<job>.<task>.<queue>`, created by root and
-/// handed to the owner (see [`private_fs`]), with `$PE_HOSTFILE` written inside first.
-fn create_tmpdir(
-    start: &JobStart,
-    binding: Option<&crate::binding::TaskBinding>,
-    notes: &mut TaskNotes,
-) -> Result<PathBuf, Failure> {
-    let parent = Path::new(setting(start, "tmpdir").unwrap_or("/tmp"));
-    let base = private_fs::tmpdir_base(parent, &start.host, |planted| {
-        notes.add(
-            "note",
-            format!(
-                "{} is not the execd's own directory (a file, a link or another user's): passed over",
-                planted.display()
-            ),
-        );
-    })
-    .map_err(|e| fail(ShepherdFailure::BeforeJob, format!("cannot create TMPDIR in {}: {e}", parent.display())))?;
-    let name = format!(
-        "{}.{}.{}",
-        start.job_id,
-        start.task_id,
-        start.queue.split('@').next().unwrap_or("queue")
-    );
-    let dir =
-        private_fs::create_task_tmpdir(&base, &name, start.owner.uid, start.owner.gid, |dir| {
-            match start.pe {
-                Some(_) => dir
-                    .create_file(PE_HOSTFILE, 0o644)?
-                    .write_all(pe_hostfile(start, binding).as_bytes()),
-                None => Ok(()),
-            }
-        })
-        .map_err(|e| {
-            fail(
-                ShepherdFailure::BeforeJob,
-                format!(
-                    "cannot create TMPDIR {}: {e}",
-                    base.path().join(&name).display()
-                ),
-            )
-        })?;
-    Ok(dir.path().to_path_buf())
 }
 
 fn supervise(
@@ -428,7 +310,10 @@ fn supervise(
                 notes.add("cgroup", group.path.display());
                 held.group = Some(group);
             }
-            Err(e) => notes.add("note", format!("no control group for the task: {e}")),
+            Err(e) => notes.add(
+                "note",
+                format!("no control group for the task: {}", strerror(&e)),
+            ),
         }
     }
     let script_path = dir.join(SCRIPT_FILE);
@@ -439,7 +324,7 @@ fn supervise(
         let _owner = ActingAsOwner::enter(uid, gid, &user.groups).map_err(|e| {
             fail(
                 ShepherdFailure::OpenOutput,
-                format!("cannot take the identity of the job owner: {e}"),
+                format!("cannot take the identity of the job owner: {}", e.desc()),
             )
         })?;
         if !cwd.is_dir() {
@@ -466,7 +351,11 @@ fn supervise(
                 .map_err(|e| {
                     fail(
                         ShepherdFailure::OpenOutput,
-                        format!("can't open output file \"{}\": {e}", p.display()),
+                        format!(
+                            "can't open output file \"{}\": {}",
+                            p.display(),
+                            strerror(&e)
+                        ),
                     )
                 })
         };
@@ -475,7 +364,12 @@ fn supervise(
             true => std::fs::File::options()
                 .write(true)
                 .open("/dev/null")
-                .map_err(|e| fail(ShepherdFailure::OpenOutput, format!("/dev/null: {e}"))),
+                .map_err(|e| {
+                    fail(
+                        ShepherdFailure::OpenOutput,
+                        format!("/dev/null: {}", strerror(&e)),
+                    )
+                }),
             false => open(p),
         };
         let stdout = open(&out_path)?;
@@ -483,7 +377,7 @@ fn supervise(
             stdout.try_clone().map_err(|e| {
                 fail(
                     ShepherdFailure::OpenOutput,
-                    format!("can't duplicate output: {e}"),
+                    format!("can't duplicate output: {}", strerror(&e)),
                 )
             })?
         } else {
@@ -497,7 +391,11 @@ fn supervise(
                 Some(std::fs::File::open(&p).map_err(|e| {
                     fail(
                         ShepherdFailure::OpenOutput,
-                        format!("can't open input file \"{}\": {e}", p.display()),
+                        format!(
+                            "can't open input file \"{}\": {}",
+                            p.display(),
+                            strerror(&e)
+                        ),
                     )
                 })?)
             }
@@ -510,6 +408,16 @@ fn supervise(
         };
         (out_path, err_path, stdin, stdout, stderr)
     };
+    // The prolog's and epilog's output goes where the job's does.
+    let duplicate = |f: &File| {
+        f.try_clone().map_err(|e| {
+            fail(
+                ShepherdFailure::OpenOutput,
+                format!("can't duplicate output: {}", strerror(&e)),
+            )
+        })
+    };
+    let (procedure_out, procedure_err) = (duplicate(&stdout)?, duplicate(&stderr)?);
     let shell = start
         .spec
         .shell
@@ -555,12 +463,6 @@ fn supervise(
         shell.clone()
     } else {
         what
-    };
-    let cant_start = |e: std::io::Error| {
-        fail(
-            ShepherdFailure::NoShell,
-            format!("can't start \"{what}\": {e}"),
-        )
     };
     let mut env = match &start.spec.script {
         // A login session (qlogin, qrsh without a command) starts as a login does: its
@@ -609,11 +511,35 @@ fn supervise(
         let cpus: Vec<String> = b.cpus.iter().map(u32::to_string).collect();
         env.push(("SGE_BINDING".to_string(), cpus.join(" ")));
     }
+    // `starter_method`: the queue's job starter runs in the shell's place, given the
+    // script (or command) and its arguments, and told the shell (SGE's). Not for a
+    // restart command or an interactive job.
+    let starter = setting(start, "starter_method")
+        .filter(|s| !gantry_common::procedure::is_none(s))
+        .filter(|_| !interactive && restart_command.is_none())
+        .map(str::to_string);
+    if starter.is_some() {
+        let login = environment::login_name(&shell, setting(start, "login_shells")).is_some();
+        let set = [
+            ("SGE_STARTER_SHELL_PATH", shell.clone()),
+            (
+                "SGE_STARTER_SHELL_START_MODE",
+                setting(start, "shell_start_mode")
+                    .unwrap_or("posix_compliant")
+                    .to_string(),
+            ),
+            ("SGE_STARTER_USE_LOGIN_SHELL", login.to_string()),
+        ];
+        for (name, value) in set {
+            env.retain(|(k, _)| k != name);
+            env.push((name.to_string(), value));
+        }
+    }
     let path = env
         .iter()
         .rev()
         .find(|(k, _)| k == "PATH")
-        .map_or("/usr/local/bin:/usr/bin:/bin", |(_, v)| v.as_str());
+        .map_or(environment::DEFAULT_PATH, |(_, v)| v.as_str());
     let mut args = vec![what.clone()];
     match &start.spec.script {
         _ if restart_command.is_some() => {
@@ -656,12 +582,76 @@ fn supervise(
             args[0] = format!("-{name}");
         }
     }
+    let (what, args) = match &starter {
+        Some(starter) => {
+            let job = match &start.spec.script {
+                JobScript::Binary { command } => command.clone(),
+                _ => script_path.to_string_lossy().into_owned(),
+            };
+            let argv = [starter.clone(), job]
+                .into_iter()
+                .chain(start.spec.args.iter().cloned())
+                .collect();
+            (starter.clone(), argv)
+        }
+        None => (what, args),
+    };
+    // Why the job could not be started, in SGE's shepherd's words: a shell it cannot
+    // find, or a command it could not execute.
+    let runs_a_shell = what == shell && starter.is_none();
+    let cant_start = |e: std::io::Error| {
+        let reason = if runs_a_shell && e.raw_os_error() == Some(nix::libc::ENOENT) {
+            format!("unable to find shell \"{what}\"")
+        } else {
+            gantry_common::os_error::exec_failed(&what, &e)
+        };
+        fail(ShepherdFailure::NoShell, reason)
+    };
+    // The prolog, then the parallel environment's start procedure (by the job's first
+    // task only, not by those `qrsh -inherit` starts).
+    let runner = procedures::Runner {
+        start,
+        owner: spawn::Identity {
+            uid,
+            gid,
+            groups: user.groups.clone(),
+            drop_privileges: nix::unistd::geteuid().as_raw() != uid,
+        },
+        owner_name: &user.name,
+        users: &order.procedure_users,
+        env: env.clone(),
+        cwd: &cwd,
+        tmpdir: &tmpdir,
+        group: held.group.as_ref().map(|g| g.path.as_path()),
+    };
+    let job_streams = procedures::Streams {
+        stdout: &procedure_out,
+        stderr: &procedure_err,
+    };
+    let pe_streams = match start.pe_task {
+        None if start.pe.is_some()
+            && (runner.has(ProcedureKind::PeStart) || runner.has(ProcedureKind::PeStop)) =>
+        {
+            Some(runner.pe_streams(&out_path, &user)?)
+        }
+        _ => None,
+    };
+    let pe_streams = pe_streams.as_ref().map(|(out, err)| procedures::Streams {
+        stdout: out,
+        stderr: err,
+    });
+    if start.pe_task.is_none() {
+        runner.run(ProcedureKind::Prolog, job_streams, &[])?;
+        if let Some(streams) = &pe_streams {
+            runner.run(ProcedureKind::PeStart, *streams, &[])?;
+        }
+    }
     let (group, group_procs) = match &held.group {
         Some(g) => (
             Some(spawn::open_group_dir(&g.path).map_err(|e| {
                 fail(
                     ShepherdFailure::BeforeJob,
-                    format!("cannot open the task's control group: {e}"),
+                    format!("cannot open the task's control group: {}", strerror(&e)),
                 )
             })?),
             g.procs_for_joining().ok(),
@@ -679,7 +669,7 @@ fn supervise(
         let streams = match session::streams(start.spec.pty, uid, gid) {
             Ok(s) => s,
             Err(e) => {
-                let why = format!("can't open the job's streams: {e}");
+                let why = format!("can't open the job's streams: {}", strerror(&e));
                 session::fail(conn, &why);
                 return Err(fail(ShepherdFailure::NoShell, why));
             }
@@ -698,13 +688,13 @@ fn supervise(
         let out = stdout.try_clone().map_err(|e| {
             fail(
                 ShepherdFailure::OpenOutput,
-                format!("can't duplicate output: {e}"),
+                format!("can't duplicate output: {}", strerror(&e)),
             )
         })?;
         Some(Terminal::open(uid, gid, out).map_err(|e| {
             fail(
                 ShepherdFailure::NoShell,
-                format!("can't open a pseudo terminal for the job: {e}"),
+                format!("can't open a pseudo terminal for the job: {}", strerror(&e)),
             )
         })?)
     } else {
@@ -715,23 +705,15 @@ fn supervise(
         Ok(p) => p,
         Err(e) => {
             if let Some((conn, _)) = session {
-                session::fail(conn, &format!("can't start \"{what}\": {e}"));
+                session::fail(conn, &format!("can't start \"{what}\": {}", strerror(&e)));
             }
             return Err(cant_start(e));
         }
     };
     let job = spawn::JobProcess {
         program,
-        args: args
-            .iter()
-            .map(spawn::cstring)
-            .collect::<Result<_, _>>()
-            .map_err(cant_start)?,
-        env: env
-            .iter()
-            .map(|(k, v)| spawn::cstring(format!("{k}={v}")))
-            .collect::<Result<_, _>>()
-            .map_err(cant_start)?,
+        args: spawn::cstrings(&args).map_err(cant_start)?,
+        env: spawn::environment(&env).map_err(cant_start)?,
         cwd: spawn::cpath(&cwd).map_err(cant_start)?,
         stdin,
         stdout,
@@ -769,7 +751,7 @@ fn supervise(
     let spawned = spawn::spawn(&job);
     let (session, child) = match (session, spawned) {
         (Some((conn, _)), Err(e)) => {
-            session::fail(conn, &format!("can't start \"{what}\": {e}"));
+            session::fail(conn, &format!("can't start \"{what}\": {}", strerror(&e)));
             (None, Err(e))
         }
         (session, r) => (session, r),
@@ -778,7 +760,7 @@ fn supervise(
         // The working directory, entered with the owner's rights, is not theirs.
         Some(nix::libc::EACCES | nix::libc::ENOTDIR) if !cwd_is_ok(&cwd, &job) => fail(
             ShepherdFailure::NoCwd,
-            format!("error: can't chdir to {}: {e}", cwd.display()),
+            format!("error: can't chdir to {}: {}", cwd.display(), strerror(&e)),
         ),
         _ => cant_start(e),
     })?;
@@ -796,7 +778,10 @@ fn supervise(
         Some((conn, local)) => Some(
             session::Relay::start(conn, local, processes.clone()).map_err(|e| {
                 processes.kill();
-                fail(ShepherdFailure::NoShell, format!("the session failed: {e}"))
+                fail(
+                    ShepherdFailure::NoShell,
+                    format!("the session failed: {}", strerror(&e)),
+                )
             })?,
         ),
         None => None,
@@ -851,7 +836,7 @@ fn supervise(
             Err(e) => {
                 return Err(fail(
                     ShepherdFailure::NoShell,
-                    format!("waiting for the job failed: {e}"),
+                    format!("waiting for the job failed: {}", e.desc()),
                 ))
             }
         }
@@ -903,6 +888,20 @@ fn supervise(
         }
         _ => {}
     }
+    // The parallel environment's stop procedure, then the epilog.
+    if start.pe_task.is_none() {
+        let exit = [("SGE_JOBEXIT_STAT", report.exit_status.to_string())];
+        let after = match &pe_streams {
+            Some(streams) => runner.run(ProcedureKind::PeStop, *streams, &exit),
+            None => Ok(()),
+        }
+        .and_then(|()| runner.run(ProcedureKind::Epilog, job_streams, &exit));
+        end_what_is_left(&processes);
+        if let Err(f) = after {
+            crate::usage::account_children(report);
+            return Err(f);
+        }
+    }
     crate::usage::account_children(report);
     // Processes nobody waited for (killed above) count too.
     if let Some(cpu) = held.group.as_ref().and_then(TaskGroup::cpu_usage) {
@@ -931,32 +930,6 @@ fn ckpt_variable(
         "ckpt_signal" => c.env.signal.clone(),
         _ => String::new(),
     }
-}
-
-/// The resource limits the job inherits: `(resource, soft, hard)`.
-fn limits(start: &JobStart) -> Vec<(nix::libc::c_int, u64, u64)> {
-    let mut out = Vec::new();
-    let h_vmem = limit(start, "h_vmem", mem_of).map(|v| v as u64);
-    match (limit(start, "s_vmem", mem_of).map(|v| v as u64), h_vmem) {
-        (Some(s), h) => out.push((
-            nix::libc::RLIMIT_AS as nix::libc::c_int,
-            s,
-            h.unwrap_or(u64::MAX),
-        )),
-        (None, Some(h)) => out.push((nix::libc::RLIMIT_AS as nix::libc::c_int, h, h)),
-        (None, None) => {}
-    }
-    let h_cpu = limit(start, "h_cpu", time_of).map(|v| v as u64);
-    match (limit(start, "s_cpu", time_of).map(|v| v as u64), h_cpu) {
-        (Some(s), h) => out.push((
-            nix::libc::RLIMIT_CPU as nix::libc::c_int,
-            s,
-            h.unwrap_or(u64::MAX),
-        )),
-        (None, Some(h)) => out.push((nix::libc::RLIMIT_CPU as nix::libc::c_int, h, h)),
-        (None, None) => {}
-    }
-    out
 }
 
 /// Can the owner enter `cwd`? (Checked only to name the right failure.)

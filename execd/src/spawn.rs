@@ -75,7 +75,8 @@ pub struct JobProcess {
     /// The task's control group, a directory opened (`O_DIRECTORY`) for `clone3`.
     pub group: Option<File>,
     /// The group's `cgroup.procs`, open for writing: the fallback when `clone3` cannot
-    /// place the child.
+    /// place the child, and the way in when `group` is not given (the child joins the
+    /// group before it executes).
     pub group_procs: Option<File>,
     /// `-pty y`: a pseudo terminal's slave, which becomes the controlling terminal of a
     /// session the child leads (instead of a process group of its own).
@@ -107,6 +108,18 @@ pub fn resolve(program: &str, path: &str) -> io::Result<CString> {
 
 pub fn cstring(s: impl AsRef<std::ffi::OsStr>) -> io::Result<CString> {
     CString::new(s.as_ref().as_bytes()).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))
+}
+
+/// An argument vector as `execve` takes it.
+pub fn cstrings<S: AsRef<std::ffi::OsStr>>(items: &[S]) -> io::Result<Vec<CString>> {
+    items.iter().map(cstring).collect()
+}
+
+/// An environment (`NAME`, value) as `execve` takes it: `NAME=value`.
+pub fn environment(env: &[(String, String)]) -> io::Result<Vec<CString>> {
+    env.iter()
+        .map(|(k, v)| cstring(format!("{k}={v}")))
+        .collect()
 }
 
 pub fn cpath(p: &Path) -> io::Result<CString> {
@@ -157,6 +170,10 @@ pub fn spawn(job: &JobProcess) -> io::Result<i32> {
         args.flags |= CLONE_INTO_CGROUP;
         args.cgroup = g.as_raw_fd() as u64;
     }
+    let mut join_after_fork = match job.group {
+        Some(_) => None,
+        None => job.group_procs.as_ref().map(|f| f.as_raw_fd()),
+    };
     // SAFETY: clone3 without CLONE_VM and without a stack is fork: the child gets a copy
     // of this process and continues here with its own copy of the stack; it only runs
     // `Child::exec`, which makes plain system calls and never returns.
@@ -167,7 +184,6 @@ pub fn spawn(job: &JobProcess) -> io::Result<i32> {
             std::mem::size_of::<CloneArgs>(),
         )
     };
-    let mut join_after_fork = None;
     if pid < 0 {
         // No clone3, or no CLONE_INTO_CGROUP: fork, and the child joins the group.
         // SAFETY: as above; the child only runs `Child::exec`.

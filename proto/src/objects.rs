@@ -5,7 +5,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::ids::{ArId, JobId, TaskId};
 
+mod failure;
 mod job;
+pub use failure::*;
 pub use job::*;
 
 /// One load value as an execd reports it (`name=value`, value in SGE's textual form).

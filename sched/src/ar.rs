@@ -84,6 +84,7 @@ pub fn request_job(ar: &AdvanceReservation, groups: &[String]) -> Job {
         suspended: Default::default(),
         restarted: Default::default(),
         ckpt_arena: Default::default(),
+        failed_starts: Default::default(),
         version: 0,
     }
 }

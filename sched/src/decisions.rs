@@ -176,16 +176,14 @@ impl Misfit {
             Misfit::Unusable(Unusable::Disabled) => {
                 format!("queue instance \"{qi}\" dropped because it is disabled")
             }
-            // SCHEDD_INFO_QUEUENOTAVAIL_ (47081)
-            Misfit::Unusable(Unusable::Unreachable) => {
+            // SCHEDD_INFO_QUEUENOTAVAIL_ (47081): SGE 8.1.9 says it of a queue instance
+            // in error state too.
+            Misfit::Unusable(Unusable::Unreachable | Unusable::Error) => {
                 format!("queue instance \"{qi}\" dropped because it is temporarily not available")
             }
             // SCHEDD_INFO_QUEUESUSP_ (47079)
             Misfit::Unusable(Unusable::Suspended) => {
                 format!("queue instance \"{qi}\" dropped because it is suspended")
-            }
-            Misfit::Unusable(Unusable::Error) => {
-                format!("queue instance \"{qi}\" dropped because it is in error state")
             }
             // SCHEDD_INFO_QUEUEINALARM_SS (47067)
             Misfit::Unusable(Unusable::SuspendAlarm(why)) => {

@@ -364,6 +364,7 @@ pub fn job(id: u64, user: &str, hard: &[(&str, &str)], soft: &[(&str, &str)]) ->
         suspended: Default::default(),
         restarted: Default::default(),
         ckpt_arena: Default::default(),
+        failed_starts: Default::default(),
         version: 0,
     }
 }

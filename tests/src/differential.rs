@@ -258,6 +258,10 @@ static CTIME: LazyLock<Regex> = LazyLock::new(|| {
     )
     .unwrap()
 });
+/// The stamp SGE's shepherd puts before its error messages, once its time is
+/// normalised: the user's and the shepherd's process ids differ between runs.
+static SHEPHERD_STAMP: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(MM/DD/YYYY hh:mm:ss) \[\d+:\d+\]:").unwrap());
 static ID_LINE: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^(uid|gid):(\s+)\d+$").unwrap());
 /// qacct's measured values, and `qstat -j`'s usage line.
 static USAGE_LINE: LazyLock<Regex> = LazyLock::new(|| {
@@ -330,6 +334,9 @@ pub fn normalise(command: &str, text: &str, replacements: &[(String, String)]) -
         }
     }
     s = DATE.replace_all(&s, "MM/DD/YYYY hh:mm:ss").into_owned();
+    s = SHEPHERD_STAMP
+        .replace_all(&s, "$1 [<uid>:<pid>]:")
+        .into_owned();
     s = CTIME
         .replace_all(&s, "Www Mmm dd hh:mm:ss yyyy")
         .into_owned();
@@ -713,6 +720,7 @@ mod tests {
             ("qdel", "SGE 8.1.9\nusage: qdel\n", "<version>\nusage: qdel\n"),
             ("qstat", "<JB_submission_time>2026-12-02T14:20:44</JB_submission_time>\n", "<JB_submission_time>YYYY-MM-DDThh:mm:ss</JB_submission_time>\n"),
             ("qdel", "Gantry 0.1.0\nusage: qdel\n", "<version>\nusage: qdel\n"),
+            ("qstat -j 1", "error reason          1:      12/03/2026 09:43:35 [1002:24843]: error: can't chdir\n", "error reason          1:      MM/DD/YYYY hh:mm:ss [<uid>:<pid>]: error: can't chdir\n"),
         ];
         for (cmd, text, want) in cases {
             assert_eq!(normalise(cmd, text, &r), want, "{text}");

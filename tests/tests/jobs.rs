@@ -910,17 +910,29 @@ fn a_job_that_cannot_start_waits_in_error_state() {
         || c.as_user("gtuser1", "qstat", &[]).stdout.contains(" Eqw "),
     );
     let j = c.as_user("gtuser1", "qstat", &["-j", &id]).stdout;
+    // SGE's form: when, who and which shepherd (`[uid:pid]`), why.
+    let reason = j
+        .lines()
+        .find(|l| l.starts_with("error reason          1:      "))
+        .unwrap_or_else(|| panic!("no error reason: {j}"));
+    let uid = nix::unistd::User::from_name("gtuser1")
+        .unwrap()
+        .unwrap()
+        .uid;
+    let pattern = regex::Regex::new(&format!(
+        r"^error reason          1:      \d\d/\d\d/\d{{4}} \d\d:\d\d:\d\d \[{uid}:\d+\]: error: can't chdir to {}: No such file or directory$",
+        regex::escape(&dir)
+    ))
+    .unwrap();
+    assert!(pattern.is_match(reason), "{reason}");
+    // The attempt is accounted, as SGE accounts it: failed 28, never started.
+    let acct = c.client("qacct", &["-j", &id]).stdout;
     assert!(
-        j.contains(&format!(
-            "error reason    1:          error: can't chdir to {dir}: No such file or directory"
-        )),
-        "{j}"
+        acct.contains("failed       28  : changing into working directory\n"),
+        "{acct}"
     );
-    assert_ne!(
-        c.client("qacct", &["-j", &id]).code,
-        0,
-        "not accounted while in error state"
-    );
+    assert!(acct.contains("start_time   -/-\n"), "{acct}");
+    assert!(acct.contains("exit_status  0 "), "{acct}");
     std::fs::create_dir(&dir).unwrap();
     let u = nix::unistd::User::from_name("gtuser1").unwrap().unwrap();
     nix::unistd::chown(dir.as_str(), Some(u.uid), Some(u.gid)).unwrap();
@@ -931,7 +943,9 @@ fn a_job_that_cannot_start_waits_in_error_state() {
         "{out:?}"
     );
     wait_until("the job to run", Duration::from_secs(10), || {
-        c.client("qacct", &["-j", &id]).code == 0
+        c.client("qacct", &["-j", &id])
+            .stdout
+            .contains("failed       0 ")
     });
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -1327,12 +1341,14 @@ fn suspended_and_errored_queue_instances() {
     assert_eq!(row(&c, &victim), "qw");
     let why = c.client("qstat", &["-j", &victim]).stdout;
     assert!(
-        why.contains("queue instance \"all.q@node1\" dropped because it is in error state"),
+        why.contains(
+            "queue instance \"all.q@node1\" dropped because it is temporarily not available"
+        ),
         "{why}"
     );
-    assert!(c
-        .master_log()
-        .contains("queue instance set to error state: cannot create TMPDIR"));
+    assert!(c.master_log().contains(
+        "]: cannot create TMPDIR in /proc/gantry-no-such-dir: No such file or directory job="
+    ));
     assert_eq!(
         c.qconf(&["-mattr", "queue", "tmpdir", "/tmp", "all.q"])
             .code,
@@ -1546,12 +1562,15 @@ fn mail_goes_through_the_mailer_at_start_end_and_abort() {
         .into_iter()
         .find(|m| m.contains(&format!("Job {failing} (true) Set in error state\n")))
         .unwrap_or_else(|| panic!("{:?}", mails()));
-    assert!(
-        aborted.contains(&format!(
-            "failed changing into working directory because:\nerror: can't chdir to {nowhere}: No such file or directory\nUse \"qmod -c <jobid>\" to clear job error state\nonce the problem is fixed."
-        )),
-        "{aborted}"
-    );
+    // The shepherd's reason, stamped as SGE's shepherd stamps it (time, [uid:pid]).
+    let body = regex::Regex::new(&format!(
+        "failed changing into working directory because:\n\\d\\d/\\d\\d/\\d{{4}} \\d\\d:\\d\\d:\\d\\d \\[\\d+:\\d+\\]: {}\nUse \"qmod -c <jobid>\" to clear job error state\nonce the problem is fixed.",
+        regex::escape(&format!(
+            "error: can't chdir to {nowhere}: No such file or directory"
+        ))
+    ))
+    .unwrap();
+    assert!(body.is_match(&aborted), "{aborted}");
     assert_eq!(c.client("qdel", &[&failing]).code, 0);
 
     // -m s: a mail when the job is suspended and when it continues.

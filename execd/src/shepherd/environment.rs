@@ -3,6 +3,9 @@
 
 use super::*;
 
+/// A job's `PATH` after its TMPDIR when it was given none, as SGE's shepherd sets it.
+pub(super) const DEFAULT_PATH: &str = "/usr/local/bin:/bin:/usr/bin";
+
 #[allow(clippy::too_many_arguments)]
 pub(super) fn job_environment(
     start: &JobStart,
@@ -39,7 +42,19 @@ pub(super) fn job_environment(
         ("USER", user.name.clone()),
         ("LOGNAME", user.name.clone()),
         ("SHELL", shell.to_string()),
-        ("PATH", format!("{tmp}:/usr/local/bin:/usr/bin:/bin")),
+        // The task's TMPDIR first, then the PATH the job was given (`-v PATH`, `-V`),
+        // else SGE's.
+        (
+            "PATH",
+            format!(
+                "{tmp}:{}",
+                spec.env
+                    .iter()
+                    .rev()
+                    .find(|(k, _)| k == "PATH")
+                    .map_or(DEFAULT_PATH, |(_, v)| v.as_str())
+            ),
+        ),
         ("JOB_ID", start.job_id.to_string()),
         ("JOB_NAME", spec.name.clone()),
         ("REQUEST", spec.name.clone()),

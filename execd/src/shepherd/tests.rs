@@ -1,3 +1,4 @@
+use super::limits::mem_of;
 use super::*;
 use gantry_proto::{JobId, JobOwner, JobSpec, TaskId, TaskRange};
 

@@ -563,25 +563,38 @@ impl ClusterState {
             }
             // A job that could not even be started (no working directory, no output
             // file, no shell) waits in error state, as SGE's Eqw, unless it was deleted.
-            // The host could not start it (unknown user there, no TMPDIR): the queue
-            // instance goes into error state `E` and the task back to pending, as SGE.
+            // The host could not start it (unknown user there, no TMPDIR, a prolog that
+            // failed): the queue instance goes into error state `E` and the task back to
+            // pending, as SGE. Either way the attempt is accounted, as SGE accounts it.
             let failure = report.shepherd_failure();
-            if failure == Some(ShepherdFailure::BeforeJob) {
-                if let Some(TaskState::Running { host, queue, .. }) = job.tasks.get(key.1) {
-                    tracing::warn!(
-                        job = %key.0,
-                        task = %key.1,
-                        queue = %queue,
-                        host = %host,
-                        "queue instance set to error state: {}",
-                        report.failure
-                    );
-                    let mut errored = errored_now
-                        .take()
-                        .unwrap_or_else(|| (*self.input.errored).clone());
-                    errored.insert((queue.clone(), host.clone()));
-                    errored_now = Some(errored);
+            if let (Some(f), Some(TaskState::Running { host, queue, .. })) =
+                (failure.filter(|f| f.is_queue_error()), job.tasks.get(key.1))
+            {
+                tracing::warn!(
+                    job = %key.0,
+                    task = %key.1,
+                    queue = %queue,
+                    host = %host,
+                    "queue instance set to error state: {}",
+                    report.failure
+                );
+                let mut errored = errored_now
+                    .take()
+                    .unwrap_or_else(|| (*self.input.errored).clone());
+                errored.insert((queue.clone(), host.clone()));
+                errored_now = Some(errored);
+                if f.runs_again() {
+                    // Recorded as SGE 8.1.9 records an attempt it reschedules: no slots,
+                    // no start and no end (`-/-`), even where the job ran before an
+                    // epilog failed.
+                    if let Some(mut record) = self.accounting_record(report) {
+                        record.slots = 0;
+                        record.report.start_time = 0;
+                        record.report.end_time = 0;
+                        ops.push(Op::Account(Box::new(record)));
+                    }
                     job.tasks.insert(key.1, TaskState::Pending);
+                    job.failed_starts.insert(key.1, report.failure.clone());
                     recorded.push(key);
                     continue;
                 }
@@ -593,7 +606,10 @@ impl ClusterState {
             // checkpoint if it left one. Either way the interrupted run is accounted, as
             // SGE's job_exit does.
             let again = match (failure, job.tasks.get(key.1)) {
-                (Some(ShepherdFailure::Migrate), Some(TaskState::Running { .. })) => true,
+                (
+                    Some(ShepherdFailure::Migrate | ShepherdFailure::Reschedule),
+                    Some(TaskState::Running { .. }),
+                ) => true,
                 (Some(ShepherdFailure::AfterJob), Some(TaskState::Running { host, queue, .. })) => {
                     self.rerunnable(job, queue, host)
                 }
@@ -607,6 +623,8 @@ impl ClusterState {
                     "rescheduled: {} ({})",
                     if failure == Some(ShepherdFailure::Migrate) {
                         "the task migrated"
+                    } else if failure == Some(ShepherdFailure::Reschedule) {
+                        "a procedure asked for it"
                     } else {
                         "the task ended with its host"
                     },
@@ -637,12 +655,16 @@ impl ClusterState {
                     "task could not be started: {}",
                     report.failure
                 );
+                if let Some(record) = self.accounting_record(report) {
+                    ops.push(Op::Account(Box::new(record)));
+                }
                 job.tasks.insert(
                     key.1,
                     TaskState::Error {
                         reason: report.failure.clone(),
                     },
                 );
+                job.failed_starts.remove(&key.1);
                 recorded.push(key);
                 continue;
             }
@@ -658,6 +680,7 @@ impl ClusterState {
             }
             measured.push((key.0, key.1, self.final_measurement(report), true));
             job.tasks.remove(key.1);
+            job.failed_starts.remove(&key.1);
             recorded.push(key);
         }
         for (_, tasks) in pe_changed {

@@ -619,14 +619,26 @@ fn job_details(state: &ClusterState, ctx: &Context<'_>, ids: &[String]) -> Decis
             group: crate::core::jobs::group_name(job),
             submit_time: job.submit_time,
             reasons,
-            errors: job
-                .tasks
-                .placed()
-                .filter_map(|(t, s)| match s {
-                    TaskState::Error { reason } => Some((t, reason.clone())),
-                    _ => None,
-                })
-                .collect(),
+            // Tasks in error state, and those waiting to run again after a start that
+            // failed on a host (SGE lists both).
+            errors: {
+                let mut errors: Vec<(gantry_proto::TaskId, String)> = job
+                    .tasks
+                    .placed()
+                    .filter_map(|(t, s)| match s {
+                        TaskState::Error { reason } => Some((t, reason.clone())),
+                        _ => None,
+                    })
+                    .chain(
+                        job.failed_starts
+                            .iter()
+                            .filter(|(t, _)| matches!(job.tasks.get(**t), Some(TaskState::Pending)))
+                            .map(|(t, r)| (*t, r.clone())),
+                    )
+                    .collect();
+                errors.sort_by_key(|(t, _)| *t);
+                errors
+            },
             running: job
                 .tasks
                 .placed()

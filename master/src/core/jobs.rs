@@ -534,6 +534,7 @@ pub fn validate_submission(
         suspended: Default::default(),
         restarted: Default::default(),
         ckpt_arena: Default::default(),
+        failed_starts: Default::default(),
         version: 0,
     };
     state.check_ar_job(&job, now)?;
@@ -582,8 +583,18 @@ impl ClusterState {
             return Vec::new();
         };
         let groups = self.groups_of(host);
-        [
-            "h_rt", "s_rt", "h_cpu", "s_cpu", "h_vmem", "s_vmem", "shell", "tmpdir", "notify",
+        let mut settings: Vec<(String, String)> = [
+            "h_rt",
+            "s_rt",
+            "h_cpu",
+            "s_cpu",
+            "h_vmem",
+            "s_vmem",
+            "shell",
+            "tmpdir",
+            "notify",
+            "starter_method",
+            "shell_start_mode",
         ]
         .iter()
         .filter_map(|k| {
@@ -594,7 +605,25 @@ impl ClusterState {
                 )
             })
         })
-        .collect()
+        .collect();
+        // The queue's prolog and epilog, else the cluster's (`queue_conf(5)`: the
+        // queue's overrides the global one).
+        let global = self.global();
+        for k in ["prolog", "epilog"] {
+            let queue_value = q
+                .attr(k)
+                .map(|a| queue::value_on_host(a, host, &groups).to_string())
+                .filter(|v| !gantry_common::procedure::is_none(v));
+            if let Some(v) = queue_value.or_else(|| {
+                global
+                    .get(k)
+                    .filter(|v| !gantry_common::procedure::is_none(v))
+                    .map(str::to_string)
+            }) {
+                settings.push((k.to_string(), v));
+            }
+        }
+        settings
     }
 
     pub fn job_start(&self, d: &gantry_sched::Dispatch) -> Option<JobStart> {
@@ -609,6 +638,17 @@ impl ClusterState {
         if !job.spec.mail_options.is_empty() && !job.spec.mail_options.contains('n') {
             if let Some(mailer) = self.global().get("mailer") {
                 queue_settings.push(("mailer".to_string(), mailer.to_string()));
+            }
+        }
+        // The granted parallel environment's start and stop procedures.
+        if let Some(pe) = d.pe.as_ref().and_then(|p| self.input.pes.get(p)) {
+            for (k, v) in [
+                ("pe_start_proc_args", &pe.start_proc_args),
+                ("pe_stop_proc_args", &pe.stop_proc_args),
+            ] {
+                if !gantry_common::procedure::is_none(v) {
+                    queue_settings.push((k.to_string(), v.clone()));
+                }
             }
         }
         let checkpoint = job

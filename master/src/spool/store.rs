@@ -46,7 +46,8 @@ const ACCOUNTING: TableDefinition<(u64, u32, u32, u32), &[u8]> = TableDefinition
 /// 22: accounting records keep the granted parallel environment, the job's category and
 ///     the rest of SGE's usage lines (`ru_*`, `mem`, `io`, `iow`, `maxvmem`).
 /// 23: a job keeps its operator and system holds.
-pub const SCHEMA_VERSION: u32 = 23;
+/// 24: a job keeps why its tasks' last start failed while they wait to run again.
+pub const SCHEMA_VERSION: u32 = 24;
 
 /// A checkpoint is taken once this many changes or this many journal bytes are waiting.
 /// The owner starts it in a turn of its own ([`Store::checkpoint_due`],

@@ -4,6 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::failure::ShepherdFailure;
 use crate::ids::{ArId, JobId, TaskId};
 
 /// What a job runs: a script (its contents travel with the job) or a binary (`-b y`).
@@ -330,76 +331,6 @@ pub struct Grant {
     pub slots: u32,
 }
 
-/// SGE's failure codes (`failed` in `qacct`, the shepherd's state) that Gantry reports:
-/// stated by the shepherd and the execd, acted on by the master. A report carries the
-/// number, 0 when the task could be started.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ShepherdFailure {
-    /// 1, "assumedly before job": the host could not set the task up (the owner unknown
-    /// there, no TMPDIR, no control group). The queue instance goes into error state
-    /// and the task back to pending.
-    BeforeJob,
-    /// 26, "opening input/output file" (or taking the owner's identity to open them).
-    OpenOutput,
-    /// 27, "searching requested shell": the job's command could not be started, or not
-    /// waited for.
-    NoShell,
-    /// 28, "changing into working directory".
-    NoCwd,
-    /// 24, "migrating": a checkpointing job was stopped to run again (suspended with
-    /// `when` x, or its execd shut down with `when` s); it goes back to pending.
-    Migrate,
-    /// 37: the job was killed at its `h_rt` limit.
-    EnforcedLimit,
-    /// 100, "assumedly after job": the shepherd ended without a report.
-    AfterJob,
-}
-
-impl ShepherdFailure {
-    pub const ALL: [ShepherdFailure; 7] = [
-        ShepherdFailure::BeforeJob,
-        ShepherdFailure::OpenOutput,
-        ShepherdFailure::NoShell,
-        ShepherdFailure::NoCwd,
-        ShepherdFailure::Migrate,
-        ShepherdFailure::EnforcedLimit,
-        ShepherdFailure::AfterJob,
-    ];
-
-    /// The number in reports and accounting records.
-    pub const fn code(self) -> u32 {
-        match self {
-            ShepherdFailure::BeforeJob => 1,
-            ShepherdFailure::OpenOutput => 26,
-            ShepherdFailure::NoShell => 27,
-            ShepherdFailure::NoCwd => 28,
-            ShepherdFailure::Migrate => 24,
-            ShepherdFailure::EnforcedLimit => 37,
-            ShepherdFailure::AfterJob => 100,
-        }
-    }
-
-    /// The failure a report's number states (None: 0, or a code Gantry does not give).
-    pub fn from_code(code: u32) -> Option<ShepherdFailure> {
-        ShepherdFailure::ALL.into_iter().find(|f| f.code() == code)
-    }
-
-    /// How SGE describes the state the shepherd failed in (`failed ... because:` in
-    /// an abort mail).
-    pub fn description(self) -> &'static str {
-        failure_description(self.code())
-    }
-
-    /// The job itself could not be started (its output files, its command, its working
-    /// directory): it waits in error state (`Eqw`); the queue instance is not at fault.
-    pub fn is_job_error(self) -> bool {
-        matches!(
-            self,
-            ShepherdFailure::OpenOutput | ShepherdFailure::NoShell | ShepherdFailure::NoCwd
-        )
-    }
-}
-
 /// How a task ended, as its supervisor recorded it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct JobReport {
@@ -518,51 +449,6 @@ pub fn signal_description(signal: i32) -> String {
         1..=31 => NAMES[signal as usize - 1].to_string(),
         34..=64 => format!("Real-time signal {}", signal - 34),
         _ => format!("Unknown signal {signal}"),
-    }
-}
-
-/// How SGE 8.1.9 names each of its failure codes (`failed` in `qacct`, the reason in an
-/// abort mail): every code an accounting record may carry, Gantry's or an imported
-/// SGE record's.
-pub fn failure_description(code: u32) -> &'static str {
-    match code {
-        0 => "",
-        1 => "assumedly before job",
-        3 => "before writing config",
-        4 => "before writing pid",
-        5 => "on reading config file",
-        6 => "setting processor set",
-        7 => "before prolog",
-        8 => "in prolog",
-        9 => "before pestart",
-        10 => "in pestart",
-        11 => "before job",
-        12 => "before pestop",
-        13 => "in pestop",
-        14 => "before epilog",
-        15 => "in epilog",
-        16 => "releasing processor set",
-        17 => "through signal",
-        18 => "shepherd returned error",
-        19 => "before writing exit_status",
-        20 => "found unexpected error file",
-        21 => "in recognizing job",
-        22 => "removed manually",
-        24 => "migrating",
-        25 => "rescheduling",
-        26 => "opening input/output file",
-        27 => "searching requested shell",
-        28 => "changing into working directory",
-        30 => "rescheduling on application error",
-        31 => "accessing sgepasswd file",
-        32 => "entry is missing in password file",
-        33 => "wrong password",
-        34 => "communicating with Sun Grid Engine Helper Service",
-        35 => "before job in Sun Grid Engine Helper Service",
-        36 => "checking configured daemons",
-        37 => "qmaster enforced h_rt, h_cpu, or h_vmem limit",
-        100 => "assumedly after job",
-        _ => "invalid execution state",
     }
 }
 

@@ -139,6 +139,10 @@ impl<'a> ClusterView<'a> {
     pub fn explain(&self, job: &Job, connected: &HashSet<String>, at: Time) -> Vec<String> {
         let now = at.secs();
         let mut reasons = Vec::new();
+        // SCHEDD_INFO_JOBINERROR_: a task waits in error state (`qmod -cj` clears it).
+        if job.tasks.has_errors() {
+            reasons.push("Job is in error state".to_string());
+        }
         if !job.tasks.has_pending() {
             return reasons;
         }

@@ -365,9 +365,67 @@ fn reports_of_tasks_that_could_not_start_or_are_unknown() {
         job(3).tasks.get(TaskId(1)),
         Some(TaskState::Error { .. })
     ));
-    assert!(!d.ops.iter().any(|o| matches!(o, Op::Account(_))));
+    // Both attempts are accounted, as SGE accounts a start that failed.
+    let accounted: Vec<u64> = d
+        .ops
+        .iter()
+        .filter_map(|o| match o {
+            Op::Account(r) => Some(r.job_id.0),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(accounted, vec![2, 3]);
     assert_eq!(d.unknown, vec![("n2".to_string(), JobId(9), TaskId(0))]);
     assert!(d.effects.contains(&ack("n2", 9)));
+}
+
+#[test]
+fn what_a_failed_procedure_does_to_the_task_and_its_queue_instance() {
+    use gantry_proto::ShepherdFailure as F;
+    #[derive(Debug, PartialEq)]
+    enum After {
+        Pending,
+        Eqw,
+        Ended,
+    }
+    // (failure, queue instance in error, what becomes of the task), as SGE 8.1.9's
+    // shepherd and job_exit treat them; every one is accounted.
+    let table = [
+        (F::BeforeProlog, true, After::Pending),
+        (F::InProlog, true, After::Pending),
+        (F::BeforePeStart, true, After::Pending),
+        (F::InPeStart, true, After::Pending),
+        (F::InEpilog, true, After::Pending),
+        (F::BeforeEpilog, true, After::Pending),
+        // A pe_stop procedure fails after the job ran: the job ends.
+        (F::InPeStop, true, After::Ended),
+        (F::BeforePeStop, true, After::Ended),
+        (F::ApplicationError, false, After::Eqw),
+        (F::Reschedule, false, After::Pending),
+    ];
+    for (failure, errored, after) in table {
+        let s = state();
+        let d = s.decide_reports(&[("n1".to_string(), report(2, "n1", failure.code()))], 500);
+        let in_error = d.ops.iter().any(|o| {
+            matches!(o, Op::Put(Object::ErrorQueues(q)) if q.contains(&("all.q".into(), "n1".into())))
+        });
+        assert_eq!(in_error, errored, "{failure:?}");
+        let job = d.ops.iter().find_map(|o| match o {
+            Op::Put(Object::Job(j)) if j.id == JobId(2) => Some(j.clone()),
+            _ => None,
+        });
+        let got = match job.as_ref().and_then(|j| j.tasks.get(TaskId(1))) {
+            Some(TaskState::Pending) => After::Pending,
+            Some(TaskState::Error { .. }) => After::Eqw,
+            _ => After::Ended,
+        };
+        assert_eq!(got, after, "{failure:?}");
+        let accounted = d
+            .ops
+            .iter()
+            .any(|o| matches!(o, Op::Account(r) if r.job_id == JobId(2)));
+        assert!(accounted, "{failure:?}");
+    }
 }
 
 #[test]
