@@ -325,6 +325,7 @@ mod tests {
                     total: 2,
                     states: String::new(),
                     resources: vec![],
+                    reasons: Vec::new(),
                 }],
             }],
             complexes: complex::default_complexes(),

@@ -37,11 +37,12 @@ const QSTAT_SPECS: &[OptSpec] = &[
     opt("-ext", Arity::None),
     opt("-g", Arity::One),
     opt("-q", Arity::One),
+    opt("-explain", Arity::One),
 ];
 
 pub fn qstat_usage() -> String {
     format!(
-        "Gantry {}\nusage: qstat [options]\n   [-f]                                     full output (every queue instance)\n   [-F [resource_attributes]]               full output and show (selected) resources of queue(s)\n   [-help]                                  print this help\n   [-j [job_identifier_list]]               show detailed information on pending/running job\n   [-ext]                                   view additional attributes (tickets, project, department, usage)\n   [-json]                                  print the jobs as one JSON document\n   [-pri]                                   display job priority information\n   [-q wc_queue_list]                       print information on given queue\n   [-r]                                     show requested resources of job(s)\n   [-s {{p|r|h|z}}]                           show pending, running, held, finished jobs\n   [-u user_list]                           view only jobs of this user ('*' for all)\n   [-urg]                                   display job urgency information\n   [-xml]                                   display the information in XML-Format\n",
+        "Gantry {}\nusage: qstat [options]\n   [-f]                                     full output (every queue instance)\n   [-F [resource_attributes]]               full output and show (selected) resources of queue(s)\n   [-help]                                  print this help\n   [-j [job_identifier_list]]               show detailed information on pending/running job\n   [-ext]                                   view additional attributes (tickets, project, department, usage)\n   [-explain a|c|A|E]                       show reason for queue c(onfiguration ambiguous), a(larm), suspend A(larm), E(rror) state\n   [-json]                                  print the jobs as one JSON document\n   [-pri]                                   display job priority information\n   [-q wc_queue_list]                       print information on given queue\n   [-r]                                     show requested resources of job(s)\n   [-s {{p|r|h|z}}]                           show pending, running, held, finished jobs\n   [-u user_list]                           view only jobs of this user ('*' for all)\n   [-urg]                                   display job urgency information\n   [-xml]                                   display the information in XML-Format\n",
         env!("CARGO_PKG_VERSION")
     )
 }
@@ -165,6 +166,10 @@ pub fn render_qstat_f(
             arch,
             q.states
         ));
+        // `-explain`: why the instance is in the states asked about.
+        for (_, reason) in &q.reasons {
+            out.push_str(&format!("\t{reason}\n"));
+        }
         if let Some(selection) = offered {
             for (key, value) in &q.resources {
                 let name = key.split_once(':').map_or(key.as_str(), |(_, n)| n);
@@ -266,6 +271,10 @@ pub fn render_qstat_xml(hosts: Option<&gantry_proto::HostReport>, jobs: &[JobVie
                     if !q.states.is_empty() {
                         x.element(6, "state", &[], &q.states);
                     }
+                    // `-explain E`: SGE's XML carries the error's message alone.
+                    for (_, reason) in q.reasons.iter().filter(|(l, _)| *l == 'E') {
+                        x.element(6, "message", &[], reason);
+                    }
                     for j in jobs.iter().filter(|j| j.queue == Some(name.as_str())) {
                         xml_job(&mut x, 6, j, false);
                     }
@@ -276,8 +285,10 @@ pub fn render_qstat_xml(hosts: Option<&gantry_proto::HostReport>, jobs: &[JobVie
     }
     x.close(2, "queue_info");
     x.open(2, "job_info", &[]);
+    // SGE's full form (-f, -explain) names no queue for a pending job; its job
+    // listing gives an empty one.
     for j in jobs.iter().filter(|j| j.queue.is_none()) {
-        xml_job(&mut x, 4, j, true);
+        xml_job(&mut x, 4, j, hosts.is_none());
     }
     x.close(2, "job_info");
     x.close(0, "job_info");
@@ -711,6 +722,12 @@ pub fn qstat(args: &[String]) -> Output {
             Err(out) => out,
         };
     }
+    if let Some(letters) = p.arg("-explain") {
+        if let Some(bad) = letters.chars().find(|c| !"aAcE".contains(*c)) {
+            let text = format!("unknown queue state: {bad} found in string: {letters}");
+            return Output::fail(format!("error: {text}\n{text}"), 1);
+        }
+    }
     let states = p.arg("-s");
     let shown = |state: JobState| {
         states.is_none_or(|s| {
@@ -728,9 +745,11 @@ pub fn qstat(args: &[String]) -> Output {
         urg: p.has("-urg"),
         ext: p.has("-ext"),
     };
-    let plain_form = ["-f", "-F", "-xml", "-json", "-r", "-pri", "-urg", "-ext"]
-        .iter()
-        .all(|o| !p.has(o));
+    let plain_form = [
+        "-f", "-F", "-xml", "-json", "-r", "-pri", "-urg", "-ext", "-explain",
+    ]
+    .iter()
+    .all(|o| !p.has(o));
     let (grouped, each_task) = match p.arg("-g") {
         None => (false, false),
         Some("t") if plain_form => (true, false),
@@ -749,7 +768,7 @@ pub fn qstat(args: &[String]) -> Output {
         }
     };
     let listing_only = [
-        "-json", "-xml", "-f", "-F", "-r", "-pri", "-urg", "-ext", "-g",
+        "-json", "-xml", "-f", "-F", "-r", "-pri", "-urg", "-ext", "-g", "-explain",
     ]
     .iter()
     .all(|o| !p.has(o));
@@ -899,9 +918,17 @@ pub fn qstat(args: &[String]) -> Output {
             })
             .unwrap_or_default()
     });
-    let hosts = if p.has("-f") || offered.is_some() {
+    // `-explain a|A|c|E` lists the queue instances (as -f does) with why each is in
+    // the states asked about.
+    let explain = p.arg("-explain").unwrap_or("");
+    let hosts = if p.has("-f") || offered.is_some() || p.has("-explain") {
         match crate::ask(&ToMaster::HostInfo) {
-            Ok(FromMaster::Hosts(h)) => Some(h),
+            Ok(FromMaster::Hosts(mut h)) => {
+                for q in h.hosts.iter_mut().flat_map(|h| h.queues.iter_mut()) {
+                    q.reasons.retain(|(letter, _)| explain.contains(*letter));
+                }
+                Some(h)
+            }
             Ok(other) => return crate::unexpected(&other),
             Err(out) => return out,
         }

@@ -55,6 +55,9 @@ pub struct QueueInstanceView {
     /// What the instance offers, as `qstat -F` prints it: (`hl:mem_free`, `23.357G`),
     /// global values first, then the host's, then the queue's.
     pub resources: Vec<(String, String)>,
+    /// Why the instance is in a state, by state letter, as `qstat -explain` prints it:
+    /// `a` and `A` each threshold its load stands beyond, `E` what set the error.
+    pub reasons: Vec<(char, String)>,
 }
 
 /// An execution host (`qconf -se`).

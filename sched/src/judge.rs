@@ -7,6 +7,9 @@
 use gantry_proto::{JobId, TaskId};
 use std::collections::{HashMap, HashSet};
 
+/// A queue instance's thresholds (`name`, limit) with its host as the matching reads it.
+type ThresholdHost = (Catalog, Host, Vec<(String, String)>);
+
 use gantry_common::job::{Job, TaskState};
 use gantry_common::value::{self, Value};
 use gantry_common::{conf, queue};
@@ -170,6 +173,32 @@ impl<'a> ClusterView<'a> {
         host: &str,
         key: &str,
     ) -> Option<String> {
+        let (catalog, h, thresholds) = self.threshold_host(q, host, key)?;
+        overload_message(&catalog, &h, &[], &thresholds)
+    }
+
+    /// Every one of a queue instance's `load_thresholds` or `suspend_thresholds` (`key`)
+    /// the host's reported values stand beyond: (attribute, value, threshold), what
+    /// `qstat -explain a` and `-explain A` list.
+    pub fn threshold_alarms(
+        &self,
+        q: &gantry_proto::ClusterQueue,
+        host: &str,
+        key: &str,
+    ) -> Vec<(String, String, String)> {
+        self.threshold_host(q, host, key)
+            .map(|(catalog, h, thresholds)| crate::matching::alarms(&catalog, &h, &thresholds))
+            .unwrap_or_default()
+    }
+
+    /// The queue instance's thresholds under `key` and its host's reported values, as
+    /// the matching reads them; None without thresholds.
+    fn threshold_host(
+        &self,
+        q: &gantry_proto::ClusterQueue,
+        host: &str,
+        key: &str,
+    ) -> Option<ThresholdHost> {
         let groups = self.groups_of(host);
         let thresholds = q
             .attr(key)
@@ -203,7 +232,7 @@ impl<'a> ClusterView<'a> {
             reported: Vec::new(),
             instances: Vec::new(),
         };
-        overload_message(&catalog, &h, &[], &thresholds)
+        Some((catalog, h, thresholds))
     }
 
     /// What the queues' `suspend_thresholds` call for at `now`: on an instance over its

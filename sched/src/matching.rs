@@ -484,15 +484,14 @@ pub(crate) fn adjust(
     }
 }
 
-/// Is a host over one of a queue's `load_thresholds` (`np_load_avg=1.75,mem_free=1G`)?
-/// The message says which, as SGE prints it: `np_load_avg=1.888018 (= 0.155518 + 0.50
-/// * 6.930000 with nproc=2) >= 1.75`.
-pub(crate) fn overload_message(
+/// The thresholds the host's values stand beyond, in the order configured: each as the
+/// attribute, its current value and the limit as configured.
+fn beyond_thresholds<'h, 't>(
     catalog: &Catalog,
-    host: &Host,
-    adjustments: &[(usize, f64, String)],
-    thresholds: &[(String, String)],
-) -> Option<String> {
+    host: &'h Host,
+    thresholds: &'t [(String, String)],
+) -> Vec<(usize, &'h Value, &'t str)> {
+    let mut out = Vec::new();
     for (name, limit) in thresholds {
         let Some(id) = catalog.id(name) else {
             continue;
@@ -507,31 +506,67 @@ pub(crate) fn overload_message(
         // Alarm when the value stands in the attribute's relation to the threshold
         // (np_load_avg >= 1.75, mem_free <= 1G).
         if value::satisfies(a.value_type, a.relop, &limit_v, current) {
-            let adjusted = adjustments.iter().find(|(aid, _, _)| *aid == id);
-            let base = host.reported.iter().find(|(r, _)| *r == id);
-            let how = match (adjusted, base) {
-                (Some((_, _, amount)), Some((_, base))) if host.weight > 0.0 => {
-                    let nproc = if a.name.starts_with("np_") {
-                        format!(" with nproc={}", host.nproc)
-                    } else {
-                        String::new()
-                    };
-                    format!(
-                        "(= {} + {amount} * {}{nproc})",
-                        value::format_f6(*base),
-                        value::format_f6(host.weight)
-                    )
-                }
-                _ => "(no load adjustment)".to_string(),
-            };
-            return Some(format!(
-                "{}={} {how} {} {}",
-                a.name,
-                display(a.value_type, current),
-                value::relop_str(a.relop),
-                limit
-            ));
+            out.push((id, current, limit.as_str()));
         }
     }
-    None
+    out
+}
+
+/// Every threshold the host's values stand beyond: (attribute, its value as `qstat -F`
+/// shows a load value, the threshold as configured).
+pub(crate) fn alarms(
+    catalog: &Catalog,
+    host: &Host,
+    thresholds: &[(String, String)],
+) -> Vec<(String, String, String)> {
+    beyond_thresholds(catalog, host, thresholds)
+        .into_iter()
+        .map(|(id, current, limit)| {
+            let a = &catalog.attrs[id];
+            (
+                a.name.clone(),
+                display(a.value_type, current),
+                limit.to_string(),
+            )
+        })
+        .collect()
+}
+
+/// Is a host over one of a queue's `load_thresholds` (`np_load_avg=1.75,mem_free=1G`)?
+/// The message says which, as SGE prints it: `np_load_avg=1.888018 (= 0.155518 + 0.50
+/// * 6.930000 with nproc=2) >= 1.75`.
+pub(crate) fn overload_message(
+    catalog: &Catalog,
+    host: &Host,
+    adjustments: &[(usize, f64, String)],
+    thresholds: &[(String, String)],
+) -> Option<String> {
+    let (id, current, limit) = beyond_thresholds(catalog, host, thresholds)
+        .into_iter()
+        .next()?;
+    let a = &catalog.attrs[id];
+    let adjusted = adjustments.iter().find(|(aid, _, _)| *aid == id);
+    let base = host.reported.iter().find(|(r, _)| *r == id);
+    let how = match (adjusted, base) {
+        (Some((_, _, amount)), Some((_, base))) if host.weight > 0.0 => {
+            let nproc = if a.name.starts_with("np_") {
+                format!(" with nproc={}", host.nproc)
+            } else {
+                String::new()
+            };
+            format!(
+                "(= {} + {amount} * {}{nproc})",
+                value::format_f6(*base),
+                value::format_f6(host.weight)
+            )
+        }
+        _ => "(no load adjustment)".to_string(),
+    };
+    Some(format!(
+        "{}={} {how} {} {}",
+        a.name,
+        display(a.value_type, current),
+        value::relop_str(a.relop),
+        limit
+    ))
 }

@@ -1349,6 +1349,23 @@ fn suspended_and_errored_queue_instances() {
     assert!(c.master_log().contains(
         "]: cannot create TMPDIR in /proc/gantry-no-such-dir: No such file or directory job="
     ));
+    // qstat -explain E says which job's failure set the error, as SGE's does; a bad
+    // state letter is refused in SGE's words.
+    let explain = c.client("qstat", &["-explain", "E"]);
+    assert!(
+        explain.stdout.contains(&format!(
+            "E\n\tqueue all.q marked QERROR as result of job {victim}'s failure at host node1\n"
+        )),
+        "{explain:?}"
+    );
+    let bad = c.client("qstat", &["-explain", "aX"]);
+    assert_eq!(
+        (bad.code, bad.stderr.as_str()),
+        (
+            1,
+            "error: unknown queue state: X found in string: aX\nunknown queue state: X found in string: aX\n"
+        )
+    );
     assert_eq!(
         c.qconf(&["-mattr", "queue", "tmpdir", "/tmp", "all.q"])
             .code,
@@ -1365,6 +1382,22 @@ fn suspended_and_errored_queue_instances() {
         c.client("qacct", &["-j", &victim]).code == 0
     });
     assert_eq!(state(&c), "");
+    // A load threshold the host stands beyond: state a, and -explain a says which,
+    // with the value as qstat -F shows it.
+    let out = c.qconf(&[
+        "-mattr",
+        "queue",
+        "load_thresholds",
+        "np_load_avg=0",
+        "all.q",
+    ]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let line = regex::Regex::new(
+        r"\n\talarm hl:np_load_avg=\d+\.\d{6} load-threshold=0\n\thl:np_load_avg=\d+\.\d{6}\n",
+    )
+    .unwrap();
+    let explain = c.client("qstat", &["-F", "np_load_avg", "-explain", "a"]);
+    assert!(line.is_match(&explain.stdout), "{explain:?}");
 }
 
 #[test]

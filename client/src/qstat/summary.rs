@@ -138,6 +138,7 @@ mod tests {
             total,
             states: states.into(),
             resources: vec![],
+            reasons: Vec::new(),
         }
     }
 

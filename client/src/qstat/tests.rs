@@ -38,6 +38,7 @@ fn idle_host() -> HostReport {
                 total: 2,
                 states: String::new(),
                 resources: vec![],
+                reasons: Vec::new(),
             }],
         }],
         complexes: vec![],
@@ -111,6 +112,49 @@ fn job_lines_pad_and_cut_as_the_format_does() {
             }
         }
     }
+}
+
+/// `qstat -F np_load_avg,slots -explain aE` and `qstat -explain Ea -xml` as SGE 8.1.9
+/// printed them on this machine (a queue instance in alarm and in error).
+#[test]
+fn explained_states_come_under_their_instance_as_sge_prints_them() {
+    let mut host = idle_host();
+    let q = &mut host.hosts[0].queues[0];
+    q.states = "aAE".into();
+    q.resources = vec![
+        ("hl:np_load_avg".into(), "0.417724".into()),
+        ("qc:slots".into(), "2".into()),
+    ];
+    q.reasons = vec![
+        (
+            'a',
+            "alarm hl:np_load_avg=0.417724 load-threshold=0.01".into(),
+        ),
+        (
+            'E',
+            "queue all.q marked QERROR as result of job 5's failure at host vm".into(),
+        ),
+    ];
+    let f = render_qstat_f(
+        &host,
+        &[],
+        false,
+        Some(&["np_load_avg".into(), "slots".into()]),
+        None,
+    );
+    assert!(
+        f.ends_with(
+            "all.q@vm                       BIP   0/0/2          0.33     lx-amd64      aAE\n\talarm hl:np_load_avg=0.417724 load-threshold=0.01\n\tqueue all.q marked QERROR as result of job 5's failure at host vm\n\thl:np_load_avg=0.417724\n\tqc:slots=2\n"
+        ),
+        "{f}"
+    );
+    let xml = render_qstat_xml(Some(&host), &[]);
+    assert!(
+        xml.contains(
+            "      <state>aAE</state>\n      <message>queue all.q marked QERROR as result of job 5&apos;s failure at host vm</message>\n    </Queue-List>\n"
+        ),
+        "{xml}"
+    );
 }
 
 #[test]

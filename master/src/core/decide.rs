@@ -484,7 +484,7 @@ impl ClusterState {
         let mut recorded: Vec<(JobId, TaskId)> = Vec::new();
         let mut unknown = Vec::new();
         let mut seen: HashSet<(JobId, TaskId)> = HashSet::new();
-        let mut errored_now: Option<HashSet<(String, String)>> = None;
+        let mut errored_now: Option<std::collections::BTreeMap<(String, String), String>> = None;
         // What each accounted run measured, charged to its owner's usage.
         let mut measured = Vec::new();
         // The tasks `qrsh -inherit` started, as the reports change them.
@@ -580,8 +580,14 @@ impl ClusterState {
                 );
                 let mut errored = errored_now
                     .take()
-                    .unwrap_or_else(|| (*self.input.errored).clone());
-                errored.insert((queue.clone(), host.clone()));
+                    .unwrap_or_else(|| self.queue_errors.clone());
+                errored.insert(
+                    (queue.clone(), host.clone()),
+                    format!(
+                        "queue {queue} marked QERROR as result of job {}'s failure at host {host}",
+                        key.0
+                    ),
+                );
                 errored_now = Some(errored);
                 if f.runs_again() {
                     // Recorded as SGE 8.1.9 records an attempt it reschedules: no slots,
@@ -688,9 +694,9 @@ impl ClusterState {
         }
         ops.extend(self.charge_usage(&measured, now));
         if let Some(errored) = errored_now {
-            let mut list: Vec<(String, String)> = errored.into_iter().collect();
-            list.sort();
-            ops.push(Op::Put(Object::ErrorQueues(list)));
+            ops.push(Op::Put(Object::ErrorQueues(
+                crate::core::state::QueueInError::list(errored),
+            )));
         }
         let mut done_jobs = Vec::new();
         let mut finished = Vec::new();

@@ -105,6 +105,16 @@ impl ClusterState {
         self.view().load_alarm(q, host)
     }
 
+    /// See [`ClusterView::threshold_alarms`].
+    pub fn threshold_alarms(
+        &self,
+        q: &gantry_proto::ClusterQueue,
+        host: &str,
+        key: &str,
+    ) -> Vec<(String, String, String)> {
+        self.view().threshold_alarms(q, host, key)
+    }
+
     /// See [`ClusterView::suspend_alarm`].
     pub fn suspend_alarm(&self, q: &gantry_proto::ClusterQueue, host: &str) -> Option<String> {
         self.view().suspend_alarm(q, host)

@@ -49,8 +49,8 @@ pub enum Object {
     UserSet(gantry_proto::UserSet),
     Pe(gantry_common::pe::Pe),
     Project(gantry_common::project::Project),
-    /// Queue instances in error state (`E`): (queue, host).
-    ErrorQueues(Vec<(String, String)>),
+    /// Queue instances in error state (`E`), each with why.
+    ErrorQueues(Vec<QueueInError>),
     /// Suspended queue instances (`qmod -s`, state `s`): (queue, host).
     SuspendedQueues(Vec<(String, String)>),
     /// Tasks stopped by their queue's `suspend_thresholds`: (job, task).
@@ -99,6 +99,25 @@ pub enum Object {
         task: TaskId,
         measured: gantry_common::usage::Amounts,
     },
+}
+
+/// A queue instance in error state (`E`) and why, in SGE's words: `queue all.q marked
+/// QERROR as result of job 5's failure at host vm`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QueueInError {
+    pub queue: String,
+    pub host: String,
+    pub why: String,
+}
+
+impl QueueInError {
+    /// The spooled list of a map of (queue, host) -> why.
+    pub fn list(errors: BTreeMap<(String, String), String>) -> Vec<QueueInError> {
+        errors
+            .into_iter()
+            .map(|((queue, host), why)| QueueInError { queue, host, why })
+            .collect()
+    }
 }
 
 impl Object {
@@ -262,6 +281,9 @@ pub struct ClusterState {
     /// Hosts that joined and have not reported yet (their slots in `all.q` come with
     /// their first report).
     pub new_hosts: BTreeSet<String>,
+    /// Why each queue instance in error state (`E`, in `input.errored`) is in it, as
+    /// `qstat -explain E` shows it: (queue, host) -> the message.
+    pub queue_errors: BTreeMap<(String, String), String>,
     /// Counts the changes to anything a cycle reads but the jobs and the hosts' reports
     /// (configuration, queue instance states): a cycle's decisions made before such a
     /// change are not committed.
@@ -517,7 +539,11 @@ impl ClusterState {
                     self.pe_tasks.insert((p.job_id, p.task_id), *p);
                 }
                 Object::ErrorQueues(list) => {
-                    self.input.errored = Arc::new(list.into_iter().collect())
+                    self.queue_errors = list
+                        .into_iter()
+                        .map(|e| ((e.queue, e.host), e.why))
+                        .collect();
+                    self.input.errored = Arc::new(self.queue_errors.keys().cloned().collect())
                 }
                 Object::SuspendedQueues(list) => {
                     self.input.suspended_queues = Arc::new(list.into_iter().collect())

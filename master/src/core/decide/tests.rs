@@ -347,10 +347,14 @@ fn reports_of_tasks_that_could_not_start_or_are_unknown() {
         ("n2".to_string(), report(9, "n2", 0)),
     ];
     let d = s.decide_reports(&batch, 500);
-    assert!(d.ops.contains(&Op::Put(Object::ErrorQueues(vec![(
-        "all.q".into(),
-        "n1".into()
-    )]))));
+    // The instance in error, with SGE's words for why (`qstat -explain E`).
+    assert!(d.ops.contains(&Op::Put(Object::ErrorQueues(vec![
+        crate::core::state::QueueInError {
+            queue: "all.q".into(),
+            host: "n1".into(),
+            why: "queue all.q marked QERROR as result of job 2's failure at host n1".into(),
+        }
+    ]))));
     let job = |id: u64| {
         d.ops
             .iter()
@@ -407,7 +411,7 @@ fn what_a_failed_procedure_does_to_the_task_and_its_queue_instance() {
         let s = state();
         let d = s.decide_reports(&[("n1".to_string(), report(2, "n1", failure.code()))], 500);
         let in_error = d.ops.iter().any(|o| {
-            matches!(o, Op::Put(Object::ErrorQueues(q)) if q.contains(&("all.q".into(), "n1".into())))
+            matches!(o, Op::Put(Object::ErrorQueues(q)) if q.iter().any(|e| e.queue == "all.q" && e.host == "n1"))
         });
         assert_eq!(in_error, errored, "{failure:?}");
         let job = d.ops.iter().find_map(|o| match o {

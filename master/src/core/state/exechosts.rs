@@ -21,12 +21,46 @@ impl ClusterState {
                 q.resources = offered
                     .remove(&(q.queue.clone(), h.name.clone()))
                     .unwrap_or_default();
+                q.reasons = self.state_reasons(q, &h.name);
             }
         }
         Ok(Reply::Answer(FromMaster::Hosts(HostReport {
             hosts,
             complexes: (*self.input.complexes).clone(),
         })))
+    }
+
+    /// Why a queue instance is in its states, as `qstat -explain` says it: each load
+    /// or suspend threshold its host's values stand beyond (`alarm hl:np_load_avg=
+    /// 0.417724 load-threshold=0.01`, the value as `qstat -F` shows it), and what set
+    /// it in error state.
+    fn state_reasons(&self, view: &QueueInstanceView, host: &str) -> Vec<(char, String)> {
+        let mut out = Vec::new();
+        if let Some(q) = self.input.queues.get(&view.queue) {
+            for (letter, key, word) in [
+                ('a', "load_thresholds", "load"),
+                ('A', "suspend_thresholds", "suspend"),
+            ] {
+                if !view.states.contains(letter) {
+                    continue;
+                }
+                for (name, value, limit) in self.threshold_alarms(q, host, key) {
+                    let shown = view
+                        .resources
+                        .iter()
+                        .find(|(k, _)| k.split_once(':').is_some_and(|(_, n)| n == name))
+                        .map_or_else(|| format!("hl:{name}={value}"), |(k, v)| format!("{k}={v}"));
+                    out.push((letter, format!("alarm {shown} {word}-threshold={limit}")));
+                }
+            }
+        }
+        if let Some(why) = self
+            .queue_errors
+            .get(&(view.queue.clone(), host.to_string()))
+        {
+            out.push(('E', why.clone()));
+        }
+        out
     }
 
     /// `qconf -se host`: the host with its reported load values.
@@ -217,6 +251,7 @@ impl ClusterState {
                         st
                     },
                     resources: Vec::new(),
+                    reasons: Vec::new(),
                 }
             })
             .collect();

@@ -60,7 +60,7 @@ impl ClusterState {
     ) -> Result<Reply, Refusal> {
         let who = format!("{}@{}", caller.user, caller.host);
         self.manager_check(caller)?;
-        let mut errored = (*self.input.errored).clone();
+        let mut errored = self.queue_errors.clone();
         let mut messages = Vec::new();
         for key in self.queue_instances_named(targets)? {
             messages.push(format!(
@@ -69,10 +69,8 @@ impl ClusterState {
             ));
             errored.remove(&key);
         }
-        let mut list: Vec<(String, String)> = errored.into_iter().collect();
-        list.sort();
         Ok(Reply::Change(Change {
-            ops: vec![Op::Put(Object::ErrorQueues(list))],
+            ops: vec![Op::Put(Object::ErrorQueues(QueueInError::list(errored)))],
             messages,
         }))
     }
