@@ -9,10 +9,13 @@ use crate::opts::{opt, Arity, OptSpec};
 use crate::Output;
 
 mod detail;
+mod forms;
 mod lines;
 mod priority;
 mod summary;
 
+pub(crate) use forms::QSTAT_XMLNS;
+pub use forms::{render_qstat_json, render_qstat_xml};
 pub(crate) use lines::host_job_lines;
 use lines::*;
 
@@ -202,97 +205,6 @@ pub fn render_qstat_f(
         }
     }
     out
-}
-
-pub(crate) const QSTAT_XMLNS: &str = "xmlns:xsd=\"http://arc.liv.ac.uk/repos/darcs/sge/source/dist/util/resources/schemas/qstat/qstat.xsd\"";
-
-fn xml_job(x: &mut crate::xml::Xml, indent: usize, j: &JobViewRef, with_queue: bool) {
-    let running = j.queue.is_some();
-    // SGE's qstat -xml quotes this attribute with double quotes (its other XML, single).
-    x.open_raw(
-        indent,
-        "job_list",
-        if running {
-            "state=\"running\""
-        } else {
-            "state=\"pending\""
-        },
-    );
-    let i = indent + 2;
-    x.element(i, "JB_job_number", &[], &j.job_id.to_string());
-    x.element(i, "JAT_prio", &[], &prior(j.prio));
-    x.element(i, "JB_name", &[], j.name);
-    x.element(i, "JB_owner", &[], j.owner);
-    x.element(i, "state", &[], j.state_letters());
-    let iso = |t: i64| local_time(t, "%Y-%m-%dT%H:%M:%S");
-    match j.start_time {
-        Some(t) => x.element(i, "JAT_start_time", &[], &iso(t)),
-        None => x.element(i, "JB_submission_time", &[], &iso(j.submit_time)),
-    }
-    if with_queue {
-        x.element(i, "queue_name", &[], j.queue.unwrap_or(""));
-    }
-    x.element(i, "slots", &[], &j.slots.to_string());
-    if !j.tasks.is_empty() {
-        x.element(i, "tasks", &[], j.tasks);
-    }
-    x.close(indent, "job_list");
-}
-
-/// `qstat -xml` (and with `-f`, the queue instances).
-pub fn render_qstat_xml(hosts: Option<&gantry_proto::HostReport>, jobs: &[JobViewRef]) -> String {
-    let mut x = crate::xml::Xml::new();
-    x.open_raw(0, "job_info ", QSTAT_XMLNS);
-    x.open(2, "queue_info", &[]);
-    match hosts {
-        None => {
-            for j in jobs.iter().filter(|j| j.queue.is_some()) {
-                xml_job(&mut x, 4, j, true);
-            }
-        }
-        Some(report) => {
-            for h in &report.hosts {
-                for q in &h.queues {
-                    let name = format!("{}@{}", q.queue, h.name);
-                    x.open(4, "Queue-List", &[]);
-                    x.element(6, "name", &[], &name);
-                    x.element(6, "qtype", &[], &q.qtype);
-                    x.element(6, "slots_used", &[], &q.used.to_string());
-                    x.element(6, "slots_resv", &[], &q.reserved.to_string());
-                    x.element(6, "slots_total", &[], &q.total.to_string());
-                    if let Some(l) = gantry_common::load::get(&h.load_values, "load_avg")
-                        .and_then(|v| v.parse::<f64>().ok())
-                    {
-                        x.element(6, "load_avg", &[], &format!("{l:.5}"));
-                    }
-                    if let Some(a) = gantry_common::load::get(&h.load_values, "arch") {
-                        x.element(6, "arch", &[], a);
-                    }
-                    if !q.states.is_empty() {
-                        x.element(6, "state", &[], &q.states);
-                    }
-                    // `-explain E`: SGE's XML carries the error's message alone.
-                    for (_, reason) in q.reasons.iter().filter(|(l, _)| *l == 'E') {
-                        x.element(6, "message", &[], reason);
-                    }
-                    for j in jobs.iter().filter(|j| j.queue == Some(name.as_str())) {
-                        xml_job(&mut x, 6, j, false);
-                    }
-                    x.close(4, "Queue-List");
-                }
-            }
-        }
-    }
-    x.close(2, "queue_info");
-    x.open(2, "job_info", &[]);
-    // SGE's full form (-f, -explain) names no queue for a pending job; its job
-    // listing gives an empty one.
-    for j in jobs.iter().filter(|j| j.queue.is_none()) {
-        xml_job(&mut x, 4, j, hosts.is_none());
-    }
-    x.close(2, "job_info");
-    x.close(0, "job_info");
-    x.finish()
 }
 
 /// `qstat -j`: the details of one job.
@@ -891,22 +803,7 @@ pub fn qstat(args: &[String]) -> Output {
     if columns.any() && !p.has("-json") && !p.has("-xml") && !p.has("-f") && !p.has("-F") {
         return Output::ok(priority::render(columns, &jobs, &prios));
     }
-    if p.has("-json") {
-        let doc = serde_json::json!({ "jobs": jobs.iter().map(|j| serde_json::json!({
-            "job_id": j.job_id,
-            "name": j.name,
-            "owner": j.owner,
-            "priority": j.priority,
-            "state": j.state_letters(),
-            "submit_time": j.submit_time,
-            "start_time": j.start_time,
-            "queue": j.queue,
-            "slots": j.slots,
-            "tasks": j.tasks,
-            "hard_resources": j.hard_resources.iter().map(|(k, v)| serde_json::json!({"name": k, "value": v})).collect::<Vec<_>>(),
-        })).collect::<Vec<_>>() });
-        return Output::ok(format!("{doc}\n"));
-    }
+
     let offered: Option<Vec<String>> = p.options.iter().find(|o| o.name == "-F").map(|o| {
         o.arg
             .as_deref()
@@ -935,6 +832,9 @@ pub fn qstat(args: &[String]) -> Output {
     } else {
         None
     };
+    if p.has("-json") {
+        return Output::ok(render_qstat_json(hosts.as_ref(), &jobs, offered.as_deref()));
+    }
     if p.has("-xml") {
         return Output::ok(render_qstat_xml(hosts.as_ref(), &jobs));
     }

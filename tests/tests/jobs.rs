@@ -627,6 +627,17 @@ fn qstat_shows_why_a_job_waits_and_where_jobs_run() {
     assert!(x.contains("<state>qw</state>"), "{x}");
     let json = c.as_user("gtuser1", "qstat", &["-json"]).stdout;
     assert!(json.starts_with("{\"jobs\":["), "{json}");
+    // -f -json: the queue instances too, the running job in its own.
+    let full: serde_json::Value =
+        serde_json::from_str(&c.as_user("gtuser1", "qstat", &["-f", "-json"]).stdout).unwrap();
+    let instance = &full["queues"][0];
+    assert_eq!(instance["name"], "all.q@node1", "{full}");
+    assert_eq!(instance["slots_used"], 1, "{full}");
+    assert_eq!(
+        instance["jobs"],
+        serde_json::json!([runner.parse::<u64>().unwrap()]),
+        "{full}"
+    );
     // Nothing found: SGE's message on stderr, exit 1; by name too.
     let missing = c.as_user("gtuser1", "qstat", &["-j", "99999,nosuchjob"]);
     assert_eq!(

@@ -157,6 +157,48 @@ fn explained_states_come_under_their_instance_as_sge_prints_them() {
     );
 }
 
+/// `qstat -f -json`: the queue instances beside the jobs, named as SGE's XML names
+/// them; `-F`'s resources and `-explain`'s messages only when asked for.
+#[test]
+fn full_json_lists_the_queue_instances() {
+    let doc: serde_json::Value =
+        serde_json::from_str(&render_qstat_json(Some(&idle_host()), &[], None)).unwrap();
+    assert_eq!(
+        doc,
+        serde_json::json!({
+            "jobs": [],
+            "queues": [{
+                "name": "all.q@vm", "qtype": "BIP", "slots_used": 0, "slots_resv": 0,
+                "slots_total": 2, "load_avg": 0.326172, "arch": "lx-amd64", "state": "",
+                "jobs": [],
+            }],
+        })
+    );
+    let mut host = idle_host();
+    host.hosts[0].queues[0].resources = vec![
+        ("hl:np_load_avg".into(), "0.163086".into()),
+        ("qc:slots".into(), "2".into()),
+    ];
+    host.hosts[0].queues[0].reasons = vec![('E', "queue all.q marked QERROR".into())];
+    let doc: serde_json::Value = serde_json::from_str(&render_qstat_json(
+        Some(&host),
+        &[],
+        Some(&["slots".into()]),
+    ))
+    .unwrap();
+    assert_eq!(
+        doc["queues"][0]["resources"],
+        serde_json::json!([{"name": "qc:slots", "value": "2"}])
+    );
+    assert_eq!(
+        doc["queues"][0]["messages"],
+        serde_json::json!([{"state": "E", "message": "queue all.q marked QERROR"}])
+    );
+    let jobs_only: serde_json::Value =
+        serde_json::from_str(&render_qstat_json(None, &[], None)).unwrap();
+    assert_eq!(jobs_only, serde_json::json!({"jobs": []}));
+}
+
 #[test]
 fn idle_cluster_matches_sge() {
     assert_eq!(
