@@ -41,11 +41,12 @@ const QSTAT_SPECS: &[OptSpec] = &[
     opt("-g", Arity::One),
     opt("-q", Arity::One),
     opt("-explain", Arity::One),
+    opt("-t", Arity::None),
 ];
 
 pub fn qstat_usage() -> String {
     format!(
-        "Gantry {}\nusage: qstat [options]\n   [-f]                                     full output (every queue instance)\n   [-F [resource_attributes]]               full output and show (selected) resources of queue(s)\n   [-help]                                  print this help\n   [-j [job_identifier_list]]               show detailed information on pending/running job\n   [-ext]                                   view additional attributes (tickets, project, department, usage)\n   [-explain a|c|A|E]                       show reason for queue c(onfiguration ambiguous), a(larm), suspend A(larm), E(rror) state\n   [-json]                                  print the jobs as one JSON document\n   [-pri]                                   display job priority information\n   [-q wc_queue_list]                       print information on given queue\n   [-r]                                     show requested resources of job(s)\n   [-s {{p|r|h|z}}]                           show pending, running, held, finished jobs\n   [-u user_list]                           view only jobs of this user ('*' for all)\n   [-urg]                                   display job urgency information\n   [-xml]                                   display the information in XML-Format\n",
+        "Gantry {}\nusage: qstat [options]\n   [-f]                                     full output (every queue instance)\n   [-F [resource_attributes]]               full output and show (selected) resources of queue(s)\n   [-help]                                  print this help\n   [-j [job_identifier_list]]               show detailed information on pending/running job\n   [-ext]                                   view additional attributes (tickets, project, department, usage)\n   [-explain a|c|A|E]                       show reason for queue c(onfiguration ambiguous), a(larm), suspend A(larm), E(rror) state\n   [-json]                                  print the jobs as one JSON document\n   [-pri]                                   display job priority information\n   [-q wc_queue_list]                       print information on given queue\n   [-r]                                     show requested resources of job(s)\n   [-s {{p|r|h|z}}]                           show pending, running, held, finished jobs\n   [-t]                                     show task information (implicitly -g t)\n   [-u user_list]                           view only jobs of this user ('*' for all)\n   [-urg]                                   display job urgency information\n   [-xml]                                   display the information in XML-Format\n",
         env!("CARGO_PKG_VERSION")
     )
 }
@@ -680,7 +681,7 @@ pub fn qstat(args: &[String]) -> Output {
         }
     };
     let listing_only = [
-        "-json", "-xml", "-f", "-F", "-r", "-pri", "-urg", "-ext", "-g", "-explain",
+        "-json", "-xml", "-f", "-F", "-r", "-pri", "-urg", "-ext", "-g", "-explain", "-t",
     ]
     .iter()
     .all(|o| !p.has(o));
@@ -761,8 +762,11 @@ pub fn qstat(args: &[String]) -> Output {
             Err(e) => return crate::undecodable(e),
         }
     }
-    if grouped {
+    if grouped || p.has("-t") {
         return match crate::ask(&ToMaster::ShowTaskLines { users }) {
+            Ok(FromMaster::TaskLines(t)) if p.has("-t") => {
+                Output::ok(lines::render_qstat_t(&jobs, &t))
+            }
             Ok(FromMaster::TaskLines(t)) => Output::ok(lines::render_qstat_gt(&jobs, &t)),
             Ok(other) => crate::unexpected(&other),
             Err(out) => out,

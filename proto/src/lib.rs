@@ -23,7 +23,7 @@ pub use rows::*;
 
 /// The protocol version. Both daemons and every client speak exactly one version; peers
 /// with another version are refused with a message naming both.
-pub const PROTOCOL_VERSION: u32 = 34;
+pub const PROTOCOL_VERSION: u32 = 35;
 
 /// Magic bytes at the start of every [`Hello`]: "GNTY".
 pub const HELLO_MAGIC: [u8; 4] = *b"GNTY";
@@ -282,7 +282,7 @@ pub enum ToMaster {
 /// instances' order: `MASTER` in the master queue, then a `SLAVE` per slot a task may
 /// take (SGE's: the job's slots in each queue instance, in the master queue one less
 /// when the PE's `job_is_first_task` is TRUE).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TaskLines {
     pub job_id: JobId,
     /// As the job's row shows it (`tasks` of [`JobView`]: empty for a job that is not
@@ -290,6 +290,9 @@ pub struct TaskLines {
     pub tasks: String,
     /// `(queue instance, master)`.
     pub lines: Vec<(String, bool)>,
+    /// The task's last measured usage (`qstat -t`'s cpu, mem, io), None before its
+    /// execd's first measurement.
+    pub usage: Option<TaskUsage>,
 }
 
 impl ToMaster {

@@ -73,7 +73,21 @@ impl Rows {
 
 /// `qstat -g t`: the default listing with a running task's line per granted slot,
 /// `MASTER` then `SLAVE` (see [`gantry_proto::TaskLines`]) in the `master` column.
+/// `qstat -t`: the lines of `qstat -g t` under a wider header, the master task's line
+/// followed by what it has used (state, cpu, mem, io) once its execd measured it.
+pub fn render_qstat_t(jobs: &[JobViewRef], tasks: &[gantry_proto::TaskLines]) -> String {
+    lines_per_grant(jobs, tasks, true)
+}
+
 pub fn render_qstat_gt(jobs: &[JobViewRef], tasks: &[gantry_proto::TaskLines]) -> String {
+    lines_per_grant(jobs, tasks, false)
+}
+
+fn lines_per_grant(
+    jobs: &[JobViewRef],
+    tasks: &[gantry_proto::TaskLines],
+    sub_tasks: bool,
+) -> String {
     if jobs.is_empty() {
         return String::new();
     }
@@ -82,10 +96,16 @@ pub fn render_qstat_gt(jobs: &[JobViewRef], tasks: &[gantry_proto::TaskLines]) -
             .iter()
             .map(|t| ((t.job_id, t.tasks.as_str()), t))
             .collect();
-    let mut out = format!(
-        "job-ID  prior   name       user         state submit/start at     queue                          master ja-task-ID \n{}\n",
-        "-".repeat(114)
-    );
+    let mut out = match sub_tasks {
+        false => format!(
+            "job-ID  prior   name       user         state submit/start at     queue                          master ja-task-ID \n{}\n",
+            "-".repeat(114)
+        ),
+        true => format!(
+            "job-ID  prior   name       user         state submit/start at     queue                          master ja-task-ID task-ID state cpu        mem     io      stat failed \n{}\n",
+            "-".repeat(167)
+        ),
+    };
     let mut rows = Rows::default();
     for j in jobs {
         match by.get(&(j.job_id, j.tasks)) {
@@ -110,10 +130,46 @@ pub fn render_qstat_gt(jobs: &[JobViewRef], tasks: &[gantry_proto::TaskLines]) -
                     } else {
                         "       "
                     };
-                    out.push_str(&format!(" {queue:<30} {role} {task}\n"));
+                    out.push_str(&format!(" {queue:<30} {role} {task}"));
+                    if let Some(u) = t.usage.as_ref().filter(|_| sub_tasks && *master) {
+                        // The task itself as its own sub-task: no task id, its state
+                        // and usage (mem in GB s, io in GB), as SGE's qstat -t.
+                        out.push_str(&format!(
+                            "   {:<12} {:<5.5} {} {:.5} {:.5} ",
+                            "",
+                            j.state_letters(),
+                            gantry_common::value::format_time_hms(u.cpu),
+                            u.mem,
+                            u.io
+                        ));
+                    }
+                    out.push('\n');
                 }
             }
-            _ => rows.push(&mut out, j, true),
+            // A job without slots (pending, held): blank queue and master columns, then
+            // its tasks, as SGE's -g t (no slots column).
+            _ => {
+                let prior = rows.prior.of(j.prio);
+                push_head(
+                    &mut out,
+                    j.job_id,
+                    prior,
+                    j.name,
+                    j.owner,
+                    j.state_letters(),
+                );
+                out.push_str(rows.when.of(j.start_time.unwrap_or(j.submit_time)));
+                let tasks = if j.tasks.is_empty() {
+                    "       "
+                } else {
+                    j.tasks
+                };
+                out.push_str(&format!(
+                    " {:<30} {:<7}{tasks}\n",
+                    j.queue.unwrap_or(""),
+                    ""
+                ));
+            }
         }
     }
     out

@@ -906,6 +906,7 @@ fn qstat_g_t_has_a_line_per_slot_as_sge() {
         lines: std::iter::once(("all.q@vm".to_string(), true))
             .chain((0..4).map(|_| ("all.q@vm".to_string(), false)))
             .collect(),
+        usage: None,
     };
     let pending = job(3, JobState::Pending { held: false }, None, "");
     let out = render_qstat_gt(&[running.clone(), pending.clone()], &[lines]);
@@ -915,11 +916,55 @@ fn qstat_g_t_has_a_line_per_slot_as_sge() {
         .collect();
     let got: Vec<&str> = out.lines().collect();
     assert_eq!(got[..want.len()], want[..]);
+    // A pending job: no slots column, blank master and task columns (SGE 8.1.9's
+    // `qstat -g t` of a held job on this machine).
     assert_eq!(
         got[want.len()..],
-        [render_qstat(&[pending]).lines().nth(2).unwrap()]
+        [format!(
+            "      3 0.50000 sleep      user1        qw    {when}                                              "
+        )]
     );
     assert_eq!(render_qstat_gt(&[], &[]), "");
+}
+
+/// `qstat -t -u '*'` as SGE 8.1.9 printed it on this machine for a parallel job whose
+/// usage its execd had reported, and a held job.
+#[test]
+fn qstat_t_adds_the_master_tasks_usage_as_sge() {
+    let when = crate::dates::time_in(&crate::dates::local_zone(), 0, "%m/%d/%Y %H:%M:%S");
+    let mut running = job(8, JobState::Running, Some("all.q@vm"), "");
+    running.name = "pe.sh";
+    running.prio = 50_000;
+    let mut held = job(6, JobState::Pending { held: true }, None, "");
+    held.name = "sleep";
+    held.prio = 0;
+    let lines = gantry_proto::TaskLines {
+        job_id: JobId(8),
+        tasks: String::new(),
+        lines: vec![
+            ("all.q@vm".to_string(), true),
+            ("all.q@vm".to_string(), false),
+        ],
+        usage: Some(gantry_proto::TaskUsage {
+            job_id: JobId(8),
+            task_id: TaskId(1),
+            cpu: 0.0,
+            mem: 0.00004,
+            io: 0.00117,
+            vmem: None,
+            maxvmem: None,
+            binding: None,
+        }),
+    };
+    let want = [
+        "job-ID  prior   name       user         state submit/start at     queue                          master ja-task-ID task-ID state cpu        mem     io      stat failed ".to_string(),
+        "-".repeat(167),
+        format!("      8 0.50000 pe.sh      user1        r     {when} all.q@vm                       MASTER                        r     00:00:00 0.00004 0.00117 "),
+        "                                                                  all.q@vm                       SLAVE         ".to_string(),
+        format!("      6 0.00000 sleep      user1        hqw   {when}                                              "),
+    ];
+    let out = super::lines::render_qstat_t(&[running, held], &[lines]);
+    assert_eq!(out.lines().collect::<Vec<_>>(), want);
 }
 
 #[test]

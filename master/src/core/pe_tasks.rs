@@ -53,6 +53,7 @@ pub fn task_lines(state: &ClusterState, users: &[String]) -> Vec<gantry_proto::T
                     String::new()
                 },
                 lines,
+                usage: state.live.task_usage.get(&(job.id, task)).cloned(),
             });
         }
     }
