@@ -318,7 +318,7 @@ fn render_job(out: &mut String, d: &gantry_proto::JobDetail, unsubmitted: bool) 
                 .filter(|w| gantry_common::ckpt::valid_when(w))
         });
         if let Some(a) = attr {
-            row("checkpoint_attr", a);
+            row("checkpoint_attr", gantry_common::ckpt::shown_attr(&a));
         }
         if let Some(secs) = gantry_common::ckpt::job_interval(spec.ckpt_when.as_deref()) {
             // SGE's show_job.c: the interval in seconds.

@@ -54,6 +54,15 @@ pub fn valid_when(when: &str) -> bool {
             .all(|(i, c)| !when[i + 1..].contains(c))
 }
 
+/// `qstat -j`'s `checkpoint_attr` of `when` letters, as SGE 8.1.9 shows it: the letters
+/// in its order `m s x n` (`r`, restart on an automatic reschedule, is not shown), then
+/// four spaces.
+pub fn shown_attr(when: &str) -> String {
+    let mut out: String = "msxn".chars().filter(|c| when.contains(*c)).collect();
+    out.push_str("    ");
+    out
+}
+
 /// A job's `-c` argument: `when` letters (`smxr`, `n`) or a positive interval.
 pub fn valid_selector(text: &str) -> bool {
     valid_when(text) || crate::value::parse_time(text).is_ok_and(|t| t > 0.0)
@@ -224,6 +233,22 @@ pub fn parse_ckpt(text: &str) -> Result<Ckpt, FileError> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn checkpoint_attr_shows_as_sge_prints_it() {
+        // (-c letters, qstat -j's checkpoint_attr), from SGE 8.1.9 on this machine.
+        for (when, shown) in [
+            ("s", "s    "),
+            ("x", "x    "),
+            ("sx", "sx    "),
+            ("xs", "sx    "),
+            ("m", "m    "),
+            ("smx", "msx    "),
+            ("sr", "s    "),
+        ] {
+            assert_eq!(shown_attr(when), shown, "{when}");
+        }
+    }
     use super::*;
 
     #[test]

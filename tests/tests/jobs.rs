@@ -2780,7 +2780,7 @@ fn a_checkpointing_job_runs_only_in_queues_listing_its_environment() {
     );
     let j = c.as_user("gtuser1", "qstat", &["-j", &id]).stdout;
     assert!(j.contains("checkpoint_object:          check\n"), "{j}");
-    assert!(j.contains("checkpoint_attr:            sx\n"), "{j}");
+    assert!(j.contains("checkpoint_attr:            sx    \n"), "{j}");
     assert_eq!(
         c.qconf(&["-mattr", "queue", "ckpt_list", "check", "all.q"])
             .code,
@@ -2822,7 +2822,7 @@ fn a_checkpointing_job_runs_only_in_queues_listing_its_environment() {
     );
     let j = c.as_user("gtuser1", "qstat", &["-j", &held]).stdout;
     assert!(j.contains("checkpoint_object:          check\n"), "{j}");
-    assert!(j.contains("checkpoint_attr:            s\n"), "{j}");
+    assert!(j.contains("checkpoint_attr:            s    \n"), "{j}");
     assert!(
         j.contains("binding:                    set linear:1\n"),
         "{j}"
@@ -3367,10 +3367,10 @@ fn every_option_reads_the_same_from_each_source() {
         ),
         (&["-ckpt", "check"], "checkpoint_object:          check\n"),
         // Without -c, the environment's `when`, as SGE stores it.
-        (&["-ckpt", "check"], "checkpoint_attr:            sx\n"),
+        (&["-ckpt", "check"], "checkpoint_attr:            sx    \n"),
         (
             &["-ckpt", "check", "-c", "sx"],
-            "checkpoint_attr:            sx\n",
+            "checkpoint_attr:            sx    \n",
         ),
         (&["-js", "5"], "jobshare:                   5\n"),
         (
