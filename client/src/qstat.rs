@@ -327,6 +327,9 @@ fn render_job(out: &mut String, d: &gantry_proto::JobDetail, unsubmitted: bool) 
         if let Some(cwd) = &spec.cwd {
             row("cwd", cwd.clone());
         }
+        if let Some(prefix) = &spec.directive_prefix {
+            row("directive_prefix", prefix.clone());
+        }
         let pairs = |l: &[(String, String)]| {
             l.iter()
                 .map(|(k, v)| format!("{k}={v}"))

@@ -468,6 +468,7 @@ pub(crate) fn apply(
             "-masterq" => spec.masterq = optvalues::queue_list(g.name, &arg)?,
             "-ckpt" => spec.ckpt = Some(arg),
             "-c" => spec.ckpt_when = Some(optvalues::ckpt_selector(&arg)?),
+            "-C" => spec.directive_prefix = Some(arg),
             // qalter's and qrsh's options, which SGE's qsub parses and then refuses.
             "-u" | "-ot" | "-nostdin" | "-noshell" | "-uall" => {
                 return Err(OptionError::not_taken(g.name, g.arg.as_deref()))

@@ -1784,6 +1784,9 @@ fn directive_prefix_and_clear() {
     let j = show(&["-C", "#%"]);
     assert!(j.contains("job_name:                   percent\n"), "{j}");
     assert!(!j.contains("hard resource_list"), "{j}");
+    // The prefix given is shown, after cwd, as SGE's qstat -j shows it.
+    assert!(j.contains("\ndirective_prefix:           #%\n"), "{j}");
+    assert!(!show(&[]).contains("directive_prefix"));
     // -soft -q: a preference, shown as such.
     let j = show(&["-soft", "-q", "all.q"]);
     assert!(j.contains("soft_queue_list:            all.q\n"), "{j}");

@@ -148,6 +148,8 @@ pub struct JobSpec {
     pub ckpt: Option<String>,
     /// `-c`: when to checkpoint (`smxr` letters or `n`), or an interval, as given.
     pub ckpt_when: Option<String>,
+    /// `-C`: the prefix the script's embedded options were read with, when given.
+    pub directive_prefix: Option<String>,
 }
 
 impl JobSpec {
@@ -206,6 +208,7 @@ impl JobSpec {
             masterq: Vec::new(),
             ckpt: None,
             ckpt_when: None,
+            directive_prefix: None,
         }
     }
 }
