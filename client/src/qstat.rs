@@ -297,15 +297,16 @@ fn render_job(out: &mut String, d: &gantry_proto::JobDetail, unsubmitted: bool) 
         row("uid", d.owner.uid.to_string());
         row("group", d.group.clone());
         row("gid", d.owner.gid.to_string());
-        if let Some(t) = spec.start_after {
-            row("execution_time", local_time(t, "%a %b %e %H:%M:%S %Y"));
-        }
         row("sge_o_home", env("SGE_O_HOME"));
         row("sge_o_log_name", env("SGE_O_LOGNAME"));
         row("sge_o_path", env("SGE_O_PATH"));
         row("sge_o_shell", env("SGE_O_SHELL"));
         row("sge_o_workdir", env("SGE_O_WORKDIR"));
         row("sge_o_host", env("SGE_O_HOST"));
+        // After the submission environment, as SGE's show_job prints it.
+        if let Some(t) = spec.start_after {
+            row("execution_time", local_time(t, "%a %b %e %H:%M:%S %Y"));
+        }
         row("account", spec.account.clone());
         if let Some(c) = &spec.ckpt {
             row("checkpoint_object", c.clone());
