@@ -493,24 +493,33 @@ pub(crate) fn submitted_from() -> (String, String, JobSpec) {
         .map(|h| h.to_string_lossy().into_owned())
         .unwrap_or_default();
     let logname = crate::account::login_name().unwrap_or_default();
+    // In SGE 8.1.9's order (its `qstat -j -xml` lists them so): the submitter's
+    // home, login name, PATH, shell and (when set) MAIL, then TERM, the submit host
+    // and the working directory; `-v`/`-V` variables come after.
+    let mut env: Vec<(String, String)> = vec![
+        ("SGE_O_HOME".into(), home.clone()),
+        ("SGE_O_LOGNAME".into(), logname.clone()),
+        (
+            "SGE_O_PATH".into(),
+            std::env::var("PATH").unwrap_or_default(),
+        ),
+        (
+            "SGE_O_SHELL".into(),
+            std::env::var("SHELL").unwrap_or_default(),
+        ),
+    ];
+    if let Ok(mail) = std::env::var("MAIL") {
+        env.push(("SGE_O_MAIL".into(), mail));
+    }
+    env.extend([
+        // SGE's qsub puts TERM in every job's environment list, as NONE whatever the
+        // terminal (qrsh sends the terminal's type in its place).
+        ("TERM".into(), "NONE".into()),
+        ("SGE_O_HOST".into(), host.clone()),
+        ("SGE_O_WORKDIR".into(), cwd.clone()),
+    ]);
     let spec = JobSpec {
-        env: vec![
-            ("SGE_O_HOME".into(), home.clone()),
-            ("SGE_O_LOGNAME".into(), logname.clone()),
-            (
-                "SGE_O_PATH".into(),
-                std::env::var("PATH").unwrap_or_default(),
-            ),
-            (
-                "SGE_O_SHELL".into(),
-                std::env::var("SHELL").unwrap_or_default(),
-            ),
-            ("SGE_O_WORKDIR".into(), cwd.clone()),
-            ("SGE_O_HOST".into(), host.clone()),
-            // SGE's qsub puts TERM first in every job's environment list, as NONE
-            // whatever the terminal (qrsh sends the terminal's type in its place).
-            ("TERM".into(), "NONE".into()),
-        ],
+        env,
         ..JobSpec::binary("", "", &host)
     };
     (cwd, home, spec)

@@ -290,6 +290,8 @@ static NUMBER: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"=\d+(\.\d+)?").un
 /// The first line of a usage text: the product and its version, which must differ.
 static VERSION_LINE: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"(?m)^(SGE 8\.1\.9|Gantry \d+\.\d+\.\d+)$").unwrap());
+/// A user or group id in XML output (`<JB_uid>1012</JB_uid>`), as `uid:` lines.
+static XML_ID: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"<(JB_uid|JB_gid)>\d+</").unwrap());
 /// A queue instance's load in XML output (`<load_avg>1.00391</load_avg>`).
 static XML_LOAD: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"<load_avg>[\d.]+</load_avg>").unwrap());
@@ -346,6 +348,7 @@ pub fn normalise(command: &str, text: &str, replacements: &[(String, String)]) -
     s = QCONF_TMP.replace_all(&s, "/tmp/pid-<pid>").into_owned();
     s = ISO.replace_all(&s, "YYYY-MM-DDThh:mm:ss").into_owned();
     s = XML_TIME.replace_all(&s, "<$1>#</").into_owned();
+    s = XML_ID.replace_all(&s, "<$1><id></").into_owned();
     s = XML_LOAD
         .replace_all(&s, |c: &regex::Captures| {
             DIGIT.replace_all(&c[0], "#").into_owned()
@@ -729,6 +732,7 @@ mod tests {
             ("qstat", "<JB_submission_time>2026-12-02T14:20:44</JB_submission_time>\n", "<JB_submission_time>YYYY-MM-DDThh:mm:ss</JB_submission_time>\n"),
             ("qdel", "Gantry 0.1.0\nusage: qdel\n", "<version>\nusage: qdel\n"),
             ("qstat -f -xml", "      <load_avg>1.00391</load_avg>\n", "      <load_avg>#.#####</load_avg>\n"),
+            ("qstat -j 1 -xml", "      <JB_uid>1012</JB_uid>\n", "      <JB_uid><id></JB_uid>\n"),
             ("qstat -j 1", "error reason          1:      12/03/2026 09:43:35 [1002:24843]: error: can't chdir\n", "error reason          1:      MM/DD/YYYY hh:mm:ss [<uid>:<pid>]: error: can't chdir\n"),
         ];
         for (cmd, text, want) in cases {
