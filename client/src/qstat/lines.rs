@@ -58,14 +58,19 @@ pub(super) fn header() -> String {
 const PIECE: usize = 64 * 1024;
 
 impl Rows {
+    /// A job line's columns up to and with its time.
+    fn push_head(&mut self, out: &mut String, j: &JobViewRef) {
+        let prior = self.prior.of(j.prio);
+        push_head(out, j.job_id, prior, j.name, j.owner, j.state_letters());
+        out.push_str(self.when.of(j.start_time.unwrap_or(j.submit_time)));
+    }
+
     /// Append one job line to `out`: the columns of
     /// `"{:>7} {prior} {:<10.10} {:<12.12} {:<5} {when}[ {:<30}] {:>5} {tasks}"`, written
     /// field by field (the formatting machinery's padding was most of a long listing's
     /// time).
     pub(super) fn push(&mut self, out: &mut String, j: &JobViewRef, with_queue: bool) {
-        let prior = self.prior.of(j.prio);
-        push_head(out, j.job_id, prior, j.name, j.owner, j.state_letters());
-        out.push_str(self.when.of(j.start_time.unwrap_or(j.submit_time)));
+        self.push_head(out, j);
         let queue = [j.queue.unwrap_or("")];
         push_tail(out, with_queue.then_some(&queue[..]), j.slots, j.tasks);
     }
@@ -110,16 +115,7 @@ fn lines_per_grant(
     for j in jobs {
         match by.get(&(j.job_id, j.tasks)) {
             Some(t) if j.queue.is_some() && !t.lines.is_empty() => {
-                let prior = rows.prior.of(j.prio);
-                push_head(
-                    &mut out,
-                    j.job_id,
-                    prior,
-                    j.name,
-                    j.owner,
-                    j.state_letters(),
-                );
-                out.push_str(rows.when.of(j.start_time.unwrap_or(j.submit_time)));
+                rows.push_head(&mut out, j);
                 for (i, (queue, master)) in t.lines.iter().enumerate() {
                     if i > 0 {
                         out.push_str(&" ".repeat(65));
@@ -149,16 +145,7 @@ fn lines_per_grant(
             // A job without slots (pending, held): blank queue and master columns, then
             // its tasks, as SGE's -g t (no slots column).
             _ => {
-                let prior = rows.prior.of(j.prio);
-                push_head(
-                    &mut out,
-                    j.job_id,
-                    prior,
-                    j.name,
-                    j.owner,
-                    j.state_letters(),
-                );
-                out.push_str(rows.when.of(j.start_time.unwrap_or(j.submit_time)));
+                rows.push_head(&mut out, j);
                 let tasks = if j.tasks.is_empty() {
                     "       "
                 } else {
