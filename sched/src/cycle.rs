@@ -401,6 +401,11 @@ impl<'a> ClusterView<'a> {
                         .clone()
                 };
                 inst.host = hi;
+                // A queue instance's host name is one of its values, as in SGE
+                // (`qf:hostname`): `-l h=NAME` turns away queue instances.
+                if let Some(id) = catalog.id("hostname") {
+                    inst.layer.set_fixed(id, Value::Text(hname.clone()));
+                }
                 hosts[hi].instances.push(instances.len());
                 instances.push(inst);
             }
@@ -451,9 +456,6 @@ impl<'a> ClusterView<'a> {
                     layer.set_load(id, v);
                 }
             }
-        }
-        if let Some(id) = catalog.id("hostname") {
-            layer.set_fixed(id, Value::Text(name.to_string()));
         }
         for (k, v) in self
             .exechosts

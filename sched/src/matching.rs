@@ -135,7 +135,8 @@ impl Snapshot {
                     effective(a, o)
                         .is_some_and(|(v, _)| !value::satisfies(a.value_type, a.relop, v, &r.value))
                 };
-                if never && a.name != "slots" {
+                // An instance's host name is its own, not the cluster queue's.
+                if never && a.name != "slots" && a.name != "hostname" {
                     return Misfit::ClusterQueue {
                         requested: requests.to_string(),
                     };
@@ -409,26 +410,18 @@ impl Snapshot {
             .iter()
             .filter_map(|(attr, o)| shown(Level::Global, *attr, o))
             .collect();
-        let hostname = self.catalog.id("hostname");
         let mut out = HashMap::new();
         for i in &self.instances {
             let host = &self.hosts[i.host];
             let mut list = global.clone();
             // Load values first, in the order the execd reported them, then the host's
             // own values.
-            let (loads, own): (Vec<_>, Vec<_>) = host
-                .layer
-                .iter()
-                .filter(|(attr, _)| Some(*attr) != hostname)
-                .partition(|(_, o)| o.load.is_some());
+            let (loads, own): (Vec<_>, Vec<_>) =
+                host.layer.iter().partition(|(_, o)| o.load.is_some());
             for (attr, o) in loads.into_iter().chain(own) {
                 list.extend(shown(Level::Host, *attr, o));
             }
             for key in QUEUE_ORDER {
-                if *key == "hostname" {
-                    list.push(("qf:hostname".into(), host.name.clone()));
-                    continue;
-                }
                 if let Some(id) = self.catalog.id(key) {
                     if let Some(o) = i.layer.get(id) {
                         list.extend(shown(Level::Queue, id, o));

@@ -34,6 +34,9 @@ pub struct Context<'a> {
     pub caller_groups: &'a dyn Fn() -> Vec<String>,
     /// A user's Unix groups, by name (`qquota`'s rules on `@group`).
     pub groups_of_name: &'a dyn Fn(&str) -> Vec<String>,
+    /// Does this host name resolve in the master's name service (`/etc/hosts`, DNS)?
+    /// Asked only for a name a request gives that is no host of the cell's.
+    pub resolves: &'a dyn Fn(&str) -> bool,
     /// The bytes the caller's job scripts hold in the spool.
     pub caller_script_bytes: u64,
     /// The snapshot advance reservations are granted on, kept between `qrsub`s.
@@ -212,11 +215,22 @@ fn decide_request(
         }
         ToMaster::ClearJobErrors { ids } => state.decide_clear_job_errors(caller, &ids),
         ToMaster::AlterJobs { ids, changes } => {
+            if let Some(list) = &changes.hard_resources {
+                if let Err(r) = crate::core::jobs::check_hosts_resolve(state, &[list], ctx.resolves)
+                {
+                    return Decision::refused(r);
+                }
+            }
             let groups = (ctx.caller_groups)();
             let dispatchable = (ctx.dispatchable)();
             state.decide_alter_jobs(caller, &groups, &ids, &changes, &dispatchable, now)
         }
         ToMaster::SubmitAr { spec } => {
+            if let Err(r) =
+                crate::core::jobs::check_hosts_resolve(state, &[&spec.resources], ctx.resolves)
+            {
+                return Decision::refused(r);
+            }
             let groups = (ctx.caller_groups)();
             state.decide_submit_ar(
                 caller,
@@ -490,6 +504,10 @@ fn submit(
         Ok(j) => j,
         Err(r) => return numbered(FromMaster::Refused(r)),
     };
+    let requests = [&job.spec.hard_resources[..], &job.spec.soft_resources[..]];
+    if let Err(r) = crate::core::jobs::check_hosts_resolve(state, &requests, ctx.resolves) {
+        return numbered(FromMaster::Refused(r));
+    }
     // `-w p` says how many slots a parallel job would get; `-w v` only that queues
     // were found, for a parallel job too (SGE 8.1.9).
     let found = |slots: u32, pe: bool| {
@@ -761,6 +779,8 @@ impl Door for ClusterState {
             connected: &|_| false,
             caller_groups: &Vec::new,
             groups_of_name: &|_| Vec::new(),
+            // Only the machine's own name resolves, as a cell's tests want it.
+            resolves: &|h| h == "localhost",
             caller_script_bytes: 0,
             ar_snapshot: &mut kept,
         };

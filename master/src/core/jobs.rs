@@ -77,17 +77,6 @@ pub fn check_resources(
                 return Err(refuse(RefusalKind::Invalid, e.to_string()));
             }
         }
-        // A host named outright must be one of the cell's, as SGE resolves it at
-        // submission (`-l h=nosuchhost` would otherwise wait forever).
-        if attr.value_type == ValueType::Host
-            && !v.contains(['*', '?', '[', ']', '|', '!', '&', '(', ')'])
-            && !state.knows_host(v)
-        {
-            return Err(refuse(
-                RefusalKind::Invalid,
-                format!("can't resolve hostname \"{v}\""),
-            ));
-        }
         *name = attr.name.clone();
         // TIME requests are kept in seconds, as SGE shows them (h_rt=600).
         if attr.value_type == ValueType::Time {
@@ -262,6 +251,33 @@ pub fn check_script_size(state: &ClusterState, len: usize) -> Result<(), Refusal
 }
 
 /// Check a submission; the job to queue.
+/// A host a request names outright (`-l h=node7`, no pattern) must resolve, as SGE's
+/// qmaster resolves it at submission: `-l h=nosuchhost` would otherwise wait forever,
+/// while a name that resolves but is no host of the cell's is accepted and the job
+/// waits (`offers only qf:hostname=vm`), as in SGE. `resolves` asks the master's name
+/// service, for names the cell does not know only.
+pub fn check_hosts_resolve(
+    state: &ClusterState,
+    lists: &[&[(String, String)]],
+    resolves: &dyn Fn(&str) -> bool,
+) -> Result<(), Refusal> {
+    for (name, v) in lists.iter().flat_map(|l| l.iter()) {
+        let is_host = complex::find(&state.input.complexes, name)
+            .is_some_and(|attr| attr.value_type == ValueType::Host);
+        if is_host
+            && !v.contains(['*', '?', '[', ']', '|', '!', '&', '(', ')'])
+            && !state.knows_host(v)
+            && !resolves(v)
+        {
+            return Err(refuse(
+                RefusalKind::Invalid,
+                format!("can't resolve hostname \"{v}\""),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// `groups` are the caller's Unix groups (for `@group` entries of access lists).
 /// The checks a job's specification gets whether it is submitted or altered (`qalter`):
 /// its names, mail and context, dependencies, resource requests (completed as the
@@ -883,6 +899,37 @@ mod tests {
                 .map(|_| list)
                 .map_err(|r| r.message);
             assert_eq!(got, want.map(pairs).map_err(str::to_string), "{given:?}");
+        }
+    }
+
+    #[test]
+    fn a_host_named_outright_must_resolve_or_be_the_cells() {
+        let s = crate::synthetic::cluster(&[]);
+        let resolves = |h: &str| h == "localhost";
+        // (request, refused with)
+        let table: &[((&str, &str), Option<&str>)] = &[
+            (("h", "localhost"), None),
+            (
+                ("hostname", "LOCALHOST"),
+                Some("can't resolve hostname \"LOCALHOST\""),
+            ),
+            (
+                ("h", "nosuchhost.example"),
+                Some("can't resolve hostname \"nosuchhost.example\""),
+            ),
+            (("h", "head"), None),
+            (("h", "node*"), None),
+            (("h", "a|b"), None),
+            (("arch", "nosuchhost"), None),
+        ];
+        for ((name, value), want) in table {
+            let list = vec![(name.to_string(), value.to_string())];
+            let got = check_hosts_resolve(&s, &[&list], &resolves).map_err(|r| r.message);
+            assert_eq!(
+                got,
+                want.map_or(Ok(()), |m| Err(m.to_string())),
+                "{name}={value}"
+            );
         }
     }
 

@@ -113,6 +113,7 @@ pub struct Cluster {
     pending_reports: Vec<(String, gantry_proto::JobReport)>,
     flush_queued: bool,
     unix_groups: crate::shell::names::UnixGroups,
+    host_names: crate::shell::names::HostNames,
     /// This actor, to queue work for a turn of its own (a spool checkpoint).
     me: Option<Addr<Cluster>>,
     checkpoint_queued: bool,
@@ -325,6 +326,7 @@ impl Cluster {
             pending_reports: Vec::new(),
             flush_queued: false,
             unix_groups: Default::default(),
+            host_names: Default::default(),
             me: None,
             checkpoint_queued: false,
             scripts,

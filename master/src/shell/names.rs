@@ -62,3 +62,35 @@ fn look_up(user: &str, gid: u32) -> Vec<String> {
     }
     out
 }
+
+/// Whether host names resolve, as the master's name service answers (`/etc/hosts`,
+/// DNS), kept as long as groups are: a name that does not resolve can take the
+/// resolver's whole timeout to say so.
+pub struct HostNames {
+    known: RefCell<Recent<String, bool>>,
+}
+
+impl Default for HostNames {
+    fn default() -> Self {
+        HostNames {
+            known: RefCell::new(Recent::new(NAME_SERVICE_TTL)),
+        }
+    }
+}
+
+impl HostNames {
+    /// Does `name` resolve to an address?
+    pub fn resolves(&self, name: &str) -> bool {
+        use std::net::ToSocketAddrs;
+        self.known
+            .borrow_mut()
+            .get_or_lookup(name.to_ascii_lowercase(), || {
+                Some(
+                    (name, 0u16)
+                        .to_socket_addrs()
+                        .is_ok_and(|mut a| a.next().is_some()),
+                )
+            })
+            .unwrap_or(false)
+    }
+}

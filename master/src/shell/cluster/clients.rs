@@ -66,12 +66,15 @@ impl Cluster {
         let unix_groups = &self.unix_groups;
         let caller_groups = || unix_groups.of(&caller.user, caller.gid);
         let groups_of_name = |user: &str| unix_groups.of_name(user);
+        let host_names = &self.host_names;
+        let resolves = |host: &str| host_names.resolves(host);
         let mut ctx = crate::core::door::Context {
             now,
             dispatchable: &dispatchable,
             connected: &connected,
             caller_groups: &caller_groups,
             groups_of_name: &groups_of_name,
+            resolves: &resolves,
             caller_script_bytes: self.script_bytes.of_user(caller.uid),
             ar_snapshot: &mut self.ar_snapshot,
         };
