@@ -29,7 +29,7 @@ printf 'load_report_time 0:0:1\n' > "$D/global"; "$BIN/qconf" -Mconf "$D/global"
 "$BIN/gantry-execd" run --home "$D/execd" --master "127.0.0.1:$PORT" --hostname benchnode --token-file "$D/cell/join-token" 2>"$D/execd.log" & EPID=$!
 until "$BIN/qhost" 2>/dev/null | awk '$1=="benchnode" && $7!="-" {f=1} END {exit !f}'; do sleep 0.1; done
 # The host is idle: no load threshold stands in the way of the sessions.
-"$BIN/qconf" -mattr queue load_thresholds NONE all.q >/dev/null 2>&1
+"$BIN/qconf" -rattr queue load_thresholds NONE all.q >/dev/null 2>&1
 cd /tmp
 now() { date +%s.%N; }
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }

@@ -32,7 +32,7 @@ printf 'pe_name inh\nslots 64\nallocation_rule $round_robin\ncontrol_slaves TRUE
 "$BIN/qconf" -Ap "$D/inh.pe" >/dev/null 2>&1
 # 16 slots on each host (their first reports gave them their processor count).
 "$BIN/qconf" -mattr queue slots "16,[inh1=16],[inh2=16]" all.q >/dev/null
-"$BIN/qconf" -mattr queue load_thresholds NONE all.q >/dev/null 2>&1
+"$BIN/qconf" -rattr queue load_thresholds NONE all.q >/dev/null 2>&1
 "$BIN/qconf" -aattr queue pe_list inh all.q >/dev/null 2>&1
 chmod 1777 "$D"
 cat > "$D/job.sh" <<'EOF'

@@ -434,9 +434,6 @@ fn render_job(out: &mut String, d: &gantry_proto::JobDetail, unsubmitted: bool) 
         if !login_session {
             row("script_file", spec.script.script_file().to_string());
         }
-        if d.override_tickets > 0 {
-            row("oticket", d.override_tickets.to_string());
-        }
         // SGE prints this one with two blanks after the colon, not aligned.
         let pe_line = spec.pe.as_ref().map(|(name, range)| {
             format!(
@@ -453,6 +450,15 @@ fn render_job(out: &mut String, d: &gantry_proto::JobDetail, unsubmitted: bool) 
         }
         if !spec.hold_jids_ad.is_empty() {
             row("ja_ad_predecessor_list (req)", spec.hold_jids_ad.join(","));
+        }
+        if spec.verify.sge_number() > 0 {
+            row(
+                "verify_suitable_queues",
+                spec.verify.sge_number().to_string(),
+            );
+        }
+        if d.override_tickets > 0 {
+            row("oticket", d.override_tickets.to_string());
         }
         if let Some(p) = &spec.project {
             row("project", p.clone());

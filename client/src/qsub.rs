@@ -243,7 +243,8 @@ pub(crate) struct Flags {
     terse: bool,
     sync: bool,
     binary: bool,
-    verify: Verify,
+    /// `-w`, when given.
+    verify: Option<Verify>,
     /// `-verify`: print the job as parsed, submit nothing.
     just_verify: bool,
     /// `-jsv` URLs with the rank of where each was given (the command line and the
@@ -260,7 +261,7 @@ impl Flags {
             terse: false,
             sync: false,
             binary: false,
-            verify: Verify::None,
+            verify: None,
             just_verify: false,
             jsv: Vec::new(),
             rank: 0,
@@ -459,7 +460,7 @@ pub(crate) fn apply(
             "-R" => spec.reserve = optvalues::yes_no(g.name, &arg)?,
             "-hard" => soft = false,
             "-soft" => soft = true,
-            "-w" => flags.verify = optvalues::verify_level(&arg)?,
+            "-w" => flags.verify = Some(optvalues::verify_level(&arg)?),
             "-verify" => flags.just_verify = true,
             "-now" => spec.immediate = optvalues::yes_no(g.name, &arg)?,
             "-pty" => spec.pty = optvalues::yes_no(g.name, &arg)?,
@@ -729,6 +730,14 @@ pub fn run(args: &[String]) -> Output {
         verify,
         ..
     } = flags;
+    // As SGE's qsub, a job into an advance reservation is verified as `-w e` unless
+    // `-w` says otherwise; the mode is kept with the job (`verify_suitable_queues`).
+    let verify = verify.unwrap_or(if spec.ar.is_some() {
+        Verify::Error
+    } else {
+        Verify::None
+    });
+
     // SGE's qsub warns, on stdout, of a -pe given twice on its command line.
     let warned = if p.options.iter().filter(|o| o.name == "-pe").count() > 1 {
         "qsub: warning: \"-pe\" option has already been set, overriding previous setting\n"

@@ -269,6 +269,76 @@ fn kind_of(attr: &str) -> Kind {
     }
 }
 
+/// The queue attributes whose value is a list (SGE's `-mattr` refuses NONE for them).
+pub const LIST_ATTRIBUTES: &[&str] = &[
+    "load_thresholds",
+    "suspend_thresholds",
+    "ckpt_list",
+    "pe_list",
+    "owner_list",
+    "user_lists",
+    "xuser_lists",
+    "subordinate_list",
+    "complex_values",
+    "projects",
+    "xprojects",
+];
+
+/// What SGE 8.1.9's qconf prints, line by line, for a value of a queue attribute its
+/// parser does not take (`qconf -mattr queue slots abc all.q`): the parser's own words,
+/// then `Error during parsing of attribute value "abc"`. None if the value parses.
+/// (SGE's qconf then names the temporary file it parsed the value from, which Gantry's
+/// does not write.)
+pub fn sge_value_error(key: &str, value: &str) -> Option<Vec<String>> {
+    let a = parse_attr(value).ok()?;
+    let values =
+        std::iter::once(a.default.as_str()).chain(a.overrides.iter().map(|(_, v)| v.as_str()));
+    for v in values {
+        let infinite = v.eq_ignore_ascii_case("INFINITY");
+        let first = match kind_of(key) {
+            Kind::Uint if v.parse::<u32>().is_err() => {
+                // SGE reads the number as a double: a negative or fractional one is
+                // "not an u_long32", anything else not a number at all.
+                if v.parse::<f64>().is_ok_and(|d| d.is_finite()) {
+                    vec![format!("\"{v}\" is not an u_long32 value")]
+                } else {
+                    vec![format!(
+                        "error parsing unsigned long value from string \"{v}\""
+                    )]
+                }
+            }
+            Kind::Time if !infinite && crate::value::parse_time(v).is_err() => {
+                vec![format!("error parsing value \"{v}\"")]
+            }
+            Kind::Memory if !infinite && crate::value::parse_memory(v).is_err() => {
+                vec![format!("error parsing value \"{v}\"")]
+            }
+            Kind::Bool if crate::value::parse_bool(v).is_err() => {
+                vec![format!("error parsing value \"{v}\"")]
+            }
+            Kind::QType
+                if !v.split_whitespace().all(|w| {
+                    ["BATCH", "INTERACTIVE", "NONE"]
+                        .iter()
+                        .any(|k| k.eq_ignore_ascii_case(w))
+                }) =>
+            {
+                // The bit field's parser has a complaint of its own, which SGE's qconf
+                // words as a bad attribute.
+                vec![
+                    format!("The attribute name (\"{key}\") and/or value (\"{v}\") is invalid"),
+                    format!("error parsing queue type from string \"{v}\""),
+                ]
+            }
+            _ => continue,
+        };
+        let mut lines = first;
+        lines.push(format!("Error during parsing of attribute value \"{v}\""));
+        return Some(lines);
+    }
+    None
+}
+
 /// Check every value of a queue (the default and each override) by the attribute's
 /// kind, complex attributes against the complex; the first problem, worded for the
 /// administrator.
@@ -359,6 +429,55 @@ mod tests {
             print_queue(&q),
             include_str!("../tests/fixtures/qconf-sq-all.q.txt")
         );
+    }
+
+    #[test]
+    fn values_sge_does_not_parse_get_its_words() {
+        let table: &[(&str, &str, Option<&[&str]>)] = &[
+            ("slots", "4", None),
+            ("slots", "4,[vm=2]", None),
+            (
+                "slots",
+                "abc",
+                Some(&[
+                    "error parsing unsigned long value from string \"abc\"",
+                    "Error during parsing of attribute value \"abc\"",
+                ]),
+            ),
+            (
+                "slots",
+                "1,[vm=-1]",
+                Some(&[
+                    "\"-1\" is not an u_long32 value",
+                    "Error during parsing of attribute value \"-1\"",
+                ]),
+            ),
+            (
+                "h_rt",
+                "forever",
+                Some(&[
+                    "error parsing value \"forever\"",
+                    "Error during parsing of attribute value \"forever\"",
+                ]),
+            ),
+            ("h_rt", "INFINITY", None),
+            ("h_vmem", "2G", None),
+            ("qtype", "BATCH", None),
+            (
+                "qtype",
+                "NOTATYPE",
+                Some(&[
+                    "The attribute name (\"qtype\") and/or value (\"NOTATYPE\") is invalid",
+                    "error parsing queue type from string \"NOTATYPE\"",
+                    "Error during parsing of attribute value \"NOTATYPE\"",
+                ]),
+            ),
+            ("shell", "/bin/bash", None),
+        ];
+        for (key, value, want) in table {
+            let want = want.map(|w| w.iter().map(|l| l.to_string()).collect::<Vec<_>>());
+            assert_eq!(sge_value_error(key, value), want, "{key} {value}");
+        }
     }
 
     #[test]

@@ -484,7 +484,7 @@ impl Cluster {
         assert_eq!(out.code, 0, "{out:?}");
         // The tests share two cores with the build: a load alarm (all.q's default
         // np_load_avg=1.75) must not decide whether their jobs start.
-        let out = self.qconf(&["-mattr", "queue", "load_thresholds", "NONE", "all.q"]);
+        let out = self.qconf(&["-rattr", "queue", "load_thresholds", "NONE", "all.q"]);
         assert_eq!(out.code, 0, "{out:?}");
     }
 }

@@ -46,7 +46,7 @@ fn cluster() -> Cluster {
     let c = Cluster::one_host();
     assert_eq!(c.qconf(&["-rattr", "queue", "slots", "4", "all.q"]).code, 0);
     assert_eq!(
-        c.qconf(&["-mattr", "queue", "load_thresholds", "NONE", "all.q"])
+        c.qconf(&["-rattr", "queue", "load_thresholds", "NONE", "all.q"])
             .code,
         0
     );

@@ -632,7 +632,7 @@ fn queue_attributes_modified_with_mattr() {
     let bad = c.qconf(&["-mattr", "queue", "slots", "many", "all.q"]);
     assert_eq!(
         (bad.code, bad.stderr.as_str()),
-        (1, "value \"many\" of attribute \"slots\" in cluster queue \"all.q\" is not a non-negative integer\n")
+        (1, "error parsing unsigned long value from string \"many\"\nError during parsing of attribute value \"many\"\n")
     );
     let bad = c.qconf(&["-mattr", "queue", "colour", "blue", "all.q"]);
     assert_eq!(bad.code, 1);

@@ -127,7 +127,7 @@ fn two_groups_share_ten_slots_seven_to_three_and_lend_what_they_leave() {
         0
     );
     assert_eq!(
-        c.qconf(&["-mattr", "queue", "load_thresholds", "NONE", "all.q"])
+        c.qconf(&["-rattr", "queue", "load_thresholds", "NONE", "all.q"])
             .code,
         0
     );

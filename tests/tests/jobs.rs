@@ -1461,7 +1461,7 @@ fn suspend_thresholds_stop_jobs_one_by_one_and_continue_them() {
         "{q}"
     );
     assert!(c.master_log().contains("suspended by suspend_thresholds"));
-    let out = c.qconf(&["-mattr", "queue", "suspend_thresholds", "NONE", "all.q"]);
+    let out = c.qconf(&["-rattr", "queue", "suspend_thresholds", "NONE", "all.q"]);
     assert_eq!(out.code, 0, "{out:?}");
     let sq = c.qconf(&["-sq", "all.q"]).stdout;
     assert!(sq.contains("suspend_thresholds    NONE\n"), "{sq}");

@@ -88,7 +88,7 @@ fn simulated_hosts_run_jobs_and_account_each_once_across_restarts() {
     assert_eq!((fields[1], fields[2]), ("lx-amd64", "4"), "{line}");
     assert!(line.contains("8.0G"), "{line}");
     assert_eq!(
-        c.qconf(&["-mattr", "queue", "load_thresholds", "NONE", "all.q"])
+        c.qconf(&["-rattr", "queue", "load_thresholds", "NONE", "all.q"])
             .code,
         0
     );
@@ -159,7 +159,7 @@ fn a_task_whose_start_and_kill_were_lost_ends_when_its_host_returns() {
     }
     let (c, mut sim) = cell_with_simulated_hosts(1);
     assert_eq!(
-        c.qconf(&["-mattr", "queue", "load_thresholds", "NONE", "all.q"])
+        c.qconf(&["-rattr", "queue", "load_thresholds", "NONE", "all.q"])
             .code,
         0
     );

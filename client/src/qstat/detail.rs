@@ -232,7 +232,12 @@ fn job_xml(x: &mut Xml, d: &JobDetail) {
     x.element(i, "JB_restart", &[], &restart.to_string());
     x.element(i, "JB_verify", &[], "0");
     x.element(i, "JB_script_size", &[], "0");
-    x.element(i, "JB_verify_suitable_queues", &[], "0");
+    x.element(
+        i,
+        "JB_verify_suitable_queues",
+        &[],
+        &spec.verify.sge_number().to_string(),
+    );
     x.element(i, "JB_soft_wallclock_gmt", &[], "0");
     x.element(i, "JB_hard_wallclock_gmt", &[], "0");
     x.element(

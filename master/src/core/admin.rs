@@ -279,6 +279,30 @@ impl ClusterState {
                 )))
             }
         };
+        // What SGE's qconf finds before it asks the qmaster (it parses the attribute
+        // as a file of the object type): an unknown attribute, a value its parser
+        // does not take, NONE for a list with -mattr.
+        let bad_attribute = || {
+            invalid(format!(
+                "The attribute name (\"{attr}\") and/or value (\"{value}\") is invalid"
+            ))
+        };
+        if kind == Some(ObjectKind::Queue) {
+            if queue::new_queue("all.q", "NONE").attr(attr).is_none() {
+                return Err(bad_attribute());
+            }
+            if let Some(lines) = queue::sge_value_error(attr, value) {
+                return Err(invalid(lines.join("\n")));
+            }
+            if op == AttrOp::Modify
+                && value.trim().eq_ignore_ascii_case("NONE")
+                && queue::LIST_ATTRIBUTES.contains(&attr)
+            {
+                return Err(invalid(
+                    "\"NONE\" is not a valid list attribute value for -mattr.  Try using -rattr instead.",
+                ));
+            }
+        }
         if targets.is_empty() {
             return Err(invalid("error: no object to change given"));
         }
@@ -327,9 +351,7 @@ impl ClusterState {
             let mut entries =
                 gantry_common::conf::parse_entries(&text).map_err(|e| invalid(e.to_string()))?;
             let Some(entry) = entries.iter_mut().find(|e| e.key == attr) else {
-                return Err(invalid(format!(
-                    "error: \"{attr}\" is not an attribute of a {what}"
-                )));
+                return Err(bad_attribute());
             };
             if matches!(
                 attr,

@@ -462,6 +462,11 @@ fn submit(
     verify: Verify,
 ) -> Decision {
     let id = state.next_job_id.max(JobId(1));
+    // The job keeps how it was verified (`-w n|w|e`), as SGE's does.
+    spec.verify = match verify {
+        Verify::Error | Verify::Warning => verify,
+        _ => Verify::None,
+    };
     // The script leaves the specification before anything copies it.
     let script = match &mut spec.script {
         JobScript::Script { contents, .. } => {

@@ -553,7 +553,23 @@ pub fn validate_submission(
         failed_starts: Default::default(),
         version: 0,
     };
-    state.check_ar_job(&job, now)?;
+    // As SGE's qmaster, a user no queue instance admits is told so, and the
+    // reservation's verdict follows in the same answer.
+    if !state.user_may_use_some_queue(&job.owner.user, &job.owner.groups) {
+        let mut lines = vec![format!(
+            "warning: {}'s job is not allowed to run in any queue",
+            job.owner.user
+        )];
+        let kind = match state.check_ar_job(&job, now, job.spec.verify) {
+            Err(r) if r.message != "error: no suitable queues" => {
+                lines.push(r.message);
+                r.kind
+            }
+            _ => RefusalKind::Denied,
+        };
+        return Err(refuse(kind, lines.join("\n")));
+    }
+    state.check_ar_job(&job, now, job.spec.verify)?;
     Ok(job)
 }
 
@@ -842,202 +858,4 @@ impl ClusterState {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_script_size_limit_comes_from_qmaster_params() {
-        let table = [
-            ("none", DEFAULT_MAX_SCRIPT_SIZE),
-            ("MAX_SCRIPT_SIZE=4M", 4 << 20),
-            ("MONITOR_TIME=0:0:10,max_script_size=1K", 1024),
-            ("MONITOR_TIME=0:0:10 MAX_SCRIPT_SIZE=100", 100),
-            ("MAX_USER_SCRIPTS_SIZE=1K", DEFAULT_MAX_SCRIPT_SIZE),
-            ("MAX_SCRIPT_SIZE=lots", DEFAULT_MAX_SCRIPT_SIZE),
-        ];
-        for (params, want) in table {
-            assert_eq!(max_script_size(params), want, "{params}");
-        }
-    }
-
-    #[test]
-    fn requests_are_checked_named_in_full_and_merged() {
-        let s = crate::synthetic::cluster(&[]);
-        let pairs = |l: &[(&str, &str)]| -> Vec<(String, String)> {
-            l.iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect()
-        };
-        type Requests<'a> = &'a [(&'a str, &'a str)];
-        let table: &[(Requests, Result<Requests, &str>)] = &[
-            (
-                &[("mf", "4G"), ("h_rt", "1:0:0"), ("mem_free", "2G")],
-                Ok(&[("h_rt", "3600"), ("mem_free", "2G")]),
-            ),
-            (
-                &[("a", "lx*"), ("mf", "1G"), ("arch", "sol*"), ("a", "x*")],
-                Ok(&[("mem_free", "1G"), ("arch", "x*")]),
-            ),
-            (
-                &[("s", "4")],
-                Err("\"job\" denied: use parallel environments instead of requesting slots explicitly"),
-            ),
-            (&[("a", "lx*"), ("arch", "sol*")], Ok(&[("arch", "sol*")])),
-            (
-                &[("arch", "lx*|")],
-                Err("Parse error on position 4 of the expression \"lx*|\"."),
-            ),
-            (&[("nosuch", "1")], Err("unknown resource \"nosuch\"")),
-            (
-                &[("h_rt", "soon")],
-                Err("attribute \"h_rt\" is not a time value"),
-            ),
-        ];
-        for (given, want) in table {
-            let mut list = pairs(given);
-            let got = check_resources(&s, &mut list)
-                .map(|_| list)
-                .map_err(|r| r.message);
-            assert_eq!(got, want.map(pairs).map_err(str::to_string), "{given:?}");
-        }
-    }
-
-    #[test]
-    fn a_host_named_outright_must_resolve_or_be_the_cells() {
-        let s = crate::synthetic::cluster(&[]);
-        let resolves = |h: &str| h == "localhost";
-        // (request, refused with)
-        let table: &[((&str, &str), Option<&str>)] = &[
-            (("h", "localhost"), None),
-            (
-                ("hostname", "LOCALHOST"),
-                Some("can't resolve hostname \"LOCALHOST\""),
-            ),
-            (
-                ("h", "nosuchhost.example"),
-                Some("can't resolve hostname \"nosuchhost.example\""),
-            ),
-            (("h", "head"), None),
-            (("h", "node*"), None),
-            (("h", "a|b"), None),
-            (("arch", "nosuchhost"), None),
-        ];
-        for ((name, value), want) in table {
-            let list = vec![(name.to_string(), value.to_string())];
-            let got = check_hosts_resolve(&s, &[&list], &resolves).map_err(|r| r.message);
-            assert_eq!(
-                got,
-                want.map_or(Ok(()), |m| Err(m.to_string())),
-                "{name}={value}"
-            );
-        }
-    }
-
-    #[test]
-    fn array_dependencies_need_arrays_of_the_same_range() {
-        let mut s = crate::synthetic::cluster(&[]);
-        let caller = Caller {
-            user: "u1".into(),
-            uid: 5000,
-            gid: 5000,
-            host: "head".into(),
-        };
-        let range = |last| gantry_proto::TaskRange {
-            first: 1,
-            last,
-            step: 1,
-        };
-        let mut pred = crate::synthetic::job(1, "u1", &[], &[]);
-        pred.spec.name = "pre".into();
-        pred.spec.array = Some(range(4));
-        crate::synthetic::submit(&mut s, pred);
-        let try_with = |array: Option<u32>, refs: &[&str]| {
-            let mut j = crate::synthetic::job(2, "u1", &[], &[]);
-            j.spec.array = array.map(range);
-            j.spec.hold_jids_ad = refs.iter().map(|r| r.to_string()).collect();
-            validate_submission(&s, &caller, &[], &j.spec, JobId(2), 0)
-                .map(|_| ())
-                .map_err(|r| r.message)
-        };
-        let not_array =
-            "Can only specify \"-hold_jid_ad\" option with an array job (using \"-t\" option)";
-        let other_range = "This array job must have the same range of sub-tasks as the dependent array job specified with -hold_jid_ad";
-        assert_eq!(try_with(None, &["1"]), Err(not_array.into()));
-        assert_eq!(try_with(Some(3), &["pre"]), Err(other_range.into()));
-        assert_eq!(try_with(Some(4), &["1"]), Ok(()));
-        assert_eq!(try_with(Some(3), &["nosuchjob"]), Ok(()));
-        assert_eq!(try_with(None, &[]), Ok(()));
-    }
-
-    #[test]
-    fn ranges_and_refs() {
-        assert_eq!(task_ranges(&[2, 3, 4, 5].map(TaskId), 1), "2-5:1");
-        assert_eq!(task_ranges(&[1, 3, 5, 9].map(TaskId), 2), "1-5:2,9");
-        assert_eq!(task_ranges(&[TaskId(7)], 1), "7");
-        assert_eq!(parse_job_ref("12"), Some((JobId(12), None)));
-        assert_eq!(
-            parse_job_ref("12.3"),
-            Some((JobId(12), Some((TaskId(3), TaskId(3)))))
-        );
-        assert_eq!(
-            parse_job_ref("12.3-5"),
-            Some((JobId(12), Some((TaskId(3), TaskId(5)))))
-        );
-        assert_eq!(parse_job_ref("x"), None);
-    }
-
-    #[test]
-    fn projects_and_pes_are_checked_at_submission() {
-        let mut s = crate::synthetic::cluster(&[]);
-        let caller = Caller {
-            user: "u1".into(),
-            uid: 5000,
-            gid: 5000,
-            host: "head".into(),
-        };
-        let mut chem = gantry_common::project::Project::new("chem");
-        chem.acl = vec!["arusers".into()];
-        s.apply(&crate::core::state::Op::Put(
-            crate::core::state::Object::Project(chem),
-        ));
-        let submit = |s: &ClusterState, project: Option<&str>, pe: Option<(&str, &str)>| {
-            let mut j = crate::synthetic::job(1, "u1", &[], &[]);
-            j.spec.project = project.map(str::to_string);
-            j.spec.pe = pe.map(|(a, b)| (a.to_string(), b.to_string()));
-            validate_submission(s, &caller, &[], &j.spec, JobId(1), 0)
-                .map(|_| ())
-                .map_err(|r| r.message)
-        };
-        assert_eq!(
-            submit(&s, Some("bio"), None),
-            Err("job rejected: the requested project \"bio\" does not exist".into())
-        );
-        assert_eq!(
-            submit(&s, Some("chem"), None),
-            Err("job rejected: user \"u1\" has no access to project \"chem\"".into())
-        );
-        if let Some(u) = std::sync::Arc::make_mut(&mut s.input.usersets).get_mut("arusers") {
-            u.entries.push("u1".into());
-        }
-        assert_eq!(submit(&s, Some("chem"), None), Ok(()));
-        assert_eq!(submit(&s, None, Some(("mp*", "2-4"))), Ok(()));
-        assert_eq!(
-            submit(&s, None, Some(("nosuch", "2"))),
-            Err(
-                "job rejected: the requested parallel environment \"nosuch\" does not exist".into()
-            )
-        );
-        assert_eq!(
-            submit(&s, None, Some(("mpi", "4-2"))),
-            Err("job rejected: invalid slot range \"4-2\" for parallel environment \"mpi\"".into())
-        );
-    }
-
-    #[test]
-    fn wildcards() {
-        assert!(wildcard("all.q", "all.q"));
-        assert!(wildcard("*.q", "all.q"));
-        assert!(wildcard("a?l.q", "all.q"));
-        assert!(!wildcard("b*", "all.q"));
-    }
-}
+mod tests;

@@ -49,7 +49,8 @@ const ACCOUNTING: TableDefinition<(u64, u32, u32, u32), &[u8]> = TableDefinition
 /// 24: a job keeps why its tasks' last start failed while they wait to run again.
 /// 25: a queue instance in error state keeps why (`qstat -explain E`).
 /// 26: a job keeps its `-C` directive prefix.
-pub const SCHEMA_VERSION: u32 = 26;
+/// 27: a job keeps its verification mode (`-w n|w|e`).
+pub const SCHEMA_VERSION: u32 = 27;
 
 /// A checkpoint is taken once this many changes or this many journal bytes are waiting.
 /// The owner starts it in a turn of its own ([`Store::checkpoint_due`],

@@ -150,6 +150,9 @@ pub struct JobSpec {
     pub ckpt_when: Option<String>,
     /// `-C`: the prefix the script's embedded options were read with, when given.
     pub directive_prefix: Option<String>,
+    /// `-w n|w|e`: how the job was verified at submission (or by `qalter -w`), kept as
+    /// SGE keeps it (`qstat -j`'s `verify_suitable_queues`).
+    pub verify: Verify,
 }
 
 impl JobSpec {
@@ -209,6 +212,7 @@ impl JobSpec {
             ckpt: None,
             ckpt_when: None,
             directive_prefix: None,
+            verify: Verify::None,
         }
     }
 }
@@ -238,6 +242,20 @@ pub enum Verify {
     Verify,
     /// `-w p`: only say whether it could start now, on what is free; do not submit.
     Poke,
+}
+
+impl Verify {
+    /// SGE's number for the mode (`JB_verify_suitable_queues`, `qstat -j`'s
+    /// `verify_suitable_queues`): its letters `nwevp` in that order.
+    pub fn sge_number(self) -> u8 {
+        match self {
+            Verify::None => 0,
+            Verify::Warning => 1,
+            Verify::Error => 2,
+            Verify::Verify => 3,
+            Verify::Poke => 4,
+        }
+    }
 }
 
 /// The owner of a job, as the daemon established it at submission.

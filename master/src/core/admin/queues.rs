@@ -92,9 +92,9 @@ impl ClusterState {
         }
         for p in list("pe_list") {
             if !self.input.pes.contains_key(&p) {
+                // SGE's qmaster's words, for every way a queue is changed.
                 return Err(invalid(format!(
-                    "parallel environment \"{p}\" in pe_list of cluster queue \"{}\" does not exist",
-                    q.name
+                    "Parallel environment \"{p}\" does not exist"
                 )));
             }
         }

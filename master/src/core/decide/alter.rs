@@ -265,7 +265,7 @@ impl ClusterState {
                     );
                 }
                 job.spec.ar = Some(ar);
-                if let Err(r) = self.check_ar_job(&job, now.secs()) {
+                if let Err(r) = self.check_ar_job(&job, now.secs(), gantry_proto::Verify::Error) {
                     return Decision::refused(r);
                 }
                 messages.push(format!(
@@ -445,6 +445,10 @@ impl ClusterState {
                     messages.push("warning: no suitable queues".to_string());
                 }
                 _ => {}
+            }
+            // The mode is kept, as SGE keeps it (`verify_suitable_queues`).
+            if matches!(changes.verify, Verify::Error | Verify::Warning) {
+                job.spec.verify = changes.verify;
             }
             if versioned {
                 job.version += 1;

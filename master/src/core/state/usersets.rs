@@ -3,6 +3,44 @@
 use super::*;
 
 impl ClusterState {
+    /// May this user run jobs in at least one queue instance (by the queue's
+    /// `user_lists` and `xuser_lists` on the instance's host)? SGE's qmaster refuses
+    /// the job of a user who may use none (`warning: user3's job is not allowed to run
+    /// in any queue`). A cell with no queue instance yet (no exec host has joined)
+    /// takes jobs, to wait for the first host (SGE refuses them too).
+    pub(crate) fn user_may_use_some_queue(&self, user: &str, groups: &[String]) -> bool {
+        let in_any = |lists: &[String]| {
+            lists.iter().any(|l| {
+                self.input.usersets.get(l).is_some_and(|s| {
+                    gantry_common::userset::entries_contain(&s.entries, user, groups)
+                })
+            })
+        };
+        let lists = |q: &gantry_proto::ClusterQueue, key: &str, host: &str, hg: &[&str]| {
+            q.attr(key)
+                .map(|a| {
+                    gantry_common::conf::split_list(gantry_common::queue::value_on_host(
+                        a, host, hg,
+                    ))
+                })
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|s| !s.eq_ignore_ascii_case("NONE"))
+                .collect::<Vec<_>>()
+        };
+        let mut instances = 0;
+        let admitted = self.input.queues.values().any(|q| {
+            self.queue_hosts_of(q).iter().any(|host| {
+                instances += 1;
+                let hg = self.groups_of(host);
+                let allowed = lists(q, "user_lists", host, &hg);
+                !in_any(&lists(q, "xuser_lists", host, &hg))
+                    && (allowed.is_empty() || in_any(&allowed))
+            })
+        });
+        admitted || instances == 0
+    }
+
     /// `access_list(5)`: "each user or group may only be listed in one department".
     /// A department (a set of type `DEPT`) naming a user or group another department
     /// names is refused (SGE 8.1.9 takes it, and then charges the user's jobs to the
