@@ -276,17 +276,7 @@ fn read_checked_file<T>(
     check: impl Fn(&str) -> Result<T, SgeFileError>,
 ) -> Result<String, Output> {
     let then = "error reading in file";
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        let reason = match e.kind() {
-            std::io::ErrorKind::NotFound => "No such file or directory".to_string(),
-            std::io::ErrorKind::PermissionDenied => "Permission denied".to_string(),
-            _ => e.to_string(),
-        };
-        Output::fail(
-            format!("error: error opening file \"{path}\" for reading: {reason}\n{then}"),
-            exit::FAILURE,
-        )
-    })?;
+    let text = open_for_reading(path, then)?;
     if holds_no_attribute(&text) {
         return Err(Output::fail(
             format!("error: error reading file: \"{path}\"\n{then}"),
@@ -305,16 +295,44 @@ fn read_checked_file<T>(
     Err(Output::fail(message, exit::FAILURE))
 }
 
+/// A file's text, or SGE's words for why it cannot be opened, then `then`.
+fn open_for_reading(path: &str, then: &str) -> Result<String, Output> {
+    std::fs::read_to_string(path).map_err(|e| {
+        let reason = match e.kind() {
+            std::io::ErrorKind::NotFound => "No such file or directory".to_string(),
+            std::io::ErrorKind::PermissionDenied => "Permission denied".to_string(),
+            _ => e.to_string(),
+        };
+        Output::fail(
+            format!("error: error opening file \"{path}\" for reading: {reason}\n{then}"),
+            exit::FAILURE,
+        )
+    })
+}
+
+/// `-Mc`: the complex file read and checked here first, as SGE's qconf reads and checks
+/// it before it asks the qmaster (so a user who is no manager hears of a bad file
+/// first); a syntax error names the file. The master checks the list again.
+fn read_complex_file(path: &str) -> Result<String, Output> {
+    let not_correct = format!("Complex attribute file \"{path}\" is not correct");
+    let text = open_for_reading(path, &not_correct)?;
+    // SGE refuses an empty table with the same words.
+    if holds_no_attribute(&text) {
+        return Err(Output::fail(not_correct, exit::FAILURE));
+    }
+    match gantry_common::complex::read_complexes(&text) {
+        Ok(_) => Ok(text),
+        Err(gantry_common::complex::ComplexFileError::Syntax(m)) => {
+            Err(Output::fail(format!("{m}\n{not_correct}"), exit::FAILURE))
+        }
+        Err(e) => Err(Output::fail(e.to_string(), exit::FAILURE)),
+    }
+}
+
 /// `-A<object>` / `-M<object>`: the object from a file.
 fn from_file(path: &str, kind: ObjectKind, adding: bool) -> Output {
     let read = match kind {
-        // A complex file is a table; SGE refuses an empty one with its own words.
-        ObjectKind::Complex => read_object_file(path, None).map_err(|_| {
-            Output::fail(
-                format!("Complex attribute file \"{path}\" is not correct"),
-                exit::FAILURE,
-            )
-        }),
+        ObjectKind::Complex => read_complex_file(path),
         // The group quota tree (Gantry's own): an empty file empties it, as -dgq does.
         ObjectKind::GroupTree => read_file(path),
         ObjectKind::SchedConf => read_checked_file(path, gantry_common::schedconf::parse_schedconf),

@@ -3,9 +3,11 @@
 
 use std::collections::HashMap;
 
-use crate::conf::FileError;
 use crate::value::{parse_relop, parse_type, parse_value, relop_str, type_name, Value};
-use gantry_proto::{ComplexAttr, Consumable, Relop, Requestable, ValueType};
+use gantry_proto::{ComplexAttr, Consumable, Requestable};
+
+mod read;
+pub use read::{read_complexes, ComplexFileError};
 
 /// The built-in complex attributes of a fresh cell, exactly as SGE 8.1.9 ships them:
 /// (name, shortcut, type, relop, requestable, consumable, default, urgency).
@@ -174,188 +176,20 @@ pub fn print_complexes(list: &[ComplexAttr]) -> String {
     out
 }
 
-/// Read a complex list in `qconf -sc` format (the syntax only; the restrictions of the
-/// complex specification are checked by the master when the list is applied).
-pub fn parse_complexes(text: &str) -> Result<Vec<ComplexAttr>, FileError> {
-    let mut list: Vec<ComplexAttr> = Vec::new();
-    let mut seen: std::collections::HashSet<&str> = std::collections::HashSet::new();
-    for row in crate::conf::table_rows(text, 8) {
-        let (line, f) = row?;
-        let value_type = parse_type(f[2]).map_err(|e| FileError::at(line, e.to_string()))?;
-        let relop = parse_relop(f[3]).map_err(|e| FileError::at(line, e.to_string()))?;
-        let requestable = parse_requestable(f[4])
-            .ok_or_else(|| FileError::at(line, format!("invalid requestable \"{}\"", f[4])))?;
-        let consumable = parse_consumable(f[5])
-            .ok_or_else(|| FileError::at(line, format!("invalid consumable \"{}\"", f[5])))?;
-        let urgency = f[7]
-            .parse::<i64>()
-            .map_err(|_| FileError::at(line, format!("invalid urgency \"{}\"", f[7])))?;
-        if !seen.insert(f[0]) {
-            return Err(FileError::at(
-                line,
-                format!("attribute \"{}\" defined twice", f[0]),
-            ));
-        }
-        list.push(ComplexAttr {
-            name: f[0].to_string(),
-            shortcut: f[1].to_string(),
-            value_type,
-            relop,
-            requestable,
-            consumable,
-            default: f[6].to_string(),
-            urgency,
-        });
-    }
-    Ok(list)
-}
-
-/// Is a default value "no default" for its type (`0`, `0:0:0`, `NONE`, `FALSE`)?
-fn is_zero_default(ty: ValueType, text: &str) -> bool {
-    match parse_value(ty, text) {
-        Ok(Value::Num(n)) => n == 0.0,
-        _ => text.eq_ignore_ascii_case("NONE") || text.is_empty(),
-    }
-}
-
-/// Check a complex list against the restrictions of the complex specification
-/// (section 2) and against the list it replaces: names and shortcuts unique; consumables
-/// only of numeric types, only with `<=`, with a default when not requestable and
-/// without one when forced; string types only `==`/`!=`, BOOL only `==`; defaults only
-/// for consumables and of the attribute's type; built-in attributes neither deleted nor
-/// retyped (STRING, CSTRING and RESTRING may change into each other).
+/// Check a complex list, read and checked by [`read_complexes`], against the list it
+/// replaces: a built-in attribute cannot be deleted (SGE's qmaster's words).
 pub fn check_complexes(list: &[ComplexAttr], old: &[ComplexAttr]) -> Result<(), String> {
-    // Linear in the list's length: a manager's list of 200,000 attributes is checked
-    // in well under a second.
-    let mut names: HashMap<&str, ()> = HashMap::with_capacity(list.len());
-    let mut shortcuts: HashMap<&str, &str> = HashMap::with_capacity(list.len());
-    for c in list {
-        let name = &c.name;
-        if !valid_attr_name(name) {
-            return Err(format!("invalid attribute name \"{name}\""));
-        }
-        if !valid_attr_name(&c.shortcut) {
-            return Err(format!(
-                "invalid shortcut \"{}\" of attribute \"{name}\"",
-                c.shortcut
-            ));
-        }
-        if names.insert(name, ()).is_some() {
-            return Err(format!("attribute name \"{name}\" is not unique"));
-        }
-        if let Some(other) = shortcuts.insert(&c.shortcut, name) {
-            return Err(format!(
-                "shortcut \"{}\" of attribute \"{name}\" is already used by \"{other}\"",
-                c.shortcut
-            ));
-        }
-        let ty = c.value_type;
-        let numeric = matches!(
-            ty,
-            ValueType::Int | ValueType::Double | ValueType::Memory | ValueType::Time
-        );
-        // EXCL (exclusive host access): a BOOL consumable, and the only operator a
-        // BOOL consumable may have (SGE's rules and messages).
-        if c.relop == Relop::Excl {
-            if ty != ValueType::Bool {
-                return Err(format!(
-                    "Complex \"{name}\" must be BOOL to use EXCL as relational operator"
-                ));
-            }
-            if c.consumable == Consumable::No {
-                return Err(format!("Exclusive complex \"{name}\" must be a consumable"));
-            }
-        } else if ty == ValueType::Bool && c.consumable != Consumable::No {
-            return Err(format!(
-                "Exclusive complex \"{name}\" must have EXCL as relational operator"
-            ));
-        }
-        if c.consumable != Consumable::No && c.relop == Relop::Excl {
-            if parse_value(ty, &c.default).is_err() {
-                return Err(format!(
-                    "default value \"{}\" of attribute \"{name}\" is not a valid {} value",
-                    c.default,
-                    type_name(ty)
-                ));
-            }
-        } else if c.consumable != Consumable::No {
-            if !numeric {
-                return Err(format!(
-                    "attribute \"{name}\" of type {} cannot be a consumable (only INT, DOUBLE, MEMORY and TIME can)",
-                    type_name(ty)
-                ));
-            }
-            if c.relop != Relop::Le {
-                return Err(format!(
-                    "consumable attribute \"{name}\" must have the relational operator <="
-                ));
-            }
-            if parse_value(ty, &c.default).is_err() {
-                return Err(format!(
-                    "default value \"{}\" of attribute \"{name}\" is not a valid {} value",
-                    c.default,
-                    type_name(ty)
-                ));
-            }
-            let zero = is_zero_default(ty, &c.default);
-            if c.requestable == Requestable::No && zero {
-                return Err(format!(
-                    "consumable attribute \"{name}\" is not requestable and must therefore have a default value"
-                ));
-            }
-            if c.requestable == Requestable::Forced && !zero {
-                return Err(format!(
-                    "consumable attribute \"{name}\" is forced and must therefore not have a default value"
-                ));
-            }
-        } else {
-            let allowed: &[Relop] = match ty {
-                ValueType::String | ValueType::Cstring | ValueType::Restring | ValueType::Host => {
-                    &[Relop::Eq, Relop::Ne]
-                }
-                ValueType::Bool => &[Relop::Eq],
-                _ => &[
-                    Relop::Eq,
-                    Relop::Ne,
-                    Relop::Le,
-                    Relop::Lt,
-                    Relop::Ge,
-                    Relop::Gt,
-                ],
-            };
-            if !allowed.contains(&c.relop) {
-                return Err(format!(
-                    "relational operator {} is not allowed for attribute \"{name}\" of type {}",
-                    relop_str(c.relop),
-                    type_name(ty)
-                ));
-            }
-            if !is_zero_default(ty, &c.default) {
-                return Err(format!(
-                    "attribute \"{name}\" is not a consumable and cannot have a default value (\"{}\")",
-                    c.default
-                ));
-            }
-        }
-    }
-    let strings = [ValueType::String, ValueType::Cstring, ValueType::Restring];
     let by_name = by_name(list);
-    for b in old.iter().filter(|c| is_builtin(&c.name)) {
-        let Some(now) = by_name.get(b.name.as_str()) else {
-            return Err(format!(
-                "denied: built-in attribute \"{}\" cannot be deleted",
-                b.name
-            ));
-        };
-        let both_strings = strings.contains(&b.value_type) && strings.contains(&now.value_type);
-        if now.value_type != b.value_type && !both_strings {
-            return Err(format!(
-                "denied: the type of built-in attribute \"{}\" cannot be changed",
-                b.name
-            ));
-        }
+    match old
+        .iter()
+        .find(|c| is_builtin(&c.name) && !by_name.contains_key(c.name.as_str()))
+    {
+        Some(b) => Err(format!(
+            "The built-in complex \"{}\" cannot be deleted",
+            b.name
+        )),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 fn valid_attr_name(name: &str) -> bool {
@@ -445,25 +279,25 @@ mod tests {
     #[test]
     fn printed_list_parses_back() {
         let list = default_complexes();
-        assert_eq!(parse_complexes(&print_complexes(&list)).unwrap(), list);
+        assert_eq!(read_complexes(&print_complexes(&list)).unwrap(), list);
     }
 
+    /// SGE 8.1.9's words for each problem, as tests/sge/recorded/91_complex_errors.txt
+    /// has them: the syntax first (line numbers as SGE counts them), then every
+    /// definition's problems.
     #[test]
-    fn parse_errors_name_the_line() {
-        let err = parse_complexes("a a INT <= YES NO 0 0\nb b WRONG <= YES NO 0 0\n").unwrap_err();
-        assert_eq!(err.to_string(), "line 2: unknown type \"WRONG\"");
-        assert!(parse_complexes("a a INT <= YES NO 0\n").is_err());
-        assert!(parse_complexes("a a INT <= MAYBE NO 0 0\n").is_err());
-        assert!(parse_complexes("a a INT <= YES NO 0 x\n").is_err());
-    }
-
-    #[test]
-    fn section_2_restrictions() {
-        let base = default_complexes();
-        let with = |line: &str| {
-            let mut l = base.clone();
-            l.extend(parse_complexes(line).unwrap());
-            l
+    fn problems_in_sges_words() {
+        let base = print_complexes(&default_complexes());
+        let base_lines = base.lines().count();
+        let read = |extra: &str| read_complexes(&format!("{base}{extra}\n")).map(|_| ());
+        let syntax = |m: String| Err(ComplexFileError::Syntax(m));
+        let invalid = |m: &[&str]| {
+            Err(ComplexFileError::Invalid(
+                m.iter().map(|l| l.to_string()).collect(),
+            ))
+        };
+        let end_of_line = |n: usize| {
+            format!("error: each value in the attribute value list in line {n} should end with \"<NEWLINE>\"")
         };
         let ok = [
             "gpu gpu INT <= YES YES 0 0",
@@ -477,50 +311,72 @@ mod tests {
             "exclusive excl BOOL EXCL YES YES 0 1000",
         ];
         for line in ok {
-            assert_eq!(check_complexes(&with(line), &base), Ok(()), "{line}");
+            assert_eq!(read(line), Ok(()), "{line}");
         }
-        let bad = [
-            ("bm bm BOOL <= YES YES 0 0", "Exclusive complex \"bm\" must have EXCL as relational operator"),
-            ("x x INT EXCL YES YES 0 0", "Complex \"x\" must be BOOL to use EXCL as relational operator"),
-            ("x x BOOL EXCL YES NO 0 0", "Exclusive complex \"x\" must be a consumable"),
-            ("s1 s1 STRING == YES YES NONE 0", "attribute \"s1\" of type STRING cannot be a consumable (only INT, DOUBLE, MEMORY and TIME can)"),
-            ("g g INT >= YES YES 0 0", "consumable attribute \"g\" must have the relational operator <="),
-            ("g g INT <= NO YES 0 0", "consumable attribute \"g\" is not requestable and must therefore have a default value"),
-            ("g g INT <= FORCED YES 2 0", "consumable attribute \"g\" is forced and must therefore not have a default value"),
-            ("g g INT <= YES YES lots 0", "default value \"lots\" of attribute \"g\" is not a valid INT value"),
-            ("s1 s1 STRING <= YES NO NONE 0", "relational operator <= is not allowed for attribute \"s1\" of type STRING"),
-            ("h1 h1 HOST > YES NO NONE 0", "relational operator > is not allowed for attribute \"h1\" of type HOST"),
-            ("b1 b1 BOOL != YES NO 0 0", "relational operator != is not allowed for attribute \"b1\" of type BOOL"),
-            ("t1 t1 INT <= YES NO 5 0", "attribute \"t1\" is not a consumable and cannot have a default value (\"5\")"),
-            ("gpu mf INT <= YES YES 0 0", "shortcut \"mf\" of attribute \"gpu\" is already used by \"mem_free\""),
-            ("slots x INT <= YES YES 1 0", "attribute name \"slots\" is not unique"),
+        let n = base_lines + 1;
+        assert_eq!(
+            read("b1 b1 NOTATYPE <= YES NO 0 0"),
+            syntax("error: unknown complex attribute type \"NOTATYPE\"".into())
+        );
+        assert_eq!(read("b2 b2 INT => YES NO 0 0"), syntax(end_of_line(n)));
+        assert_eq!(read("b3 b3 INT <= MAYBE NO 0 0"), syntax(end_of_line(n)));
+        assert_eq!(read("b4 b4 INT <= YES MAYBE 0 0"), syntax(end_of_line(n)));
+        assert_eq!(
+            read("b5 b5 INT <= YES NO 0 0 extra"),
+            syntax(end_of_line(n))
+        );
+        assert_eq!(
+            read("b18 b18 INT <= YES YES 0 0\nb19 b19 INT => YES NO 0 0"),
+            syntax(end_of_line(n + 1))
+        );
+        let table: &[(&str, &[&str])] = &[
+            ("b5 b5 INT <= YES NO 0 high", &["The following error occurred for complex \"b5\", while parsing the urgency value: \"double value\""]),
+            ("b6 b6 INT <= YES", &["Complex urgency definition is missing"]),
+            ("b7 b7 STRING == YES YES 0 0", &["Complex \"b7\" of type \"STRING\" cannot be a consumable", "Consumable \"b7\" can have only <= as an relational operator"]),
+            ("b8 b8 INT >= YES YES 0 0", &["Consumable \"b8\" can have only <= as an relational operator"]),
+            ("b9 b9 INT <= YES NO 5 0", &["Complex \"b9\" cannot have a (non-zero) default value"]),
+            ("b10 b10 BOOL <= YES NO 0 0", &["Complex \"b10\" has an invalid relational operator"]),
+            ("b12 b12 INT <= NO YES 0 0", &["Consumable \"b12\" needs a default value because it is not requestable."]),
+            ("b13 b13 INT <= FORCED YES 5 0", &["Consumable \"b13\" cannot have a (non-zero) default value because it is forced."]),
+            ("b14 b14 INT <= YES YES abc 0", &["Complex \"b14\"'s default value should be of type \"integer value\""]),
+            ("b15 h INT <= YES NO 0 0", &["complex with name b15 or shortcut h already exists"]),
+            ("b16 b16 INT EXCL YES YES 0 0", &["Complex \"b16\" must be BOOL to use EXCL as relational operator"]),
+            ("b21 b21 INT <= NO YES abc 0", &["Complex \"b21\"'s default value should be of type \"integer value\"", "Consumable \"b21\" needs a default value because it is not requestable."]),
+            ("b22 b22 BOOL == YES YES 0 0", &["Exclusive complex \"b22\" must have EXCL as relational operator", "Consumable \"b22\" can have only <= as an relational operator"]),
+            ("b23 b23 BOOL EXCL YES NO 0 0", &["Exclusive complex \"b23\" must be a consumable"]),
+            ("b26 b26 MEMORY <= NO YES 0 0\nb27 b27 STRING <= YES NO 0 0", &["Consumable \"b26\" needs a default value because it is not requestable.", "Complex \"b27\" has an invalid relational operator", "Complex \"b27\" cannot have a (non-zero) default value"]),
+            ("b28 b28 INT <= YES NO 0 0\nb28 b29 INT <= YES NO 0 0\nb30 b28 INT <= YES NO 0 0", &["complex with name b28 or shortcut b29 already exists", "complex with name b30 or shortcut b28 already exists", "complex with name b30 or shortcut b28 already exists"]),
         ];
-        for (line, want) in bad {
-            assert_eq!(
-                check_complexes(&with(line), &base),
-                Err(want.to_string()),
-                "{line}"
-            );
+        for (line, want) in table {
+            assert_eq!(read(line), invalid(want), "{line}");
         }
-        // Built-ins: not deleted, not retyped; strings may change among themselves.
-        let mut l = base.clone();
+        // Built-ins keep their type; the string types may change into each other.
+        let retyped = base.replace(
+            "num_proc            p          INT ",
+            "num_proc            p          DOUBLE ",
+        );
+        assert_ne!(retyped, base);
+        assert_eq!(
+            read_complexes(&retyped).map(|_| ()),
+            invalid(&[
+                "The type of the complex \"num_proc\" cannot be changed due to its built in status"
+            ])
+        );
+        let restring = base.replace(
+            "arch                a          STRING ",
+            "arch                a          RESTRING ",
+        );
+        assert_ne!(restring, base);
+        assert_eq!(read_complexes(&restring).map(|_| ()), Ok(()));
+        // Deleting one is the master's to refuse, against the list it replaces.
+        let old = default_complexes();
+        let mut l = old.clone();
         l.retain(|c| c.name != "mem_free");
         assert_eq!(
-            check_complexes(&l, &base),
-            Err("denied: built-in attribute \"mem_free\" cannot be deleted".into())
+            check_complexes(&l, &old),
+            Err("The built-in complex \"mem_free\" cannot be deleted".into())
         );
-        let mut l = base.clone();
-        l.iter_mut()
-            .find(|c| c.name == "num_proc")
-            .unwrap()
-            .value_type = ValueType::Double;
-        assert_eq!(
-            check_complexes(&l, &base),
-            Err("denied: the type of built-in attribute \"num_proc\" cannot be changed".into())
-        );
-        let mut l = base.clone();
-        l.iter_mut().find(|c| c.name == "arch").unwrap().value_type = ValueType::Restring;
-        assert_eq!(check_complexes(&l, &base), Ok(()));
+        assert_eq!(check_complexes(&old, &old), Ok(()));
     }
 
     #[test]

@@ -27,7 +27,7 @@ pub fn cluster(extra: &[&str]) -> ClusterState {
             "{} {} {} {} {} {} {} 0\n",
             f[0], f[0], f[1], f[2], f[3], f[4], f[5]
         );
-        let parsed: Vec<ComplexAttr> = gantry_common::complex::parse_complexes(&text)
+        let parsed: Vec<ComplexAttr> = gantry_common::complex::read_complexes(&text)
             .unwrap_or_else(|e| panic!("bad synthetic complex \"{line}\": {e}"));
         complexes.extend(parsed);
     }

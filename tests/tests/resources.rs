@@ -100,7 +100,7 @@ fn jobs_land_only_where_their_requests_fit_and_consumables_never_go_negative() {
     assert_ne!(out.code, 0);
     assert!(
         out.stderr
-            .contains("built-in attribute \"slots\" cannot be deleted"),
+            .contains("The built-in complex \"slots\" cannot be deleted"),
         "{out:?}"
     );
 
@@ -148,7 +148,9 @@ fn jobs_land_only_where_their_requests_fit_and_consumables_never_go_negative() {
         ("load_thresholds", "NONE"),
         ("user_lists", "gpuusers"),
     ] {
-        let out = c.qconf(&["-mattr", "queue", attr, value, "all.q"]);
+        // SGE's -mattr refuses NONE for a list: -rattr replaces it.
+        let op = if value == "NONE" { "-rattr" } else { "-mattr" };
+        let out = c.qconf(&[op, "queue", attr, value, "all.q"]);
         assert_eq!(out.code, 0, "{out:?}");
     }
 
@@ -593,7 +595,9 @@ fn a_parallel_job_spans_hosts_by_its_allocation_rule_and_reads_its_pe_hostfile()
         ("pe_list", "make smp mpi rr"),
         ("load_thresholds", "NONE"),
     ] {
-        let out = c.qconf(&["-mattr", "queue", attr, value, "all.q"]);
+        // SGE's -mattr refuses NONE for a list: -rattr replaces it.
+        let op = if value == "NONE" { "-rattr" } else { "-mattr" };
+        let out = c.qconf(&[op, "queue", attr, value, "all.q"]);
         assert_eq!(out.code, 0, "{out:?}");
     }
     // Referenced by a queue: not deletable.

@@ -63,7 +63,8 @@ pub(crate) fn complex_changes(
         }
     }
     if messages.is_empty() {
-        messages.push("complex entry list has not changed".to_string());
+        // SGE's qconf's words (the qmaster is not asked).
+        messages.push("Complex attribute configuration has not been changed".to_string());
     }
     messages
 }

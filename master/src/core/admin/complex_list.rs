@@ -5,7 +5,7 @@ use super::*;
 impl ClusterState {
     /// `qconf -mc/-Mc`: the whole list, checked against the complex specification and against what uses it.
     pub(super) fn modify_complex(&self, who: &str, text: &str) -> Result<Reply, Refusal> {
-        let list = complex::parse_complexes(text).map_err(|e| invalid(e.to_string()))?;
+        let list = complex::read_complexes(text).map_err(|e| invalid(e.to_string()))?;
         complex::check_complexes(&list, &self.input.complexes).map_err(invalid)?;
         self.replace_complexes(who, list)
     }
@@ -156,7 +156,7 @@ pub fn prepare_complexes(
     text: &str,
     current: Vec<gantry_proto::ComplexAttr>,
 ) -> Result<PreparedComplexes, Refusal> {
-    let list = complex::parse_complexes(text).map_err(|e| invalid(e.to_string()))?;
+    let list = complex::read_complexes(text).map_err(|e| invalid(e.to_string()))?;
     complex::check_complexes(&list, &current).map_err(invalid)?;
     let messages = complex_changes(who, &current, &list);
     let catalog = crate::core::sched::Catalog::new(&list);
