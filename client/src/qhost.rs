@@ -16,15 +16,29 @@ const SPECS: &[OptSpec] = &[
     opt("-F", Arity::Optional),
     opt("-h", Arity::One),
     opt("-j", Arity::None),
+    opt("-l", Arity::One),
+    opt("-ncb", Arity::None),
     opt("-q", Arity::None),
+    opt("-u", Arity::One),
     opt("-xml", Arity::None),
 ];
 
 pub fn usage() -> String {
     format!(
-        "Gantry {}\nusage: qhost [options]\n  [-F [resource_attribute]]  show (selected) resources\n  [-h hostlist]              display only selected hosts\n  [-help]                    print this help\n  [-j]                       display jobs hosted by host\n  [-q]                       display queues hosted by host\n  [-xml]                     display the information in XML format\n",
+        "Gantry {}\nusage: qhost [options]\n  [-F [resource_attribute]]  show (selected) resources\n  [-h hostlist]              display only selected hosts\n  [-help]                    print this help\n  [-j]                       display jobs hosted by host\n  [-l attr=val,...]          request the given resources\n  [-ncb]                     suppress host topology based information\n  [-q]                       display queues hosted by host\n  [-u user[,user,...]]       show only jobs for user\n  [-xml]                     display the information in XML format\n",
         env!("CARGO_PKG_VERSION")
     )
+}
+
+/// `-l`'s requests: `name=value`, or a name alone (the host must have it).
+fn requests(arg: Option<&str>) -> Vec<(String, Option<String>)> {
+    crate::qselect::list(arg)
+        .into_iter()
+        .map(|r| match r.split_once('=') {
+            Some((k, v)) => (k.to_string(), Some(v.to_string())),
+            None => (r, None),
+        })
+        .collect()
 }
 
 pub fn run(args: &[String]) -> Output {
@@ -46,15 +60,53 @@ pub fn run(args: &[String]) -> Output {
             .arg("-h")
             .map(|a| a.split(',').map(str::to_string).collect()),
         queues: p.has("-q"),
+        requests: requests(p.arg("-l")),
+        topology: !p.has("-ncb"),
     };
+    // As SGE's qhost: a name that is no exec host must resolve, or the usage and why.
+    // The master's name service says (this command never calls one).
+    let unknown: Vec<String> = view
+        .hosts
+        .iter()
+        .flatten()
+        .filter(|n| !report.hosts.iter().any(|h| &h.name == *n))
+        .cloned()
+        .collect();
+    if !unknown.is_empty() {
+        let unresolved = match crate::ask(&ToMaster::UnresolvedHosts { names: unknown }) {
+            Ok(FromMaster::Names(n)) => n,
+            Ok(other) => return crate::unexpected(&other),
+            Err(out) => return out,
+        };
+        if let Some(name) = unresolved.first() {
+            return Output {
+                stdout: String::new(),
+                stderr: format!("{}error: can't resolve hostname \"{name}\"\n", usage()),
+                code: crate::exit::FAILURE,
+            };
+        }
+    }
+    if let Some((name, _)) = view
+        .requests
+        .iter()
+        .find(|(n, _)| complex::find(&report.complexes, n).is_none())
+    {
+        return Output::fail(
+            format!("error: unknown resource \"{name}\""),
+            crate::exit::FAILURE,
+        );
+    }
     if p.has("-xml") {
         return Output::ok(render_xml(&report, &view));
     }
     if !p.has("-j") {
         return Output::ok(render_text(&report, &view, |_| String::new()));
     }
-    // `-j`: every user's running jobs under the hosts they run on.
-    let users = vec!["*".to_string()];
+    // `-j`: the running jobs (of `-u`'s users, else everyone's) under their hosts.
+    let users = match p.arg("-u") {
+        Some(u) => crate::qselect::list(Some(u)),
+        None => vec!["*".to_string()],
+    };
     let listed = match crate::ask_jobs(&ToMaster::ShowJobs {
         users: users.clone(),
     }) {
@@ -88,6 +140,10 @@ pub struct View {
     pub attrs: Option<Vec<String>>,
     pub hosts: Option<Vec<String>>,
     pub queues: bool,
+    /// `-l`: only hosts offering all of these.
+    pub requests: Vec<(String, Option<String>)>,
+    /// Without `-ncb`: the NSOC, NCOR and NTHR columns.
+    pub topology: bool,
 }
 
 fn selected<'a>(report: &'a HostReport, view: &View) -> Vec<&'a HostView> {
@@ -98,6 +154,11 @@ fn selected<'a>(report: &'a HostReport, view: &View) -> Vec<&'a HostView> {
             view.hosts
                 .as_ref()
                 .is_none_or(|list| list.iter().any(|n| n == &h.name))
+        })
+        .filter(|h| {
+            view.requests
+                .iter()
+                .all(|(n, v)| offers(report, h, n, v.as_deref()))
         })
         .collect();
     hosts.sort_by(|a, b| a.name.cmp(&b.name));
@@ -188,22 +249,78 @@ fn resources(report: &HostReport, h: &HostView, view: &View) -> Vec<(String, Str
     out
 }
 
+/// Does the host offer `name` (`=value`), among the values `-F` shows for it, compared
+/// by the attribute's type and relational operator?
+fn offers(report: &HostReport, h: &HostView, name: &str, value: Option<&str>) -> bool {
+    let Some(attr) = complex::find(&report.complexes, name) else {
+        return false;
+    };
+    let all = View {
+        full: true,
+        attrs: None,
+        hosts: None,
+        queues: false,
+        requests: Vec::new(),
+        topology: true,
+    };
+    let Some((_, _, offered)) = resources(report, h, &all)
+        .into_iter()
+        .find(|(_, n, _)| *n == attr.name)
+    else {
+        return false;
+    };
+    let Some(value) = value else {
+        return true;
+    };
+    // What -F prints of an INT is a double (`2.000000`).
+    let shown = gantry_common::value::parse_value(attr.value_type, &offered)
+        .or_else(|_| parse_double(&offered).map(gantry_common::value::Value::Num));
+    match (
+        shown,
+        gantry_common::value::parse_value(attr.value_type, value),
+    ) {
+        (Ok(o), Ok(r)) => gantry_common::value::satisfies(attr.value_type, attr.relop, &o, &r),
+        _ => false,
+    }
+}
+
 /// The text form; `jobs_on` gives the job lines shown under a host (`-j`).
 pub fn render_text(report: &HostReport, view: &View, jobs_on: impl Fn(&str) -> String) -> String {
-    let mut out = String::from(
-        "HOSTNAME                ARCH         NCPU NSOC NCOR NTHR  LOAD  MEMTOT  MEMUSE  SWAPTO  SWAPUS\n",
-    );
-    out.push_str(&"-".repeat(94));
+    let hosts = selected(report, view);
+    // With -l SGE lists the hosts that offer it, no global line, and nothing at all
+    // when none does.
+    if !view.requests.is_empty() && hosts.is_empty() {
+        return String::new();
+    }
+    let mut out = String::new();
+    if view.topology {
+        out.push_str("HOSTNAME                ARCH         NCPU NSOC NCOR NTHR  LOAD  MEMTOT  MEMUSE  SWAPTO  SWAPUS\n");
+        out.push_str(&"-".repeat(94));
+    } else {
+        out.push_str(
+            "HOSTNAME                ARCH         NCPU  LOAD  MEMTOT  MEMUSE  SWAPTO  SWAPUS\n",
+        );
+        out.push_str(&"-".repeat(79));
+    }
     out.push('\n');
     let row = |name: &str, c: &[String; 10]| {
-        format!(
-            "{:<23.23} {:<13.13}{:>4.4} {:>4.4} {:>4.4} {:>4.4} {:>5.5} {:>7.7} {:>7.7} {:>7.7} {:>7.7}\n",
-            name, c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8], c[9]
-        )
+        if view.topology {
+            format!(
+                "{:<23.23} {:<13.13}{:>4.4} {:>4.4} {:>4.4} {:>4.4} {:>5.5} {:>7.7} {:>7.7} {:>7.7} {:>7.7}\n",
+                name, c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8], c[9]
+            )
+        } else {
+            format!(
+                "{:<23.23} {:<13.13}{:>4.4} {:>5.5} {:>7.7} {:>7.7} {:>7.7} {:>7.7}\n",
+                name, c[0], c[1], c[5], c[6], c[7], c[8], c[9]
+            )
+        }
     };
     let dash: [String; 10] = std::array::from_fn(|_| "-".to_string());
-    out.push_str(&row("global", &dash));
-    for h in selected(report, view) {
+    if view.requests.is_empty() {
+        out.push_str(&row("global", &dash));
+    }
+    for h in hosts {
         out.push_str(&row(&h.name, &columns(h)));
         if view.full {
             let res = resources(report, h, view);
@@ -338,6 +455,8 @@ mod tests {
             attrs: attrs.map(|a| a.split(',').map(str::to_string).collect()),
             hosts: None,
             queues,
+            requests: Vec::new(),
+            topology: true,
         }
     }
 
@@ -348,6 +467,44 @@ mod tests {
             .find("\n=== ")
             .map_or(all.len(), |e| start + e + 1);
         all[start..end].to_string()
+    }
+
+    /// `-l` and `-ncb` as SGE 8.1.9 prints them on this machine: the hosts that offer
+    /// the request and no global line, nothing at all when none does; without the
+    /// topology columns.
+    #[test]
+    fn requests_and_no_topology() {
+        let report = reference_report();
+        let with = |requests: &[(&str, Option<&str>)], topology: bool| {
+            let mut v = view(false, None, false);
+            v.requests = requests
+                .iter()
+                .map(|(n, val)| (n.to_string(), val.map(str::to_string)))
+                .collect();
+            v.topology = topology;
+            render_text(&report, &v, |_| String::new())
+        };
+        let header = "HOSTNAME                ARCH         NCPU NSOC NCOR NTHR  LOAD  MEMTOT  MEMUSE  SWAPTO  SWAPUS\n";
+        let vm = with(&[("arch", Some("lx-amd64"))], true);
+        assert!(vm.starts_with(header), "{vm}");
+        assert!(!vm.contains("global"), "{vm}");
+        assert!(vm.contains("\nvm "), "{vm}");
+        assert_eq!(
+            with(&[("a", Some("lx-*")), ("num_proc", Some("2"))], true),
+            vm
+        );
+        assert_eq!(with(&[("arch", Some("sol-amd64"))], true), "");
+        assert_eq!(with(&[("num_proc", Some("4"))], true), "");
+        let plain = with(&[], false);
+        assert_eq!(
+            plain.lines().take(3).collect::<Vec<_>>(),
+            [
+                "HOSTNAME                ARCH         NCPU  LOAD  MEMTOT  MEMUSE  SWAPTO  SWAPUS",
+                &"-".repeat(79),
+                "global                  -               -     -       -       -       -       -",
+            ]
+        );
+        assert!(plain.contains("\nvm                      lx-amd64        2  0.33   23.5G  187.8M     0.0     0.0\n"), "{plain}");
     }
 
     #[test]

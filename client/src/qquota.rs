@@ -274,12 +274,16 @@ fn is_element_name(s: &str) -> bool {
 
 const XMLNS: &str = "xmlns=\"http://arc.liv.ac.uk/repos/darcs/sge/source/source/dist/util/resources/schemas/qquota/qquota.xsd\"";
 
-/// `qquota -xml`: a `qquota_rule` element per row, its filters as elements named by
-/// their type (`xusers` for an excluded user), then its limits.
+/// `qquota -xml`: a `qquota_rule` element per limit of a row (as SGE 8.1.9 writes a
+/// rule limiting two resources: two elements), its filters as elements named by their
+/// type (`xusers` for an excluded user), then the limit.
 pub fn render_xml(rows: &[QuotaRow]) -> String {
     let mut x = Xml::new();
     x.open_raw(0, "qquota_result", XMLNS);
-    for row in rows {
+    for (row, l) in rows
+        .iter()
+        .flat_map(|r| r.limits.iter().map(move |l| (r, l)))
+    {
         x.open(1, "qquota_rule", &[("name", &row.rule)]);
         for (kind, value) in &row.filters {
             for (excluded, name) in filter_names(value) {
@@ -301,13 +305,11 @@ pub fn render_xml(rows: &[QuotaRow]) -> String {
                 }
             }
         }
-        for l in &row.limits {
-            let mut attrs = vec![("resource", l.resource.as_str()), ("limit", &l.limit)];
-            if let Some(used) = &l.used {
-                attrs.push(("value", used));
-            }
-            x.empty(3, "limit", &attrs);
+        let mut attrs = vec![("resource", l.resource.as_str()), ("limit", &l.limit)];
+        if let Some(used) = &l.used {
+            attrs.push(("value", used));
         }
+        x.empty(3, "limit", &attrs);
         x.close(1, "qquota_rule");
     }
     x.close(0, "qquota_result");
@@ -481,6 +483,29 @@ pub(crate) mod tests {
     #[test]
     fn xml_matches_sge() {
         assert_eq!(render_xml(&reference_rows()), fixture("qquota -xml"));
+    }
+
+    /// tests/sge/recorded/65_qquota_forms.txt: `limit users {*} to lic=2,slots=2` is two
+    /// `qquota_rule` elements of one name.
+    #[test]
+    fn xml_has_an_element_per_limit() {
+        let mut r = row("lic_limit/1", &[("users", "user1")], "2", Some("1"));
+        r.limits.insert(
+            0,
+            QuotaLimit {
+                resource: "lic".into(),
+                limit: "2".into(),
+                used: Some("1".into()),
+            },
+        );
+        let out = render_xml(&[r]);
+        let rule = |resource: &str| {
+            format!(" <qquota_rule name='lic_limit/1'>\n   <users>user1</users>\n   <limit resource='{resource}' limit='2' value='1'/>\n </qquota_rule>\n")
+        };
+        assert!(
+            out.contains(&format!("{}{}", rule("lic"), rule("slots"))),
+            "{out}"
+        );
     }
 
     #[test]

@@ -23,7 +23,7 @@ pub use rows::*;
 
 /// The protocol version. Both daemons and every client speak exactly one version; peers
 /// with another version are refused with a message naming both.
-pub const PROTOCOL_VERSION: u32 = 37;
+pub const PROTOCOL_VERSION: u32 = 38;
 
 /// Magic bytes at the start of every [`Hello`]: "GNTY".
 pub const HELLO_MAGIC: [u8; 4] = *b"GNTY";
@@ -276,6 +276,10 @@ pub enum ToMaster {
     InheritTask(Box<PeTaskRequest>),
     /// `qstat -g t`: the master and slave lines of these users' running tasks.
     ShowTaskLines { users: Vec<String> },
+    /// `qhost -h`: which of these names are no host of the cell's and do not resolve
+    /// in the master's name service, answered with [`FromMaster::Names`] (the job
+    /// commands, linked statically, never call the name service themselves).
+    UnresolvedHosts { names: Vec<String> },
 }
 
 /// `qstat -g t`: the lines of one running task of a job, in its granted queue

@@ -10,7 +10,7 @@ use crate::{exit, Output};
 /// words: what SGE finds while reading with the file's name, what it finds in the
 /// tree's form alone.
 pub(super) fn read_file(path: &str) -> Result<String, Output> {
-    super::read_checked_file(path, gantry_common::sharetree::parse_share_tree)
+    super::files::read_checked_file(path, gantry_common::sharetree::parse_share_tree)
 }
 
 /// `-sst`: the tree drawn with its shares, each level three spaces in (`No sharetree`

@@ -140,6 +140,12 @@ fn decide_request(
                 state.job_views(&users, &state.live.started),
             ))
         }
+        ToMaster::UnresolvedHosts { names } => Decision::answer(FromMaster::Names(
+            names
+                .into_iter()
+                .filter(|n| !state.knows_host(n) && !(ctx.resolves)(n))
+                .collect(),
+        )),
         ToMaster::ShowTaskLines { users } => {
             let users = users_with_caller(&users, &caller.user);
             Decision::answer(FromMaster::TaskLines(crate::core::pe_tasks::task_lines(
@@ -626,6 +632,14 @@ fn job_details(state: &ClusterState, ctx: &Context<'_>, ids: &[String]) -> Decis
         let mut reasons = state.explain(job, &dispatchable, ctx.now);
         if let Some(r) = state.live.reservations.get(&job.id) {
             reasons.push(reservation_line(r));
+        } else if reasons.is_empty() && job.tasks.has_pending() {
+            // It fits, and waits: for the slots other jobs' reservations hold.
+            reasons = state.view().held_back_by_reservations(
+                job,
+                &dispatchable,
+                ctx.now,
+                state.live.reservations.values(),
+            );
         }
         details.push(gantry_proto::JobDetail {
             checkpoint_attr,

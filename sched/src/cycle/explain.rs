@@ -53,18 +53,13 @@ impl<'a> ClusterView<'a> {
                         // A parallel job the empty cluster cannot hold, however its
                         // instances take it one by one.
                         (None, Some(per)) => {
-                            let mut trial = snap.clone();
-                            let candidates = trial.static_candidates(&d, None);
-                            let any = PeRequest {
-                                min: 1,
-                                ..per.clone()
-                            };
-                            let offered = trial
-                                .allocate_pe(&mut gates.clone(), &d, &any, &candidates)
-                                .map_or(0, |(_, g)| grants_total(&g));
-                            Err(CannotRun::Nowhere(vec![format!(
-                                "cannot run in PE \"{}\" because it only offers {offered} slots",
-                                per.pattern
+                            let candidates = snap.clone().static_candidates(&d, None);
+                            Err(CannotRun::Nowhere(vec![pe_offers_too_few(
+                                &snap,
+                                gates,
+                                &d,
+                                per,
+                                &candidates,
                             )]))
                         }
                         (None, None) => Ok(d.slots),
@@ -135,6 +130,62 @@ impl<'a> ClusterView<'a> {
         out
     }
 
+    /// Why a job that fits where the cluster stands waits anyway: the slots other jobs'
+    /// resource reservations (`-R y`, the last cycle's) hold in the queue instances it
+    /// would use before it ends, in SGE's words (`(-l h_rt=600) cannot run in queue
+    /// "all.q@vm" because it offers only qc:slots=0.000000 due to a reservation`).
+    pub fn held_back_by_reservations<'r>(
+        &self,
+        job: &Job,
+        connected: &HashSet<String>,
+        at: Time,
+        reservations: impl Iterator<Item = &'r crate::decisions::Reservation>,
+    ) -> Vec<String> {
+        let snap = self.snapshot_at(connected, at, true);
+        let Ok(d) = demand(&snap.catalog, job) else {
+            return Vec::new();
+        };
+        let Some(slots_attr) = snap.catalog.id("slots") else {
+            return Vec::new();
+        };
+        let ends = d.until(at);
+        let mut reasons = Vec::new();
+        for r in reservations.filter(|r| r.job_id != job.id) {
+            // A job that ends before the reservation starts does not touch it.
+            if ends.is_some_and(|end| end <= r.start) {
+                continue;
+            }
+            for g in &r.grants {
+                let Some(inst) = snap.order.iter().copied().find(|&i| {
+                    snap.instances[i].queue == g.queue
+                        && snap.hosts[snap.instances[i].host].name == g.host
+                }) else {
+                    continue;
+                };
+                let Some((free, _)) = snap.instances[inst]
+                    .layer
+                    .get(slots_attr)
+                    .and_then(|o| crate::model::available(o, snap.used(o, None)))
+                else {
+                    continue;
+                };
+                let left = (free - f64::from(g.slots)).max(0.0);
+                if left + 1e-9 < f64::from(d.slots) {
+                    let text = format!(
+                        "(-l {}) cannot run in queue \"{}@{}\" because it offers only qc:slots={left:.6} due to a reservation",
+                        d.request_list(&snap.catalog),
+                        g.queue,
+                        g.host
+                    );
+                    if !reasons.contains(&text) {
+                        reasons.push(text);
+                    }
+                }
+            }
+        }
+        reasons
+    }
+
     /// Why a job's pending tasks are not dispatched, in SGE's words.
     pub fn explain(&self, job: &Job, connected: &HashSet<String>, at: Time) -> Vec<String> {
         let now = at.secs();
@@ -144,6 +195,25 @@ impl<'a> ClusterView<'a> {
             reasons.push("Job is in error state".to_string());
         }
         if !job.tasks.has_pending() {
+            // SGE shows its last run's word on full queue instances for every job, one
+            // whose tasks all run too.
+            let snap = self.snapshot_at(connected, at, true);
+            let full: Vec<usize> = snap
+                .order
+                .iter()
+                .copied()
+                .filter(|&i| is_full(&snap, i))
+                .collect();
+            for &inst in &full {
+                let i = &snap.instances[inst];
+                reasons.push(format!(
+                    "queue instance \"{}@{}\" dropped because it is full",
+                    i.queue, snap.hosts[i.host].name
+                ));
+            }
+            if !full.is_empty() && full.len() == snap.order.len() {
+                reasons.push("All queues dropped because of overload or full".to_string());
+            }
             return reasons;
         }
         // SGE's reasons for a job its scheduler does not look at (sge_job_schedd.c):
@@ -214,18 +284,10 @@ impl<'a> ClusterView<'a> {
             }
         };
         let mut dropped_for_load_or_full = 0;
-        let slots_attr = snap.catalog.id("slots");
         for &inst in &snap.order {
             let i = &snap.instances[inst];
             let host = &snap.hosts[i.host].name;
-            // SGE drops a queue instance without a free slot before it looks at the
-            // job's requests or quotas: it is full, whatever else the job asks for.
-            let full = i.unusable.is_none()
-                && slots_attr
-                    .and_then(|a| i.layer.get(a))
-                    .and_then(|o| crate::model::available(o, snap.used(o, None)))
-                    .is_some_and(|(left, _)| left < 1.0 - 1e-9);
-            if full {
+            if is_full(&snap, inst) {
                 dropped_for_load_or_full += 1;
                 reasons.push(format!(
                     "queue instance \"{}@{host}\" dropped because it is full",
@@ -270,30 +332,67 @@ impl<'a> ClusterView<'a> {
                 }
             }
         }
-        if !snap.order.is_empty() && dropped_for_load_or_full == snap.order.len() {
+        let all_dropped = !snap.order.is_empty() && dropped_for_load_or_full == snap.order.len();
+        if all_dropped {
             reasons.push("All queues dropped because of overload or full".to_string());
         }
-        if let Some(per) = &d.pe {
+        // With every queue dropped SGE never gets to the parallel environment.
+        if let Some(per) = d.pe.as_ref().filter(|_| !all_dropped) {
             let mut trial = snap.clone();
             let candidates = trial.static_candidates(&d, None);
             if trial
                 .allocate_pe(&mut state.gates.clone(), &d, per, &candidates)
                 .is_none()
             {
-                let mut trial = snap.clone();
-                let any = PeRequest {
-                    min: 1,
-                    ..per.clone()
-                };
-                let offered = trial
-                    .allocate_pe(&mut state.gates.clone(), &d, &any, &candidates)
-                    .map_or(0, |(_, g)| grants_total(&g));
-                reasons.push(format!(
-                    "cannot run in PE \"{}\" because it only offers {offered} slots",
-                    per.pattern
-                ));
+                reasons.push(pe_offers_too_few(&snap, &state.gates, &d, per, &candidates));
             }
         }
         reasons
     }
+}
+
+/// SGE drops a queue instance without a free slot before it looks at a job's requests
+/// or quotas: it is full, whatever else the job asks for.
+fn is_full(snap: &Snapshot, inst: usize) -> bool {
+    let i = &snap.instances[inst];
+    i.unusable.is_none()
+        && snap
+            .catalog
+            .id("slots")
+            .and_then(|a| i.layer.get(a))
+            .and_then(|o| crate::model::available(o, snap.used(o, None)))
+            .is_some_and(|(left, _)| left < 1.0 - 1e-9)
+}
+
+/// `cannot run in PE "smp" because it only offers N slots`: what the parallel
+/// environment could give the job with any slot count. A `$pe_slots` environment, whose
+/// job must fit on one host, offers SGE's 0 when no host takes the whole request.
+fn pe_offers_too_few(
+    snap: &Snapshot,
+    gates: &crate::gate::Gates,
+    d: &Demand,
+    per: &PeRequest,
+    candidates: &[usize],
+) -> String {
+    let any = PeRequest {
+        min: 1,
+        ..per.clone()
+    };
+    let offered =
+        snap.clone()
+            .allocate_pe(&mut gates.clone(), d, &any, candidates)
+            .map_or(0, |(name, g)| {
+                let one_host = snap.pes.get(&name).is_some_and(|pe| {
+                    pe.allocation_rule == gantry_common::pe::AllocationRule::PeSlots
+                });
+                if one_host {
+                    0
+                } else {
+                    grants_total(&g)
+                }
+            });
+    format!(
+        "cannot run in PE \"{}\" because it only offers {offered} slots",
+        per.pattern
+    )
 }

@@ -527,6 +527,13 @@ impl JobsImage {
     ) {
         {
             let prios = self.priorities.as_deref();
+            // A pending parallel job shows the fewest slots its range asks for, as SGE.
+            let pending_slots = job
+                .spec
+                .pe
+                .as_ref()
+                .and_then(|(_, range)| gantry_common::pe::parse_slot_range(range))
+                .map_or(1, |(min, _)| min);
             let base = |state: JobState, tasks: RowTasks| JobRow {
                 prio: row_prio(prios, job.id, None),
                 job_id: job.id,
@@ -537,7 +544,7 @@ impl JobsImage {
                 submit_time: job.submit_time,
                 start_time: None,
                 queue: None,
-                slots: 1,
+                slots: pending_slots,
                 tasks,
                 hard_resources: &job.spec.hard_resources,
                 hold_jids: &job.spec.hold_jids,
