@@ -111,6 +111,13 @@ pub fn qalter(args: &[String]) -> Output {
         .collect();
     let p = match crate::opts::parse(args, &specs, true) {
         Ok(p) => p,
+        // SGE's qalter says an unknown option without qsub's `ERROR!`.
+        Err(crate::opts::OptError::Unknown(word)) => {
+            return Output::fail(
+                format!("qalter: invalid option argument \"{word}\""),
+                optvalues::ESEMANTIC,
+            )
+        }
         Err(e) => return refused(OptionError::from(e)),
     };
     if p.has("-help") {
@@ -301,7 +308,14 @@ fn qrls_usage() -> String {
 
 fn hold(args: &[String], on: bool) -> Output {
     let usage = if on { qhold_usage } else { qrls_usage };
-    let p = match crate::parse_args(args, HOLD_SPECS, true, usage) {
+    // As SGE's qhold and qrls, which are qalter: `qalter: invalid option argument`.
+    let p = match crate::parse_args_as(
+        args,
+        HOLD_SPECS,
+        true,
+        usage,
+        crate::UnknownOption::Line("qalter: ", optvalues::ESEMANTIC),
+    ) {
         Ok(p) => p,
         Err(out) => return out,
     };
@@ -389,7 +403,13 @@ pub fn qmod_usage() -> String {
 }
 
 pub fn qmod(args: &[String]) -> Output {
-    let p = match crate::parse_args(args, QMOD_SPECS, true, qmod_usage) {
+    let p = match crate::parse_args_as(
+        args,
+        QMOD_SPECS,
+        true,
+        qmod_usage,
+        crate::UnknownOption::UsageThen(""),
+    ) {
         Ok(p) => p,
         Err(out) => return out,
     };

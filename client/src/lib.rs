@@ -144,8 +144,48 @@ pub fn parse_args(
     operands: bool,
     usage: fn() -> String,
 ) -> Result<opts::Parsed, Output> {
-    let p = opts::parse(args, specs, operands)
-        .map_err(|e| Output::usage_error(&e.to_string(), &usage()))?;
+    parse_args_as(args, specs, operands, usage, UnknownOption::ErrorThenUsage)
+}
+
+/// How a command answers an option it does not take, as SGE 8.1.9's command does
+/// (tests/sge/recorded/92_unknown_options.txt): each has its own way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UnknownOption {
+    /// `error: invalid option argument "-x"`, then the usage.
+    ErrorThenUsage,
+    /// The usage, then `PREFIXinvalid option argument "-x"` (qhost's prefix is
+    /// `error: `, qstat's none).
+    UsageThen(&'static str),
+    /// The usage alone (qacct).
+    UsageOnly,
+    /// One line, `PREFIXinvalid option argument "-x"`, and this exit status.
+    Line(&'static str, u8),
+}
+
+/// [`parse_args`] with the command's own answer to an option it does not take.
+pub fn parse_args_as(
+    args: &[String],
+    specs: &[opts::OptSpec],
+    operands: bool,
+    usage: fn() -> String,
+    unknown: UnknownOption,
+) -> Result<opts::Parsed, Output> {
+    let p = opts::parse(args, specs, operands).map_err(|e| match (&e, unknown) {
+        (opts::OptError::Unknown(word), UnknownOption::UsageThen(prefix)) => Output {
+            stdout: String::new(),
+            stderr: format!("{}{prefix}invalid option argument \"{word}\"\n", usage()),
+            code: exit::FAILURE,
+        },
+        (opts::OptError::Unknown(_), UnknownOption::UsageOnly) => Output {
+            stdout: String::new(),
+            stderr: usage(),
+            code: exit::FAILURE,
+        },
+        (opts::OptError::Unknown(word), UnknownOption::Line(prefix, code)) => {
+            Output::fail(format!("{prefix}invalid option argument \"{word}\""), code)
+        }
+        _ => Output::usage_error(&e.to_string(), &usage()),
+    })?;
     if p.has("-help") {
         return Err(Output::ok(usage()));
     }

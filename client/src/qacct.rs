@@ -178,7 +178,13 @@ fn usage_columns(records: &[&AccountingRecord]) -> String {
 const USAGE_HEADER: &str = "    WALLCLOCK         UTIME         STIME           CPU             MEMORY                 IO                IOW";
 
 pub fn qacct(args: &[String]) -> Output {
-    let p = match crate::parse_args(args, QACCT_SPECS, false, qacct_usage) {
+    let p = match crate::parse_args_as(
+        args,
+        QACCT_SPECS,
+        false,
+        qacct_usage,
+        crate::UnknownOption::UsageOnly,
+    ) {
         Ok(p) => p,
         Err(out) => return out,
     };

@@ -442,6 +442,10 @@ pub fn run(args: &[String]) -> Output {
     }
     let p = match parse(args, SPECS, false) {
         Ok(p) => p,
+        // SGE's qconf points to its help rather than printing it.
+        Err(e @ crate::opts::OptError::Unknown(_)) => {
+            return Output::fail(format!("{e}\nUsage: qconf -help"), exit::FAILURE)
+        }
         Err(e) => return Output::usage_error(&e.to_string(), &usage()),
     };
     if p.has("-help") {
@@ -946,9 +950,10 @@ fn one(name: &str, arg: Option<&str>) -> Output {
             &format!("error: no option argument provided to \"{other}\""),
             &usage(),
         ),
-        (other, Some(_)) => Output::usage_error(
-            &format!("error: invalid option argument \"{other}\""),
-            &usage(),
+        // SGE's qconf points to its help rather than printing it.
+        (other, Some(_)) => Output::fail(
+            format!("error: invalid option argument \"{other}\"\nUsage: qconf -help"),
+            exit::FAILURE,
         ),
     }
 }

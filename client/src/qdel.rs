@@ -40,12 +40,32 @@ fn join_task_ranges(args: &[String]) -> Vec<String> {
 }
 
 pub fn qdel(args: &[String]) -> Output {
-    let args = join_task_ranges(args);
-    let p = match crate::parse_args(&args, QDEL_SPECS, true, qdel_usage) {
-        Ok(p) => p,
-        Err(out) => return out,
+    let mut args = join_task_ranges(args);
+    // SGE's qdel takes a word it has no option for as a job name (`-nosuch`: `The job
+    // -nosuch of user(s) user1 does not exist`); such words come first.
+    let mut named: Vec<String> = Vec::new();
+    let p = loop {
+        match crate::opts::parse(&args, QDEL_SPECS, true) {
+            Ok(p) => break p,
+            Err(crate::opts::OptError::Unknown(word)) => {
+                match args.iter().position(|a| *a == word) {
+                    Some(at) => named.push(args.remove(at)),
+                    None => {
+                        return Output::usage_error(
+                            &format!("error: invalid option argument \"{word}\""),
+                            &qdel_usage(),
+                        )
+                    }
+                }
+            }
+            Err(e) => return Output::usage_error(&e.to_string(), &qdel_usage()),
+        }
     };
-    let ids = p.operand_list();
+    if p.has("-help") {
+        return Output::ok(qdel_usage());
+    }
+    let mut ids = named;
+    ids.extend(p.operand_list());
     let users: Vec<String> = p
         .arg("-u")
         .map(|u| u.split(',').map(str::to_string).collect())

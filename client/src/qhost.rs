@@ -42,7 +42,13 @@ fn requests(arg: Option<&str>) -> Vec<(String, Option<String>)> {
 }
 
 pub fn run(args: &[String]) -> Output {
-    let p = match crate::parse_args(args, SPECS, false, usage) {
+    let p = match crate::parse_args_as(
+        args,
+        SPECS,
+        false,
+        usage,
+        crate::UnknownOption::UsageThen("error: "),
+    ) {
         Ok(p) => p,
         Err(out) => return out,
     };

@@ -156,7 +156,13 @@ fn read_defaults(path: &std::path::Path) -> Result<Option<String>, Output> {
 }
 
 pub fn run(args: &[String]) -> Output {
-    let cmdline = match crate::parse_args(args, SPECS, false, usage) {
+    let cmdline = match crate::parse_args_as(
+        args,
+        SPECS,
+        false,
+        usage,
+        crate::UnknownOption::UsageThen("error: "),
+    ) {
         Ok(p) => p,
         Err(out) => return out,
     };
@@ -614,12 +620,16 @@ pub(crate) mod tests {
 
     #[test]
     fn usage_errors_and_help() {
+        // As SGE's qquota: the usage, then why.
         let out = run(&["-bogus".to_string()]);
         assert_eq!(out.code, exit::FAILURE);
-        assert!(out
-            .stderr
-            .starts_with("error: invalid option argument \"-bogus\"\n"));
         assert!(out.stderr.contains("usage: qquota [options]"));
+        assert!(
+            out.stderr
+                .ends_with("\nerror: invalid option argument \"-bogus\"\n"),
+            "{}",
+            out.stderr
+        );
         let out = run(&["-help".to_string()]);
         assert_eq!(out.code, exit::SUCCESS);
         assert!(out.stdout.contains("[-u user_list]"));

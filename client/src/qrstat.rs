@@ -18,9 +18,11 @@ const SPECS: &[OptSpec] = &[
     opt("-json", Arity::None),
 ];
 
+/// qrstat(1)'s options (and -json) in SGE's layout; SGE 8.1.9's own usage lists `-he`
+/// and `-terse` instead of `-ar` and `-explain`.
 pub fn usage() -> String {
     format!(
-        "Gantry {}\nusage: qrstat [options]\n   [-ar ar_id_list]                         show advance reservation information\n   [-explain]                               show reason for error state\n   [-help]                                  print this help\n   [-json]                                  display the information as JSON\n   [-u user_list]                           all advance reservations of the users specified in list\n   [-xml]                                   display the information in XML-Format\n\nar_id_list              ar_id[,ar_id,...]\nuser_list               user|pattern[,user|pattern,...]\n",
+        "Gantry {}\nusage: qrstat [options]\n   [-ar ar_id_list]                         show advance reservation information\n   [-explain]                               show reason for error state\n   [-help]                                  print this help\n   [-json]                                  display the information as JSON\n   [-u user_list]                           all advance reservations of users specified in list\n   [-xml]                                   display the information in XML-Format\n\nar_id_list              ar_id[,ar_id,...]\nuser_list               user|pattern[,user|pattern,...]\n",
         env!("CARGO_PKG_VERSION")
     )
 }
@@ -239,7 +241,13 @@ fn json(ars: &[AdvanceReservation], unknown: &[String]) -> String {
 }
 
 pub fn qrstat(args: &[String]) -> Output {
-    let p = match crate::parse_args(args, SPECS, false, usage) {
+    let p = match crate::parse_args_as(
+        args,
+        SPECS,
+        false,
+        usage,
+        crate::UnknownOption::Line("error: ", exit::FAILURE),
+    ) {
         Ok(p) => p,
         Err(out) => return out,
     };

@@ -27,6 +27,9 @@ const SPECS: &[OptSpec] = &[
     opt("-he", Arity::One),
 ];
 
+/// qrsub(1)'s options in SGE's layout and words, but for those SGE 8.1.9's own usage
+/// has wrong: it lists qconf's `-astnode` and `-dul` and qrstat's `-explain`, leaves out
+/// `-ckpt`, `-he` and `-w`, and says `-N` names a job and `-q` prints queues.
 pub fn usage() -> String {
     let lines: &[(&str, &str)] = &[
         ("[-a date_time]", "request a start time"),
@@ -69,6 +72,12 @@ pub fn usage() -> String {
         "resource_list           resource[=value][,resource[=value],...]\n",
         "slot_range              [n[-m]|[-]m] - n,m > 0\n",
         "user_list               user[,user,...]\n",
+        "wc_cqueue               wildcard expression matching a cluster queue\n",
+        "wc_host                 wildcard expression matching a host\n",
+        "wc_hostgroup            wildcard expression matching a hostgroup\n",
+        "wc_qinstance            wc_cqueue@wc_host\n",
+        "wc_qdomain              wc_cqueue@wc_hostgroup\n",
+        "wc_queue                wc_cqueue|wc_qdomain|wc_qinstance\n",
         "wc_queue_list           wc_queue[,wc_queue,...]\n",
         "time                    hours:minutes:seconds | seconds\n",
     ));
@@ -152,6 +161,13 @@ pub fn qrsub(args: &[String]) -> Output {
     }
     let p = match crate::opts::parse(args, SPECS, false) {
         Ok(p) => p,
+        // SGE's qrsub says an unknown option in one line.
+        Err(crate::opts::OptError::Unknown(word)) => {
+            return Output::fail(
+                format!("qrsub: invalid option argument \"{word}\""),
+                exit::FAILURE,
+            )
+        }
         Err(e) => {
             let e = OptionError::from(e);
             return usage_then(&e.text, exit::FAILURE);

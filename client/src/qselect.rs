@@ -51,7 +51,13 @@ pub(crate) fn list(arg: Option<&str>) -> Vec<String> {
 }
 
 pub fn run(args: &[String]) -> Output {
-    let p = match crate::parse_args(args, SPECS, false, usage) {
+    let p = match crate::parse_args_as(
+        args,
+        SPECS,
+        false,
+        usage,
+        crate::UnknownOption::UsageThen(""),
+    ) {
         Ok(p) => p,
         Err(out) => return out,
     };

@@ -597,7 +597,13 @@ pub fn render_scheduling_summary(summary: &[(String, Vec<gantry_proto::JobId>)])
 }
 
 pub fn qstat(args: &[String]) -> Output {
-    let p = match crate::parse_args(args, QSTAT_SPECS, false, qstat_usage) {
+    let p = match crate::parse_args_as(
+        args,
+        QSTAT_SPECS,
+        false,
+        qstat_usage,
+        crate::UnknownOption::UsageThen(""),
+    ) {
         Ok(p) => p,
         Err(out) => return out,
     };

@@ -300,7 +300,7 @@ fn qalter_refuses_options_as_sges_qalter() {
     let table: &[(&[&str], &str, i32)] = &[
         (
             &["-badopt", "1"],
-            "qalter: ERROR! invalid option argument \"-badopt\"",
+            "qalter: invalid option argument \"-badopt\"",
             2,
         ),
         (&["-N"], "qalter: ERROR! -N option must have argument", 2),
