@@ -293,7 +293,7 @@ const HOLD_SPECS: &[OptSpec] = &[
 
 fn hold_usage(cmd: &str) -> String {
     format!(
-        "Gantry {}\nusage: {cmd} [options] job_task_list\n   [-h u]                                   user hold (the only kind Gantry has)\n   [-help]                                  print this help\n   [-u user_list]                           the jobs of these users (`*`: all)\n",
+        "Gantry {}\nusage: {cmd} [options] job_task_list\n   [-h hold_list]                           list of hold types concerned\n   [-help]                                  print this help\n   [-u user_list]                           specify a list of users\n                                            (not allowed in combination with job_task_list)\n   job_task_list                            jobids (and taskids) of jobs to be altered\n\nhold_list               `u' `s' `o'\njob_task_list           job_tasks[,job_tasks,...]\njob_tasks               [job_id['.'task_id_range]|job_name|pattern][' -t 'task_id_range]\ntask_id_range           task_id['-'task_id[':'step]]\nuser_list               user[,user,...]\n",
         env!("CARGO_PKG_VERSION")
     )
 }
