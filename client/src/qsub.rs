@@ -513,9 +513,10 @@ pub(crate) fn submitted_from() -> (String, String, JobSpec) {
         env.push(("SGE_O_MAIL".into(), mail));
     }
     env.extend([
-        // SGE's qsub puts TERM in every job's environment list, as NONE whatever the
-        // terminal (qrsh sends the terminal's type in its place).
-        ("TERM".into(), "NONE".into()),
+        // SGE's qsub puts TERM in every job's environment list without a value (NONE
+        // in qstat -j, no VA_value in its XML, empty in the job) whatever the terminal;
+        // qrsh sends the terminal's type in its place.
+        ("TERM".into(), String::new()),
         ("SGE_O_HOST".into(), host.clone()),
         ("SGE_O_WORKDIR".into(), cwd.clone()),
     ]);

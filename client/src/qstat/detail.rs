@@ -136,7 +136,10 @@ fn job_xml(x: &mut Xml, d: &JobDetail) {
             };
             x.open(i + 2, "job_sublist", &[]);
             x.element(i + 4, "VA_variable", &[], &name);
-            x.element(i + 4, "VA_value", &[], v);
+            // A variable without a value has no VA_value (SGE's NULL).
+            if !v.is_empty() {
+                x.element(i + 4, "VA_value", &[], v);
+            }
             x.close(i + 2, "job_sublist");
         }
         x.close(i, "JB_env_list");
@@ -265,12 +268,23 @@ fn job_xml(x: &mut Xml, d: &JobDetail) {
     x.element(i, "JB_type", &[], &job_type(d).to_string());
     x.open(i, "JB_binding", &[]);
     x.open(i + 2, "element", &[]);
-    x.element(
-        i + 4,
-        "BN_strategy",
-        &[],
-        spec.binding.as_deref().unwrap_or("no_job_binding"),
-    );
+    match spec.binding.as_deref() {
+        Some(b) => x.element(i + 4, "BN_strategy", &[], b),
+        // SGE's element for a job without binding, every field of it.
+        None => {
+            x.element(i + 4, "BN_strategy", &[], "no_job_binding");
+            for field in [
+                "BN_type",
+                "BN_parameter_n",
+                "BN_parameter_socket_offset",
+                "BN_parameter_core_offset",
+                "BN_parameter_striding_step_size",
+            ] {
+                x.element(i + 4, field, &[], "0");
+            }
+            x.element(i + 4, "BN_parameter_explicit", &[], "no_explicit_binding");
+        }
+    }
     x.close(i + 2, "element");
     x.close(i, "JB_binding");
     x.element(
