@@ -4,7 +4,8 @@
 //! An instance matches when it is of a cluster queue `-q` names (wildcards as SGE's,
 //! `queue` or `queue@host`), offers every `-l` request (as `qstat -F` lists what it
 //! offers, each compared by its complex's type and relational operator), is in one of
-//! `-qs`'s states, and lists one of `-pe`'s parallel environments.
+//! `-qs`'s states, lists one of `-pe`'s parallel environments, and (`-U`) lets every
+//! one of the users named run jobs.
 
 use gantry_common::complex;
 use gantry_common::job::{queue_reference_matches, wildcard};
@@ -20,11 +21,13 @@ const SPECS: &[OptSpec] = &[
     opt("-pe", Arity::One),
     opt("-q", Arity::One),
     opt("-qs", Arity::One),
+    opt("-U", Arity::One),
 ];
 
+/// SGE 8.1.9's text, the definitions of qstat's it shares included.
 pub fn usage() -> String {
     format!(
-        "Gantry {}\nusage: qselect [options]\n   [-help]                    print this help\n   [-l resource_list]         request the given resources\n   [-pe pe_list]              request the pe\n   [-q wc_queue_list]         request the given queue_list\n   [-qs {{a|c|d|o|s|u|A|C|D|E|S}}] selects queues, which are in the given state(s)\n\npe_list                   pe[,pe,...]\nresource_list             resource[=value][,resource[=value],...]\nwc_queue_list             wc_queue[,wc_queue,...]\n",
+        "Gantry {}\nusage: qselect [options]\n        [-help]                           print this help\n        [-l resource_list]                request the given resources\n        [-pe pe_list]                     select only queues with one of these parallel environments\n        [-q wc_queue_list]                print information on given queue\n        [-qs {{a|c|d|o|s|u|A|C|D|E|S}}]     selects queues which are in the given state(s)\n        [-U user_list]                    select only queues where these users have access\n\npe_list                  pe[,pe,...]\njob_identifier_list      [job_id|job_name|pattern]{{, [job_id|job_name|pattern]}}\nresource_list            resource[=value][,resource[=value],...]\nuser_list                user|*|@group[,user|*|@group],...]\nresource_attributes      resource,resource,...\nwc_cqueue                wildcard expression matching a cluster queue\nwc_host                  wildcard expression matching a host\nwc_hostgroup             wildcard expression matching a hostgroup\nwc_qinstance             wc_cqueue@wc_host\nwc_qdomain               wc_cqueue@wc_hostgroup\nwc_queue_list            wc_cqueue|wc_qdomain|wc_qinstance\nwc_queue_list            wc_queue[,wc_queue,...]\n",
         env!("CARGO_PKG_VERSION")
     )
 }
@@ -36,6 +39,8 @@ struct Filter {
     resources: Vec<(String, Option<String>)>,
     pes: Vec<String>,
     states: Option<String>,
+    /// `-U`: the instances every one of these users may use (the master says which).
+    admitting: Option<std::collections::HashSet<String>>,
 }
 
 /// An option's comma-separated list (`-q a.q,b.q`), empty items left out; none
@@ -61,6 +66,23 @@ pub fn run(args: &[String]) -> Output {
         Ok(p) => p,
         Err(out) => return out,
     };
+    let admitting = match p.arg("-U") {
+        None => None,
+        Some(users) => match crate::ask(&ToMaster::InstancesAdmitting {
+            users: list(Some(users)),
+        }) {
+            // SGE's qselect says so when no instance at all lets them in.
+            Ok(FromMaster::Names(n)) if n.is_empty() => {
+                return Output::fail(
+                    "error: no queues remaining after -U queue selection".to_string(),
+                    exit::FAILURE,
+                )
+            }
+            Ok(FromMaster::Names(n)) => Some(n.into_iter().collect()),
+            Ok(other) => return crate::unexpected(&other),
+            Err(out) => return out,
+        },
+    };
     let filter = Filter {
         queues: list(p.arg("-q")),
         resources: list(p.arg("-l"))
@@ -72,6 +94,7 @@ pub fn run(args: &[String]) -> Output {
             .collect(),
         pes: list(p.arg("-pe")),
         states: p.arg("-qs").map(str::to_string),
+        admitting,
     };
     let report = match crate::ask(&ToMaster::HostInfo) {
         Ok(FromMaster::Hosts(r)) => r,
@@ -143,7 +166,11 @@ fn select(report: &HostReport, queues: &[ClusterQueue], filter: &Filter) -> Vec<
                             .any(|pe| filter.pes.iter().any(|want| wildcard(want, pe)))
                     })
                 });
-            if named && in_state && offers && has_pe {
+            let admitted = filter
+                .admitting
+                .as_ref()
+                .is_none_or(|set| set.contains(&instance));
+            if named && in_state && offers && has_pe && admitted {
                 out.push(format!("{instance}\n"));
             }
         }

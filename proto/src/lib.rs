@@ -23,7 +23,7 @@ pub use rows::*;
 
 /// The protocol version. Both daemons and every client speak exactly one version; peers
 /// with another version are refused with a message naming both.
-pub const PROTOCOL_VERSION: u32 = 38;
+pub const PROTOCOL_VERSION: u32 = 39;
 
 /// Magic bytes at the start of every [`Hello`]: "GNTY".
 pub const HELLO_MAGIC: [u8; 4] = *b"GNTY";
@@ -280,6 +280,9 @@ pub enum ToMaster {
     /// in the master's name service, answered with [`FromMaster::Names`] (the job
     /// commands, linked statically, never call the name service themselves).
     UnresolvedHosts { names: Vec<String> },
+    /// `qselect -U`: the queue instances (`queue@host`) every one of these users (or
+    /// `@group`s) may use, answered with [`FromMaster::Names`].
+    InstancesAdmitting { users: Vec<String> },
 }
 
 /// `qstat -g t`: the lines of one running task of a job, in its granted queue

@@ -140,6 +140,9 @@ fn decide_request(
                 state.job_views(&users, &state.live.started),
             ))
         }
+        ToMaster::InstancesAdmitting { users } => {
+            Decision::answer(FromMaster::Names(state.instances_admitting(&users)))
+        }
         ToMaster::UnresolvedHosts { names } => Decision::answer(FromMaster::Names(
             names
                 .into_iter()

@@ -167,6 +167,45 @@ fn a_user_no_queue_instance_admits_is_refused_as_sge_refuses_them() {
     assert_eq!(exclude("blocked,[n1=NONE]"), Ok(()));
 }
 
+/// `qselect -U`: every user named must pass the instance's, its host's, the global
+/// host's and the configuration's access lists (tests/sge/recorded/94_qselect_users.txt).
+#[test]
+fn instances_admitting_every_user_named() {
+    use crate::core::state::{Object, Op};
+    let mut s = crate::synthetic::cluster(&[]);
+    crate::synthetic::add_host(&mut s, "n1", "", &[]);
+    crate::synthetic::add_host(&mut s, "n2", "", &[]);
+    let set = |name: &str, entries: &[&str]| gantry_proto::UserSet {
+        name: name.into(),
+        types: vec!["ACL".into()],
+        fshare: 0,
+        oticket: 0,
+        entries: entries.iter().map(|e| e.to_string()).collect(),
+    };
+    s.apply(&Op::Put(Object::UserSet(set("blocked", &["u3", "@staff"]))));
+    let admitting = |s: &ClusterState, users: &[&str]| {
+        let users: Vec<String> = users.iter().map(|u| u.to_string()).collect();
+        s.instances_admitting(&users)
+    };
+    let both = vec!["all.q@n1".to_string(), "all.q@n2".to_string()];
+    assert_eq!(admitting(&s, &["u1"]), both);
+    let mut q = s.input.queues["all.q"].clone();
+    if let Some(a) = q.attr_mut("xuser_lists") {
+        *a = gantry_common::queue::parse_attr("blocked,[n2=NONE]").expect("an attribute");
+    }
+    s.apply(&Op::Put(Object::Queue(q)));
+    assert_eq!(admitting(&s, &["u1"]), both);
+    assert_eq!(admitting(&s, &["u3"]), vec!["all.q@n2".to_string()]);
+    assert_eq!(admitting(&s, &["u1", "u3"]), vec!["all.q@n2".to_string()]);
+    assert_eq!(admitting(&s, &["@staff"]), vec!["all.q@n2".to_string()]);
+    // The exec host's own lists count too.
+    let mut h = s.input.exechosts["n2"].clone();
+    h.xuser_lists = vec!["blocked".into()];
+    s.apply(&Op::Put(Object::ExecHost(h)));
+    assert!(admitting(&s, &["u3"]).is_empty());
+    assert_eq!(admitting(&s, &["u1"]), both);
+}
+
 #[test]
 fn ranges_and_refs() {
     assert_eq!(task_ranges(&[2, 3, 4, 5].map(TaskId), 1), "2-5:1");

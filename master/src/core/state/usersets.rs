@@ -3,6 +3,69 @@
 use super::*;
 
 impl ClusterState {
+    /// `qselect -U`: the queue instances (`queue@host`) that every one of `names` (a
+    /// user, or `@group`) may use, by the instance's, its exec host's, the global host's
+    /// and the global configuration's access lists, as SGE's qselect checks them (a
+    /// user by name alone, not by the groups it is in).
+    pub(crate) fn instances_admitting(&self, names: &[String]) -> Vec<String> {
+        let contains = |name: &str, lists: &[String]| {
+            lists.iter().any(|l| {
+                self.input
+                    .usersets
+                    .get(l)
+                    .is_some_and(|s| s.entries.iter().any(|e| e == name))
+            })
+        };
+        let access = |name: &str, allow: &[String], deny: &[String]| {
+            !contains(name, deny) && (allow.is_empty() || contains(name, allow))
+        };
+        let none_filtered = |v: Vec<String>| -> Vec<String> {
+            v.into_iter()
+                .filter(|s| !s.eq_ignore_ascii_case("NONE"))
+                .collect()
+        };
+        let conf = self.global();
+        let conf_list = |key: &str| {
+            none_filtered(gantry_common::conf::split_list(
+                conf.get(key).unwrap_or("NONE"),
+            ))
+        };
+        let (conf_allow, conf_deny) = (conf_list("user_lists"), conf_list("xuser_lists"));
+        let global = self.global_exechost();
+        let mut out = Vec::new();
+        for q in self.input.queues.values() {
+            for host in self.queue_hosts_of(q) {
+                let hg = self.groups_of(&host);
+                let lists = |key: &str| {
+                    none_filtered(
+                        q.attr(key)
+                            .map(|a| {
+                                gantry_common::conf::split_list(
+                                    gantry_common::queue::value_on_host(a, &host, &hg),
+                                )
+                            })
+                            .unwrap_or_default(),
+                    )
+                };
+                let (q_allow, q_deny) = (lists("user_lists"), lists("xuser_lists"));
+                let exec = self.input.exechosts.get(&host);
+                let (h_allow, h_deny) = exec.map_or((&[][..], &[][..]), |h| {
+                    (&h.user_lists[..], &h.xuser_lists[..])
+                });
+                let all = names.iter().all(|n| {
+                    access(n, &q_allow, &q_deny)
+                        && access(n, h_allow, h_deny)
+                        && access(n, &global.user_lists, &global.xuser_lists)
+                        && access(n, &conf_allow, &conf_deny)
+                });
+                if all {
+                    out.push(format!("{}@{host}", q.name));
+                }
+            }
+        }
+        out
+    }
+
     /// May this user run jobs in at least one queue instance (by the queue's
     /// `user_lists` and `xuser_lists` on the instance's host)? SGE's qmaster refuses
     /// the job of a user who may use none (`warning: user3's job is not allowed to run
