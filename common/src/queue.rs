@@ -284,6 +284,15 @@ pub const LIST_ATTRIBUTES: &[&str] = &[
     "xprojects",
 ];
 
+/// A `qtype` value: BATCH, INTERACTIVE and NONE, any of them, any case.
+fn is_queue_type(v: &str) -> bool {
+    v.split_whitespace().all(|w| {
+        ["BATCH", "INTERACTIVE", "NONE"]
+            .iter()
+            .any(|k| k.eq_ignore_ascii_case(w))
+    })
+}
+
 /// What SGE 8.1.9's qconf prints, line by line, for a value of a queue attribute its
 /// parser does not take (`qconf -mattr queue slots abc all.q`): the parser's own words,
 /// then `Error during parsing of attribute value "abc"`. None if the value parses.
@@ -316,13 +325,7 @@ pub fn sge_value_error(key: &str, value: &str) -> Option<Vec<String>> {
             Kind::Bool if crate::value::parse_bool(v).is_err() => {
                 vec![format!("error parsing value \"{v}\"")]
             }
-            Kind::QType
-                if !v.split_whitespace().all(|w| {
-                    ["BATCH", "INTERACTIVE", "NONE"]
-                        .iter()
-                        .any(|k| k.eq_ignore_ascii_case(w))
-                }) =>
-            {
+            Kind::QType if !is_queue_type(v) => {
                 // The bit field's parser has a complaint of its own, which SGE's qconf
                 // words as a bad attribute.
                 vec![
@@ -370,13 +373,7 @@ pub fn check_queue(q: &ClusterQueue, complexes: &[ComplexAttr]) -> Result<(), St
                     return bad("a memory value")
                 }
                 Kind::Bool if crate::value::parse_bool(v).is_err() => return bad("TRUE or FALSE"),
-                Kind::QType
-                    if !v.split_whitespace().all(|w| {
-                        ["BATCH", "INTERACTIVE", "NONE"]
-                            .iter()
-                            .any(|k| k.eq_ignore_ascii_case(w))
-                    }) =>
-                {
+                Kind::QType if !is_queue_type(v) => {
                     return bad("a queue type (BATCH, INTERACTIVE, NONE)")
                 }
                 Kind::Complexes if !v.eq_ignore_ascii_case("NONE") => {

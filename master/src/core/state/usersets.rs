@@ -2,6 +2,27 @@
 
 use super::*;
 
+/// A list attribute of a queue (`user_lists`, `xuser_lists`) on one host, NONE left out.
+fn list_on_host(
+    q: &gantry_proto::ClusterQueue,
+    key: &str,
+    host: &str,
+    host_groups: &[&str],
+) -> Vec<String> {
+    q.attr(key)
+        .map(|a| {
+            gantry_common::conf::split_list(gantry_common::queue::value_on_host(
+                a,
+                host,
+                host_groups,
+            ))
+        })
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|s| !s.eq_ignore_ascii_case("NONE"))
+        .collect()
+}
+
 impl ClusterState {
     /// `qselect -U`: the queue instances (`queue@host`) that every one of `names` (a
     /// user, or `@group`) may use, by the instance's, its exec host's, the global host's
@@ -36,18 +57,8 @@ impl ClusterState {
         for q in self.input.queues.values() {
             for host in self.queue_hosts_of(q) {
                 let hg = self.groups_of(&host);
-                let lists = |key: &str| {
-                    none_filtered(
-                        q.attr(key)
-                            .map(|a| {
-                                gantry_common::conf::split_list(
-                                    gantry_common::queue::value_on_host(a, &host, &hg),
-                                )
-                            })
-                            .unwrap_or_default(),
-                    )
-                };
-                let (q_allow, q_deny) = (lists("user_lists"), lists("xuser_lists"));
+                let q_allow = list_on_host(q, "user_lists", &host, &hg);
+                let q_deny = list_on_host(q, "xuser_lists", &host, &hg);
                 let exec = self.input.exechosts.get(&host);
                 let (h_allow, h_deny) = exec.map_or((&[][..], &[][..]), |h| {
                     (&h.user_lists[..], &h.xuser_lists[..])
@@ -79,25 +90,13 @@ impl ClusterState {
                 })
             })
         };
-        let lists = |q: &gantry_proto::ClusterQueue, key: &str, host: &str, hg: &[&str]| {
-            q.attr(key)
-                .map(|a| {
-                    gantry_common::conf::split_list(gantry_common::queue::value_on_host(
-                        a, host, hg,
-                    ))
-                })
-                .unwrap_or_default()
-                .into_iter()
-                .filter(|s| !s.eq_ignore_ascii_case("NONE"))
-                .collect::<Vec<_>>()
-        };
         let mut instances = 0;
         let admitted = self.input.queues.values().any(|q| {
             self.queue_hosts_of(q).iter().any(|host| {
                 instances += 1;
                 let hg = self.groups_of(host);
-                let allowed = lists(q, "user_lists", host, &hg);
-                !in_any(&lists(q, "xuser_lists", host, &hg))
+                let allowed = list_on_host(q, "user_lists", host, &hg);
+                !in_any(&list_on_host(q, "xuser_lists", host, &hg))
                     && (allowed.is_empty() || in_any(&allowed))
             })
         });
