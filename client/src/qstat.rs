@@ -234,6 +234,7 @@ pub fn render_unsubmitted_job(spec: &gantry_proto::JobSpec) -> String {
         override_tickets: 0,
         version: 0,
         predecessors: Vec::new(),
+        nurg: 0.0,
     };
     let mut out = String::new();
     render_job(&mut out, &detail, true);

@@ -99,7 +99,7 @@ fn samples() -> Vec<(&'static str, Vec<u8>)> {
 #[test]
 fn encodings_are_pinned() {
     let want = [
-        ("hello", "474e5459270105302e312e30"),
+        ("hello", "474e5459280105302e312e30"),
         ("hello_reply", "0001"),
         ("load_report", "0201086e756d5f70726f630132"),
         ("settings", "0128"),
@@ -121,8 +121,8 @@ fn encodings_are_pinned() {
         );
     }
     assert_eq!(got.len(), want.len());
-    assert_eq!(PROTOCOL_VERSION, 39);
-    assert_eq!(alpn_current(), b"gantry/39");
+    assert_eq!(PROTOCOL_VERSION, 40);
+    assert_eq!(alpn_current(), b"gantry/40");
 }
 
 #[test]

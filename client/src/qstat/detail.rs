@@ -293,7 +293,55 @@ fn job_xml(x: &mut Xml, d: &JobDetail) {
         &[],
         &spec.max_running_tasks.unwrap_or(0).to_string(),
     );
+    x.element(i, "JB_nurg", &[], &format!("{:.6}", d.nurg));
     x.close(4, "element");
+}
+
+/// The number SGE's scheduler gives a message (its `SCHEDD_INFO_*` in
+/// sge_schedd_text.h: `Job is in hold state` is 33), known by its words; None for
+/// Gantry's own messages.
+fn sge_message_number(text: &str) -> Option<u32> {
+    let dropped = |what: &str| {
+        text.starts_with("queue instance \"")
+            && text.ends_with(&format!("\" dropped because it is {what}"))
+    };
+    let n = match text {
+        "All queues dropped because of overload or full" => 28,
+        "execution time not reached" => 31,
+        "Job is in error state" => 32,
+        "Job is in hold state" => 33,
+        "job dropped because of user limitations" => 34,
+        "job dropped because of job dependencies" => 35,
+        "cannot run because resources requested are not available for parallel job" => 18,
+        _ if text.starts_with("(-l ") && text.contains(") cannot run at host \"") => 0,
+        _ if text.starts_with("(-l ") && text.contains(") cannot run in queue \"") => 17,
+        _ if text.starts_with("(-l ") && text.contains(") cannot run globally because ") => 20,
+        _ if text.starts_with("has no permission for ") => 1,
+        _ if text.ends_with("because it is not contained in its hard queue list (-q)") => 6,
+        _ if text.starts_with("cannot run because total slots of pe \"") => 19,
+        _ if text.starts_with("cannot run in PE \"")
+            && text.contains("\" because it only offers ") =>
+        {
+            24
+        }
+        _ if text.starts_with("cannot run because no access to pe \"") => 25,
+        _ if text.starts_with("queue instance \"")
+            && text.contains("\" dropped because it is overloaded: ") =>
+        {
+            27
+        }
+        _ if dropped("full") => 37,
+        _ if dropped("suspended") => 38,
+        _ if dropped("disabled") => 39,
+        _ if dropped("temporarily not available") => 40,
+        _ if text.starts_with("Job cannot run in queue instance \"")
+            && text.contains(" because exceeds limit in rule ") =>
+        {
+            48
+        }
+        _ => return None,
+    };
+    Some(n)
 }
 
 /// `qstat -j ids -xml`.
@@ -320,6 +368,9 @@ pub fn render_xml(details: &[JobDetail]) -> String {
             x.element(14, "ULNG_value", &[], &job.to_string());
             x.close(12, "ulong_sublist");
             x.close(10, "MES_job_number_list");
+            if let Some(n) = sge_message_number(text) {
+                x.element(10, "MES_message_number", &[], &n.to_string());
+            }
             x.element(10, "MES_message", &[], text);
             x.close(8, "element");
         }
@@ -509,6 +560,25 @@ mod tests {
     use gantry_proto::{JobId, JobOwner, JobSpec};
 
     /// Job 38 of `06_qsub_qdel_qacct.txt` (`qsub -h -N held -b y /bin/true` as user1).
+    /// SGE's numbers for its messages (`MES_message_number`), as its XML has them
+    /// (tests/sge/recorded/73_qstat_xml.txt: 33 for a hold).
+    #[test]
+    fn messages_carry_sges_numbers() {
+        let table: &[(&str, Option<u32>)] = &[
+            ("Job is in hold state", Some(33)),
+            ("queue instance \"all.q@vm\" dropped because it is full", Some(37)),
+            ("All queues dropped because of overload or full", Some(28)),
+            ("cannot run in PE \"smp\" because it only offers 0 slots", Some(24)),
+            ("(-l arch=x) cannot run in queue \"all.q@vm\" because it offers only qf:arch=lx-amd64", Some(17)),
+            ("(-l h=a) cannot run at host \"vm\" because it offers only hl:arch=lx-amd64", Some(0)),
+            ("job dropped because of job dependencies", Some(35)),
+            ("reserved: task 1 to start at 12/03/2026 14:10:00 in all.q@vm=2", None),
+        ];
+        for (text, want) in table {
+            assert_eq!(sge_message_number(text), *want, "{text}");
+        }
+    }
+
     fn held() -> JobDetail {
         JobDetail {
             job_id: JobId(38),
@@ -532,6 +602,7 @@ mod tests {
             override_tickets: 0,
             version: 0,
             predecessors: Vec::new(),
+            nurg: 0.0,
         }
     }
 

@@ -324,6 +324,7 @@ fn job_details_list_what_sge_lists_in_its_order() {
         override_tickets: 0,
         version: 0,
         predecessors: Vec::new(),
+        nurg: 0.0,
         running: vec![gantry_proto::RunningTask {
             task_id: TaskId(1),
             host: "n1".into(),

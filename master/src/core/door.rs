@@ -653,6 +653,12 @@ fn job_details(state: &ClusterState, ctx: &Context<'_>, ids: &[String]) -> Decis
                 job.id,
             ),
             override_tickets: state.input.job_otickets.get(&job.id).copied().unwrap_or(0),
+            nurg: state
+                .live
+                .priorities
+                .as_ref()
+                .and_then(|p| p.jobs.get(&job.id))
+                .map_or(0.0, |p| p.urgency.nurg),
             job_id: job.id,
             spec: job.spec.clone(),
             owner: job.owner.clone(),

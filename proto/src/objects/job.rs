@@ -785,6 +785,9 @@ pub struct JobDetail {
     pub version: u32,
     /// The jobs in the system its `-hold_jid` names (SGE's `jid_predecessor_list`).
     pub predecessors: Vec<JobId>,
+    /// Its normalised urgency in the last scheduling cycle (SGE's `JB_nurg`; 0 before
+    /// one, and for a job no cycle considered).
+    pub nurg: f64,
 }
 
 /// The parts of one row's priority (`qstat -pri`, `-urg`, `-ext`): a running task's, or
