@@ -30,17 +30,6 @@ pub fn usage() -> String {
     )
 }
 
-/// `-l`'s requests: `name=value`, or a name alone (the host must have it).
-fn requests(arg: Option<&str>) -> Vec<(String, Option<String>)> {
-    crate::qselect::list(arg)
-        .into_iter()
-        .map(|r| match r.split_once('=') {
-            Some((k, v)) => (k.to_string(), Some(v.to_string())),
-            None => (r, None),
-        })
-        .collect()
-}
-
 pub fn run(args: &[String]) -> Output {
     let p = match crate::parse_args_as(
         args,
@@ -66,7 +55,7 @@ pub fn run(args: &[String]) -> Output {
             .arg("-h")
             .map(|a| a.split(',').map(str::to_string).collect()),
         queues: p.has("-q"),
-        requests: requests(p.arg("-l")),
+        requests: crate::qselect::requests(p.arg("-l")),
         topology: !p.has("-ncb"),
     };
     // As SGE's qhost: a name that is no exec host must resolve, or the usage and why.

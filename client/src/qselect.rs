@@ -55,6 +55,18 @@ pub(crate) fn list(arg: Option<&str>) -> Vec<String> {
     .unwrap_or_default()
 }
 
+/// `-l`'s requests (qselect's and qhost's): `name=value`, or a name alone (it must be
+/// there).
+pub(crate) fn requests(arg: Option<&str>) -> Vec<(String, Option<String>)> {
+    list(arg)
+        .into_iter()
+        .map(|r| match r.split_once('=') {
+            Some((k, v)) => (k.to_string(), Some(v.to_string())),
+            None => (r, None),
+        })
+        .collect()
+}
+
 pub fn run(args: &[String]) -> Output {
     let p = match crate::parse_args_as(
         args,
@@ -85,13 +97,7 @@ pub fn run(args: &[String]) -> Output {
     };
     let filter = Filter {
         queues: list(p.arg("-q")),
-        resources: list(p.arg("-l"))
-            .into_iter()
-            .map(|r| match r.split_once('=') {
-                Some((k, v)) => (k.to_string(), Some(v.to_string())),
-                None => (r, None),
-            })
-            .collect(),
+        resources: requests(p.arg("-l")),
         pes: list(p.arg("-pe")),
         states: p.arg("-qs").map(str::to_string),
         admitting,

@@ -635,7 +635,10 @@ fn job_details(state: &ClusterState, ctx: &Context<'_>, ids: &[String]) -> Decis
         let mut reasons = state.explain(job, &dispatchable, ctx.now);
         if let Some(r) = state.live.reservations.get(&job.id) {
             reasons.push(reservation_line(r));
-        } else if reasons.is_empty() && job.tasks.has_pending() {
+        } else if reasons.is_empty()
+            && job.tasks.has_pending()
+            && !state.live.reservations.is_empty()
+        {
             // It fits, and waits: for the slots other jobs' reservations hold.
             reasons = state.view().held_back_by_reservations(
                 job,

@@ -83,6 +83,18 @@ impl ClusterState {
     /// in any queue`). A cell with no queue instance yet (no exec host has joined)
     /// takes jobs, to wait for the first host (SGE refuses them too).
     pub(crate) fn user_may_use_some_queue(&self, user: &str, groups: &[String]) -> bool {
+        // Every submission asks: without any access list on any queue, nobody is kept
+        // out, and no host group needs resolving.
+        let restricts = |q: &gantry_proto::ClusterQueue| {
+            ["user_lists", "xuser_lists"].iter().any(|k| {
+                q.attr(k).is_some_and(|a| {
+                    !a.default.eq_ignore_ascii_case("NONE") || !a.overrides.is_empty()
+                })
+            })
+        };
+        if !self.input.queues.values().any(restricts) {
+            return true;
+        }
         let in_any = |lists: &[String]| {
             lists.iter().any(|l| {
                 self.input.usersets.get(l).is_some_and(|s| {
