@@ -12,6 +12,7 @@ mod detail;
 mod forms;
 mod lines;
 mod priority;
+mod select;
 mod summary;
 
 pub(crate) use forms::QSTAT_XMLNS;
@@ -40,13 +41,20 @@ const QSTAT_SPECS: &[OptSpec] = &[
     opt("-ext", Arity::None),
     opt("-g", Arity::One),
     opt("-q", Arity::One),
+    opt("-qs", Arity::One),
+    opt("-U", Arity::One),
+    opt("-pe", Arity::One),
+    opt("-l", Arity::One),
+    opt("-ne", Arity::None),
+    opt("-ncb", Arity::None),
     opt("-explain", Arity::One),
     opt("-t", Arity::None),
 ];
 
+/// SGE 8.1.9's text, with Gantry's `-json`.
 pub fn qstat_usage() -> String {
     format!(
-        "Gantry {}\nusage: qstat [options]\n   [-f]                                     full output (every queue instance)\n   [-F [resource_attributes]]               full output and show (selected) resources of queue(s)\n   [-help]                                  print this help\n   [-j [job_identifier_list]]               show detailed information on pending/running job\n   [-ext]                                   view additional attributes (tickets, project, department, usage)\n   [-explain a|c|A|E]                       show reason for queue c(onfiguration ambiguous), a(larm), suspend A(larm), E(rror) state\n   [-json]                                  print the jobs as one JSON document\n   [-pri]                                   display job priority information\n   [-q wc_queue_list]                       print information on given queue\n   [-r]                                     show requested resources of job(s)\n   [-s {{p|r|h|z}}]                           show pending, running, held, finished jobs\n   [-t]                                     show task information (implicitly -g t)\n   [-u user_list]                           view only jobs of this user ('*' for all)\n   [-urg]                                   display job urgency information\n   [-xml]                                   display the information in XML-Format\n",
+        "Gantry {}\nusage: qstat [options]\n        [-ext]                            view additional attributes\n        [-explain a|c|A|E]                show reason for queue c(onfiguration ambiguous), a(larm), suspend A(larm), E(rror) state\n        [-f]                              full output\n        [-F [resource_attributes]]        full output and show (selected) resources of queue(s)\n        [-g c]                            display cluster queue summary\n        [-g d]                            display all job-array tasks (do not group)\n        [-g t]                            display all parallel job tasks (do not group)\n        [-help]                           print this help\n        [-j [job_identifier_list]]        show scheduler job information\n        [-json]                           display the information in JSON format\n        [-l resource_list]                request the given resources\n        [-ne]                             hide empty queues\n        [-ncb]                            suppress additional binding specific parameters\n        [-pe pe_list]                     select only queues with one of these parallel environments\n        [-q wc_queue_list]                print information on given queue\n        [-qs {{a|c|d|o|s|u|A|C|D|E|S}}]     selects queues which are in the given state(s)\n        [-r]                              show requested resources of job(s)\n        [-s {{p|r|s|z|hu|ho|hs|hd|hj|ha|h|a}}] show pending, running, suspended, zombie jobs,\n                                          jobs with a user/operator/system/array-dependency hold, \n                                          jobs with a start time in future or any combination only.\n                                          h is an abbreviation for huhohshdhjha\n                                          a is an abbreviation for prsh\n        [-t]                              show task information (implicitly -g t)\n        [-u user_list]                    view jobs of this user list\n        [-U user_list]                    select only queues where these users have access\n        [-urg]                            display job urgency information\n        [-pri]                            display job priority information\n        [-xml]                            display the information in XML format\n\npe_list                  pe[,pe,...]\njob_identifier_list      [job_id|job_name|pattern]{{, [job_id|job_name|pattern]}}\nresource_list            resource[=value][,resource[=value],...]\nuser_list                user|*|@group[,user|*|@group],...]\nresource_attributes      resource,resource,...\nwc_cqueue                wildcard expression matching a cluster queue\nwc_host                  wildcard expression matching a host\nwc_hostgroup             wildcard expression matching a hostgroup\nwc_qinstance             wc_cqueue@wc_host\nwc_qdomain               wc_cqueue@wc_hostgroup\nwc_queue_list            wc_cqueue|wc_qdomain|wc_qinstance\nwc_queue_list            wc_queue[,wc_queue,...]\n",
         env!("CARGO_PKG_VERSION")
     )
 }
@@ -124,9 +132,7 @@ pub fn render_qstat_f(
 ) -> String {
     let extended = priorities.is_some_and(|p| p.extended());
     let zone = crate::dates::local_zone();
-    let mut out = String::from(
-        "queuename                      qtype resv/used/tot. load_avg arch          states\n",
-    );
+    let mut out = String::new();
     let mut instances: Vec<(
         String,
         &gantry_proto::QueueInstanceView,
@@ -141,6 +147,12 @@ pub fn render_qstat_f(
         })
         .collect();
     instances.sort_by(|a, b| a.0.cmp(&b.0));
+    // No header over no instance (a queue selection that left none), as SGE's.
+    if !instances.is_empty() {
+        out.push_str(
+            "queuename                      qtype resv/used/tot. load_avg arch          states\n",
+        );
+    }
     // The running jobs by queue instance, in their order: looked up per instance, not
     // searched for among every job.
     let mut running: HashMap<&str, Vec<&JobViewRef>> = HashMap::new();
@@ -210,9 +222,14 @@ pub fn render_qstat_f(
 
 /// `qstat -j`: the details of one job.
 pub fn render_job_details(details: &[gantry_proto::JobDetail]) -> String {
+    render_job_details_as(details, true)
+}
+
+/// [`render_job_details`], with the binding lines or without (`-ncb`).
+fn render_job_details_as(details: &[gantry_proto::JobDetail], binding: bool) -> String {
     let mut out = String::new();
     for d in details {
-        render_job(&mut out, d, false);
+        render_job(&mut out, d, false, binding);
     }
     out
 }
@@ -234,10 +251,11 @@ pub fn render_unsubmitted_job(spec: &gantry_proto::JobSpec) -> String {
         override_tickets: 0,
         version: 0,
         predecessors: Vec::new(),
+        successors: Vec::new(),
         nurg: 0.0,
     };
     let mut out = String::new();
-    render_job(&mut out, &detail, true);
+    render_job(&mut out, &detail, true, true);
     out
 }
 
@@ -262,7 +280,7 @@ fn one_line(value: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(out)
 }
 
-fn render_job(out: &mut String, d: &gantry_proto::JobDetail, unsubmitted: bool) {
+fn render_job(out: &mut String, d: &gantry_proto::JobDetail, unsubmitted: bool, binding: bool) {
     {
         let spec = &d.spec;
         let env = |k: &str| {
@@ -449,6 +467,10 @@ fn render_job(out: &mut String, d: &gantry_proto::JobDetail, unsubmitted: bool) 
             let ids: Vec<String> = d.predecessors.iter().map(|j| j.to_string()).collect();
             row("jid_predecessor_list", ids.join(","));
         }
+        if !d.successors.is_empty() {
+            let ids: Vec<String> = d.successors.iter().map(|j| j.to_string()).collect();
+            row("jid_successor_list", ids.join(","));
+        }
         if !spec.hold_jids_ad.is_empty() {
             row("ja_ad_predecessor_list (req)", spec.hold_jids_ad.join(","));
         }
@@ -479,10 +501,12 @@ fn render_job(out: &mut String, d: &gantry_proto::JobDetail, unsubmitted: bool) 
         if d.version > 0 {
             row("version", d.version.to_string());
         }
-        row(
-            "binding",
-            spec.binding.clone().unwrap_or_else(|| "NONE".to_string()),
-        );
+        if binding {
+            row(
+                "binding",
+                spec.binding.clone().unwrap_or_else(|| "NONE".to_string()),
+            );
+        }
         // SGE's words for the job's type bits: a qrsh command is a binary job, and
         // qrsh and qlogin start theirs now (`-now y`).
         let job_type = match (&spec.script, spec.immediate) {
@@ -540,7 +564,7 @@ fn render_job(out: &mut String, d: &gantry_proto::JobDetail, unsubmitted: bool) 
                 usage_text(t.usage.as_ref())
             ));
         }
-        for (n, t) in d.running.iter().enumerate() {
+        for (n, t) in d.running.iter().enumerate().filter(|_| binding) {
             let cores = t
                 .usage
                 .as_ref()
@@ -644,7 +668,10 @@ pub fn qstat(args: &[String]) -> Output {
                     out.push_str(
                         "==============================================================\n",
                     );
-                    out.push_str(&render_job_details(std::slice::from_ref(one)));
+                    out.push_str(&render_job_details_as(
+                        std::slice::from_ref(one),
+                        !p.has("-ncb"),
+                    ));
                 }
                 Output::ok(out)
             }
@@ -658,17 +685,33 @@ pub fn qstat(args: &[String]) -> Output {
             return Output::fail(format!("error: {text}\n{text}"), 1);
         }
     }
-    let states = p.arg("-s");
-    let shown = |state: JobState| {
-        states.is_none_or(|s| {
-            s.chars().any(|c| match c {
-                'p' => state.is_pending(),
-                'r' => state.is_running(),
-                'h' => state.is_held(),
-                'z' => state == JobState::Zombie,
-                _ => false,
-            })
-        })
+    let states = match p.arg("-s").map(select::StateFilter::parse) {
+        None => select::StateFilter::default(),
+        Some(Some(f)) => f,
+        Some(None) => {
+            return Output::fail(
+                format!("{}ERROR! wrong argument to -s option", qstat_usage()),
+                crate::exit::FAILURE,
+            )
+        }
+    };
+    let shown = |state: JobState| states.shows(state);
+    // `-q`, `-qs`, `-U`, `-pe`, `-l`: the master selects the queue instances (and,
+    // but for `-qs`, the pending jobs that could run in them), as SGE's qstat does.
+    let selecting = ["-q", "-qs", "-U", "-pe", "-l"].iter().any(|o| p.has(o));
+    let pending_filtered = ["-q", "-U", "-pe", "-l"].iter().any(|o| p.has(o));
+    let selection = match selecting {
+        false => None,
+        true => match crate::qselect::ask_selection(&p, pending_filtered) {
+            Ok(s) if s.emptied_by.as_deref() == Some("-q") => {
+                return Output::fail(
+                    "error: no queues remaining after -q queue selection".to_string(),
+                    crate::exit::FAILURE,
+                )
+            }
+            Ok(s) => Some(select::Selection::new(s, pending_filtered)),
+            Err(out) => return out,
+        },
     };
     let columns = priority::Columns {
         pri: p.has("-pri"),
@@ -688,7 +731,7 @@ pub fn qstat(args: &[String]) -> Output {
             .iter()
             .all(|o| !p.has(o)) =>
         {
-            return cluster_queue_summary(p.arg("-q"), p.has("-xml"));
+            return cluster_queue_summary(selection.as_ref(), p.has("-xml"));
         }
         Some(other) => {
             return Output::fail(
@@ -702,21 +745,8 @@ pub fn qstat(args: &[String]) -> Output {
     ]
     .iter()
     .all(|o| !p.has(o));
-    let zombies = states.is_some_and(|s| s.contains('z'));
-    // `-q wc_queue_list`: the jobs running in those queues (cluster queues or queue
-    // instances, with wildcards), and every pending job, as SGE's qstat lists them.
-    let queues = crate::qselect::list(p.arg("-q"));
-    let in_queues = |queue: Option<&str>| match queue {
-        _ if queues.is_empty() => true,
-        None => true,
-        Some(instance) => {
-            let (cq, host) = instance.split_once('@').unwrap_or((instance, ""));
-            queues
-                .iter()
-                .any(|pattern| gantry_common::job::queue_reference_matches(pattern, cq, host, &[]))
-        }
-    };
-    if listing_only && !zombies && queues.is_empty() {
+    let zombies = states.zombies();
+    if listing_only && !zombies && selection.is_none() {
         // The default listing's lines as the master writes them (only the time
         // column is written here), written out as they come.
         let (len, answer) = match crate::ask_reader(&ToMaster::ShowJobLines { users }) {
@@ -761,13 +791,24 @@ pub fn qstat(args: &[String]) -> Output {
         },
     };
     let rows = rows.chain(finished.into_iter().flatten());
-    let shown = |j: &JobViewRef| shown(j.state) && in_queues(j.queue);
+    let shown = |j: &JobViewRef| shown(j.state) && selection.as_ref().is_none_or(|s| s.shows(j));
+    // SGE's qstat says this (on stderr, after the listing, exit 0) when -U or -pe left
+    // no queue instance.
+    let closing = selection
+        .as_ref()
+        .and_then(|s| s.closing.clone())
+        .unwrap_or_default();
+    let listing = |stdout: String| Output {
+        stdout,
+        stderr: closing.clone(),
+        code: 0,
+    };
     if listing_only {
         // Written as the rows are decoded: no list of tens of thousands of rows, nor
         // their lines all at once, in between.
         let mut stdout = std::io::stdout().lock();
         return match write_qstat(rows, shown, &mut stdout) {
-            Ok(()) => Output::ok(String::new()),
+            Ok(()) => listing(String::new()),
             Err(e) => crate::undecodable(e),
         };
     }
@@ -845,6 +886,17 @@ pub fn qstat(args: &[String]) -> Output {
                 for q in h.hosts.iter_mut().flat_map(|h| h.queues.iter_mut()) {
                     q.reasons.retain(|(letter, _)| explain.contains(*letter));
                 }
+                // Only the instances selected; with `-ne`, only those with a job listed.
+                let hide_empty = p.has("-ne");
+                for host in &mut h.hosts {
+                    let name = host.name.clone();
+                    host.queues.retain(|q| {
+                        let instance = format!("{}@{name}", q.queue);
+                        selection.as_ref().is_none_or(|s| s.has_instance(&instance))
+                            && (!hide_empty
+                                || jobs.iter().any(|j| j.queue == Some(instance.as_str())))
+                    });
+                }
                 Some(h)
             }
             Ok(other) => return crate::unexpected(&other),
@@ -859,20 +911,15 @@ pub fn qstat(args: &[String]) -> Output {
     if p.has("-xml") {
         return Output::ok(render_qstat_xml(hosts.as_ref(), &jobs));
     }
-    match (&hosts, p.has("-r")) {
+    let listed = match (&hosts, p.has("-r")) {
         (Some(h), r) => {
             let lines = columns.any().then(|| priority::Lines::new(columns, &prios));
-            Output::ok(render_qstat_f(
-                h,
-                &jobs,
-                r,
-                offered.as_deref(),
-                lines.as_ref(),
-            ))
+            render_qstat_f(h, &jobs, r, offered.as_deref(), lines.as_ref())
         }
-        (None, true) => Output::ok(render_qstat_r(&jobs)),
-        (None, false) => Output::ok(render_qstat(&jobs)),
-    }
+        (None, true) => render_qstat_r(&jobs),
+        (None, false) => render_qstat(&jobs),
+    };
+    listing(listed)
 }
 
 /// The task ids of a `qstat` row's task list (`1-5:2,8`).
@@ -896,11 +943,10 @@ fn each_task_id(tasks: &str) -> Vec<String> {
 }
 
 /// `qstat -g c [-q queues] [-xml]`.
-fn cluster_queue_summary(queues: Option<&str>, xml: bool) -> Output {
-    let queues = crate::qselect::list(queues);
+fn cluster_queue_summary(selection: Option<&select::Selection>, xml: bool) -> Output {
     match crate::ask(&ToMaster::HostInfo) {
         Ok(FromMaster::Hosts(h)) => {
-            let s = summary::summarise(&h, &queues);
+            let s = summary::summarise(&h, selection.map(|s| s.instances()));
             Output::ok(match xml {
                 true => summary::render_xml(&s),
                 false => summary::render(&s),

@@ -114,11 +114,7 @@ pub fn task_ranges(ids: &[TaskId], step: u32) -> String {
             end = ids[i + 1].get();
             i += 1;
         }
-        if start == end {
-            parts.push(format!("{start}"));
-        } else {
-            parts.push(format!("{start}-{end}:{step}"));
-        }
+        parts.push(crate::tasks::run_text(start, end, step));
         i += 1;
     }
     parts.join(",")

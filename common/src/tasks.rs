@@ -194,19 +194,26 @@ impl PendingTasks {
         removed
     }
 
-    /// As `qstat` shows a task list: `1-100000:1`, `3`, `5-9:2,12` (SGE's format).
+    /// As `qstat` shows a task list: `1-100000:1`, `3`, `5-9:2,12`, and a run of two
+    /// as the two (`1,3`), SGE's format.
     pub fn ranges_text(&self) -> String {
         self.runs
             .iter()
-            .map(|&(a, b)| {
-                if a == b {
-                    a.to_string()
-                } else {
-                    format!("{a}-{b}:{}", self.step)
-                }
-            })
+            .map(|&(a, b)| run_text(a, b, self.step))
             .collect::<Vec<_>>()
             .join(",")
+    }
+}
+
+/// One run of task ids as SGE writes it (`range_to_dstring`): `7`, `1,3` (two), or
+/// `1-9:2`.
+pub fn run_text(start: u32, end: u32, step: u32) -> String {
+    if start == end {
+        start.to_string()
+    } else if start.checked_add(step) == Some(end) {
+        format!("{start},{end}")
+    } else {
+        format!("{start}-{end}:{step}")
     }
 }
 
@@ -344,6 +351,8 @@ mod tests {
             (1, 10, 4, "1-9:4", 3),
             (3, 3, 1, "3", 1),
             (2, 3, 5, "2", 1),
+            (1, 2, 1, "1,2", 2),
+            (1, 3, 2, "1,3", 2),
         ] {
             let p = PendingTasks::range(first, last, step);
             assert_eq!(p.ranges_text(), text);
@@ -354,7 +363,7 @@ mod tests {
         assert!(p.remove(TaskId(5)));
         assert!(!p.remove(TaskId(5)));
         assert!(!p.remove(TaskId(4)), "4 is not a task of 1-9:2");
-        assert_eq!(p.ranges_text(), "1-3:2,7-9:2");
+        assert_eq!(p.ranges_text(), "1,3,7,9");
         assert!(p.insert(TaskId(5)));
         assert_eq!(p.ranges_text(), "1-9:2");
         assert!(p.remove(TaskId(1)) && p.remove(TaskId(9)));
@@ -401,7 +410,7 @@ mod tests {
                 .ranges_text(),
             "4294967295"
         );
-        assert_eq!(p.ranges_text(), "4294967285-4294967290:5");
+        assert_eq!(p.ranges_text(), "4294967285,4294967290");
     }
 
     proptest! {

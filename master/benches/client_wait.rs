@@ -49,7 +49,7 @@ fn answer(
 ) {
     match n % 3 {
         0 => {
-            std::hint::black_box(s.job_views(&["user3".to_string()], started));
+            std::hint::black_box(s.job_views(&["user3".to_string()], started, 0));
         }
         1 => submit(s, job(1_000_000 + n, "user3", &[], &[])),
         _ => {

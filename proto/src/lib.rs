@@ -15,15 +15,17 @@ pub mod frame;
 pub mod ids;
 pub mod objects;
 pub mod rows;
+pub mod selection;
 
 pub mod bytes;
 pub use ids::{ArId, JobId, TaskId};
 pub use objects::*;
 pub use rows::*;
+pub use selection::*;
 
 /// The protocol version. Both daemons and every client speak exactly one version; peers
 /// with another version are refused with a message naming both.
-pub const PROTOCOL_VERSION: u32 = 40;
+pub const PROTOCOL_VERSION: u32 = 41;
 
 /// Magic bytes at the start of every [`Hello`]: "GNTY".
 pub const HELLO_MAGIC: [u8; 4] = *b"GNTY";
@@ -280,9 +282,9 @@ pub enum ToMaster {
     /// in the master's name service, answered with [`FromMaster::Names`] (the job
     /// commands, linked statically, never call the name service themselves).
     UnresolvedHosts { names: Vec<String> },
-    /// `qselect -U`: the queue instances (`queue@host`) every one of these users (or
-    /// `@group`s) may use, answered with [`FromMaster::Names`].
-    InstancesAdmitting { users: Vec<String> },
+    /// `qselect` and `qstat`'s queue selection (`-q`, `-qs`, `-U`, `-pe`, `-l`),
+    /// answered with [`FromMaster::QueuesSelected`].
+    SelectQueues(QueueSelection),
 }
 
 /// `qstat -g t`: the lines of one running task of a job, in its granted queue
@@ -425,6 +427,7 @@ pub enum ObjectKind {
 pub enum FromMaster {
     Hosts(HostReport),
     Names(Vec<String>),
+    QueuesSelected(QueuesSelected),
     ExecHost(ExecHost),
     Config(Config),
     Complexes(Vec<ComplexAttr>),
@@ -802,9 +805,7 @@ mod tests {
             name: format!("job{n}"),
             owner: "ünï".into(),
             priority: -5,
-            state: JobState::Pending {
-                held: n.is_multiple_of(2),
-            },
+            state: JobState::pending(n.is_multiple_of(2)),
             submit_time: 10,
             start_time: queue.map(|_| 20),
             queue: queue.map(str::to_string),
@@ -935,8 +936,8 @@ mod tests {
                 .map(|n| JobLine {
                     state: match n % 3 {
                         0 => JobState::Running,
-                        1 => JobState::Pending { held: true },
-                        _ => JobState::Pending { held: false },
+                        1 => JobState::pending(true),
+                        _ => JobState::pending(false),
                     },
                     head: format!("{n:>7} 0.50000 sleep      user1        r     "),
                     when: 1_700_000_000 + n as i64,

@@ -167,7 +167,7 @@ mod tests {
                 name: "sleep",
                 owner: "gtbench",
                 priority: -(n as i32) * 100,
-                state: JobState::Pending { held: n == 2 },
+                state: JobState::pending(n == 2),
                 submit_time: 1_700_000_000,
                 start_time: queue.map(|_| 1_700_000_100),
                 queue,
@@ -276,7 +276,9 @@ impl<'a> RowReader<'a> {
 
     fn state(&mut self) -> Read<JobState> {
         Ok(match self.u32()? {
-            0 => JobState::Pending { held: self.bool()? },
+            0 => JobState::Pending {
+                holds: crate::Holds(self.byte()?),
+            },
             1 => JobState::Error,
             2 => JobState::Transferring,
             3 => JobState::Running,
@@ -385,7 +387,9 @@ mod reader_tests {
 
     fn state() -> impl Strategy<Value = JobState> {
         prop_oneof![
-            any::<bool>().prop_map(|held| JobState::Pending { held }),
+            any::<u8>().prop_map(|b| JobState::Pending {
+                holds: crate::Holds(b)
+            }),
             Just(JobState::Error),
             Just(JobState::Transferring),
             Just(JobState::Running),

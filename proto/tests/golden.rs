@@ -64,10 +64,7 @@ fn samples() -> Vec<(&'static str, Vec<u8>)> {
             }))
             .unwrap(),
         ),
-        (
-            "job_state",
-            encode(&JobState::Pending { held: true }).unwrap(),
-        ),
+        ("job_state", encode(&JobState::pending(true)).unwrap()),
         (
             "items",
             encode(&FromMaster::Items(vec![ItemResult {
@@ -99,17 +96,17 @@ fn samples() -> Vec<(&'static str, Vec<u8>)> {
 #[test]
 fn encodings_are_pinned() {
     let want = [
-        ("hello", "474e5459280105302e312e30"),
+        ("hello", "474e5459290105302e312e30"),
         ("hello_reply", "0001"),
         ("load_report", "0201086e756d5f70726f630132"),
         ("settings", "0128"),
         ("show_exec_host", "0202766d"),
         ("relayed", "027531e807e807026e3107"),
-        ("refused", "0800026e6f"),
+        ("refused", "0900026e6f"),
         ("job_state", "0001"),
-        ("items", "1301017801"),
+        ("items", "1401017801"),
         ("show_job_lines", "39010175"),
-        ("job_lines", "1701030168010174"),
+        ("job_lines", "1801030168010174"),
     ];
     let got = samples();
     for ((name, bytes), (wname, whex)) in got.iter().zip(want.iter()) {
@@ -121,8 +118,8 @@ fn encodings_are_pinned() {
         );
     }
     assert_eq!(got.len(), want.len());
-    assert_eq!(PROTOCOL_VERSION, 40);
-    assert_eq!(alpn_current(), b"gantry/40");
+    assert_eq!(PROTOCOL_VERSION, 41);
+    assert_eq!(alpn_current(), b"gantry/41");
 }
 
 #[test]
@@ -149,22 +146,8 @@ fn job_states_print_and_filter_as_sge_does() {
     // (state, letters, restarted (SGE's job_get_state_string: R before q/r, no w),
     // qstat -s p, -s r, -s h)
     let table = [
-        (
-            JobState::Pending { held: false },
-            "qw",
-            "Rq",
-            true,
-            false,
-            false,
-        ),
-        (
-            JobState::Pending { held: true },
-            "hqw",
-            "hRq",
-            true,
-            false,
-            true,
-        ),
+        (JobState::pending(false), "qw", "Rq", true, false, false),
+        (JobState::pending(true), "hqw", "hRq", true, false, true),
         (JobState::Error, "Eqw", "ERq", true, false, false),
         (JobState::Transferring, "t", "Rt", false, true, false),
         (JobState::Running, "r", "Rr", false, true, false),

@@ -361,6 +361,37 @@ impl Snapshot {
         Ok(())
     }
 
+    /// Would the queue instance, with nothing running in it, satisfy every one of
+    /// `requests` (`qstat -l`, `qselect -l`, and whether a pending job could run in the
+    /// instances they select, as SGE's qstat asks its scheduler code with the queue
+    /// "empty")? Some layer must define each request and every layer that does must
+    /// satisfy it, a consumable with its whole capacity.
+    pub fn offers_when_empty(&self, requests: &[Request], inst: usize) -> bool {
+        let layers = self.layers(inst);
+        requests.iter().all(|r| {
+            let a = &self.catalog.attrs[r.attr];
+            let mut defined = false;
+            for (_, layer) in &layers {
+                let Some(o) = layer.get(r.attr) else {
+                    continue;
+                };
+                defined = true;
+                let holds = match (a.consumable != Consumable::No, &r.value) {
+                    (true, Value::Num(amount)) => {
+                        available(o, 0.0).is_none_or(|(capacity, _)| *amount <= capacity + 1e-9)
+                    }
+                    (true, _) => true,
+                    (false, wanted) => effective(a, o)
+                        .is_some_and(|(v, _)| value::satisfies(a.value_type, a.relop, v, wanted)),
+                };
+                if !holds {
+                    return false;
+                }
+            }
+            defined
+        })
+    }
+
     /// What every queue instance offers, as `qstat -F` prints it, by (queue, host):
     /// global values, the host's load values (in report order) and its own values, then
     /// the queue's in SGE's order. Consumables show what is left (`qc:slots=2`).

@@ -222,7 +222,7 @@ impl Catalog {
         self.by_name.get(name).copied()
     }
 
-    pub(crate) fn parse(&self, attr: usize, text: &str) -> Option<Value> {
+    pub fn parse(&self, attr: usize, text: &str) -> Option<Value> {
         value::parse_value(self.attrs[attr].value_type, text).ok()
     }
 }

@@ -67,7 +67,9 @@ impl JobOrder for PriorityOrder<'_> {
 
 impl<'a> ClusterView<'a> {
     /// Does a cycle at `now` consider the job at all: not held, no start time (`-a`)
-    /// still ahead, no predecessor (`-hold_jid`) still in the system?
+    /// still ahead, no predecessor (`-hold_jid`) still in the system, and not every
+    /// pending task waiting for its array predecessors' (`-hold_jid_ad`: SGE keeps those
+    /// tasks on a hold list of their own)?
     pub fn eligible(&self, job: &Job, now: Time) -> bool {
         !job.spec.held()
             && job.spec.start_after.is_none_or(|t| t <= now.secs())
@@ -76,6 +78,13 @@ impl<'a> ClusterView<'a> {
                 .hold_jids
                 .iter()
                 .any(|r| self.predecessor_active(r))
+            && (job.spec.hold_jids_ad.is_empty() || {
+                let predecessors = self.array_predecessors(job);
+                !job.tasks
+                    .pending()
+                    .iter()
+                    .all(|t| crate::view::waits_for_array_task(&predecessors, t))
+            })
     }
 
     /// The jobs with pending tasks a cycle at `now` considers, in `order`.

@@ -317,6 +317,46 @@ pub fn predecessors(jobs: &JobTable, references: &[String], me: JobId) -> Vec<Jo
     ids
 }
 
+/// What a job's pending tasks wait for at `now` (seconds), as `qstat -s hu|ho|hs|hj|hd|
+/// ha` selects it: its holds, predecessors still in the system (`-hold_jid`), a pending
+/// task waiting for its array predecessors' (`-hold_jid_ad`), a start time to come.
+pub fn pending_holds(jobs: &JobTable, job: &Job, now: i64) -> gantry_proto::Holds {
+    use gantry_proto::Holds;
+    let spec = &job.spec;
+    let waits_for_tasks = !spec.hold_jids_ad.is_empty() && {
+        let predecessors = array_predecessors(jobs, &spec.hold_jids_ad, job.id);
+        job.tasks
+            .pending()
+            .iter()
+            .any(|t| waits_for_array_task(&predecessors, t))
+    };
+    Holds::NONE
+        .with(Holds::USER, spec.hold)
+        .with(Holds::OPERATOR, spec.operator_hold)
+        .with(Holds::SYSTEM, spec.system_hold)
+        .with(
+            Holds::JOB_DEPENDENCY,
+            spec.hold_jids.iter().any(|r| predecessor_active(jobs, r)),
+        )
+        .with(Holds::ARRAY_DEPENDENCY, waits_for_tasks)
+        .with(Holds::START_TIME, spec.start_after.is_some_and(|t| t > now))
+}
+
+/// The jobs in the system whose `-hold_jid` names job `me` (by id, or by a name
+/// pattern its name matches): SGE's `jid_successor_list`.
+pub fn successors(jobs: &JobTable, me: &Job) -> Vec<JobId> {
+    jobs.values()
+        .filter(|j| {
+            j.id != me.id
+                && j.spec.hold_jids.iter().any(|r| match r.parse::<JobId>() {
+                    Ok(id) => id == me.id,
+                    Err(_) => wildcard(r, &me.spec.name),
+                })
+        })
+        .map(|j| j.id)
+        .collect()
+}
+
 /// Is a job id or name still in the system (for `-hold_jid`)?
 pub fn predecessor_active(jobs: &JobTable, reference: &str) -> bool {
     match reference.parse::<JobId>() {

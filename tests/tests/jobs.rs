@@ -1049,7 +1049,7 @@ fn defaults_files_stdin_scripts_environment_and_array_tasks() {
         (del.code, del.stdout.as_str()),
         (
             0,
-            format!("gtuser1 has deleted job-array tasks 2-3:1 of job {big_id}\n").as_str()
+            format!("gtuser1 has deleted job-array tasks 2,3 of job {big_id}\n").as_str()
         )
     );
     let st = c.as_user("gtuser1", "qstat", &[]).stdout;

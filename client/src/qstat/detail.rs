@@ -602,6 +602,7 @@ mod tests {
             override_tickets: 0,
             version: 0,
             predecessors: Vec::new(),
+            successors: Vec::new(),
             nurg: 0.0,
         }
     }

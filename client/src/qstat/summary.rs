@@ -30,16 +30,16 @@ impl QueueSummary {
 }
 
 /// The cluster queues named by `queues` (all when empty), by name.
-pub fn summarise(hosts: &HostReport, queues: &[String]) -> BTreeMap<String, QueueSummary> {
+/// `selected`: the queue instances (`queue@host`) a queue selection left (all: None).
+pub fn summarise(
+    hosts: &HostReport,
+    selected: Option<&std::collections::HashSet<String>>,
+) -> BTreeMap<String, QueueSummary> {
     let mut out: BTreeMap<String, QueueSummary> = BTreeMap::new();
     for h in &hosts.hosts {
         let load = normalised_load(&h.load_values);
         for q in &h.queues {
-            if !queues.is_empty()
-                && !queues
-                    .iter()
-                    .any(|p| gantry_common::job::queue_reference_matches(p, &q.queue, &h.name, &[]))
-            {
+            if selected.is_some_and(|s| !s.contains(&format!("{}@{}", q.queue, h.name))) {
                 continue;
             }
             let s = out.entry(q.queue.clone()).or_default();
@@ -177,7 +177,8 @@ mod tests {
             ],
             complexes: vec![],
         };
-        let text = render(&summarise(&report, &[]));
+        let text = render(&summarise(&report, None));
+        let b_q: std::collections::HashSet<String> = ["b.q@a".to_string()].into();
         assert_eq!(
             text,
             "CLUSTER QUEUE                   CQLOAD   USED    RES  AVAIL  TOTAL aoACDS  cdsuE  \n\
@@ -185,9 +186,9 @@ mod tests {
              all.q                             0.35      1      1      1      6      2      2 \n\
              b.q                               0.30      0      0      0      4      0      4 \n"
         );
-        let only = render(&summarise(&report, &["b.q".to_string()]));
+        let only = render(&summarise(&report, Some(&b_q)));
         assert_eq!(only.lines().count(), 3, "{only}");
-        let xml = render_xml(&summarise(&report, &["b.q".to_string()]));
+        let xml = render_xml(&summarise(&report, Some(&b_q)));
         assert!(xml.contains("    <name>b.q</name>\n    <load>0.30000</load>\n    <used>0</used>\n    <resv>0</resv>\n    <available>0</available>\n    <total>4</total>\n    <temp_disabled>0</temp_disabled>\n    <manual_intervention>4</manual_intervention>\n"), "{xml}");
     }
 }

@@ -73,9 +73,7 @@ fn job_lines_pad_and_cut_as_the_format_does() {
                     name,
                     owner,
                     priority: (n as i32 * 97) % 2048 - 1023,
-                    state: JobState::Pending {
-                        held: n.is_multiple_of(2),
-                    },
+                    state: JobState::pending(n.is_multiple_of(2)),
                     submit_time: 1_700_000_000 + n as i64,
                     start_time: None,
                     queue,
@@ -324,6 +322,7 @@ fn job_details_list_what_sge_lists_in_its_order() {
         override_tickets: 0,
         version: 0,
         predecessors: Vec::new(),
+        successors: Vec::new(),
         nurg: 0.0,
         running: vec![gantry_proto::RunningTask {
             task_id: TaskId(1),
@@ -415,7 +414,7 @@ fn a_listing_writes_each_line_as_alone() {
         .into_iter()
         .enumerate()
     {
-        let mut j = job(n as u64 + 1, JobState::Pending { held: false }, None, "");
+        let mut j = job(n as u64 + 1, JobState::pending(false), None, "");
         j.priority = priority;
         j.submit_time = submitted;
         jobs.push(j);
@@ -424,7 +423,7 @@ fn a_listing_writes_each_line_as_alone() {
     jobs[1].start_time = Some(30);
     // Then rows alike but for one column after the name each.
     let like = |n: u64| {
-        let mut j = job(n, JobState::Pending { held: false }, None, "");
+        let mut j = job(n, JobState::pending(false), None, "");
         j.submit_time = 3_600;
         j
     };
@@ -434,7 +433,7 @@ fn a_listing_writes_each_line_as_alone() {
         let mut j = like(next + 1);
         match vary {
             0 => j.owner = "user2",
-            1 => j.state = JobState::Pending { held: true },
+            1 => j.state = JobState::pending(true),
             2 => j.submit_time = 3_601,
             3 => {
                 j.queue = Some("all.q@vm");
@@ -463,7 +462,7 @@ fn a_long_listing_is_written_in_pieces_as_its_rows_are_decoded() {
         priority: 0,
         state: match n % 3 {
             0 => JobState::Running,
-            _ => JobState::Pending { held: n % 3 == 2 },
+            _ => JobState::pending(n % 3 == 2),
         },
         submit_time: n as i64,
         start_time: n.is_multiple_of(3).then_some(n as i64),
@@ -520,7 +519,7 @@ fn job_lines_from_the_master_are_written_as_rows_are() {
         state: match n % 4 {
             0 => JobState::Running,
             1 => JobState::Suspended,
-            _ => JobState::Pending { held: n % 4 == 2 },
+            _ => JobState::pending(n % 4 == 2),
         },
         submit_time: 1_700_000_000 + (n / 7) as i64,
         start_time: (n % 4 < 2).then_some(1_700_000_100),
@@ -644,7 +643,7 @@ fn long_lines(count: u64, width: usize) -> Vec<u8> {
     use gantry_proto::{encode, FromMaster, JobLine};
     let lines = (0..count)
         .map(|n| JobLine {
-            state: JobState::Pending { held: false },
+            state: JobState::pending(false),
             head: format!("{n:>7} 0.50000 sleep      user1        qw    "),
             when: 1_700_000_000,
             tail: format!(" {:width$}\n", n),
@@ -734,7 +733,7 @@ fn a_listing_cut_off_by_the_socket_ends_with_an_error() {
 fn job_lines_have_sges_columns() {
     let out = render_qstat(&[
         job(28, JobState::Running, Some("all.q@vm"), ""),
-        job(36, JobState::Pending { held: false }, None, "2-5:1"),
+        job(36, JobState::pending(false), None, "2-5:1"),
     ]);
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines[0].len(), 114);
@@ -756,7 +755,7 @@ fn job_lines_have_sges_columns() {
     );
     let f = render_qstat_f(
         &idle_host(),
-        &[job(36, JobState::Pending { held: false }, None, "")],
+        &[job(36, JobState::pending(false), None, "")],
         false,
         None,
         None,
@@ -816,7 +815,7 @@ fn functional_cell() -> (Vec<JobViewRef<'static>>, Vec<gantry_proto::PriorityRow
             if running {
                 JobState::Running
             } else {
-                JobState::Pending { held: false }
+                JobState::pending(false)
             },
             running.then_some("all.q@vm"),
             "",
@@ -909,7 +908,7 @@ fn qstat_g_t_has_a_line_per_slot_as_sge() {
             .collect(),
         usage: None,
     };
-    let pending = job(3, JobState::Pending { held: false }, None, "");
+    let pending = job(3, JobState::pending(false), None, "");
     let out = render_qstat_gt(&[running.clone(), pending.clone()], &[lines]);
     let want: Vec<String> = sge
         .iter()
@@ -936,7 +935,7 @@ fn qstat_t_adds_the_master_tasks_usage_as_sge() {
     let mut running = job(8, JobState::Running, Some("all.q@vm"), "");
     running.name = "pe.sh";
     running.prio = 50_000;
-    let mut held = job(6, JobState::Pending { held: true }, None, "");
+    let mut held = job(6, JobState::pending(true), None, "");
     held.name = "sleep";
     held.prio = 0;
     let lines = gantry_proto::TaskLines {

@@ -136,13 +136,16 @@ fn decide_request(
         ToMaster::Submit { spec, verify } => submit(state, ctx, caller, *spec, verify),
         ToMaster::ShowJobs { users } => {
             let users = users_with_caller(&users, &caller.user);
-            Decision::answer(FromMaster::Jobs(
-                state.job_views(&users, &state.live.started),
-            ))
+            Decision::answer(FromMaster::Jobs(state.job_views(
+                &users,
+                &state.live.started,
+                now.secs(),
+            )))
         }
-        ToMaster::InstancesAdmitting { users } => {
-            Decision::answer(FromMaster::Names(state.instances_admitting(&users)))
-        }
+        ToMaster::SelectQueues(selection) => match state.select_queues(&selection, now) {
+            Ok(selected) => Decision::answer(FromMaster::QueuesSelected(selected)),
+            Err(refusal) => Decision::refused(refusal),
+        },
         ToMaster::UnresolvedHosts { names } => Decision::answer(FromMaster::Names(
             names
                 .into_iter()
@@ -174,7 +177,9 @@ fn decide_request(
         ToMaster::ShowJobLines { users } => {
             let users = users_with_caller(&users, &caller.user);
             Decision::answer(FromMaster::JobLines(
-                state.jobs_image().lines(&users, &state.live.started),
+                state
+                    .jobs_image(now.secs())
+                    .lines(&users, &state.live.started),
             ))
         }
         ToMaster::JobDetails { ids } => job_details(state, ctx, &ids),
@@ -655,6 +660,7 @@ fn job_details(state: &ClusterState, ctx: &Context<'_>, ids: &[String]) -> Decis
                 &job.spec.hold_jids,
                 job.id,
             ),
+            successors: gantry_sched::view::successors(&state.input.jobs, job),
             override_tickets: state.input.job_otickets.get(&job.id).copied().unwrap_or(0),
             nurg: state
                 .live

@@ -789,13 +789,20 @@ impl ClusterState {
     }
 
     /// `qstat`'s rows: running tasks one by one, pending tasks of a job together.
-    pub fn job_views(&self, users: &[String], started: &HashSet<(JobId, TaskId)>) -> Vec<JobView> {
-        self.jobs_image().views(users, started)
+    pub fn job_views(
+        &self,
+        users: &[String],
+        started: &HashSet<(JobId, TaskId)>,
+        now: i64,
+    ) -> Vec<JobView> {
+        self.jobs_image(now).views(users, started)
     }
 
-    /// What `qstat`'s rows are made of, to make them on another thread.
-    pub fn jobs_image(&self) -> JobsImage {
+    /// What `qstat`'s rows are made of, to make them on another thread; `now` (seconds)
+    /// says which start times (`-a`) are still to come.
+    pub fn jobs_image(&self, now: i64) -> JobsImage {
         JobsImage {
+            now,
             jobs: self.input.jobs.clone(),
             suspended_queues: self.input.suspended_queues.clone(),
             threshold_suspended: self.input.threshold_suspended.clone(),

@@ -22,6 +22,7 @@ mod global_config;
 mod hostgroups;
 mod managers;
 mod queues;
+mod selection;
 mod usage;
 mod usersets;
 

@@ -529,12 +529,55 @@ pub struct AccountingRecord {
     pub report: JobReport,
 }
 
+/// What a pending job waits for, as `qstat -s hu|ho|hs|hj|hd|ha` selects it: its user,
+/// operator and system holds, predecessors (`-hold_jid`, `-hold_jid_ad`) still in the
+/// system, and a start time (`-a`) still to come. Encoded as one byte (the user hold
+/// is the bit a plain `held` flag was).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Holds(pub u8);
+
+impl Holds {
+    pub const NONE: Holds = Holds(0);
+    /// `-h u`: `hu`.
+    pub const USER: Holds = Holds(1);
+    /// `-h o`: `ho`.
+    pub const OPERATOR: Holds = Holds(2);
+    /// `-h s`: `hs`.
+    pub const SYSTEM: Holds = Holds(4);
+    /// `-hold_jid`: `hj`.
+    pub const JOB_DEPENDENCY: Holds = Holds(8);
+    /// `-hold_jid_ad`: `hd`.
+    pub const ARRAY_DEPENDENCY: Holds = Holds(16);
+    /// `-a` in the future: `ha` (the state stays `qw`, as SGE's).
+    pub const START_TIME: Holds = Holds(32);
+
+    pub fn contains(self, other: Holds) -> bool {
+        self.0 & other.0 == other.0 && other.0 != 0
+    }
+
+    pub fn with(self, other: Holds, on: bool) -> Holds {
+        match on {
+            true => Holds(self.0 | other.0),
+            false => self,
+        }
+    }
+
+    pub fn any(self) -> bool {
+        self.0 != 0
+    }
+
+    /// Shown as the `h` of `hqw`: every hold but a start time.
+    pub fn letter_h(self) -> bool {
+        self.0 & !Self::START_TIME.0 != 0
+    }
+}
+
 /// The state of a `qstat` row; [`JobState::letters`] prints it as SGE does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum JobState {
     /// Waiting to be scheduled: `qw`, or `hqw` when held (`-h`, or a `-hold_jid`
-    /// predecessor still in the system).
-    Pending { held: bool },
+    /// predecessor still in the system); which holds it waits for (`qstat -s hu`).
+    Pending { holds: Holds },
     /// Could not be started and waits for `qmod -cj`: `Eqw`.
     Error,
     /// Dispatched, not yet confirmed by its execd: `t`.
@@ -555,8 +598,8 @@ impl JobState {
     /// SGE's state letters.
     pub fn letters(self) -> &'static str {
         match self {
-            JobState::Pending { held: false } => "qw",
-            JobState::Pending { held: true } => "hqw",
+            JobState::Pending { holds } if holds.letter_h() => "hqw",
+            JobState::Pending { .. } => "qw",
             JobState::Error => "Eqw",
             JobState::Transferring => "t",
             JobState::Running => "r",
@@ -580,9 +623,24 @@ impl JobState {
         )
     }
 
-    /// Shown by `qstat -s h`.
+    /// Held (the `h` of `hqw`).
     pub fn is_held(self) -> bool {
-        self == JobState::Pending { held: true }
+        matches!(self, JobState::Pending { holds } if holds.letter_h())
+    }
+
+    /// The holds a pending row waits for (none for any other row).
+    pub fn holds(self) -> Holds {
+        match self {
+            JobState::Pending { holds } => holds,
+            _ => Holds::NONE,
+        }
+    }
+
+    /// A pending row held by a user hold (`-h`) or by none.
+    pub fn pending(held: bool) -> JobState {
+        JobState::Pending {
+            holds: if held { Holds::USER } else { Holds::NONE },
+        }
     }
 
     /// A row's letters: [`JobState::letters_restarted`] for a task that runs again.
@@ -598,8 +656,8 @@ impl JobState {
     /// `Rr`, `dRr`).
     pub fn letters_restarted(self) -> &'static str {
         match self {
-            JobState::Pending { held: false } => "Rq",
-            JobState::Pending { held: true } => "hRq",
+            JobState::Pending { holds } if holds.letter_h() => "hRq",
+            JobState::Pending { .. } => "Rq",
             JobState::Error => "ERq",
             JobState::Transferring => "Rt",
             JobState::Running => "Rr",
@@ -785,6 +843,8 @@ pub struct JobDetail {
     pub version: u32,
     /// The jobs in the system its `-hold_jid` names (SGE's `jid_predecessor_list`).
     pub predecessors: Vec<JobId>,
+    /// The jobs in the system whose `-hold_jid` names this one (`jid_successor_list`).
+    pub successors: Vec<JobId>,
     /// Its normalised urgency in the last scheduling cycle (SGE's `JB_nurg`; 0 before
     /// one, and for a job no cycle considered).
     pub nurg: f64,

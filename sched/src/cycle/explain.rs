@@ -195,23 +195,27 @@ impl<'a> ClusterView<'a> {
             reasons.push("Job is in error state".to_string());
         }
         if !job.tasks.has_pending() {
-            // SGE shows its last run's word on full queue instances for every job, one
-            // whose tasks all run too.
+            // SGE shows its last run's word on the queue instances it dropped (full,
+            // disabled, suspended, ...) for every job, one whose tasks all run too.
             let snap = self.snapshot_at(connected, at, true);
-            let full: Vec<usize> = snap
-                .order
-                .iter()
-                .copied()
-                .filter(|&i| is_full(&snap, i))
-                .collect();
-            for &inst in &full {
+            let mut dropped = 0;
+            for &inst in &snap.order {
                 let i = &snap.instances[inst];
-                reasons.push(format!(
-                    "queue instance \"{}@{}\" dropped because it is full",
-                    i.queue, snap.hosts[i.host].name
-                ));
+                let host = &snap.hosts[i.host].name;
+                let text = match &i.unusable {
+                    Some(u) => Misfit::Unusable(u.clone()).message(&i.queue, host),
+                    None if is_full(&snap, inst) => {
+                        format!(
+                            "queue instance \"{}@{host}\" dropped because it is full",
+                            i.queue
+                        )
+                    }
+                    None => continue,
+                };
+                dropped += 1;
+                reasons.push(text);
             }
-            if !full.is_empty() && full.len() == snap.order.len() {
+            if dropped > 0 && dropped == snap.order.len() {
                 reasons.push("All queues dropped because of overload or full".to_string());
             }
             return reasons;

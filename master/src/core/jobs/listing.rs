@@ -26,6 +26,8 @@ pub struct JobsImage {
     pub(super) threshold_suspended: Arc<std::collections::BTreeSet<(JobId, TaskId)>>,
     /// The last cycle's priorities (the `prior` column).
     pub(super) priorities: Option<Arc<Priorities>>,
+    /// Seconds since 1970: a start time (`-a`) after it holds its job (`qstat -s ha`).
+    pub(super) now: i64,
 }
 
 /// The `prior` a row shows (SGE's last scheduling run's, 0 before any and for a job it
@@ -258,15 +260,13 @@ impl ListingAnswer {
 /// Are a job's rows made for every listing: does anything but the job decide them
 /// (running tasks' states come from elsewhere, `-hold_jid` from other jobs)?
 fn live(job: &Job) -> bool {
-    job.tasks.placed().next().is_some() || !job.spec.hold_jids.is_empty()
+    job.tasks.placed().next().is_some()
+        || !job.spec.hold_jids.is_empty()
+        || !job.spec.hold_jids_ad.is_empty()
+        || job.spec.start_after.is_some()
 }
 
 impl JobsImage {
-    /// Is a job id or name still in the system (for `-hold_jid`)?
-    fn predecessor_active(&self, reference: &str) -> bool {
-        gantry_sched::view::predecessor_active(&self.jobs, reference)
-    }
-
     /// The rows of `users`' jobs (all: empty, or `*`); `started`: the tasks whose execd
     /// reported them started.
     pub fn views(&self, users: &[String], started: &HashSet<(JobId, TaskId)>) -> Vec<JobView> {
@@ -606,12 +606,7 @@ impl JobsImage {
                 }
             }
             if job.tasks.has_pending() {
-                let held = job.spec.held()
-                    || job
-                        .spec
-                        .hold_jids
-                        .iter()
-                        .any(|r| self.predecessor_active(r));
+                let holds = gantry_sched::view::pending_holds(&self.jobs, job, self.now);
                 // Tasks waiting to run again are a row of their own (`Rq`), as SGE
                 // groups tasks by state.
                 let pending_tasks = job.tasks.pending();
@@ -636,10 +631,10 @@ impl JobsImage {
                     } else {
                         RowTasks::None
                     };
-                    emit(base(JobState::Pending { held }, tasks));
+                    emit(base(JobState::Pending { holds }, tasks));
                 }
                 if !again.is_empty() {
-                    let mut row = base(JobState::Pending { held }, ranges(&again));
+                    let mut row = base(JobState::Pending { holds }, ranges(&again));
                     row.restarted = true;
                     emit(row);
                 }
@@ -705,7 +700,7 @@ mod tests {
         held.spec.hold = true;
         held.spec.hold_jids = vec!["2".into()];
         submit(&mut s, held);
-        let image = s.jobs_image();
+        let image = s.jobs_image(0);
         let started: HashSet<(JobId, TaskId)> = [(JobId(2), TaskId(1))].into_iter().collect();
         for users in [vec![], vec!["alice".to_string()], vec!["*".to_string()]] {
             let views = image.views(&users, &started);
@@ -785,7 +780,7 @@ mod tests {
         let started = HashSet::new();
         let everyone: Vec<String> = Vec::new();
         let (_, mut cache) = s
-            .jobs_image()
+            .jobs_image(0)
             .encoded_views_with(&everyone, &started, None, ListingForm::Rows)
             .unwrap();
         type Change = Box<dyn Fn(&mut ClusterState)>;
@@ -827,7 +822,7 @@ mod tests {
         ];
         for (n, change) in changes.iter().enumerate() {
             change(&mut s);
-            let image = s.jobs_image();
+            let image = s.jobs_image(0);
             for users in [vec![], vec!["alice".to_string()], vec!["dave".to_string()]] {
                 let afresh = image.encoded_views(&users, &started).unwrap();
                 let (cached, _) = image
@@ -938,7 +933,7 @@ mod tests {
                     }
                     Change::List(users) => {
                         let users: Vec<String> = users.map(|o| OWNERS[o].to_string()).into_iter().collect();
-                        let image = s.jobs_image();
+                        let image = s.jobs_image(0);
                         // Made row by row, apart from the encoding's own code.
                         let afresh = gantry_proto::encode(&gantry_proto::FromMaster::Jobs(
                             image.views(&users, &started),

@@ -518,3 +518,169 @@ fn a_user_is_in_one_department_only() {
         .add_users_to_sets(&root, &["alice".into()], &["friends".into()])
         .is_ok());
 }
+
+/// `qselect`/`qstat`'s queue selection, as SGE's: `-q` by queue, instance and host
+/// group, `-qs` by state, `-pe` by pe_list, `-l` against the instance empty (a full
+/// queue still offers its slots, a fixed value compares by its operator), and with
+/// `fitting_jobs` the pending jobs a selected instance would take.
+#[test]
+fn queue_selection_selects_as_sge() {
+    use crate::synthetic::{add_host, job, set_queue, start, submit};
+    use gantry_proto::{JobId, QueueSelection};
+    let mut s = crate::synthetic::cluster(&[]);
+    add_host(&mut s, "n1", "", &[("arch", "lx-amd64"), ("num_proc", "2")]);
+    add_host(&mut s, "n2", "", &[("arch", "lx-arm64"), ("num_proc", "4")]);
+    set_queue(&mut s, "all.q", "slots", "1,[n2=4]");
+    set_queue(&mut s, "all.q", "pe_list", "make,[n2=smp]");
+    submit(&mut s, job(1, "alice", &[], &[]));
+    start(&mut s, 1, 1, "all.q", "n1");
+    submit(&mut s, job(2, "bob", &[("arch", "lx-amd64")], &[]));
+    submit(&mut s, job(3, "bob", &[("num_proc", "8")], &[]));
+    s.input.disabled = std::sync::Arc::new(
+        [("all.q".to_string(), "n2".to_string())]
+            .into_iter()
+            .collect(),
+    );
+    let now = gantry_sched::Time::from_secs(0);
+    let select = |sel: QueueSelection| s.select_queues(&sel, now);
+    let names = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    let l = |r: &[(&str, &str)]| {
+        r.iter()
+            .map(|(k, v)| (k.to_string(), Some(v.to_string())))
+            .collect::<Vec<_>>()
+    };
+    let table: Vec<(QueueSelection, Vec<String>, Option<&str>)> = vec![
+        (
+            QueueSelection::default(),
+            names(&["all.q@n1", "all.q@n2"]),
+            None,
+        ),
+        (
+            QueueSelection {
+                queues: names(&["all.q@@allhosts"]),
+                ..Default::default()
+            },
+            names(&["all.q@n1", "all.q@n2"]),
+            None,
+        ),
+        (
+            QueueSelection {
+                queues: names(&["*@n2"]),
+                ..Default::default()
+            },
+            names(&["all.q@n2"]),
+            None,
+        ),
+        (
+            QueueSelection {
+                queues: names(&["nosuch.q"]),
+                ..Default::default()
+            },
+            vec![],
+            Some("-q"),
+        ),
+        (
+            QueueSelection {
+                states: Some("d".into()),
+                ..Default::default()
+            },
+            names(&["all.q@n2"]),
+            None,
+        ),
+        (
+            QueueSelection {
+                pes: names(&["smp"]),
+                ..Default::default()
+            },
+            names(&["all.q@n2"]),
+            None,
+        ),
+        (
+            QueueSelection {
+                pes: names(&["mpi"]),
+                ..Default::default()
+            },
+            vec![],
+            Some("-pe"),
+        ),
+        // n1's one slot is taken, and still offered (the instance as if empty).
+        (
+            QueueSelection {
+                resources: l(&[("slots", "1")]),
+                ..Default::default()
+            },
+            names(&["all.q@n1", "all.q@n2"]),
+            None,
+        ),
+        (
+            QueueSelection {
+                resources: l(&[("slots", "2")]),
+                ..Default::default()
+            },
+            names(&["all.q@n2"]),
+            None,
+        ),
+        (
+            QueueSelection {
+                resources: l(&[("arch", "lx-amd64")]),
+                ..Default::default()
+            },
+            names(&["all.q@n1"]),
+            None,
+        ),
+        (
+            QueueSelection {
+                resources: l(&[("num_proc", "4")]),
+                ..Default::default()
+            },
+            names(&["all.q@n2"]),
+            None,
+        ),
+    ];
+    for (sel, want, emptied) in table {
+        let got = select(sel.clone()).expect("a selection");
+        assert_eq!(got.instances, want, "{sel:?}");
+        assert_eq!(got.emptied_by.as_deref(), emptied, "{sel:?}");
+    }
+    // The pending jobs a selected instance would take: job 3 (num_proc=8) none.
+    let got = select(QueueSelection {
+        queues: names(&["all.q"]),
+        fitting_jobs: true,
+        ..Default::default()
+    })
+    .expect("a selection");
+    assert_eq!(got.fitting_jobs, vec![JobId(2)]);
+    let got = select(QueueSelection {
+        resources: l(&[("arch", "lx-arm64")]),
+        fitting_jobs: true,
+        ..Default::default()
+    })
+    .expect("a selection");
+    assert!(got.fitting_jobs.is_empty(), "{got:?}");
+    // Refused: an unknown PE, resource or queue state.
+    for (sel, message) in [
+        (
+            QueueSelection {
+                pes: names(&["nosuch"]),
+                ..Default::default()
+            },
+            "error: no such parallel environment",
+        ),
+        (
+            QueueSelection {
+                resources: l(&[("nosuch", "1")]),
+                ..Default::default()
+            },
+            "unknown resource \"nosuch\"",
+        ),
+        (
+            QueueSelection {
+                states: Some("dx".into()),
+                ..Default::default()
+            },
+            "error: unknown queue state: x found in string: dx\nunknown queue state: x found in string: dx",
+        ),
+    ] {
+        assert_eq!(select(sel).unwrap_err().message, message);
+    }
+}

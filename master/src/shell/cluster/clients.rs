@@ -530,7 +530,7 @@ impl Handler<JobsForViews> for Cluster {
         }
         MessageResult(Ok((
             super::listings::next_image(),
-            self.state.jobs_image(),
+            self.state.jobs_image(self.now().secs()),
             self.state.live.started.clone(),
         )))
     }

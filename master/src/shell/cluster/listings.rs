@@ -178,9 +178,9 @@ mod tests {
     fn requests_waiting_at_once_share_a_listing_of_the_newest_image() {
         let mut s = crate::synthetic::cluster(&[]);
         submit(&mut s, job(1, "alice", &[], &[]));
-        let older = s.jobs_image();
+        let older = s.jobs_image(0);
         submit(&mut s, job(2, "bob", &[], &[]));
-        let newer = s.jobs_image();
+        let newer = s.jobs_image(0);
         let expected = |users: &[&str]| {
             let users: Vec<String> = users.iter().map(|u| u.to_string()).collect();
             newer.encoded_views(&users, &HashSet::new()).unwrap()
