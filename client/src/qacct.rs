@@ -7,22 +7,36 @@ use crate::dates::local_time;
 use crate::opts::{opt, Arity, OptSpec};
 use crate::{exit, Output};
 
+mod file;
+
 const QACCT_SPECS: &[OptSpec] = &[
     opt("-help", Arity::None),
-    opt("-j", Arity::Optional),
-    opt("-o", Arity::Optional),
-    opt("-u", Arity::One),
-    opt("-q", Arity::Optional),
-    opt("-h", Arity::Optional),
-    opt("-d", Arity::One),
-    opt("-b", Arity::One),
-    opt("-e", Arity::One),
     opt("-ar", Arity::Optional),
+    opt("-A", Arity::Optional),
+    opt("-b", Arity::One),
+    opt("-d", Arity::One),
+    opt("-D", Arity::Optional),
+    opt("-e", Arity::One),
+    opt("-E", Arity::None),
+    opt("-f", Arity::One),
+    opt("-g", Arity::Optional),
+    opt("-h", Arity::Optional),
+    opt("-j", Arity::Optional),
+    opt("-l", Arity::One),
+    opt("-m", Arity::None),
+    opt("-o", Arity::Optional),
+    opt("-u", Arity::Optional),
+    opt("-pe", Arity::Optional),
+    opt("-P", Arity::Optional),
+    opt("-q", Arity::Optional),
+    opt("-slots", Arity::Optional),
+    opt("-t", Arity::One),
 ];
 
+/// SGE 8.1.9's text.
 pub fn qacct_usage() -> String {
     format!(
-        "Gantry {}\nusage: qacct [options]\n   [-ar [ar_id]]                            list [matching] advance reservations\n   [-b begin_time]                          jobs started after\n   [-d days]                                jobs started during the last d days\n   [-e end_time]                            jobs started before\n   [-h [host]]                              list [matching] host\n   [-help]                                  display this message\n   [-j [job_id|job_name|pattern]]           list all [matching] jobs\n   [-o [owner]]                             list [matching] owners\n   [-q [queue]]                             list [matching] queues\n   [-u owner]                               only the jobs of this owner\n\nbegin_time, end_time       [[CC]YY]MMDDhhmm[.SS]\n",
+        "Gantry {}\nusage: qacct [options]\n [-ar [ar_id]]                     list [matching] advance reservations\n [-A [account_string]]             list [matching] account\n [-b begin_time]                   jobs started after\n [-d days]                         jobs started during the last d days\n [-D [department]]                 list [matching] department\n [-e end_time]                     jobs started before\n [-E]                              select job end time, not start\n [[-f] acctfile]                   use alternate accounting file\n [-g [groupid|groupname]]          list [matching] group\n [-h [host]]                       list [matching] host\n [-help]                           display this message\n [-j [job_id|job_name|pattern]]    list all [matching] jobs\n [-l attr=val,...]                 request given complex attributes\n [-m]                              list only master tasks\n [-o [owner]]                      list [matching] owner\n [-u [owner]]                      list [matching] owner\n [-pe [pe_name]]                   list [matching] parallel environment\n [-P [project]]                    list [matching] project\n [-q [queue]]                      list [matching] queue\n [-slots [slots]]                  list [matching] job slots\n [-t taskid[-taskid[:step]]]       list all [matching] tasks (requires -j option)\n\n begin_time, end_time              [[CC]YYMMDDhhmm[.SS]\n queue                             [cluster_queue|queue_instance|queue_domain|pattern]\n",
         env!("CARGO_PKG_VERSION")
     )
 }
@@ -146,9 +160,6 @@ pub fn render_record(r: &AccountingRecord) -> String {
     s
 }
 
-/// What a grouped summary groups by.
-type GroupKey = fn(&AccountingRecord) -> String;
-
 /// The usage columns of a set of records: wallclock, utime, stime.
 fn usage_of(records: &[&AccountingRecord]) -> (i64, f64, f64) {
     let wall = records
@@ -181,7 +192,7 @@ pub fn qacct(args: &[String]) -> Output {
     let p = match crate::parse_args_as(
         args,
         QACCT_SPECS,
-        false,
+        true,
         qacct_usage,
         crate::UnknownOption::UsageOnly,
     ) {
@@ -216,14 +227,58 @@ pub fn qacct(args: &[String]) -> Output {
         }
     }
     let job = p.arg("-j").map(str::to_string);
-    let records = match crate::ask(&ToMaster::Accounting { job: job.clone() }) {
-        Ok(FromMaster::Accounting(r)) => r,
-        Ok(other) => return crate::unexpected(&other),
-        Err(out) => return out,
+    let tasks = match p.arg("-t") {
+        None => None,
+        Some(_) if job.is_none() => {
+            return Output::usage_error(
+                "error: -t option requires -j option with an argument",
+                &qacct_usage(),
+            )
+        }
+        Some(t) => match crate::optvalues::task_range(t) {
+            Ok(r) => Some((r.first, r.last, r.step)),
+            Err(_) => {
+                return Output::usage_error(
+                    "ERROR! -t option must have a list of task id ranges",
+                    &qacct_usage(),
+                )
+            }
+        },
     };
-    let owner_filter = p.arg("-u").or(p.arg("-o"));
-    let queue_filter = p.arg("-q");
-    let host_filter = p.arg("-h");
+    // The records: the master's, or an SGE accounting file's (`-f`).
+    // `[[-f] acctfile]`: the file may stand alone.
+    let acctfile = match (p.arg("-f"), p.operands.as_slice()) {
+        (Some(f), []) => Some(f),
+        (None, [f]) => Some(f.as_str()),
+        (None, []) => None,
+        _ => return Output::usage_error("error: more than one accounting file", &qacct_usage()),
+    };
+    let (records, departments): (Vec<AccountingRecord>, Vec<String>) = match acctfile {
+        Some(path) => match std::fs::read_to_string(path) {
+            Ok(text) => match file::parse(&text) {
+                Ok(rs) => rs.into_iter().map(|f| (f.record, f.department)).unzip(),
+                Err((line, e)) => {
+                    return Output::fail(format!("error: {path}, line {line}: {e}"), exit::FAILURE)
+                }
+            },
+            // SGE's words: the file's error on stderr, then that it found nothing.
+            Err(e) => {
+                return Output {
+                    stdout: "no jobs running since startup\n".to_string(),
+                    stderr: format!("{path}: {}\n", gantry_common::os_error::strerror(&e)),
+                    code: exit::FAILURE,
+                }
+            }
+        },
+        None => match crate::ask(&ToMaster::Accounting { job: job.clone() }) {
+            Ok(FromMaster::Accounting(r)) => {
+                let d = vec!["defaultdepartment".to_string(); r.len()];
+                (r, d)
+            }
+            Ok(other) => return crate::unexpected(&other),
+            Err(out) => return out,
+        },
+    };
     let ar_filter = match p.arg("-ar").map(str::parse::<u64>) {
         None => None,
         Some(Ok(id)) => Some(id),
@@ -234,78 +289,216 @@ pub fn qacct(args: &[String]) -> Output {
             )
         }
     };
-    let selected: Vec<&AccountingRecord> = records
+    let slots_filter = match p.arg("-slots").map(str::parse::<u32>) {
+        None => None,
+        Some(Ok(n)) => Some(n),
+        Some(Err(_)) => {
+            return Output::usage_error(
+                "ERROR! invalid slot count, must be an unsigned integer",
+                &qacct_usage(),
+            )
+        }
+    };
+    // `-l`: the jobs that ran in a queue instance offering these resources.
+    let offering: Option<std::collections::HashSet<String>> = match p.arg("-l") {
+        None => None,
+        Some(l) => match crate::ask(&ToMaster::SelectQueues(gantry_proto::QueueSelection {
+            resources: crate::qselect::requests(Some(l)),
+            ..Default::default()
+        })) {
+            Ok(FromMaster::QueuesSelected(s)) => Some(s.instances.into_iter().collect()),
+            Ok(other) => return crate::unexpected(&other),
+            Err(out) => return out,
+        },
+    };
+    let columns = columns(&p);
+    // -b, -e and -d by start time, or with -E by end time.
+    let when = |r: &AccountingRecord| match p.has("-E") {
+        true => r.report.end_time,
+        false => r.report.start_time,
+    };
+    let selected: Vec<Entry> = records
         .iter()
-        .filter(|r| since.is_none_or(|t| r.report.start_time >= t))
-        .filter(|r| until.is_none_or(|t| r.report.start_time <= t))
-        .filter(|r| owner_filter.is_none_or(|o| r.owner == o))
-        .filter(|r| queue_filter.is_none_or(|q| r.report.queue.split('@').next() == Some(q)))
-        .filter(|r| host_filter.is_none_or(|h| r.report.host == h))
-        .filter(|r| ar_filter.is_none_or(|a| r.ar.is_some_and(|(id, _)| id.get() == a)))
+        .zip(&departments)
+        .map(|(r, d)| Entry {
+            r,
+            department: d.as_str(),
+        })
+        .filter(|e| since.is_none_or(|t| when(e.r) >= t))
+        .filter(|e| until.is_none_or(|t| when(e.r) <= t))
+        .filter(|e| columns.iter().all(|c| c.admits(e)))
+        .filter(|e| ar_filter.is_none_or(|a| e.r.ar.map_or(0, |(id, _)| id.get()) == a))
+        .filter(|e| slots_filter.is_none_or(|n| e.r.slots == n))
+        .filter(|e| {
+            offering
+                .as_ref()
+                .is_none_or(|o| o.contains(&e.r.report.queue))
+        })
+        .filter(|e| !p.has("-m") || e.r.report.pe_task.is_none())
+        .filter(|e| {
+            tasks.is_none_or(|(a, b, step)| {
+                // A job that is no array has no task number (SGE's 0): no -t names it.
+                e.r.task_id.is_some_and(|t| {
+                    let t = t.get();
+                    t >= a && t <= b && (t - a) % step.max(1) == 0
+                })
+            })
+        })
         .collect();
     if p.has("-j") {
         if selected.is_empty() {
             return Output::fail(
-                match job {
-                    Some(j) if j.parse::<u64>().is_ok() => format!("error: job id {j} not found"),
-                    Some(j) => format!("error: job name {j} not found"),
-                    None => "error: no jobs found".to_string(),
+                match (&job, tasks) {
+                    (Some(j), Some((a, b, step))) => {
+                        format!("error: Job-array tasks {j}.{a}-{b}:{step} not found")
+                    }
+                    (Some(j), None) if j.parse::<u64>().is_ok() => {
+                        format!("error: job id {j} not found")
+                    }
+                    (Some(j), None) => format!("error: job name {j} not found"),
+                    (None, _) => "error: no jobs found".to_string(),
                 },
                 exit::FAILURE,
             );
         }
-        return Output::ok(selected.iter().map(|r| render_record(r)).collect());
+        return Output::ok(selected.iter().map(|e| render_record(e.r)).collect());
     }
-    // Grouped summaries: by owner (-o), queue (-q) or host (-h).
-    let group: Option<(&str, GroupKey)> = if p.has("-o") {
-        Some(("OWNER", |r| r.owner.clone()))
-    } else if p.has("-q") {
-        Some(("QNAME", |r| {
-            r.report.queue.split('@').next().unwrap_or("").to_string()
-        }))
-    } else if p.has("-h") {
-        Some(("HOSTNAME", |r| r.report.host.clone()))
-    } else if p.has("-ar") {
-        // SGE's `AR` column: the reservation's id, 0 for jobs outside any.
-        Some(("AR", |r| r.ar.map_or(0, |(id, _)| id.get()).to_string()))
-    } else {
-        None
-    };
-    match group {
-        None => Output::ok(format!(
-            "Total System Usage\n{USAGE_HEADER}\n{}\n{}\n",
-            "=".repeat(112),
-            usage_columns(&selected)
-        )),
-        Some((title, key)) => {
-            let mut groups: std::collections::BTreeMap<String, Vec<&AccountingRecord>> =
-                Default::default();
-            for r in &selected {
-                groups.entry(key(r)).or_default().push(r);
+    Output::ok(summary(&columns, &selected))
+}
+
+/// A record with the department it was accounted under.
+struct Entry<'a> {
+    r: &'a AccountingRecord,
+    department: &'a str,
+}
+
+/// A column of qacct's grouped summary: SGE's title, the option that asks for it, and
+/// what it shows of a record.
+struct Column<'a> {
+    title: &'static str,
+    /// The value the option named (only records with it count, and it is shown).
+    only: Option<&'a str>,
+    /// A number, printed in five columns as SGE's (`    1`).
+    numeric: bool,
+    value: fn(&Entry) -> String,
+}
+
+impl Column<'_> {
+    fn admits(&self, e: &Entry) -> bool {
+        match (self.only, self.title) {
+            (None, _) | (_, "SLOTS" | "AR") => true,
+            (Some(q), "CLUSTER QUEUE") => {
+                let (cq, host) =
+                    e.r.report
+                        .queue
+                        .split_once('@')
+                        .unwrap_or((&e.r.report.queue, ""));
+                gantry_common::job::queue_reference_matches(q, cq, host, &[])
             }
-            let width = groups
-                .keys()
-                .map(String::len)
-                .max()
-                .unwrap_or(0)
-                .max(title.len())
-                .max(5)
-                + 1;
-            let width = width.max(6);
-            // SGE's layout: the name column, then WALLCLOCK right-aligned in 9.
-            let mut out = format!("{title:<w$}{}\n", &USAGE_HEADER[4..], w = width.max(10));
-            out.push_str(&"=".repeat(width.max(10) + USAGE_HEADER.len() - 4));
-            out.push('\n');
-            for (name, rs) in &groups {
-                out.push_str(&format!(
-                    "{name:<w$}{}\n",
-                    &usage_columns(rs)[4..],
-                    w = width.max(10)
-                ));
-            }
-            Output::ok(out)
+            (Some(v), _) => (self.value)(e) == v,
         }
     }
+
+    fn shown(&self, e: &Entry) -> String {
+        let v = match self.only {
+            Some(v) if self.title != "CLUSTER QUEUE" => v.to_string(),
+            _ => (self.value)(e),
+        };
+        match self.numeric {
+            true => format!("{v:>5}"),
+            false => v,
+        }
+    }
+}
+
+/// The columns the command line asks for, in SGE's order.
+fn columns<'a>(p: &'a crate::opts::Parsed) -> Vec<Column<'a>> {
+    type Value = fn(&Entry) -> String;
+    let table: [(&str, &[&str], bool, Value); 10] = [
+        ("HOST", &["-h"], false, |e| e.r.report.host.clone()),
+        ("CLUSTER QUEUE", &["-q"], false, |e| {
+            e.r.report.queue.split('@').next().unwrap_or("").to_string()
+        }),
+        ("GROUP", &["-g"], false, |e| e.r.group.clone()),
+        ("OWNER", &["-o", "-u"], false, |e| e.r.owner.clone()),
+        ("PROJECT", &["-P"], false, |e| {
+            e.r.project.clone().unwrap_or_else(|| "NONE".to_string())
+        }),
+        ("DEPARTMENT", &["-D"], false, |e| e.department.to_string()),
+        ("PE", &["-pe"], false, |e| {
+            e.r.granted_pe.clone().unwrap_or_else(|| "NONE".to_string())
+        }),
+        ("SLOTS", &["-slots"], true, |e| e.r.slots.to_string()),
+        ("AR", &["-ar"], true, |e| {
+            e.r.ar.map_or(0, |(id, _)| id.get()).to_string()
+        }),
+        ("ACCOUNT", &["-A"], false, |e| e.r.account.clone()),
+    ];
+    table
+        .into_iter()
+        .filter_map(|(title, options, numeric, value)| {
+            let option = options.iter().find(|o| p.has(o))?;
+            Some(Column {
+                title,
+                only: p.arg(option),
+                numeric,
+                value,
+            })
+        })
+        .collect()
+}
+
+/// The summary: `Total System Usage` or a row per group of the columns asked for, and
+/// no row while the records' wallclock adds up to nothing, as SGE's.
+fn summary(columns: &[Column], selected: &[Entry]) -> String {
+    let mut groups: std::collections::BTreeMap<Vec<String>, Vec<&AccountingRecord>> =
+        Default::default();
+    for e in selected {
+        let key = columns.iter().map(|c| c.shown(e)).collect();
+        groups.entry(key).or_default().push(e.r);
+    }
+    let widths: Vec<usize> = columns
+        .iter()
+        .enumerate()
+        .map(|(n, c)| match (c.numeric, c.only) {
+            // SGE's: a number asked for fills its five columns, unpadded.
+            (true, Some(_)) => 5,
+            _ => groups
+                .keys()
+                .map(|k| k[n].len() + 1)
+                .chain([c.title.len() + 1, c.only.map_or(0, |v| v.len() + 1)])
+                .max()
+                .unwrap_or(0),
+        })
+        .collect();
+    let mut out = String::new();
+    if columns.is_empty() {
+        out.push_str("Total System Usage\n");
+    }
+    for (c, w) in columns.iter().zip(&widths) {
+        out.push_str(&format!("{:<w$}", c.title));
+    }
+    out.push_str(USAGE_HEADER);
+    out.push('\n');
+    out.push_str(&"=".repeat(widths.iter().sum::<usize>() + USAGE_HEADER.len()));
+    out.push('\n');
+    let all: Vec<&AccountingRecord> = selected.iter().map(|e| e.r).collect();
+    if usage_of(&all).0 == 0 {
+        return out;
+    }
+    if columns.is_empty() {
+        out.push_str(&usage_columns(&all));
+        out.push('\n');
+        return out;
+    }
+    for (key, rs) in &groups {
+        for (v, w) in key.iter().zip(&widths) {
+            out.push_str(&format!("{v:<w$}"));
+        }
+        out.push_str(&usage_columns(rs));
+        out.push('\n');
+    }
+    out
 }
 
 #[cfg(test)]

@@ -282,6 +282,11 @@ static MASKED_AMOUNT: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"#+(\.#+)([KMGT]?(Bs?\b)|[KMGT])?").unwrap());
 /// A count alone on a line once masked (`ru_minflt    ###`).
 static MASKED_COUNT: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^(\w+\s+)#+(\s*)$").unwrap());
+/// A row of `qacct`'s summary: its seven measured columns (WALLCLOCK .. IOW) at the end.
+static ACCOUNTING_ROW: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^(.*?)((?: +\d+(?:\.\d+)?){7})$").unwrap());
+/// One of those columns: its padding and number.
+static ACCOUNTING_COLUMN: LazyLock<Regex> = LazyLock::new(|| Regex::new(r" +\d+(\.\d+)?").unwrap());
 /// A `qstat -g c` cluster queue line: its CQLOAD column.
 static CLUSTER_QUEUE_LINE: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"^(\S+\s+)(\d+\.\d\d)((\s+\d+){6} )$").unwrap());
@@ -373,6 +378,20 @@ pub fn normalise(command: &str, text: &str, replacements: &[(String, String)]) -
         {
             let prior = DIGIT.replace_all(&c[2], "#");
             format!("{}{prior}{}{}", &c[1], &c[3], &body[c[0].len()..])
+        } else if let Some(c) = ACCOUNTING_ROW
+            .captures(body)
+            .filter(|_| command.starts_with("qacct"))
+        {
+            // Each measured number becomes `#` (with its decimals as `#`), right-aligned
+            // in the width its column had: how long a job ran differs between runs.
+            let columns = ACCOUNTING_COLUMN.replace_all(&c[2], |m: &regex::Captures| {
+                let masked = match m.get(1) {
+                    Some(d) => format!("#.{}", "#".repeat(d.as_str().len() - 1)),
+                    None => "#".to_string(),
+                };
+                format!("{masked:>w$}", w = m[0].len())
+            });
+            format!("{}{columns}", &c[1])
         } else if let Some(c) = CLUSTER_QUEUE_LINE
             .captures(body)
             .filter(|_| command.starts_with("qstat"))
@@ -717,6 +736,16 @@ mod tests {
             ("qstat", "all.q@vm                       BIP   0/0/2          0.41     lx-amd64      \n", "all.q@vm                       BIP   0/0/2          #.##     lx-amd64      \n"),
             ("qstat", "mail_list:                  user1@node7\n", "mail_list:                  user1@vm\n"),
             ("qacct -j 1", "ru_wallclock 1.002s\n", "ru_wallclock #.###s\n"),
+            (
+                "qacct -o",
+                "user1 sge                28         0.007         0.015         0.022              0.000              0.000              0.000\n",
+                "user1 sge                 #         #.###         #.###         #.###              #.###              #.###              #.###\n",
+            ),
+            (
+                "qacct",
+                "           28         0.007         0.015         0.022              0.000              0.000              0.000\n",
+                "            #         #.###         #.###         #.###              #.###              #.###              #.###\n",
+            ),
             ("qstat -g c", "all.q                             0.31      1      0      1      2      0      0 \n", "all.q                             #.##      1      0      1      2      0      0 \n"),
             ("qacct -j 1", "ru_maxrss    4.469KB\n", "ru_maxrss    #.###B\n"),
             ("qacct -j 1", "mem          56.623KBs\n", "mem          #.###Bs\n"),

@@ -289,6 +289,9 @@ fn refused_reservations_say_what_sge_says_and_book_nothing() {
     );
     let f = c.client("qstat", &["-f"]).stdout;
     assert!(f.contains("2/2/4"), "resv/used/tot: {f}");
+    // A wallclock of a second at least: qacct's summary below has no row for jobs whose
+    // wallclock adds up to nothing (as SGE's). Time itself is the condition here.
+    std::thread::sleep(Duration::from_millis(1100));
     expect(
         &u("ar_u1", "qrdel", &["myar"]),
         "ar_u1 has registered the advance_reservation 1 for deletion\n",
@@ -365,7 +368,7 @@ fn refused_reservations_say_what_sge_says_and_book_nothing() {
         by_ar.code == 0
             && lines.len() == 3
             && lines[0].starts_with("AR ")
-            && lines[2].starts_with("1 "),
+            && lines[2].starts_with("    1 "),
         "{by_ar:?}"
     );
 }
