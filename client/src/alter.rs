@@ -1,7 +1,7 @@
 //! `qalter`, `qhold`, `qrls` (change pending jobs) and `qmod` (disable and enable queue
 //! instances).
 
-use gantry_proto::{JobChanges, QueueChange, ToMaster};
+use gantry_proto::{JobChanges, QueueChange, RescheduleTargets, ToMaster};
 
 use crate::opts::{opt, Arity, OptSpec, Parsed};
 use crate::optvalues::{self, context_change, OptionError};
@@ -386,6 +386,10 @@ const QMOD_SPECS: &[OptSpec] = &[
     opt("-sq", Arity::None),
     opt("-us", Arity::None),
     opt("-usq", Arity::None),
+    opt("-f", Arity::None),
+    opt("-r", Arity::None),
+    opt("-rj", Arity::None),
+    opt("-rq", Arity::None),
 ];
 
 /// `12`, `12.3`, `12.1-4`: a job, not a queue.
@@ -395,9 +399,10 @@ pub fn is_job_ref(text: &str) -> bool {
         .is_some_and(|id| !id.is_empty() && id.chars().all(|c| c.is_ascii_digit()))
 }
 
+/// SGE 8.1.9's text.
 pub fn qmod_usage() -> String {
     format!(
-        "Gantry {}\nusage: qmod [options] wc_queue_list|job_list\n   [-c|-cq]                                 clear the error state of queue instances\n   [-cj]                                    clear the error state of jobs\n   [-d]                                     disable\n   [-s|-sq]                                 suspend queue instances (jobs, given job ids)\n   [-sj]                                    suspend jobs\n   [-us|-usq]                               unsuspend queue instances (jobs, given job ids)\n   [-usj]                                   unsuspend jobs\n   [-e]                                     enable\n   [-help]                                  print this help\n\nwc_queue_list            wc_queue[,wc_queue,...]\nwc_queue                 queue[@host] (with * and ? wildcards)\n",
+        "Gantry {}\nusage: qmod [options]\n   [-c job_wc_queue_list]  clear error state\n   [-cj job_list]          clear job error state\n   [-cq wc_queue_list]     clear queue error state\n   [-d wc_queue_list]      disable\n   [-e wc_queue_list]      enable\n   [-f]                    force action\n   [-help]                 print this help\n   [-r job_wc_queue_list]  reschedule jobs (running in queue)\n   [-rj job_list]          reschedule jobs\n   [-rq wc_queue_list]     reschedule all jobs in a queue\n   [-s job_wc_queue_list]  suspend\n   [-sj job_list]          suspend jobs\n   [-sq wc_queue_list]     suspend queues\n   [-us job_wc_queue_list] unsuspend\n   [-usj job_list]         unsuspend jobs\n   [-usq wc_queue_list]    unsuspend queues\n\njob_wc_queue_list          {{job_tasks|wc_queue}}[{{','|' '}}{{job_tasks|wc_queue}}[{{','|' '}}...]]\njob_list                   {{job_tasks}}[{{','|' '}}job_tasks[{{','|' '}}...]]\njob_tasks                  {{{{job_id'.'task_id_range}}|job_name|pattern}}[' -t 'task_id_range]\ntask_id_range              task_id['-'task_id[':'step]]\nwc_cqueue                  wildcard expression matching a cluster queue\nwc_host                    wildcard expression matching a host\nwc_hostgroup               wildcard expression matching a hostgroup\nwc_qinstance               wc_cqueue@wc_host\nwc_qdomain                 wc_cqueue@wc_hostgroup\nwc_queue                   wc_cqueue|wc_qdomain|wc_qinstance\nwc_queue_list              wc_queue[','wc_queue[','...]]\n",
         env!("CARGO_PKG_VERSION")
     )
 }
@@ -413,6 +418,25 @@ pub fn qmod(args: &[String]) -> Output {
         Ok(p) => p,
         Err(out) => return out,
     };
+    let force = p.has("-f");
+    for (option, kind) in [
+        ("-rj", RescheduleTargets::Jobs),
+        ("-rq", RescheduleTargets::Queues),
+        ("-r", RescheduleTargets::Either),
+    ] {
+        if !p.has(option) {
+            continue;
+        }
+        let targets = job_list(&p);
+        if targets.is_empty() {
+            return Output::fail(format!("{option} option must have argument"), exit::FAILURE);
+        }
+        return send(ToMaster::RescheduleJobs {
+            targets,
+            kind,
+            force,
+        });
+    }
     let queue_change = if p.has("-c") || p.has("-cq") {
         Some(QueueChange::ClearError)
     } else if p.has("-s") || p.has("-sq") {
@@ -437,9 +461,14 @@ pub fn qmod(args: &[String]) -> Output {
             return send(ToMaster::SuspendJobs {
                 ids: targets,
                 suspend: change == QueueChange::Suspend,
+                force,
             });
         }
-        return send(ToMaster::ChangeQueueInstances { targets, change });
+        return send(ToMaster::ChangeQueueInstances {
+            targets,
+            change,
+            force,
+        });
     }
     if p.has("-sj") || p.has("-usj") {
         let ids = job_list(&p);
@@ -449,6 +478,7 @@ pub fn qmod(args: &[String]) -> Output {
         return send(ToMaster::SuspendJobs {
             ids,
             suspend: p.has("-sj"),
+            force,
         });
     }
     if p.has("-cj") {
@@ -467,5 +497,9 @@ pub fn qmod(args: &[String]) -> Output {
     if targets.is_empty() {
         return Output::usage_error("error: no queue given", &qmod_usage());
     }
-    send(ToMaster::SetQueueState { targets, disable })
+    send(ToMaster::SetQueueState {
+        targets,
+        disable,
+        force,
+    })
 }

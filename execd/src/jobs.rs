@@ -22,6 +22,9 @@ use crate::cgroup::TaskGroup;
 use crate::mail::Plan;
 use crate::private_fs::{self, Dir};
 use crate::processes::{is_shepherd_of, TaskProcesses};
+/// `qmod -r` asked for the task to run again: its end is reported as a rescheduling.
+const RESCHEDULE_FILE: &str = "reschedule";
+
 use crate::shepherd::{
     decode_report, Account, Order, TaskRecord, REPORT_FILE, SCRIPT_FILE, START_FILE,
 };
@@ -420,6 +423,15 @@ impl Jobs {
                 report
             }
         };
+        if report.failed == 0 && dir.join(RESCHEDULE_FILE).exists() {
+            report.failed = ShepherdFailure::Reschedule.code();
+            report.failure = "rescheduled by qmod -r".to_string();
+            let _ = write_file_atomic(
+                &dir.join(REPORT_FILE),
+                &crate::shepherd::encode_report(&report),
+                0o644,
+            );
+        }
         let measured = self.inner.used.lock().ok().and_then(|mut u| u.remove(&key));
         if let Some(a) = measured {
             // What the execd measured while the task ran goes into its record, kept
@@ -504,6 +516,22 @@ impl Jobs {
         );
         let _ = self.inner.finished.send(report);
         true
+    }
+
+    /// `qmod -r`: kill the task and report it ended for rescheduling (SGE's failure 25),
+    /// which its master takes as "run it again". A marker in the task's directory says
+    /// so, and outlives an execd restart; a task unknown here is left alone.
+    pub fn reschedule(&self, key: TaskKey) {
+        let dir = task_dir(&self.inner.dir, key);
+        if !dir.join(START_FILE).exists() {
+            return;
+        }
+        if let Err(e) = write_file_atomic(&dir.join(RESCHEDULE_FILE), b"", 0o644) {
+            warn!(job = %key.0, task = %key.1, "cannot mark the task for rescheduling: {e}");
+            return;
+        }
+        info!(job = %key.0, task = %key.1, "rescheduling the task");
+        self.kill_now(key);
     }
 
     fn kill_now(&self, key: TaskKey) {

@@ -31,6 +31,11 @@ pub trait ExecHost: Send + 'static {
     fn usage(&self) -> std::pin::Pin<Box<dyn std::future::Future<Output = Vec<TaskUsage>> + Send>>;
     fn start(&self, start: JobStart);
     fn kill(&self, key: TaskKey);
+    /// `qmod -r`: end the task, reported ended for rescheduling (a simulated host
+    /// ends it as a kill).
+    fn reschedule(&self, key: TaskKey) {
+        self.kill(key);
+    }
     fn signal(&self, key: TaskKey, signal: i32);
     /// End the tasks `qrsh -inherit` started in a job's task here (a simulated host
     /// runs none).
@@ -88,6 +93,10 @@ impl ExecHost for RealHost {
 
     fn kill(&self, key: TaskKey) {
         self.jobs.kill(key);
+    }
+
+    fn reschedule(&self, key: TaskKey) {
+        self.jobs.reschedule(key);
     }
 
     fn signal(&self, key: TaskKey, signal: i32) {
@@ -379,6 +388,7 @@ async fn session<H: ExecHost>(
                     }
                 }
                 Ok(ToExecd::KillJob { job_id, task_id }) => jobs.kill((job_id, task_id, 0)),
+                Ok(ToExecd::RescheduleJob { job_id, task_id }) => jobs.reschedule((job_id, task_id, 0)),
                 Ok(ToExecd::KillPeTasks { job_id, task_id }) => jobs.kill_pe_tasks(job_id, task_id),
                 Ok(ToExecd::SignalJob { job_id, task_id, signal }) => jobs.signal((job_id, task_id, 0), signal),
                 Ok(ToExecd::ReportAck { job_id, task_id, pe_task }) => {

@@ -31,3 +31,14 @@ pub struct QueuesSelected {
     /// The pending jobs whose hard requests a selected instance would satisfy.
     pub fitting_jobs: Vec<JobId>,
 }
+
+/// What `qmod -r*` names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RescheduleTargets {
+    /// `-rj`: jobs only.
+    Jobs,
+    /// `-rq`: queue instances only.
+    Queues,
+    /// `-r`: either, each word by its form.
+    Either,
+}

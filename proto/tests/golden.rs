@@ -105,7 +105,7 @@ fn encodings_are_pinned() {
         ("refused", "0900026e6f"),
         ("job_state", "0001"),
         ("items", "1401017801"),
-        ("show_job_lines", "39010175"),
+        ("show_job_lines", "3a010175"),
         ("job_lines", "1801030168010174"),
     ];
     let got = samples();

@@ -3474,3 +3474,71 @@ fn qsub_sync_says_which_job_it_submitted_before_the_job_ends() {
         qsub.try_wait().unwrap().is_some()
     });
 }
+
+/// `qmod -rj`: a rerunnable job is killed where it runs, accounted as SGE accounts a
+/// rescheduling (failed 25), and runs again (`Rr`); a job that is not rerunnable is left
+/// running unless `-f` forces it; only a manager or operator reschedules a queue's jobs.
+#[test]
+fn qmod_reschedules_running_jobs_by_hand() {
+    if !need_root("qmod_reschedules_running_jobs_by_hand") {
+        return;
+    }
+    ensure_user("gtuser1");
+    let c = Cluster::one_host();
+    let again = c.submit("gtuser1", &["-r", "y", "-b", "y", "sleep", "300"]);
+    let stays = c.submit("gtuser1", &["-r", "n", "-b", "y", "sleep", "300"]);
+    let state = |id: &str| {
+        c.client("qstat", &["-u", "*"])
+            .stdout
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(id))
+            .and_then(|l| l.split_whitespace().nth(4).map(str::to_string))
+            .unwrap_or_default()
+    };
+    wait_until("both jobs to run", Duration::from_secs(20), || {
+        state(&again) == "r" && state(&stays) == "r"
+    });
+    let out = c.as_user("gtuser1", "qmod", &["-rj", &again]);
+    assert_eq!(
+        (out.code, out.stdout.as_str()),
+        (
+            0,
+            format!("Pushed rescheduling of job {again} on host node1\n").as_str()
+        ),
+        "{out:?}"
+    );
+    let out = c.as_user("gtuser1", "qmod", &["-rj", &stays]);
+    assert_eq!(
+        out.stdout,
+        format!("The job {stays} is not restartable\n"),
+        "{out:?}"
+    );
+    let out = c.as_user("gtuser1", "qmod", &["-rq", "all.q"]);
+    assert_eq!(
+        (out.code, out.stdout.as_str()),
+        (
+            1,
+            "gtuser1 - you have no permission to modify queue \"all.q@node1\"\n"
+        ),
+        "{out:?}"
+    );
+    // The rescheduled run is accounted, and the job runs again, restarted.
+    wait_until("the job to run again", Duration::from_secs(30), || {
+        state(&again) == "Rr"
+    });
+    let acct = c.client("qacct", &["-j", &again]).stdout;
+    assert!(acct.contains("failed       25  : rescheduling\n"), "{acct}");
+    assert_eq!(state(&stays), "r");
+    // -f: the job that is not rerunnable too.
+    let out = c.client("qmod", &["-f", "-rj", &stays]);
+    assert_eq!(
+        out.stdout,
+        format!("Forced rescheduling of job {stays} on host node1\n"),
+        "{out:?}"
+    );
+    wait_until(
+        "the forced job to run again",
+        Duration::from_secs(30),
+        || state(&stays) == "Rr",
+    );
+}

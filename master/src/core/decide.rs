@@ -12,6 +12,7 @@ use gantry_common::job::TaskState;
 use gantry_common::pe_tasks::PeTasks;
 
 mod alter;
+mod reschedule;
 
 /// What a burst of task reports does.
 #[derive(Debug, Clone, PartialEq)]
@@ -272,6 +273,7 @@ impl ClusterState {
         caller: &Caller,
         targets: &[String],
         suspend: bool,
+        force: bool,
     ) -> Decision {
         if let Err(r) = self.operator_check(caller) {
             return Decision::refused(r);
@@ -288,11 +290,16 @@ impl ClusterState {
             } else {
                 set.remove(key)
             };
-            messages.push(if changed {
+            messages.push(if changed || force {
                 format!(
-                    "{}@{} changed state of \"{}@{}\" ({})",
+                    "{}@{} {} of \"{}@{}\" ({})",
                     caller.user,
                     caller.host,
+                    if force {
+                        "forced state change"
+                    } else {
+                        "changed state"
+                    },
                     key.0,
                     key.1,
                     if suspend { "suspended" } else { "unsuspended" }
@@ -342,7 +349,13 @@ impl ClusterState {
             reply: FromMaster::Done { messages },
         }
     }
-    pub fn decide_suspend_jobs(&self, caller: &Caller, ids: &[String], suspend: bool) -> Decision {
+    pub fn decide_suspend_jobs(
+        &self,
+        caller: &Caller,
+        ids: &[String],
+        suspend: bool,
+        force: bool,
+    ) -> Decision {
         let manager = self.acts_as_operator(caller);
         let mut ops = Vec::new();
         let mut messages = Vec::new();
@@ -370,9 +383,12 @@ impl ClusterState {
             }
             let mut job = crate::core::jobs::Job::clone(job);
             let mut any = false;
+            let mut already = true;
+            let from = signals.len();
             for (task, t) in job.tasks.placed() {
                 if let TaskState::Running { host, .. } = t {
                     any = true;
+                    already &= job.suspended.contains(&task) == suspend;
                     signals.push((host.clone(), job.id, task));
                 }
             }
@@ -382,6 +398,29 @@ impl ClusterState {
                     message: format!("denied: job \"{}\" is not running", job.id),
                 });
             }
+            let user = &caller.user;
+            // SGE's words for each case, its inconsistencies included.
+            messages.push(match (already, force, suspend) {
+                (true, false, true) => format!("{user} - job {} is already suspended", job.id),
+                (true, false, false) => {
+                    format!("{user} - job {} is already unsuspended", job.id)
+                }
+                (_, true, true) => format!("{user} - forced suspension of job {}", job.id),
+                (false, true, false) => format!(
+                    "{user}@{} forced unsuspension of job {}",
+                    caller.host, job.id
+                ),
+                (true, true, false) => format!("{user} - forced enabling of job {}", job.id),
+                (false, false, s) => format!(
+                    "{user} - {} job {}",
+                    if s { "suspended" } else { "unsuspended" },
+                    job.id
+                ),
+            });
+            if already && !force {
+                signals.truncate(from);
+                continue;
+            }
             for (_, _, task) in signals.iter().filter(|(_, j, _)| *j == job.id) {
                 if suspend {
                     job.suspended.insert(*task);
@@ -389,12 +428,6 @@ impl ClusterState {
                     job.suspended.remove(task);
                 }
             }
-            messages.push(format!(
-                "{} - {} job {}",
-                caller.user,
-                if suspend { "suspended" } else { "unsuspended" },
-                job.id
-            ));
             ops.push(Op::Put(Object::Job(job)));
         }
         let signal = if suspend {
@@ -630,7 +663,7 @@ impl ClusterState {
                     if failure == Some(ShepherdFailure::Migrate) {
                         "the task migrated"
                     } else if failure == Some(ShepherdFailure::Reschedule) {
-                        "a procedure asked for it"
+                        "a procedure or qmod -r asked for it"
                     } else {
                         "the task ended with its host"
                     },

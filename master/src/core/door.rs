@@ -220,13 +220,24 @@ fn decide_request(
                 .collect();
             Decision::answer(FromMaster::Jobs(views))
         }
-        ToMaster::SuspendJobs { ids, suspend } => state.decide_suspend_jobs(caller, &ids, suspend),
-        ToMaster::ChangeQueueInstances { targets, change }
-            if change != gantry_proto::QueueChange::ClearError =>
-        {
+        ToMaster::SuspendJobs {
+            ids,
+            suspend,
+            force,
+        } => state.decide_suspend_jobs(caller, &ids, suspend, force),
+        ToMaster::ChangeQueueInstances {
+            targets,
+            change,
+            force,
+        } if change != gantry_proto::QueueChange::ClearError => {
             let suspend = change == gantry_proto::QueueChange::Suspend;
-            state.decide_suspend_queues(caller, &targets, suspend)
+            state.decide_suspend_queues(caller, &targets, suspend, force)
         }
+        ToMaster::RescheduleJobs {
+            targets,
+            kind,
+            force,
+        } => state.decide_reschedule(caller, &targets, kind, force),
         ToMaster::ClearJobErrors { ids } => state.decide_clear_job_errors(caller, &ids),
         ToMaster::AlterJobs { ids, changes } => {
             if let Some(list) = &changes.hard_resources {
@@ -364,12 +375,14 @@ fn decide_request(
         ToMaster::DeleteUserSets { names } => configured(state.delete_usersets(caller, &names)),
         ToMaster::AddUserSet { text } => configured(state.put_userset(caller, &text, true)),
         ToMaster::ModifyUserSet { text } => configured(state.put_userset(caller, &text, false)),
-        ToMaster::SetQueueState { targets, disable } => {
-            configured(state.set_queue_state(caller, &targets, &disable))
-        }
-        ToMaster::ChangeQueueInstances { targets, .. } => {
+        ToMaster::SetQueueState {
+            targets,
+            disable,
+            force,
+        } => configured(state.set_queue_state(caller, &targets, &disable, force)),
+        ToMaster::ChangeQueueInstances { targets, force, .. } => {
             // The only change left by the arm above: clearing error states.
-            configured(state.clear_queue_errors(caller, &targets))
+            configured(state.clear_queue_errors(caller, &targets, force))
         }
         // Objects edited as text (`qconf -a*/-m*/-d*/-s*/-M*` by kind).
         ToMaster::ShowObject { kind, name } => configured(state.show_object(kind, &name)),

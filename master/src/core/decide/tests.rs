@@ -133,7 +133,7 @@ fn qdel_refuses_item_by_item_and_writes_nothing_for_the_refused() {
 #[test]
 fn suspension_signals_the_running_tasks_after_the_write() {
     let s = state();
-    let d = s.decide_suspend_jobs(&caller("u1", "head"), &["2".into()], true);
+    let d = s.decide_suspend_jobs(&caller("u1", "head"), &["2".into()], true, false);
     let [Op::Put(Object::Job(j))] = &d.ops[..] else {
         panic!("{:?}", d.ops);
     };
@@ -150,14 +150,14 @@ fn suspension_signals_the_running_tasks_after_the_write() {
         }]
     );
     // A pending job cannot be suspended.
-    let d = s.decide_suspend_jobs(&caller("u1", "head"), &["1".into()], true);
+    let d = s.decide_suspend_jobs(&caller("u1", "head"), &["1".into()], true, false);
     assert_eq!(
         messages(&d.reply),
         [("denied: job \"1\" is not running".into(), true)]
     );
     assert!(d.ops.is_empty() && d.effects.is_empty());
     // A queue instance suspended by the manager stops the tasks in it, and only those.
-    let d = s.decide_suspend_queues(&caller("root", "head"), &["all.q@n2".into()], true);
+    let d = s.decide_suspend_queues(&caller("root", "head"), &["all.q@n2".into()], true, false);
     assert_eq!(
         d.ops,
         vec![Op::Put(Object::SuspendedQueues(vec![(

@@ -9,6 +9,7 @@ impl ClusterState {
         caller: &Caller,
         targets: &[String],
         disable: &bool,
+        force: bool,
     ) -> Result<Reply, Refusal> {
         let who = format!("{}@{}", caller.user, caller.host);
         if !self.is_manager(&caller.user) && !self.operators.contains(&caller.user) {
@@ -37,7 +38,9 @@ impl ClusterState {
             } else {
                 disabled.remove(&key)
             };
-            messages.push(if changed {
+            messages.push(if force {
+                format!("{who} forced state change of \"{q}@{h}\" ({state})")
+            } else if changed {
                 format!("{who} changed state of \"{q}@{h}\" ({state})")
             } else {
                 // SGE's words for a queue instance already so.
@@ -57,14 +60,20 @@ impl ClusterState {
         &self,
         caller: &Caller,
         targets: &[String],
+        force: bool,
     ) -> Result<Reply, Refusal> {
         let who = format!("{}@{}", caller.user, caller.host);
         self.manager_check(caller)?;
+        let changed = if force {
+            "forced state change"
+        } else {
+            "changed state"
+        };
         let mut errored = self.queue_errors.clone();
         let mut messages = Vec::new();
         for key in self.queue_instances_named(targets)? {
             messages.push(format!(
-                "{who} changed state of \"{}@{}\" (no error)",
+                "{who} {changed} of \"{}@{}\" (no error)",
                 key.0, key.1
             ));
             errored.remove(&key);
