@@ -18,74 +18,10 @@ fn send(req: ToMaster) -> Output {
 }
 
 pub fn qalter_usage() -> String {
-    let lines = [
-        ("[-a date_time]", "request a start time"),
-        ("[-A account_string]", "account string in accounting record"),
-        ("[-ac context_list]", "add context variable(s)"),
-        ("[-cwd]", "use current working directory"),
-        ("[-e path_list]", "specify standard error stream path(s)"),
-        ("[-hard]", "consider following requests as hard"),
-        ("[-i file_list]", "specify standard input stream file(s)"),
-        ("[-j y[es]|n[o]]", "merge stdout and stderr stream of job"),
-        ("[-o path_list]", "specify standard output stream path(s)"),
-        ("[-P project_name]", "set job's project"),
-        (
-            "[-pe pe-name slot_range]",
-            "request slot range for parallel jobs",
-        ),
-        ("[-r y[es]|n[o]]", "define job as (not) restartable"),
-        ("[-S path_list]", "command interpreter to be used"),
-        ("[-soft]", "consider following requests as soft"),
-        (
-            "[-tc max_running_tasks]",
-            "throttle the number of concurrent tasks",
-        ),
-        ("[-v variable_list]", "export these environment variables"),
-        ("[-V]", "export all environment variables"),
-        ("[-wd working_directory]", "use working_directory"),
-        ("[-dc simple_context_list]", "delete context variable(s)"),
-        ("[-dl date_time]", "request a deadline initiation time"),
-        ("[-binding [env|pe|set] strategy]", "bind the job to cores"),
-        ("[-c ckpt_selector]", "define type of checkpointing for job"),
-        ("[-ckpt ckpt-name]", "request checkpoint method"),
-        ("[-masterq wc_queue_list]", "bind master task to queue(s)"),
-        ("[-h {u|n}]", "place (u) or remove (n) the user hold"),
-        ("[-help]", "print this help"),
-        (
-            "[-hold_jid job_identifier_list]",
-            "define jobnet interdependencies",
-        ),
-        ("[-u user_list]", "modify the jobs of these users"),
-        (
-            "[-w e|w|n|v|p]",
-            "verify mode (error|warning|none|just verify|poke) for jobs",
-        ),
-        (
-            "[-hold_jid_ad job_identifier_list]",
-            "define jobnet array interdependencies",
-        ),
-        ("[-js job_share]", "share tree or functional job share"),
-        ("[-l resource_list]", "request the given resources"),
-        ("[-m mail_options]", "define mail notification events"),
-        ("[-M mail_list]", "notify these e-mail addresses"),
-        ("[-N name]", "specify job name"),
-        ("[-notify]", "notify job before killing/suspending it"),
-        ("[-p priority]", "define job's relative priority"),
-        ("[-q wc_queue_list]", "bind job to queue(s)"),
-        ("[-R y[es]|n[o]]", "reservation desired"),
-        (
-            "[-sc context_list]",
-            "set job context (replaces old context)",
-        ),
-    ];
-    let mut s = format!(
-        "Gantry {}\nusage: qalter [options] job_task_list\n",
+    format!(
+        "Gantry {}\nusage: qalter [options] job_task_list\n   [-a date_time]                           request a start time\n   [-ac context_list]                       add context variable(s)\n   [-ar ar_id]                              bind job to advance reservation\n   [-A account_string]                      account string in accounting record\n   [-binding [env|pe|set] exp|lin|str]      binds job to processor cores\n   [-c ckpt_selector]                       define type of checkpointing for job\n   [-ckpt ckpt-name]                        request checkpoint method\n   [-cwd]                                   use current working directory\n   [-dc simple_context_list]                delete context variable(s)\n   [-dl date_time]                          request a deadline initiation time\n   [-e path_list]                           specify standard error stream path(s)\n   [-h hold_list]                           list of hold types concerned\n   [-hard]                                  consider following requests \"hard\"\n   [-help]                                  print this help\n   [-hold_jid job_identifier_list]          define jobnet interdependencies\n   [-hold_jid_ad job_identifier_list]       define jobnet array interdependencies\n   [-i file_list]                           specify standard input stream file(s)\n   [-j y[es]|n[o]]                          merge stdout and stderr stream of job\n   [-js job_share]                          share tree or functional job share\n   [-l resource_list]                       request the given resources\n   [-M mail_list]                           notify these e-mail addresses\n   [-m mail_options]                        define mail notification events\n   [-masterq wc_queue_list]                 bind master task to queue(s)\n   [-N name]                                specify job name\n   [-notify]                                notify job before killing/suspending it\n   [-o path_list]                           specify standard output stream path(s)\n   [-ot tickets]                            set job's override tickets\n   [-P project_name]                        set job's project\n   [-p priority]                            define job's relative priority\n   [-pe wc_pe_name slot_range]              request slot range for parallel jobs\n   [-q wc_queue_list]                       bind job to queue(s)\n   [-r y[es]|n[o]]                          define job as (not) restartable\n   [-R y[es]|n[o]]                          reservation desired\n   [-sc context_list]                       set job context (replaces old context)\n   [-soft]                                  consider following requests as soft\n   [-S path_list]                           command interpreter to be used\n   [-tc max_running_tasks]                  throttle the number of concurrent tasks\n   [-u user_list]                           specify a list of users\n                                            (not allowed in combination with job_task_list)\n   [-v variable_list]                       export these environment variables\n   [-verify]                                do not submit, just verify\n   [-V]                                     export all environment variables\n   [-w e|w|n|v|p]                           verify mode (error|warning|none|just verify|poke) for jobs\n   [-wd working_directory]                  use working_directory\n   job_task_list                            jobids (and taskids) of jobs to be altered\n\naccount_string          account_name\ncomplex_list            complex[,complex,...]\ncontext_list            variable[=value][,variable[=value],...]\nckpt_selector           `n' `s' `m' `x' `r' <interval>\ndate_time               [[CC]YY]MMDDhhmm[.SS]\nhold_list               `n' `u' `s' `o' `U' `S' `O'\njob_identifier_list     {{job_id|job_name|reg_exp}}[,{{job_id|job_name|reg_exp}},...]\nmail_address            username[@host]\nmail_list               mail_address[,mail_address,...]\nmail_options            `e' `b' `a' `n' `s'\nworking_directory       path\npath_list               [host:]path[,[host:]path,...]\npriority                -1023 - 1024\nresource_list           resource[=value][,resource[=value],...]\nsimple_context_list     variable[,variable,...]\nslot_range              [n[-m]|[-]m] - n,m > 0\njob_task_list           job_tasks[,job_tasks,...]\njob_tasks               [job_id['.'task_id_range]|job_name|pattern][' -t 'task_id_range]\ntask_id_range           task_id['-'task_id[':'step]]\nuser_list               user[,user,...]\nvariable_list           variable[=value][,variable[=value],...]\nwc_cqueue               wildcard expression matching a cluster queue\nwc_host                 wildcard expression matching a host\nwc_hostgroup            wildcard expression matching a hostgroup\nwc_qinstance            wc_cqueue@wc_host\nwc_qdomain              wc_cqueue@wc_hostgroup\nwc_queue                wc_cqueue|wc_qdomain|wc_qinstance\nwc_queue_list           wc_queue[,wc_queue,...]\nexp                     explicit:<socket>,<core>[:...]\nlin                     linear[:<amount>[:<socket>,<core>]]\nstr                     striding:<amount>:<stepsize>[:<socket>,<core>]\n",
         env!("CARGO_PKG_VERSION")
-    );
-    for (o, d) in lines {
-        s.push_str(&format!("   {o:<40} {d}\n"));
-    }
-    s
+    )
 }
 
 /// A refused qalter option, as SGE's qalter prints it: `qalter: ` and the parser's
@@ -230,10 +166,10 @@ fn changes_of(p: &Parsed) -> Result<JobChanges, OptionError> {
             "-c" => changes.ckpt_when = Some(optvalues::ckpt_selector(&arg)?),
             "-A" => changes.account = Some(arg),
             "-P" => changes.project = Some(arg),
-            "-o" => changes.stdout_path = Some(arg),
-            "-e" => changes.stderr_path = Some(arg),
-            "-i" => changes.stdin_path = Some(arg),
-            "-S" => changes.shell = Some(arg),
+            "-o" => changes.stdout_path = Some(optvalues::path_list(g.name, &arg)?),
+            "-e" => changes.stderr_path = Some(optvalues::path_list(g.name, &arg)?),
+            "-i" => changes.stdin_path = Some(optvalues::path_list(g.name, &arg)?),
+            "-S" => changes.shell = Some(optvalues::path_list(g.name, &arg)?),
             "-wd" => changes.cwd = Some(arg),
             "-cwd" => {
                 let here = std::env::current_dir().map_err(|e| {

@@ -183,6 +183,25 @@ pub fn task_range(arg: &str) -> Result<TaskRange, OptionError> {
     Ok(range)
 }
 
+/// A path list (`-o`, `-e`, `-i`: `[[host]:]path[,...]`) or a shell list (`-S`), kept as
+/// given but for empty elements (the execd takes the path meant for its host); a list of
+/// none is refused in SGE's words (the master checks the rest: one path per host, every host resolving).
+pub fn path_list(option: &str, arg: &str) -> Result<String, OptionError> {
+    // SGE's reader skips empty elements (`/tmp/e,` is `/tmp/e`) and wants one at least.
+    let elements: Vec<&str> = arg.split(',').filter(|e| !e.is_empty()).collect();
+    if elements.is_empty() {
+        let what = match option {
+            "-o" => "stdout path list",
+            "-S" => "shell list",
+            _ => "path list",
+        };
+        return Err(OptionError::syntax(format!(
+            "Wrong {what} format \"{arg}\" specified to {option} option"
+        )));
+    }
+    Ok(elements.join(","))
+}
+
 /// A `wc_queue_list` (`-q`, `-masterq`): at least one name.
 pub fn queue_list(option: &str, arg: &str) -> Result<Vec<String>, OptionError> {
     let list: Vec<String> = arg

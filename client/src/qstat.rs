@@ -357,7 +357,7 @@ fn render_job(out: &mut String, d: &gantry_proto::JobDetail, unsubmitted: bool, 
                 .join(",")
         };
         // Output paths as SGE lists them: exec host, file host, path.
-        let path_list = |p: &str| format!("NONE:NONE:{p}");
+        let path_list = gantry_common::path_list::display;
         if let Some(e) = &spec.stderr_path {
             row("stderr_path_list", path_list(e));
         }
@@ -419,7 +419,10 @@ fn render_job(out: &mut String, d: &gantry_proto::JobDetail, unsubmitted: bool, 
             row("restart", if r { "y" } else { "n" }.to_string());
         }
         if let Some(shell) = &spec.shell {
-            row("shell_list", format!("NONE:{shell}"));
+            row(
+                "shell_list",
+                gantry_common::path_list::display_shells(shell),
+            );
         }
         if unsubmitted {
             row("verify", "-verify".to_string());

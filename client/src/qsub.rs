@@ -73,100 +73,10 @@ pub(crate) const SPECS: &[OptSpec] = &[
 ];
 
 pub fn usage() -> String {
-    let lines = [
-        ("[-@ file]", "read commandline input from file"),
-        ("[-a date_time]", "request a start time"),
-        ("[-ac context_list]", "add context variable(s)"),
-        ("[-A account_string]", "account string in accounting record"),
-        ("[-ar ar_id]", "bind job to advance reservation"),
-        ("[-b y[es]|n[o]]", "handle command as binary"),
-        (
-            "[-C directive_prefix]",
-            "define command prefix for job script",
-        ),
-        (
-            "[-binding [env|pe|set] linear:n[:s,c]|striding:n:step[:s,c]|explicit:s,c[:s,c...]]",
-            "bind the job to cores",
-        ),
-        ("[-c ckpt_selector]", "define type of checkpointing for job"),
-        ("[-ckpt ckpt-name]", "request checkpoint method"),
-        ("[-clear]", "skip previous definitions for job"),
-        ("[-cwd]", "use current working directory"),
-        ("[-dc simple_context_list]", "delete context variable(s)"),
-        ("[-dl date_time]", "request a deadline initiation time"),
-        ("[-e path]", "specify standard error stream path"),
-        ("[-h]", "place user hold on job"),
-        ("[-hard]", "consider following requests \"hard\""),
-        ("[-help]", "print this help"),
-        (
-            "[-hold_jid job_identifier_list]",
-            "define jobnet interdependencies",
-        ),
-        ("[-i file]", "specify standard input stream file"),
-        (
-            "[-hold_jid_ad job_identifier_list]",
-            "define jobnet array interdependencies",
-        ),
-        ("[-j y[es]|n[o]]", "merge stdout and stderr stream of job"),
-        ("[-js job_share]", "share tree or functional job share"),
-        (
-            "[-jsv jsv_url]",
-            "job submission verification script to be used",
-        ),
-        ("[-l resource_list]", "request the given resources"),
-        ("[-m mail_options]", "define mail notification events"),
-        ("[-M mail_list]", "notify these e-mail addresses"),
-        ("[-masterq wc_queue_list]", "bind master task to queue(s)"),
-        ("[-N name]", "specify job name"),
-        ("[-notify]", "notify job before killing/suspending it"),
-        ("[-now y[es]|n[o]]", "start job immediately or not at all"),
-        ("[-o path]", "specify standard output stream path"),
-        ("[-P project_name]", "set job's project"),
-        ("[-p priority]", "define job's relative priority"),
-        (
-            "[-pe pe-name slot_range]",
-            "request slot range for parallel jobs",
-        ),
-        ("[-q wc_queue_list]", "bind job to queue(s)"),
-        ("[-r y[es]|n[o]]", "define job as (not) restartable"),
-        ("[-R y[es]|n[o]]", "reservation desired"),
-        ("[-S path]", "command interpreter to be used"),
-        (
-            "[-sc context_list]",
-            "set job context (replaces old context)",
-        ),
-        (
-            "[-shell y[es]|n[o]]",
-            "start command with or without wrapping <loginshell> -c",
-        ),
-        ("[-soft]", "consider following requests as soft"),
-        (
-            "[-sync y[es]|n[o]]",
-            "wait for job to end and return exit code",
-        ),
-        ("[-t task_id_range]", "create a job-array with these tasks"),
-        (
-            "[-tc max_running_tasks]",
-            "throttle the number of concurrent tasks",
-        ),
-        ("[-terse]", "tersed output, print only the job-id"),
-        ("[-v variable_list]", "export these environment variables"),
-        ("[-V]", "export all environment variables"),
-        ("[-verify]", "do not submit just verify"),
-        (
-            "[-w e|w|n|v|p]",
-            "verify mode (error|warning|none|just verify|poke) for jobs",
-        ),
-        ("[-wd working_directory]", "use working_directory"),
-    ];
-    let mut s = format!(
-        "Gantry {}\nusage: qsub [options] [script_file|-] [script_args]\n",
+    format!(
+        "Gantry {}\nusage: qsub [options]\n   [-a date_time]                           request a start time\n   [-ac context_list]                       add context variable(s)\n   [-ar ar_id]                              bind job to advance reservation\n   [-A account_string]                      account string in accounting record\n   [-b y[es]|n[o]]                          handle command as binary\n   [-binding [env|pe|set] exp|lin|str]      binds job to processor cores\n   [-c ckpt_selector]                       define type of checkpointing for job\n   [-ckpt ckpt-name]                        request checkpoint method\n   [-clear]                                 skip previous definitions for job\n   [-cwd]                                   use current working directory\n   [-C directive_prefix]                    define command prefix for job script\n   [-dc simple_context_list]                delete context variable(s)\n   [-dl date_time]                          request a deadline initiation time\n   [-e path_list]                           specify standard error stream path(s)\n   [-h]                                     place user hold on job\n   [-hard]                                  consider following requests \"hard\"\n   [-help]                                  print this help\n   [-hold_jid job_identifier_list]          define jobnet interdependencies\n   [-hold_jid_ad job_identifier_list]       define jobnet array interdependencies\n   [-i file_list]                           specify standard input stream file(s)\n   [-j y[es]|n[o]]                          merge stdout and stderr stream of job\n   [-js job_share]                          share tree or functional job share\n   [-jsv jsv_url]                           job submission verification script to be used\n   [-l resource_list]                       request the given resources\n   [-M mail_list]                           notify these e-mail addresses\n   [-m mail_options]                        define mail notification events\n   [-masterq wc_queue_list]                 bind master task to queue(s)\n   [-N name]                                specify job name\n   [-notify]                                notify job before killing/suspending it\n   [-now y[es]|n[o]]                        start job immediately or not at all\n   [-o path_list]                           specify standard output stream path(s)\n   [-P project_name]                        set job's project\n   [-p priority]                            define job's relative priority\n   [-pe wc_pe_name slot_range]              request slot range for parallel jobs\n   [-pty y[es]|n[o]]                        start job in a pseudo terminal\n   [-q wc_queue_list]                       bind job to queue(s)\n   [-r y[es]|n[o]]                          define job as (not) restartable\n   [-R y[es]|n[o]]                          reservation desired\n   [-sc context_list]                       set job context (replaces old context)\n   [-shell y[es]|n[o]]                      start command with or without wrapping <loginshell> -c\n   [-soft]                                  consider following requests as soft\n   [-sync y[es]|n[o]]                       wait for job to end and return exit code\n   [-S path_list]                           command interpreter to be used\n   [-t task_id_range]                       create a job-array with these tasks\n   [-tc max_running_tasks]                  throttle the number of concurrent tasks\n   [-terse]                                 tersed output, print only the job-id\n   [-v variable_list]                       export these environment variables\n   [-verify]                                do not submit, just verify\n   [-V]                                     export all environment variables\n   [-w e|w|n|v|p]                           verify mode (error|warning|none|just verify|poke) for jobs\n   [-wd working_directory]                  use working_directory\n   [-@ file]                                read commandline input from file\n   [{{command|-}} [command_args]]\n\naccount_string          account_name\ncomplex_list            complex[,complex,...]\ncontext_list            variable[=value][,variable[=value],...]\nckpt_selector           `n' `s' `m' `x' `r' <interval>\ndate_time               [[CC]YY]MMDDhhmm[.SS]\njob_identifier_list     {{job_id|job_name|reg_exp}}[,{{job_id|job_name|reg_exp}},...]\njsv_url                 [script:][username@]path\nmail_address            username[@host]\nmail_list               mail_address[,mail_address,...]\nmail_options            `e' `b' `a' `n' `s'\nworking_directory       path\npath_list               [host:]path[,[host:]path,...]\npriority                -1023 - 1024\nresource_list           resource[=value][,resource[=value],...]\nsimple_context_list     variable[,variable,...]\nslot_range              [n[-m]|[-]m] - n,m > 0\ntask_id_range           task_id['-'task_id[':'step]]\nvariable_list           variable[=value][,variable[=value],...]\nwc_cqueue               wildcard expression matching a cluster queue\nwc_host                 wildcard expression matching a host\nwc_hostgroup            wildcard expression matching a hostgroup\nwc_qinstance            wc_cqueue@wc_host\nwc_qdomain              wc_cqueue@wc_hostgroup\nwc_queue                wc_cqueue|wc_qdomain|wc_qinstance\nwc_queue_list           wc_queue[,wc_queue,...]\nexp                     explicit:<socket>,<core>[:...]\nlin                     linear[:<amount>[:<socket>,<core>]]\nstr                     striding:<amount>:<stepsize>[:<socket>,<core>]\n",
         env!("CARGO_PKG_VERSION")
-    );
-    for (o, d) in lines {
-        s.push_str(&format!("   {o:<40} {d}\n"));
-    }
-    s
+    )
 }
 
 /// `-sync y`: the job's end, waiting on across restarts of the master (or of the execd
@@ -350,8 +260,8 @@ pub(crate) fn apply(
                 }
                 spec.name = arg
             }
-            "-o" => spec.stdout_path = Some(arg),
-            "-e" => spec.stderr_path = Some(arg),
+            "-o" => spec.stdout_path = Some(optvalues::path_list(g.name, &arg)?),
+            "-e" => spec.stderr_path = Some(optvalues::path_list(g.name, &arg)?),
             "-j" => spec.merge_output = optvalues::yes_no(g.name, &arg)?,
             "-cwd" => spec.cwd = Some(cwd.to_string()),
             "-wd" => spec.cwd = Some(arg),
@@ -403,7 +313,7 @@ pub(crate) fn apply(
             "-tc" => spec.max_running_tasks = Some(optvalues::task_concurrency(&arg)?),
             "-terse" => flags.terse = true,
             "-sync" => flags.sync = optvalues::yes_no(g.name, &arg)?,
-            "-S" => spec.shell = Some(arg),
+            "-S" => spec.shell = Some(optvalues::path_list(g.name, &arg)?),
             "-b" => flags.binary = optvalues::yes_no(g.name, &arg)?,
             "-shell" => spec.binary_shell = optvalues::yes_no(g.name, &arg)?,
             "-p" => {
@@ -454,7 +364,7 @@ pub(crate) fn apply(
                     crate::optvalues::context_change(g.name, &arg).map_err(OptionError::syntax)?;
                 gantry_common::context::apply(&mut spec.context, &change);
             }
-            "-i" => spec.stdin_path = Some(arg),
+            "-i" => spec.stdin_path = Some(optvalues::path_list(g.name, &arg)?),
             "-notify" => spec.notify = true,
             "-r" => spec.restart = Some(optvalues::yes_no(g.name, &arg)?),
             "-R" => spec.reserve = optvalues::yes_no(g.name, &arg)?,

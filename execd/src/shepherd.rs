@@ -384,7 +384,7 @@ fn supervise(
             open(&err_path)?
         };
         // `-i`: a file the owner may read, found as an output path is.
-        let stdin = match &start.spec.stdin_path {
+        let stdin = match files::for_this_host(&start.spec.stdin_path, &start.host) {
             Some(p) => {
                 let p = PathBuf::from(expand_path(p, start, &home));
                 let p = if p.is_absolute() { p } else { cwd.join(p) };
@@ -418,10 +418,8 @@ fn supervise(
         })
     };
     let (procedure_out, procedure_err) = (duplicate(&stdout)?, duplicate(&stderr)?);
-    let shell = start
-        .spec
-        .shell
-        .clone()
+    let shell = files::for_this_host(&start.spec.shell, &start.host)
+        .map(str::to_string)
         .or_else(|| setting(start, "shell").map(str::to_string))
         .unwrap_or_else(|| "/bin/sh".to_string());
     // A binary job runs its command directly, unless `-shell y` asks for the shell,

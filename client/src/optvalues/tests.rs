@@ -143,3 +143,33 @@ fn parse_errors_in_sges_words() {
         assert_eq!((got.text.as_str(), got.status), (text, status));
     }
 }
+
+#[test]
+fn path_lists_keep_their_elements_and_refuse_none() {
+    for (option, arg, want) in [
+        ("-o", "vm:/a,/b", Ok("vm:/a,/b")),
+        ("-e", "/tmp/e,", Ok("/tmp/e")),
+        (
+            "-o",
+            ",",
+            Err("Wrong stdout path list format \",\" specified to -o option"),
+        ),
+        (
+            "-e",
+            ",",
+            Err("Wrong path list format \",\" specified to -e option"),
+        ),
+        (
+            "-S",
+            ",",
+            Err("Wrong shell list format \",\" specified to -S option"),
+        ),
+    ] {
+        let got = path_list(option, arg).map_err(|e| e.text);
+        assert_eq!(
+            got.as_deref().map_err(String::as_str),
+            want,
+            "{option} {arg}"
+        );
+    }
+}

@@ -44,12 +44,24 @@ fn job_type(d: &JobDetail) -> u32 {
     t
 }
 
+/// A path list (`-o`, `-e`, `-i`, `-S`): an element per path, with its host if it has one.
 fn path_list(x: &mut Xml, indent: usize, name: &str, path: &Option<String>) {
     if let Some(p) = path {
         x.open(indent, name, &[]);
-        x.open(indent + 2, "path_list", &[]);
-        x.element(indent + 4, "PN_path", &[], p);
-        x.close(indent + 2, "path_list");
+        let list = gantry_common::path_list::parse(p).unwrap_or_else(|_| {
+            vec![gantry_common::path_list::PathFor {
+                host: None,
+                path: p,
+            }]
+        });
+        for e in list {
+            x.open(indent + 2, "path_list", &[]);
+            x.element(indent + 4, "PN_path", &[], e.path);
+            if let Some(h) = e.host {
+                x.element(indent + 4, "PN_host", &[], h);
+            }
+            x.close(indent + 2, "path_list");
+        }
         x.close(indent, name);
     }
 }
@@ -119,13 +131,7 @@ fn job_xml(x: &mut Xml, d: &JobDetail) {
     x.element(i, "JB_notify", &[], &spec.notify.to_string());
     x.element(i, "JB_job_name", &[], &spec.name);
     x.element(i, "JB_jobshare", &[], &spec.job_share.to_string());
-    if let Some(shell) = &spec.shell {
-        x.open(i, "JB_shell_list", &[]);
-        x.open(i + 2, "path_list", &[]);
-        x.element(i + 4, "PN_path", &[], shell);
-        x.close(i + 2, "path_list");
-        x.close(i, "JB_shell_list");
-    }
+    path_list(x, i, "JB_shell_list", &spec.shell);
     if !spec.env.is_empty() {
         x.open(i, "JB_env_list", &[]);
         for (k, v) in &spec.env {

@@ -39,7 +39,7 @@ pub fn output_path(start: &JobStart, cwd: &Path, home: &str, letter: char) -> Pa
     } else {
         &start.spec.stderr_path
     };
-    match given {
+    match for_this_host(given, &start.host) {
         Some(p) => {
             let p = PathBuf::from(expand_path(p, start, home));
             let p = if p.is_absolute() { p } else { cwd.join(p) };
@@ -129,4 +129,16 @@ pub(super) fn create_tmpdir(
             )
         })?;
     Ok(dir.path().to_path_buf())
+}
+
+/// The path of a `-o/-e/-i/-S` path list (`[host:]path,...`) meant for the host the job
+/// runs on: its own (by name, any case, or by its short name), else the one for every
+/// host; none if the list names only others.
+pub fn for_this_host<'a>(list: &'a Option<String>, host: &str) -> Option<&'a str> {
+    let short = |h: &str| h.split('.').next().unwrap_or(h).to_ascii_lowercase();
+    list.as_deref().and_then(|l| {
+        gantry_common::path_list::for_host(l, |h| {
+            h.eq_ignore_ascii_case(host) || short(h) == short(host)
+        })
+    })
 }

@@ -246,6 +246,12 @@ fn decide_request(
                     return Decision::refused(r);
                 }
             }
+            let c = &changes;
+            let paths =
+                [&c.stdout_path, &c.stderr_path, &c.stdin_path, &c.shell].map(|p| p.as_deref());
+            if let Err(r) = crate::core::jobs::check_path_lists(state, &paths, ctx.resolves) {
+                return Decision::refused(r);
+            }
             let groups = (ctx.caller_groups)();
             let dispatchable = (ctx.dispatchable)();
             state.decide_alter_jobs(caller, &groups, &ids, &changes, &dispatchable, now)
@@ -518,6 +524,25 @@ fn submit(
     if let Err(r) = crate::core::jobs::check_submitter(state, caller) {
         return Decision::refused(r);
     }
+    // An empty path in a path list is refused before the job has a number, as SGE's.
+    for text in [
+        &spec.stdout_path,
+        &spec.stderr_path,
+        &spec.stdin_path,
+        &spec.shell,
+    ]
+    .into_iter()
+    .flatten()
+    {
+        if gantry_common::path_list::parse(text)
+            == Err(gantry_common::path_list::PathListError::EmptyPath)
+        {
+            return Decision::refused(crate::core::state::refuse(
+                gantry_proto::RefusalKind::Invalid,
+                "paths may not be empty strings",
+            ));
+        }
+    }
     // Past this point the job has its number, refused or only verified (as in SGE).
     let numbered = |reply: FromMaster| Decision {
         ops: vec![Op::NextJobId(id.next())],
@@ -537,7 +562,11 @@ fn submit(
         Err(r) => return numbered(FromMaster::Refused(r)),
     };
     let requests = [&job.spec.hard_resources[..], &job.spec.soft_resources[..]];
-    if let Err(r) = crate::core::jobs::check_hosts_resolve(state, &requests, ctx.resolves) {
+    let s = &job.spec;
+    let paths = [&s.stdout_path, &s.stderr_path, &s.stdin_path, &s.shell].map(|p| p.as_deref());
+    if let Err(r) = crate::core::jobs::check_hosts_resolve(state, &requests, ctx.resolves)
+        .and_then(|()| crate::core::jobs::check_path_lists(state, &paths, ctx.resolves))
+    {
         return numbered(FromMaster::Refused(r));
     }
     // `-w p` says how many slots a parallel job would get; `-w v` only that queues

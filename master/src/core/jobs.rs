@@ -278,6 +278,28 @@ pub fn check_hosts_resolve(
     Ok(())
 }
 
+/// `-o`, `-e`, `-i`, `-S` path lists (`[host:]path,...`): one path per host at most,
+/// none empty, and every host named resolving, as SGE's qmaster checks them.
+pub fn check_path_lists(
+    state: &ClusterState,
+    lists: &[Option<&str>],
+    resolves: &dyn Fn(&str) -> bool,
+) -> Result<(), Refusal> {
+    for text in lists.iter().flatten() {
+        gantry_common::path_list::parse(text)
+            .map_err(|e| refuse(RefusalKind::Invalid, e.to_string()))?;
+        for host in gantry_common::path_list::hosts(text) {
+            if !state.knows_host(host) && !resolves(host) {
+                return Err(refuse(
+                    RefusalKind::Invalid,
+                    format!("can't resolve hostname \"{host}\""),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// `groups` are the caller's Unix groups (for `@group` entries of access lists).
 /// The checks a job's specification gets whether it is submitted or altered (`qalter`):
 /// its names, mail and context, dependencies, resource requests (completed as the

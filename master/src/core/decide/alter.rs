@@ -47,17 +47,35 @@ impl ClusterState {
             return refused(RefusalKind::Invalid, e);
         }
         let manager = self.acts_as_operator(caller);
-        // SGE's job version counts changes of what the job is, not of its priority, its
-        // context or its tickets (recorded: `qalter -p` and `-ac` leave it).
-        let versioned = gantry_proto::JobChanges {
-            priority: None,
-            context: Vec::new(),
-            job_share: None,
-            override_tickets: None,
-            users: Vec::new(),
-            verify: Default::default(),
-            ..changes.clone()
-        } != gantry_proto::JobChanges::default();
+        // SGE's job version counts the changes its qmaster marks as modifying the job
+        // (sge_job_qmaster.c's MOD_EVENT): not its priority, share, context, account,
+        // mail, paths, shell, working directory or environment.
+        let c = &changes;
+        let versioned = [
+            c.hold.is_some(),
+            c.operator_hold.is_some(),
+            c.system_hold.is_some(),
+            c.name.is_some(),
+            c.hard_resources.is_some(),
+            c.soft_resources.is_some(),
+            c.queues.is_some(),
+            c.soft_queues.is_some(),
+            c.masterq.is_some(),
+            c.hold_jids.is_some(),
+            c.hold_jids_ad.is_some(),
+            c.start_after.is_some(),
+            c.deadline.is_some(),
+            c.reserve.is_some(),
+            c.restart.is_some(),
+            c.notify.is_some(),
+            c.binding.is_some(),
+            c.ckpt.is_some(),
+            c.project.is_some(),
+            c.pe.is_some(),
+            c.max_running_tasks.is_some(),
+            c.override_tickets.is_some(),
+        ]
+        .contains(&true);
         let mut ops = Vec::new();
         let mut messages = Vec::new();
         // `-u`: every pending job of the users, besides those named.
@@ -75,6 +93,21 @@ impl ClusterState {
                 }
             }
         }
+        // A job name (wildcards allowed) stands for every job of that name, as in SGE.
+        let refs: Vec<String> = refs
+            .into_iter()
+            .flat_map(|r| match crate::core::jobs::parse_job_ref(&r) {
+                Some(_) => vec![r],
+                None => {
+                    let named =
+                        crate::core::jobs::jobs_named(&self.input.jobs, std::slice::from_ref(&r));
+                    match named.is_empty() {
+                        true => vec![r],
+                        false => named.into_iter().map(|id| id.to_string()).collect(),
+                    }
+                }
+            })
+            .collect();
         for text in &refs {
             let job_messages_start = messages.len();
             let Some((id, _)) = crate::core::jobs::parse_job_ref(text) else {
