@@ -7,6 +7,8 @@ use crate::opts::{opt, Arity, OptSpec, Parsed};
 use crate::optvalues::{self, context_change, OptionError};
 use crate::{exit, Output};
 
+mod verify;
+
 fn job_list(p: &Parsed) -> Vec<String> {
     p.operand_list()
 }
@@ -63,7 +65,13 @@ pub fn qalter(args: &[String]) -> Output {
         Ok(c) => c,
         Err(e) => return refused(e),
     };
+    // `-verify`: what would change, as SGE's qalter prints it, without asking the
+    // master (a job that does not exist is no error then).
     let ids = job_list(&p);
+    if p.has("-verify") {
+        let by_name = ids.iter().find(|t| !is_job_ref(t)).map(String::as_str);
+        return Output::ok(verify::render_changes(&changes, by_name));
+    }
     if ids.is_empty() && changes.users.is_empty() {
         return Output::usage_error("error: no job id given", &qalter_usage());
     }
@@ -214,6 +222,8 @@ fn changes_of(p: &Parsed) -> Result<JobChanges, OptionError> {
                     "ERROR! invalid override tickets, must be an unsigned integer",
                 )?)
             }
+            // Shows the changes instead of making them (see `qalter`).
+            "-verify" => {}
             // qsub's options that SGE's qalter parses and then finds left over.
             _ => return Err(OptionError::not_taken(g.name, g.arg.as_deref())),
         }

@@ -45,7 +45,8 @@ fn secs(us: u64) -> f64 {
     us as f64 / 1e6
 }
 
-pub fn render_record(r: &AccountingRecord) -> String {
+/// A record as `qacct -j` shows it; `department` is the one it was accounted under.
+pub fn render_record(r: &AccountingRecord, department: &str) -> String {
     let rep = &r.report;
     let mut s = String::from("==============================================================\n");
     let row = |s: &mut String, k: &str, v: &str| s.push_str(&format!("{k:<13}{v:<20}\n"));
@@ -60,7 +61,7 @@ pub fn render_record(r: &AccountingRecord) -> String {
     row(&mut s, "group", &r.group);
     row(&mut s, "owner", &r.owner);
     row(&mut s, "project", r.project.as_deref().unwrap_or("NONE"));
-    row(&mut s, "department", "defaultdepartment");
+    row(&mut s, "department", department);
     row(&mut s, "jobname", &r.job_name);
     row(&mut s, "jobnumber", &r.job_id.to_string());
     raw(
@@ -272,7 +273,7 @@ pub fn qacct(args: &[String]) -> Output {
         },
         None => match crate::ask(&ToMaster::Accounting { job: job.clone() }) {
             Ok(FromMaster::Accounting(r)) => {
-                let d = vec!["defaultdepartment".to_string(); r.len()];
+                let d = departments_of(&r);
                 (r, d)
             }
             Ok(other) => return crate::unexpected(&other),
@@ -361,9 +362,49 @@ pub fn qacct(args: &[String]) -> Output {
                 exit::FAILURE,
             );
         }
-        return Output::ok(selected.iter().map(|e| render_record(e.r)).collect());
+        return Output::ok(
+            selected
+                .iter()
+                .map(|e| render_record(e.r, e.department))
+                .collect(),
+        );
     }
     Output::ok(summary(&columns, &selected))
+}
+
+/// The department each record's owner is in (a `DEPT` access list naming the owner or
+/// the owner's group, as SGE's), else `defaultdepartment`: the master's records name
+/// none of their own, so a record reads as if accounted now.
+fn departments_of(records: &[AccountingRecord]) -> Vec<String> {
+    let default = || vec!["defaultdepartment".to_string(); records.len()];
+    if records.is_empty() {
+        return Vec::new();
+    }
+    let names = match crate::ask(&ToMaster::ShowUserSetList) {
+        Ok(FromMaster::Names(n)) => n,
+        _ => return default(),
+    };
+    let sets = match crate::ask(&ToMaster::ShowUserSets { names }) {
+        Ok(FromMaster::UserSets(s)) => s,
+        _ => return default(),
+    };
+    let departments: Vec<&gantry_proto::UserSet> = sets
+        .iter()
+        .filter(|s| s.types.iter().any(|t| t.eq_ignore_ascii_case("DEPT")))
+        .collect();
+    records
+        .iter()
+        .map(|r| {
+            departments
+                .iter()
+                .find(|d| {
+                    d.entries
+                        .iter()
+                        .any(|e| *e == r.owner || e.strip_prefix('@').is_some_and(|g| g == r.group))
+                })
+                .map_or_else(|| "defaultdepartment".to_string(), |d| d.name.clone())
+        })
+        .collect()
 }
 
 /// A record with the department it was accounted under.
@@ -543,7 +584,7 @@ mod tests {
 
     #[test]
     fn a_record_shows_every_line_sge_shows() {
-        let text = render_record(&record());
+        let text = render_record(&record(), "defaultdepartment");
         for line in [
             "granted_pe   smp                 \n",
             "slots        2                   \n",
@@ -568,7 +609,7 @@ mod tests {
         plain.category.clear();
         plain.granted_pe = None;
         plain.report.exit_status = 3;
-        let text = render_record(&plain);
+        let text = render_record(&plain, "defaultdepartment");
         assert!(
             text.contains("granted_pe   NONE                \n"),
             "{text}"
