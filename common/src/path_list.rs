@@ -66,25 +66,22 @@ pub fn hosts(text: &str) -> Vec<&str> {
 /// As `qstat -j` shows a path list: `host:NONE:path` each (`NONE` for no host), comma
 /// separated.
 pub fn display(text: &str) -> String {
-    match parse(text) {
-        Ok(list) => list
-            .iter()
-            .map(|e| format!("{}:NONE:{}", e.host.unwrap_or("NONE"), e.path))
-            .collect::<Vec<_>>()
-            .join(","),
-        Err(_) => format!("NONE:NONE:{text}"),
-    }
+    display_as(text, |host, path| format!("{host}:NONE:{path}"))
 }
 
 /// As `qstat -j` shows a shell list: `host:path` each.
 pub fn display_shells(text: &str) -> String {
+    display_as(text, |host, path| format!("{host}:{path}"))
+}
+
+fn display_as(text: &str, element: impl Fn(&str, &str) -> String) -> String {
     match parse(text) {
         Ok(list) => list
             .iter()
-            .map(|e| format!("{}:{}", e.host.unwrap_or("NONE"), e.path))
+            .map(|e| element(e.host.unwrap_or("NONE"), e.path))
             .collect::<Vec<_>>()
             .join(","),
-        Err(_) => format!("NONE:{text}"),
+        Err(_) => element("NONE", text),
     }
 }
 
