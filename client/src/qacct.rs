@@ -336,6 +336,14 @@ pub fn qacct(args: &[String]) -> Output {
                 .is_none_or(|o| o.contains(&e.r.report.queue))
         })
         .filter(|e| !p.has("-m") || e.r.report.pe_task.is_none())
+        // The master filters its records by -j; a file's are filtered here.
+        .filter(|e| {
+            acctfile.is_none()
+                || job.as_deref().is_none_or(|j| match j.parse::<u64>() {
+                    Ok(id) => e.r.job_id.get() == id,
+                    Err(_) => gantry_common::job::wildcard(j, &e.r.job_name),
+                })
+        })
         .filter(|e| {
             tasks.is_none_or(|(a, b, step)| {
                 // A job that is no array has no task number (SGE's 0): no -t names it.

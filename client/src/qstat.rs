@@ -889,15 +889,15 @@ pub fn qstat(args: &[String]) -> Output {
                 for q in h.hosts.iter_mut().flat_map(|h| h.queues.iter_mut()) {
                     q.reasons.retain(|(letter, _)| explain.contains(*letter));
                 }
-                // Only the instances selected; with `-ne`, only those with a job listed.
+                // Only the instances selected; with `-ne`, only those with a slot in use
+                // (SGE's test, whoever's jobs they are).
                 let hide_empty = p.has("-ne");
                 for host in &mut h.hosts {
                     let name = host.name.clone();
                     host.queues.retain(|q| {
                         let instance = format!("{}@{name}", q.queue);
                         selection.as_ref().is_none_or(|s| s.has_instance(&instance))
-                            && (!hide_empty
-                                || jobs.iter().any(|j| j.queue == Some(instance.as_str())))
+                            && (!hide_empty || q.used > 0)
                     });
                 }
                 Some(h)

@@ -38,7 +38,12 @@ pub fn parse(text: &str) -> Result<Vec<PathFor<'_>>, PathListError> {
         if path.is_empty() {
             return Err(PathListError::EmptyPath);
         }
-        if out.iter().any(|e| e.host == host) {
+        // One path per host: a name in any case is the same host.
+        let same = |a: Option<&str>, b: Option<&str>| match (a, b) {
+            (Some(a), Some(b)) => a.eq_ignore_ascii_case(b),
+            (a, b) => a == b,
+        };
+        if out.iter().any(|e| same(e.host, host)) {
             return Err(PathListError::SameHost);
         }
         out.push(PathFor { host, path });

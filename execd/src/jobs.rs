@@ -423,7 +423,9 @@ impl Jobs {
                 report
             }
         };
-        if report.failed == 0 && dir.join(RESCHEDULE_FILE).exists() {
+        // Asked to run again: whatever ended the task (the kill, or its shepherd killed
+        // before the job started), it ends for rescheduling.
+        if dir.join(RESCHEDULE_FILE).exists() {
             report.failed = ShepherdFailure::Reschedule.code();
             report.failure = "rescheduled by qmod -r".to_string();
             let _ = write_file_atomic(

@@ -427,7 +427,10 @@ fn supervise(
     // An interactive job runs in its owner's login shell (SGE's qrsh_starter), a
     // command with `-c`.
     let shell = match &start.spec.script {
-        JobScript::Interactive { .. } if start.spec.shell.is_none() && !user.shell.is_empty() => {
+        JobScript::Interactive { .. }
+            if files::for_this_host(&start.spec.shell, &start.host).is_none()
+                && !user.shell.is_empty() =>
+        {
             user.shell.clone()
         }
         _ => shell,

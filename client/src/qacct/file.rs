@@ -28,9 +28,17 @@ const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
 
 /// One line of the file (no newline).
 pub fn parse_line(line: &str) -> Result<FileRecord, LineError> {
-    let f: Vec<&str> = line.split(':').collect();
+    let mut f: Vec<&str> = line.split(':').collect();
     if f.len() < 45 {
         return Err(LineError::Fields(f.len()));
+    }
+    // A category with colons in it (`-l h_rt=1:00:00`): the fields after it count from
+    // the line's end.
+    let category;
+    if f.len() > 45 {
+        let extra = f.len() - 45;
+        category = f[39..=39 + extra].join(":");
+        f.splice(39..=39 + extra, [category.as_str()]);
     }
     let num = |field: usize, name: &'static str| -> Result<f64, LineError> {
         f[field]
@@ -157,6 +165,18 @@ all.q:vm:user1:user1:sleep:2:sge:0:1796312811:1796312812:1796312826:100:137:14:0
         assert_eq!((b.record.slots, b.record.task_id), (2, Some(TaskId(3))));
         assert_eq!(b.record.report.accounted.mem_byte_s, (1.5 * GIB) as u64);
         assert_eq!(b.record.ar, Some((ArId(7), 1796312800)));
+    }
+
+    #[test]
+    fn a_category_with_colons_keeps_the_fields_after_it() {
+        let line = SGE
+            .lines()
+            .nth(1)
+            .unwrap_or_default()
+            .replace(":-l h_rt=1000:", ":-l h_rt=1:00:00:");
+        let r = parse_line(&line).expect("a record");
+        assert_eq!(r.record.category, "-l h_rt=1:00:00");
+        assert_eq!(r.record.report.accounted.maxvmem_bytes, 3162112);
     }
 
     #[test]

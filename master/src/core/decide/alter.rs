@@ -70,10 +70,8 @@ impl ClusterState {
             c.notify.is_some(),
             c.binding.is_some(),
             c.ckpt.is_some(),
-            c.project.is_some(),
             c.pe.is_some(),
             c.max_running_tasks.is_some(),
-            c.override_tickets.is_some(),
         ]
         .contains(&true);
         let mut ops = Vec::new();
@@ -99,8 +97,17 @@ impl ClusterState {
             .flat_map(|r| match crate::core::jobs::parse_job_ref(&r) {
                 Some(_) => vec![r],
                 None => {
-                    let named =
-                        crate::core::jobs::jobs_named(&self.input.jobs, std::slice::from_ref(&r));
+                    // Jobs with nothing left to wait are not what a name alters.
+                    let named: Vec<gantry_proto::JobId> =
+                        crate::core::jobs::jobs_named(&self.input.jobs, std::slice::from_ref(&r))
+                            .into_iter()
+                            .filter(|id| {
+                                self.input
+                                    .jobs
+                                    .get(id)
+                                    .is_some_and(|j| j.tasks.has_pending())
+                            })
+                            .collect();
                     match named.is_empty() {
                         true => vec![r],
                         false => named.into_iter().map(|id| id.to_string()).collect(),
@@ -483,7 +490,14 @@ impl ClusterState {
             if matches!(changes.verify, Verify::Error | Verify::Warning) {
                 job.spec.verify = changes.verify;
             }
-            if versioned {
+            // A project and override tickets count only when they change (SGE's too).
+            let new_project = c.project.as_ref().is_some_and(|p| {
+                self.input.jobs.get(&job.id).map(|o| &o.spec.project) != Some(&Some(p.clone()))
+            });
+            let new_tickets = c
+                .override_tickets
+                .is_some_and(|t| self.input.job_otickets.get(&job.id).copied().unwrap_or(0) != t);
+            if versioned || new_project || new_tickets {
                 job.version += 1;
             }
             ops.push(Op::Put(Object::Job(job)));
