@@ -280,25 +280,22 @@ pub fn qacct(args: &[String]) -> Output {
             Err(out) => return out,
         },
     };
-    let ar_filter = match p.arg("-ar").map(str::parse::<u64>) {
-        None => None,
-        Some(Ok(id)) => Some(id),
-        Some(Err(_)) => {
-            return Output::usage_error(
-                "ERROR! invalid advance reservation id, must be an unsigned integer",
-                &qacct_usage(),
-            )
-        }
+    // `-ar N`, `-slots N`: a number, or the usage with SGE's words.
+    let number = |option: &str, what: &str| match p.arg(option).map(str::parse::<u64>) {
+        None => Ok(None),
+        Some(Ok(n)) => Ok(Some(n)),
+        Some(Err(_)) => Err(Output::usage_error(
+            &format!("ERROR! invalid {what}, must be an unsigned integer"),
+            &qacct_usage(),
+        )),
     };
-    let slots_filter = match p.arg("-slots").map(str::parse::<u32>) {
-        None => None,
-        Some(Ok(n)) => Some(n),
-        Some(Err(_)) => {
-            return Output::usage_error(
-                "ERROR! invalid slot count, must be an unsigned integer",
-                &qacct_usage(),
-            )
-        }
+    let ar_filter = match number("-ar", "advance reservation id") {
+        Ok(n) => n,
+        Err(out) => return out,
+    };
+    let slots_filter = match number("-slots", "slot count") {
+        Ok(n) => n,
+        Err(out) => return out,
     };
     // `-l`: the jobs that ran in a queue instance offering these resources.
     let offering: Option<std::collections::HashSet<String>> = match p.arg("-l") {
@@ -329,7 +326,7 @@ pub fn qacct(args: &[String]) -> Output {
         .filter(|e| until.is_none_or(|t| when(e.r) <= t))
         .filter(|e| columns.iter().all(|c| c.admits(e)))
         .filter(|e| ar_filter.is_none_or(|a| e.r.ar.map_or(0, |(id, _)| id.get()) == a))
-        .filter(|e| slots_filter.is_none_or(|n| e.r.slots == n))
+        .filter(|e| slots_filter.is_none_or(|n| u64::from(e.r.slots) == n))
         .filter(|e| {
             offering
                 .as_ref()

@@ -778,6 +778,16 @@ impl Cluster {
 
     /// `qsub -terse ARGS` as `user`: the job id (for an array, the part before its
     /// task range).
+    /// A job's state letters in `qstat -u '*'` (its first row), empty when not listed.
+    pub fn job_state(&self, id: &str) -> String {
+        self.client("qstat", &["-u", "*"])
+            .stdout
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(id))
+            .and_then(|l| l.split_whitespace().nth(4).map(str::to_string))
+            .unwrap_or_default()
+    }
+
     pub fn submit(&self, user: &str, args: &[&str]) -> String {
         let args: Vec<&str> = std::iter::once("-terse")
             .chain(args.iter().copied())

@@ -2512,14 +2512,7 @@ fn an_exclusive_job_has_its_host_to_itself() {
         "node1",
     ]);
     assert_eq!(out.code, 0, "{out:?}");
-    let state = |id: &str| -> String {
-        c.client("qstat", &["-u", "*"])
-            .stdout
-            .lines()
-            .find(|l| l.trim_start().starts_with(&format!("{id} ")))
-            .and_then(|l| l.split_whitespace().nth(4).map(str::to_string))
-            .unwrap_or_default()
-    };
+    let state = |id: &str| c.job_state(id);
     let ordinary = c.submit("gtuser1", &["-wd", "/tmp", "-b", "y", "sleep", "6173"]);
     wait_until("the ordinary job runs", Duration::from_secs(30), || {
         state(&ordinary) == "r"
@@ -3203,14 +3196,7 @@ fn execds_shut_down_with_or_without_their_jobs() {
         &["-ckpt", "shut", "-wd", "/tmp", "-b", "y", "sleep", "6191"],
     );
     let plain = c.submit("gtuser1", &["-wd", "/tmp", "-b", "y", "sleep", "6192"]);
-    let state = |c: &Cluster, id: &str| {
-        c.client("qstat", &["-u", "*"])
-            .stdout
-            .lines()
-            .find(|l| l.trim_start().starts_with(&format!("{id} ")))
-            .and_then(|l| l.split_whitespace().nth(4).map(str::to_string))
-            .unwrap_or_default()
-    };
+    let state = |c: &Cluster, id: &str| c.job_state(id);
     wait_until("both jobs to run", Duration::from_secs(30), || {
         state(&c, &ckpt) == "r" && state(&c, &plain) == "r"
     });
@@ -3487,14 +3473,7 @@ fn qmod_reschedules_running_jobs_by_hand() {
     let c = Cluster::one_host();
     let again = c.submit("gtuser1", &["-r", "y", "-b", "y", "sleep", "300"]);
     let stays = c.submit("gtuser1", &["-r", "n", "-b", "y", "sleep", "300"]);
-    let state = |id: &str| {
-        c.client("qstat", &["-u", "*"])
-            .stdout
-            .lines()
-            .find(|l| l.split_whitespace().next() == Some(id))
-            .and_then(|l| l.split_whitespace().nth(4).map(str::to_string))
-            .unwrap_or_default()
-    };
+    let state = |id: &str| c.job_state(id);
     wait_until("both jobs to run", Duration::from_secs(20), || {
         state(&again) == "r" && state(&stays) == "r"
     });

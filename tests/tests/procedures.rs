@@ -58,15 +58,6 @@ fn instance_states(c: &Cluster) -> String {
         .unwrap_or_default()
 }
 
-fn job_state(c: &Cluster, id: &str) -> String {
-    c.client("qstat", &["-u", "*"])
-        .stdout
-        .lines()
-        .find(|l| l.split_whitespace().next() == Some(id))
-        .and_then(|l| l.split_whitespace().nth(4).map(str::to_string))
-        .unwrap_or_default()
-}
-
 const PROBE: &str = "#!/bin/sh\necho \"PROC $0 [$*] uid=$(id -u) cwd=$(pwd) exit=${SGE_JOBEXIT_STAT:-none} path=$PATH\"\necho \"PROC-ERR $0\" >&2\n";
 
 #[test]
@@ -213,7 +204,7 @@ fn procedure_exit_statuses_reschedule_or_set_errors() {
     set_queue(&c, "prolog", &format!("{e} 100"));
     let id = c.submit(USER, &["-wd", &d, "-b", "y", "/bin/true"]);
     wait_until("the job in error state", Duration::from_secs(20), || {
-        job_state(&c, &id) == "Eqw"
+        c.job_state(&id) == "Eqw"
     });
     assert!(
         reason(&id).ends_with("]: exit_status of prolog = 100"),
@@ -238,7 +229,7 @@ fn procedure_exit_statuses_reschedule_or_set_errors() {
         Duration::from_secs(20),
         || instance_states(&c) == "E",
     );
-    assert_eq!(job_state(&c, &id), "qw");
+    assert_eq!(c.job_state(&id), "qw");
     let acct = accounted(&c, &id);
     assert!(acct.contains("failed       8   : in prolog\n"), "{acct}");
     set_queue(&c, "prolog", "NONE");
@@ -300,7 +291,7 @@ fn procedure_exit_statuses_reschedule_or_set_errors() {
         Duration::from_secs(20),
         || instance_states(&c) == "E",
     );
-    assert_eq!(job_state(&c, &id), "qw");
+    assert_eq!(c.job_state(&id), "qw");
     let acct = accounted(&c, &id);
     assert!(acct.contains("failed       15  : in epilog\n"), "{acct}");
     // Recorded as SGE records an attempt it reschedules: no slots, no start, no end.
@@ -452,6 +443,6 @@ fn parallel_environment_start_and_stop_procedures() {
     let acct = accounted(&c, &id);
     assert!(acct.contains("failed       13  : in pestop\n"), "{acct}");
     assert_eq!(instance_states(&c), "E");
-    assert_eq!(job_state(&c, &id), "");
+    assert_eq!(c.job_state(&id), "");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -123,27 +123,21 @@ impl ClusterState {
             .enumerate()
             .map(|(n, i)| ((i.queue.as_str(), snap.hosts[i.host].name.as_str()), n))
             .collect();
-        let selected: Vec<usize> = views
-            .iter()
-            .filter_map(|(q, host, _)| index.get(&(q.queue.as_str(), host.as_str())).copied())
-            .collect();
+        // `-l`, last: each instance offers the requests, or is dropped.
         let mut instances: Vec<String> = Vec::with_capacity(views.len());
+        let mut selected: Vec<usize> = Vec::with_capacity(views.len());
         for (q, host, _) in &views {
-            let offers = match index.get(&(q.queue.as_str(), host.as_str())) {
-                Some(&n) => snap.offers_when_empty(&requests, n),
-                None => requests.is_empty(),
-            };
-            if offers {
+            let n = index.get(&(q.queue.as_str(), host.as_str())).copied();
+            if n.map_or(requests.is_empty(), |n| {
+                snap.offers_when_empty(&requests, n)
+            }) {
                 instances.push(format!("{}@{host}", q.queue));
+                selected.extend(n);
             }
         }
         instances.sort();
         let mut fitting_jobs = Vec::new();
         if sel.fitting_jobs {
-            let selected: Vec<usize> = selected
-                .into_iter()
-                .filter(|&n| snap.offers_when_empty(&requests, n))
-                .collect();
             for job in self.input.jobs.values().filter(|j| j.tasks.has_pending()) {
                 let hard: Vec<Request> = job
                     .spec
