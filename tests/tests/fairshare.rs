@@ -134,7 +134,16 @@ fn functional_shares_decide_whose_job_starts_first() {
     }
     let c = Cluster::one_host();
     assert_eq!(c.qconf(&["-rattr", "queue", "slots", "1", "all.q"]).code, 0);
-    set_sched(&c, &[("weight_tickets_functional", "10000")]);
+    // Without waiting time in the urgency: three submissions that straddle a second
+    // would otherwise differ in normalised urgency by all of its range (0.278 a second,
+    // SGE's default weight), and the earlier jobs would come first.
+    set_sched(
+        &c,
+        &[
+            ("weight_tickets_functional", "10000"),
+            ("weight_waiting_time", "0.000000"),
+        ],
+    );
     for (u, share) in [("gtuser1", 10), ("gtuser2", 30), ("gtuser3", 60)] {
         add_user(&c, u, share);
     }
@@ -149,14 +158,21 @@ fn functional_shares_decide_whose_job_starts_first() {
         (j2.clone(), 833, 833, 0, "0.23".to_string()),
         (j1.clone(), 250, 250, 0, "0.07".to_string()),
     ];
-    wait_until(
-        "a cycle to give the pending jobs their tickets and order",
-        Duration::from_secs(20),
-        || ext_rows(&c) == want,
+    let mut seen = Vec::new();
+    let settled = (0..400).any(|_| {
+        seen = ext_rows(&c);
+        seen == want || {
+            std::thread::sleep(Duration::from_millis(50));
+            false
+        }
+    });
+    assert!(
+        settled,
+        "the pending jobs' tickets and order: {seen:?}\n{}",
+        c.client("qstat", &["-u", "*", "-ext"]).stdout
     );
-    assert_eq!(ext_rows(&c), want);
-    // -pri: the priority is the tickets' part alone here (one slot each, submitted
-    // within the same seconds: their urgency is nearly the same).
+    // -pri: the priority is the tickets' part alone here (one slot each, no waiting
+    // time: their urgency is the same).
     let pri = c.client("qstat", &["-u", "*", "-pri"]);
     assert!(
         pri.stdout.starts_with("job-ID  prior   nurg    npprior ntckts   ppri name       user         state submit/start at     queue                          slots ja-task-ID \n"),
@@ -192,7 +208,12 @@ fn share_tree_usage_shifts_the_order_and_survives_a_restart() {
     assert_eq!(c.qconf(&["-rattr", "queue", "slots", "1", "all.q"]).code, 0);
     set_sched(
         &c,
-        &[("weight_tickets_share", "10000"), ("halftime", "168")],
+        &[
+            ("weight_tickets_share", "10000"),
+            ("halftime", "168"),
+            // The tickets alone order the two jobs (see the functional test).
+            ("weight_waiting_time", "0.000000"),
+        ],
     );
     share_tree_75_25(&c);
     // gtuser1 burns CPU until its usage puts gtuser2 first: SGE's share-tree formula
@@ -266,6 +287,7 @@ fn usage_decays_by_halflife_decay_list_and_gives_the_order_back() {
             ("weight_tickets_share", "10000"),
             ("halftime", "168"),
             ("halflife_decay_list", "cpu=1"),
+            ("weight_waiting_time", "0.000000"),
         ],
     );
     assert!(c
