@@ -487,6 +487,128 @@ pub(crate) fn apply_defaults(
     Ok(())
 }
 
+/// The script's own `#$` lines (`-C` names another prefix), then the command line,
+/// applied to `spec`.
+fn script_then_command_line(
+    p: &Parsed,
+    spec: &mut JobSpec,
+    initial: &JobSpec,
+    cwd: &str,
+    flags: &mut Flags,
+) -> Result<(), Output> {
+    flags.rank = 0;
+    if let JobScript::Script { contents, .. } = &spec.script {
+        let applied = directives(contents, p.arg("-C").unwrap_or("#$"))
+            .map_err(OptionError::syntax)
+            .and_then(|words| parse(&words, SPECS, false).map_err(OptionError::from))
+            .and_then(|dp| apply(spec, initial, &dp, Layer::Script, cwd, flags));
+        if let Err(e) = applied {
+            return Err(refused(Layer::Script, e));
+        }
+    }
+    apply(spec, initial, p, Layer::CommandLine, cwd, flags)
+        .map_err(|e| refused(Layer::CommandLine, e))
+}
+
+/// Where a submission that comes through the master's HTTP API was made: the
+/// submitter's home (its working directory unless `-cwd`/`-wd` say otherwise), login
+/// name and the host it came from.
+#[derive(Debug, Clone)]
+pub struct Origin {
+    pub home: String,
+    pub logname: String,
+    pub host: String,
+}
+
+/// A job submitted through the HTTP API: qsub's options (`args`, with a binary job's
+/// command and arguments after them) and the script (`script`, whose `#$` lines are
+/// read as qsub reads them), checked and turned into a job as `qsub` would, with the
+/// same messages. No defaults file or `-@` file is read (they are files of a client's
+/// host); options that need the submitter's terminal or environment are refused.
+/// Returns the job and its `-w` mode, or what `qsub` would have printed and exited with.
+pub fn remote_spec(
+    args: &[String],
+    script: Option<&[u8]>,
+    origin: &Origin,
+) -> Result<(JobSpec, Verify), Output> {
+    let p = parse(args, SPECS, true).map_err(|e| refused(Layer::CommandLine, e.into()))?;
+    for local in [
+        "-help", "-@", "-sync", "-now", "-jsv", "-V", "-verify", "-terse",
+    ] {
+        if p.has(local) {
+            return Err(Output::fail(
+                format!("qsub: option \"{local}\" is not available through the HTTP API"),
+                exit::ESEMANTIC,
+            ));
+        }
+    }
+    let env = vec![
+        ("SGE_O_HOME".to_string(), origin.home.clone()),
+        ("SGE_O_LOGNAME".to_string(), origin.logname.clone()),
+        ("SGE_O_PATH".to_string(), String::new()),
+        ("SGE_O_SHELL".to_string(), String::new()),
+        ("TERM".to_string(), String::new()),
+        ("SGE_O_HOST".to_string(), origin.host.clone()),
+        ("SGE_O_WORKDIR".to_string(), origin.home.clone()),
+    ];
+    let mut spec = JobSpec {
+        env,
+        ..JobSpec::binary("", "", &origin.host)
+    };
+    let initial = spec.clone();
+    let mut flags = Flags::new();
+    if let Some(b) = p.arg("-b") {
+        flags.binary = optvalues::yes_no("-b", b).map_err(|e| refused(Layer::CommandLine, e))?;
+    }
+    let default_name = match (flags.binary, script, p.operands.split_first()) {
+        (true, Some(_), _) => {
+            return Err(Output::fail(
+                "qsub: a binary job (-b y) takes no script".to_string(),
+                exit::ESEMANTIC,
+            ))
+        }
+        (true, None, None) => {
+            return Err(Output::fail(
+                "qsub: command required for a binary job".to_string(),
+                exit::ESEMANTIC,
+            ))
+        }
+        (true, None, Some((command, rest))) => {
+            spec.args = rest.to_vec();
+            spec.script = JobScript::Binary {
+                command: command.clone(),
+            };
+            std::path::Path::new(command)
+                .file_name()
+                .map_or_else(|| command.clone(), |n| n.to_string_lossy().into_owned())
+        }
+        (false, None, _) => {
+            return Err(Output::fail(
+                "qsub: a job needs a script (or -b y and a command)".to_string(),
+                exit::NO_SCRIPT,
+            ))
+        }
+        (false, Some(contents), _) => {
+            spec.args = p.operands.clone();
+            spec.script = JobScript::Script {
+                path: "STDIN".into(),
+                contents: contents.to_vec(),
+            };
+            "STDIN".to_string()
+        }
+    };
+    script_then_command_line(&p, &mut spec, &initial, &origin.home, &mut flags)?;
+    if spec.name.is_empty() {
+        spec.name = default_name;
+    }
+    let verify = flags.verify.unwrap_or(if spec.ar.is_some() {
+        Verify::Error
+    } else {
+        Verify::None
+    });
+    Ok((spec, verify))
+}
+
 pub fn run(args: &[String]) -> Output {
     let p = match parse(args, SPECS, true) {
         Ok(p) => p,
@@ -573,26 +695,8 @@ pub fn run(args: &[String]) -> Output {
             ));
         }
     }
-    // The script's own #$ lines, then the command line.
-    flags.rank = 0;
-    if let JobScript::Script { contents, .. } = &spec.script {
-        let applied = directives(contents, p.arg("-C").unwrap_or("#$"))
-            .map_err(OptionError::syntax)
-            .and_then(|words| parse(&words, SPECS, false).map_err(OptionError::from))
-            .and_then(|dp| apply(&mut spec, &initial, &dp, Layer::Script, &cwd, &mut flags));
-        if let Err(e) = applied {
-            return refused(Layer::Script, e);
-        }
-    }
-    if let Err(e) = apply(
-        &mut spec,
-        &initial,
-        &p,
-        Layer::CommandLine,
-        &cwd,
-        &mut flags,
-    ) {
-        return refused(Layer::CommandLine, e);
+    if let Err(out) = script_then_command_line(&p, &mut spec, &initial, &cwd, &mut flags) {
+        return out;
     }
     if spec.name.is_empty() {
         spec.name = default_name;

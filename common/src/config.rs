@@ -21,6 +21,8 @@ enum Kind {
     OneOf(&'static [&'static str]),
     /// `low-high`
     Range,
+    /// `none`, or an IP address and port to listen on (`127.0.0.1:8443`, `[::]:8443`).
+    Listen,
 }
 
 const LOGLEVELS: &[&str] = &[
@@ -89,7 +91,15 @@ const ATTRIBUTES: &[(&str, &str, Kind)] = &[
     ("jsv_url", "none", Kind::Text),
     ("jsv_allowed_mod", "ac,h,i,e,o,j,M,N,p,w", Kind::Text),
     ("max_advance_reservations", "50", Kind::Uint),
+    // Gantry's own: the master's HTTP listener (metrics, status page, REST API), off
+    // by default, and whether a loopback listener serves /metrics and the status page
+    // without a certificate.
+    ("http_listen", "none", Kind::Listen),
+    ("http_anonymous", "false", Kind::Bool),
 ];
+
+/// The attributes Gantry adds to SGE's.
+pub const OWN_ATTRIBUTES: &[&str] = &["http_listen", "http_anonymous"];
 
 /// The global configuration of a fresh cell.
 pub fn default_global() -> Config {
@@ -115,6 +125,7 @@ fn check(kind: Kind, key: &str, value: &str) -> Result<(), String> {
             .split_once('-')
             .and_then(|(a, b)| Some((a.parse::<u32>().ok()?, b.parse::<u32>().ok()?)))
             .is_some_and(|(a, b)| a <= b),
+        Kind::Listen => listen_address(value).is_ok(),
     };
     if ok {
         return Ok(());
@@ -128,6 +139,7 @@ fn check(kind: Kind, key: &str, value: &str) -> Result<(), String> {
         Kind::Bool => "true or false".to_string(),
         Kind::OneOf(words) => format!("one of {}", words.join(", ")),
         Kind::Range => "a range low-high".to_string(),
+        Kind::Listen => "none or an address and port (127.0.0.1:8443, [::]:8443)".to_string(),
     };
     Err(format!(
         "value \"{value}\" for attribute \"{key}\" is invalid: expected {expected}"
@@ -209,6 +221,44 @@ pub fn print_config(conf: &Config) -> String {
     out
 }
 
+/// `http_listen`'s value: None for `none`.
+pub fn listen_address(value: &str) -> Result<Option<std::net::SocketAddr>, String> {
+    if value.eq_ignore_ascii_case("none") {
+        return Ok(None);
+    }
+    value
+        .parse::<std::net::SocketAddr>()
+        .map(Some)
+        .map_err(|_| format!("\"{value}\" is no address and port"))
+}
+
+/// The master's HTTP listener as the global configuration sets it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HttpSettings {
+    /// Where to listen (None: no HTTP listener).
+    pub listen: Option<std::net::SocketAddr>,
+    /// Serve /metrics and the status page without a certificate (loopback only).
+    pub anonymous: bool,
+}
+
+impl HttpSettings {
+    pub fn of(global: &Config) -> HttpSettings {
+        HttpSettings {
+            listen: global
+                .get("http_listen")
+                .and_then(|v| listen_address(v).ok().flatten()),
+            anonymous: global
+                .get("http_anonymous")
+                .is_some_and(|v| parse_bool(v).unwrap_or(false)),
+        }
+    }
+
+    /// Whether a request without a certificate may read /metrics and the status page.
+    pub fn anonymous_allowed(&self) -> bool {
+        self.anonymous && self.listen.is_some_and(|a| a.ip().is_loopback())
+    }
+}
+
 /// A TIME attribute of the configuration in seconds, or its default if unset.
 pub fn time_seconds(conf: &Config, key: &str) -> u64 {
     let default = ATTRIBUTES
@@ -228,8 +278,35 @@ mod tests {
     #[test]
     fn defaults_print_as_sge_does_but_for_the_spool_dir() {
         let want = include_str!("../tests/fixtures/qconf-sconf.txt")
-            .replace("/var/spool/gridengine/execd", "/var/spool/gantry/execd");
+            .replace("/var/spool/gridengine/execd", "/var/spool/gantry/execd")
+            .replace(
+                "max_advance_reservations     50\n",
+                "max_advance_reservations     50\nhttp_listen                  none\nhttp_anonymous               false\n",
+            );
         assert_eq!(print_config(&default_global()), want);
+    }
+
+    #[test]
+    fn http_settings_read_the_listen_address_and_anonymous_only_on_loopback() {
+        let conf = |listen: &str, anonymous: &str| {
+            let text = format!("http_listen {listen}\nhttp_anonymous {anonymous}\n");
+            parse_config("global", &text).map(|c| HttpSettings::of(&c))
+        };
+        let off = conf("none", "true").unwrap();
+        assert_eq!(off.listen, None);
+        assert!(!off.anonymous_allowed());
+        let local = conf("127.0.0.1:8443", "true").unwrap();
+        assert_eq!(local.listen, Some("127.0.0.1:8443".parse().unwrap()));
+        assert!(local.anonymous_allowed());
+        assert!(!conf("0.0.0.0:8443", "true").unwrap().anonymous_allowed());
+        assert!(!conf("[::1]:8443", "false").unwrap().anonymous_allowed());
+        for bad in ["8443", "localhost:8443", "127.0.0.1", "1.2.3.4:99999"] {
+            let e = conf(bad, "false").unwrap_err().to_string();
+            assert!(
+                e.contains("for attribute \"http_listen\" is invalid"),
+                "{bad}: {e}"
+            );
+        }
     }
 
     #[test]

@@ -23,6 +23,7 @@ pub mod load;
 pub mod mail;
 pub mod names;
 pub mod os_error;
+pub mod output;
 pub mod path_list;
 pub mod pe;
 pub mod pe_tasks;

@@ -56,6 +56,26 @@ enum Command {
         #[arg(long, default_value = "24h")]
         ttl: String,
     },
+    /// Issue a client certificate for USER for the HTTP listener (USER.pem and USER.key
+    /// in --out), list those issued, or revoke a user's.
+    UserCert {
+        #[arg(long)]
+        home: PathBuf,
+        /// The user (a name the master's host knows).
+        user: Option<String>,
+        /// How long the certificate is valid (e.g. 30d, 12h).
+        #[arg(long, default_value = "30d")]
+        valid: String,
+        /// Where to write USER.pem and USER.key.
+        #[arg(long, default_value = ".")]
+        out: PathBuf,
+        /// Revoke every certificate issued to USER.
+        #[arg(long)]
+        revoke: bool,
+        /// List the certificates issued.
+        #[arg(long)]
+        list: bool,
+    },
 }
 
 fn main() -> ExitCode {
@@ -80,6 +100,14 @@ fn main() -> ExitCode {
             recover_spool,
         } => run(home, recover_spool),
         Command::Token { home, ttl } => token(home, &ttl),
+        Command::UserCert {
+            home,
+            user,
+            valid,
+            out,
+            revoke,
+            list,
+        } => user_cert(home, user, &valid, out, revoke, list),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -107,6 +135,8 @@ enum MasterError {
         path: PathBuf,
         source: Box<dyn std::error::Error + Send + Sync>,
     },
+    #[error("{0}")]
+    Usage(String),
     #[error("cannot listen on UDP {addr}: {source}")]
     Udp {
         addr: std::net::SocketAddr,
@@ -168,6 +198,78 @@ fn token(home: PathBuf, ttl_text: &str) -> Result<(), MasterError> {
     Ok(())
 }
 
+fn user_cert(
+    home: PathBuf,
+    user: Option<String>,
+    valid: &str,
+    out: PathBuf,
+    revoke: bool,
+    list: bool,
+) -> Result<(), MasterError> {
+    use gantry_net::usercert::{read_issued, write_issued, IssuedCert};
+    let paths = MasterPaths::new(&home);
+    let record = paths.user_certs();
+    let mut issued = read_issued(&record).map_err(MasterError::at(&record))?;
+    if list {
+        for c in &issued {
+            let state = if c.revoked { "revoked" } else { "valid" };
+            println!("{} {} {} {state}", c.serial, c.user, c.not_after);
+        }
+        return Ok(());
+    }
+    let Some(user) = user else {
+        return Err(MasterError::Usage("a user name is required".to_string()));
+    };
+    if revoke {
+        let mut revoked = 0;
+        for c in issued.iter_mut().filter(|c| c.user == user && !c.revoked) {
+            c.revoked = true;
+            revoked += 1;
+        }
+        write_issued(&record, &issued).map_err(MasterError::at(&record))?;
+        println!("revoked {revoked} certificate(s) of {user}");
+        return Ok(());
+    }
+    let account = nix::unistd::User::from_name(&user)
+        .ok()
+        .flatten()
+        .ok_or_else(|| MasterError::Usage(format!("unknown user \"{user}\"")))?;
+    let seconds = ttl(valid)?;
+    let read = |p: PathBuf| std::fs::read_to_string(&p).map_err(MasterError::at(&p));
+    let ca = Ca::load(&read(paths.ca_cert())?, &read(paths.ca_key())?)?;
+    let days = i64::try_from(seconds.div_ceil(86_400))
+        .unwrap_or(i64::MAX)
+        .max(1);
+    let cert = ca.issue_user(&user, days)?;
+    let cert_path = out.join(format!("{user}.pem"));
+    let key_path = out.join(format!("{user}.key"));
+    gantry_net::cell::write_file_atomic(&cert_path, cert.cert_pem.as_bytes(), 0o644)
+        .map_err(MasterError::at(&cert_path))?;
+    gantry_net::cell::write_file_atomic(&key_path, cert.key_pem.as_bytes(), 0o600)
+        .map_err(MasterError::at(&key_path))?;
+    if nix::unistd::geteuid().is_root() {
+        // The user's own files.
+        for p in [&cert_path, &key_path] {
+            nix::unistd::chown(p, Some(account.uid), Some(account.gid))
+                .map_err(|e| MasterError::at(p)(e.into()))?;
+        }
+    }
+    issued.push(IssuedCert {
+        serial: cert.serial.clone(),
+        user: user.clone(),
+        not_after: cert.not_after,
+        revoked: false,
+    });
+    write_issued(&record, &issued).map_err(MasterError::at(&record))?;
+    println!(
+        "Issued a certificate for {user} (serial {}, valid {days} day(s)): {} and {}",
+        cert.serial,
+        cert_path.display(),
+        key_path.display()
+    );
+    Ok(())
+}
+
 fn run(home: PathBuf, recover_spool: bool) -> Result<(), MasterError> {
     let paths = MasterPaths::new(&home);
     let settings = cell::load_settings(&paths)?;
@@ -181,6 +283,8 @@ fn run(home: PathBuf, recover_spool: bool) -> Result<(), MasterError> {
         &master_key,
         PROTOCOL_VERSION,
     )?;
+    let https_config =
+        gantry_net::tls::https_server_config(&ca_pem, &read(paths.master_cert())?, &master_key)?;
     let endpoint_config = master_endpoint_config(&master_key);
     let store = Store::open(&paths.spool(), recover_spool).map_err(|e| MasterError::Path {
         path: paths.spool(),
@@ -211,7 +315,18 @@ fn run(home: PathBuf, recover_spool: bool) -> Result<(), MasterError> {
         // waking another thread (two cores; every hand-off costs a context switch).
         let cluster_thread = actix_rt::Arbiter::new();
         let state = Cluster::new(store, MasterPaths::new(&home), ca, &settings.hostname)?;
+        let (metrics, http_settings) = (state.metrics(), state.http_settings());
         let cluster = Cluster::start_in_arbiter(&cluster_thread.handle(), move |_| state);
+        let http = tokio::spawn(gantry_master::shell::http::serve(
+            gantry_master::shell::http::HttpDoor::new(
+                cluster.clone(),
+                metrics,
+                &paths,
+                settings.hostname.clone(),
+                https_config,
+            ),
+            http_settings,
+        ));
         let (stop_clients, clients_stopped) = tokio::sync::oneshot::channel::<()>();
         {
             let cluster = cluster.clone();
@@ -250,7 +365,9 @@ fn run(home: PathBuf, recover_spool: bool) -> Result<(), MasterError> {
         let _ = cluster.send(Shutdown).await;
         endpoint.close(0u32.into(), b"master shutting down");
         execds.abort();
+        http.abort();
         let _ = std::fs::remove_file(&socket);
+        let _ = std::fs::remove_file(paths.http_socket());
         endpoint.wait_idle().await;
         cluster_thread.stop();
         actix_rt::System::current().stop();

@@ -6,4 +6,6 @@ pub mod client_endpoint;
 pub mod cluster;
 pub mod cycle_thread;
 pub mod execd_endpoint;
+pub mod http;
+pub mod metrics;
 pub(crate) mod names;

@@ -40,6 +40,16 @@ impl MasterPaths {
     pub fn spool(&self) -> PathBuf {
         self.home.join("spool.redb")
     }
+    /// The user certificates issued for the HTTP listener (`gantry-master user-cert`).
+    pub fn user_certs(&self) -> PathBuf {
+        self.home.join("user-certs")
+    }
+
+    /// The HTTP listener's Unix socket (callers known by their credentials).
+    pub fn http_socket(&self) -> PathBuf {
+        self.home.join("http.sock")
+    }
+
     pub fn socket(&self) -> PathBuf {
         socket_path(&self.home)
     }

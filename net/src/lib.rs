@@ -7,3 +7,4 @@ pub mod door;
 pub mod mailer;
 pub mod tls;
 pub mod transport;
+pub mod usercert;

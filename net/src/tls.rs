@@ -44,6 +44,8 @@ pub enum TlsError {
     Pem(String),
     #[error("QUIC TLS configuration failed: {0}")]
     Quic(String),
+    #[error("client certificate verifier: {0}")]
+    Verifier(String),
 }
 
 pub fn provider() -> Arc<CryptoProvider> {
@@ -93,6 +95,10 @@ pub struct Ca {
 }
 
 impl Ca {
+    pub(crate) fn issuer(&self) -> &Issuer<'static, KeyPair> {
+        &self.issuer
+    }
+
     pub fn load(cert_pem: &str, key_pem: &str) -> Result<Ca, TlsError> {
         let key = KeyPair::from_pem(key_pem)?;
         let issuer = Issuer::from_ca_cert_pem(cert_pem, key)?;
@@ -287,14 +293,15 @@ pub fn client_endpoint(bind: SocketAddr) -> std::io::Result<quinn::Endpoint> {
     )
 }
 
-/// The master's QUIC server configuration: presents `[master, CA]`, accepts clients with
-/// a certificate under the CA, and clients without one (who may only join).
-pub fn master_server_config(
+/// A server configuration of the master presenting `[master, CA]`, verifying a client
+/// certificate under the CA and accepting a client without one; TLS 1.3 only, or
+/// rustls' safe defaults.
+fn master_tls(
     ca_pem: &str,
     master_cert_pem: &str,
     master_key_pem: &str,
-    protocol_version: u32,
-) -> Result<quinn::ServerConfig, TlsError> {
+    tls13_only: bool,
+) -> Result<rustls::ServerConfig, TlsError> {
     let provider = provider();
     let ca = certs_from_pem(ca_pem)?;
     let mut roots = RootCertStore::empty();
@@ -304,19 +311,48 @@ pub fn master_server_config(
     let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider.clone())
         .allow_unauthenticated()
         .build()
-        .map_err(|e| TlsError::Quic(e.to_string()))?;
+        .map_err(|e| TlsError::Verifier(e.to_string()))?;
     let mut chain = certs_from_pem(master_cert_pem)?;
     chain.extend(ca);
-    let mut tls = rustls::ServerConfig::builder_with_provider(provider)
-        .with_protocol_versions(&[&rustls::version::TLS13])?
+    let builder = rustls::ServerConfig::builder_with_provider(provider);
+    let builder = if tls13_only {
+        builder.with_protocol_versions(&[&rustls::version::TLS13])?
+    } else {
+        builder.with_safe_default_protocol_versions()?
+    };
+    Ok(builder
         .with_client_cert_verifier(verifier)
-        .with_single_cert(chain, key_from_pem(master_key_pem)?)?;
+        .with_single_cert(chain, key_from_pem(master_key_pem)?)?)
+}
+
+/// The master's QUIC server configuration: presents `[master, CA]`, accepts clients with
+/// a certificate under the CA, and clients without one (who may only join).
+pub fn master_server_config(
+    ca_pem: &str,
+    master_cert_pem: &str,
+    master_key_pem: &str,
+    protocol_version: u32,
+) -> Result<quinn::ServerConfig, TlsError> {
+    let mut tls = master_tls(ca_pem, master_cert_pem, master_key_pem, true)?;
     tls.alpn_protocols = alpn_list(protocol_version);
     let quic = quinn::crypto::rustls::QuicServerConfig::try_from(tls)
         .map_err(|e| TlsError::Quic(e.to_string()))?;
     let mut cfg = quinn::ServerConfig::with_crypto(Arc::new(quic));
     cfg.transport_config(master_transport_config());
     Ok(cfg)
+}
+
+/// The master's HTTPS configuration: presents `[master, CA]`, asks for a client
+/// certificate under the CA (a user's, see [`crate::usercert`]) and accepts a client
+/// without one (who may read only what the administrator opened to everyone).
+pub fn https_server_config(
+    ca_pem: &str,
+    master_cert_pem: &str,
+    master_key_pem: &str,
+) -> Result<rustls::ServerConfig, TlsError> {
+    let mut tls = master_tls(ca_pem, master_cert_pem, master_key_pem, false)?;
+    tls.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    Ok(tls)
 }
 
 /// An execd's configuration for its first connection: no client certificate, and the

@@ -105,71 +105,61 @@ pub fn render_qstat_json(
     jobs: &[JobViewRef],
     offered: Option<&[String]>,
 ) -> String {
-    let job = |j: &JobViewRef| {
-        serde_json::json!({
-            "job_id": j.job_id,
-            "name": j.name,
-            "owner": j.owner,
-            "priority": j.priority,
-            "state": j.state_letters(),
-            "submit_time": j.submit_time,
-            "start_time": j.start_time,
-            "queue": j.queue,
-            "slots": j.slots,
-            "tasks": j.tasks,
-            "hard_resources": j.hard_resources.iter().map(|(k, v)| serde_json::json!({"name": k, "value": v})).collect::<Vec<_>>(),
-        })
-    };
-    let mut doc = serde_json::Map::new();
-    if let Some(report) = hosts {
+    use gantry_common::output::{JobEntry, JobList, QueueInstanceEntry, Request, StateMessage};
+    let queues = hosts.map(|report| {
         let mut queues = Vec::new();
         for h in &report.hosts {
             for q in &h.queues {
                 let name = format!("{}@{}", q.queue, h.name);
-                let load = gantry_common::load::get(&h.load_values, "load_avg")
-                    .and_then(|v| v.parse::<f64>().ok());
-                let mut instance = serde_json::json!({
-                    "name": name,
-                    "qtype": q.qtype,
-                    "slots_used": q.used,
-                    "slots_resv": q.reserved,
-                    "slots_total": q.total,
-                    "load_avg": load,
-                    "arch": gantry_common::load::get(&h.load_values, "arch"),
-                    "state": q.states,
-                    "jobs": jobs
-                        .iter()
-                        .filter(|j| j.queue == Some(name.as_str()))
-                        .map(|j| j.job_id)
-                        .collect::<Vec<_>>(),
-                });
-                if let Some(selection) = offered {
-                    instance["resources"] = q
-                        .resources
+                let resources = offered.map(|selection| {
+                    q.resources
                         .iter()
                         .filter(|(key, _)| {
                             let n = key.split_once(':').map_or(key.as_str(), |(_, n)| n);
                             selection.is_empty() || selection.iter().any(|s| s == n)
                         })
-                        .map(|(k, v)| serde_json::json!({"name": k, "value": v}))
-                        .collect();
-                }
-                if !q.reasons.is_empty() {
-                    instance["messages"] = q
-                        .reasons
+                        .map(|(k, v)| Request {
+                            name: k.clone(),
+                            value: v.clone(),
+                        })
+                        .collect()
+                });
+                let messages = (!q.reasons.is_empty()).then(|| {
+                    q.reasons
                         .iter()
-                        .map(|(letter, why)| serde_json::json!({"state": letter.to_string(), "message": why}))
-                        .collect();
-                }
-                queues.push(instance);
+                        .map(|(letter, why)| StateMessage {
+                            state: letter.to_string(),
+                            message: why.clone(),
+                        })
+                        .collect()
+                });
+                queues.push(QueueInstanceEntry {
+                    jobs: jobs
+                        .iter()
+                        .filter(|j| j.queue == Some(name.as_str()))
+                        .map(|j| j.job_id.get())
+                        .collect(),
+                    name,
+                    qtype: q.qtype.clone(),
+                    slots_used: q.used,
+                    slots_resv: q.reserved,
+                    slots_total: q.total,
+                    load_avg: gantry_common::load::get(&h.load_values, "load_avg")
+                        .and_then(|v| v.parse::<f64>().ok()),
+                    arch: gantry_common::load::get(&h.load_values, "arch").map(str::to_string),
+                    state: q.states.clone(),
+                    resources,
+                    messages,
+                });
             }
         }
-        queues.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
-        doc.insert("queues".into(), serde_json::Value::Array(queues));
-    }
-    doc.insert(
-        "jobs".into(),
-        serde_json::Value::Array(jobs.iter().map(job).collect()),
-    );
-    format!("{}\n", serde_json::Value::Object(doc))
+        queues.sort_by(|a, b| a.name.cmp(&b.name));
+        queues
+    });
+    let doc = JobList {
+        queues,
+        jobs: jobs.iter().map(JobEntry::of).collect(),
+    };
+    // A document of strings and numbers: serialising it cannot fail.
+    format!("{}\n", serde_json::to_string(&doc).unwrap_or_default())
 }

@@ -22,6 +22,7 @@ mod clients;
 mod execds;
 mod jobs;
 mod listings;
+pub mod observe;
 mod rate;
 
 pub use clients::{
@@ -128,6 +129,10 @@ pub struct Cluster {
     request_rate: rate::RequestRate,
     /// The snapshot advance reservations are granted on, kept between `qrsub`s.
     ar_snapshot: gantry_sched::KeptSnapshot,
+    /// What `/metrics` counts (see [`crate::shell::metrics`]).
+    metrics: Arc<crate::shell::metrics::Metrics>,
+    /// The HTTP listener's settings, as the global configuration has them now.
+    http_settings: tokio::sync::watch::Sender<gantry_common::config::HttpSettings>,
 }
 
 /// Why the master cannot start on its spool.
@@ -309,6 +314,7 @@ impl Cluster {
                 script_bytes.add(job.id, job.owner.uid, bytes);
             }
         }
+        let http_settings = gantry_common::config::HttpSettings::of(&state.global());
         Ok(Cluster {
             state,
             store,
@@ -335,7 +341,21 @@ impl Cluster {
             booted: None,
             request_rate: rate::RequestRate::default(),
             ar_snapshot: Default::default(),
+            metrics: Arc::default(),
+            http_settings: tokio::sync::watch::Sender::new(http_settings),
         })
+    }
+
+    /// The counters `/metrics` shows, shared with the doors that add to them.
+    pub fn metrics(&self) -> Arc<crate::shell::metrics::Metrics> {
+        Arc::clone(&self.metrics)
+    }
+
+    /// The HTTP listener's settings, told of every change of the global configuration.
+    pub fn http_settings(
+        &self,
+    ) -> tokio::sync::watch::Receiver<gantry_common::config::HttpSettings> {
+        self.http_settings.subscribe()
     }
 
     /// The same master on another clock (a test's).
@@ -418,6 +438,9 @@ impl Cluster {
             }
         }
         let result = self.store.commit(ops);
+        self.metrics
+            .spool_commit_seconds
+            .observe(started.elapsed().as_secs_f64());
         tracing::debug!(
             ops = ops.len(),
             micros = started.elapsed().as_micros() as u64,
@@ -459,6 +482,12 @@ impl Cluster {
             .iter()
             .any(|op| matches!(op, Op::Put(crate::core::state::Object::Config(_))));
         if config_changed {
+            let http = gantry_common::config::HttpSettings::of(&self.state.global());
+            self.http_settings.send_if_modified(|now| {
+                let changed = *now != http;
+                *now = http;
+                changed
+            });
             let settings = ToExecd::Settings {
                 load_report_time_secs: self.state.load_report_time(),
             };
@@ -613,6 +642,7 @@ impl Cluster {
         // The image no longer holds the state's parts: changing them costs no copy.
         drop(request);
         Arc::make_mut(&mut self.state.input.quota_book).note_cycle_counters(quota_counters);
+        self.metrics.cycle_seconds.observe(took.as_secs_f64());
         tracing::debug!(
             micros = took.as_micros() as u64,
             kept = checked.kept.len(),
@@ -691,6 +721,7 @@ impl Cluster {
 
     /// Commit the dispatches, then send them to their execds.
     fn dispatch(&mut self, decisions: &[crate::core::sched::Dispatch]) {
+        self.metrics.tasks_dispatched.inc_by(decisions.len() as u64);
         let now = self.unix_now();
         let mut changed: HashMap<JobId, crate::core::jobs::Job> = HashMap::new();
         for d in decisions {

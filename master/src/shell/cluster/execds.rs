@@ -76,6 +76,15 @@ impl Cluster {
         if self.commit(&decided.ops).is_err() {
             return Err(batch); // not acknowledged: tried again
         }
+        for (_, report) in &batch {
+            let outcome = if report.failed == 0 { "done" } else { "failed" };
+            self.metrics
+                .tasks_finished
+                .get_or_create(&crate::shell::metrics::StateLabel {
+                    state: outcome.to_string(),
+                })
+                .inc();
+        }
         self.trigger.state_changed = true;
         self.carry_out_effects(decided.effects);
         Ok(())

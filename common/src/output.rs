@@ -1,0 +1,107 @@
+//! The documents the query commands print with `-json` and the master's HTTP API
+//! answers with: one typed struct per document, serialised by serde, its JSON Schema
+//! generated from the struct (utoipa's `ToSchema`), so that a command's output and
+//! the API's answer are the same document.
+
+use gantry_proto::rows::JobViewRef;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+/// A resource request: `-l name=value`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Request {
+    pub name: String,
+    pub value: String,
+}
+
+/// One job (or one of its task ranges) as `qstat` lists it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct JobEntry {
+    pub job_id: u64,
+    pub name: String,
+    pub owner: String,
+    /// The POSIX priority (`-p`).
+    pub priority: i32,
+    /// The state letters qstat prints (`qw`, `r`, `hqw`, `Eqw`, ...).
+    pub state: String,
+    /// Seconds since the epoch.
+    pub submit_time: i64,
+    pub start_time: Option<i64>,
+    /// The queue instance a running task is in (`all.q@node1`).
+    pub queue: Option<String>,
+    pub slots: u32,
+    /// The array tasks of the row (`1-10:1`), empty for a job that is no array.
+    pub tasks: String,
+    pub hard_resources: Vec<Request>,
+}
+
+impl JobEntry {
+    pub fn of(j: &JobViewRef<'_>) -> JobEntry {
+        JobEntry {
+            job_id: j.job_id.get(),
+            name: j.name.to_string(),
+            owner: j.owner.to_string(),
+            priority: j.priority,
+            state: j.state_letters().to_string(),
+            submit_time: j.submit_time,
+            start_time: j.start_time,
+            queue: j.queue.map(str::to_string),
+            slots: j.slots,
+            tasks: j.tasks.to_string(),
+            hard_resources: j
+                .hard_resources
+                .iter()
+                .map(|(k, v)| Request {
+                    name: k.to_string(),
+                    value: v.to_string(),
+                })
+                .collect(),
+        }
+    }
+}
+
+/// What a queue instance offers (`qstat -F`) or why it is in a state (`-explain`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StateMessage {
+    /// The state's letter (`a`, `E`, ...).
+    pub state: String,
+    pub message: String,
+}
+
+/// A queue instance as `qstat -f` lists it, counted as SGE's XML counts it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct QueueInstanceEntry {
+    /// `queue@host`
+    pub name: String,
+    /// `BIP`, `B`, ...
+    pub qtype: String,
+    pub slots_used: u32,
+    pub slots_resv: u32,
+    pub slots_total: u32,
+    pub load_avg: Option<f64>,
+    pub arch: Option<String>,
+    /// The state letters (`d`, `au`, ...), empty when none.
+    pub state: String,
+    /// The jobs with a task in the instance.
+    pub jobs: Vec<u64>,
+    /// Under `qstat -F`: what it offers, `hl:mem_free` style names.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources: Option<Vec<Request>>,
+    /// Under `-explain`: why it is in its states.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub messages: Option<Vec<StateMessage>>,
+}
+
+/// `qstat -json` and `GET /api/v1/jobs`: the jobs, and with `qstat -f` the queue
+/// instances.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct JobList {
+    pub jobs: Vec<JobEntry>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queues: Option<Vec<QueueInstanceEntry>>,
+}
