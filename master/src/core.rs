@@ -12,3 +12,4 @@ pub mod pe_tasks;
 pub mod quota;
 pub mod sched;
 pub mod state;
+pub mod whatif;

@@ -16,16 +16,18 @@ pub mod ids;
 pub mod objects;
 pub mod rows;
 pub mod selection;
+pub mod whatif;
 
 pub mod bytes;
 pub use ids::{ArId, JobId, TaskId};
 pub use objects::*;
 pub use rows::*;
 pub use selection::*;
+pub use whatif::WhatIf;
 
 /// The protocol version. Both daemons and every client speak exactly one version; peers
 /// with another version are refused with a message naming both.
-pub const PROTOCOL_VERSION: u32 = 41;
+pub const PROTOCOL_VERSION: u32 = 42;
 
 /// Magic bytes at the start of every [`Hello`]: "GNTY".
 pub const HELLO_MAGIC: [u8; 4] = *b"GNTY";
@@ -303,6 +305,9 @@ pub enum ToMaster {
     /// `qselect` and `qstat`'s queue selection (`-q`, `-qs`, `-U`, `-pe`, `-l`),
     /// answered with [`FromMaster::QueuesSelected`].
     SelectQueues(QueueSelection),
+    /// The HTTP API's what-if: would this job start now, where, and if not, why;
+    /// nothing is submitted. Answered with [`FromMaster::WhatIf`].
+    WhatIf { spec: Box<JobSpec> },
 }
 
 /// `qstat -g t`: the lines of one running task of a job, in its granted queue
@@ -524,6 +529,8 @@ pub enum FromMaster {
         host: String,
         key: Vec<u8>,
     },
+    /// See [`ToMaster::WhatIf`].
+    WhatIf(WhatIf),
 }
 
 /// Why a request was refused. The kind decides the exit status (one table, in the

@@ -393,6 +393,70 @@ fn anonymous_metrics_only_where_the_administrator_opens_them() {
     });
 }
 
+/// What-if: where a job would start now, and under a full quota the rule that stops
+/// it; nothing is submitted.
+#[test]
+fn what_if_says_where_a_job_would_start_and_which_rule_stops_it() {
+    if !need_root("what_if_says_where_a_job_would_start_and_which_rule_stops_it") {
+        return;
+    }
+    ensure_user("gtuser1");
+    let c = Cluster::one_host();
+    let port = free_tcp_port();
+    enable_http(&c, &format!("127.0.0.1:{port}"), false);
+    let https = Https {
+        base: format!("https://head:{port}"),
+        resolve: format!("head:{port}:127.0.0.1"),
+        ca: c.home().join("ca.pem").to_string_lossy().into_owned(),
+    };
+    wait_until("the HTTPS listener", Duration::from_secs(20), || {
+        https.get(None, "/api/v1/jobs").0 != 0
+    });
+    let certs = tempfile::tempdir().unwrap();
+    let alice = user_cert(&c, "gtuser1", certs.path());
+    let job = serde_json::json!({"args": ["-b", "y", "sleep", "60"]}).to_string();
+    let (status, answer) = https.send(Some(&alice), "POST", "/api/v1/whatif/job", Some(&job));
+    assert_eq!(status, 200, "{answer}");
+    let answer = json(&answer);
+    assert_eq!(
+        answer["message"], "would start on node1 (all.q@node1, 1 slot)",
+        "{answer}"
+    );
+    assert_eq!(answer["starts_on"][0]["host"], "node1");
+    assert!(
+        c.client("qstat", &["-u", "*"]).stdout.is_empty(),
+        "the what-if submitted a job"
+    );
+    // A quota of one slot per user, the slot taken: the rule is named.
+    let rqs = c.dir.path().join("one.rqs");
+    std::fs::write(
+        &rqs,
+        "{\n   name         max_u_slots\n   enabled      TRUE\n   limit        users {*} to slots=1\n}\n",
+    )
+    .unwrap();
+    let out = c.qconf(&["-Arqs", rqs.to_str().unwrap()]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let running = c.submit("gtuser1", &["-b", "y", "sleep", "60"]);
+    wait_until("the first job to run", Duration::from_secs(30), || {
+        c.job_state(&running) == "r"
+    });
+    let (status, answer) = https.send(Some(&alice), "POST", "/api/v1/whatif/job", Some(&job));
+    assert_eq!(status, 200, "{answer}");
+    let answer = json(&answer);
+    assert_eq!(answer["message"], "would not start now", "{answer}");
+    assert_eq!(answer["would_start"], false);
+    let reasons = answer["not_now"].to_string();
+    assert!(reasons.contains("max_u_slots"), "{answer}");
+    assert_eq!(answer["could_ever_run"], true);
+    // A job no instance could ever run.
+    let never = serde_json::json!({"args": ["-b", "y", "-l", "arch=sol-sparc64", "sleep", "1"]})
+        .to_string();
+    let (status, answer) = https.send(Some(&alice), "POST", "/api/v1/whatif/job", Some(&never));
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(json(&answer)["message"], "could never run", "{answer}");
+    assert_eq!(c.client("qdel", &[&running]).code, 0);
+}
+
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()

@@ -142,6 +142,12 @@ fn decide_request(
                 now.secs(),
             )))
         }
+        ToMaster::WhatIf { spec } => {
+            match crate::core::whatif::what_if(state, ctx, caller, &spec) {
+                Ok(answer) => Decision::answer(FromMaster::WhatIf(answer)),
+                Err(refusal) => Decision::refused(refusal),
+            }
+        }
         ToMaster::SelectQueues(selection) => match state.select_queues(&selection, now) {
             Ok(selected) => Decision::answer(FromMaster::QueuesSelected(selected)),
             Err(refusal) => Decision::refused(refusal),

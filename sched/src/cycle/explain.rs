@@ -82,13 +82,37 @@ impl<'a> ClusterView<'a> {
         connected: &HashSet<String>,
         at: Time,
     ) -> Result<u32, CannotRun> {
+        self.placement_now(job, connected, at)
+            .map(|grants| grants.iter().map(|(_, _, slots)| slots).sum())
+    }
+
+    /// Where `job` would start now, on what is free (the what-if of the HTTP API):
+    /// each queue instance granted as (queue, host, slots), the master queue first;
+    /// else why every instance turns it away.
+    pub fn placement_now(
+        &self,
+        job: &Job,
+        connected: &HashSet<String>,
+        at: Time,
+    ) -> Result<Vec<(String, String, u32)>, CannotRun> {
         let mut snap = self.snapshot_at(connected, at, true);
         let mut state = self.open_pass(&snap);
         let placed = snap
             .category(job, 1)
             .and_then(|mut cat| snap.place_task(&mut state.gates, &mut cat));
         match placed {
-            Some(p) => Ok(p.grants.iter().map(|&(_, slots)| slots).sum()),
+            Some(p) => Ok(p
+                .grants
+                .iter()
+                .map(|&(i, slots)| {
+                    let instance = &snap.instances[i];
+                    (
+                        instance.queue.clone(),
+                        snap.hosts[instance.host].name.clone(),
+                        slots,
+                    )
+                })
+                .collect()),
             None => Err(CannotRun::Nowhere(self.explain(job, connected, at))),
         }
     }

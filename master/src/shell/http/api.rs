@@ -311,16 +311,11 @@ pub struct Submitted {
     pub warnings: Vec<String>,
 }
 
-/// Submit a job as qsub does (the same checks and messages).
-#[utoipa::path(post, path = "/api/v1/jobs", request_body = SubmitRequest,
-    responses((status = 201, body = Submitted), (status = 200, body = Submitted),
-        (status = 400, body = ErrorBody), (status = 413, body = ErrorBody)))]
-async fn submit_job(
-    State(door): State<Arc<HttpDoor>>,
-    Extension(peer): Extension<Result<Peer, String>>,
-    Body(request): Body<SubmitRequest>,
-) -> Result<(StatusCode, Json<Submitted>), ApiError> {
-    let caller = caller(&peer)?;
+/// The job a submission describes, read by qsub's own parser as `caller` submitted it.
+fn spec_of(
+    caller: &Caller,
+    request: &SubmitRequest,
+) -> Result<(gantry_proto::JobSpec, gantry_proto::Verify), ApiError> {
     let home = nix::unistd::User::from_name(&caller.user)
         .ok()
         .flatten()
@@ -331,7 +326,7 @@ async fn submit_job(
         logname: caller.user.clone(),
         host: caller.host.clone(),
     };
-    let (spec, verify) = gantry_client::qsub::remote_spec(
+    gantry_client::qsub::remote_spec(
         &request.args,
         request.script.as_deref().map(str::as_bytes),
         &origin,
@@ -343,19 +338,34 @@ async fn submit_job(
             out.stderr
         };
         ApiError::new(StatusCode::BAD_REQUEST, text)
-    })?;
+    })
+}
+
+/// What a job names and the cluster lacks (a resource, a queue) is a fault of the
+/// request, not a missing resource of the API.
+fn request_fault(mut e: ApiError) -> ApiError {
+    if e.status == StatusCode::NOT_FOUND {
+        e.status = StatusCode::BAD_REQUEST;
+    }
+    e
+}
+
+/// Submit a job as qsub does (the same checks and messages).
+#[utoipa::path(post, path = "/api/v1/jobs", request_body = SubmitRequest,
+    responses((status = 201, body = Submitted), (status = 200, body = Submitted),
+        (status = 400, body = ErrorBody), (status = 413, body = ErrorBody)))]
+async fn submit_job(
+    State(door): State<Arc<HttpDoor>>,
+    Extension(peer): Extension<Result<Peer, String>>,
+    Body(request): Body<SubmitRequest>,
+) -> Result<(StatusCode, Json<Submitted>), ApiError> {
+    let caller = caller(&peer)?;
+    let (spec, verify) = spec_of(&caller, &request)?;
     let request = ToMaster::Submit {
         spec: Box::new(spec),
         verify,
     };
-    // What a job names and the cluster lacks (a resource, a queue) is a fault of the
-    // request, not a missing resource of the API.
-    let answer = ask(&door, caller, request).await.map_err(|mut e| {
-        if e.status == StatusCode::NOT_FOUND {
-            e.status = StatusCode::BAD_REQUEST;
-        }
-        e
-    })?;
+    let answer = ask(&door, caller, request).await.map_err(request_fault)?;
     match answer {
         FromMaster::Submitted {
             job_id,
@@ -391,6 +401,87 @@ async fn submit_job(
         )),
         other => Err(unexpected(&other)),
     }
+}
+
+/// A queue instance a job would start in.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct Grant {
+    pub queue: String,
+    pub host: String,
+    pub slots: u32,
+}
+
+/// Would a job start now, where, and if not, why.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct WhatIfAnswer {
+    /// `would start on node1 (all.q@node1, 1 slot)`, or `would not start now`, or
+    /// `could never run`.
+    pub message: String,
+    pub would_start: bool,
+    /// Where, the master queue first (empty when it would not start).
+    pub starts_on: Vec<Grant>,
+    /// Why it would not start now: every queue instance's reason, every quota rule or
+    /// resource that stops it, as `qstat -j` would say for it.
+    pub not_now: Vec<String>,
+    /// Whether some queue instance could run it once what runs has ended (`-w v`).
+    pub could_ever_run: bool,
+    /// Why none ever could.
+    pub never: Vec<String>,
+}
+
+/// What-if: would this job (qsub's options and script, as for a submission) start now,
+/// where, and if not, why. Nothing is submitted.
+#[utoipa::path(post, path = "/api/v1/whatif/job", request_body = SubmitRequest,
+    responses((status = 200, body = WhatIfAnswer), (status = 400, body = ErrorBody)))]
+async fn what_if_job(
+    State(door): State<Arc<HttpDoor>>,
+    Extension(peer): Extension<Result<Peer, String>>,
+    Body(request): Body<SubmitRequest>,
+) -> Result<Json<WhatIfAnswer>, ApiError> {
+    let caller = caller(&peer)?;
+    let (spec, _) = spec_of(&caller, &request)?;
+    let answer = ask(
+        &door,
+        caller,
+        ToMaster::WhatIf {
+            spec: Box::new(spec),
+        },
+    )
+    .await
+    .map_err(request_fault)?;
+    let FromMaster::WhatIf(w) = answer else {
+        return Err(unexpected(&answer));
+    };
+    let starts_on: Vec<Grant> = w
+        .starts_on
+        .into_iter()
+        .map(|(queue, host, slots)| Grant { queue, host, slots })
+        .collect();
+    let message = match starts_on.first() {
+        Some(first) => {
+            let slots: u32 = starts_on.iter().map(|g| g.slots).sum();
+            let instances: Vec<String> = starts_on
+                .iter()
+                .map(|g| format!("{}@{}", g.queue, g.host))
+                .collect();
+            format!(
+                "would start on {} ({}, {slots} slot{})",
+                first.host,
+                instances.join(","),
+                if slots == 1 { "" } else { "s" }
+            )
+        }
+        None if w.could_ever_run => "would not start now".to_string(),
+        None => "could never run".to_string(),
+    };
+    Ok(Json(WhatIfAnswer {
+        message,
+        would_start: !starts_on.is_empty(),
+        starts_on,
+        not_now: w.not_now,
+        could_ever_run: w.could_ever_run,
+        never: w.never,
+    }))
 }
 
 /// Delete a job as `qdel ID` does.
@@ -514,6 +605,7 @@ fn parts(door: Option<Arc<HttpDoor>>) -> (axum::Router<Arc<HttpDoor>>, utoipa::o
         .routes(routes!(show_job, delete_job))
         .routes(routes!(hold_job))
         .routes(routes!(release_job))
+        .routes(routes!(what_if_job))
         .routes(routes!(list_hosts))
         .routes(routes!(metrics))
         .split_for_parts()
