@@ -105,3 +105,78 @@ pub struct JobList {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub queues: Option<Vec<QueueInstanceEntry>>,
 }
+
+/// A standalone JSON Schema (draft 2020-12) of document `T`, generated from its
+/// struct: the schemas it refers to go under `$defs`, named `title` (the command
+/// whose `-json` prints it).
+pub fn json_schema<T: ToSchema>(title: &str) -> serde_json::Value {
+    let mut parts = Vec::new();
+    T::schemas(&mut parts);
+    let mut defs = serde_json::Map::new();
+    for (name, schema) in parts {
+        defs.insert(name, serde_json::to_value(schema).unwrap_or_default());
+    }
+    let mut root = serde_json::to_value(T::schema()).unwrap_or_default();
+    if let serde_json::Value::Object(map) = &mut root {
+        map.insert(
+            "$schema".into(),
+            "https://json-schema.org/draft/2020-12/schema".into(),
+        );
+        map.insert("title".into(), title.into());
+        map.insert("$defs".into(), serde_json::Value::Object(defs));
+    }
+    refs_to_defs(&mut root);
+    root
+}
+
+/// utoipa names a referred schema `#/components/schemas/X` (OpenAPI's place); in a
+/// standalone schema it is `#/$defs/X`.
+fn refs_to_defs(v: &mut serde_json::Value) {
+    match v {
+        serde_json::Value::Object(map) => {
+            for (k, x) in map.iter_mut() {
+                if k == "$ref" {
+                    if let Some(name) = x
+                        .as_str()
+                        .and_then(|r| r.strip_prefix("#/components/schemas/"))
+                    {
+                        *x = format!("#/$defs/{name}").into();
+                    }
+                } else {
+                    refs_to_defs(x);
+                }
+            }
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(refs_to_defs),
+        _ => {}
+    }
+}
+
+/// Every document's schema, by the file it is committed as under `docs/schemas/`.
+pub fn schemas() -> Vec<(&'static str, serde_json::Value)> {
+    vec![("qstat.json", json_schema::<JobList>("qstat -json"))]
+}
+
+#[cfg(test)]
+mod tests {
+    /// The committed schemas are what the structs generate (regenerate them with
+    /// `GANTRY_WRITE_SCHEMAS=1 cargo test -p gantry-common schemas`).
+    #[test]
+    fn the_committed_schemas_are_the_generated_ones() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/schemas");
+        for (file, schema) in super::schemas() {
+            let generated = serde_json::to_string_pretty(&schema).unwrap() + "\n";
+            let path = dir.join(file);
+            if std::env::var_os("GANTRY_WRITE_SCHEMAS").is_some() {
+                std::fs::create_dir_all(&dir).unwrap();
+                std::fs::write(&path, &generated).unwrap();
+            }
+            let committed = std::fs::read_to_string(&path).unwrap_or_default();
+            assert!(
+                committed == generated,
+                "docs/schemas/{file} is not what the code generates: run \
+                 GANTRY_WRITE_SCHEMAS=1 cargo test -p gantry-common schemas"
+            );
+        }
+    }
+}

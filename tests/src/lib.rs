@@ -815,3 +815,42 @@ pub fn recorded_mails(dir: &Path) -> Vec<String> {
     v.sort();
     v
 }
+
+/// Assert that `doc` is valid under the committed schema `docs/schemas/{schema}`, as
+/// the JSON Schema validator of Debian's python3-jsonschema (draft 2020-12) judges.
+pub fn assert_valid_json(schema: &str, doc: &str) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the repository")
+        .join("docs/schemas")
+        .join(schema);
+    let check = "import json, sys\n\
+from jsonschema import Draft202012Validator\n\
+schema = json.load(open(sys.argv[1]))\n\
+Draft202012Validator.check_schema(schema)\n\
+errors = [e.message for e in Draft202012Validator(schema).iter_errors(json.loads(sys.stdin.read()))]\n\
+print('\\n'.join(errors))\n\
+sys.exit(1 if errors else 0)\n";
+    let mut child = Command::new("/usr/bin/python3")
+        .args(["-c", check])
+        .arg(&path)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("/usr/bin/python3 with Debian's python3-jsonschema");
+    use std::io::Write as _;
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(doc.as_bytes())
+        .expect("the document to the validator");
+    let out = child.wait_with_output().expect("the validator");
+    assert!(
+        out.status.success(),
+        "not valid under docs/schemas/{schema}: {}{}\n{doc}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

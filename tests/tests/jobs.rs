@@ -627,9 +627,11 @@ fn qstat_shows_why_a_job_waits_and_where_jobs_run() {
     assert!(x.contains("<state>qw</state>"), "{x}");
     let json = c.as_user("gtuser1", "qstat", &["-json"]).stdout;
     assert!(json.starts_with("{\"jobs\":["), "{json}");
+    gantry_tests::assert_valid_json("qstat.json", &json);
     // -f -json: the queue instances too, the running job in its own.
-    let full: serde_json::Value =
-        serde_json::from_str(&c.as_user("gtuser1", "qstat", &["-f", "-json"]).stdout).unwrap();
+    let full_text = c.as_user("gtuser1", "qstat", &["-f", "-json"]).stdout;
+    gantry_tests::assert_valid_json("qstat.json", &full_text);
+    let full: serde_json::Value = serde_json::from_str(&full_text).unwrap();
     let instance = &full["queues"][0];
     assert_eq!(instance["name"], "all.q@node1", "{full}");
     assert_eq!(instance["slots_used"], 1, "{full}");

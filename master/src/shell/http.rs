@@ -1,5 +1,6 @@
 //! The master's HTTP listener (`http_listen` in the global configuration; none by
-//! default): `/metrics`, and the REST API under `/api/v1/` (see [`api`]).
+//! default): `/metrics`, the REST API under `/api/v1/` (see [`api`]) and the status
+//! page at `/` (see [`page`]).
 //!
 //! Two doors, one set of rules:
 //! - TCP with TLS under the cell's CA. A caller is the user a certificate issued by
@@ -16,6 +17,7 @@
 //! [`Door`] as the client socket's are.
 
 pub mod api;
+pub mod page;
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;

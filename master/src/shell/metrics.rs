@@ -234,3 +234,71 @@ pub struct Gauges {
     pub group_allocation: Vec<(String, f64)>,
     pub group_running: Vec<(String, f64)>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every metric the Grafana dashboard in `deploy/` asks for is one the master
+    /// exposes (by its family's name: `_total`, `_bucket`, `_sum` and `_count` are the
+    /// samples' suffixes).
+    #[test]
+    fn the_dashboard_asks_only_for_metrics_the_master_exposes() {
+        // One sample in every family (an empty family is not written).
+        let m = Metrics::new();
+        let label = StateLabel {
+            state: "done".into(),
+        };
+        m.tasks_finished.get_or_create(&label).inc();
+        m.request("http", 0.001);
+        m.refusals
+            .get_or_create(&ReasonLabel {
+                reason: "denied".into(),
+            })
+            .inc();
+        let one = vec![("x".to_string(), 1)];
+        let rule = RuleLabels {
+            rule: "r/1".into(),
+            consumer: "user=u".into(),
+            resource: "slots".into(),
+        };
+        let text = m.encode(&Gauges {
+            jobs: one.clone(),
+            tasks: one.clone(),
+            hosts: one.clone(),
+            ars: one,
+            quota_usage: vec![(rule.clone(), 1.0)],
+            quota_limit: vec![(rule, 2.0)],
+            group_allocation: vec![("g".into(), 1.0)],
+            group_running: vec![("g".into(), 1.0)],
+        });
+        let families: Vec<&str> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("# TYPE "))
+            .filter_map(|l| l.split_whitespace().next())
+            .collect();
+        let dashboard = include_str!("../../../deploy/grafana-dashboard.json");
+        let doc: serde_json::Value = serde_json::from_str(dashboard).unwrap();
+        let mut asked = 0;
+        for panel in doc["panels"].as_array().unwrap() {
+            for target in panel["targets"].as_array().unwrap() {
+                let expr = target["expr"].as_str().unwrap();
+                for word in expr.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')) {
+                    if !word.starts_with("gantry_") {
+                        continue;
+                    }
+                    asked += 1;
+                    let family = ["_total", "_bucket", "_sum", "_count"]
+                        .iter()
+                        .find_map(|s| word.strip_suffix(s))
+                        .unwrap_or(word);
+                    assert!(
+                        families.contains(&family),
+                        "the dashboard asks for {word}, which /metrics does not have: {families:?}"
+                    );
+                }
+            }
+        }
+        assert!(asked >= 10, "{asked}");
+    }
+}

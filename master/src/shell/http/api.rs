@@ -215,6 +215,19 @@ async fn list_jobs(
         .filter(|u| !u.is_empty())
         .map(str::to_string)
         .collect();
+    Ok(Json(JobList {
+        jobs: job_entries(&door, caller, users).await?,
+        queues: None,
+    }))
+}
+
+/// The jobs of `users` as `qstat` lists them, each row decoded from the listing the
+/// master encodes for the `q*` commands.
+async fn job_entries(
+    door: &HttpDoor,
+    caller: Caller,
+    users: Vec<String>,
+) -> Result<Vec<JobEntry>, ApiError> {
     let started = Instant::now();
     let answer =
         crate::shell::cluster::call(&door.cluster, caller, ToMaster::ShowJobs { users }).await;
@@ -239,7 +252,7 @@ async fn list_jobs(
             for row in rows {
                 jobs.push(JobEntry::of(&row.map_err(internal)?));
             }
-            Ok(Json(JobList { jobs, queues: None }))
+            Ok(jobs)
         }
         Err(FromMaster::Refused(r)) => Err(ApiError::new(refusal_status(&r), r.message)),
         Err(other) => Err(unexpected(&other)),
@@ -589,6 +602,95 @@ async fn metrics(
         .into_response())
 }
 
+/// Who reads the status page: the caller, or (where the administrator opened it) an
+/// anonymous reader, who asks the master as `nobody`.
+fn page_reader(door: &HttpDoor, peer: &Result<Peer, String>) -> Result<Caller, ApiError> {
+    match peer {
+        Ok(Peer::Anonymous { allowed: true }) => Ok(Caller {
+            user: "nobody".to_string(),
+            uid: 65534,
+            gid: 65534,
+            host: door.host.clone(),
+        }),
+        _ => caller(peer),
+    }
+}
+
+fn html(text: String) -> Response {
+    ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], text).into_response()
+}
+
+/// The status page.
+async fn status_page(
+    State(door): State<Arc<HttpDoor>>,
+    Extension(peer): Extension<Result<Peer, String>>,
+    filter: Result<Query<super::page::JobFilter>, axum::extract::rejection::QueryRejection>,
+) -> Result<Response, ApiError> {
+    let reader = page_reader(&door, &peer)?;
+    let Query(filter) =
+        filter.map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, e.body_text()))?;
+    let everyone = vec!["*".to_string()];
+    let parts = super::page::Parts {
+        hosts: ask(&door, reader.clone(), ToMaster::HostInfo).await?,
+        jobs: job_entries(&door, reader.clone(), everyone.clone()).await?,
+        quotas: ask(
+            &door,
+            reader.clone(),
+            ToMaster::ShowQuotas(gantry_proto::QuotaQuery {
+                users: everyone.clone(),
+                ..Default::default()
+            }),
+        )
+        .await?,
+        groups: ask(&door, reader.clone(), ToMaster::ShowGroups).await?,
+        ars: ask(
+            &door,
+            reader,
+            ToMaster::ShowArs {
+                users: everyone,
+                ids: Vec::new(),
+            },
+        )
+        .await?,
+        now: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() as i64),
+    };
+    Ok(html(super::page::status(&parts, &filter)))
+}
+
+/// One job's page: its `qstat -j`, scheduling reasons included.
+async fn job_page(
+    State(door): State<Arc<HttpDoor>>,
+    Extension(peer): Extension<Result<Peer, String>>,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let reader = page_reader(&door, &peer)?;
+    let id = job_number(&id)?;
+    let text = match ask(
+        &door,
+        reader,
+        ToMaster::JobDetails {
+            ids: vec![id.clone()],
+        },
+    )
+    .await?
+    {
+        FromMaster::JobDetails(details) if !details.is_empty() => {
+            gantry_client::qstat::render_job_details(&details)
+        }
+        FromMaster::JobDetails(_) => {
+            return Err(ApiError::new(
+                StatusCode::NOT_FOUND,
+                format!("Following jobs do not exist: \n{id}"),
+            ))
+        }
+        other => return Err(unexpected(&other)),
+    };
+    let body = format!("<pre id=\"qstat-j\">{}</pre>\n", super::page::esc(&text));
+    Ok(html(super::page::frame(&format!("Job {id}"), &body)))
+}
+
 #[derive(OpenApi)]
 #[openapi(info(
     title = "Gantry",
@@ -623,6 +725,8 @@ pub fn router(door: Arc<HttpDoor>) -> axum::Router {
     let (router, _) = parts(None);
     let doc = openapi();
     router
+        .route("/", axum::routing::get(status_page))
+        .route("/jobs/{id}", axum::routing::get(job_page))
         .route(
             "/api/v1/openapi.json",
             axum::routing::get(move || {
