@@ -55,7 +55,16 @@ install -m 0755 "$BIN/gantry-master" "$BIN/gantry-execd" "$BIN/gantry-shepherd" 
 for b in "$BIN"/q*; do
     [ -x "$b" ] && [ -f "$b" ] && install -m 0755 "$b" "$PREFIX/bin/"
 done
+[ -x "$BIN/sge_share_mon" ] && install -m 0755 "$BIN/sge_share_mon" "$PREFIX/bin/"
 install -m 0644 "$SRC/README.md" "$PREFIX/share/doc/gantry/"
+# The man pages (from docs/man with the commands' own usage texts, by deploy/man.sh) and
+# bash completion for the q* commands.
+if command -v go-md2man >/dev/null 2>&1; then
+    "$SRC/deploy/man.sh" "$BIN" "$PREFIX/share/man" >/dev/null
+else
+    echo "install.sh: go-md2man is missing: no man pages installed (Debian's go-md2man package)" >&2
+fi
+install -D -m 0644 "$SRC/deploy/completion/gantry.bash" /etc/bash_completion.d/gantry
 # The documentation tree (docs/user, docs/admin, docs/dev), as it is in the repository.
 (cd "$SRC" && find docs -type f -name '*.md') | while read -r f; do
     install -D -m 0644 "$SRC/$f" "$PREFIX/share/doc/gantry/$f"

@@ -317,16 +317,25 @@ fn run(home: PathBuf, recover_spool: bool) -> Result<(), MasterError> {
         let state = Cluster::new(store, MasterPaths::new(&home), ca, &settings.hostname)?;
         let (metrics, http_settings) = (state.metrics(), state.http_settings());
         let cluster = Cluster::start_in_arbiter(&cluster_thread.handle(), move |_| state);
-        let http = tokio::spawn(gantry_master::shell::http::serve(
-            gantry_master::shell::http::HttpDoor::new(
+        // The HTTP listener on a thread of its own: its TLS handshakes and requests wait
+        // neither for the execds' QUIC traffic (the runtime's workers) nor the actor's.
+        let http_thread = actix_rt::Arbiter::new();
+        let (stop_http, http_stopped) = tokio::sync::oneshot::channel::<()>();
+        {
+            let door = gantry_master::shell::http::HttpDoor::new(
                 cluster.clone(),
                 metrics,
                 &paths,
                 settings.hostname.clone(),
                 https_config,
-            ),
-            http_settings,
-        ));
+            );
+            http_thread.spawn(async move {
+                tokio::select! {
+                    () = gantry_master::shell::http::serve(door, http_settings) => {}
+                    _ = http_stopped => {}
+                }
+            });
+        }
         let (stop_clients, clients_stopped) = tokio::sync::oneshot::channel::<()>();
         {
             let cluster = cluster.clone();
@@ -365,7 +374,8 @@ fn run(home: PathBuf, recover_spool: bool) -> Result<(), MasterError> {
         let _ = cluster.send(Shutdown).await;
         endpoint.close(0u32.into(), b"master shutting down");
         execds.abort();
-        http.abort();
+        let _ = stop_http.send(());
+        http_thread.stop();
         let _ = std::fs::remove_file(&socket);
         let _ = std::fs::remove_file(paths.http_socket());
         endpoint.wait_idle().await;

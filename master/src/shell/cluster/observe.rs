@@ -19,7 +19,13 @@ impl Handler<ReadGauges> for Cluster {
     type Result = MessageResult<ReadGauges>;
 
     fn handle(&mut self, _: ReadGauges, _: &mut Self::Context) -> Self::Result {
-        MessageResult(self.gauges())
+        let started = std::time::Instant::now();
+        let gauges = self.gauges();
+        tracing::debug!(
+            micros = started.elapsed().as_micros() as u64,
+            "gauges read for /metrics"
+        );
+        MessageResult(gauges)
     }
 }
 
