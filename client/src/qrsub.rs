@@ -155,6 +155,24 @@ fn request(p: &crate::opts::Parsed) -> Result<ArSpec, OptionError> {
     Ok(spec)
 }
 
+/// An advance reservation asked for through the HTTP API: qrsub's options, read and
+/// checked as qrsub reads them; the same messages when they are wrong.
+pub fn remote_spec(args: &[String]) -> Result<ArSpec, String> {
+    if args.is_empty() {
+        return Err("ERROR! no option argument".to_string());
+    }
+    let p = crate::opts::parse(args, SPECS, false).map_err(|e| match e {
+        crate::opts::OptError::Unknown(word) => {
+            format!("qrsub: invalid option argument \"{word}\"")
+        }
+        e => OptionError::from(e).text,
+    })?;
+    if p.has("-help") {
+        return Err("qrsub: option \"-help\" is not available through the HTTP API".to_string());
+    }
+    request(&p).map_err(|e| e.text)
+}
+
 pub fn qrsub(args: &[String]) -> Output {
     if args.is_empty() {
         return usage_then("ERROR! no option argument", exit::FAILURE);

@@ -106,6 +106,64 @@ pub struct JobList {
     pub queues: Option<Vec<QueueInstanceEntry>>,
 }
 
+/// The queue instances of `report` as `qstat -f -json` lists them, in name order, each
+/// with the `jobs` that have a task in it; with `offered` (`-F`, empty for every one)
+/// what it offers.
+pub fn queue_instances(
+    report: &gantry_proto::HostReport,
+    jobs: &[JobEntry],
+    offered: Option<&[String]>,
+) -> Vec<QueueInstanceEntry> {
+    let mut queues = Vec::new();
+    for h in &report.hosts {
+        for q in &h.queues {
+            let name = format!("{}@{}", q.queue, h.name);
+            let resources = offered.map(|selection| {
+                q.resources
+                    .iter()
+                    .filter(|(key, _)| {
+                        let n = key.split_once(':').map_or(key.as_str(), |(_, n)| n);
+                        selection.is_empty() || selection.iter().any(|s| s == n)
+                    })
+                    .map(|(k, v)| Request {
+                        name: k.clone(),
+                        value: v.clone(),
+                    })
+                    .collect()
+            });
+            let messages = (!q.reasons.is_empty()).then(|| {
+                q.reasons
+                    .iter()
+                    .map(|(letter, why)| StateMessage {
+                        state: letter.to_string(),
+                        message: why.clone(),
+                    })
+                    .collect()
+            });
+            queues.push(QueueInstanceEntry {
+                jobs: jobs
+                    .iter()
+                    .filter(|j| j.queue.as_deref() == Some(name.as_str()))
+                    .map(|j| j.job_id)
+                    .collect(),
+                name,
+                qtype: q.qtype.clone(),
+                slots_used: q.used,
+                slots_resv: q.reserved,
+                slots_total: q.total,
+                load_avg: crate::load::get(&h.load_values, "load_avg")
+                    .and_then(|v| v.parse::<f64>().ok()),
+                arch: crate::load::get(&h.load_values, "arch").map(str::to_string),
+                state: q.states.clone(),
+                resources,
+                messages,
+            });
+        }
+    }
+    queues.sort_by(|a, b| a.name.cmp(&b.name));
+    queues
+}
+
 /// A standalone JSON Schema (draft 2020-12) of document `T`, generated from its
 /// struct: the schemas it refers to go under `$defs`, named `title` (the command
 /// whose `-json` prints it).

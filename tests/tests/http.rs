@@ -454,6 +454,40 @@ fn what_if_says_where_a_job_would_start_and_which_rule_stops_it() {
     let (status, answer) = https.send(Some(&alice), "POST", "/api/v1/whatif/job", Some(&never));
     assert_eq!(status, 200, "{answer}");
     assert_eq!(json(&answer)["message"], "could never run", "{answer}");
+    // The other lists: queue instances, quota usage, groups.
+    let (status, queues) = https.get(Some(&alice), "/api/v1/queues");
+    assert_eq!(status, 200, "{queues}");
+    let queues = json(&queues);
+    assert_eq!(queues["queues"][0]["name"], "all.q@node1", "{queues}");
+    assert_eq!(queues["queues"][0]["slots_used"], 1, "{queues}");
+    let (status, quotas) = https.get(Some(&alice), "/api/v1/quotas");
+    assert_eq!(status, 200, "{quotas}");
+    assert!(quotas.contains("max_u_slots/1"), "{quotas}");
+    assert_eq!(https.get(Some(&alice), "/api/v1/groups").0, 200);
+    // Advance reservations: refused as qrsub refuses one outside arusers, granted
+    // inside, listed and deleted.
+    let ar = serde_json::json!({"args": ["-d", "1:0:0"]}).to_string();
+    let (status, refused) = https.send(Some(&alice), "POST", "/api/v1/ars", Some(&ar));
+    assert_eq!(status, 403, "{refused}");
+    let bad = serde_json::json!({"args": ["-d", "soon"]}).to_string();
+    assert_eq!(
+        https
+            .send(Some(&alice), "POST", "/api/v1/ars", Some(&bad))
+            .0,
+        400
+    );
+    assert_eq!(c.qconf(&["-au", "gtuser1", "arusers"]).code, 0);
+    let (status, granted) = https.send(Some(&alice), "POST", "/api/v1/ars", Some(&ar));
+    assert_eq!(status, 201, "{granted}");
+    assert!(granted.contains("has been granted"), "{granted}");
+    let (status, ars) = https.get(Some(&alice), "/api/v1/ars");
+    assert_eq!(status, 200, "{ars}");
+    let ars = json(&ars);
+    let id = ars["ars"][0]["id"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("{ars}"));
+    let (status, deleted) = https.send(Some(&alice), "DELETE", &format!("/api/v1/ars/{id}"), None);
+    assert_eq!(status, 200, "{deleted}");
     assert_eq!(c.client("qdel", &[&running]).code, 0);
 }
 

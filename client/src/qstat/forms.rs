@@ -105,60 +105,11 @@ pub fn render_qstat_json(
     jobs: &[JobViewRef],
     offered: Option<&[String]>,
 ) -> String {
-    use gantry_common::output::{JobEntry, JobList, QueueInstanceEntry, Request, StateMessage};
-    let queues = hosts.map(|report| {
-        let mut queues = Vec::new();
-        for h in &report.hosts {
-            for q in &h.queues {
-                let name = format!("{}@{}", q.queue, h.name);
-                let resources = offered.map(|selection| {
-                    q.resources
-                        .iter()
-                        .filter(|(key, _)| {
-                            let n = key.split_once(':').map_or(key.as_str(), |(_, n)| n);
-                            selection.is_empty() || selection.iter().any(|s| s == n)
-                        })
-                        .map(|(k, v)| Request {
-                            name: k.clone(),
-                            value: v.clone(),
-                        })
-                        .collect()
-                });
-                let messages = (!q.reasons.is_empty()).then(|| {
-                    q.reasons
-                        .iter()
-                        .map(|(letter, why)| StateMessage {
-                            state: letter.to_string(),
-                            message: why.clone(),
-                        })
-                        .collect()
-                });
-                queues.push(QueueInstanceEntry {
-                    jobs: jobs
-                        .iter()
-                        .filter(|j| j.queue == Some(name.as_str()))
-                        .map(|j| j.job_id.get())
-                        .collect(),
-                    name,
-                    qtype: q.qtype.clone(),
-                    slots_used: q.used,
-                    slots_resv: q.reserved,
-                    slots_total: q.total,
-                    load_avg: gantry_common::load::get(&h.load_values, "load_avg")
-                        .and_then(|v| v.parse::<f64>().ok()),
-                    arch: gantry_common::load::get(&h.load_values, "arch").map(str::to_string),
-                    state: q.states.clone(),
-                    resources,
-                    messages,
-                });
-            }
-        }
-        queues.sort_by(|a, b| a.name.cmp(&b.name));
-        queues
-    });
+    use gantry_common::output::{queue_instances, JobEntry, JobList};
+    let jobs: Vec<JobEntry> = jobs.iter().map(JobEntry::of).collect();
     let doc = JobList {
-        queues,
-        jobs: jobs.iter().map(JobEntry::of).collect(),
+        queues: hosts.map(|report| queue_instances(report, &jobs, offered)),
+        jobs,
     };
     // A document of strings and numbers: serialising it cannot fail.
     format!("{}\n", serde_json::to_string(&doc).unwrap_or_default())

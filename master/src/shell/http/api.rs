@@ -178,7 +178,7 @@ fn messages(answer: FromMaster) -> Result<Json<Messages>, ApiError> {
     }
 }
 
-/// A job's number in a path: digits only (no name, no `..`).
+/// A job's (or reservation's) number in a path: digits only (no name, no `..`).
 fn job_number(text: &str) -> Result<String, ApiError> {
     if !text.is_empty() && text.len() <= 20 && text.bytes().all(|b| b.is_ascii_digit()) {
         Ok(text.to_string())
@@ -572,6 +572,135 @@ async fn list_hosts(
     }
 }
 
+/// Anything the master answers, as JSON (its fields as the `q*` commands read them).
+fn as_json(value: &impl Serialize) -> Result<Json<serde_json::Value>, ApiError> {
+    serde_json::to_value(value)
+        .map(Json)
+        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))
+}
+
+/// The queue instances as `qstat -f -json` lists them.
+#[utoipa::path(get, path = "/api/v1/queues",
+    responses((status = 200, body = JobList), (status = 401, body = ErrorBody)))]
+async fn list_queues(
+    State(door): State<Arc<HttpDoor>>,
+    Extension(peer): Extension<Result<Peer, String>>,
+) -> Result<Json<JobList>, ApiError> {
+    let caller = caller(&peer)?;
+    let jobs = job_entries(&door, caller.clone(), vec!["*".to_string()]).await?;
+    match ask(&door, caller, ToMaster::HostInfo).await? {
+        FromMaster::Hosts(report) => Ok(Json(JobList {
+            queues: Some(gantry_common::output::queue_instances(&report, &jobs, None)),
+            jobs,
+        })),
+        other => Err(unexpected(&other)),
+    }
+}
+
+/// The quota rules with what the running jobs use, every consumer's (`qquota -u '*'`).
+#[utoipa::path(get, path = "/api/v1/quotas",
+    responses((status = 200, body = Object), (status = 401, body = ErrorBody)))]
+async fn list_quotas(
+    State(door): State<Arc<HttpDoor>>,
+    Extension(peer): Extension<Result<Peer, String>>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let caller = caller(&peer)?;
+    let query = gantry_proto::QuotaQuery {
+        users: vec!["*".to_string()],
+        ..Default::default()
+    };
+    match ask(&door, caller, ToMaster::ShowQuotas(query)).await? {
+        FromMaster::Quotas(rows) => as_json(&serde_json::json!({ "rules": rows })),
+        other => Err(unexpected(&other)),
+    }
+}
+
+/// The group quota tree with each group's allocation (`qquota -g`).
+#[utoipa::path(get, path = "/api/v1/groups",
+    responses((status = 200, body = Object), (status = 401, body = ErrorBody)))]
+async fn list_groups(
+    State(door): State<Arc<HttpDoor>>,
+    Extension(peer): Extension<Result<Peer, String>>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let caller = caller(&peer)?;
+    match ask(&door, caller, ToMaster::ShowGroups).await? {
+        FromMaster::Groups(rows) => as_json(&serde_json::json!({ "groups": rows })),
+        other => Err(unexpected(&other)),
+    }
+}
+
+/// Every advance reservation (`qrstat -u '*'`).
+#[utoipa::path(get, path = "/api/v1/ars",
+    responses((status = 200, body = Object), (status = 401, body = ErrorBody)))]
+async fn list_ars(
+    State(door): State<Arc<HttpDoor>>,
+    Extension(peer): Extension<Result<Peer, String>>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let caller = caller(&peer)?;
+    let request = ToMaster::ShowArs {
+        users: vec!["*".to_string()],
+        ids: Vec::new(),
+    };
+    match ask(&door, caller, request).await? {
+        FromMaster::Ars(ars) => as_json(&serde_json::json!({ "ars": ars })),
+        other => Err(unexpected(&other)),
+    }
+}
+
+/// An advance reservation's request: qrsub's options as words.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ArRequest {
+    /// `["-d", "1:0:0", "-pe", "smp", "2"]`
+    pub args: Vec<String>,
+}
+
+/// Ask for an advance reservation as qrsub does (its checks and messages).
+#[utoipa::path(post, path = "/api/v1/ars", request_body = ArRequest,
+    responses((status = 201, body = Messages), (status = 400, body = ErrorBody)))]
+async fn submit_ar(
+    State(door): State<Arc<HttpDoor>>,
+    Extension(peer): Extension<Result<Peer, String>>,
+    Body(request): Body<ArRequest>,
+) -> Result<(StatusCode, Json<Messages>), ApiError> {
+    let caller = caller(&peer)?;
+    let spec = gantry_client::qrsub::remote_spec(&request.args)
+        .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, e))?;
+    let answer = ask(
+        &door,
+        caller,
+        ToMaster::SubmitAr {
+            spec: Box::new(spec),
+        },
+    )
+    .await
+    .map_err(request_fault)?;
+    messages(answer).map(|m| (StatusCode::CREATED, m))
+}
+
+/// Delete an advance reservation as `qrdel ID` does.
+#[utoipa::path(delete, path = "/api/v1/ars/{id}", params(("id" = String, Path, description = "advance reservation number")),
+    responses((status = 200, body = Messages), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
+async fn delete_ar(
+    State(door): State<Arc<HttpDoor>>,
+    Extension(peer): Extension<Result<Peer, String>>,
+    Path(id): Path<String>,
+) -> Result<Json<Messages>, ApiError> {
+    let caller = caller(&peer)?;
+    let id = job_number(&id)?;
+    messages(
+        ask(
+            &door,
+            caller,
+            ToMaster::DeleteArs {
+                ids: vec![id],
+                force: false,
+            },
+        )
+        .await?,
+    )
+}
+
 /// The metrics, in Prometheus' text format.
 #[utoipa::path(get, path = "/metrics",
     responses((status = 200, body = String, content_type = "application/openmetrics-text"),
@@ -709,6 +838,11 @@ fn parts(door: Option<Arc<HttpDoor>>) -> (axum::Router<Arc<HttpDoor>>, utoipa::o
         .routes(routes!(release_job))
         .routes(routes!(what_if_job))
         .routes(routes!(list_hosts))
+        .routes(routes!(list_queues))
+        .routes(routes!(list_quotas))
+        .routes(routes!(list_groups))
+        .routes(routes!(list_ars, submit_ar))
+        .routes(routes!(delete_ar))
         .routes(routes!(metrics))
         .split_for_parts()
 }
