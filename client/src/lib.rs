@@ -283,6 +283,13 @@ pub fn answer_on_stdout_exiting(
 }
 
 /// An answer of the wrong kind (a bug or a version skew), as output.
+/// A `-json` document as one line. The documents are strings, numbers, booleans and
+/// lists of them (a number that is no finite one becomes null): serialising them
+/// cannot fail.
+pub fn json_line(doc: &impl serde::Serialize) -> String {
+    format!("{}\n", serde_json::to_string(doc).unwrap_or_default())
+}
+
 pub fn unexpected(answer: &gantry_proto::FromMaster) -> Output {
     Output::fail(
         format!("error: unexpected answer from the master: {answer:?}"),

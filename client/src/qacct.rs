@@ -31,12 +31,13 @@ const QACCT_SPECS: &[OptSpec] = &[
     opt("-q", Arity::Optional),
     opt("-slots", Arity::Optional),
     opt("-t", Arity::One),
+    opt("-json", Arity::None),
 ];
 
-/// SGE 8.1.9's text.
+/// SGE 8.1.9's text, with Gantry's `-json`.
 pub fn qacct_usage() -> String {
     format!(
-        "Gantry {}\nusage: qacct [options]\n [-ar [ar_id]]                     list [matching] advance reservations\n [-A [account_string]]             list [matching] account\n [-b begin_time]                   jobs started after\n [-d days]                         jobs started during the last d days\n [-D [department]]                 list [matching] department\n [-e end_time]                     jobs started before\n [-E]                              select job end time, not start\n [[-f] acctfile]                   use alternate accounting file\n [-g [groupid|groupname]]          list [matching] group\n [-h [host]]                       list [matching] host\n [-help]                           display this message\n [-j [job_id|job_name|pattern]]    list all [matching] jobs\n [-l attr=val,...]                 request given complex attributes\n [-m]                              list only master tasks\n [-o [owner]]                      list [matching] owner\n [-u [owner]]                      list [matching] owner\n [-pe [pe_name]]                   list [matching] parallel environment\n [-P [project]]                    list [matching] project\n [-q [queue]]                      list [matching] queue\n [-slots [slots]]                  list [matching] job slots\n [-t taskid[-taskid[:step]]]       list all [matching] tasks (requires -j option)\n\n begin_time, end_time              [[CC]YYMMDDhhmm[.SS]\n queue                             [cluster_queue|queue_instance|queue_domain|pattern]\n",
+        "Gantry {}\nusage: qacct [options]\n [-ar [ar_id]]                     list [matching] advance reservations\n [-A [account_string]]             list [matching] account\n [-b begin_time]                   jobs started after\n [-d days]                         jobs started during the last d days\n [-D [department]]                 list [matching] department\n [-e end_time]                     jobs started before\n [-E]                              select job end time, not start\n [[-f] acctfile]                   use alternate accounting file\n [-g [groupid|groupname]]          list [matching] group\n [-h [host]]                       list [matching] host\n [-help]                           display this message\n [-j [job_id|job_name|pattern]]    list all [matching] jobs\n [-json]                           print the records or the summary as JSON\n [-l attr=val,...]                 request given complex attributes\n [-m]                              list only master tasks\n [-o [owner]]                      list [matching] owner\n [-u [owner]]                      list [matching] owner\n [-pe [pe_name]]                   list [matching] parallel environment\n [-P [project]]                    list [matching] project\n [-q [queue]]                      list [matching] queue\n [-slots [slots]]                  list [matching] job slots\n [-t taskid[-taskid[:step]]]       list all [matching] tasks (requires -j option)\n\n begin_time, end_time              [[CC]YYMMDDhhmm[.SS]\n queue                             [cluster_queue|queue_instance|queue_domain|pattern]\n",
         env!("CARGO_PKG_VERSION")
     )
 }
@@ -172,18 +173,30 @@ fn usage_of(records: &[&AccountingRecord]) -> (i64, f64, f64) {
     (wall, ut, st)
 }
 
-fn usage_columns(records: &[&AccountingRecord]) -> String {
-    let (wall, ut, st) = usage_of(records);
+/// What a set of records used, as a summary row without columns.
+fn usage_row(records: &[&AccountingRecord]) -> gantry_common::output::UsageRow {
+    let (wallclock, utime, stime) = usage_of(records);
     const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
     let sum = |f: fn(&gantry_proto::AccountedUsage) -> u64| -> f64 {
         records.iter().map(|r| f(&r.report.accounted) as f64).sum()
     };
+    gantry_common::output::UsageRow {
+        columns: Vec::new(),
+        wallclock,
+        utime,
+        stime,
+        cpu: utime + stime,
+        memory: sum(|a| a.mem_byte_s) / GIB,
+        io: sum(|a| a.io_bytes) / GIB,
+        iow: sum(|a| a.iow_us) / 1e6,
+    }
+}
+
+fn usage_columns(records: &[&AccountingRecord]) -> String {
+    let u = usage_row(records);
     format!(
-        "{wall:>13}{ut:>14.3}{st:>14.3}{:>14.3}{:>19.3}{:>19.3}{:>19.3}",
-        ut + st,
-        sum(|a| a.mem_byte_s) / GIB,
-        sum(|a| a.io_bytes) / GIB,
-        sum(|a| a.iow_us) / 1e6
+        "{:>13}{:>14.3}{:>14.3}{:>14.3}{:>19.3}{:>19.3}{:>19.3}",
+        u.wallclock, u.utime, u.stime, u.cpu, u.memory, u.io, u.iow
     )
 }
 
@@ -367,6 +380,17 @@ pub fn qacct(args: &[String]) -> Output {
                 exit::FAILURE,
             );
         }
+        if p.has("-json") {
+            return Output::ok(crate::json_line(&gantry_common::output::Accounting {
+                records: Some(
+                    selected
+                        .iter()
+                        .map(|e| record_entry(e.r, e.department))
+                        .collect(),
+                ),
+                summary: None,
+            }));
+        }
         return Output::ok(
             selected
                 .iter()
@@ -374,7 +398,63 @@ pub fn qacct(args: &[String]) -> Output {
                 .collect(),
         );
     }
+    if p.has("-json") {
+        return Output::ok(crate::json_line(&gantry_common::output::Accounting {
+            records: None,
+            summary: Some(summary_rows(&columns, &selected)),
+        }));
+    }
     Output::ok(summary(&columns, &selected))
+}
+
+/// A record as `qacct -j -json` shows it.
+fn record_entry(r: &AccountingRecord, department: &str) -> gantry_common::output::AccountingEntry {
+    let rep = &r.report;
+    let a = &rep.accounted;
+    let started = |t: i64| (t != 0).then_some(t);
+    gantry_common::output::AccountingEntry {
+        qname: rep.queue.split('@').next().unwrap_or("").to_string(),
+        hostname: rep.host.clone(),
+        group: r.group.clone(),
+        owner: r.owner.clone(),
+        project: r.project.clone(),
+        department: department.to_string(),
+        jobname: r.job_name.clone(),
+        jobnumber: r.job_id.get(),
+        taskid: r.task_id.map(|t| t.get()),
+        account: r.account.clone(),
+        priority: r.priority,
+        qsub_time: r.submit_time,
+        start_time: started(rep.start_time),
+        end_time: started(rep.end_time),
+        granted_pe: r.granted_pe.clone(),
+        slots: r.slots,
+        failed: rep.failed,
+        failed_description: gantry_proto::failure_description(rep.failed).to_string(),
+        exit_status: rep.exit_status,
+        ru_wallclock: (rep.end_time - rep.start_time).max(0),
+        ru_utime: secs(rep.utime_us),
+        ru_stime: secs(rep.stime_us),
+        ru_maxrss: rep.maxrss_kb,
+        ru_minflt: a.minflt,
+        ru_majflt: a.majflt,
+        ru_nswap: a.nswap,
+        ru_inblock: a.inblock,
+        ru_oublock: a.oublock,
+        ru_msgsnd: a.msgsnd,
+        ru_msgrcv: a.msgrcv,
+        ru_nsignals: a.nsignals,
+        ru_nvcsw: a.nvcsw,
+        ru_nivcsw: a.nivcsw,
+        cpu: secs(rep.utime_us + rep.stime_us),
+        mem: a.mem_byte_s,
+        io: a.io_bytes,
+        iow: secs(a.iow_us),
+        maxvmem: a.maxvmem_bytes,
+        arid: r.ar.map(|(id, _)| id.get()),
+        ar_sub_time: r.ar.map(|(_, t)| t),
+        category: (!r.category.is_empty()).then(|| r.category.clone()),
+    }
 }
 
 /// The department each record's owner is in (a `DEPT` access list naming the owner or
@@ -494,15 +574,49 @@ fn columns<'a>(p: &'a crate::opts::Parsed) -> Vec<Column<'a>> {
         .collect()
 }
 
-/// The summary: `Total System Usage` or a row per group of the columns asked for, and
-/// no row while the records' wallclock adds up to nothing, as SGE's.
-fn summary(columns: &[Column], selected: &[Entry]) -> String {
-    let mut groups: std::collections::BTreeMap<Vec<String>, Vec<&AccountingRecord>> =
-        Default::default();
+/// The records grouped by what the columns show of them.
+type Groups<'a> = std::collections::BTreeMap<Vec<String>, Vec<&'a AccountingRecord>>;
+
+fn grouped<'a>(columns: &[Column], selected: &[Entry<'a>]) -> Groups<'a> {
+    let mut groups: Groups<'a> = Default::default();
     for e in selected {
         let key = columns.iter().map(|c| c.shown(e)).collect();
         groups.entry(key).or_default().push(e.r);
     }
+    groups
+}
+
+/// `qacct -json`'s summary: the rows `summary` prints (none while the records'
+/// wallclock adds up to nothing, as SGE's).
+fn summary_rows(columns: &[Column], selected: &[Entry]) -> Vec<gantry_common::output::UsageRow> {
+    let all: Vec<&AccountingRecord> = selected.iter().map(|e| e.r).collect();
+    if usage_of(&all).0 == 0 {
+        return Vec::new();
+    }
+    let row = |key: &[String], rs: &[&AccountingRecord]| gantry_common::output::UsageRow {
+        columns: columns
+            .iter()
+            .zip(key)
+            .map(|(c, v)| gantry_common::output::Request {
+                name: c.title.to_string(),
+                value: v.trim().to_string(),
+            })
+            .collect(),
+        ..usage_row(rs)
+    };
+    if columns.is_empty() {
+        return vec![row(&[], &all)];
+    }
+    grouped(columns, selected)
+        .iter()
+        .map(|(key, rs)| row(key, rs))
+        .collect()
+}
+
+/// The summary: `Total System Usage` or a row per group of the columns asked for, and
+/// no row while the records' wallclock adds up to nothing, as SGE's.
+fn summary(columns: &[Column], selected: &[Entry]) -> String {
+    let groups = grouped(columns, selected);
     let widths: Vec<usize> = columns
         .iter()
         .enumerate()

@@ -453,9 +453,15 @@ pub fn run(args: &[String]) -> Output {
     }
     // Each option is carried out in order, as qconf does; the first failure stops.
     let mut out = Output::ok(String::new());
-    for g in &p.options {
+    let json = p.has("-json");
+    for g in p.options.iter().filter(|g| g.name != "-json") {
         let arg = g.arg.as_deref();
-        let step = one(g.name, arg);
+        let mut step = one(g.name, arg);
+        // `-json`: what a show option printed, as its document.
+        if json && step.code == exit::SUCCESS && gantry_common::output::is_show_option(g.name) {
+            step.stdout =
+                crate::json_line(&gantry_common::output::config_shown(g.name, &step.stdout));
+        }
         out.stdout.push_str(&step.stdout);
         out.stderr.push_str(&step.stderr);
         out.code = step.code;

@@ -21,11 +21,12 @@ const SPECS: &[OptSpec] = &[
     opt("-q", Arity::None),
     opt("-u", Arity::One),
     opt("-xml", Arity::None),
+    opt("-json", Arity::None),
 ];
 
 pub fn usage() -> String {
     format!(
-        "Gantry {}\nusage: qhost [options]\n  [-F [resource_attribute]]  show (selected) resources\n  [-h hostlist]              display only selected hosts\n  [-help]                    print this help\n  [-j]                       display jobs hosted by host\n  [-l attr=val,...]          request the given resources\n  [-ncb]                     suppress host topology based information\n  [-q]                       display queues hosted by host\n  [-u user[,user,...]]       show only jobs for user\n  [-xml]                     display the information in XML format\n",
+        "Gantry {}\nusage: qhost [options]\n  [-F [resource_attribute]]  show (selected) resources\n  [-h hostlist]              display only selected hosts\n  [-help]                    print this help\n  [-j]                       display jobs hosted by host\n  [-json]                    display the information as JSON\n  [-l attr=val,...]          request the given resources\n  [-ncb]                     suppress host topology based information\n  [-q]                       display queues hosted by host\n  [-u user[,user,...]]       show only jobs for user\n  [-xml]                     display the information in XML format\n",
         env!("CARGO_PKG_VERSION")
     )
 }
@@ -95,7 +96,10 @@ pub fn run(args: &[String]) -> Output {
         return Output::ok(render_xml(&report, &view));
     }
     if !p.has("-j") {
-        return Output::ok(render_text(&report, &view, |_| String::new()));
+        return Output::ok(match p.has("-json") {
+            true => crate::json_line(&host_list(&report, &view, |_| None)),
+            false => render_text(&report, &view, |_| String::new()),
+        });
     }
     // `-j`: the running jobs (of `-u`'s users, else everyone's) under their hosts.
     let users = match p.arg("-u") {
@@ -125,10 +129,87 @@ pub fn run(args: &[String]) -> Output {
         Ok(other) => return crate::unexpected(&other),
         Err(out) => return out,
     };
+    if p.has("-json") {
+        return Output::ok(crate::json_line(&host_list(&report, &view, |host| {
+            Some(crate::qstat::host_jobs(host, &jobs, &tasks))
+        })));
+    }
     Output::ok(render_text(&report, &view, |host| {
         crate::qstat::host_job_lines(host, &jobs, &tasks)
     }))
 }
+
+/// `qhost -json` (and the HTTP API's hosts): the hosts selected with qhost's columns,
+/// what they offer under `-F`, their queue instances under `-q`, and the tasks
+/// `jobs_on` finds on each (under `-j`).
+pub fn host_list(
+    report: &HostReport,
+    view: &View,
+    jobs_on: impl Fn(&str) -> Option<Vec<gantry_common::output::HostJob>>,
+) -> gantry_common::output::HostList {
+    use gantry_common::output::{HostEntry, HostList, HostQueue, HostResource, Request};
+    let pair = |name: &str, value: &str| Request {
+        name: name.to_string(),
+        value: value.to_string(),
+    };
+    HostList {
+        hosts: selected(report, view)
+            .into_iter()
+            .map(|h| HostEntry {
+                name: h.name.clone(),
+                reachable: h.reachable,
+                host_values: HOST_VALUES
+                    .iter()
+                    .zip(columns(h).iter())
+                    .map(|(n, v)| pair(n, v))
+                    .collect(),
+                load_values: h
+                    .load_values
+                    .iter()
+                    .map(|lv| pair(&lv.name, &lv.value))
+                    .collect(),
+                resources: view.full.then(|| {
+                    resources(report, h, view)
+                        .into_iter()
+                        .map(|(dominance, name, value)| HostResource {
+                            name,
+                            dominance,
+                            value,
+                        })
+                        .collect()
+                }),
+                queues: view.queues.then(|| {
+                    h.queues
+                        .iter()
+                        .map(|q| HostQueue {
+                            name: q.queue.clone(),
+                            qtype: q.qtype.clone(),
+                            slots_used: q.used,
+                            slots: q.total,
+                            slots_resv: q.reserved_all,
+                            state: q.states.clone(),
+                        })
+                        .collect()
+                }),
+                jobs: jobs_on(&h.name),
+            })
+            .collect(),
+    }
+}
+
+/// The names SGE's XML gives qhost's columns.
+const HOST_VALUES: [&str; 10] = [
+    "arch_string",
+    "num_proc",
+    "m_socket",
+    "m_core",
+    "m_thread",
+    "load_avg",
+    "mem_total",
+    "mem_used",
+    "swap_total",
+    "swap_used",
+];
 
 pub struct View {
     pub full: bool,
@@ -349,18 +430,7 @@ const XMLNS: &str = "xmlns:xsd=\"http://arc.liv.ac.uk/repos/darcs/sge/source/dis
 pub fn render_xml(report: &HostReport, view: &View) -> String {
     let mut x = Xml::new();
     x.open_raw(0, "qhost", XMLNS);
-    let names = [
-        "arch_string",
-        "num_proc",
-        "m_socket",
-        "m_core",
-        "m_thread",
-        "load_avg",
-        "mem_total",
-        "mem_used",
-        "swap_total",
-        "swap_used",
-    ];
+    let names = HOST_VALUES;
     let dash: [String; 10] = std::array::from_fn(|_| "-".to_string());
     let host = |x: &mut Xml, name: &str, cols: &[String; 10], h: Option<&HostView>| {
         x.open(1, "host", &[("name", name)]);

@@ -26,10 +26,8 @@
 //! - `limits`: `resource` and `limit` always strings, `used` a string, or `null` for a
 //!   fixed, non-consumable limit such as `arch=lx-amd64`.
 
-use std::collections::BTreeMap;
-
+use gantry_common::output::filter_names;
 use gantry_proto::{FromMaster, QuotaLimit, QuotaQuery, QuotaRow, ToMaster};
-use serde::Serialize;
 
 use crate::opts::{opt, parse, split_line, Arity, OptSpec, Parsed};
 use crate::xml::Xml;
@@ -196,10 +194,7 @@ pub fn run(args: &[String]) -> Output {
         return match settings.format {
             Format::Text => Output::ok(groups::render_text(&rows)),
             Format::Xml => Output::ok(groups::render_xml(&rows)),
-            Format::Json => match groups::render_json(&rows) {
-                Ok(doc) => Output::ok(doc),
-                Err(e) => Output::fail(format!("error: {e}"), exit::FAILURE),
-            },
+            Format::Json => Output::ok(groups::render_json(&rows)),
         };
     }
     let rows = match crate::ask(&ToMaster::ShowQuotas(settings.query)) {
@@ -210,10 +205,7 @@ pub fn run(args: &[String]) -> Output {
     match settings.format {
         Format::Text => Output::ok(render_text(&rows)),
         Format::Xml => Output::ok(render_xml(&rows)),
-        Format::Json => match render_json(&rows) {
-            Ok(doc) => Output::ok(doc),
-            Err(e) => Output::fail(format!("error: {e}"), exit::FAILURE),
-        },
+        Format::Json => Output::ok(render_json(&rows)),
     }
 }
 
@@ -256,18 +248,6 @@ pub fn render_text(rows: &[QuotaRow]) -> String {
         "resource quota rule limit                filter\n{}\n{body}",
         "-".repeat(80)
     )
-}
-
-/// The names of a filter value (`@allhosts`, `a,!b`): (excluded, name) each.
-fn filter_names(value: &str) -> impl Iterator<Item = (bool, &str)> {
-    value
-        .split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(|s| match s.strip_prefix('!') {
-            Some(name) => (true, name),
-            None => (false, s),
-        })
 }
 
 /// Whether `s` can be written as an element name as it is.
@@ -323,59 +303,9 @@ pub fn render_xml(rows: &[QuotaRow]) -> String {
     x.finish()
 }
 
-#[derive(Serialize)]
-struct JsonDoc<'a> {
-    quota_rules: Vec<JsonRule<'a>>,
-}
-
-#[derive(Serialize)]
-struct JsonRule<'a> {
-    rule: &'a str,
-    filters: BTreeMap<String, Vec<&'a str>>,
-    limits: Vec<JsonLimit<'a>>,
-}
-
-#[derive(Serialize)]
-struct JsonLimit<'a> {
-    resource: &'a str,
-    limit: &'a str,
-    used: Option<&'a str>,
-}
-
 /// `qquota -json`: the document described in the module documentation, one line.
-pub fn render_json(rows: &[QuotaRow]) -> Result<String, serde_json::Error> {
-    let doc = JsonDoc {
-        quota_rules: rows
-            .iter()
-            .map(|row| {
-                let mut filters: BTreeMap<String, Vec<&str>> = BTreeMap::new();
-                for (kind, value) in &row.filters {
-                    for (excluded, name) in filter_names(value) {
-                        let key = if excluded {
-                            format!("x{kind}")
-                        } else {
-                            kind.clone()
-                        };
-                        filters.entry(key).or_default().push(name);
-                    }
-                }
-                JsonRule {
-                    rule: &row.rule,
-                    filters,
-                    limits: row
-                        .limits
-                        .iter()
-                        .map(|l| JsonLimit {
-                            resource: &l.resource,
-                            limit: &l.limit,
-                            used: l.used.as_deref(),
-                        })
-                        .collect(),
-                }
-            })
-            .collect(),
-    };
-    Ok(format!("{}\n", serde_json::to_string(&doc)?))
+pub fn render_json(rows: &[QuotaRow]) -> String {
+    crate::json_line(&gantry_common::output::QuotaRuleList::of(rows))
 }
 
 #[cfg(test)]
@@ -484,7 +414,7 @@ pub(crate) mod tests {
             render_xml(&[]),
             format!("<?xml version='1.0'?>\n<qquota_result {XMLNS}>\n</qquota_result>\n")
         );
-        assert_eq!(render_json(&[]).unwrap(), "{\"quota_rules\":[]}\n");
+        assert_eq!(render_json(&[]), "{\"quota_rules\":[]}\n");
     }
 
     #[test]
@@ -549,7 +479,7 @@ pub(crate) mod tests {
             limit: "lx-amd64".into(),
             used: None,
         });
-        let out = render_json(&rows).unwrap();
+        let out = render_json(&rows);
         assert!(out.ends_with("}\n") && !out.trim_end().contains('\n'));
         assert!(out.starts_with(
             "{\"quota_rules\":[{\"rule\":\"max_u_slots/1\",\"filters\":{\"users\":[\"user1\"]},\"limits\":[{\"resource\":\"slots\",\"limit\":\"2\",\"used\":\"2\"}]}"

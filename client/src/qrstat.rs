@@ -211,33 +211,14 @@ fn xml(ars: &[AdvanceReservation], details: bool, unknown: &[String]) -> String 
     out
 }
 
+/// `qrstat -json`: the reservations (`gantry_common::output::ArList`), and the ids
+/// `-ar` named that do not exist.
 fn json(ars: &[AdvanceReservation], unknown: &[String]) -> String {
-    let list: Vec<serde_json::Value> = ars
-        .iter()
-        .map(|ar| {
-            serde_json::json!({
-                "id": ar.id,
-                "name": ar.spec.name,
-                "owner": ar.owner,
-                "group": ar.group,
-                "account": ar.spec.account,
-                "state": ar.state.letter().to_string(),
-                "start_time": ar.start,
-                "end_time": ar.end,
-                "duration": ar.duration(),
-                "submission_time": ar.submission_time,
-                "resources": ar.spec.resources.iter().map(|(k, v)| serde_json::json!({"name": k, "value": v})).collect::<Vec<_>>(),
-                "granted_slots": ar.granted.iter().map(|g| serde_json::json!({"queue_instance": format!("{}@{}", g.queue, g.host), "slots": g.slots})).collect::<Vec<_>>(),
-                "parallel_environment": ar.spec.pe.as_ref().map(|(pe, range)| serde_json::json!({"name": pe, "slots": range})),
-                "granted_pe_slots": ar.granted_pe.as_ref().map(|(_, n)| n),
-                "acl": ar.spec.users,
-                "hard_error": ar.spec.hard_error,
-                "errors": ar.errors,
-            })
-        })
-        .collect();
-    let doc = serde_json::json!({"advance_reservations": list, "unknown": unknown});
-    format!("{doc}\n")
+    use gantry_common::output::{ArEntry, ArList};
+    crate::json_line(&ArList {
+        advance_reservations: ars.iter().map(ArEntry::of).collect(),
+        unknown: unknown.to_vec(),
+    })
 }
 
 pub fn qrstat(args: &[String]) -> Output {

@@ -157,20 +157,22 @@ fn request(p: &crate::opts::Parsed) -> Result<ArSpec, OptionError> {
 
 /// An advance reservation asked for through the HTTP API: qrsub's options, read and
 /// checked as qrsub reads them; the same messages when they are wrong.
-pub fn remote_spec(args: &[String]) -> Result<ArSpec, String> {
+pub fn remote_spec(args: &[String]) -> Result<ArSpec, OptionError> {
     if args.is_empty() {
-        return Err("ERROR! no option argument".to_string());
+        return Err(OptionError::semantic("ERROR! no option argument"));
     }
     let p = crate::opts::parse(args, SPECS, false).map_err(|e| match e {
         crate::opts::OptError::Unknown(word) => {
-            format!("qrsub: invalid option argument \"{word}\"")
+            OptionError::semantic(format!("qrsub: invalid option argument \"{word}\""))
         }
-        e => OptionError::from(e).text,
+        e => OptionError::from(e),
     })?;
     if p.has("-help") {
-        return Err("qrsub: option \"-help\" is not available through the HTTP API".to_string());
+        return Err(OptionError::semantic(
+            "qrsub: option \"-help\" is not available through the HTTP API",
+        ));
     }
-    request(&p).map_err(|e| e.text)
+    request(&p)
 }
 
 pub fn qrsub(args: &[String]) -> Output {

@@ -17,8 +17,8 @@ mod summary;
 
 pub(crate) use forms::QSTAT_XMLNS;
 pub use forms::{render_qstat_json, render_qstat_xml};
-pub(crate) use lines::host_job_lines;
 use lines::*;
+pub(crate) use lines::{host_job_lines, host_jobs};
 
 /// `qstat`'s default user list: the caller's own jobs. `$user` stands for the current
 /// user, as in SGE's `qstat -u`; the daemon substitutes the name the kernel gives it.
@@ -730,11 +730,16 @@ pub fn qstat(args: &[String]) -> Output {
         None => (false, false),
         Some("t") if plain_form => (true, false),
         Some("d") if plain_form => (false, true),
-        Some("c") if ["-f", "-F", "-json", "-r", "-pri", "-urg", "-ext"]
+        Some("c") if ["-f", "-F", "-r", "-pri", "-urg", "-ext"]
             .iter()
             .all(|o| !p.has(o)) =>
         {
-            return cluster_queue_summary(selection.as_ref(), p.has("-xml"));
+            let form = match (p.has("-xml"), p.has("-json")) {
+                (true, _) => summary::Form::Xml,
+                (false, true) => summary::Form::Json,
+                (false, false) => summary::Form::Text,
+            };
+            return cluster_queue_summary(selection.as_ref(), form);
         }
         Some(other) => {
             return Output::fail(
@@ -823,7 +828,8 @@ pub fn qstat(args: &[String]) -> Output {
             Err(e) => return crate::undecodable(e),
         }
     }
-    if grouped || p.has("-t") {
+    // With -json, -t lists the rows as the document has them: a row per running task.
+    if (grouped || p.has("-t")) && !p.has("-json") {
         return match crate::ask(&ToMaster::ShowTaskLines { users }) {
             Ok(FromMaster::TaskLines(t)) if p.has("-t") => {
                 Output::ok(lines::render_qstat_t(&jobs, &t))
@@ -855,7 +861,7 @@ pub fn qstat(args: &[String]) -> Output {
         }
         return Output::ok(render_qstat(&rows));
     }
-    let prios = match columns.any() && !p.has("-json") && !p.has("-xml") {
+    let prios = match columns.any() && !p.has("-xml") {
         true => match crate::ask(&ToMaster::ShowPriorities {
             users: users.clone(),
         }) {
@@ -909,7 +915,13 @@ pub fn qstat(args: &[String]) -> Output {
         None
     };
     if p.has("-json") {
-        return Output::ok(render_qstat_json(hosts.as_ref(), &jobs, offered.as_deref()));
+        let prios = columns.any().then_some(prios.as_slice());
+        return Output::ok(render_qstat_json(
+            hosts.as_ref(),
+            &jobs,
+            offered.as_deref(),
+            prios,
+        ));
     }
     if p.has("-xml") {
         return Output::ok(render_qstat_xml(hosts.as_ref(), &jobs));
@@ -945,14 +957,15 @@ fn each_task_id(tasks: &str) -> Vec<String> {
     ids
 }
 
-/// `qstat -g c [-q queues] [-xml]`.
-fn cluster_queue_summary(selection: Option<&select::Selection>, xml: bool) -> Output {
+/// `qstat -g c [-q queues] [-xml|-json]`.
+fn cluster_queue_summary(selection: Option<&select::Selection>, form: summary::Form) -> Output {
     match crate::ask(&ToMaster::HostInfo) {
         Ok(FromMaster::Hosts(h)) => {
             let s = summary::summarise(&h, selection.map(|s| s.instances()));
-            Output::ok(match xml {
-                true => summary::render_xml(&s),
-                false => summary::render(&s),
+            Output::ok(match form {
+                summary::Form::Xml => summary::render_xml(&s),
+                summary::Form::Json => summary::render_json(&s),
+                summary::Form::Text => summary::render(&s),
             })
         }
         Ok(other) => crate::unexpected(&other),

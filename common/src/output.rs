@@ -7,6 +7,27 @@ use gantry_proto::rows::JobViewRef;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+mod accounting;
+mod ars;
+mod config;
+mod detail;
+mod hosts;
+mod quotas;
+mod summary;
+
+pub use accounting::{Accounting, AccountingEntry, UsageRow};
+pub use ars::{ArEntry, ArList, GrantedSlots};
+pub use config::{config_shown, is_show_option, ComplexEntry, ConfigObject, ConfigShown};
+pub use detail::{
+    JobDetailEntry, JobDetailList, JobPriority, PeRequest, PriorityParts, RunningTaskEntry,
+    TaskError, TaskRangeEntry,
+};
+pub use hosts::{HostEntry, HostJob, HostList, HostQueue, HostResource};
+pub use quotas::{
+    filter_names, GroupEntry, GroupList, QuotaLimitEntry, QuotaRuleEntry, QuotaRuleList,
+};
+pub use summary::{ClusterQueueLine, ClusterQueueSummary};
+
 /// A resource request: `-l name=value`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -35,6 +56,9 @@ pub struct JobEntry {
     /// The array tasks of the row (`1-10:1`), empty for a job that is no array.
     pub tasks: String,
     pub hard_resources: Vec<Request>,
+    /// Under `-pri`, `-urg` or `-ext`: the row's priority parts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority_parts: Option<PriorityParts>,
 }
 
 impl JobEntry {
@@ -58,6 +82,7 @@ impl JobEntry {
                     value: v.to_string(),
                 })
                 .collect(),
+            priority_parts: None,
         }
     }
 }
@@ -212,7 +237,23 @@ fn refs_to_defs(v: &mut serde_json::Value) {
 
 /// Every document's schema, by the file it is committed as under `docs/schemas/`.
 pub fn schemas() -> Vec<(&'static str, serde_json::Value)> {
-    vec![("qstat.json", json_schema::<JobList>("qstat -json"))]
+    vec![
+        ("qstat.json", json_schema::<JobList>("qstat -json")),
+        (
+            "qstat-j.json",
+            json_schema::<JobDetailList>("qstat -j -json"),
+        ),
+        (
+            "qstat-g-c.json",
+            json_schema::<ClusterQueueSummary>("qstat -g c -json"),
+        ),
+        ("qhost.json", json_schema::<HostList>("qhost -json")),
+        ("qquota.json", json_schema::<QuotaRuleList>("qquota -json")),
+        ("qquota-g.json", json_schema::<GroupList>("qquota -g -json")),
+        ("qrstat.json", json_schema::<ArList>("qrstat -json")),
+        ("qacct.json", json_schema::<Accounting>("qacct -json")),
+        ("qconf.json", json_schema::<ConfigShown>("qconf -s* -json")),
+    ]
 }
 
 #[cfg(test)]

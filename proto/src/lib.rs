@@ -23,11 +23,11 @@ pub use ids::{ArId, JobId, TaskId};
 pub use objects::*;
 pub use rows::*;
 pub use selection::*;
-pub use whatif::WhatIf;
+pub use whatif::{QuotaWhatIf, WhatIf};
 
 /// The protocol version. Both daemons and every client speak exactly one version; peers
 /// with another version are refused with a message naming both.
-pub const PROTOCOL_VERSION: u32 = 42;
+pub const PROTOCOL_VERSION: u32 = 43;
 
 /// Magic bytes at the start of every [`Hello`]: "GNTY".
 pub const HELLO_MAGIC: [u8; 4] = *b"GNTY";
@@ -101,7 +101,9 @@ pub struct Caller {
 }
 
 /// A request from a client command to the master (directly, or relayed by an execd).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// Its kind (`&'static str::from(&request)`, the variant's name) labels the master's
+/// request metrics.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, strum::IntoStaticStr)]
 pub enum ToMaster {
     /// `qhost`: every exec host with its load values (optionally only some hosts).
     HostInfo,
@@ -308,6 +310,10 @@ pub enum ToMaster {
     /// The HTTP API's what-if: would this job start now, where, and if not, why;
     /// nothing is submitted. Answered with [`FromMaster::WhatIf`].
     WhatIf { spec: Box<JobSpec> },
+    /// The HTTP API's what-if of quota sets (`qconf -Arqs` text, each set replacing
+    /// the one of its name or added): which running jobs would be past a limit, which
+    /// pending tasks would start. Answered with [`FromMaster::QuotaWhatIf`].
+    WhatIfQuota { rqs: String },
 }
 
 /// `qstat -g t`: the lines of one running task of a job, in its granted queue
@@ -531,6 +537,8 @@ pub enum FromMaster {
     },
     /// See [`ToMaster::WhatIf`].
     WhatIf(WhatIf),
+    /// See [`ToMaster::WhatIfQuota`].
+    QuotaWhatIf(QuotaWhatIf),
 }
 
 /// Why a request was refused. The kind decides the exit status (one table, in the

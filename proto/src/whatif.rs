@@ -16,3 +16,19 @@ pub struct WhatIf {
     /// Why no queue instance ever could.
     pub never: Vec<String>,
 }
+
+/// What the cluster would do under other quota sets, on what runs and waits now.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct QuotaWhatIf {
+    /// The sets of the text that replace one of the same name, and those added.
+    pub replaced: Vec<String>,
+    pub added: Vec<String>,
+    /// Running jobs past a limit of the sets, each with the limits (`exceeds limit
+    /// "user1/////" in rule "max_u_slots/1"`).
+    pub over: Vec<(crate::JobId, Vec<String>)>,
+    /// The pending tasks a cycle would start under the sets now: (job, task, queue
+    /// instance), in the order placed.
+    pub would_start: Vec<(crate::JobId, crate::TaskId, String)>,
+    /// The same under the sets in force, to compare.
+    pub would_start_today: Vec<(crate::JobId, crate::TaskId, String)>,
+}

@@ -555,6 +555,8 @@ impl<'a> ClusterView<'a> {
     /// The cycle's decisions on a finished snapshot (see
     /// [`ClusterView::finish_snapshot`]).
     pub(crate) fn decide_on(&self, snap: &mut Snapshot, state: &mut Pass, now: Time) -> Decisions {
+        state.considered = 0;
+        state.categories = 0;
         let adjusted: Vec<usize> = snap.adjustments.iter().map(|(a, ..)| *a).collect();
         if let Some(q) = state.gates.get_mut::<QuotaCycle>() {
             // What earlier questions on these gates (a quiet cycle's samples) worked
@@ -597,6 +599,8 @@ impl<'a> ClusterView<'a> {
             immediate_unplaced,
             reservations: std::mem::take(&mut state.reservations),
             groups: state.group_allocation.take(),
+            considered: state.considered,
+            categories: state.categories,
             quiet: false,
             priorities: state.priorities.clone(),
         }

@@ -47,6 +47,10 @@ pub struct Decisions {
     /// A quiet cycle: nothing changed that could decide anything, and it decided
     /// nothing without passing over the pending jobs (see [`crate::settled`]).
     pub quiet: bool,
+    /// The pending jobs the cycle looked at, and the categories they fell into (0 for
+    /// a quiet cycle).
+    pub considered: usize,
+    pub categories: usize,
     /// Every job's priority as the cycle worked it out (what `qstat` shows until the
     /// next).
     pub priorities: Option<std::sync::Arc<crate::priority::Priorities>>,

@@ -36,6 +36,10 @@ pub struct Pass {
     pub(crate) quota_places: Option<(Arc<Quotas>, Places)>,
     /// Every job's priority this cycle (the order stage serves pending jobs by it).
     pub(crate) priorities: Option<Arc<crate::priority::Priorities>>,
+    /// This cycle's pending jobs looked at (the most of any of its passes), and the
+    /// categories they fell into.
+    pub(crate) considered: usize,
+    pub(crate) categories: usize,
 }
 
 impl Pass {

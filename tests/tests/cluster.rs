@@ -145,8 +145,14 @@ fn default_configuration_matches_a_fresh_sge_install() {
     let conf = c.qconf(&["-sconf"]);
     assert_eq!(
         conf.stdout,
+        // SGE's, but for the spool directory and Gantry's own attributes after SGE's
+        // (docs/admin/http.md; tests/sge/differences.txt).
         include_str!("../../common/tests/fixtures/qconf-sconf.txt")
             .replace("/var/spool/gridengine/execd", "/var/spool/gantry/execd")
+            .replace(
+                "max_advance_reservations     50\n",
+                "max_advance_reservations     50\nhttp_listen                  none\nhttp_anonymous               false\n",
+            )
     );
     assert_eq!(c.qconf(&["-sql"]).stdout, "all.q\n");
     let sm = c.qconf(&["-sm"]).stdout;

@@ -348,6 +348,23 @@ fn users_submit_list_and_delete_through_the_api_with_their_certificates() {
         metrics.contains("# TYPE gantry_cycle_duration_seconds histogram"),
         "{metrics}"
     );
+    // Requests by kind (the q* commands' and the API's alike), refusals by reason, the
+    // execds' report lag, the last cycle's jobs and categories.
+    assert!(
+        value("gantry_requests_decided_total{kind=\"Submit\"} ") >= 2.0,
+        "{metrics}"
+    );
+    assert!(
+        value("gantry_refusals_total{reason=\"invalid\"} ") >= 1.0,
+        "{metrics}"
+    );
+    // (a lag is measured from an execd's second report on)
+    assert!(
+        value("gantry_execd_report_lag_seconds_count ") >= 0.0,
+        "{metrics}"
+    );
+    assert!(value("gantry_cycle_jobs_considered ") >= 0.0, "{metrics}");
+    assert!(value("gantry_cycle_categories ") >= 0.0, "{metrics}");
 
     // The OpenAPI document served is the one committed.
     let (status, served) = https.get(Some(&bob), "/api/v1/openapi.json");
@@ -454,16 +471,92 @@ fn what_if_says_where_a_job_would_start_and_which_rule_stops_it() {
     let (status, answer) = https.send(Some(&alice), "POST", "/api/v1/whatif/job", Some(&never));
     assert_eq!(status, 200, "{answer}");
     assert_eq!(json(&answer)["message"], "could never run", "{answer}");
+    // What-if of quota sets: with a second job waiting for the user's slot, a set of
+    // two slots per user would start it; a new set of none puts the running job over.
+    assert_eq!(c.qconf(&["-rattr", "queue", "slots", "4", "all.q"]).code, 0);
+    let waiting = c.submit("gtuser1", &["-b", "y", "sleep", "60"]);
+    let two = serde_json::json!({"rqs": "{\n name max_u_slots\n enabled TRUE\n limit users {*} to slots=2\n}\n{\n name none_left\n enabled TRUE\n limit users {gtuser1} to slots=0\n}\n"}).to_string();
+    let (status, answer) = https.send(Some(&alice), "POST", "/api/v1/whatif/quota", Some(&two));
+    assert_eq!(status, 200, "{answer}");
+    let answer = json(&answer);
+    assert_eq!(
+        answer["replaced"],
+        serde_json::json!(["max_u_slots"]),
+        "{answer}"
+    );
+    assert_eq!(
+        answer["added"],
+        serde_json::json!(["none_left"]),
+        "{answer}"
+    );
+    assert_eq!(answer["over"][0]["job_id"].to_string(), running, "{answer}");
+    assert_eq!(
+        answer["over"][0]["limits"],
+        serde_json::json!(["exceeds limit \"gtuser1/////\" in rule \"none_left/1\""]),
+        "{answer}"
+    );
+    // none_left stops the waiting job too: only max_u_slots tried alone starts it.
+    assert_eq!(answer["would_start"], serde_json::json!([]), "{answer}");
+    assert_eq!(
+        answer["would_start_today"],
+        serde_json::json!([]),
+        "{answer}"
+    );
+    let wider = serde_json::json!({"rqs": "{\n name max_u_slots\n enabled TRUE\n limit users {*} to slots=2\n}\n"}).to_string();
+    let (status, answer) = https.send(Some(&alice), "POST", "/api/v1/whatif/quota", Some(&wider));
+    assert_eq!(status, 200, "{answer}");
+    let answer = json(&answer);
+    assert_eq!(answer["over"], serde_json::json!([]), "{answer}");
+    assert_eq!(
+        answer["would_start"][0]["job_id"].to_string(),
+        waiting,
+        "{answer}"
+    );
+    assert_eq!(
+        answer["would_start"][0]["queue_instance"], "all.q@node1",
+        "{answer}"
+    );
+    // A set qconf -Arqs would refuse is refused in its words; nothing changed.
+    let bad = serde_json::json!({"rqs": "{\n name broken\n limit users {*} to nosuch=1\n}\n"})
+        .to_string();
+    let (status, answer) = https.send(Some(&alice), "POST", "/api/v1/whatif/quota", Some(&bad));
+    assert_eq!(status, 400, "{answer}");
+    let qconf_says = {
+        let file = c.dir.path().join("broken.rqs");
+        std::fs::write(&file, "{\n name broken\n limit users {*} to nosuch=1\n}\n").unwrap();
+        c.qconf(&["-Arqs", file.to_str().unwrap()])
+    };
+    assert_ne!(qconf_says.code, 0);
+    assert!(
+        qconf_says
+            .stderr
+            .contains(json(&answer)["error"].as_str().unwrap_or("?")),
+        "{answer} vs {qconf_says:?}"
+    );
+    assert_eq!(c.qconf(&["-srqsl"]).stdout, "max_u_slots\n");
+    assert_eq!(c.job_state(&waiting), "qw");
     // The other lists: queue instances, quota usage, groups.
     let (status, queues) = https.get(Some(&alice), "/api/v1/queues");
     assert_eq!(status, 200, "{queues}");
     let queues = json(&queues);
     assert_eq!(queues["queues"][0]["name"], "all.q@node1", "{queues}");
     assert_eq!(queues["queues"][0]["slots_used"], 1, "{queues}");
+    gantry_tests::assert_valid_json("qstat.json", &queues.to_string());
     let (status, quotas) = https.get(Some(&alice), "/api/v1/quotas");
     assert_eq!(status, 200, "{quotas}");
     assert!(quotas.contains("max_u_slots/1"), "{quotas}");
-    assert_eq!(https.get(Some(&alice), "/api/v1/groups").0, 200);
+    gantry_tests::assert_valid_json("qquota.json", &quotas);
+    let (status, groups) = https.get(Some(&alice), "/api/v1/groups");
+    assert_eq!(status, 200, "{groups}");
+    gantry_tests::assert_valid_json("qquota-g.json", &groups);
+    let (status, hosts) = https.get(Some(&alice), "/api/v1/hosts");
+    assert_eq!(status, 200, "{hosts}");
+    gantry_tests::assert_valid_json("qhost.json", &hosts);
+    assert_eq!(
+        json(&hosts)["hosts"][0]["queues"][0]["name"],
+        "all.q",
+        "{hosts}"
+    );
     // Advance reservations: refused as qrsub refuses one outside arusers, granted
     // inside, listed and deleted.
     let ar = serde_json::json!({"args": ["-d", "1:0:0"]}).to_string();
@@ -482,13 +575,14 @@ fn what_if_says_where_a_job_would_start_and_which_rule_stops_it() {
     assert!(granted.contains("has been granted"), "{granted}");
     let (status, ars) = https.get(Some(&alice), "/api/v1/ars");
     assert_eq!(status, 200, "{ars}");
+    gantry_tests::assert_valid_json("qrstat.json", &ars);
     let ars = json(&ars);
-    let id = ars["ars"][0]["id"]
+    let id = ars["advance_reservations"][0]["id"]
         .as_u64()
         .unwrap_or_else(|| panic!("{ars}"));
     let (status, deleted) = https.send(Some(&alice), "DELETE", &format!("/api/v1/ars/{id}"), None);
     assert_eq!(status, 200, "{deleted}");
-    assert_eq!(c.client("qdel", &[&running]).code, 0);
+    assert_eq!(c.client("qdel", &[&running, &waiting]).code, 0);
 }
 
 fn repo() -> PathBuf {

@@ -4,6 +4,7 @@ use crate::opts::{opt, Arity, OptSpec};
 
 pub(super) const SPECS: &[OptSpec] = &[
     opt("-help", Arity::None),
+    opt("-json", Arity::None),
     opt("-ae", Arity::Optional),
     opt("-Ae", Arity::One),
     opt("-de", Arity::One),
@@ -155,6 +156,10 @@ pub fn usage() -> String {
         ("[-duser user_list]", "delete user(s)"),
         ("[-dstree]", "delete the sharetree"),
         ("[-help]", "print this help"),
+        (
+            "[-json]",
+            "print what each show option (-s*) shows as one JSON document",
+        ),
         ("[-ke[j] host_list", "shutdown execution daemon(s)"),
         ("[-km]", "shutdown master"),
         (

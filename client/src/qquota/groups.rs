@@ -6,7 +6,6 @@
 
 use gantry_common::groups::quota_str;
 use gantry_proto::GroupRow;
-use serde::Serialize;
 
 use crate::xml::Xml;
 
@@ -77,44 +76,9 @@ pub fn render_xml(rows: &[GroupRow]) -> String {
     x.finish()
 }
 
-#[derive(Serialize)]
-struct JsonDoc<'a> {
-    groups: Vec<JsonGroup<'a>>,
-}
-
-#[derive(Serialize)]
-struct JsonGroup<'a> {
-    name: &'a str,
-    configured_quota: Option<String>,
-    accept_surplus: bool,
-    autoregroup: bool,
-    effective_quota: f64,
-    subtree_quota: f64,
-    surplus: f64,
-    demand: f64,
-    running: f64,
-    allocation: f64,
-}
-
-pub fn render_json(rows: &[GroupRow]) -> Result<String, serde_json::Error> {
-    let doc = JsonDoc {
-        groups: rows
-            .iter()
-            .map(|g| JsonGroup {
-                name: &g.name,
-                configured_quota: g.configured.map(quota_str),
-                accept_surplus: g.accept_surplus,
-                autoregroup: g.autoregroup,
-                effective_quota: g.quota,
-                subtree_quota: g.subtree_quota,
-                surplus: g.surplus,
-                demand: g.demand,
-                running: g.running,
-                allocation: g.allocation,
-            })
-            .collect(),
-    };
-    serde_json::to_string(&doc)
+/// `qquota -g -json`: the tree as one document (`gantry_common::output::GroupList`).
+pub fn render_json(rows: &[GroupRow]) -> String {
+    crate::json_line(&gantry_common::output::GroupList::of(rows))
 }
 
 #[cfg(test)]
@@ -203,7 +167,7 @@ mod tests {
             "{x}"
         );
         assert!(x.contains("<allocation>10</allocation>"), "{x}");
-        let j: serde_json::Value = serde_json::from_str(&render_json(&rows()).unwrap()).unwrap();
+        let j: serde_json::Value = serde_json::from_str(&render_json(&rows())).unwrap();
         assert_eq!(j["groups"][2]["name"], "physics");
         assert_eq!(j["groups"][2]["allocation"], 10.0);
         assert_eq!(j["groups"][0]["configured_quota"], serde_json::Value::Null);

@@ -100,17 +100,33 @@ pub fn render_qstat_xml(hosts: Option<&gantry_proto::HostReport>, jobs: &[JobVie
 /// queue instances too, each named and counted as SGE's XML names them (`slots_used`,
 /// `slots_resv`, `slots_total`, `state`), with what it offers under `-F` and why it is
 /// in its states under `-explain`.
+/// With `-pri`, `-urg` or `-ext` (`prios`: the last cycle's priorities), each row's
+/// priority parts too.
 pub fn render_qstat_json(
     hosts: Option<&gantry_proto::HostReport>,
     jobs: &[JobViewRef],
     offered: Option<&[String]>,
+    prios: Option<&[gantry_proto::PriorityRow]>,
 ) -> String {
-    use gantry_common::output::{queue_instances, JobEntry, JobList};
-    let jobs: Vec<JobEntry> = jobs.iter().map(JobEntry::of).collect();
+    use gantry_common::output::{queue_instances, JobEntry, JobList, PriorityParts};
+    let jobs: Vec<JobEntry> = jobs
+        .iter()
+        .map(|j| {
+            let mut entry = JobEntry::of(j);
+            if let Some(prios) = prios {
+                // A running row is its task's; a pending row the job's pending tasks'.
+                let task = j.queue.map(|_| j.tasks.parse::<u32>().unwrap_or(1));
+                entry.priority_parts = prios
+                    .iter()
+                    .find(|p| p.job_id == j.job_id && p.task.map(|t| t.get()) == task)
+                    .map(PriorityParts::of);
+            }
+            entry
+        })
+        .collect();
     let doc = JobList {
         queues: hosts.map(|report| queue_instances(report, &jobs, offered)),
         jobs,
     };
-    // A document of strings and numbers: serialising it cannot fail.
-    format!("{}\n", serde_json::to_string(&doc).unwrap_or_default())
+    crate::json_line(&doc)
 }

@@ -165,6 +165,49 @@ fn lines_per_grant(
 /// `qhost -j`: the job lines of the tasks with slots on `host`, indented under it, a
 /// line per slot granted there (`MASTER`, then `SLAVE`), as SGE's qhost prints them;
 /// nothing when none runs there.
+/// The tasks on `host`: each running row of `jobs` with a queue instance of its
+/// `tasks` lines there, and whether that is its master queue.
+fn tasks_on<'j, 'a>(
+    host: &'a str,
+    jobs: &'j [JobViewRef<'j>],
+    tasks: &'a [gantry_proto::TaskLines],
+) -> impl Iterator<Item = (&'j JobViewRef<'j>, &'a str, bool)> + 'a
+where
+    'j: 'a,
+{
+    jobs.iter()
+        .filter(|j| j.queue.is_some())
+        .flat_map(move |j| {
+            tasks
+                .iter()
+                .find(|t| t.job_id == j.job_id && t.tasks == j.tasks)
+                .into_iter()
+                .flat_map(|t| t.lines.iter())
+                .filter(move |(queue, _)| queue.split_once('@').map(|(_, h)| h) == Some(host))
+                .map(move |(queue, master)| (j, queue.as_str(), *master))
+        })
+}
+
+/// The tasks on `host` as `qhost -j -json` lists them (the rows `host_job_lines`
+/// prints).
+pub fn host_jobs(
+    host: &str,
+    jobs: &[JobViewRef],
+    tasks: &[gantry_proto::TaskLines],
+) -> Vec<gantry_common::output::HostJob> {
+    tasks_on(host, jobs, tasks)
+        .map(|(j, queue, master)| gantry_common::output::HostJob {
+            job_id: j.job_id.get(),
+            name: j.name.to_string(),
+            owner: j.owner.to_string(),
+            state: j.state_letters().to_string(),
+            tasks: j.tasks.to_string(),
+            queue: queue.to_string(),
+            master,
+        })
+        .collect()
+}
+
 pub fn host_job_lines(
     host: &str,
     jobs: &[JobViewRef],
@@ -172,37 +215,26 @@ pub fn host_job_lines(
 ) -> String {
     let mut out = String::new();
     let mut rows = Rows::default();
-    for j in jobs.iter().filter(|j| j.queue.is_some()) {
-        let Some(t) = tasks
-            .iter()
-            .find(|t| t.job_id == j.job_id && t.tasks == j.tasks)
-        else {
-            continue;
-        };
-        for (queue, master) in &t.lines {
-            if queue.split_once('@').map(|(_, h)| h) != Some(host) {
-                continue;
-            }
-            if out.is_empty() {
-                out.push_str(&format!(
-                    "   job-ID  prior   name       user         state submit/start at     queue      master ja-task-ID \n   {}\n",
-                    "-".repeat(94)
-                ));
-            }
-            let prior = rows.prior.of(j.prio);
-            out.push_str("   ");
-            push_head(
-                &mut out,
-                j.job_id,
-                prior,
-                j.name,
-                j.owner,
-                j.state_letters(),
-            );
-            out.push_str(rows.when.of(j.start_time.unwrap_or(j.submit_time)));
-            let role = if *master { "MASTER" } else { "SLAVE " };
-            out.push_str(&format!(" {queue:<10.10} {role} {:<7}\n", j.tasks));
+    for (j, queue, master) in tasks_on(host, jobs, tasks) {
+        if out.is_empty() {
+            out.push_str(&format!(
+                "   job-ID  prior   name       user         state submit/start at     queue      master ja-task-ID \n   {}\n",
+                "-".repeat(94)
+            ));
         }
+        let prior = rows.prior.of(j.prio);
+        out.push_str("   ");
+        push_head(
+            &mut out,
+            j.job_id,
+            prior,
+            j.name,
+            j.owner,
+            j.state_letters(),
+        );
+        out.push_str(rows.when.of(j.start_time.unwrap_or(j.submit_time)));
+        let role = if master { "MASTER" } else { "SLAVE " };
+        out.push_str(&format!(" {queue:<10.10} {role} {:<7}\n", j.tasks));
     }
     out
 }

@@ -90,6 +90,34 @@ pub fn render(summary: &BTreeMap<String, QueueSummary>) -> String {
     out
 }
 
+/// Which of its forms `qstat -g c` prints.
+pub enum Form {
+    Text,
+    Xml,
+    Json,
+}
+
+/// `qstat -g c -json`: the same lines as one document.
+pub fn render_json(summary: &BTreeMap<String, QueueSummary>) -> String {
+    use gantry_common::output::{ClusterQueueLine, ClusterQueueSummary};
+    let doc = ClusterQueueSummary {
+        cluster_queues: summary
+            .iter()
+            .map(|(name, s)| ClusterQueueLine {
+                name: name.clone(),
+                load: s.load(),
+                used: s.used,
+                resv: s.reserved,
+                available: s.available,
+                total: s.total,
+                temp_disabled: s.temp_disabled,
+                manual_intervention: s.manual_intervention,
+            })
+            .collect(),
+    };
+    crate::json_line(&doc)
+}
+
 pub fn render_xml(summary: &BTreeMap<String, QueueSummary>) -> String {
     let mut out = format!(
         "<?xml version='1.0'?>\n<job_info  {}>\n",

@@ -160,7 +160,7 @@ fn explained_states_come_under_their_instance_as_sge_prints_them() {
 #[test]
 fn full_json_lists_the_queue_instances() {
     let doc: serde_json::Value =
-        serde_json::from_str(&render_qstat_json(Some(&idle_host()), &[], None)).unwrap();
+        serde_json::from_str(&render_qstat_json(Some(&idle_host()), &[], None, None)).unwrap();
     assert_eq!(
         doc,
         serde_json::json!({
@@ -182,6 +182,7 @@ fn full_json_lists_the_queue_instances() {
         Some(&host),
         &[],
         Some(&["slots".into()]),
+        None,
     ))
     .unwrap();
     assert_eq!(
@@ -193,7 +194,7 @@ fn full_json_lists_the_queue_instances() {
         serde_json::json!([{"state": "E", "message": "queue all.q marked QERROR"}])
     );
     let jobs_only: serde_json::Value =
-        serde_json::from_str(&render_qstat_json(None, &[], None)).unwrap();
+        serde_json::from_str(&render_qstat_json(None, &[], None, None)).unwrap();
     assert_eq!(jobs_only, serde_json::json!({"jobs": []}));
 }
 

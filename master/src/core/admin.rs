@@ -17,7 +17,7 @@ mod group_tree;
 mod pes;
 mod projects;
 mod queues;
-mod rqs;
+pub(crate) mod rqs;
 mod sched_conf;
 mod share_tree;
 mod users;

@@ -5,6 +5,10 @@
 
 use gantry_proto::{FromMaster, JobId, Refusal, TaskId, ToExecd};
 
+use std::collections::HashSet;
+
+use gantry_sched::{KeptSnapshot, Time};
+
 use crate::core::state::Op;
 
 /// What a decided request does.
@@ -79,4 +83,27 @@ pub enum Effect {
     /// What a cycle reads changed: a scheduling cycle is asked for (it runs when
     /// [`gantry_sched::ClusterView::cycle_due`] says one is due).
     Schedule,
+}
+
+/// What a decision reads besides the state, as the shell knows it when the request
+/// arrives.
+pub struct Context<'a> {
+    /// The master's clock.
+    pub now: Time,
+    /// The hosts jobs may be dispatched to (execd connected, not shutting down), made
+    /// only for the requests that ask (a set of every host's name).
+    pub dispatchable: &'a dyn Fn() -> HashSet<String>,
+    /// Has this host an execd session (shutting down or not)?
+    pub connected: &'a dyn Fn(&str) -> bool,
+    /// The caller's Unix groups (asked only by the requests that need them).
+    pub caller_groups: &'a dyn Fn() -> Vec<String>,
+    /// A user's Unix groups, by name (`qquota`'s rules on `@group`).
+    pub groups_of_name: &'a dyn Fn(&str) -> Vec<String>,
+    /// Does this host name resolve in the master's name service (`/etc/hosts`, DNS)?
+    /// Asked only for a name a request gives that is no host of the cell's.
+    pub resolves: &'a dyn Fn(&str) -> bool,
+    /// The bytes the caller's job scripts hold in the spool.
+    pub caller_script_bytes: u64,
+    /// The snapshot advance reservations are granted on, kept between `qrsub`s.
+    pub ar_snapshot: &'a mut KeptSnapshot,
 }

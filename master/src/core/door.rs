@@ -11,37 +11,15 @@ use gantry_proto::{
     AttrOp, Caller, FromMaster, ItemResult, JobId, JobScript, JobSpec, Refusal, RefusalKind,
     ToMaster, Verify,
 };
-use std::collections::HashSet;
 use std::sync::Arc;
 
 use gantry_common::job::TaskState;
-use gantry_sched::{KeptSnapshot, Time};
+use gantry_sched::Time;
 
 use crate::core::decision::{Decision, Effect};
 use crate::core::state::{refuse, ClusterState, Object, Op, Reply};
 
-/// What a decision reads besides the state, as the shell knows it when the request
-/// arrives.
-pub struct Context<'a> {
-    /// The master's clock.
-    pub now: Time,
-    /// The hosts jobs may be dispatched to (execd connected, not shutting down), made
-    /// only for the requests that ask (a set of every host's name).
-    pub dispatchable: &'a dyn Fn() -> HashSet<String>,
-    /// Has this host an execd session (shutting down or not)?
-    pub connected: &'a dyn Fn(&str) -> bool,
-    /// The caller's Unix groups (asked only by the requests that need them).
-    pub caller_groups: &'a dyn Fn() -> Vec<String>,
-    /// A user's Unix groups, by name (`qquota`'s rules on `@group`).
-    pub groups_of_name: &'a dyn Fn(&str) -> Vec<String>,
-    /// Does this host name resolve in the master's name service (`/etc/hosts`, DNS)?
-    /// Asked only for a name a request gives that is no host of the cell's.
-    pub resolves: &'a dyn Fn(&str) -> bool,
-    /// The bytes the caller's job scripts hold in the spool.
-    pub caller_script_bytes: u64,
-    /// The snapshot advance reservations are granted on, kept between `qrsub`s.
-    pub ar_snapshot: &'a mut KeptSnapshot,
-}
+pub use crate::core::decision::Context;
 
 impl Decision {
     /// A configuration request's outcome as a decision: its change is logged as the
@@ -148,6 +126,11 @@ fn decide_request(
                 Err(refusal) => Decision::refused(refusal),
             }
         }
+        ToMaster::WhatIfQuota { rqs } => match crate::core::whatif::what_if_quota(state, ctx, &rqs)
+        {
+            Ok(answer) => Decision::answer(FromMaster::QuotaWhatIf(answer)),
+            Err(refusal) => Decision::refused(refusal),
+        },
         ToMaster::SelectQueues(selection) => match state.select_queues(&selection, now) {
             Ok(selected) => Decision::answer(FromMaster::QueuesSelected(selected)),
             Err(refusal) => Decision::refused(refusal),
@@ -857,10 +840,10 @@ pub(crate) trait Door {
 #[cfg(test)]
 impl Door for ClusterState {
     fn handle(&self, caller: &Caller, request: &ToMaster, now: Time) -> Result<Reply, Refusal> {
-        let mut kept = KeptSnapshot::default();
+        let mut kept = gantry_sched::KeptSnapshot::default();
         let mut ctx = Context {
             now,
-            dispatchable: &HashSet::new,
+            dispatchable: &std::collections::HashSet::new,
             connected: &|_| false,
             caller_groups: &Vec::new,
             groups_of_name: &|_| Vec::new(),

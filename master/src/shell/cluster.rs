@@ -167,8 +167,13 @@ impl Handler<CheckpointSpool> for Cluster {
         // database's transaction then runs on a thread of its own.
         ctx.run_later(CHECKPOINT_DELAY, |act, _| {
             let me = act.me.clone();
+            let metrics = act.metrics.clone();
+            let begun = std::time::Instant::now();
             let started = act.store.checkpoint_due()
                 && act.store.start_checkpoint(move || {
+                    metrics
+                        .spool_checkpoint_seconds
+                        .observe(begun.elapsed().as_secs_f64());
                     if let Some(me) = me {
                         me.do_send(CheckpointDone);
                     }
@@ -631,6 +636,8 @@ impl Cluster {
                     groups,
                     quiet,
                     priorities,
+                    considered,
+                    categories,
                 },
             took,
         } = outcome;
@@ -643,6 +650,9 @@ impl Cluster {
         drop(request);
         Arc::make_mut(&mut self.state.input.quota_book).note_cycle_counters(quota_counters);
         self.metrics.cycle_seconds.observe(took.as_secs_f64());
+        if !quiet {
+            self.metrics.cycle_considered(considered, categories);
+        }
         tracing::debug!(
             micros = took.as_micros() as u64,
             kept = checked.kept.len(),

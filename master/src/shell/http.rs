@@ -64,6 +64,14 @@ pub struct HttpDoor {
     names: Mutex<Recent<u32, String>>,
 }
 
+/// Why a connection has no caller, said to each of its requests (403).
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{0}")]
+pub struct NoCaller(pub String);
+
+/// Who a connection's requests come from, or why they come from nobody.
+pub type PeerOf = Result<Peer, NoCaller>;
+
 impl HttpDoor {
     pub fn new(
         cluster: Addr<Cluster>,
@@ -85,18 +93,18 @@ impl HttpDoor {
     }
 
     /// The caller a user certificate names, if the cell issued it and it stands.
-    fn certified(&self, der: &[u8], ip: IpAddr) -> Result<Caller, String> {
+    fn certified(&self, der: &[u8], ip: IpAddr) -> Result<Caller, NoCaller> {
         let (user, serial) = user_of_certificate(der)
-            .ok_or_else(|| "the certificate names no user (a host's?)".to_string())?;
+            .ok_or_else(|| NoCaller("the certificate names no user (a host's?)".to_string()))?;
         if !self.issued.admits(&user, &serial) {
-            return Err(format!(
+            return Err(NoCaller(format!(
                 "the certificate of {user} was revoked or not issued by this cell"
-            ));
+            )));
         }
         let account = nix::unistd::User::from_name(&user)
             .ok()
             .flatten()
-            .ok_or_else(|| format!("error: unknown user \"{user}\""))?;
+            .ok_or_else(|| NoCaller(format!("error: unknown user \"{user}\"")))?;
         Ok(Caller {
             user,
             uid: account.uid.as_raw(),
@@ -245,7 +253,7 @@ async fn over_unix(
         let mut names = door.names.lock().unwrap_or_else(|e| e.into_inner());
         gantry_net::transport::local_caller(&stream, &door.host, &mut names)
             .map(Peer::User)
-            .map_err(|e| e.to_string())
+            .map_err(|e| NoCaller(e.to_string()))
     };
     serve_connection(door, router, stream, who).await
 }
@@ -255,7 +263,7 @@ async fn serve_connection<S>(
     door: Arc<HttpDoor>,
     router: axum::Router,
     stream: S,
-    who: Result<Peer, String>,
+    who: PeerOf,
 ) -> Result<(), BoxError>
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
@@ -268,7 +276,7 @@ where
     let who = match (who, &admitted) {
         (Ok(peer), Ok(_)) => Ok(peer),
         (Err(e), _) => Err(e),
-        (Ok(_), Err(refused)) => Err(door.door.message(refused, None)),
+        (Ok(_), Err(refused)) => Err(NoCaller(door.door.message(refused, None))),
     };
     let service =
         hyper::service::service_fn(move |mut request: hyper::Request<hyper::body::Incoming>| {

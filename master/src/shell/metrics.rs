@@ -22,6 +22,12 @@ pub struct DoorLabel {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct KindLabel {
+    /// The request's kind (`Submit`, `ShowJobs`, `ModifyObject`, ...).
+    pub kind: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ReasonLabel {
     pub reason: String,
 }
@@ -53,7 +59,15 @@ pub struct Metrics {
     pub client_requests: Family<DoorLabel, Counter>,
     pub client_request_seconds: Family<DoorLabel, Histogram>,
     pub refusals: Family<ReasonLabel, Counter>,
+    pub requests_decided: Family<KindLabel, Counter>,
+    pub request_decision_seconds: Family<KindLabel, Histogram>,
     pub spool_commit_seconds: Histogram,
+    pub spool_checkpoint_seconds: Histogram,
+    /// How late an execd's load report came: the time since its previous one beyond
+    /// the load report interval.
+    pub execd_report_lag_seconds: Histogram,
+    cycle_jobs_considered: Gauge,
+    cycle_categories: Gauge,
     jobs: Family<StateLabel, Gauge>,
     tasks: Family<StateLabel, Gauge>,
     hosts: Family<StateLabel, Gauge>,
@@ -85,7 +99,13 @@ impl Metrics {
             client_requests: Family::default(),
             client_request_seconds: Family::new_with_constructor(seconds_histogram),
             refusals: Family::default(),
+            requests_decided: Family::default(),
+            request_decision_seconds: Family::new_with_constructor(seconds_histogram),
             spool_commit_seconds: seconds_histogram(),
+            spool_checkpoint_seconds: seconds_histogram(),
+            execd_report_lag_seconds: seconds_histogram(),
+            cycle_jobs_considered: Gauge::default(),
+            cycle_categories: Gauge::default(),
             jobs: Family::default(),
             tasks: Family::default(),
             hosts: Family::default(),
@@ -134,6 +154,39 @@ impl Metrics {
             Unit::Seconds,
             m.spool_commit_seconds.clone(),
         );
+        registry.register(
+            "requests_decided",
+            "Client requests the master decided (every door), by kind",
+            m.requests_decided.clone(),
+        );
+        registry.register_with_unit(
+            "request_decision_duration",
+            "How long the master took to decide and carry out a client's request, by kind",
+            Unit::Seconds,
+            m.request_decision_seconds.clone(),
+        );
+        registry.register_with_unit(
+            "spool_checkpoint_duration",
+            "How long moving the journaled changes into the spool's database took",
+            Unit::Seconds,
+            m.spool_checkpoint_seconds.clone(),
+        );
+        registry.register_with_unit(
+            "execd_report_lag",
+            "How much later than its load report interval an execd's report came",
+            Unit::Seconds,
+            m.execd_report_lag_seconds.clone(),
+        );
+        registry.register(
+            "cycle_jobs_considered",
+            "The jobs with pending tasks the last scheduling cycle considered",
+            m.cycle_jobs_considered.clone(),
+        );
+        registry.register(
+            "cycle_categories",
+            "The categories (jobs asking for the same) of the last scheduling cycle",
+            m.cycle_categories.clone(),
+        );
         registry.register("jobs", "Jobs by state", m.jobs.clone());
         registry.register("tasks", "Job tasks by state", m.tasks.clone());
         registry.register("hosts", "Execution hosts by state", m.hosts.clone());
@@ -174,6 +227,33 @@ impl Metrics {
         self.client_request_seconds
             .get_or_create(&label)
             .observe(seconds);
+    }
+
+    /// A request of `kind` decided in `seconds`, with its answer (a refusal counts by
+    /// its kind).
+    pub fn decided(&self, kind: &str, seconds: f64, answer: &gantry_proto::FromMaster) {
+        let label = KindLabel {
+            kind: kind.to_string(),
+        };
+        self.requests_decided.get_or_create(&label).inc();
+        self.request_decision_seconds
+            .get_or_create(&label)
+            .observe(seconds);
+        if let gantry_proto::FromMaster::Refused(r) = answer {
+            self.refusals
+                .get_or_create(&ReasonLabel {
+                    reason: format!("{:?}", r.kind).to_lowercase(),
+                })
+                .inc();
+        }
+    }
+
+    /// A scheduling cycle considered `jobs` jobs in `categories` categories.
+    pub fn cycle_considered(&self, jobs: usize, categories: usize) {
+        self.cycle_jobs_considered
+            .set(i64::try_from(jobs).unwrap_or(i64::MAX));
+        self.cycle_categories
+            .set(i64::try_from(categories).unwrap_or(i64::MAX));
     }
 
     /// The text exposition of everything, the gauges set from `gauges` first.
@@ -256,6 +336,14 @@ mod tests {
                 reason: "denied".into(),
             })
             .inc();
+        m.decided(
+            "Submit",
+            0.001,
+            &gantry_proto::FromMaster::Refused(gantry_proto::Refusal {
+                kind: gantry_proto::RefusalKind::Denied,
+                message: String::new(),
+            }),
+        );
         let one = vec![("x".to_string(), 1)];
         let rule = RuleLabels {
             rule: "r/1".into(),

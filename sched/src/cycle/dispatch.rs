@@ -99,10 +99,12 @@ impl<'a> ClusterView<'a> {
         // after another (a bulk submission) need no lookup to find that again (a job
         // asking for a reservation still gets one).
         let mut exhausted_before: Option<CategoryKey<'a>> = None;
+        let mut considered = 0;
         for (i, &job) in jobs.iter().enumerate() {
             if !pass.takes(i, job) {
                 continue;
             }
+            considered += 1;
             if let Some(id) = job.spec.ar {
                 let entry = reservations
                     .entry(id)
@@ -167,6 +169,8 @@ impl<'a> ClusterView<'a> {
                 exhausted_before = Some(key);
             }
         }
+        state.considered = state.considered.max(considered);
+        state.categories = state.categories.max(pass.categories.len());
         pass.ordered = Some(jobs);
     }
 

@@ -323,11 +323,14 @@ fn report(c: &mut Cluster, h: usize, np_load_avg: f64) {
 
 /// Decisions without the count of quota counters the cycle used (a hint sizing the
 /// next cycle's table: a settled cycle checks fewer instances, and makes fewer per-host
-/// counters), nor whether the cycle was quiet (only a kept snapshot's can be).
+/// counters), nor whether the cycle was quiet (only a kept snapshot's can be), nor how
+/// many jobs and categories it looked at (a settled cycle skips the full ones).
 fn counted_aside(d: &Decisions) -> Decisions {
     Decisions {
         quota_counters: 0,
         quiet: false,
+        considered: 0,
+        categories: 0,
         ..d.clone()
     }
 }
@@ -670,12 +673,19 @@ fn a_submission_to_a_full_cluster_is_a_quiet_cycle_unless_it_may_find_room() {
             decided.quiet, quiet,
             "the decisions say whether it was quiet"
         );
+        let fresh = image.view().schedule(at, &connected);
         assert_eq!(
             Decisions {
                 quiet: false,
+                considered: 0,
+                categories: 0,
                 ..decided.clone()
             },
-            image.view().schedule(at, &connected)
+            Decisions {
+                considered: 0,
+                categories: 0,
+                ..fresh
+            }
         );
         assert_eq!(
             kept.counters.quiet,

@@ -110,7 +110,7 @@ impl QuotaBook {
         if !self.counts(job) {
             return;
         }
-        let Some(catalog) = &self.catalog else {
+        let Some(catalog) = self.catalog.clone() else {
             return;
         };
         let mut d = None;
@@ -131,7 +131,7 @@ impl QuotaBook {
                 Some(plan) => plan.clone(),
                 None => {
                     let Some(d) = d
-                        .get_or_insert_with(|| crate::model::demand(catalog, job).ok())
+                        .get_or_insert_with(|| crate::model::demand(&catalog, job).ok())
                         .as_ref()
                     else {
                         return;
@@ -140,7 +140,7 @@ impl QuotaBook {
                     let plan =
                         Arc::new(
                             self.quotas
-                                .plan(catalog, d, &consumer, &mut self.usage, false),
+                                .plan(&catalog, d, &consumer, &mut self.usage, false),
                         );
                     if self.plans.len() >= MAX_PLANS {
                         self.plans.clear();
@@ -150,17 +150,59 @@ impl QuotaBook {
                 }
             };
             for (n, g) in grants.iter().enumerate() {
-                let place = Place {
-                    queue: &g.queue,
-                    host: &g.host,
-                    host_groups: self.memberships.get(&g.host).map_or(&[][..], Vec::as_slice),
-                };
-                let gates = self
-                    .quotas
-                    .gates_at(&plan, &place, &mut self.usage, &|_| None);
+                let gates = self.gates_of_grant(&plan, g);
                 Quotas::debit(&gates, &mut self.usage, g.slots, n == 0, sign);
             }
         }
+    }
+
+    /// The gates of `plan` at a grant's queue instance, as counting reads them.
+    fn gates_of_grant(&mut self, plan: &Plan, g: &gantry_proto::Grant) -> Vec<RuleCheck> {
+        let place = Place {
+            queue: &g.queue,
+            host: &g.host,
+            host_groups: self.memberships.get(&g.host).map_or(&[][..], Vec::as_slice),
+        };
+        self.quotas
+            .gates_at(plan, &place, &mut self.usage, &|_| None)
+    }
+
+    /// The limits what the running `job` uses is past, with every running task counted
+    /// (as under a quota set made stricter than what runs): `exceeds limit "user1/////"
+    /// in rule "max_u_slots/1"` each, the consumer and rule as `qstat -j` names them.
+    pub fn over_limits(&mut self, job: &Job) -> Vec<String> {
+        let mut over: Vec<String> = Vec::new();
+        let Some(catalog) = self.catalog.clone().filter(|_| self.counts(job)) else {
+            return over;
+        };
+        let Ok(d) = crate::model::demand(&catalog, job) else {
+            return over;
+        };
+        for t in job.tasks.placed_states() {
+            let (TaskState::Running { grants, pe, .. } | TaskState::Deleting { grants, pe, .. }) =
+                t
+            else {
+                continue;
+            };
+            let consumer = Consumer::of(&d, pe.as_deref());
+            let plan = self
+                .quotas
+                .plan(&catalog, &d, &consumer, &mut self.usage, false);
+            for (n, g) in grants.iter().enumerate() {
+                let gates = self.gates_of_grant(&plan, g);
+                for gate in gates.iter().filter(|g| !g.allows(&self.usage, 0, n == 0)) {
+                    let denial = self.quotas.denial(gate, &self.usage);
+                    let text = format!(
+                        "exceeds limit \"{}\" in rule \"{}\"",
+                        denial.key, denial.rule
+                    );
+                    if !over.contains(&text) {
+                        over.push(text);
+                    }
+                }
+            }
+        }
+        over
     }
 
     /// The quota state a scheduling cycle starts from (none without an enabled set).

@@ -39,6 +39,36 @@ impl ClusterState {
         Ok(sets)
     }
 
+    /// A what-if's sets (`qconf -Arqs` text, read and checked as `-Arqs` reads it):
+    /// each replaces the set of its name in its place, or is added after the others.
+    pub(crate) fn trial_quota_sets(&self, text: &str) -> Result<TrialSets, Refusal> {
+        let sets = self.read_quota_sets(text)?;
+        let (mut ops, mut replaced, mut added) = (Vec::new(), Vec::new(), Vec::new());
+        let mut next = self.next_rqs_seq();
+        for s in sets {
+            let seq = match self.quota_sets.get(&s.name) {
+                Some((seq, _)) => {
+                    replaced.push(s.name.clone());
+                    *seq
+                }
+                None => {
+                    added.push(s.name.clone());
+                    next += 1;
+                    next - 1
+                }
+            };
+            ops.push(Op::Put(Object::QuotaSet { seq, set: s }));
+        }
+        if ops.is_empty() {
+            return Err(invalid("resource quota set has no rules"));
+        }
+        Ok(TrialSets {
+            ops,
+            replaced,
+            added,
+        })
+    }
+
     /// `-srqs [names]`: the sets named (all when empty), in SGE's order.
     pub(crate) fn show_quota_sets(&self, names: &str) -> Result<Reply, Refusal> {
         let wanted: Vec<&str> = names.split(',').filter(|n| !n.is_empty()).collect();
@@ -219,4 +249,11 @@ impl ClusterState {
         }
         Ok(Reply::Change(change))
     }
+}
+
+/// Quota sets to try: the changes that put them in, and the names they replace and add.
+pub(crate) struct TrialSets {
+    pub ops: Vec<Op>,
+    pub replaced: Vec<String>,
+    pub added: Vec<String>,
 }

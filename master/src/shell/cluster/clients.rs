@@ -23,10 +23,15 @@ impl Handler<ClientCall> for Cluster {
     type Result = MessageResult<ClientCall>;
 
     fn handle(&mut self, msg: ClientCall, _: &mut Self::Context) -> Self::Result {
-        if let Some(refused) = self.over_rate(&msg.caller) {
-            return MessageResult(refused);
-        }
-        MessageResult(self.route(&msg.caller, msg.request))
+        let started = std::time::Instant::now();
+        let kind: &'static str = (&msg.request).into();
+        let answer = match self.over_rate(&msg.caller) {
+            Some(refused) => refused,
+            None => self.route(&msg.caller, msg.request),
+        };
+        self.metrics
+            .decided(kind, started.elapsed().as_secs_f64(), &answer);
+        MessageResult(answer)
     }
 }
 

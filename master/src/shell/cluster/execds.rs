@@ -272,6 +272,19 @@ impl Handler<Load> for Cluster {
             self.trigger.state_changed = true;
         }
         let was_unreachable = self.unreachable.remove(&msg.host);
+        // How much later than its interval the report came (an execd told to report
+        // every load_report_time seconds; the first report has no previous one).
+        if let Some(previous) = self
+            .state
+            .input
+            .runtime
+            .get(&msg.host)
+            .and_then(|r| r.last_heard)
+        {
+            let interval = self.state.load_report_time() as f64;
+            let lag = (now.secs_f64() - previous.secs_f64() - interval).max(0.0);
+            self.metrics.execd_report_lag_seconds.observe(lag);
+        }
         self.state.record_load(&msg.host, msg.values, now);
         if was_unreachable {
             info!(host = %msg.host, "execd reachable again");

@@ -12,14 +12,18 @@ use axum::extract::{FromRequest, Path, Query, Request, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
-use gantry_common::output::{JobEntry, JobList};
+use gantry_common::output::{
+    ArEntry, ArList, GroupList, HostList, JobEntry, JobList, QuotaRuleList,
+};
 use gantry_proto::{Caller, FromMaster, JobChanges, RefusalKind, ToMaster};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, OpenApi, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::{HttpDoor, Peer};
+use super::{HttpDoor, Peer, PeerOf};
+
+mod whatif;
 use crate::shell::cluster::{observe::ReadGauges, Answer};
 
 /// The largest request body: what one request to the master may carry.
@@ -73,14 +77,14 @@ impl<S: Send + Sync, T: serde::de::DeserializeOwned> FromRequest<S> for Body<T> 
 }
 
 /// The caller, or why the connection has none that may do this.
-fn caller(peer: &Result<Peer, String>) -> Result<Caller, ApiError> {
+fn caller(peer: &PeerOf) -> Result<Caller, ApiError> {
     match peer {
         Ok(Peer::User(c)) => Ok(c.clone()),
         Ok(Peer::Anonymous { .. }) => Err(ApiError::new(
             StatusCode::UNAUTHORIZED,
             "a client certificate is required (gantry-master user-cert USER)",
         )),
-        Err(why) => Err(ApiError::new(StatusCode::FORBIDDEN, why.clone())),
+        Err(why) => Err(ApiError::new(StatusCode::FORBIDDEN, why.0.clone())),
     }
 }
 
@@ -130,15 +134,8 @@ async fn ask(door: &HttpDoor, caller: Caller, request: ToMaster) -> Result<FromM
         }
     };
     match answer {
-        FromMaster::Refused(r) => {
-            door.metrics
-                .refusals
-                .get_or_create(&crate::shell::metrics::ReasonLabel {
-                    reason: format!("{:?}", r.kind).to_lowercase(),
-                })
-                .inc();
-            Err(ApiError::new(refusal_status(&r), r.message))
-        }
+        // Counted among the refusals by the Cluster actor, which decided it.
+        FromMaster::Refused(r) => Err(ApiError::new(refusal_status(&r), r.message)),
         other => Ok(other),
     }
 }
@@ -203,7 +200,7 @@ pub struct JobsQuery {
     responses((status = 200, body = JobList), (status = 401, body = ErrorBody)))]
 async fn list_jobs(
     State(door): State<Arc<HttpDoor>>,
-    Extension(peer): Extension<Result<Peer, String>>,
+    Extension(peer): Extension<PeerOf>,
     query: Result<Query<JobsQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<JobList>, ApiError> {
     let caller = caller(&peer)?;
@@ -264,9 +261,8 @@ async fn job_entries(
 pub struct JobShown {
     /// `qstat -j`'s text.
     pub text: String,
-    /// The same as fields.
-    #[schema(value_type = Object)]
-    pub detail: serde_json::Value,
+    /// The same as fields (`qstat -j -json`'s entry).
+    pub detail: gantry_common::output::JobDetailEntry,
 }
 
 /// One job, as `qstat -j ID` shows it.
@@ -274,7 +270,7 @@ pub struct JobShown {
     responses((status = 200, body = JobShown), (status = 404, body = ErrorBody)))]
 async fn show_job(
     State(door): State<Arc<HttpDoor>>,
-    Extension(peer): Extension<Result<Peer, String>>,
+    Extension(peer): Extension<PeerOf>,
     Path(id): Path<String>,
 ) -> Result<Json<JobShown>, ApiError> {
     let caller = caller(&peer)?;
@@ -290,8 +286,7 @@ async fn show_job(
     {
         FromMaster::JobDetails(details) if !details.is_empty() => Ok(Json(JobShown {
             text: gantry_client::qstat::render_job_details(&details),
-            detail: serde_json::to_value(&details[0])
-                .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?,
+            detail: gantry_common::output::JobDetailEntry::of(&details[0], &[]),
         })),
         FromMaster::JobDetails(_) => Err(ApiError::new(
             StatusCode::NOT_FOUND,
@@ -369,7 +364,7 @@ fn request_fault(mut e: ApiError) -> ApiError {
         (status = 400, body = ErrorBody), (status = 413, body = ErrorBody)))]
 async fn submit_job(
     State(door): State<Arc<HttpDoor>>,
-    Extension(peer): Extension<Result<Peer, String>>,
+    Extension(peer): Extension<PeerOf>,
     Body(request): Body<SubmitRequest>,
 ) -> Result<(StatusCode, Json<Submitted>), ApiError> {
     let caller = caller(&peer)?;
@@ -416,93 +411,12 @@ async fn submit_job(
     }
 }
 
-/// A queue instance a job would start in.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct Grant {
-    pub queue: String,
-    pub host: String,
-    pub slots: u32,
-}
-
-/// Would a job start now, where, and if not, why.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct WhatIfAnswer {
-    /// `would start on node1 (all.q@node1, 1 slot)`, or `would not start now`, or
-    /// `could never run`.
-    pub message: String,
-    pub would_start: bool,
-    /// Where, the master queue first (empty when it would not start).
-    pub starts_on: Vec<Grant>,
-    /// Why it would not start now: every queue instance's reason, every quota rule or
-    /// resource that stops it, as `qstat -j` would say for it.
-    pub not_now: Vec<String>,
-    /// Whether some queue instance could run it once what runs has ended (`-w v`).
-    pub could_ever_run: bool,
-    /// Why none ever could.
-    pub never: Vec<String>,
-}
-
-/// What-if: would this job (qsub's options and script, as for a submission) start now,
-/// where, and if not, why. Nothing is submitted.
-#[utoipa::path(post, path = "/api/v1/whatif/job", request_body = SubmitRequest,
-    responses((status = 200, body = WhatIfAnswer), (status = 400, body = ErrorBody)))]
-async fn what_if_job(
-    State(door): State<Arc<HttpDoor>>,
-    Extension(peer): Extension<Result<Peer, String>>,
-    Body(request): Body<SubmitRequest>,
-) -> Result<Json<WhatIfAnswer>, ApiError> {
-    let caller = caller(&peer)?;
-    let (spec, _) = spec_of(&caller, &request)?;
-    let answer = ask(
-        &door,
-        caller,
-        ToMaster::WhatIf {
-            spec: Box::new(spec),
-        },
-    )
-    .await
-    .map_err(request_fault)?;
-    let FromMaster::WhatIf(w) = answer else {
-        return Err(unexpected(&answer));
-    };
-    let starts_on: Vec<Grant> = w
-        .starts_on
-        .into_iter()
-        .map(|(queue, host, slots)| Grant { queue, host, slots })
-        .collect();
-    let message = match starts_on.first() {
-        Some(first) => {
-            let slots: u32 = starts_on.iter().map(|g| g.slots).sum();
-            let instances: Vec<String> = starts_on
-                .iter()
-                .map(|g| format!("{}@{}", g.queue, g.host))
-                .collect();
-            format!(
-                "would start on {} ({}, {slots} slot{})",
-                first.host,
-                instances.join(","),
-                if slots == 1 { "" } else { "s" }
-            )
-        }
-        None if w.could_ever_run => "would not start now".to_string(),
-        None => "could never run".to_string(),
-    };
-    Ok(Json(WhatIfAnswer {
-        message,
-        would_start: !starts_on.is_empty(),
-        starts_on,
-        not_now: w.not_now,
-        could_ever_run: w.could_ever_run,
-        never: w.never,
-    }))
-}
-
 /// Delete a job as `qdel ID` does.
 #[utoipa::path(delete, path = "/api/v1/jobs/{id}", params(("id" = String, Path, description = "job number")),
     responses((status = 200, body = Messages), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
 async fn delete_job(
     State(door): State<Arc<HttpDoor>>,
-    Extension(peer): Extension<Result<Peer, String>>,
+    Extension(peer): Extension<PeerOf>,
     Path(id): Path<String>,
 ) -> Result<Json<Messages>, ApiError> {
     let caller = caller(&peer)?;
@@ -517,7 +431,7 @@ async fn delete_job(
 
 async fn change_hold(
     door: &HttpDoor,
-    peer: &Result<Peer, String>,
+    peer: &PeerOf,
     id: &str,
     hold: bool,
 ) -> Result<Json<Messages>, ApiError> {
@@ -538,7 +452,7 @@ async fn change_hold(
     responses((status = 200, body = Messages), (status = 403, body = ErrorBody)))]
 async fn hold_job(
     State(door): State<Arc<HttpDoor>>,
-    Extension(peer): Extension<Result<Peer, String>>,
+    Extension(peer): Extension<PeerOf>,
     Path(id): Path<String>,
 ) -> Result<Json<Messages>, ApiError> {
     change_hold(&door, &peer, &id, true).await
@@ -549,34 +463,39 @@ async fn hold_job(
     responses((status = 200, body = Messages), (status = 403, body = ErrorBody)))]
 async fn release_job(
     State(door): State<Arc<HttpDoor>>,
-    Extension(peer): Extension<Result<Peer, String>>,
+    Extension(peer): Extension<PeerOf>,
     Path(id): Path<String>,
 ) -> Result<Json<Messages>, ApiError> {
     change_hold(&door, &peer, &id, false).await
 }
 
-/// The execution hosts with their load values and queue instances, as `qhost -q`
-/// reads them.
+/// The execution hosts with their load values, resources and queue instances, as
+/// `qhost -F -q -json` shows them.
 #[utoipa::path(get, path = "/api/v1/hosts",
-    responses((status = 200, body = Object), (status = 401, body = ErrorBody)))]
+    responses((status = 200, body = HostList), (status = 401, body = ErrorBody)))]
 async fn list_hosts(
     State(door): State<Arc<HttpDoor>>,
-    Extension(peer): Extension<Result<Peer, String>>,
-) -> Result<Json<serde_json::Value>, ApiError> {
+    Extension(peer): Extension<PeerOf>,
+) -> Result<Json<HostList>, ApiError> {
     let caller = caller(&peer)?;
     match ask(&door, caller, ToMaster::HostInfo).await? {
-        FromMaster::Hosts(report) => serde_json::to_value(&report)
-            .map(Json)
-            .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string())),
+        FromMaster::Hosts(report) => {
+            let view = gantry_client::qhost::View {
+                full: true,
+                attrs: None,
+                hosts: None,
+                queues: true,
+                requests: Vec::new(),
+                topology: true,
+            };
+            Ok(Json(gantry_client::qhost::host_list(
+                &report,
+                &view,
+                |_| None,
+            )))
+        }
         other => Err(unexpected(&other)),
     }
-}
-
-/// Anything the master answers, as JSON (its fields as the `q*` commands read them).
-fn as_json(value: &impl Serialize) -> Result<Json<serde_json::Value>, ApiError> {
-    serde_json::to_value(value)
-        .map(Json)
-        .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))
 }
 
 /// The queue instances as `qstat -f -json` lists them.
@@ -584,7 +503,7 @@ fn as_json(value: &impl Serialize) -> Result<Json<serde_json::Value>, ApiError> 
     responses((status = 200, body = JobList), (status = 401, body = ErrorBody)))]
 async fn list_queues(
     State(door): State<Arc<HttpDoor>>,
-    Extension(peer): Extension<Result<Peer, String>>,
+    Extension(peer): Extension<PeerOf>,
 ) -> Result<Json<JobList>, ApiError> {
     let caller = caller(&peer)?;
     let jobs = job_entries(&door, caller.clone(), vec!["*".to_string()]).await?;
@@ -599,50 +518,53 @@ async fn list_queues(
 
 /// The quota rules with what the running jobs use, every consumer's (`qquota -u '*'`).
 #[utoipa::path(get, path = "/api/v1/quotas",
-    responses((status = 200, body = Object), (status = 401, body = ErrorBody)))]
+    responses((status = 200, body = QuotaRuleList), (status = 401, body = ErrorBody)))]
 async fn list_quotas(
     State(door): State<Arc<HttpDoor>>,
-    Extension(peer): Extension<Result<Peer, String>>,
-) -> Result<Json<serde_json::Value>, ApiError> {
+    Extension(peer): Extension<PeerOf>,
+) -> Result<Json<QuotaRuleList>, ApiError> {
     let caller = caller(&peer)?;
     let query = gantry_proto::QuotaQuery {
         users: vec!["*".to_string()],
         ..Default::default()
     };
     match ask(&door, caller, ToMaster::ShowQuotas(query)).await? {
-        FromMaster::Quotas(rows) => as_json(&serde_json::json!({ "rules": rows })),
+        FromMaster::Quotas(rows) => Ok(Json(QuotaRuleList::of(&rows))),
         other => Err(unexpected(&other)),
     }
 }
 
 /// The group quota tree with each group's allocation (`qquota -g`).
 #[utoipa::path(get, path = "/api/v1/groups",
-    responses((status = 200, body = Object), (status = 401, body = ErrorBody)))]
+    responses((status = 200, body = GroupList), (status = 401, body = ErrorBody)))]
 async fn list_groups(
     State(door): State<Arc<HttpDoor>>,
-    Extension(peer): Extension<Result<Peer, String>>,
-) -> Result<Json<serde_json::Value>, ApiError> {
+    Extension(peer): Extension<PeerOf>,
+) -> Result<Json<GroupList>, ApiError> {
     let caller = caller(&peer)?;
     match ask(&door, caller, ToMaster::ShowGroups).await? {
-        FromMaster::Groups(rows) => as_json(&serde_json::json!({ "groups": rows })),
+        FromMaster::Groups(rows) => Ok(Json(GroupList::of(&rows))),
         other => Err(unexpected(&other)),
     }
 }
 
 /// Every advance reservation (`qrstat -u '*'`).
 #[utoipa::path(get, path = "/api/v1/ars",
-    responses((status = 200, body = Object), (status = 401, body = ErrorBody)))]
+    responses((status = 200, body = ArList), (status = 401, body = ErrorBody)))]
 async fn list_ars(
     State(door): State<Arc<HttpDoor>>,
-    Extension(peer): Extension<Result<Peer, String>>,
-) -> Result<Json<serde_json::Value>, ApiError> {
+    Extension(peer): Extension<PeerOf>,
+) -> Result<Json<ArList>, ApiError> {
     let caller = caller(&peer)?;
     let request = ToMaster::ShowArs {
         users: vec!["*".to_string()],
         ids: Vec::new(),
     };
     match ask(&door, caller, request).await? {
-        FromMaster::Ars(ars) => as_json(&serde_json::json!({ "ars": ars })),
+        FromMaster::Ars(ars) => Ok(Json(ArList {
+            advance_reservations: ars.iter().map(ArEntry::of).collect(),
+            unknown: Vec::new(),
+        })),
         other => Err(unexpected(&other)),
     }
 }
@@ -660,12 +582,12 @@ pub struct ArRequest {
     responses((status = 201, body = Messages), (status = 400, body = ErrorBody)))]
 async fn submit_ar(
     State(door): State<Arc<HttpDoor>>,
-    Extension(peer): Extension<Result<Peer, String>>,
+    Extension(peer): Extension<PeerOf>,
     Body(request): Body<ArRequest>,
 ) -> Result<(StatusCode, Json<Messages>), ApiError> {
     let caller = caller(&peer)?;
     let spec = gantry_client::qrsub::remote_spec(&request.args)
-        .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, e))?;
+        .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, e.text))?;
     let answer = ask(
         &door,
         caller,
@@ -683,7 +605,7 @@ async fn submit_ar(
     responses((status = 200, body = Messages), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
 async fn delete_ar(
     State(door): State<Arc<HttpDoor>>,
-    Extension(peer): Extension<Result<Peer, String>>,
+    Extension(peer): Extension<PeerOf>,
     Path(id): Path<String>,
 ) -> Result<Json<Messages>, ApiError> {
     let caller = caller(&peer)?;
@@ -707,7 +629,7 @@ async fn delete_ar(
         (status = 401, body = ErrorBody)))]
 async fn metrics(
     State(door): State<Arc<HttpDoor>>,
-    Extension(peer): Extension<Result<Peer, String>>,
+    Extension(peer): Extension<PeerOf>,
 ) -> Result<Response, ApiError> {
     match &peer {
         Ok(Peer::User(_)) | Ok(Peer::Anonymous { allowed: true }) => {}
@@ -733,7 +655,7 @@ async fn metrics(
 
 /// Who reads the status page: the caller, or (where the administrator opened it) an
 /// anonymous reader, who asks the master as `nobody`.
-fn page_reader(door: &HttpDoor, peer: &Result<Peer, String>) -> Result<Caller, ApiError> {
+fn page_reader(door: &HttpDoor, peer: &PeerOf) -> Result<Caller, ApiError> {
     match peer {
         Ok(Peer::Anonymous { allowed: true }) => Ok(Caller {
             user: "nobody".to_string(),
@@ -749,21 +671,41 @@ fn html(text: String) -> Response {
     ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], text).into_response()
 }
 
+/// A page's refusal: the status the API would give, the message as a page.
+fn page_or_error(page: Result<Response, ApiError>) -> Response {
+    page.unwrap_or_else(|e| {
+        (
+            e.status,
+            [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
+            super::page::error(&e.message),
+        )
+            .into_response()
+    })
+}
+
 /// The status page.
 async fn status_page(
     State(door): State<Arc<HttpDoor>>,
-    Extension(peer): Extension<Result<Peer, String>>,
+    Extension(peer): Extension<PeerOf>,
+    filter: Result<Query<super::page::JobFilter>, axum::extract::rejection::QueryRejection>,
+) -> Response {
+    page_or_error(status_page_of(&door, &peer, filter).await)
+}
+
+async fn status_page_of(
+    door: &HttpDoor,
+    peer: &PeerOf,
     filter: Result<Query<super::page::JobFilter>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Response, ApiError> {
-    let reader = page_reader(&door, &peer)?;
+    let reader = page_reader(door, peer)?;
     let Query(filter) =
         filter.map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, e.body_text()))?;
     let everyone = vec!["*".to_string()];
     let parts = super::page::Parts {
-        hosts: ask(&door, reader.clone(), ToMaster::HostInfo).await?,
-        jobs: job_entries(&door, reader.clone(), everyone.clone()).await?,
+        hosts: ask(door, reader.clone(), ToMaster::HostInfo).await?,
+        jobs: job_entries(door, reader.clone(), everyone.clone()).await?,
         quotas: ask(
-            &door,
+            door,
             reader.clone(),
             ToMaster::ShowQuotas(gantry_proto::QuotaQuery {
                 users: everyone.clone(),
@@ -771,9 +713,9 @@ async fn status_page(
             }),
         )
         .await?,
-        groups: ask(&door, reader.clone(), ToMaster::ShowGroups).await?,
+        groups: ask(door, reader.clone(), ToMaster::ShowGroups).await?,
         ars: ask(
-            &door,
+            door,
             reader,
             ToMaster::ShowArs {
                 users: everyone,
@@ -791,13 +733,17 @@ async fn status_page(
 /// One job's page: its `qstat -j`, scheduling reasons included.
 async fn job_page(
     State(door): State<Arc<HttpDoor>>,
-    Extension(peer): Extension<Result<Peer, String>>,
+    Extension(peer): Extension<PeerOf>,
     Path(id): Path<String>,
-) -> Result<Response, ApiError> {
-    let reader = page_reader(&door, &peer)?;
-    let id = job_number(&id)?;
+) -> Response {
+    page_or_error(job_page_of(&door, &peer, &id).await)
+}
+
+async fn job_page_of(door: &HttpDoor, peer: &PeerOf, id: &str) -> Result<Response, ApiError> {
+    let reader = page_reader(door, peer)?;
+    let id = job_number(id)?;
     let text = match ask(
-        &door,
+        door,
         reader,
         ToMaster::JobDetails {
             ids: vec![id.clone()],
@@ -836,7 +782,8 @@ fn parts(door: Option<Arc<HttpDoor>>) -> (axum::Router<Arc<HttpDoor>>, utoipa::o
         .routes(routes!(show_job, delete_job))
         .routes(routes!(hold_job))
         .routes(routes!(release_job))
-        .routes(routes!(what_if_job))
+        .routes(routes!(whatif::what_if_job))
+        .routes(routes!(whatif::what_if_quota))
         .routes(routes!(list_hosts))
         .routes(routes!(list_queues))
         .routes(routes!(list_quotas))

@@ -36,6 +36,14 @@ th{background:#f0f0f0}.bar{background:#eee;width:12em;height:.9em;display:inline
 nav a{margin-right:1em}pre{background:#f6f6f6;padding:1em}";
 
 /// The page's frame around `body`.
+/// A refusal as a page: what the JSON error would say, in HTML.
+pub fn error(message: &str) -> String {
+    frame(
+        "Gantry: refused",
+        &format!("<p class=\"error\">{}</p>\n", esc(message.trim_end())),
+    )
+}
+
 pub fn frame(title: &str, body: &str) -> String {
     format!(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title>\
@@ -113,6 +121,12 @@ fn load<'a>(report: &'a gantry_proto::HostView, name: &str) -> &'a str {
     gantry_common::load::get(&report.load_values, name).unwrap_or("-")
 }
 
+/// A memory load value as qhost prints one (`23.4G`), or as reported if it is none.
+fn memory(value: &str) -> String {
+    gantry_common::value::parse_memory(value)
+        .map_or_else(|_| value.to_string(), gantry_common::value::format_memory_1)
+}
+
 fn hosts(b: &mut String, report: &HostReport) {
     b.push_str("<h2 id=\"hosts\">Hosts</h2>\n<table><tr><th>host</th><th>state</th><th>arch</th><th>cpus</th><th>load</th><th>mem free</th><th>slots used/total</th></tr>\n");
     for h in &report.hosts {
@@ -128,7 +142,7 @@ fn hosts(b: &mut String, report: &HostReport) {
             esc(load(h, "arch")),
             esc(load(h, "num_proc")),
             esc(load(h, "load_avg")),
-            esc(load(h, "mem_free")),
+            esc(&memory(load(h, "mem_free"))),
         );
     }
     b.push_str("</table>\n<h2 id=\"queues\">Queue instances</h2>\n<table><tr><th>queue instance</th><th>type</th><th>slots resv/used/total</th><th>states</th><th>why</th></tr>\n");
@@ -306,6 +320,7 @@ mod tests {
             slots: 1,
             tasks: String::new(),
             hard_resources: Vec::new(),
+            priority_parts: None,
         }
     }
 
