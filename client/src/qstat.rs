@@ -730,6 +730,8 @@ pub fn qstat(args: &[String]) -> Output {
         None => (false, false),
         Some("t") if plain_form => (true, false),
         Some("d") if plain_form => (false, true),
+        // The document has a row per running task and per pending range already.
+        Some("t" | "d") if p.has("-json") => (false, false),
         Some("c") if ["-f", "-F", "-r", "-pri", "-urg", "-ext"]
             .iter()
             .all(|o| !p.has(o)) =>

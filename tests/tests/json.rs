@@ -87,6 +87,8 @@ fn every_query_command_prints_json_valid_under_its_schema() {
         &["-f", "-explain", "E", "-json"],
         &["-r", "-json"],
         &["-t", "-json"],
+        &["-g", "t", "-json"],
+        &["-g", "d", "-json"],
         &["-s", "p", "-json"],
         &["-u", "*", "-json"],
     ] {
