@@ -555,8 +555,10 @@ impl ClusterState {
                 .get(&key.0)
                 .or_else(|| self.input.jobs.get(&key.0).map(|j| &**j))
                 .and_then(|j| j.tasks.get(key.1))
+                // From the host it runs on: a host that comes back after its task was
+                // rescheduled reports the old run, accounted already.
                 .is_some_and(|t| {
-                    matches!(t, TaskState::Running { .. } | TaskState::Deleting { .. })
+                    matches!(t, TaskState::Running { host: h, .. } | TaskState::Deleting { host: h, .. } if h == host)
                 });
             if !known {
                 // Removed with qdel -f while the host was away: accounted now.

@@ -123,3 +123,121 @@ impl ClusterState {
         }
     }
 }
+
+/// Is `name` switched on in `qmaster_params` (`NAME`, `NAME=1`, `NAME=true`)?
+fn qmaster_param_on(params: &str, name: &str) -> bool {
+    params
+        .split(|c: char| c == ',' || c.is_whitespace())
+        .filter_map(|p| {
+            let (k, v) = p.split_once('=').unwrap_or((p, "true"));
+            k.eq_ignore_ascii_case(name).then_some(v)
+        })
+        .any(|v| v == "1" || v.eq_ignore_ascii_case("true"))
+}
+
+impl ClusterState {
+    /// `reschedule_unknown` of the global configuration: how long after a host became
+    /// unknown (no load report for `max_unheard`) its jobs are rescheduled (0: never).
+    pub fn reschedule_unknown(&self) -> u64 {
+        gantry_common::config::time_seconds(&self.global(), "reschedule_unknown")
+    }
+
+    /// The tasks running on `host`, unheard since `last_heard` for `reschedule_unknown`
+    /// past `max_unheard` (`now` is at or after that), ended as its execd would have
+    /// reported them, so that they are accounted and requeued as any other: a rerunnable
+    /// task (`-r y`, `rerun TRUE`, a checkpointing job) ends for rescheduling (SGE's
+    /// failure 25) and waits to run elsewhere; with `ENABLE_RESCHEDULE_KILL` in
+    /// `qmaster_params` any other ends killed; without it the others stay as they are,
+    /// as SGE leaves them. A parallel job is rescheduled only from its master task's
+    /// host; an interactive job never (SGE's rules).
+    pub fn unknown_host_reports(
+        &self,
+        host: &str,
+        now: i64,
+    ) -> Vec<(String, gantry_proto::JobReport)> {
+        let kill = self
+            .global()
+            .get("qmaster_params")
+            .is_some_and(|p| qmaster_param_on(p, "ENABLE_RESCHEDULE_KILL"));
+        let after = gantry_common::value::format_time_hms(self.reschedule_unknown() as f64);
+        let mut reports = Vec::new();
+        for job in self.input.jobs.values() {
+            for (task, t) in job.tasks.placed() {
+                let TaskState::Running {
+                    host: h,
+                    queue,
+                    start_time,
+                    ..
+                } = t
+                else {
+                    continue;
+                };
+                if h != host {
+                    continue;
+                }
+                let interactive =
+                    matches!(job.spec.script, gantry_proto::JobScript::Interactive { .. });
+                let rerun = !interactive && self.rerunnable(job, queue, host);
+                let (failed, failure) = match (rerun, kill) {
+                    (true, _) => (
+                        gantry_proto::ShepherdFailure::Reschedule.code(),
+                        format!(
+                            "rescheduled: host {host} unknown for reschedule_unknown ({after}) past max_unheard"
+                        ),
+                    ),
+                    (false, true) => (
+                        0,
+                        format!(
+                            "killed: host {host} unknown for reschedule_unknown ({after}) past max_unheard (ENABLE_RESCHEDULE_KILL)"
+                        ),
+                    ),
+                    (false, false) => continue,
+                };
+                const SIGKILL: i32 = 9;
+                reports.push((
+                    host.to_string(),
+                    gantry_proto::JobReport {
+                        job_id: job.id,
+                        task_id: task,
+                        host: host.to_string(),
+                        queue: format!("{queue}@{host}"),
+                        exit_status: 128 + SIGKILL,
+                        signal: Some(SIGKILL),
+                        failed,
+                        failure,
+                        start_time: *start_time,
+                        end_time: now,
+                        utime_us: 0,
+                        stime_us: 0,
+                        maxrss_kb: 0,
+                        accounted: Default::default(),
+                        checkpointed: false,
+                        pe_task: None,
+                    },
+                ));
+            }
+        }
+        reports
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn qmaster_params_switches() {
+        for (params, on) in [
+            ("none", false),
+            ("ENABLE_RESCHEDULE_KILL", true),
+            ("ENABLE_RESCHEDULE_KILL=1", true),
+            ("MAX_REQUESTS_PER_USER=5,ENABLE_RESCHEDULE_KILL=true", true),
+            ("ENABLE_RESCHEDULE_KILL=0", false),
+            ("enable_reschedule_kill=TRUE", true),
+        ] {
+            assert_eq!(
+                super::qmaster_param_on(params, "ENABLE_RESCHEDULE_KILL"),
+                on,
+                "{params}"
+            );
+        }
+    }
+}

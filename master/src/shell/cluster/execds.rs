@@ -117,6 +117,52 @@ impl Cluster {
                 );
             }
         }
+        self.reschedule_unknown_hosts(now);
+    }
+
+    /// `reschedule_unknown`: the tasks of hosts unknown for that long past
+    /// `max_unheard` end as reported by their execd would (rescheduled, or killed with
+    /// `ENABLE_RESCHEDULE_KILL`), through the reports' own path: accounted once, the
+    /// rescheduled ones pending again. A host that comes back later is told to kill
+    /// what it still runs of them.
+    fn reschedule_unknown_hosts(&mut self, now: crate::core::sched::Time) {
+        let after = self.state.reschedule_unknown();
+        if after == 0 || self.unreachable.is_empty() {
+            return;
+        }
+        let deadline = self.state.max_unheard() + after;
+        let mut hosts: Vec<String> = self.unreachable.iter().cloned().collect();
+        hosts.sort();
+        for host in hosts {
+            let since = self
+                .state
+                .input
+                .runtime
+                .get(&host)
+                .and_then(|r| r.last_heard);
+            let Some(since) = since else {
+                continue;
+            };
+            if now.secs() - since.secs() < i64::try_from(deadline).unwrap_or(i64::MAX) {
+                continue;
+            }
+            let reports = self.state.unknown_host_reports(&host, now.secs());
+            if reports.is_empty() {
+                continue;
+            }
+            warn!(
+                host = %host,
+                tasks = reports.len(),
+                "host unknown for reschedule_unknown past max_unheard: its jobs are rescheduled"
+            );
+            self.pending_reports.extend(reports);
+        }
+        if !self.pending_reports.is_empty() && !self.flush_queued {
+            self.flush_queued = true;
+            if let Some(me) = &self.me {
+                me.do_send(FlushReports);
+            }
+        }
     }
 }
 
@@ -441,10 +487,13 @@ impl Handler<ExecdJobs> for Cluster {
                         .and_then(|j| j.tasks.get(*task_id));
                     let why = match state {
                         None => Some("killing a task the master no longer has"),
-                        Some(TaskState::Deleting { .. }) => {
+                        Some(TaskState::Deleting { host: h, .. }) if *h == host => {
                             Some("killing a task deleted while its execd was away")
                         }
-                        Some(_) => None,
+                        Some(TaskState::Running { host: h, .. }) if *h == host => None,
+                        // Rescheduled (reschedule_unknown, qmod -r -f) while the execd
+                        // was away: pending again, or running elsewhere.
+                        Some(_) => Some("killing a task rescheduled while its execd was away"),
                     };
                     if let Some(why) = why {
                         info!(job = %job_id, task = %task_id, host = %host, "{why}");
