@@ -24,7 +24,7 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Run the execd in the foreground, logging to stderr.
+    /// Run the execd in the foreground, logging to stderr (or --log-dir).
     Run {
         /// The execd's home: its host certificate and client socket.
         #[arg(long)]
@@ -42,6 +42,8 @@ enum Command {
         /// This host's name in the cell (default: the system's host name).
         #[arg(long)]
         hostname: Option<String>,
+        #[command(flatten)]
+        log: gantry_net::log::LogArgs,
     },
     /// Run many simulated execution hosts in one process (for measuring the master at
     /// scale): each joins the cell and keeps its own certificate and QUIC session,
@@ -84,14 +86,17 @@ fn main() -> ExitCode {
     if let Command::Shepherd { dir } = &cli.command {
         std::process::exit(gantry_execd::shepherd::run(dir));
     }
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("GANTRY_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .init();
+    let settings = match &cli.command {
+        Command::Run { log, .. } => log.settings("execd"),
+        _ => Ok(gantry_net::log::LogSettings::stderr()),
+    };
+    let _log = match settings.and_then(|s| gantry_net::log::init(&s, "info")) {
+        Ok(guard) => guard,
+        Err(e) => {
+            eprintln!("gantry-execd: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     // Many simulated hosts share the process: their sessions and file writes spread
     // over threads, so that no host's session waits behind another's disk.
     let runtime = if matches!(cli.command, Command::Simulate { .. }) {
@@ -117,6 +122,7 @@ fn main() -> ExitCode {
             token,
             token_file,
             hostname,
+            log: _,
         } => match join_token(token, token_file.as_deref()) {
             Ok(token) => runtime.block_on(run(home, master, token, hostname)),
             Err(e) => Err(e),

@@ -48,6 +48,8 @@ enum Command {
         /// be read (each dropped change is logged) instead of refusing to start.
         #[arg(long)]
         recover_spool: bool,
+        #[command(flatten)]
+        log: gantry_net::log::LogArgs,
     },
     /// Replace the join token (the old one stops working at once) and print the join command.
     Token {
@@ -80,14 +82,18 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("GANTRY_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .init();
+    // Info until the global configuration's loglevel is read.
+    let settings = match &cli.command {
+        Command::Run { log, .. } => log.settings("master"),
+        _ => Ok(gantry_net::log::LogSettings::stderr()),
+    };
+    let _log = match settings.and_then(|s| gantry_net::log::init(&s, "info")) {
+        Ok(guard) => guard,
+        Err(e) => {
+            eprintln!("gantry-master: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     let result = match cli.command {
         Command::Init {
             home,
@@ -98,6 +104,7 @@ fn main() -> ExitCode {
         Command::Run {
             home,
             recover_spool,
+            log: _,
         } => run(home, recover_spool),
         Command::Token { home, ttl } => token(home, &ttl),
         Command::UserCert {

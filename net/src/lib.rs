@@ -4,6 +4,7 @@
 
 pub mod cell;
 pub mod door;
+pub mod log;
 pub mod mailer;
 pub mod tls;
 pub mod transport;

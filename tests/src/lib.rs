@@ -162,15 +162,29 @@ pub struct Daemon {
 }
 
 impl Daemon {
-    pub fn spawn(name: &str, mut cmd: Command, log: PathBuf) -> Daemon {
+    pub fn spawn(name: &str, cmd: Command, log: PathBuf) -> Daemon {
+        Self::spawn_logging(name, cmd, log, Some("info"))
+    }
+
+    /// [`Daemon::spawn`] with `GANTRY_LOG` set to `filter`, or unset (None: the
+    /// daemon logs as its configuration says).
+    pub fn spawn_logging(
+        name: &str,
+        mut cmd: Command,
+        log: PathBuf,
+        filter: Option<&str>,
+    ) -> Daemon {
         let file = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(&log)
             .expect("log file");
         cmd.stdout(Stdio::from(file.try_clone().expect("log file")))
-            .stderr(Stdio::from(file))
-            .env("GANTRY_LOG", "info");
+            .stderr(Stdio::from(file));
+        match filter {
+            Some(f) => cmd.env("GANTRY_LOG", f),
+            None => cmd.env_remove("GANTRY_LOG"),
+        };
         let child = cmd
             .spawn()
             .unwrap_or_else(|e| panic!("cannot start {name}: {e}"));
@@ -329,10 +343,16 @@ impl Cluster {
 
     /// Start the master and wait until its client socket answers.
     pub fn start_master(&mut self) {
+        self.start_master_with(&[], Some("info"));
+    }
+
+    /// [`Cluster::start_master`] with more arguments to `run`, and `GANTRY_LOG` set to
+    /// `filter` or unset.
+    pub fn start_master_with(&mut self, args: &[&str], filter: Option<&str>) {
         let mut cmd = Self::netns_command(self.master_netns.as_deref(), bin("gantry-master"));
-        cmd.arg("run").arg("--home").arg(self.home());
+        cmd.arg("run").arg("--home").arg(self.home()).args(args);
         let log = self.dir.path().join("master.log");
-        self.master = Some(Daemon::spawn("gantry-master", cmd, log));
+        self.master = Some(Daemon::spawn_logging("gantry-master", cmd, log, filter));
         wait_until(
             "the master to answer qconf -sm",
             Duration::from_secs(20),

@@ -320,6 +320,7 @@ impl Cluster {
             }
         }
         let http_settings = gantry_common::config::HttpSettings::of(&state.global());
+        gantry_net::log::set_loglevel(state.global().get("loglevel").unwrap_or("log_warning"));
         Ok(Cluster {
             state,
             store,
@@ -487,6 +488,9 @@ impl Cluster {
             .iter()
             .any(|op| matches!(op, Op::Put(crate::core::state::Object::Config(_))));
         if config_changed {
+            gantry_net::log::set_loglevel(
+                self.state.global().get("loglevel").unwrap_or("log_warning"),
+            );
             let http = gantry_common::config::HttpSettings::of(&self.state.global());
             self.http_settings.send_if_modified(|now| {
                 let changed = *now != http;
