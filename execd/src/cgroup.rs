@@ -9,6 +9,8 @@
 //! groups in: `gantry` under the execd's own group (with systemd, `Delegate=yes` in the
 //! unit gives it that).
 
+pub mod controllers;
+
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 

@@ -58,6 +58,7 @@ struct Inner {
     jobs_dir: Dir,
     /// Where task control groups go (cgroup v2), if this host has a writable hierarchy.
     cgroup_parent: Option<PathBuf>,
+    controller_parents: Vec<(String, PathBuf)>,
     /// The shepherd: `gantry-shepherd` next to this executable, else `gantry-execd shepherd`.
     shepherd: (PathBuf, Option<&'static str>),
     host: String,
@@ -125,11 +126,24 @@ impl Jobs {
             Some(p) => info!("each job task gets a control group in {}", p.display()),
             None => info!("no writable cgroup v2 hierarchy: job tasks are tracked by the shepherd's process tree (see docs/admin/execution-hosts.md)"),
         }
+        let controller_parents = crate::cgroup::controllers::parents();
+        match controller_parents.is_empty() {
+            false => info!(
+                "job tasks are limited in the cgroup v1 controllers {}",
+                controller_parents
+                    .iter()
+                    .map(|(c, p)| format!("{c} ({})", p.display()))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            true => info!("no writable cgroup v1 memory, pids or cpu controller: job tasks are limited by setrlimit only"),
+        }
         Ok(Jobs {
             inner: Arc::new(Inner {
                 dir,
                 jobs_dir,
                 cgroup_parent,
+                controller_parents,
                 shepherd: {
                     let exe = std::env::current_exe()?;
                     let small = exe.with_file_name("gantry-shepherd");
@@ -224,6 +238,7 @@ impl Jobs {
                 account: account.clone(),
                 start: start.clone(),
                 cgroup_parent: self.inner.cgroup_parent.clone(),
+                controller_parents: self.inner.controller_parents.clone(),
                 binding: self.bind(key, &start),
                 procedure_users: crate::shepherd::look_up_users(&start),
             };

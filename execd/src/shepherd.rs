@@ -51,6 +51,9 @@ pub struct Order {
     pub account: Option<Account>,
     /// Where to create the task's control group, if the host has cgroup v2.
     pub cgroup_parent: Option<PathBuf>,
+    /// Where to create its groups in the cgroup v1 controllers that limit it:
+    /// (controller, parent).
+    pub controller_parents: Vec<(String, PathBuf)>,
     /// The cores the execd chose for a `-binding` request.
     pub binding: Option<crate::binding::TaskBinding>,
     /// The users the task's procedures name (`root@/path` in a prolog).
@@ -190,6 +193,7 @@ impl TaskRecord {
 struct Held {
     tmpdir: Option<PathBuf>,
     group: Option<TaskGroup>,
+    controllers: Option<crate::cgroup::controllers::ControllerGroups>,
 }
 
 /// Run the shepherd for the job directory `dir`; returns the process exit code.
@@ -268,6 +272,10 @@ pub fn run(dir: &Path) -> i32 {
             );
         }
     }
+    if let Some(groups) = &held.controllers {
+        limits::account_controllers(groups, start, &mut report);
+        groups.remove();
+    }
     if let Some(group) = &held.group {
         let _ = group.remove();
     }
@@ -315,6 +323,11 @@ fn supervise(
                 format!("no control group for the task: {}", strerror(&e)),
             ),
         }
+    }
+    if start.pe_task.is_none() && !order.controller_parents.is_empty() {
+        let name = format!("{}.{}.{}", start.host, start.job_id, start.task_id);
+        held.controllers =
+            limits::join_controllers(&order.controller_parents, &name, start, notes)?;
     }
     let script_path = dir.join(SCRIPT_FILE);
     let cwd = PathBuf::from(start.spec.cwd.clone().unwrap_or_else(|| home.clone()));

@@ -56,3 +56,98 @@ pub(super) fn limits(start: &JobStart) -> Vec<(nix::libc::c_int, u64, u64)> {
     }
     out
 }
+
+/// The task's groups in the cgroup v1 controllers (`h_vmem` times its slots here as
+/// its memory limit, a pid limit and CPU weight by its slots), joined by the shepherd
+/// so that the job inherits them. A host whose controllers refuse the groups runs the
+/// task without them (noted); a memory limit that cannot be set fails the task.
+pub(super) fn join_controllers(
+    parents: &[(String, std::path::PathBuf)],
+    name: &str,
+    start: &JobStart,
+    notes: &mut super::TaskNotes,
+) -> Result<Option<crate::cgroup::controllers::ControllerGroups>, super::Failure> {
+    use crate::cgroup::controllers::{ControllerGroups, TaskLimits};
+    let slots: u32 = start
+        .granted
+        .iter()
+        .filter(|g| g.host == start.host)
+        .map(|g| g.slots)
+        .sum();
+    let h_vmem = limit(start, "h_vmem", mem_of).map(|v| v as u64);
+    let limits = TaskLimits::of(slots, h_vmem);
+    let groups = match ControllerGroups::create(parents, name, &limits) {
+        Ok(g) => g,
+        Err(e) if h_vmem.is_some() => {
+            return Err(super::fail(
+                gantry_proto::ShepherdFailure::BeforeJob,
+                format!(
+                    "cannot set the task's memory limit: {}",
+                    gantry_common::os_error::strerror(&e)
+                ),
+            ))
+        }
+        Err(e) => {
+            notes.add(
+                "note",
+                format!(
+                    "no controller groups for the task: {}",
+                    gantry_common::os_error::strerror(&e)
+                ),
+            );
+            return Ok(None);
+        }
+    };
+    if let Err(e) = groups.join_self() {
+        groups.remove();
+        return Err(super::fail(
+            gantry_proto::ShepherdFailure::BeforeJob,
+            format!(
+                "cannot join the task's controller groups: {}",
+                gantry_common::os_error::strerror(&e)
+            ),
+        ));
+    }
+    notes.add(
+        "limits",
+        format!(
+            "memory={} pids={} cpu.shares={}",
+            limits
+                .memory_bytes
+                .map_or("unlimited".to_string(), |m| m.to_string()),
+            limits.pids,
+            limits.cpu_shares
+        ),
+    );
+    Ok((!groups.is_empty()).then_some(groups))
+}
+
+/// What the controllers measured goes into the task's record: its peak memory (as its
+/// `maxrss` where larger than what `getrusage` saw), and a process the OOM killer
+/// ended at the memory limit (SGE's failure 37, the limit it reached).
+pub(super) fn account_controllers(
+    groups: &crate::cgroup::controllers::ControllerGroups,
+    start: &JobStart,
+    report: &mut gantry_proto::JobReport,
+) {
+    if let Some(peak) = groups.memory_peak() {
+        report.maxrss_kb = report.maxrss_kb.max(peak / 1024);
+    }
+    let killed = groups.oom_kills();
+    if killed > 0 && report.failed == 0 {
+        let h_vmem = start
+            .spec
+            .hard_resources
+            .iter()
+            .find(|(k, _)| k == "h_vmem")
+            .map_or_else(
+                || "its queue's h_vmem".to_string(),
+                |(_, v)| format!("h_vmem={v}"),
+            );
+        report.failed = gantry_proto::ShepherdFailure::EnforcedLimit.code();
+        report.failure = format!(
+            "the kernel's OOM killer ended {killed} process{} of the job at its memory limit ({h_vmem} per slot)",
+            if killed == 1 { "" } else { "es" }
+        );
+    }
+}
