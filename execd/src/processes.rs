@@ -129,9 +129,14 @@ impl TaskProcesses {
         }
     }
 
-    /// The task's processes now (its control group's and its tree's).
+    /// The task's processes now: its control group's, which holds every process the
+    /// job starts (none can move itself out: that needs write access to a group
+    /// above), else its tree's. Reading the tree reads every process of the host.
     pub fn pids(&self) -> Vec<i32> {
-        let mut pids = self.group.as_ref().map(TaskGroup::pids).unwrap_or_default();
+        if let Some(g) = &self.group {
+            return g.pids();
+        }
+        let mut pids = Vec::new();
         if let Some(root) = self.shepherd {
             for p in descendants(root.as_raw() as u32) {
                 if !pids.contains(&p) {
@@ -144,9 +149,10 @@ impl TaskProcesses {
 
     /// Does any process of the task remain?
     pub fn any_left(&self) -> bool {
-        self.group.as_ref().is_some_and(TaskGroup::populated)
-            || self.job.is_some_and(|j| killpg(j, None).is_ok())
-            || !self.pids().is_empty()
+        match &self.group {
+            Some(g) => g.populated(),
+            None => self.job.is_some_and(|j| killpg(j, None).is_ok()) || !self.pids().is_empty(),
+        }
     }
 
     /// Send `sig` to every process of the task, once each (a shell running a trap for
@@ -164,15 +170,17 @@ impl TaskProcesses {
         sent
     }
 
-    /// Kill every process of the task: its control group at once, then its tree until
-    /// a reading finds none left (or [`SWEEP_DEADLINE`] passed). Zombies that the
-    /// shepherd has not waited for yet are left to it.
+    /// Kill every process of the task: its control group at once (the group holds them
+    /// all), else its tree until a reading finds none left (or [`SWEEP_DEADLINE`]
+    /// passed). Zombies that the shepherd has not waited for yet are left to it.
     pub fn kill(&self) {
-        if let Some(g) = &self.group {
-            g.kill_all();
-        }
         if let Some(j) = self.job {
             let _ = killpg(j, Signal::SIGKILL);
+        }
+        if let Some(g) = &self.group {
+            // The group holds them all: killed at once, no tree to read.
+            g.kill_all();
+            return;
         }
         let Some(root) = self.shepherd else {
             return;
