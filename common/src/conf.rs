@@ -116,8 +116,11 @@ pub fn parse_entries(text: &str) -> Result<Vec<Entry>, FileError> {
     while let Some((idx, raw)) = lines.next() {
         let line_no = idx + 1;
         let mut logical = raw.to_string();
-        while logical.ends_with('\\') {
-            logical.pop();
+        // A backslash at the end continues the line, blanks after it or not: a value
+        // never ends in one (it would print as a continuation and read back otherwise).
+        while logical.trim_end().ends_with('\\') {
+            let end = logical.trim_end().len() - 1;
+            logical.truncate(end);
             match lines.next() {
                 Some((_, next)) => logical.push_str(next.trim_start()),
                 None => return Err(FileError::at(line_no, "continuation at end of file")),
@@ -313,6 +316,12 @@ mod tests {
         assert_eq!(e[1].value, "a=1, b=2");
         assert_eq!(e[1].line, 4);
         assert_eq!(e[2].value, "x y");
+        // Blanks after the backslash: still a continuation, so no value ends in one
+        // (found by fuzz/fuzz_targets/object_files.rs: `hostlist a,\ ` printed as a
+        // line that read back joined to the next).
+        let e = parse_entries("hostlist a,\\  \n   b\nseq_no 0\n").unwrap();
+        assert_eq!((e[0].value.as_str(), e.len()), ("a,b", 2));
+        assert!(parse_entries("hostlist a,\\ \n").is_err());
     }
 
     #[test]
