@@ -298,7 +298,7 @@ fn holds_dependencies_qdel_and_permissions() {
         "y",
         "sh",
         "-c",
-        "sleep 300 & sleep 300",
+        "sleep 301 & sleep 301",
     ]);
     let held = sub(&[
         "-terse",
@@ -374,8 +374,9 @@ fn holds_dependencies_qdel_and_permissions() {
         Duration::from_secs(10),
         || c.client("qacct", &["-j", &sleeper]).code == 0,
     );
+    // Its own duration: other tests of this file run `sleep 300` as gtuser1 meanwhile.
     let leftovers = std::process::Command::new("pgrep")
-        .args(["-u", "gtuser1", "-f", "sleep 300"])
+        .args(["-u", "gtuser1", "-f", "sleep 301"])
         .output()
         .unwrap();
     assert!(
