@@ -134,6 +134,31 @@ impl TaskLimits {
     }
 }
 
+/// A new group `name` in `parent`: one a task that ended without removing its groups
+/// left there (a killed shepherd) is removed first when empty, else the next free name
+/// (`name.1`, ...) is taken; its limits must not be the old task's.
+fn fresh_group(parent: &Path, name: &str) -> io::Result<PathBuf> {
+    for i in 0..32 {
+        let path = match i {
+            0 => parent.join(name),
+            i => parent.join(format!("{name}.{i}")),
+        };
+        match std::fs::create_dir(&path) {
+            Ok(()) => return Ok(path),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                if std::fs::remove_dir(&path).is_ok() && std::fs::create_dir(&path).is_ok() {
+                    return Ok(path);
+                }
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Err(io::Error::other(format!(
+        "every name for {name} in {} is taken",
+        parent.display()
+    )))
+}
+
 /// A task's groups in the v1 controllers.
 #[derive(Debug, Default)]
 pub struct ControllerGroups {
@@ -150,15 +175,13 @@ impl ControllerGroups {
     ) -> io::Result<ControllerGroups> {
         let mut made = ControllerGroups::default();
         for (controller, parent) in parents {
-            let path = parent.join(name);
-            match std::fs::create_dir(&path) {
-                Ok(()) => {}
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+            let path = match fresh_group(parent, name) {
+                Ok(p) => p,
                 Err(e) => {
                     made.remove();
                     return Err(e);
                 }
-            }
+            };
             for (file, value) in limits.files(controller) {
                 let written = std::fs::write(path.join(file), value.to_string());
                 if let (Err(e), "memory.limit_in_bytes") = (written, file) {
