@@ -71,13 +71,21 @@ pub fn what_if_quota(
             .map(|d| (d.job_id, d.task_id, format!("{}@{}", d.queue, d.host)))
             .collect()
     };
-    let mut today = state.clone();
-    today.settle_quotas();
+    // Under the sets in force: the state itself, copied only if its book waits to be
+    // rebuilt (a configuration change not settled yet).
+    let would_start_today = match state.input.quota_book.is_stale() {
+        false => starts(state),
+        true => {
+            let mut today = state.clone();
+            today.settle_quotas();
+            starts(&today)
+        }
+    };
     Ok(QuotaWhatIf {
         replaced,
         added,
         over,
         would_start: starts(&trial),
-        would_start_today: starts(&today),
+        would_start_today,
     })
 }
