@@ -69,9 +69,19 @@ pub fn request_keeping(req: &ToMaster) -> Result<(FromMaster, UnixStream), ConnE
     Ok((answer, stream))
 }
 
+/// [`request`] to the daemon of the cell or execd directory `home`.
+pub fn request_at(home: &std::path::Path, req: &ToMaster) -> Result<FromMaster, ConnError> {
+    let mut stream = request_stream_at(&socket_path(home), req)?;
+    Ok(decode(&read_frame(&mut stream)?)?)
+}
+
 /// Send `req` and read the master's hello: the socket, its answer next.
 fn request_stream(req: &ToMaster) -> Result<UnixStream, ConnError> {
-    let path = socket_path(&client_home());
+    request_stream_at(&socket_path(&client_home()), req)
+}
+
+fn request_stream_at(path: &std::path::Path, req: &ToMaster) -> Result<UnixStream, ConnError> {
+    let path = path.to_path_buf();
     let mut stream = UnixStream::connect(&path).map_err(|source| ConnError::Connect {
         path: path.clone(),
         source,

@@ -78,6 +78,22 @@ enum Command {
         #[arg(long)]
         list: bool,
     },
+    /// Write a backup of the cell to FILE (a new file): its spool as of now, the job
+    /// scripts, certificates, keys and settings. Asks the running master, which goes on
+    /// serving; without one, reads the cell's files itself.
+    Backup {
+        #[arg(long)]
+        home: PathBuf,
+        file: PathBuf,
+    },
+    /// Restore a backup into the cell (the master stopped): its spool, journal and job
+    /// scripts are replaced (the old ones kept as *.before-restore), its other files
+    /// written where missing.
+    Restore {
+        #[arg(long)]
+        home: PathBuf,
+        file: PathBuf,
+    },
 }
 
 fn main() -> ExitCode {
@@ -115,6 +131,8 @@ fn main() -> ExitCode {
             revoke,
             list,
         } => user_cert(home, user, &valid, out, revoke, list),
+        Command::Backup { home, file } => backup(&home, &file),
+        Command::Restore { home, file } => restore(&home, &file),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -274,6 +292,70 @@ fn user_cert(
         cert_path.display(),
         key_path.display()
     );
+    Ok(())
+}
+
+/// `gantry-master backup`: through the running master, else from the cell's files.
+fn backup(home: &std::path::Path, file: &std::path::Path) -> Result<(), MasterError> {
+    use gantry_client::conn::{request_at, ConnError};
+    use gantry_master::store::backup;
+    use gantry_proto::{FromMaster, ToMaster};
+    let file = std::path::absolute(file).map_err(MasterError::at(file))?;
+    let request = ToMaster::Backup {
+        path: file.to_string_lossy().into_owned(),
+    };
+    match request_at(home, &request) {
+        Ok(FromMaster::Done { messages }) => {
+            for m in messages {
+                println!("{m}");
+            }
+            Ok(())
+        }
+        Ok(FromMaster::Refused(r)) => Err(MasterError::Usage(r.message)),
+        Ok(other) => Err(MasterError::Usage(format!(
+            "error: unexpected answer from the master: {other:?}"
+        ))),
+        // No master runs on the cell: the spool is read here (as the master would
+        // open it) and closed again.
+        Err(ConnError::Connect { .. }) => {
+            let paths = MasterPaths::new(home);
+            let spool = paths.spool();
+            let at_spool = |e: gantry_master::store::StoreError| MasterError::Path {
+                path: spool.clone(),
+                source: Box::new(e),
+            };
+            let mut store = Store::open(&spool, false).map_err(at_spool)?;
+            let written = backup::cell_files(home).and_then(|files| store.backup(&file, &files));
+            store.close().map_err(at_spool)?;
+            let contents = written.map_err(|e| MasterError::Path {
+                path: file.clone(),
+                source: Box::new(e),
+            })?;
+            println!(
+                "backup of the cell written to {}: {contents}",
+                file.display()
+            );
+            Ok(())
+        }
+        Err(e) => Err(MasterError::Usage(e.to_string())),
+    }
+}
+
+/// `gantry-master restore`.
+fn restore(home: &std::path::Path, file: &std::path::Path) -> Result<(), MasterError> {
+    use gantry_master::store::backup;
+    let (contents, kept) = backup::restore(home, file).map_err(|e| MasterError::Path {
+        path: file.to_path_buf(),
+        source: Box::new(e),
+    })?;
+    println!(
+        "restored {} into {}: {contents}",
+        file.display(),
+        home.display()
+    );
+    if !kept.is_empty() {
+        println!("kept the cell's own {}", kept.join(", "));
+    }
     Ok(())
 }
 

@@ -149,15 +149,21 @@ where
     Ok(decode(&bytes)?)
 }
 
-/// The message both sides log when versions differ.
+/// The message both sides log when versions differ, with what to upgrade: the older
+/// side, to the newer's release (docs/admin/upgrades.md: the master first, then the
+/// execds and the commands).
 pub fn mismatch_message(
     daemon: &str,
     daemon_version: u32,
     peer: &str,
     peer_version: u32,
 ) -> String {
+    let older = match peer_version < daemon_version {
+        true => peer,
+        false => daemon,
+    };
     format!(
-        "protocol version mismatch: {daemon} speaks Gantry protocol {daemon_version}, {peer} speaks Gantry protocol {peer_version}"
+        "protocol version mismatch: {daemon} speaks Gantry protocol {daemon_version}, {peer} speaks Gantry protocol {peer_version}: upgrade {older} to the release of the other"
     )
 }
 
@@ -434,7 +440,7 @@ mod tests {
         let err = accept_hello(&mut r, &mut w, 1, "the master")
             .await
             .unwrap_err();
-        let want = "protocol version mismatch: the master speaks Gantry protocol 1, the client speaks Gantry protocol 2";
+        let want = "protocol version mismatch: the master speaks Gantry protocol 1, the client speaks Gantry protocol 2: upgrade the master to the release of the other";
         assert_eq!(err.to_string(), want);
         let err = expect_hello_reply(&mut client).await.unwrap_err();
         assert_eq!(err.to_string(), want);

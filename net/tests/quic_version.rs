@@ -47,8 +47,13 @@ async fn mismatch(server_version: u32, client_version: u32) -> (String, String, 
 #[tokio::test]
 async fn peers_of_different_versions_name_both_versions() {
     let (server_err, client_err, alpn) = mismatch(1, 2).await;
-    let want = "protocol version mismatch: the master speaks Gantry protocol 1, the execd speaks Gantry protocol 2";
+    let want = "protocol version mismatch: the master speaks Gantry protocol 1, the execd speaks Gantry protocol 2: upgrade the master to the release of the other";
     assert_eq!(server_err, want);
     assert_eq!(client_err, want);
     assert_eq!(alpn.as_deref(), Some(ALPN_VERSION_PROBE));
+    // An execd left behind by an upgraded master is told to upgrade.
+    let (server_err, client_err, _) = mismatch(3, 2).await;
+    let want = "protocol version mismatch: the master speaks Gantry protocol 3, the execd speaks Gantry protocol 2: upgrade the execd to the release of the other";
+    assert_eq!(server_err, want);
+    assert_eq!(client_err, want);
 }

@@ -27,7 +27,7 @@ pub use whatif::{QuotaWhatIf, WhatIf};
 
 /// The protocol version. Both daemons and every client speak exactly one version; peers
 /// with another version are refused with a message naming both.
-pub const PROTOCOL_VERSION: u32 = 43;
+pub const PROTOCOL_VERSION: u32 = 44;
 
 /// Magic bytes at the start of every [`Hello`]: "GNTY".
 pub const HELLO_MAGIC: [u8; 4] = *b"GNTY";
@@ -314,6 +314,10 @@ pub enum ToMaster {
     /// the one of its name or added): which running jobs would be past a limit, which
     /// pending tasks would start. Answered with [`FromMaster::QuotaWhatIf`].
     WhatIfQuota { rqs: String },
+    /// `gantry-master backup`: write a backup of the cell (its spool as of now, job
+    /// scripts, certificates and settings) to this new file on the master's host.
+    /// Managers only; answered with [`FromMaster::Done`].
+    Backup { path: String },
 }
 
 /// `qstat -g t`: the lines of one running task of a job, in its granted queue

@@ -96,7 +96,7 @@ fn samples() -> Vec<(&'static str, Vec<u8>)> {
 #[test]
 fn encodings_are_pinned() {
     let want = [
-        ("hello", "474e54592b0105302e312e30"),
+        ("hello", "474e54592c0105302e312e30"),
         ("hello_reply", "0001"),
         ("load_report", "0201086e756d5f70726f630132"),
         ("settings", "0128"),
@@ -118,8 +118,8 @@ fn encodings_are_pinned() {
         );
     }
     assert_eq!(got.len(), want.len());
-    assert_eq!(PROTOCOL_VERSION, 43);
-    assert_eq!(alpn_current(), b"gantry/43");
+    assert_eq!(PROTOCOL_VERSION, 44);
+    assert_eq!(alpn_current(), b"gantry/44");
 }
 
 #[test]

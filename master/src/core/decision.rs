@@ -80,6 +80,8 @@ pub enum Effect {
     /// The reply is the spool's accounting records (`qacct`) of every job, or of the job
     /// of this id or name.
     AnswerWithAccounting { job: Option<String> },
+    /// The reply is the outcome of a backup of the cell written to this file.
+    AnswerWithBackup { path: String },
     /// What a cycle reads changed: a scheduling cycle is asked for (it runs when
     /// [`gantry_sched::ClusterView::cycle_due`] says one is due).
     Schedule,

@@ -282,6 +282,18 @@ fn decide_request(
         ToMaster::KillExecds { hosts, kill_jobs } => {
             kill_execds(state, ctx, caller, &hosts, kill_jobs)
         }
+        ToMaster::Backup { path } => {
+            if let Err(refusal) = state.manager_check(caller) {
+                return Decision::refused(refusal);
+            }
+            Decision {
+                ops: Vec::new(),
+                effects: vec![Effect::AnswerWithBackup { path }],
+                reply: FromMaster::Done {
+                    messages: Vec::new(),
+                },
+            }
+        }
         ToMaster::KillMaster => {
             if !state.acts_as_manager(caller) {
                 return Decision::refused(Refusal {

@@ -20,7 +20,9 @@ const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
 /// the number of a task `qrsh -inherit` started (0: the job's own task).
 const ACCOUNTING: TableDefinition<(u64, u32, u32, u32), &[u8]> = TableDefinition::new("accounting");
 
-/// The spool's schema version; a spool written by a different version is refused.
+/// The spool's schema version. A spool of an earlier one (from `migrate::OLDEST`) is
+/// upgraded when the master opens it (`migrate.rs`: add each layout change there, and a
+/// fixture made by `tests/fixtures/spools/make.sh`); one of a later schema is refused.
 /// 3: a job's pending tasks are kept as ranges (`tasks::Tasks`).
 /// 4: the journal names its spool and checkpoint (generation) in a header.
 /// 5: a job keeps its mail options, mail list and reservation request (`-m -M -R`).
@@ -78,8 +80,23 @@ pub enum StoreError {
         key: String,
         source: gantry_proto::ProtoError,
     },
-    #[error("spool was written with schema {found}, this master reads schema {SCHEMA_VERSION}")]
+    #[error("spool was written with schema {found}, this master reads schema {SCHEMA_VERSION} and upgrades schemas {} and later: upgrade with an earlier release first", migrate::OLDEST)]
     Schema { found: u32 },
+    #[error("spool was written with schema {found} by a newer master; this master reads schema {SCHEMA_VERSION}: run the newer release, or restore the copy the upgrade kept (spool.redb.schema-{SCHEMA_VERSION})")]
+    Newer { found: u32 },
+    #[error("upgrading the spool from schema {found}: {what} cannot be read: {source}")]
+    Migrate {
+        found: u32,
+        what: String,
+        source: migrate::ReadError,
+    },
+    #[error("cannot keep a copy of the spool as {} before upgrading it: {source}", path.display())]
+    Copy {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{0}")]
+    UpgradeRefused(String),
     #[error("encoding a spool object: {0}")]
     Encode(#[from] gantry_proto::ProtoError),
     #[error("the spool database is closed after a failed checkpoint and cannot be opened yet")]
@@ -372,16 +389,19 @@ impl Store {
             .set_cache_size(SPOOL_CACHE_BYTES)
             .open(path)?;
         owner_only(path)?;
+        let found = {
+            let txn = db.begin_read()?;
+            let meta = txn.open_table(META)?;
+            meta.get("schema")?
+                .and_then(|v| <[u8; 4]>::try_from(v.value()).ok())
+                .map_or(0, u32::from_be_bytes)
+        };
+        if found != SCHEMA_VERSION {
+            migrate::upgrade(&db, path, found)?;
+        }
         let (applied, spool_id, generation, clean) = {
             let txn = db.begin_read()?;
             let meta = txn.open_table(META)?;
-            let found = meta
-                .get("schema")?
-                .and_then(|v| <[u8; 4]>::try_from(v.value()).ok())
-                .map_or(0, u32::from_be_bytes);
-            if found != SCHEMA_VERSION {
-                return Err(StoreError::Schema { found });
-            }
             let clean = meta
                 .get("clean")?
                 .is_some_and(|v| v.value().first() == Some(&1));
@@ -878,6 +898,9 @@ impl Store {
         }
     }
 }
+
+pub mod backup;
+mod migrate;
 
 #[cfg(test)]
 mod tests;

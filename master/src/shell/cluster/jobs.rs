@@ -85,8 +85,14 @@ impl Cluster {
             }
         }
         for effect in &effects {
-            if let crate::core::decision::Effect::AnswerWithAccounting { job } = effect {
-                reply = self.accounting(job.as_deref());
+            match effect {
+                crate::core::decision::Effect::AnswerWithAccounting { job } => {
+                    reply = self.accounting(job.as_deref());
+                }
+                crate::core::decision::Effect::AnswerWithBackup { path } => {
+                    reply = self.backup(path);
+                }
+                _ => {}
             }
         }
         self.carry_out_effects(effects);
@@ -108,6 +114,26 @@ impl Cluster {
             Err(e) => FromMaster::Refused(Refusal {
                 kind: RefusalKind::Internal,
                 message: format!("error: reading the accounting: {e}"),
+            }),
+        }
+    }
+
+    /// `gantry-master backup`: the cell as of now, written to `path` (a new file).
+    fn backup(&self, path: &str) -> FromMaster {
+        use crate::spool::store::backup;
+        let to = std::path::Path::new(path);
+        let written =
+            backup::cell_files(&self.paths.home).and_then(|files| self.store.backup(to, &files));
+        match written {
+            Ok(contents) => {
+                info!("backup of the cell written to {path}: {contents}");
+                FromMaster::Done {
+                    messages: vec![format!("backup of the cell written to {path}: {contents}")],
+                }
+            }
+            Err(e) => FromMaster::Refused(Refusal {
+                kind: RefusalKind::Internal,
+                message: format!("error: cannot write the backup: {e}"),
             }),
         }
     }
@@ -158,7 +184,7 @@ impl Cluster {
                     });
                 }
                 // Answered in `carry_out`.
-                Effect::AnswerWithAccounting { .. } => {}
+                Effect::AnswerWithAccounting { .. } | Effect::AnswerWithBackup { .. } => {}
                 Effect::Schedule => self.state_changed(),
                 Effect::JobEnded(id) => {
                     if let Some(waiters) = self.waiters.remove(&id) {

@@ -1,0 +1,349 @@
+//! Upgrading a spool written by an earlier schema, as databases migrate: every change of
+//! the layout since is one entry of [`CHANGES`], and opening an older spool rewrites
+//! each object, accounting record and journal change in today's layout in one
+//! transaction, after a copy of the spool and its journal has been kept beside them.
+//!
+//! The journal's changes the database has not taken in are read in the old layout and
+//! written into the same transaction, which then says the database holds the journal
+//! to its end: the old records are never read again, and new ones follow them.
+
+mod reader;
+
+pub use reader::Error as ReadError;
+
+use std::path::{Path, PathBuf};
+
+use redb::{Database, ReadableDatabase, ReadableTable};
+use serde::Deserialize;
+
+use super::{journal, meta_u64, write_ops, StoreError, ACCOUNTING, META, OBJECTS, SCHEMA_VERSION};
+use crate::core::state::{Object, Op, QueueInError};
+use reader::{encode, Change, Encoded, Kind, Reader};
+
+/// The oldest schema this master upgrades: the first whose layout [`CHANGES`] describes
+/// every change since.
+pub const OLDEST: u32 = 20;
+
+/// Every change of the spool's layout since [`OLDEST`], by the schema that made it. A
+/// value given for an added field is encoded as of that schema (today's type serves
+/// while it has not changed since). Found by comparing the serialized types of the
+/// last commit of each schema with the next's, and checked by a fixture of each.
+static CHANGES: &[Change] = &[
+    Change {
+        schema: 21,
+        what: "a report names its qrsh -inherit task",
+        kind: Kind::FieldAdded {
+            container: "JobReport",
+            field: "pe_task",
+            value: || encode(&None::<u32>),
+        },
+    },
+    Change {
+        schema: 21,
+        what: "the tasks qrsh -inherit starts in running jobs",
+        kind: Kind::VariantInserted {
+            container: "Object",
+            index: 27,
+        },
+    },
+    Change {
+        schema: 22,
+        what: "operators (qconf -ao)",
+        kind: Kind::VariantInserted {
+            container: "Object",
+            index: 6,
+        },
+    },
+    Change {
+        schema: 22,
+        what: "accounting records keep the granted parallel environment",
+        kind: Kind::FieldAdded {
+            container: "AccountingRecord",
+            field: "granted_pe",
+            value: || encode(&None::<String>),
+        },
+    },
+    Change {
+        schema: 22,
+        what: "accounting records keep the job's category",
+        kind: Kind::FieldAdded {
+            container: "AccountingRecord",
+            field: "category",
+            value: || encode(&String::new()),
+        },
+    },
+    Change {
+        schema: 22,
+        what: "a report keeps the rest of SGE's usage (ru_*, mem, io, iow, maxvmem)",
+        kind: Kind::FieldAdded {
+            container: "JobReport",
+            field: "accounted",
+            value: || encode(&gantry_proto::AccountedUsage::default()),
+        },
+    },
+    Change {
+        schema: 22,
+        what: "a job's summed qrsh -inherit usage keeps the rest of SGE's usage",
+        kind: Kind::FieldAdded {
+            container: "Used",
+            field: "accounted",
+            value: || encode(&gantry_proto::AccountedUsage::default()),
+        },
+    },
+    Change {
+        schema: 23,
+        what: "a job keeps its operator hold",
+        kind: Kind::FieldAdded {
+            container: "JobSpec",
+            field: "operator_hold",
+            value: || encode(&false),
+        },
+    },
+    Change {
+        schema: 23,
+        what: "a job keeps its system hold",
+        kind: Kind::FieldAdded {
+            container: "JobSpec",
+            field: "system_hold",
+            value: || encode(&false),
+        },
+    },
+    Change {
+        schema: 23,
+        what: "a job keeps its version (the changes qalter, qhold and qrls made)",
+        kind: Kind::FieldAdded {
+            container: "Job",
+            field: "version",
+            value: || encode(&0u32),
+        },
+    },
+    Change {
+        schema: 24,
+        what: "a job keeps why its tasks' last start failed",
+        kind: Kind::FieldAdded {
+            container: "Job",
+            field: "failed_starts",
+            value: || encode(&std::collections::BTreeMap::<gantry_proto::TaskId, String>::new()),
+        },
+    },
+    Change {
+        schema: 25,
+        what: "a queue instance in error state keeps why (qstat -explain E)",
+        kind: Kind::VariantChanged {
+            container: "Object",
+            variant: "ErrorQueues",
+            convert: error_queues_with_reasons,
+        },
+    },
+    Change {
+        schema: 26,
+        what: "a job keeps its -C directive prefix",
+        kind: Kind::FieldAdded {
+            container: "JobSpec",
+            field: "directive_prefix",
+            value: || encode(&None::<String>),
+        },
+    },
+    Change {
+        schema: 27,
+        what: "a job keeps its verification mode (-w)",
+        kind: Kind::FieldAdded {
+            container: "JobSpec",
+            field: "verify",
+            value: || encode(&gantry_proto::Verify::None),
+        },
+    },
+];
+
+/// 25: error-state queue instances were (queue, host) pairs; why is not known.
+fn error_queues_with_reasons(r: &mut Reader<'_>) -> Encoded {
+    let old: Vec<(String, String)> = Deserialize::deserialize(r)?;
+    encode(
+        &old.into_iter()
+            .map(|(queue, host)| QueueInError {
+                queue,
+                host,
+                why: String::new(),
+            })
+            .collect::<Vec<_>>(),
+    )
+}
+
+/// The accounting table before schema 21: keyed by job, task and attempt.
+const ACCOUNTING_BEFORE_21: redb::TableDefinition<(u64, u32, u32), &[u8]> =
+    redb::TableDefinition::new("accounting");
+
+/// An accounting record's key: job, task, attempt, `qrsh -inherit` task.
+type AccountKey = (u64, u32, u32, u32);
+
+/// What an upgrade did, for the log and the tests.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Upgraded {
+    pub from: u32,
+    pub objects: usize,
+    pub accounting: usize,
+    pub journal_changes: usize,
+    /// Where the copy of the spool as it was is kept.
+    pub copy: PathBuf,
+}
+
+/// Where the copy of the spool at `path` is kept before it is upgraded from `schema`:
+/// beside it, `spool.redb.schema-26` (its journal `spool.journal.schema-26`).
+pub fn copy_path(path: &Path, schema: u32) -> PathBuf {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(format!(".schema-{schema}"));
+    path.with_file_name(name)
+}
+
+/// Upgrade the spool `db` at `path` from schema `found` to this master's.
+pub fn upgrade(db: &Database, path: &Path, found: u32) -> Result<Upgraded, StoreError> {
+    if found > SCHEMA_VERSION {
+        return Err(StoreError::Newer { found });
+    }
+    if found < OLDEST {
+        return Err(StoreError::Schema { found });
+    }
+    let (applied, spool_id, generation, clean) = {
+        let txn = db.begin_read()?;
+        let meta = txn.open_table(META)?;
+        let clean = meta
+            .get("clean")?
+            .is_some_and(|v| v.value().first() == Some(&1));
+        (
+            meta_u64(&txn, "journal_seq")?.unwrap_or(0),
+            meta_u64(&txn, "spool_id")?.unwrap_or(0),
+            meta_u64(&txn, "generation")?.unwrap_or(1),
+            clean,
+        )
+    };
+    // The journal's changes beyond the database: all of them, or the upgrade waits.
+    let journal_path = super::journal_path(path);
+    let bytes = journal::read(&journal_path).map_err(|source| StoreError::Journal {
+        path: journal_path.clone(),
+        source,
+    })?;
+    let header = bytes.as_deref().map(journal::decode_header);
+    let ours = matches!(header, Some(journal::HeaderRead::Found(h))
+        if h.spool_id == spool_id && (h.generation == generation || h.generation + 1 == generation));
+    let records = match (ours, clean) {
+        (true, _) => {
+            let scan = journal::scan(bytes.as_deref().unwrap_or_default(), applied);
+            if scan.lost.is_some() {
+                return Err(refused(&journal_path, found, "damaged before its end"));
+            }
+            scan.records
+        }
+        (false, true) => Vec::new(),
+        (false, false) => {
+            return Err(refused(&journal_path, found, "missing or not this spool's"));
+        }
+    };
+    // The copy, before anything changes.
+    let copy = copy_path(path, found);
+    let keep = |from: &Path, to: &Path| {
+        std::fs::copy(from, to).map_err(|source| StoreError::Copy {
+            path: to.to_path_buf(),
+            source,
+        })
+    };
+    keep(path, &copy)?;
+    if journal_path.exists() {
+        keep(&journal_path, &copy_path(&journal_path, found))?;
+    }
+    tracing::info!(
+        "spool: upgrading {} from schema {found} to {SCHEMA_VERSION}; the spool as it was is kept as {}",
+        path.display(),
+        copy.display()
+    );
+    for change in CHANGES.iter().filter(|c| c.schema > found) {
+        tracing::info!("spool: schema {}: {}", change.schema, change.what);
+    }
+    let mut done = Upgraded {
+        from: found,
+        copy,
+        ..Upgraded::default()
+    };
+    let txn = db.begin_write()?;
+    {
+        let mut objects = txn.open_table(OBJECTS)?;
+        let old: Vec<(String, Vec<u8>)> = objects
+            .iter()?
+            .map(|e| e.map(|(k, v)| (k.value().to_string(), v.value().to_vec())))
+            .collect::<Result<_, _>>()?;
+        for (key, bytes) in old {
+            let object: Object = read(&bytes, found, || key.clone())?;
+            objects.insert(key.as_str(), gantry_proto::encode(&object)?.as_slice())?;
+            done.objects += 1;
+        }
+        let old: Vec<(AccountKey, Vec<u8>)> = if found < 21 {
+            // 21: keyed by the qrsh -inherit task too (0: the job's own task).
+            let table = txn.open_table(ACCOUNTING_BEFORE_21)?;
+            let old = table
+                .iter()?
+                .map(|e| {
+                    e.map(|(k, v)| {
+                        let (job, task, attempt) = k.value();
+                        ((job, task, attempt, 0), v.value().to_vec())
+                    })
+                })
+                .collect::<Result<_, _>>()?;
+            drop(table);
+            txn.delete_table(ACCOUNTING_BEFORE_21)?;
+            old
+        } else {
+            txn.open_table(ACCOUNTING)?
+                .iter()?
+                .map(|e| e.map(|(k, v)| (k.value(), v.value().to_vec())))
+                .collect::<Result<_, _>>()?
+        };
+        let mut accounting = txn.open_table(ACCOUNTING)?;
+        for (key, bytes) in old {
+            let record: gantry_proto::AccountingRecord =
+                read(&bytes, found, || format!("accounting record {key:?}"))?;
+            accounting.insert(key, gantry_proto::encode(&record)?.as_slice())?;
+            done.accounting += 1;
+        }
+    }
+    let mut last_seq = applied;
+    for (seq, payload) in &records {
+        let ops: Vec<Op> = read(payload, found, || format!("journal change {seq}"))?;
+        write_ops(&txn, &ops)?;
+        done.journal_changes += ops.len();
+        last_seq = *seq;
+    }
+    {
+        let mut meta = txn.open_table(META)?;
+        meta.insert("schema", SCHEMA_VERSION.to_be_bytes().as_slice())?;
+        meta.insert("journal_seq", last_seq.to_be_bytes().as_slice())?;
+    }
+    txn.commit()?;
+    tracing::info!(
+        objects = done.objects,
+        accounting = done.accounting,
+        journal_changes = done.journal_changes,
+        "spool: upgraded from schema {found} to {SCHEMA_VERSION}"
+    );
+    Ok(done)
+}
+
+fn read<T: serde::de::DeserializeOwned>(
+    bytes: &[u8],
+    found: u32,
+    what: impl Fn() -> String,
+) -> Result<T, StoreError> {
+    reader::read(bytes, found, SCHEMA_VERSION, CHANGES).map_err(|source| StoreError::Migrate {
+        found,
+        what: what(),
+        source,
+    })
+}
+
+fn refused(journal: &Path, found: u32, what: &str) -> StoreError {
+    StoreError::UpgradeRefused(format!(
+        "spool journal {} is {what}, after a master that did not shut down cleanly: the spool is not upgraded (start the master that wrote schema {found} on it, with --recover-spool if it asks for it, and stop it, then upgrade)",
+        journal.display()
+    ))
+}
+
+#[cfg(test)]
+mod tests;
