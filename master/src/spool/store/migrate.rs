@@ -22,13 +22,238 @@ use reader::{encode, Change, Encoded, Kind, Reader};
 
 /// The oldest schema this master upgrades: the first whose layout [`CHANGES`] describes
 /// every change since.
-pub const OLDEST: u32 = 20;
+pub const OLDEST: u32 = 4;
 
 /// Every change of the spool's layout since [`OLDEST`], by the schema that made it. A
 /// value given for an added field is encoded as of that schema (today's type serves
 /// while it has not changed since). Found by comparing the serialized types of the
 /// last commit of each schema with the next's, and checked by a fixture of each.
 static CHANGES: &[Change] = &[
+    Change {
+        schema: 5,
+        what: "a job keeps its mail options (-m)",
+        kind: Kind::FieldAdded {
+            container: "JobSpec",
+            field: "mail_options",
+            value: || encode(&String::new()),
+        },
+    },
+    Change {
+        schema: 5,
+        what: "a job keeps its mail list (-M)",
+        kind: Kind::FieldAdded {
+            container: "JobSpec",
+            field: "mail_list",
+            value: || encode(&Vec::<String>::new()),
+        },
+    },
+    Change {
+        schema: 5,
+        what: "a job keeps its reservation request (-R)",
+        kind: Kind::FieldAdded {
+            container: "JobSpec",
+            field: "reserve",
+            value: || encode(&false),
+        },
+    },
+    Change {
+        schema: 6,
+        what: "a job keeps its context (-ac, -sc)",
+        kind: Kind::FieldAdded {
+            container: "JobSpec",
+            field: "context",
+            value: || encode(&Vec::<(String, String)>::new()),
+        },
+    },
+    Change {
+        schema: 6,
+        what: "a job keeps its standard input file (-i)",
+        kind: Kind::FieldAdded {
+            container: "JobSpec",
+            field: "stdin_path",
+            value: || encode(&None::<String>),
+        },
+    },
+    Change {
+        schema: 7,
+        what: "a job keeps whether it may run again (-r)",
+        kind: Kind::FieldAdded {
+            container: "JobSpec",
+            field: "restart",
+            value: || encode(&None::<bool>),
+        },
+    },
+    Change {
+        schema: 8,
+        what: "a job keeps whether it is warned before a suspension or kill (-notify)",
+        kind: Kind::FieldAdded {
+            container: "JobSpec",
+            field: "notify",
+            value: || encode(&false),
+        },
+    },
+    Change {
+        schema: 9,
+        what: "a job keeps its array dependencies (-hold_jid_ad)",
+        kind: Kind::FieldAdded {
+            container: "JobSpec",
+            field: "hold_jids_ad",
+            value: || encode(&Vec::<String>::new()),
+        },
+    },
+    Change {
+        schema: 10,
+        what: "a job keeps its soft queue list (-soft -q)",
+        kind: Kind::FieldAdded {
+            container: "JobSpec",
+            field: "soft_queues",
+            value: || encode(&Vec::<String>::new()),
+        },
+    },
+    Change {
+        schema: 11,
+        what: "a job keeps its deadline (-dl)",
+        kind: Kind::FieldAdded {
+            container: "JobSpec",
+            field: "deadline",
+            value: || encode(&None::<i64>),
+        },
+    },
+    Change {
+        schema: 11,
+        what: "a job keeps its job share (-js)",
+        kind: Kind::FieldAdded {
+            container: "JobSpec",
+            field: "job_share",
+            value: || encode(&0u32),
+        },
+    },
+    Change {
+        schema: 11,
+        what: "a job keeps -shell n",
+        kind: Kind::FieldAdded {
+            container: "JobSpec",
+            field: "binary_shell",
+            value: || encode(&false),
+        },
+    },
+    Change {
+        schema: 11,
+        what: "a job keeps -now y",
+        kind: Kind::FieldAdded {
+            container: "JobSpec",
+            field: "immediate",
+            value: || encode(&false),
+        },
+    },
+    Change {
+        schema: 12,
+        what: "a job keeps its core binding request (-binding)",
+        kind: Kind::FieldAdded {
+            container: "JobSpec",
+            field: "binding",
+            value: || encode(&None::<String>),
+        },
+    },
+    Change {
+        schema: 13,
+        what: "a job keeps its master queue list (-masterq)",
+        kind: Kind::FieldAdded {
+            container: "JobSpec",
+            field: "masterq",
+            value: || encode(&Vec::<String>::new()),
+        },
+    },
+    Change {
+        schema: 14,
+        what: "a job keeps its checkpointing environment (-ckpt)",
+        kind: Kind::FieldAdded {
+            container: "JobSpec",
+            field: "ckpt",
+            value: || encode(&None::<String>),
+        },
+    },
+    Change {
+        schema: 14,
+        what: "a job keeps when it is checkpointed (-c)",
+        kind: Kind::FieldAdded {
+            container: "JobSpec",
+            field: "ckpt_when",
+            value: || encode(&None::<String>),
+        },
+    },
+    Change {
+        schema: 15,
+        what: "a job keeps which tasks run again after a host failure",
+        kind: Kind::FieldAdded {
+            container: "Job",
+            field: "restarted",
+            value: || encode(&std::collections::BTreeSet::<u32>::new()),
+        },
+    },
+    Change {
+        schema: 16,
+        what: "a job keeps how many runs of each restarted task were interrupted",
+        kind: Kind::FieldChanged {
+            container: "Job",
+            field: "restarted",
+            convert: restarted_with_runs,
+        },
+    },
+    Change {
+        schema: 16,
+        what: "a job keeps which tasks restart from a checkpoint",
+        kind: Kind::FieldAdded {
+            container: "Job",
+            field: "ckpt_arena",
+            value: || encode(&std::collections::BTreeSet::<u32>::new()),
+        },
+    },
+    Change {
+        schema: 16,
+        what: "a report says whether the task left a checkpoint",
+        kind: Kind::FieldAdded {
+            container: "JobReport",
+            field: "checkpointed",
+            value: || encode(&false),
+        },
+    },
+    Change {
+        schema: 16,
+        what: "accounting records tell a task's runs apart",
+        kind: Kind::FieldAdded {
+            container: "AccountingRecord",
+            field: "attempt",
+            value: || encode(&0u32),
+        },
+    },
+    Change {
+        schema: 17,
+        what: "a job keeps whether it runs with a pseudo terminal (-pty)",
+        kind: Kind::FieldAdded {
+            container: "JobSpec",
+            field: "pty",
+            value: || encode(&false),
+        },
+    },
+    Change {
+        schema: 18,
+        what: "accounting records name their advance reservation",
+        kind: Kind::FieldAdded {
+            container: "AccountingRecord",
+            field: "ar",
+            value: || encode(&None::<(u64, i64)>),
+        },
+    },
+    Change {
+        schema: 20,
+        what: "a group of the group quota tree keeps its access lists",
+        kind: Kind::FieldAdded {
+            container: "GroupEntry",
+            field: "user_lists",
+            value: || encode(&Vec::<String>::new()),
+        },
+    },
     Change {
         schema: 21,
         what: "a report names its qrsh -inherit task",
@@ -155,6 +380,16 @@ static CHANGES: &[Change] = &[
     },
 ];
 
+/// 16: a restarted task was run and interrupted once at least.
+fn restarted_with_runs(r: &mut Reader<'_>) -> Encoded {
+    let old: std::collections::BTreeSet<u32> = Deserialize::deserialize(r)?;
+    encode(
+        &old.into_iter()
+            .map(|task| (task, 1u32))
+            .collect::<std::collections::BTreeMap<u32, u32>>(),
+    )
+}
+
 /// 25: error-state queue instances were (queue, host) pairs; why is not known.
 fn error_queues_with_reasons(r: &mut Reader<'_>) -> Encoded {
     let old: Vec<(String, String)> = Deserialize::deserialize(r)?;
@@ -169,8 +404,11 @@ fn error_queues_with_reasons(r: &mut Reader<'_>) -> Encoded {
     )
 }
 
-/// The accounting table before schema 21: keyed by job, task and attempt.
+/// The accounting table before schema 21: keyed by job, task and attempt; before 16, by
+/// job and task.
 const ACCOUNTING_BEFORE_21: redb::TableDefinition<(u64, u32, u32), &[u8]> =
+    redb::TableDefinition::new("accounting");
+const ACCOUNTING_BEFORE_16: redb::TableDefinition<(u64, u32), &[u8]> =
     redb::TableDefinition::new("accounting");
 
 /// An accounting record's key: job, task, attempt, `qrsh -inherit` task.
@@ -275,8 +513,22 @@ pub fn upgrade(db: &Database, path: &Path, found: u32) -> Result<Upgraded, Store
             objects.insert(key.as_str(), gantry_proto::encode(&object)?.as_slice())?;
             done.objects += 1;
         }
-        let old: Vec<(AccountKey, Vec<u8>)> = if found < 21 {
-            // 21: keyed by the qrsh -inherit task too (0: the job's own task).
+        let old: Vec<(AccountKey, Vec<u8>)> = if found < 16 {
+            // 16: keyed by the attempt too; 21: by the qrsh -inherit task (0: none).
+            let table = txn.open_table(ACCOUNTING_BEFORE_16)?;
+            let old = table
+                .iter()?
+                .map(|e| {
+                    e.map(|(k, v)| {
+                        let (job, task) = k.value();
+                        ((job, task, 0, 0), v.value().to_vec())
+                    })
+                })
+                .collect::<Result<_, _>>()?;
+            drop(table);
+            txn.delete_table(ACCOUNTING_BEFORE_16)?;
+            old
+        } else if found < 21 {
             let table = txn.open_table(ACCOUNTING_BEFORE_21)?;
             let old = table
                 .iter()?
