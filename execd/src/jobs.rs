@@ -739,7 +739,12 @@ impl Jobs {
                     self.remember_mail(key, plan);
                 }
             }
-            let shepherd = record.shepherd;
+            // A shepherd that had not written its pid when the execd went away is
+            // looked for among the processes: taken for gone, its task would be
+            // ended and accounted while it runs on (and accounted again at its end).
+            let shepherd = record
+                .shepherd
+                .or_else(|| crate::processes::find_shepherd_of(&dir));
             let alive = shepherd.is_some_and(|p| kill(Pid::from_raw(p), None).is_ok());
             self.mark_running(key, true);
             let jobs = self.clone();

@@ -29,7 +29,8 @@ enum Command {
         /// The execd's home: its host certificate and client socket.
         #[arg(long)]
         home: PathBuf,
-        /// The master, HOST:PORT.
+        /// The master, HOST:PORT; with a standby master, both: HOST:PORT,HOST:PORT (the
+        /// execd follows whichever is active).
         #[arg(long)]
         master: String,
         /// The cell's join token (needed on first start only). Prefer --token-file or
@@ -207,6 +208,20 @@ fn check_token_file_mode(path: &std::path::Path, mode: u32) -> Result<(), String
     Ok(())
 }
 
+/// Every master of a `--master a,b` list.
+fn resolve_all(masters: &str) -> Result<Vec<SocketAddr>, String> {
+    masters
+        .split(',')
+        .map(str::trim)
+        .filter(|m| !m.is_empty())
+        .map(resolve)
+        .collect::<Result<Vec<_>, _>>()
+        .and_then(|all| match all.is_empty() {
+            true => Err(format!("no master address in \"{masters}\"")),
+            false => Ok(all),
+        })
+}
+
 fn resolve(master: &str) -> Result<SocketAddr, String> {
     master
         .to_socket_addrs()
@@ -215,21 +230,21 @@ fn resolve(master: &str) -> Result<SocketAddr, String> {
         .ok_or_else(|| format!("the master address \"{master}\" resolves to nothing"))
 }
 
-/// Make `home`, resolve the master and open the UDP socket its sessions go out on.
+/// Make `home`, resolve the masters and open the UDP socket its sessions go out on.
 fn client_endpoint(
     home: &std::path::Path,
     master: &str,
-) -> Result<(SocketAddr, quinn::Endpoint), String> {
+) -> Result<(Vec<SocketAddr>, quinn::Endpoint), String> {
     std::fs::create_dir_all(home).map_err(|e| format!("{}: {e}", home.display()))?;
-    let master_addr = resolve(master)?;
-    let bind: SocketAddr = if master_addr.is_ipv6() {
+    let masters = resolve_all(master)?;
+    let bind: SocketAddr = if masters[0].is_ipv6() {
         "[::]:0".parse().map_err(|e| format!("{e}"))?
     } else {
         "0.0.0.0:0".parse().map_err(|e| format!("{e}"))?
     };
     let endpoint = gantry_net::tls::client_endpoint(bind)
         .map_err(|e| format!("cannot open a UDP socket: {e}"))?;
-    Ok((master_addr, endpoint))
+    Ok((masters, endpoint))
 }
 
 async fn run(
@@ -238,8 +253,9 @@ async fn run(
     token: Option<String>,
     hostname: Option<String>,
 ) -> Result<(), String> {
-    let (master_addr, endpoint) = client_endpoint(&home, &master)?;
-    let id = identity_of(&endpoint, master_addr, &home, token.as_deref(), hostname).await?;
+    let (masters, endpoint) = client_endpoint(&home, &master)?;
+    // A first start joins through the first master listed (the active one).
+    let id = identity_of(&endpoint, masters[0], &home, token.as_deref(), hostname).await?;
     let sensor = Sensor::new().map_err(|e| e.to_string())?;
     let paths = ExecdPaths::new(&home);
     let socket = paths.socket();
@@ -267,7 +283,7 @@ async fn run(
     let shutdown = std::sync::Arc::new(tokio::sync::Notify::new());
     let session_task = tokio::spawn(session::run(
         endpoint.clone(),
-        master_addr,
+        masters,
         id,
         session::RealHost { sensor, jobs },
         current_tx,
@@ -344,7 +360,8 @@ async fn simulate(
     spec: gantry_execd::simulate::SimSpec,
 ) -> Result<(), String> {
     use gantry_execd::simulate::{host_name, SimHost};
-    let (master_addr, endpoint) = client_endpoint(&home, &master)?;
+    let (masters, endpoint) = client_endpoint(&home, &master)?;
+    let master_addr = masters[0];
     let mut tasks = Vec::with_capacity(hosts);
     for n in 1..=hosts {
         let name = host_name(&prefix, n);
@@ -372,7 +389,7 @@ async fn simulate(
                     let (current_tx, _current_rx) = tokio::sync::watch::channel(None);
                     session::run(
                         endpoint,
-                        master_addr,
+                        vec![master_addr],
                         id,
                         host,
                         current_tx,

@@ -116,6 +116,16 @@ pub fn is_shepherd_of(pid: i32, dir: &Path) -> bool {
         .is_some_and(|last| last == dir.as_os_str().as_encoded_bytes())
 }
 
+/// The live shepherd of the task in `dir`, found among every process: for a task whose
+/// shepherd had not written its pid yet when the execd went away.
+pub fn find_shepherd_of(dir: &Path) -> Option<i32> {
+    std::fs::read_dir("/proc")
+        .ok()?
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .find(|pid| is_shepherd_of(*pid, dir))
+}
+
 /// How long killing or stopping a task goes on reading its tree before it gives up (a
 /// process stuck in the kernel, a fork bomb outrunning it).
 const SWEEP_DEADLINE: Duration = Duration::from_secs(2);

@@ -180,7 +180,7 @@ enum Ended {
 /// connection is published on `current` for the client relay.
 pub async fn run<H: ExecHost>(
     endpoint: quinn::Endpoint,
-    master: SocketAddr,
+    masters: Vec<SocketAddr>,
     id: Identity,
     mut host: H,
     current: watch::Sender<Option<quinn::Connection>>,
@@ -193,7 +193,7 @@ pub async fn run<H: ExecHost>(
         let started = std::time::Instant::now();
         let ended = session(
             &endpoint,
-            master,
+            &masters,
             &id,
             &mut host,
             &current,
@@ -215,6 +215,11 @@ pub async fn run<H: ExecHost>(
                 backoff.next_delay()
             }
         };
+        let master = masters
+            .iter()
+            .map(SocketAddr::to_string)
+            .collect::<Vec<_>>()
+            .join(",");
         match ended {
             Ended::Refused(reason) => error!(
                 "the master at {master} refused this execd: {reason}; retrying in {:.1} s",
@@ -234,9 +239,36 @@ pub async fn run<H: ExecHost>(
 /// their reports to be acknowledged.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(60);
 
+/// Connect to whichever of the masters completes the handshake first: the active one
+/// (a standby master does not listen until it takes over, a dead one does not answer).
+async fn connect_any(
+    endpoint: &quinn::Endpoint,
+    config: quinn::ClientConfig,
+    masters: &[SocketAddr],
+) -> Result<(quinn::Connection, SocketAddr), String> {
+    let mut attempts = tokio::task::JoinSet::new();
+    let mut last = "no master address".to_string();
+    for &addr in masters {
+        match endpoint.connect_with(config.clone(), addr, MASTER_SERVER_NAME) {
+            Ok(connecting) => {
+                attempts.spawn(async move { (addr, connecting.await) });
+            }
+            Err(e) => last = format!("{addr}: {e}"),
+        }
+    }
+    while let Some(done) = attempts.join_next().await {
+        match done {
+            Ok((addr, Ok(conn))) => return Ok((conn, addr)),
+            Ok((addr, Err(e))) => last = format!("{addr}: {e}"),
+            Err(e) => last = e.to_string(),
+        }
+    }
+    Err(last)
+}
+
 async fn session<H: ExecHost>(
     endpoint: &quinn::Endpoint,
-    master: SocketAddr,
+    masters: &[SocketAddr],
     id: &Identity,
     jobs: &mut H,
     current: &watch::Sender<Option<quinn::Connection>>,
@@ -247,12 +279,9 @@ async fn session<H: ExecHost>(
         Ok(c) => c,
         Err(e) => return Ended::Refused(format!("bad host identity: {e}")),
     };
-    let conn = match endpoint.connect_with(config, master, MASTER_SERVER_NAME) {
-        Ok(c) => match c.await {
-            Ok(conn) => conn,
-            Err(e) => return Ended::Lost(e.to_string()),
-        },
-        Err(e) => return Ended::Lost(e.to_string()),
+    let (conn, master) = match connect_any(endpoint, config, masters).await {
+        Ok(c) => c,
+        Err(e) => return Ended::Lost(e),
     };
     let (mut send, mut recv) = match conn.open_bi().await {
         Ok(s) => s,

@@ -9,6 +9,7 @@ use clap::{Parser, Subcommand};
 use gantry_common::cell::DEFAULT_PORT;
 use gantry_master::cell::{self, InitOptions};
 use gantry_master::cluster::{Cluster, Shutdown};
+use gantry_master::shell::active;
 use gantry_master::store::Store;
 use gantry_master::{client_endpoint, execd_endpoint};
 use gantry_net::cell::{parse_duration, MasterPaths};
@@ -48,6 +49,11 @@ enum Command {
         /// be read (each dropped change is logged) instead of refusing to start.
         #[arg(long)]
         recover_spool: bool,
+        /// Be the cell's standby master (on a second host sharing the cell directory):
+        /// wait while another master holds the spool, and take over when it dies (not
+        /// when it was shut down: docs/admin/standby.md).
+        #[arg(long)]
+        standby: bool,
         #[command(flatten)]
         log: gantry_net::log::LogArgs,
     },
@@ -120,8 +126,9 @@ fn main() -> ExitCode {
         Command::Run {
             home,
             recover_spool,
+            standby,
             log: _,
-        } => run(home, recover_spool),
+        } => run(home, recover_spool, standby),
         Command::Token { home, ttl } => token(home, &ttl),
         Command::UserCert {
             home,
@@ -154,6 +161,8 @@ enum MasterError {
     Tls(#[from] gantry_net::tls::TlsError),
     #[error(transparent)]
     Start(#[from] gantry_master::cluster::StartError),
+    #[error(transparent)]
+    Active(#[from] active::ActiveError),
     /// A file of the cell, its spool or its socket.
     #[error("{}: {source}", path.display())]
     Path {
@@ -359,7 +368,7 @@ fn restore(home: &std::path::Path, file: &std::path::Path) -> Result<(), MasterE
     Ok(())
 }
 
-fn run(home: PathBuf, recover_spool: bool) -> Result<(), MasterError> {
+fn run(home: PathBuf, recover_spool: bool, standby: bool) -> Result<(), MasterError> {
     let paths = MasterPaths::new(&home);
     let settings = cell::load_settings(&paths)?;
     let read = |p: PathBuf| std::fs::read_to_string(&p).map_err(MasterError::at(&p));
@@ -375,10 +384,8 @@ fn run(home: PathBuf, recover_spool: bool) -> Result<(), MasterError> {
     let https_config =
         gantry_net::tls::https_server_config(&ca_pem, &read(paths.master_cert())?, &master_key)?;
     let endpoint_config = master_endpoint_config(&master_key);
-    let store = Store::open(&paths.spool(), recover_spool).map_err(|e| MasterError::Path {
-        path: paths.spool(),
-        source: Box::new(e),
-    })?;
+    let store = active::open_spool(&paths, recover_spool, standby)?;
+    let claim = active::claim(&paths)?;
 
     let system = actix_rt::System::with_tokio_rt(|| {
         tokio::runtime::Builder::new_multi_thread()
@@ -467,6 +474,8 @@ fn run(home: PathBuf, recover_spool: bool) -> Result<(), MasterError> {
         http_thread.stop();
         let _ = std::fs::remove_file(&socket);
         let _ = std::fs::remove_file(paths.http_socket());
+        // A standby does not take over from a master shut down on purpose.
+        claim.stopped();
         endpoint.wait_idle().await;
         cluster_thread.stop();
         actix_rt::System::current().stop();

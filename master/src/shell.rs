@@ -2,6 +2,7 @@
 //! carries out their effects and replies), the client and execd endpoints, the
 //! scheduler's thread, and the operating system's user and group names.
 
+pub mod active;
 pub mod client_endpoint;
 pub mod cluster;
 pub mod cycle_thread;

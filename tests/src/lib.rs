@@ -399,6 +399,30 @@ impl Cluster {
         netns: Option<&str>,
         cpus: Option<&str>,
     ) -> usize {
+        let masters = self.master_addr(master_ip);
+        self.spawn_execd(host, &masters, token, netns, cpus)
+    }
+
+    /// [`Self::start_execd`] for a cell with a standby master: `masters` is the
+    /// execd's `--master` list (`a:port,b:port`).
+    pub fn start_execd_with_masters(
+        &mut self,
+        host: &str,
+        masters: &str,
+        token: Option<&str>,
+        netns: Option<&str>,
+    ) -> usize {
+        self.spawn_execd(host, masters, token, netns, None)
+    }
+
+    fn spawn_execd(
+        &mut self,
+        host: &str,
+        masters: &str,
+        token: Option<&str>,
+        netns: Option<&str>,
+        cpus: Option<&str>,
+    ) -> usize {
         let home = self.execd_home(host);
         let mut cmd = match (netns, cpus) {
             (Some(ns), None) if self.own_host_names => {
@@ -426,7 +450,7 @@ impl Cluster {
             .arg("--home")
             .arg(&home)
             .arg("--master")
-            .arg(self.master_addr(master_ip))
+            .arg(masters)
             .arg("--hostname")
             .arg(host);
         if let Some(t) = token {
