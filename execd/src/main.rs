@@ -208,20 +208,6 @@ fn check_token_file_mode(path: &std::path::Path, mode: u32) -> Result<(), String
     Ok(())
 }
 
-/// Every master of a `--master a,b` list.
-fn resolve_all(masters: &str) -> Result<Vec<SocketAddr>, String> {
-    masters
-        .split(',')
-        .map(str::trim)
-        .filter(|m| !m.is_empty())
-        .map(resolve)
-        .collect::<Result<Vec<_>, _>>()
-        .and_then(|all| match all.is_empty() {
-            true => Err(format!("no master address in \"{masters}\"")),
-            false => Ok(all),
-        })
-}
-
 fn resolve(master: &str) -> Result<SocketAddr, String> {
     master
         .to_socket_addrs()
@@ -236,7 +222,16 @@ fn client_endpoint(
     master: &str,
 ) -> Result<(Vec<SocketAddr>, quinn::Endpoint), String> {
     std::fs::create_dir_all(home).map_err(|e| format!("{}: {e}", home.display()))?;
-    let masters = resolve_all(master)?;
+    // Every master of a `--master a,b` list.
+    let masters = master
+        .split(',')
+        .map(str::trim)
+        .filter(|m| !m.is_empty())
+        .map(resolve)
+        .collect::<Result<Vec<_>, _>>()?;
+    if masters.is_empty() {
+        return Err(format!("no master address in \"{master}\""));
+    }
     let bind: SocketAddr = if masters[0].is_ipv6() {
         "[::]:0".parse().map_err(|e| format!("{e}"))?
     } else {

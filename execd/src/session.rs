@@ -239,28 +239,47 @@ pub async fn run<H: ExecHost>(
 /// their reports to be acknowledged.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(60);
 
+/// Why no master could be reached: the last attempt's failure.
+#[derive(Debug, thiserror::Error)]
+enum ConnectError {
+    #[error("no master address")]
+    NoAddress,
+    #[error("{addr}: {source}")]
+    Connect {
+        addr: SocketAddr,
+        source: quinn::ConnectError,
+    },
+    #[error("{addr}: {source}")]
+    Handshake {
+        addr: SocketAddr,
+        source: quinn::ConnectionError,
+    },
+    #[error("a connection attempt ended: {0}")]
+    Attempt(#[from] tokio::task::JoinError),
+}
+
 /// Connect to whichever of the masters completes the handshake first: the active one
 /// (a standby master does not listen until it takes over, a dead one does not answer).
 async fn connect_any(
     endpoint: &quinn::Endpoint,
     config: quinn::ClientConfig,
     masters: &[SocketAddr],
-) -> Result<(quinn::Connection, SocketAddr), String> {
+) -> Result<(quinn::Connection, SocketAddr), ConnectError> {
     let mut attempts = tokio::task::JoinSet::new();
-    let mut last = "no master address".to_string();
+    let mut last = ConnectError::NoAddress;
     for &addr in masters {
         match endpoint.connect_with(config.clone(), addr, MASTER_SERVER_NAME) {
             Ok(connecting) => {
                 attempts.spawn(async move { (addr, connecting.await) });
             }
-            Err(e) => last = format!("{addr}: {e}"),
+            Err(source) => last = ConnectError::Connect { addr, source },
         }
     }
     while let Some(done) = attempts.join_next().await {
         match done {
             Ok((addr, Ok(conn))) => return Ok((conn, addr)),
-            Ok((addr, Err(e))) => last = format!("{addr}: {e}"),
-            Err(e) => last = e.to_string(),
+            Ok((addr, Err(source))) => last = ConnectError::Handshake { addr, source },
+            Err(e) => last = e.into(),
         }
     }
     Err(last)
@@ -281,7 +300,7 @@ async fn session<H: ExecHost>(
     };
     let (conn, master) = match connect_any(endpoint, config, masters).await {
         Ok(c) => c,
-        Err(e) => return Ended::Lost(e),
+        Err(e) => return Ended::Lost(e.to_string()),
     };
     let (mut send, mut recv) = match conn.open_bi().await {
         Ok(s) => s,
