@@ -765,7 +765,49 @@ fn one(name: &str, arg: Option<&str>) -> Output {
                 _ => None,
             })
         }
-        ("-sconfl", _) => Output::fail("no config defined".to_string(), exit::FAILURE),
+        ("-sconfl", _) => names(req(&ToMaster::ShowConfigList), "no config defined"),
+        ("-dconf", Some(hosts)) => change(ToMaster::DeleteConfigs { names: list(hosts) }, true),
+        // A host's local configuration, written in the editor (from an empty one).
+        ("-aconf", Some(hosts)) => {
+            let mut out = Output::ok(String::new());
+            for name in list(hosts) {
+                let text = match edit(&format!("#{name}:\n")) {
+                    Ok(text) => text,
+                    Err(e) => return Output::fail(e, exit::FAILURE),
+                };
+                let step = change(ToMaster::AddConfig { name, text }, true);
+                out.stderr.push_str(&step.stderr);
+                out.code = step.code;
+                if step.code != exit::SUCCESS {
+                    break;
+                }
+            }
+            out
+        }
+        // Each file's name is its host's.
+        ("-Aconf", Some(files)) => {
+            let mut out = Output::ok(String::new());
+            for file in list(files) {
+                let name = std::path::Path::new(&file)
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                let text = match read_object_file(
+                    &file,
+                    Some(&format!("error reading configuration from file {file}")),
+                ) {
+                    Ok(t) => t,
+                    Err(o) => return o,
+                };
+                let step = change(ToMaster::AddConfig { name, text }, true);
+                out.stderr.push_str(&step.stderr);
+                out.code = step.code;
+                if step.code != exit::SUCCESS {
+                    break;
+                }
+            }
+            out
+        }
         // Gantry has no calendars: none can be defined.
         ("-scall", _) => Output::fail("no calendar defined".to_string(), exit::FAILURE),
         ("-mconf", conf) => {

@@ -210,6 +210,31 @@ pub fn parse_config(name: &str, text: &str) -> Result<Config, FileError> {
     })
 }
 
+/// A host-local configuration (`qconf -Aconf/-Mconf HOST`): only the attributes the
+/// file gives, each checked as the global configuration's; the host's configuration
+/// overrides the global one with them (`sge_conf(5)`).
+pub fn parse_host_config(name: &str, text: &str) -> Result<Config, FileError> {
+    let entries = parse_entries(text)?;
+    if entries.is_empty() {
+        return Err(FileError::Object(format!(
+            "error reading configuration of \"{name}\": the file holds no attribute"
+        )));
+    }
+    for e in &entries {
+        let Some((_, _, kind)) = ATTRIBUTES.iter().find(|(k, _, _)| *k == e.key) else {
+            return Err(FileError::at(
+                e.line,
+                format!("unknown attribute \"{}\" in configuration", e.key),
+            ));
+        };
+        check(*kind, &e.key, &e.value).map_err(|r| FileError::at(e.line, r))?;
+    }
+    Ok(Config {
+        name: name.to_string(),
+        entries: entries.into_iter().map(|e| (e.key, e.value)).collect(),
+    })
+}
+
 /// The configuration as `qconf -sconf` prints it.
 pub fn print_config(conf: &Config) -> String {
     let mut out = format!("#{}:\n", conf.name);
@@ -284,6 +309,29 @@ mod tests {
                 "max_advance_reservations     50\nhttp_listen                  none\nhttp_anonymous               false\n",
             );
         assert_eq!(print_config(&default_global()), want);
+    }
+
+    #[test]
+    fn a_host_configuration_keeps_only_what_it_gives_each_value_checked() {
+        let c =
+            parse_host_config("node1", "mailer /bin/mail\nreschedule_unknown 0:0:10\n").unwrap();
+        assert_eq!(c.name, "node1");
+        assert_eq!(
+            c.entries,
+            vec![
+                ("mailer".to_string(), "/bin/mail".to_string()),
+                ("reschedule_unknown".to_string(), "0:0:10".to_string())
+            ]
+        );
+        for (text, want) in [
+            ("bogus 1\n", "unknown attribute \"bogus\" in configuration"),
+            ("reschedule_unknown soon\n", "reschedule_unknown"),
+            ("", "holds no attribute"),
+            ("# only a comment\n", "holds no attribute"),
+        ] {
+            let err = parse_host_config("node1", text).unwrap_err().to_string();
+            assert!(err.contains(want), "{text:?}: {err}");
+        }
     }
 
     #[test]

@@ -318,6 +318,13 @@ pub enum ToMaster {
     /// scripts, certificates and settings) to this new file on the master's host.
     /// Managers only; answered with [`FromMaster::Done`].
     Backup { path: String },
+    /// `qconf -Aconf/-aconf HOST`: add a host-local configuration.
+    AddConfig { name: String, text: String },
+    /// `qconf -dconf host_list`: delete host-local configurations.
+    DeleteConfigs { names: Vec<String> },
+    /// `qconf -sconfl`: the hosts that have a local configuration, answered with
+    /// [`FromMaster::Names`].
+    ShowConfigList,
 }
 
 /// `qstat -g t`: the lines of one running task of a job, in its granted queue

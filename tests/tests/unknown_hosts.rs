@@ -167,3 +167,73 @@ fn jobs_of_a_host_gone_for_good_are_rescheduled_after_reschedule_unknown() {
     assert_eq!(row(&c, &again), ("Rr".into(), "all.q@node2".into()));
     assert_eq!(c.client("qdel", &[&again]).code, 0);
 }
+
+/// A host's own configuration (`qconf -Aconf HOST`) sets its `reschedule_unknown`: here
+/// the global one never reschedules, node1's does after 10 s.
+#[test]
+fn a_hosts_own_reschedule_unknown_overrides_the_global_one() {
+    if !need_root("a_hosts_own_reschedule_unknown_overrides_the_global_one") {
+        return;
+    }
+    ensure_user("gtuser1");
+    let mut c = Cluster::init(&[]);
+    c.start_master();
+    let token = c.token();
+    c.start_execd("node1", LOCAL, Some(&token), None);
+    c.start_execd("node2", LOCAL, Some(&token), None);
+    c.wait_host_reporting("node1");
+    c.wait_host_reporting("node2");
+    let conf = c.dir.path().join("global");
+    std::fs::write(
+        &conf,
+        "load_report_time 0:0:1\nmax_unheard 0:0:3\nreschedule_unknown 0:0:0\n",
+    )
+    .unwrap();
+    assert_eq!(c.qconf(&["-Mconf", conf.to_str().unwrap()]).code, 0);
+    let local = c.dir.path().join("node1");
+    std::fs::write(&local, "reschedule_unknown 0:0:10\n").unwrap();
+    let out = c.qconf(&["-Aconf", local.to_str().unwrap()]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(
+        out.stderr,
+        "root@head added \"node1\" to configuration list\n"
+    );
+    let shown = c.qconf(&["-sconf", "node1"]);
+    assert_eq!(
+        shown.stdout, "#node1:\nreschedule_unknown           0:0:10\n\n",
+        "{shown:?}"
+    );
+    assert_eq!(c.qconf(&["-sconfl"]).stdout, "node1\n");
+    for args in [
+        &["-rattr", "queue", "load_thresholds", "NONE", "all.q"][..],
+        &["-rattr", "queue", "slots", "2", "all.q"],
+    ] {
+        assert_eq!(c.qconf(args).code, 0, "{args:?}");
+    }
+    assert_eq!(c.client("qmod", &["-d", "all.q@node2"]).code, 0);
+    let again = c.submit("gtuser1", &["-r", "y", "-b", "y", "sleep", "300"]);
+    wait_until("the job to run on node1", Duration::from_secs(30), || {
+        row(&c, &again) == ("r".into(), "all.q@node1".into())
+    });
+    assert_eq!(c.client("qmod", &["-e", "all.q@node2"]).code, 0);
+    c.execds[0].stop(Signal::SIGKILL);
+    let killed = Instant::now();
+    wait_until(
+        "the rerunnable job to run on node2",
+        Duration::from_secs(60),
+        || row(&c, &again) == ("Rr".into(), "all.q@node2".into()),
+    );
+    let took = killed.elapsed();
+    assert!(
+        took > Duration::from_secs(10) && took < Duration::from_secs(25),
+        "rescheduled after {took:?}"
+    );
+    assert_eq!(
+        records(&c, &again),
+        [("25  : rescheduling".to_string(), "node1".to_string())]
+    );
+    // Without its own configuration, the host goes by the global one again.
+    assert_eq!(c.qconf(&["-dconf", "node1"]).code, 0);
+    assert_ne!(c.qconf(&["-sconf", "node1"]).code, 0);
+    assert_eq!(c.client("qdel", &[&again]).code, 0);
+}

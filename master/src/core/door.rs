@@ -334,6 +334,13 @@ fn decide_request(
         ToMaster::AddExecHost { text } => configured(state.add_exec_host(caller, &text)),
         ToMaster::DeleteExecHosts { hosts } => configured(state.delete_exec_hosts(caller, &hosts)),
         ToMaster::ShowConfig { name } => configured(state.show_config(&name)),
+        ToMaster::ShowConfigList => configured(state.show_config_list()),
+        ToMaster::AddConfig { name, text } => {
+            configured(state.add_config(caller, &name, &text, ctx.resolves))
+        }
+        ToMaster::DeleteConfigs { names } => {
+            configured(state.delete_configs(caller, &names, ctx.resolves))
+        }
         ToMaster::ModifyConfig { name, text } => {
             configured(state.modify_config(caller, &name, &text))
         }

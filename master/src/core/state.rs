@@ -244,6 +244,8 @@ pub use gantry_sched::view::{ClusterImage, HostRuntime, JobTable, RuntimeTable};
 
 #[derive(Debug, Clone, Default)]
 pub struct ClusterState {
+    /// Host-local configurations (`qconf -sconf HOST`), by host.
+    pub host_configs: BTreeMap<String, Config>,
     /// What a scheduling cycle reads, as one value: the configuration it schedules by
     /// (complex, hosts, host groups, queues, access lists, parallel environments, the
     /// scheduler configuration, quota sets compiled, advance reservations, the group
@@ -455,6 +457,8 @@ impl ClusterState {
                         self.global = Some(c);
                     } else if c.name == "sched" {
                         self.input.sched = Arc::new(Some(c));
+                    } else {
+                        self.host_configs.insert(c.name.clone(), c);
                     }
                 }
                 Object::Complexes(list) => self.input.complexes = Arc::new(list),
@@ -560,7 +564,9 @@ impl ClusterState {
             Op::Catalog(catalog) => self.prepare_catalog(Arc::clone(catalog)),
             Op::NextJobId(n) => self.next_job_id = *n,
             Op::Delete(key) => {
-                if let Some(name) = key.strip_prefix("exechost/") {
+                if let Some(name) = key.strip_prefix("config/") {
+                    self.host_configs.remove(name);
+                } else if let Some(name) = key.strip_prefix("exechost/") {
                     Arc::make_mut(&mut self.input.exechosts).remove(name);
                 } else if let Some(name) = key.strip_prefix("hostgroup/") {
                     Arc::make_mut(&mut self.input.hostgroups).remove(name);

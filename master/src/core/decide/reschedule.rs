@@ -136,10 +136,13 @@ fn qmaster_param_on(params: &str, name: &str) -> bool {
 }
 
 impl ClusterState {
-    /// `reschedule_unknown` of the global configuration: how long after a host became
-    /// unknown (no load report for `max_unheard`) its jobs are rescheduled (0: never).
-    pub fn reschedule_unknown(&self) -> u64 {
-        gantry_common::config::time_seconds(&self.global(), "reschedule_unknown")
+    /// `reschedule_unknown` of `host` (its local configuration's, else the global
+    /// one's): how long after it became unknown (no load report for `max_unheard`) its
+    /// jobs are rescheduled (0: never).
+    pub fn reschedule_unknown(&self, host: &str) -> u64 {
+        self.host_setting(host, "reschedule_unknown")
+            .and_then(|v| gantry_common::value::parse_time(&v).ok())
+            .map_or(0, |s| s.max(0.0) as u64)
     }
 
     /// The tasks running on `host`, unheard since `last_heard` for `reschedule_unknown`
@@ -159,7 +162,7 @@ impl ClusterState {
             .global()
             .get("qmaster_params")
             .is_some_and(|p| qmaster_param_on(p, "ENABLE_RESCHEDULE_KILL"));
-        let after = gantry_common::value::format_time_hms(self.reschedule_unknown() as f64);
+        let after = gantry_common::value::format_time_hms(self.reschedule_unknown(host) as f64);
         let mut reports = Vec::new();
         for job in self.input.jobs.values() {
             for (task, t) in job.tasks.placed() {

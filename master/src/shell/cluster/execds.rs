@@ -126,14 +126,18 @@ impl Cluster {
     /// rescheduled ones pending again. A host that comes back later is told to kill
     /// what it still runs of them.
     fn reschedule_unknown_hosts(&mut self, now: crate::core::sched::Time) {
-        let after = self.state.reschedule_unknown();
-        if after == 0 || self.unreachable.is_empty() {
+        if self.unreachable.is_empty() {
             return;
         }
-        let deadline = self.state.max_unheard() + after;
         let mut hosts: Vec<String> = self.unreachable.iter().cloned().collect();
         hosts.sort();
         for host in hosts {
+            // The host's own configuration's reschedule_unknown, else the global one's.
+            let after = self.state.reschedule_unknown(&host);
+            if after == 0 {
+                continue;
+            }
+            let deadline = self.state.max_unheard() + after;
             let since = self
                 .state
                 .input
