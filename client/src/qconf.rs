@@ -4,7 +4,6 @@ use std::io::Write;
 
 use gantry_common::complex::print_complexes;
 use gantry_common::conf::SgeFileError;
-use gantry_common::config::print_config;
 use gantry_common::exechost::print_exechost;
 use gantry_common::hostgroup::print_hostgroup;
 use gantry_common::queue::print_queue;
@@ -12,6 +11,7 @@ use gantry_proto::{AttrOp, ExecHost, FromMaster, ObjectKind, RefusalKind, ToMast
 
 use crate::opts::parse;
 
+mod configs;
 mod files;
 mod share_tree;
 mod usage;
@@ -473,6 +473,9 @@ pub fn run(args: &[String]) -> Output {
 }
 
 fn one(name: &str, arg: Option<&str>) -> Output {
+    if let Some(out) = configs::configuration(name, arg) {
+        return out;
+    }
     let req = crate::conn::request;
     match (name, arg) {
         ("-sc", _) => answer(req(&ToMaster::ShowComplexes), |a| match a {
@@ -752,99 +755,8 @@ fn one(name: &str, arg: Option<&str>) -> Output {
             kill_jobs: name == "-kej",
         })),
         ("-km", _) => shutdown_answer(req(&ToMaster::KillMaster)),
-        ("-sconf", conf) => {
-            let name = conf.unwrap_or("global");
-            let reply = req(&ToMaster::ShowConfig {
-                name: name.to_string(),
-            });
-            if let Some(out) = unresolved(&reply, name, ": can't resolve host name") {
-                return out;
-            }
-            answer(reply, |a| match a {
-                FromMaster::Config(c) => Some(print_config(c)),
-                _ => None,
-            })
-        }
-        ("-sconfl", _) => names(req(&ToMaster::ShowConfigList), "no config defined"),
-        ("-dconf", Some(hosts)) => change(ToMaster::DeleteConfigs { names: list(hosts) }, true),
-        // A host's local configuration, written in the editor (from an empty one).
-        ("-aconf", Some(hosts)) => {
-            let mut out = Output::ok(String::new());
-            for name in list(hosts) {
-                let text = match edit(&format!("#{name}:\n")) {
-                    Ok(text) => text,
-                    Err(e) => return Output::fail(e, exit::FAILURE),
-                };
-                let step = change(ToMaster::AddConfig { name, text }, true);
-                out.stderr.push_str(&step.stderr);
-                out.code = step.code;
-                if step.code != exit::SUCCESS {
-                    break;
-                }
-            }
-            out
-        }
-        // Each file's name is its host's.
-        ("-Aconf", Some(files)) => {
-            let mut out = Output::ok(String::new());
-            for file in list(files) {
-                let name = std::path::Path::new(&file)
-                    .file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_default();
-                let text = match read_object_file(
-                    &file,
-                    Some(&format!("error reading configuration from file {file}")),
-                ) {
-                    Ok(t) => t,
-                    Err(o) => return o,
-                };
-                let step = change(ToMaster::AddConfig { name, text }, true);
-                out.stderr.push_str(&step.stderr);
-                out.code = step.code;
-                if step.code != exit::SUCCESS {
-                    break;
-                }
-            }
-            out
-        }
         // Gantry has no calendars: none can be defined.
         ("-scall", _) => Output::fail("no calendar defined".to_string(), exit::FAILURE),
-        ("-mconf", conf) => {
-            let name = conf.unwrap_or("global").to_string();
-            let current = match req(&ToMaster::ShowConfig { name: name.clone() }) {
-                Ok(FromMaster::Config(c)) => c,
-                other => return answer(other, |_| None),
-            };
-            match edit(&print_config(&current)) {
-                Ok(text) => change(ToMaster::ModifyConfig { name, text }, true),
-                Err(e) => Output::fail(e, exit::FAILURE),
-            }
-        }
-        ("-Mconf", Some(files)) => {
-            let mut out = Output::ok(String::new());
-            for file in list(files) {
-                let name = std::path::Path::new(&file)
-                    .file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_default();
-                let text = match read_object_file(
-                    &file,
-                    Some(&format!("error reading configuration from file {file}")),
-                ) {
-                    Ok(t) => t,
-                    Err(o) => return o,
-                };
-                let step = change(ToMaster::ModifyConfig { name, text }, true);
-                out.stderr.push_str(&step.stderr);
-                out.stdout.push_str(&step.stdout);
-                out.code = step.code;
-                if step.code != exit::SUCCESS {
-                    break;
-                }
-            }
-            out
-        }
         ("-sm", _) => names(req(&ToMaster::ShowManagers), "no manager defined"),
         ("-so", _) => names(req(&ToMaster::ShowOperators), "no operator defined"),
         ("-sh", _) => names(
