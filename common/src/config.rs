@@ -149,10 +149,11 @@ fn check(kind: Kind, key: &str, value: &str) -> Result<(), String> {
 /// Read a configuration file as `-Mconf` and `-mconf` take it. Every attribute is
 /// validated; unknown attributes are refused; attributes the file leaves out take their
 /// default. The whole file is refused on the first error.
-pub fn parse_config(name: &str, text: &str) -> Result<Config, FileError> {
+/// A configuration file's attributes, each known and its value checked; an empty file
+/// is refused (it would read as every attribute at its default).
+fn checked_entries(name: &str, text: &str) -> Result<Vec<crate::conf::Entry>, FileError> {
     let entries = parse_entries(text)?;
     if entries.is_empty() {
-        // An empty file would read as every attribute at its default.
         return Err(FileError::Object(format!(
             "error reading configuration of \"{name}\": the file holds no attribute"
         )));
@@ -166,6 +167,11 @@ pub fn parse_config(name: &str, text: &str) -> Result<Config, FileError> {
         };
         check(*kind, &e.key, &e.value).map_err(|r| FileError::at(e.line, r))?;
     }
+    Ok(entries)
+}
+
+pub fn parse_config(name: &str, text: &str) -> Result<Config, FileError> {
+    let entries = checked_entries(name, text)?;
     // Hosts are marked unreachable after max_unheard without a report: shorter than
     // the time between reports, every connected host would be.
     let seconds = |key: &str| {
@@ -214,21 +220,7 @@ pub fn parse_config(name: &str, text: &str) -> Result<Config, FileError> {
 /// file gives, each checked as the global configuration's; the host's configuration
 /// overrides the global one with them (`sge_conf(5)`).
 pub fn parse_host_config(name: &str, text: &str) -> Result<Config, FileError> {
-    let entries = parse_entries(text)?;
-    if entries.is_empty() {
-        return Err(FileError::Object(format!(
-            "error reading configuration of \"{name}\": the file holds no attribute"
-        )));
-    }
-    for e in &entries {
-        let Some((_, _, kind)) = ATTRIBUTES.iter().find(|(k, _, _)| *k == e.key) else {
-            return Err(FileError::at(
-                e.line,
-                format!("unknown attribute \"{}\" in configuration", e.key),
-            ));
-        };
-        check(*kind, &e.key, &e.value).map_err(|r| FileError::at(e.line, r))?;
-    }
+    let entries = checked_entries(name, text)?;
     Ok(Config {
         name: name.to_string(),
         entries: entries.into_iter().map(|e| (e.key, e.value)).collect(),

@@ -311,6 +311,21 @@ impl Cluster {
         self.dir.path().join("cell")
     }
 
+    /// Point the cell's settings at this cluster's own port: a cell unpacked or
+    /// restored from another names that one's.
+    pub fn use_own_port(&self) {
+        let conf = self.home().join("master.conf");
+        let text: String = std::fs::read_to_string(&conf)
+            .expect("master.conf")
+            .lines()
+            .map(|l| match l.starts_with("port ") {
+                true => format!("port {}\n", self.port),
+                false => format!("{l}\n"),
+            })
+            .collect();
+        std::fs::write(&conf, text).expect("master.conf");
+    }
+
     pub fn token(&self) -> String {
         std::fs::read_to_string(self.home().join("join-token"))
             .expect("join token")

@@ -23,21 +23,6 @@ fn master(args: &[&str], home: &Path, file: &Path) -> Out {
     )
 }
 
-/// Point a cell's settings at this cluster's own port (a restored cell names the port
-/// of the one backed up).
-fn own_port(c: &Cluster) {
-    let conf = c.home().join("master.conf");
-    let text: String = std::fs::read_to_string(&conf)
-        .unwrap()
-        .lines()
-        .map(|l| match l.starts_with("port ") {
-            true => format!("port {}\n", c.port),
-            false => format!("{l}\n"),
-        })
-        .collect();
-    std::fs::write(&conf, text).unwrap();
-}
-
 fn submit(c: &Cluster, args: &[&str]) -> String {
     let out = c.client("qsub", &[&["-terse"], args].concat());
     assert_eq!(out.code, 0, "{out:?}");
@@ -99,7 +84,7 @@ fn an_online_backup_restores_into_a_new_cell_and_over_the_old_one() {
             "{f}"
         );
     }
-    own_port(&d);
+    d.use_own_port();
     d.start_master();
     let job = d.client("qstat", &["-j", &held]);
     assert_eq!(job.code, 0, "{job:?}");

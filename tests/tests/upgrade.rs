@@ -152,16 +152,7 @@ fn old_cell(fixture: &Path) -> Cluster {
         .status()
         .unwrap();
     assert!(status.success());
-    let conf = cell.join("master.conf");
-    let text = std::fs::read_to_string(&conf).unwrap();
-    let text: String = text
-        .lines()
-        .map(|l| match l.starts_with("port ") {
-            true => format!("port {}\n", c.port),
-            false => format!("{l}\n"),
-        })
-        .collect();
-    std::fs::write(&conf, text).unwrap();
+    c.use_own_port();
     c
 }
 

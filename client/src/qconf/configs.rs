@@ -27,46 +27,15 @@ pub(super) fn configuration(name: &str, arg: Option<&str>) -> Option<Output> {
         ("-sconfl", _) => names(req(&ToMaster::ShowConfigList), "no config defined"),
         ("-dconf", Some(hosts)) => change(ToMaster::DeleteConfigs { names: list(hosts) }, true),
         // A host's local configuration, written in the editor (from an empty one).
-        ("-aconf", Some(hosts)) => {
-            let mut out = Output::ok(String::new());
-            for name in list(hosts) {
-                let text = match edit(&format!("#{name}:\n")) {
-                    Ok(text) => text,
-                    Err(e) => return Some(Output::fail(e, exit::FAILURE)),
-                };
-                let step = change(ToMaster::AddConfig { name, text }, true);
-                out.stderr.push_str(&step.stderr);
-                out.code = step.code;
-                if step.code != exit::SUCCESS {
-                    break;
-                }
-            }
-            out
-        }
+        ("-aconf", Some(hosts)) => each(list(hosts), |name| {
+            let text = edit(&format!("#{name}:\n")).map_err(|e| Output::fail(e, exit::FAILURE))?;
+            Ok(ToMaster::AddConfig { name, text })
+        }),
         // Each file's name is its host's.
-        ("-Aconf", Some(files)) => {
-            let mut out = Output::ok(String::new());
-            for file in list(files) {
-                let name = std::path::Path::new(&file)
-                    .file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_default();
-                let text = match read_object_file(
-                    &file,
-                    Some(&format!("error reading configuration from file {file}")),
-                ) {
-                    Ok(t) => t,
-                    Err(o) => return Some(o),
-                };
-                let step = change(ToMaster::AddConfig { name, text }, true);
-                out.stderr.push_str(&step.stderr);
-                out.code = step.code;
-                if step.code != exit::SUCCESS {
-                    break;
-                }
-            }
-            out
-        }
+        ("-Aconf", Some(files)) => each(list(files), |file| {
+            let (name, text) = named_file(&file)?;
+            Ok(ToMaster::AddConfig { name, text })
+        }),
         ("-mconf", conf) => {
             let name = conf.unwrap_or("global").to_string();
             let current = match req(&ToMaster::ShowConfig { name: name.clone() }) {
@@ -78,30 +47,42 @@ pub(super) fn configuration(name: &str, arg: Option<&str>) -> Option<Output> {
                 Err(e) => Output::fail(e, exit::FAILURE),
             }
         }
-        ("-Mconf", Some(files)) => {
-            let mut out = Output::ok(String::new());
-            for file in list(files) {
-                let name = std::path::Path::new(&file)
-                    .file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_default();
-                let text = match read_object_file(
-                    &file,
-                    Some(&format!("error reading configuration from file {file}")),
-                ) {
-                    Ok(t) => t,
-                    Err(o) => return Some(o),
-                };
-                let step = change(ToMaster::ModifyConfig { name, text }, true);
-                out.stderr.push_str(&step.stderr);
-                out.stdout.push_str(&step.stdout);
-                out.code = step.code;
-                if step.code != exit::SUCCESS {
-                    break;
-                }
-            }
-            out
-        }
+        ("-Mconf", Some(files)) => each(list(files), |file| {
+            let (name, text) = named_file(&file)?;
+            Ok(ToMaster::ModifyConfig { name, text })
+        }),
         _ => return None,
     })
+}
+
+/// A configuration file: the configuration's name (the file's) and its text.
+fn named_file(file: &str) -> Result<(String, String), Output> {
+    let name = std::path::Path::new(file)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let text = read_object_file(
+        file,
+        Some(&format!("error reading configuration from file {file}")),
+    )?;
+    Ok((name, text))
+}
+
+/// Send the request made of each item in turn, stopping at the first refused; what the
+/// master said of each, on stderr as SGE's qconf says it.
+fn each(items: Vec<String>, request: impl Fn(String) -> Result<ToMaster, Output>) -> Output {
+    let mut out = Output::ok(String::new());
+    for item in items {
+        let step = match request(item) {
+            Ok(req) => change(req, true),
+            Err(o) => return o,
+        };
+        out.stderr.push_str(&step.stderr);
+        out.stdout.push_str(&step.stdout);
+        out.code = step.code;
+        if step.code != exit::SUCCESS {
+            break;
+        }
+    }
+    out
 }

@@ -277,6 +277,22 @@ fn account_key(r: &gantry_proto::AccountingRecord) -> (u64, u32, u32, u32) {
     )
 }
 
+/// What the database says of its journal: the change it holds up to, the spool's id,
+/// its checkpoint (generation), and whether its master shut down cleanly.
+fn spool_state(db: &Database) -> Result<(u64, u64, u64, bool), StoreError> {
+    let txn = db.begin_read()?;
+    let meta = txn.open_table(META)?;
+    let clean = meta
+        .get("clean")?
+        .is_some_and(|v| v.value().first() == Some(&1));
+    Ok((
+        meta_u64(&txn, "journal_seq")?.unwrap_or(0),
+        meta_u64(&txn, "spool_id")?.unwrap_or(0),
+        meta_u64(&txn, "generation")?.unwrap_or(1),
+        clean,
+    ))
+}
+
 fn meta_u64(txn: &redb::ReadTransaction, key: &str) -> Result<Option<u64>, StoreError> {
     let meta = txn.open_table(META)?;
     Ok(meta
@@ -399,19 +415,7 @@ impl Store {
         if found != SCHEMA_VERSION {
             migrate::upgrade(&db, path, found)?;
         }
-        let (applied, spool_id, generation, clean) = {
-            let txn = db.begin_read()?;
-            let meta = txn.open_table(META)?;
-            let clean = meta
-                .get("clean")?
-                .is_some_and(|v| v.value().first() == Some(&1));
-            (
-                meta_u64(&txn, "journal_seq")?.unwrap_or(0),
-                meta_u64(&txn, "spool_id")?.unwrap_or(0),
-                meta_u64(&txn, "generation")?.unwrap_or(1),
-                clean,
-            )
-        };
+        let (applied, spool_id, generation, clean) = spool_state(&db)?;
         let journal_path = journal_path(path);
         let io = |source| StoreError::Journal {
             path: journal_path.clone(),

@@ -13,10 +13,10 @@ pub use reader::Error as ReadError;
 
 use std::path::{Path, PathBuf};
 
-use redb::{Database, ReadableDatabase, ReadableTable};
+use redb::{Database, ReadableTable};
 use serde::Deserialize;
 
-use super::{journal, meta_u64, write_ops, StoreError, ACCOUNTING, META, OBJECTS, SCHEMA_VERSION};
+use super::{journal, write_ops, StoreError, ACCOUNTING, META, OBJECTS, SCHEMA_VERSION};
 use crate::core::state::{Object, Op, QueueInError};
 use reader::{encode, Change, Encoded, Kind, Reader};
 
@@ -441,19 +441,7 @@ pub fn upgrade(db: &Database, path: &Path, found: u32) -> Result<Upgraded, Store
     if found < OLDEST {
         return Err(StoreError::Schema { found });
     }
-    let (applied, spool_id, generation, clean) = {
-        let txn = db.begin_read()?;
-        let meta = txn.open_table(META)?;
-        let clean = meta
-            .get("clean")?
-            .is_some_and(|v| v.value().first() == Some(&1));
-        (
-            meta_u64(&txn, "journal_seq")?.unwrap_or(0),
-            meta_u64(&txn, "spool_id")?.unwrap_or(0),
-            meta_u64(&txn, "generation")?.unwrap_or(1),
-            clean,
-        )
-    };
+    let (applied, spool_id, generation, clean) = super::spool_state(db)?;
     // The journal's changes beyond the database: all of them, or the upgrade waits.
     let journal_path = super::journal_path(path);
     let bytes = journal::read(&journal_path).map_err(|source| StoreError::Journal {

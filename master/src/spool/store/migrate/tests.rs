@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::spool::store::Store;
+use redb::ReadableDatabase;
 
 fn fixtures() -> Vec<(u32, PathBuf)> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/spools");
