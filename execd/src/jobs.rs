@@ -126,7 +126,10 @@ impl Jobs {
             Some(p) => info!("each job task gets a control group in {}", p.display()),
             None => info!("no writable cgroup v2 hierarchy: job tasks are tracked by the shepherd's process tree (see docs/admin/execution-hosts.md)"),
         }
-        let controller_parents = crate::cgroup::controllers::parents();
+        let unit = crate::cgroup::controllers::unit_of(
+            &std::fs::canonicalize(home).unwrap_or_else(|_| home.to_path_buf()),
+        );
+        let controller_parents = crate::cgroup::controllers::parents(&unit);
         match controller_parents.is_empty() {
             false => info!(
                 "job tasks are limited in the cgroup v1 controllers {}",

@@ -18,8 +18,10 @@ pub const PIDS_PER_SLOT: u64 = 1024;
 pub const SHARES_PER_SLOT: u64 = 1024;
 
 /// Where task groups go in each v1 controller hierarchy mounted and writable here:
-/// (controller, `<mount><own group>/gantry`).
-pub fn parents() -> Vec<(String, PathBuf)> {
+/// (controller, `<mount><own group>/gantry/<unit>`). `unit` is this execd's own (several
+/// on one machine, as in tests or two cells, must not share task groups: a group of the
+/// same name that looks left over may be another execd's, not yet joined).
+pub fn parents(unit: &str) -> Vec<(String, PathBuf)> {
     let (Ok(mountinfo), Ok(own)) = (
         std::fs::read_to_string("/proc/self/mountinfo"),
         std::fs::read_to_string("/proc/self/cgroup"),
@@ -29,17 +31,36 @@ pub fn parents() -> Vec<(String, PathBuf)> {
     parents_from(&mountinfo, &own)
         .into_iter()
         .filter_map(|(controller, dir)| {
-            let dir = dir.join("gantry");
-            match std::fs::create_dir(&dir) {
-                Ok(()) => {}
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-                Err(_) => return None,
+            let mut dir = dir.join("gantry");
+            for level in [None, Some(unit)] {
+                if let Some(unit) = level {
+                    dir = dir.join(unit);
+                }
+                match std::fs::create_dir(&dir) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+                    Err(_) => return None,
+                }
             }
             dir.join("cgroup.procs")
                 .exists()
                 .then_some((controller, dir))
         })
         .collect()
+}
+
+/// This execd's unit under `gantry`: from its home directory, the same at every start
+/// (so that a group a killed shepherd left is its own to remove).
+pub fn unit_of(home: &Path) -> String {
+    // FNV-1a: stable across builds, unlike std's hasher.
+    let hash = home
+        .as_os_str()
+        .as_encoded_bytes()
+        .iter()
+        .fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+            (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3)
+        });
+    format!("execd-{hash:016x}")
 }
 
 /// The group of this process in each v1 controller of [`CONTROLLERS`] mounted, from
@@ -252,6 +273,14 @@ impl ControllerGroups {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_execd_home_has_a_unit_of_its_own_the_same_at_every_start() {
+        let a = unit_of(Path::new("/var/lib/gantry-execd"));
+        assert_eq!(a, unit_of(Path::new("/var/lib/gantry-execd")));
+        assert_ne!(a, unit_of(Path::new("/tmp/gantry-test1/execd-node1")));
+        assert!(a.starts_with("execd-") && a.len() == 22, "{a}");
+    }
 
     #[test]
     fn the_groups_are_the_own_ones_under_each_v1_mount() {
