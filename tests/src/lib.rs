@@ -311,6 +311,29 @@ impl Cluster {
         self.dir.path().join("cell")
     }
 
+    /// `qsub` a rerunnable job that sleeps `sleep` seconds and first appends a line to
+    /// `marks/JOB_ID` (the chaos and standby ledgers: how many times each job ran).
+    pub fn submit_marked(&self, marks: &Path, sleep: &str) -> Out {
+        let script = format!("echo run >> {}/$JOB_ID; sleep {sleep}", marks.display());
+        self.client(
+            "qsub",
+            &[
+                "-terse",
+                "-r",
+                "y",
+                "-o",
+                "/dev/null",
+                "-j",
+                "y",
+                "-b",
+                "y",
+                "sh",
+                "-c",
+                &script,
+            ],
+        )
+    }
+
     /// Point the cell's settings at this cluster's own port: a cell unpacked or
     /// restored from another names that one's.
     pub fn use_own_port(&self) {

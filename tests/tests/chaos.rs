@@ -133,26 +133,8 @@ fn shepherd_pids(c: &Cluster) -> Vec<(i32, u64)> {
 }
 
 fn submit(c: &Cluster, marks: &std::path::Path, ledger: &mut Ledger, rng: &mut Rng) {
-    let sleep = format!("0.{}", 1 + rng.below(9));
     // Each run of a job leaves a mark: how many times it started.
-    let script = format!("echo run >> {}/$JOB_ID; sleep {sleep}", marks.display());
-    let out = c.client(
-        "qsub",
-        &[
-            "-terse",
-            "-r",
-            "y",
-            "-o",
-            "/dev/null",
-            "-j",
-            "y",
-            "-b",
-            "y",
-            "sh",
-            "-c",
-            &script,
-        ],
-    );
+    let out = c.submit_marked(marks, &format!("0.{}", 1 + rng.below(9)));
     match (out.code, out.stdout.trim().parse::<u64>()) {
         (0, Ok(id)) => {
             ledger.acknowledged.insert(id);

@@ -36,24 +36,7 @@ fn answers(c: &Cluster) -> bool {
 }
 
 fn submit(c: &Cluster, marks: &Path) -> Option<u64> {
-    let script = format!("echo run >> {}/$JOB_ID; sleep 1", marks.display());
-    let out = c.client(
-        "qsub",
-        &[
-            "-terse",
-            "-r",
-            "y",
-            "-o",
-            "/dev/null",
-            "-j",
-            "y",
-            "-b",
-            "y",
-            "sh",
-            "-c",
-            &script,
-        ],
-    );
+    let out = c.submit_marked(marks, "1");
     (out.code == 0)
         .then(|| out.stdout.trim().parse().ok())
         .flatten()
